@@ -1,0 +1,47 @@
+# mirage — see README.md. `make demo` and `make test` do all set-up themselves.
+SHELL := /bin/bash
+GO ?= go
+# libsqlite3: link Debian's SQLite instead of compiling it (same engine, 60 s faster);
+# xgboost: the training code that links Debian's libxgboost.
+GOTAGS ?= libsqlite3 xgboost
+CACHE ?= $(HOME)/.cache/mirage
+BIN := bin/mirage
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+
+.PHONY: all build deps test unit demo bench lint fuzz clean
+
+all: build
+
+deps:
+	./scripts/deps.sh
+
+build:
+	$(GO) build -tags "$(GOTAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mirage
+
+# Everything: dependencies, a real Slurm and kube-apiserver on 127.0.0.1, all tests, brief fuzzing.
+test:
+	GOTAGS="$(GOTAGS)" ./scripts/test.sh
+
+# Unit tests only (no backends; integration tests skip with a message).
+unit:
+	$(GO) test -tags "$(GOTAGS)" ./...
+
+demo: deps build
+	./scripts/demo.sh
+
+bench:
+	$(GO) test -tags "$(GOTAGS)" -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
+	@if [ -x $(CACHE)/bin/benchstat ]; then $(CACHE)/bin/benchstat bench.txt; fi
+
+fuzz:
+	FUZZTIME=$${FUZZTIME:-30s} GOTAGS="$(GOTAGS)" ./scripts/fuzz.sh
+
+lint:
+	@bad=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	$(GO) vet -tags "$(GOTAGS)" ./...
+	@if [ ! -x $(CACHE)/bin/staticcheck ]; then GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2; fi
+	$(CACHE)/bin/staticcheck -tags "$(GOTAGS)" ./...
+
+clean:
+	rm -rf bin bench.txt

@@ -1,0 +1,99 @@
+// Command mirage is a Slurm-compatible proactive provisioner for GPU clusters:
+// it pre-submits each successor of a chain of wall-clock-limited jobs so that it
+// starts as its predecessor ends, and it trains and evaluates the policies that
+// decide when.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	stop()
+	os.Exit(exitCode(err, os.Stderr))
+}
+
+// newRootCmd builds the command tree; stdout and stderr are injected so tests
+// can capture exact output.
+func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "mirage",
+		Short: "Proactive provisioner for chains of GPU jobs on Slurm and Kubernetes",
+		Long: `mirage keeps long-running GPU work (training runs, inference services) alive on
+batch clusters with wall-clock limits. It submits each successor of a chain of
+jobs ahead of time so that it starts as its predecessor ends, applies team rules
+(quota, packing, borrowing) wherever it places work, and trains and evaluates the
+policies that decide when to submit in a trace-driven Slurm simulator.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newVersionCmd())
+	for _, add := range subcommands {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// subcommands lets each command file register itself from an init function,
+// so that adding a command touches one file.
+var subcommands []func() *cobra.Command
+
+func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+
+// exitError carries a specific exit code.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withCode attaches an exit code to an error.
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// Exit codes, mapped in one place.
+const (
+	exitOK          = 0
+	exitFailure     = 1 // any other error
+	exitUsage       = 2 // bad flags or arguments
+	exitBadInput    = 3 // malformed input data (traces, scripts, config)
+	exitUnavailable = 4 // backend (Slurm, API server, database) unreachable or locked
+	exitRejected    = 5 // the backend refused a submission
+	exitInterrupted = 130
+)
+
+// exitCode prints err (if any) to stderr and maps it to the process exit code.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "mirage:", err)
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case isUsageError(err):
+		return exitUsage
+	}
+	return exitFailure
+}

@@ -1,0 +1,50 @@
+// Package testenv tells integration tests where the real backends started by
+// scripts/slurm-up.sh and scripts/k8s-up.sh are. Outside CI a test without a
+// backend is skipped with a message; with CI set it fails, so CI can never go
+// green without running the integration tests.
+package testenv
+
+import (
+	"os"
+	"testing"
+)
+
+// need returns the value of the environment variable, or skips/fails the test.
+func need(t testing.TB, env, what, script string) string {
+	t.Helper()
+	v := os.Getenv(env)
+	if v != "" {
+		return v
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatalf("%s not configured (%s unset) but CI is set: run %s (make test does)", what, env, script)
+	}
+	t.Skipf("%s not configured: set %s (run %s, or make test)", what, env, script)
+	return ""
+}
+
+// SlurmConf returns the slurm.conf path of the loopback Slurm cluster.
+func SlurmConf(t testing.TB) string {
+	return need(t, "MIRAGE_TEST_SLURM_CONF", "real Slurm cluster", "scripts/slurm-up.sh")
+}
+
+// Kubeconfig returns the kubeconfig path of the loopback kube-apiserver.
+func Kubeconfig(t testing.TB) string {
+	return need(t, "MIRAGE_TEST_KUBECONFIG", "real kube-apiserver", "scripts/k8s-up.sh")
+}
+
+// SharedTraces returns the folder of the shared public traces, or skips (never
+// fails: unit tests must run without them).
+func SharedTraces(t testing.TB) string {
+	t.Helper()
+	for _, d := range []string{os.Getenv("MIRAGE_TRACES"), "../shared/traces", "../../shared/traces", "../../../shared/traces"} {
+		if d == "" {
+			continue
+		}
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	t.Skip("shared traces not found: set MIRAGE_TRACES to ../shared/traces")
+	return ""
+}

@@ -1,0 +1,121 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ChainState is the lifecycle of a chain.
+type ChainState string
+
+// Chain states.
+const (
+	ChainActive    ChainState = "active"    // segments still to run
+	ChainDone      ChainState = "done"      // finished as asked (N segments, or the work exited 0)
+	ChainFailed    ChainState = "failed"    // stopped after too many failed segments; Reason says why
+	ChainCancelled ChainState = "cancelled" // cancelled by the user
+)
+
+// Chain is one long-running piece of work split into wall-clock-limited
+// segments that mirage submits one after another.
+type Chain struct {
+	ID         string        // stable id, e.g. "c-20261122-ab12cd"
+	Name       string        // job name given to every segment
+	Script     string        // absolute path of the batch script
+	Args       []string      // extra sbatch options, verbatim, as a list
+	Policy     string        // submission policy name
+	Segments   int           // segments to run; 0 = until a segment exits 0 before its limit (--until-done)
+	MaxRetries int           // failed segments tolerated in a row before the chain fails
+	Account    string        // team
+	Partition  string        // partition
+	TimeLimit  time.Duration // per-segment limit
+	Nodes      int           // nodes per segment
+	GPUs       int           // GPUs per segment
+	State      ChainState    // lifecycle
+	Reason     string        // why it ended, when it has
+	Created    time.Time     // registration time
+}
+
+// Segment is one job of a chain.
+type Segment struct {
+	ChainID  string    // owning chain
+	Index    int       // 0-based position in the chain
+	Attempt  int       // 0 for the first try, then retries
+	JobID    string    // backend job id ("" until submitted)
+	State    JobState  // last known state
+	Submit   time.Time // submission time
+	Start    time.Time // start time, when known
+	End      time.Time // end time, when known
+	ExitCode int       // exit code when finished
+}
+
+// Observation is what a Policy sees when asked about one chain.
+type Observation struct {
+	Now         time.Time     // decision time
+	Snapshot    *Snapshot     // the cluster now
+	History     []Job         // recently finished or started jobs (sacct / simulator), newest last; may be empty
+	Chain       *Chain        // the chain asking
+	Predecessor *Job          // the running (or pending) segment the successor follows
+	Successor   SubmitRequest // the job that would be submitted
+}
+
+// Action is what a Policy may decide.
+type Action string
+
+// Policy actions.
+const (
+	Wait        Action = "wait"         // do nothing now; ask again next cycle
+	SubmitNow   Action = "submit"       // submit the successor now
+	SubmitAfter Action = "submit-after" // submit now with a dependency on the predecessor (afterany)
+)
+
+// Decision is a Policy's answer with the reason recorded in the decision log.
+type Decision struct {
+	Action Action  // what to do
+	Reason string  // human-readable reason, stored with the decision
+	Score  float64 // the model's figure behind the decision (predicted gap in seconds, probability, Q-value), if any
+}
+
+// Policy decides, for one chain at one instant, whether to submit its successor.
+type Policy interface {
+	// Name is the policy's registry name ("reactive", "xgb", ...).
+	Name() string
+	// Decide looks at one observation and returns a decision. It must not
+	// perform I/O nor keep per-call state that changes later decisions
+	// unless documented.
+	Decide(obs *Observation) (Decision, error)
+}
+
+// ErrChainNotFound is returned by a Store for an unknown chain id.
+var ErrChainNotFound = errors.New("chain not found")
+
+// DecisionRecord is one entry of the decision log.
+type DecisionRecord struct {
+	Time     time.Time // when decided
+	ChainID  string    // chain
+	Segment  int       // successor index the decision was about
+	Policy   string    // policy name
+	Action   Action    // decision
+	Reason   string    // why
+	Score    float64   // model figure
+	Features string    // digest of the features the policy saw, if any
+	JobID    string    // job submitted as a result, if any
+	Error    string    // error while applying, if any
+}
+
+// Store is durable chain state (SQLite in production, memory in the simulator).
+type Store interface {
+	// Chains lists chains; with activeOnly only ChainActive ones.
+	Chains(ctx context.Context, activeOnly bool) ([]Chain, error)
+	// Chain returns one chain or ErrChainNotFound.
+	Chain(ctx context.Context, id string) (*Chain, error)
+	// Segments returns a chain's segments in order.
+	Segments(ctx context.Context, chainID string) ([]Segment, error)
+	// PutChain inserts or updates a chain.
+	PutChain(ctx context.Context, c *Chain) error
+	// PutSegment inserts or updates a segment (keyed by chain, index, attempt).
+	PutSegment(ctx context.Context, s *Segment) error
+	// Record appends to the decision log.
+	Record(ctx context.Context, d *DecisionRecord) error
+}

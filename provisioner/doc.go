@@ -1,0 +1,12 @@
+// Package provisioner is mirage's domain core: the types every backend speaks
+// (cluster snapshots, jobs, nodes, chains and segments, actions), the ports
+// that backends and stores implement (Cluster, Policy, Store) and the pure
+// decision logic that reconciles chains and decides when to pre-submit each
+// successor.
+//
+// Contract: nothing in this package performs I/O, reads the wall clock or
+// imports an adapter (sim, slurm, k8s) or a model. The decision step takes a
+// snapshot, the stored state and "now" and returns actions; a thin apply layer
+// in the caller performs them. The same code therefore decides in the
+// simulator, on Slurm and on Kubernetes.
+package provisioner

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The whole test run behind `make test`: install dependencies, start a real
+# Slurm and a real kube-apiserver on 127.0.0.1, run every test (unit,
+# integration, brief fuzzing), then stop what was started, even on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export MIRAGE_TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
+mkdir -p "$MIRAGE_TEST_DIR"
+GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
+
+./scripts/deps.sh
+
+cleanup() {
+  set +e
+  for s in scripts/k8s-down.sh scripts/slurm-down.sh; do
+    [ -x "$s" ] && "$s"
+  done
+}
+trap cleanup EXIT
+
+# Backends: each up-script writes an env file the tests read.
+for s in scripts/slurm-up.sh scripts/k8s-up.sh; do
+  if [ -x "$s" ]; then
+    echo "== $s"
+    "$s"
+  fi
+done
+for f in "$MIRAGE_TEST_DIR"/*/env.sh; do
+  [ -f "$f" ] && . "$f"
+done
+
+echo "== go test (tags: $GOTAGS)"
+go test -tags "$GOTAGS" -count=1 -timeout 40m ./...
+
+echo "== fuzz (each target briefly)"
+FUZZTIME="${FUZZTIME:-10s}" ./scripts/fuzz.sh
+
+echo "== benchmarks compile and run once"
+go test -tags "$GOTAGS" -run '^$' -bench . -benchtime 1x ./... > "$MIRAGE_TEST_DIR/bench-smoke.txt"
+echo "all tests passed"
