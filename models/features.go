@@ -1,0 +1,341 @@
+package models
+
+import (
+	"errors"
+	"hash/fnv"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// SchemaID identifies a feature schema: models remember the one they were
+// trained on and refuse another (ErrSchemaMismatch).
+type SchemaID struct {
+	Name    string   `json:"name"`             // schema family
+	Version int      `json:"version"`          // bumped on any change of meaning, order or count
+	Fields  []string `json:"fields,omitempty"` // field names, in vector order
+}
+
+// FeatureSchemaName is the family name of the features computed here.
+const FeatureSchemaName = "mirage-chain"
+
+// FeatureSchemaVersion is the current version; bump it on any change to
+// computeFeatures (meaning, order or count of fields).
+const FeatureSchemaVersion = 1
+
+// Percentiles used for every distribution feature (the published design's 0/25/50/75/100).
+var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
+
+// partitionBuckets is the width of the hashed one-hot partition encoding.
+const partitionBuckets = 4
+
+// historyWindow is how many recent starts the history features look at (the `average` baseline's 100).
+const historyWindow = 100
+
+var schemaV1 = func() SchemaID {
+	w := &featureWriter{names: []string{}}
+	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}})
+	return SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion, Fields: w.names}
+}()
+
+// Schema returns the current feature schema (name, version, field names).
+func Schema() SchemaID {
+	s := schemaV1
+	s.Fields = slices.Clone(s.Fields)
+	return s
+}
+
+// NumFeatures is the length of a feature vector of the current schema.
+func NumFeatures() int { return len(schemaV1.Fields) }
+
+// ErrNoSnapshot: an observation without a cluster snapshot.
+var ErrNoSnapshot = errors.New("observation has no snapshot")
+
+// Features computes the current schema's feature vector from one
+// observation. It is pure: the same observation gives the same vector, from
+// the simulator and from squeue/sacct alike. All durations are in hours.
+//
+// Fields, in order (see Schema().Fields for the names):
+//   - pending jobs: count, requested nodes (sum), requested GPUs (sum), and
+//     the 0/25/50/75/100th percentiles of time limit and time waited. (Time
+//     run of a pending job is always zero, so unlike the published design it
+//     is not repeated here.)
+//   - running jobs: count, nodes, GPUs, and percentiles of time limit, time
+//     waited (start − submit), time run and time left (limit − run, ≥ 0).
+//   - cluster GPU supply: schedulable nodes, GPUs on them, free GPUs, idle
+//     nodes (nothing allocated), and demand = pending GPUs / schedulable GPUs.
+//   - predecessor (zeros and present=0 when absent): present, limit, nodes,
+//     GPUs, wait, elapsed, time left, running (1/0).
+//   - successor: limit (the chain's limit when the request has none), nodes, GPUs.
+//   - fair-share standing of the chain's account, approximated from the
+//     snapshot alone (Slurm's sshare is not portable to the simulator and
+//     Kubernetes): its share of running GPUs, its share of pending+running
+//     jobs, standing = GPU share − job share (positive: the account uses more
+//     than its share, so its jobs tend to rank lower), and its pending jobs.
+//   - partition: a one-hot of FNV-1a(partition) mod 4, and the share of
+//     pending jobs in the same partition.
+//   - history (Observation.History, the last 100 jobs that started): mean wait
+//     (the `average` baseline), median and 90th percentile wait, and starts in
+//     the last 24 hours.
+func Features(obs *provisioner.Observation) ([]float64, error) {
+	return AppendFeatures(make([]float64, 0, NumFeatures()), obs)
+}
+
+// AppendFeatures appends the feature vector of obs to dst and returns it
+// (allocation-free when dst has room).
+func AppendFeatures(dst []float64, obs *provisioner.Observation) ([]float64, error) {
+	if obs == nil || obs.Snapshot == nil {
+		return dst, ErrNoSnapshot
+	}
+	w := &featureWriter{vals: dst}
+	computeFeatures(w, obs)
+	return w.vals, nil
+}
+
+// featureWriter collects values, and names when names is non-nil.
+type featureWriter struct {
+	vals  []float64
+	names []string
+	buf   []float64 // scratch for percentiles
+}
+
+func (w *featureWriter) add(name string, v float64) {
+	if w.names != nil {
+		w.names = append(w.names, name)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		v = 0
+	}
+	w.vals = append(w.vals, v)
+}
+
+// addPercentiles sorts vals in place and adds one field per featurePercentiles.
+func (w *featureWriter) addPercentiles(prefix string, vals []float64) {
+	sort.Float64s(vals)
+	for _, q := range featurePercentiles {
+		w.add(prefix+"_p"+itoa(int(q*100)), Percentile(vals, q))
+	}
+}
+
+// Percentile returns the q-quantile (0 ≤ q ≤ 1) of sorted values with linear
+// interpolation between closest ranks (numpy's default); 0 when empty.
+func Percentile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	pos := q * float64(n-1)
+	lo := int(math.Floor(pos))
+	hi := int(math.Ceil(pos))
+	if lo == hi {
+		return sorted[lo]
+	}
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b [8]byte
+	p := len(b)
+	for i > 0 {
+		p--
+		b[p] = byte('0' + i%10)
+		i /= 10
+	}
+	return string(b[p:])
+}
+
+func hours(d time.Duration) float64 { return d.Hours() }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// computeFeatures is the single definition of the schema: field order here is the vector order.
+func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
+	snap := obs.Snapshot
+	now := obs.Now
+	if now.IsZero() {
+		now = snap.Time
+	}
+	account := obs.Successor.Account
+	partition := obs.Successor.Partition
+	if obs.Chain != nil {
+		if account == "" {
+			account = obs.Chain.Account
+		}
+		if partition == "" {
+			partition = obs.Chain.Partition
+		}
+	}
+
+	// One pass over the jobs.
+	var (
+		nPend, nRun               int
+		pendNodes, pendGPUs       float64
+		runNodes, runGPUs         float64
+		pendLimit, pendWait       []float64
+		runLimit, runWait, runRun []float64
+		runLeft                   []float64
+		acctRunGPUs, acctJobs     float64
+		acctPend, samePartPend    float64
+	)
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		switch j.State {
+		case provisioner.StatePending:
+			nPend++
+			pendNodes += float64(j.Nodes)
+			pendGPUs += float64(j.GPUs)
+			pendLimit = append(pendLimit, hours(j.TimeLimit))
+			pendWait = append(pendWait, hours(j.Waited(now)))
+			if account != "" && j.Account == account {
+				acctPend++
+				acctJobs++
+			}
+			if partition != "" && j.Partition == partition {
+				samePartPend++
+			}
+		case provisioner.StateRunning:
+			nRun++
+			runNodes += float64(j.Nodes)
+			runGPUs += float64(j.GPUs)
+			run := j.Elapsed(now)
+			runLimit = append(runLimit, hours(j.TimeLimit))
+			runWait = append(runWait, hours(j.Waited(now)))
+			runRun = append(runRun, hours(run))
+			runLeft = append(runLeft, math.Max(0, hours(j.TimeLimit-run)))
+			if account != "" && j.Account == account {
+				acctRunGPUs += float64(j.GPUs)
+				acctJobs++
+			}
+		}
+	}
+
+	w.add("pending_count", float64(nPend))
+	w.add("pending_nodes", pendNodes)
+	w.add("pending_gpus", pendGPUs)
+	w.addPercentiles("pending_limit_h", pendLimit)
+	w.addPercentiles("pending_wait_h", pendWait)
+
+	w.add("running_count", float64(nRun))
+	w.add("running_nodes", runNodes)
+	w.add("running_gpus", runGPUs)
+	w.addPercentiles("running_limit_h", runLimit)
+	w.addPercentiles("running_wait_h", runWait)
+	w.addPercentiles("running_run_h", runRun)
+	w.addPercentiles("running_left_h", runLeft)
+
+	var nodesUp, gpusUp, gpusFree, nodesIdle float64
+	for i := range snap.Nodes {
+		n := &snap.Nodes[i]
+		if n.State != provisioner.NodeUp {
+			continue
+		}
+		nodesUp++
+		gpusUp += float64(n.GPUs)
+		gpusFree += float64(n.FreeGPUs())
+		if n.GPUsUsed == 0 && n.CPUsUsed == 0 {
+			nodesIdle++
+		}
+	}
+	w.add("nodes_up", nodesUp)
+	w.add("gpus_up", gpusUp)
+	w.add("gpus_free", gpusFree)
+	w.add("nodes_idle", nodesIdle)
+	w.add("gpu_demand_ratio", pendGPUs/math.Max(1, gpusUp))
+
+	if p := obs.Predecessor; p != nil {
+		el := p.Elapsed(now)
+		w.add("pred_present", 1)
+		w.add("pred_limit_h", hours(p.TimeLimit))
+		w.add("pred_nodes", float64(p.Nodes))
+		w.add("pred_gpus", float64(p.GPUs))
+		w.add("pred_wait_h", hours(p.Waited(now)))
+		w.add("pred_elapsed_h", hours(el))
+		w.add("pred_left_h", math.Max(0, hours(p.TimeLimit-el)))
+		w.add("pred_running", b2f(p.State == provisioner.StateRunning))
+	} else {
+		for _, n := range []string{"pred_present", "pred_limit_h", "pred_nodes", "pred_gpus", "pred_wait_h", "pred_elapsed_h", "pred_left_h", "pred_running"} {
+			w.add(n, 0)
+		}
+	}
+
+	succLimit := obs.Successor.TimeLimit
+	if succLimit == 0 && obs.Chain != nil {
+		succLimit = obs.Chain.TimeLimit
+	}
+	w.add("succ_limit_h", hours(succLimit))
+	w.add("succ_nodes", float64(obs.Successor.Nodes))
+	w.add("succ_gpus", float64(obs.Successor.GPUs))
+
+	gpuShare := 0.0
+	if runGPUs > 0 {
+		gpuShare = acctRunGPUs / runGPUs
+	}
+	jobShare := 0.0
+	if nPend+nRun > 0 {
+		jobShare = acctJobs / float64(nPend+nRun)
+	}
+	w.add("acct_gpu_share", gpuShare)
+	w.add("acct_job_share", jobShare)
+	w.add("acct_standing", gpuShare-jobShare)
+	w.add("acct_pending", acctPend)
+
+	bucket := -1
+	if partition != "" {
+		h := fnv.New32a()
+		h.Write([]byte(partition))
+		bucket = int(h.Sum32() % partitionBuckets)
+	}
+	for b := 0; b < partitionBuckets; b++ {
+		w.add("partition_hash_"+itoa(b), b2f(b == bucket))
+	}
+	partShare := 0.0
+	if nPend > 0 {
+		partShare = samePartPend / float64(nPend)
+	}
+	w.add("partition_pending_share", partShare)
+
+	// History: the last historyWindow jobs that started at or before now, by start time.
+	starts := w.buf[:0]
+	var recent []*provisioner.Job
+	for i := range obs.History {
+		j := &obs.History[i]
+		if !j.Start.IsZero() && !j.Start.After(now) {
+			recent = append(recent, j)
+		}
+	}
+	sort.SliceStable(recent, func(a, b int) bool { return recent[a].Start.Before(recent[b].Start) })
+	if len(recent) > historyWindow {
+		recent = recent[len(recent)-historyWindow:]
+	}
+	var day float64
+	for _, j := range recent {
+		starts = append(starts, hours(j.Waited(now)))
+	}
+	for i := range obs.History {
+		j := &obs.History[i]
+		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < 24*time.Hour {
+			day++
+		}
+	}
+	mean := 0.0
+	if len(starts) > 0 {
+		mean = Mean(starts)
+	}
+	sort.Float64s(starts)
+	w.add("hist_wait_mean_h", mean)
+	w.add("hist_wait_p50_h", Percentile(starts, 0.5))
+	w.add("hist_wait_p90_h", Percentile(starts, 0.9))
+	w.add("hist_starts_24h", day)
+	w.buf = starts
+}

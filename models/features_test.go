@@ -1,0 +1,218 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+// jb is a small job builder.
+type jb struct{ j provisioner.Job }
+
+func job(id string) *jb { return &jb{provisioner.Job{ID: id, Nodes: 1}} }
+
+func (b *jb) pending(submitAgo time.Duration) *jb {
+	b.j.State, b.j.Submit = provisioner.StatePending, t0.Add(-submitAgo)
+	return b
+}
+func (b *jb) running(submitAgo, startAgo time.Duration) *jb {
+	b.j.State, b.j.Submit, b.j.Start = provisioner.StateRunning, t0.Add(-submitAgo), t0.Add(-startAgo)
+	return b
+}
+func (b *jb) limit(d time.Duration) *jb { b.j.TimeLimit = d; return b }
+func (b *jb) nodes(n, gpus int) *jb     { b.j.Nodes, b.j.GPUs = n, gpus; return b }
+func (b *jb) acct(a, part string) *jb   { b.j.Account, b.j.Partition = a, part; return b }
+func (b *jb) build() provisioner.Job    { return b.j }
+func node(name string, st provisioner.NodeState, gpus, used, cpusUsed int) provisioner.Node {
+	return provisioner.Node{Name: name, State: st, GPUs: gpus, GPUsUsed: used, CPUs: 64, CPUsUsed: cpusUsed}
+}
+
+const h = time.Hour
+
+func exampleObservation() *provisioner.Observation {
+	snap := &provisioner.Snapshot{
+		Time: t0,
+		Nodes: []provisioner.Node{
+			node("n1", provisioner.NodeUp, 4, 4, 10),
+			node("n2", provisioner.NodeUp, 8, 8, 10),
+			node("n3", provisioner.NodeUp, 8, 0, 0),
+			node("n4", provisioner.NodeDrained, 8, 0, 0),
+		},
+		Jobs: []provisioner.Job{
+			job("p1").pending(1*h).limit(2*h).nodes(1, 4).acct("A", "gpu").build(),
+			job("p2").pending(3*h).limit(4*h).nodes(2, 8).acct("B", "gpu").build(),
+			job("p3").pending(2*h).limit(10*h).nodes(1, 0).acct("A", "cpu").build(),
+			job("r1").running(5*h, 4*h).limit(6*h).nodes(1, 4).acct("A", "gpu").build(),
+			job("r2").running(10*h, 2*h).limit(48*h).nodes(2, 8).acct("B", "gpu").build(),
+		},
+	}
+	hist := []provisioner.Job{
+		job("h1").running(30*h, 28*h).build(),           // wait 2 h, started > 24 h ago
+		job("h2").running(5*h, 4*h).build(),             // wait 1 h
+		job("h3").running(3*h, 150*time.Minute).build(), // wait 0.5 h
+		job("h4").pending(3 * h).build(),                // never started: ignored
+		job("h5").running(1*h, -1*h).build(),            // starts in the future: ignored
+	}
+	pred := snap.Job("r1")
+	return &provisioner.Observation{
+		Now:         t0,
+		Snapshot:    snap,
+		History:     hist,
+		Chain:       &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * h},
+		Predecessor: pred,
+		Successor:   provisioner.SubmitRequest{Nodes: 1, GPUs: 4},
+	}
+}
+
+func TestFeaturesHandComputed(t *testing.T) {
+	got, err := Features(exampleObservation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := Schema().Fields
+	if len(got) != len(fields) {
+		t.Fatalf("got %d values for %d fields", len(got), len(fields))
+	}
+	// Worked out by hand in the comments of exampleObservation (hours).
+	want := map[string]float64{
+		"pending_count": 3, "pending_nodes": 4, "pending_gpus": 12,
+		// limits sorted [2 4 10]: p25 at rank 0.5 → 3, p75 at rank 1.5 → 7
+		"pending_limit_h_p0": 2, "pending_limit_h_p25": 3, "pending_limit_h_p50": 4, "pending_limit_h_p75": 7, "pending_limit_h_p100": 10,
+		"pending_wait_h_p0": 1, "pending_wait_h_p25": 1.5, "pending_wait_h_p50": 2, "pending_wait_h_p75": 2.5, "pending_wait_h_p100": 3,
+		"running_count": 2, "running_nodes": 3, "running_gpus": 12,
+		"running_limit_h_p0": 6, "running_limit_h_p25": 16.5, "running_limit_h_p50": 27, "running_limit_h_p75": 37.5, "running_limit_h_p100": 48,
+		"running_wait_h_p0": 1, "running_wait_h_p25": 2.75, "running_wait_h_p50": 4.5, "running_wait_h_p75": 6.25, "running_wait_h_p100": 8,
+		"running_run_h_p0": 2, "running_run_h_p25": 2.5, "running_run_h_p50": 3, "running_run_h_p75": 3.5, "running_run_h_p100": 4,
+		"running_left_h_p0": 2, "running_left_h_p25": 13, "running_left_h_p50": 24, "running_left_h_p75": 35, "running_left_h_p100": 46,
+		"nodes_up": 3, "gpus_up": 20, "gpus_free": 8, "nodes_idle": 1, "gpu_demand_ratio": 0.6,
+		"pred_present": 1, "pred_limit_h": 6, "pred_nodes": 1, "pred_gpus": 4, "pred_wait_h": 1, "pred_elapsed_h": 4, "pred_left_h": 2, "pred_running": 1,
+		"succ_limit_h": 6, "succ_nodes": 1, "succ_gpus": 4,
+		// account A: 4 of 12 running GPUs; 3 of 5 jobs (p1, p3, r1); 2 pending
+		"acct_gpu_share": 1.0 / 3, "acct_job_share": 0.6, "acct_standing": 1.0/3 - 0.6, "acct_pending": 2,
+		// FNV-1a-32("gpu") mod 4 = 1 (computed with a separate Python implementation)
+		"partition_hash_0": 0, "partition_hash_1": 1, "partition_hash_2": 0, "partition_hash_3": 0,
+		"partition_pending_share": 2.0 / 3,
+		// waits of started jobs [2 1 0.5]: mean 3.5/3; sorted [0.5 1 2]: p50 1, p90 at rank 1.8 → 1.8; h2 and h3 started within 24 h
+		"hist_wait_mean_h": 3.5 / 3, "hist_wait_p50_h": 1, "hist_wait_p90_h": 1.8, "hist_starts_24h": 2,
+	}
+	if len(want) != len(fields) {
+		t.Errorf("test covers %d of %d fields", len(want), len(fields))
+	}
+	for i, f := range fields {
+		w, ok := want[f]
+		if !ok {
+			t.Errorf("field %s not covered by the test", f)
+			continue
+		}
+		if math.Abs(got[i]-w) > 1e-9 {
+			t.Errorf("%s = %v, want %v", f, got[i], w)
+		}
+	}
+}
+
+func TestFeaturesEmptyAndErrors(t *testing.T) {
+	if _, err := Features(&provisioner.Observation{}); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("err = %v, want ErrNoSnapshot", err)
+	}
+	got, err := Features(&provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: t0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 0 {
+			t.Errorf("empty observation: %s = %v, want 0", Schema().Fields[i], v)
+		}
+	}
+}
+
+func TestFeaturesPure(t *testing.T) {
+	obs := exampleObservation()
+	a, _ := Features(obs)
+	b, _ := Features(obs)
+	if fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatal("two calls differ")
+	}
+	// The snapshot is not reordered or modified.
+	if obs.Snapshot.Jobs[0].ID != "p1" || obs.History[0].ID != "h1" {
+		t.Fatal("input modified")
+	}
+}
+
+func TestSchemaNamesUnique(t *testing.T) {
+	s := Schema()
+	if s.Name != FeatureSchemaName || s.Version != FeatureSchemaVersion {
+		t.Fatalf("schema id %s v%d", s.Name, s.Version)
+	}
+	seen := map[string]bool{}
+	for _, f := range s.Fields {
+		if seen[f] || strings.TrimSpace(f) == "" {
+			t.Errorf("field %q duplicated or empty", f)
+		}
+		seen[f] = true
+	}
+	if len(s.Fields) != 65 {
+		t.Errorf("schema v1 has %d fields, want 65 (bump FeatureSchemaVersion when this changes)", len(s.Fields))
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 0},
+		{[]float64{7}, 0.9, 7},
+		{[]float64{1, 2, 3, 4}, 0.5, 2.5},
+		{[]float64{1, 2, 3, 4}, 1, 4},
+		{[]float64{0, 10}, 0.25, 2.5},
+	}
+	for _, tt := range tests {
+		if got := Percentile(tt.in, tt.q); got != tt.want {
+			t.Errorf("Percentile(%v, %v) = %v, want %v", tt.in, tt.q, got, tt.want)
+		}
+	}
+}
+
+// bigObservation is a snapshot the size of a busy cluster (2000 jobs, 500 nodes, 1000 history records).
+func bigObservation() *provisioner.Observation {
+	snap := &provisioner.Snapshot{Time: t0}
+	for i := 0; i < 500; i++ {
+		snap.Nodes = append(snap.Nodes, node(fmt.Sprint("n", i), provisioner.NodeUp, 4, i%5, 0))
+	}
+	for i := 0; i < 2000; i++ {
+		b := job(fmt.Sprint(i)).limit(time.Duration(1+i%48)*h).nodes(1+i%8, 4*(1+i%8)).acct(fmt.Sprint("a", i%20), "gpu")
+		if i%2 == 0 {
+			b.pending(time.Duration(i) * time.Minute)
+		} else {
+			b.running(time.Duration(i)*time.Minute, time.Duration(i/2)*time.Minute)
+		}
+		snap.Jobs = append(snap.Jobs, b.build())
+	}
+	var hist []provisioner.Job
+	for i := 0; i < 1000; i++ {
+		hist = append(hist, job(fmt.Sprint("h", i)).running(time.Duration(i+60)*time.Minute, time.Duration(i)*time.Minute).build())
+	}
+	return &provisioner.Observation{Now: t0, Snapshot: snap, History: hist, Chain: &provisioner.Chain{Account: "a3", Partition: "gpu", TimeLimit: 48 * h},
+		Predecessor: &snap.Jobs[1], Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * h}}
+}
+
+func BenchmarkFeatures(b *testing.B) {
+	obs := bigObservation()
+	dst := make([]float64, 0, NumFeatures())
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		dst, err = AppendFeatures(dst[:0], obs)
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}

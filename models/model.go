@@ -1,0 +1,301 @@
+package models
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Kind names a model family as stored in meta.json and accepted by `mirage train --model`.
+type Kind string
+
+// Model kinds with a file format in this package.
+const (
+	KindXGB       Kind = "xgb"        // gradient-boosted trees (libxgboost training, leaves serving), regression of the signed gap
+	KindRFXGB     Kind = "rf-xgb"     // XGBoost random-forest mode (num_parallel_tree, one round), classification "submitting now is safe"
+	KindRFGolearn Kind = "rf-golearn" // golearn RandomForest (ID3 trees), classification "submitting now is safe"
+	KindMLP       Kind = "mlp"        // gorgonia multi-layer perceptron (regression); the building block of dqn and pg
+)
+
+// KindRF is what the plain name `rf` resolves to: the better of the two
+// random forests in models/rf_compare_test.go (see doc comment of ResolveKind).
+const KindRF = KindRFXGB
+
+// ResolveKind maps user-facing names to stored kinds: "rf" is KindRF
+// (XGBoost's random-forest mode, which beat golearn on accuracy, AUC and
+// fit time in the comparison harness); every other name maps to itself.
+func ResolveKind(name string) Kind {
+	if name == "rf" {
+		return KindRF
+	}
+	return Kind(name)
+}
+
+// Task is what a model's single output means.
+type Task string
+
+// Tasks.
+const (
+	// Regression: the output is a number in the target's unit (the signed gap in seconds for policies).
+	Regression Task = "regression"
+	// Classification: the output is the probability of the positive class ("submitting now is safe").
+	Classification Task = "classification"
+)
+
+// SafeGapThreshold is the label boundary for the classification framing: a
+// decision is "safe" when the resulting gap (successor start − predecessor
+// end) is at least this much, i.e. overlap of at most half an hour.
+const SafeGapThreshold = -30 * time.Minute
+
+// Windows are the trace-time intervals a model was trained and validated on;
+// training and validation never overlap.
+type Windows struct {
+	TrainFrom  time.Time `json:"train_from,omitzero"`  // first decision time used for training
+	TrainUntil time.Time `json:"train_until,omitzero"` // training uses decisions before this
+	ValidFrom  time.Time `json:"valid_from,omitzero"`  // first validation decision time
+	ValidUntil time.Time `json:"valid_until,omitzero"` // validation uses decisions before this
+}
+
+// Meta is a model directory's meta.json.
+type Meta struct {
+	Kind         Kind               `json:"kind"`                    // model family
+	Task         Task               `json:"task"`                    // what Predict returns
+	ModelFile    string             `json:"model_file"`              // file name inside the directory
+	Schema       SchemaID           `json:"schema"`                  // feature schema the model was trained on
+	Trace        string             `json:"trace,omitempty"`         // trace file (or "synthetic")
+	Windows      Windows            `json:"windows"`                 // training/validation windows
+	Seed         uint64             `json:"seed"`                    // seed of the run
+	Params       map[string]string  `json:"params,omitempty"`        // hyper-parameters, as given
+	Libraries    map[string]string  `json:"libraries,omitempty"`     // library versions (Go modules, libxgboost, Go)
+	Metrics      map[string]float64 `json:"metrics,omitempty"`       // validation metrics (mae, rmse, accuracy, auc, ...)
+	TrainRows    int                `json:"train_rows,omitempty"`    // training rows
+	TrainSeconds float64            `json:"train_seconds,omitempty"` // wall time of the fit
+	Created      time.Time          `json:"created,omitzero"`        // when it was trained (caller's clock)
+}
+
+// Model is one trained predictor: one number per feature vector. For
+// Regression it is the predicted target; for Classification the probability
+// of the positive class.
+type Model interface {
+	// Meta returns the model's metadata.
+	Meta() Meta
+	// Predict returns the output for one feature vector of the model's schema.
+	Predict(features []float64) (float64, error)
+	// PredictBatch fills out[i] with the output for rows[i].
+	PredictBatch(rows [][]float64, out []float64) error
+	// SaveFiles writes the model file(s) into dir (which exists); meta.json is written by Save.
+	SaveFiles(dir string) error
+}
+
+// Regressor is a Model whose Task is Regression (predicted signed gap, seconds).
+type Regressor = Model
+
+// Classifier is a Model whose Task is Classification (probability that submitting now is safe).
+type Classifier = Model
+
+// Errors for expected conditions.
+var (
+	// ErrSchemaMismatch: a model was trained on another feature schema than the caller computes.
+	ErrSchemaMismatch = errors.New("feature schema mismatch")
+	// ErrFeatureCount: a feature vector has the wrong length for the model's schema.
+	ErrFeatureCount = errors.New("wrong number of features")
+	// ErrUnknownKind: meta.json names a kind this build cannot load.
+	ErrUnknownKind = errors.New("unknown model kind")
+	// ErrBadModel: a model file is malformed.
+	ErrBadModel = errors.New("malformed model")
+)
+
+// SchemaMismatchError names both schemas; errors.Is(err, ErrSchemaMismatch) holds.
+type SchemaMismatchError struct {
+	Model SchemaID // schema in the model's meta.json
+	Want  SchemaID // schema the caller computes features with
+}
+
+// Error implements error.
+func (e *SchemaMismatchError) Error() string {
+	return fmt.Sprintf("feature schema mismatch: model was trained on %s v%d, features are %s v%d; retrain the model or use a matching mirage version",
+		e.Model.Name, e.Model.Version, e.Want.Name, e.Want.Version)
+}
+
+// Is makes errors.Is(err, ErrSchemaMismatch) true.
+func (e *SchemaMismatchError) Is(target error) bool { return target == ErrSchemaMismatch }
+
+// CheckSchema returns a *SchemaMismatchError unless got and want have the
+// same name, version and fields.
+func CheckSchema(got, want SchemaID) error {
+	if got.Name != want.Name || got.Version != want.Version {
+		return &SchemaMismatchError{Model: got, Want: want}
+	}
+	if len(got.Fields) != 0 && len(want.Fields) != 0 && strings.Join(got.Fields, ",") != strings.Join(want.Fields, ",") {
+		// Same version with different fields is a programming error in a schema bump; report it as a mismatch.
+		return &SchemaMismatchError{Model: got, Want: want}
+	}
+	return nil
+}
+
+// checkLen verifies one feature vector against a schema width.
+func checkLen(features []float64, width int) error {
+	if width > 0 && len(features) != width {
+		return fmt.Errorf("%w: got %d, schema has %d", ErrFeatureCount, len(features), width)
+	}
+	return nil
+}
+
+// MetaFile is the metadata file name inside a model directory.
+const MetaFile = "meta.json"
+
+// Save writes m into dir (created if needed): its model file(s) and meta.json.
+func Save(dir string, m Model) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	if err := m.SaveFiles(dir); err != nil {
+		return fmt.Errorf("save model %s: %w", dir, err)
+	}
+	meta := m.Meta()
+	b, err := json.MarshalIndent(meta, "", "  ")
+	if err != nil {
+		return fmt.Errorf("save model: meta: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, MetaFile), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("save model: %w", err)
+	}
+	return nil
+}
+
+// ReadMeta reads a model directory's meta.json.
+func ReadMeta(dir string) (Meta, error) {
+	var meta Meta
+	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if err != nil {
+		return meta, fmt.Errorf("read model meta: %w", err)
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return meta, fmt.Errorf("read model meta %s: %w: %v", dir, ErrBadModel, err)
+	}
+	return meta, nil
+}
+
+// Loader reads a model of one kind from its directory, given its meta.json.
+type Loader func(dir string, meta Meta) (Model, error)
+
+var (
+	loadersMu sync.RWMutex
+	loaders   = map[Kind]Loader{}
+)
+
+// RegisterLoader makes Load able to read models of a kind. Kinds in this
+// package register themselves in init; dqn/pg register theirs the same way.
+func RegisterLoader(kind Kind, l Loader) {
+	loadersMu.Lock()
+	defer loadersMu.Unlock()
+	loaders[kind] = l
+}
+
+// LoaderKinds lists the kinds Load can read in this build, sorted.
+func LoaderKinds() []Kind {
+	loadersMu.RLock()
+	defer loadersMu.RUnlock()
+	var ks []Kind
+	for k := range loaders {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
+	return ks
+}
+
+// Load reads the model in dir and checks that it was trained on the schema
+// want (a *SchemaMismatchError otherwise, before the model file is read).
+func Load(dir string, want SchemaID) (Model, error) {
+	meta, err := ReadMeta(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckSchema(meta.Schema, want); err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	loadersMu.RLock()
+	l, ok := loaders[meta.Kind]
+	loadersMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("load model %s: %w %q (known: %v)", dir, ErrUnknownKind, meta.Kind, LoaderKinds())
+	}
+	m, err := l(dir, meta)
+	if err != nil {
+		return nil, fmt.Errorf("load model %s: %w", dir, err)
+	}
+	return m, nil
+}
+
+// LibraryVersions returns the versions of the Go modules behind the models
+// (leaves, golearn, gorgonia, tensor) and the Go runtime, for meta.json.
+func LibraryVersions() map[string]string {
+	out := map[string]string{"go": runtime.Version()}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return out
+	}
+	for _, d := range bi.Deps {
+		switch d.Path {
+		case "github.com/dmitryikh/leaves", "github.com/sjwhitworth/golearn", "gorgonia.org/gorgonia", "gorgonia.org/tensor":
+			out[d.Path] = d.Version
+		}
+	}
+	return out
+}
+
+// Dataset is a dense design matrix with one target per row.
+type Dataset struct {
+	Schema SchemaID    // feature schema of the rows
+	X      [][]float64 // rows × features
+	Y      []float64   // targets: signed gap in seconds (regression) or 0/1 (classification)
+}
+
+// Validate checks shapes: equal row count, equal widths matching the schema.
+func (d *Dataset) Validate() error {
+	if len(d.X) == 0 {
+		return errors.New("dataset: no rows")
+	}
+	if len(d.X) != len(d.Y) {
+		return fmt.Errorf("dataset: %d rows but %d targets", len(d.X), len(d.Y))
+	}
+	w := len(d.X[0])
+	if n := len(d.Schema.Fields); n > 0 && n != w {
+		return fmt.Errorf("dataset: rows have %d features, schema %s v%d has %d", w, d.Schema.Name, d.Schema.Version, n)
+	}
+	for i, r := range d.X {
+		if len(r) != w {
+			return fmt.Errorf("dataset: row %d has %d features, want %d", i, len(r), w)
+		}
+	}
+	return nil
+}
+
+// Width is the number of features per row.
+func (d *Dataset) Width() int {
+	if len(d.X) == 0 {
+		return len(d.Schema.Fields)
+	}
+	return len(d.X[0])
+}
+
+// SafeLabels turns signed gaps (seconds) into the classification target: 1
+// when gap ≥ SafeGapThreshold ("submitting now is safe"), else 0.
+func SafeLabels(gaps []float64) []float64 {
+	out := make([]float64, len(gaps))
+	th := SafeGapThreshold.Seconds()
+	for i, g := range gaps {
+		if g >= th {
+			out[i] = 1
+		}
+	}
+	return out
+}
