@@ -1,0 +1,80 @@
+package models
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// synth returns n rows of w ≥ 5 features (the first three integer-valued, as
+// counts are, so ties with split thresholds happen), a regression target and
+// a 0/1 target derived from it, deterministically for seed.
+func synth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
+	r := rand.New(rand.NewPCG(seed, 0x6d697261))
+	X = make([][]float64, n)
+	yReg = make([]float64, n)
+	yCls = make([]float64, n)
+	for i := range X {
+		row := make([]float64, w)
+		for j := range row {
+			if j < 3 {
+				row[j] = float64(r.IntN(21))
+			} else {
+				row[j] = r.NormFloat64()
+			}
+		}
+		y := 3*row[0] - 2*row[1] + 4*row[3]*row[4] + 10*b2f(row[2] > 10) + r.NormFloat64()
+		X[i], yReg[i] = row, y
+		// Classification: noisy threshold on the same signal (about 50/50).
+		if y+2*r.NormFloat64() > 10 {
+			yCls[i] = 1
+		}
+	}
+	return X, yReg, yCls
+}
+
+// synthSchema is a schema matching synth's width.
+func synthSchema(w int) SchemaID {
+	f := make([]string, w)
+	for i := range f {
+		f[i] = "x" + itoa(i)
+	}
+	return SchemaID{Name: "synthetic", Version: 1, Fields: f}
+}
+
+// logLoss is the mean binary cross-entropy of probabilities p for labels y.
+func logLoss(p, y []float64) float64 {
+	s := 0.0
+	for i := range y {
+		q := math.Min(math.Max(p[i], 1e-12), 1-1e-12)
+		if y[i] >= 0.5 {
+			s -= math.Log(q)
+		} else {
+			s -= math.Log(1 - q)
+		}
+	}
+	return s / float64(len(y))
+}
+
+func TestMetrics(t *testing.T) {
+	// Hand-computed: errors 1, -1, 2 → MAE 4/3, RMSE sqrt(6/3).
+	if got := MAE([]float64{1, 1, 5}, []float64{0, 2, 3}); math.Abs(got-4.0/3) > 1e-12 {
+		t.Errorf("MAE = %v", got)
+	}
+	if got := RMSE([]float64{1, 1, 5}, []float64{0, 2, 3}); math.Abs(got-math.Sqrt(2)) > 1e-12 {
+		t.Errorf("RMSE = %v", got)
+	}
+	// Scores 0.1 0.4 0.35 0.8 for labels 0 0 1 1: of 4 pos/neg pairs, 3 ordered right → 0.75.
+	if got := AUC([]float64{0.1, 0.4, 0.35, 0.8}, []float64{0, 0, 1, 1}); got != 0.75 {
+		t.Errorf("AUC = %v, want 0.75", got)
+	}
+	if got := AUC([]float64{0.5, 0.5}, []float64{0, 1}); got != 0.5 {
+		t.Errorf("AUC ties = %v, want 0.5", got)
+	}
+	if got := Accuracy([]float64{0.2, 0.6, 0.5}, []float64{0, 0, 1}); math.Abs(got-2.0/3) > 1e-12 {
+		t.Errorf("Accuracy = %v", got)
+	}
+	if got := SafeLabels([]float64{-3600, -1800, 0, 7200}); got[0] != 0 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
+		t.Errorf("SafeLabels = %v", got)
+	}
+}
