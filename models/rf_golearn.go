@@ -1,0 +1,296 @@
+package models
+
+import (
+	"encoding/gob"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/sjwhitworth/golearn/base"
+	"github.com/sjwhitworth/golearn/ensemble"
+	"github.com/sjwhitworth/golearn/trees"
+)
+
+// RFGolearnModelFile is the model file name in an rf-golearn directory (gob of the flattened forest).
+const RFGolearnModelFile = "forest.gob"
+
+// GolearnRFParams configure golearn's RandomForest.
+type GolearnRFParams struct {
+	Trees           int // trees in the forest (default 50)
+	FeaturesPerTree int // features drawn once per tree (golearn does not draw per split); default ⌈width/2⌉
+}
+
+// RFGolearnModel is golearn's random forest, fitted by golearn and then
+// flattened into plain arrays: prediction walks the same splits golearn
+// would (x > threshold goes to child "1"), with no DataGrid per call, and
+// the file is a gob of those arrays.
+//
+// Predict returns the mean over trees of the leaf's share of the positive
+// class in its training sample (a probability, as scikit-learn's
+// predict_proba), not golearn's majority vote; thresholded at 0.5 the two
+// agree except on near ties.
+//
+// Caveat: golearn draws its bootstrap samples and feature subsets from
+// math/rand's global source, which Go ≥ 1.24 seeds randomly and cannot be
+// reseeded; two fits on the same data give different forests (meta.json
+// records the seed of the run, but it does not reproduce this model).
+type RFGolearnModel struct {
+	meta  Meta
+	width int
+	trees [][]flatNode
+}
+
+// flatNode is one node of a flattened ID3 tree.
+type flatNode struct {
+	Feature   int32   // split feature, −1 for a leaf
+	Threshold float64 // x ≤ Threshold goes Left ("0"), else Right ("1")
+	Left      int32   // child index
+	Right     int32   // child index
+	P1        float64 // share of the positive class at this node
+}
+
+// rfAttrName names column j for golearn.
+func rfAttrName(j int) string { return "f" + strconv.Itoa(j) }
+
+// TrainRFGolearn fits golearn's RandomForest on ds (Y must be 0/1) and flattens it.
+func TrainRFGolearn(ds *Dataset, p GolearnRFParams, meta Meta) (*RFGolearnModel, error) {
+	if err := ds.Validate(); err != nil {
+		return nil, err
+	}
+	w := ds.Width()
+	if p.Trees == 0 {
+		p.Trees = 50
+	}
+	if p.FeaturesPerTree == 0 {
+		p.FeaturesPerTree = (w + 1) / 2
+	}
+	if p.FeaturesPerTree > w {
+		p.FeaturesPerTree = w
+	}
+	for i, y := range ds.Y {
+		if y != 0 && y != 1 {
+			return nil, fmt.Errorf("rf-golearn: label %v at row %d is not 0/1", y, i)
+		}
+	}
+	start := time.Now() // wall time of the fit, recorded in meta.json only
+	inst, err := golearnInstances(ds)
+	if err != nil {
+		return nil, err
+	}
+	rf := ensemble.NewRandomForest(p.Trees, p.FeaturesPerTree)
+	if err := rf.Fit(inst); err != nil {
+		return nil, fmt.Errorf("rf-golearn: fit: %w", err)
+	}
+	m := &RFGolearnModel{width: w}
+	for i, c := range rf.Model.Models {
+		t, ok := c.(*trees.ID3DecisionTree)
+		if !ok || t.Root == nil {
+			return nil, fmt.Errorf("rf-golearn: tree %d is %T", i, c)
+		}
+		var nodes []flatNode
+		if _, err := flatten(t.Root, &nodes); err != nil {
+			return nil, fmt.Errorf("rf-golearn: tree %d: %w", i, err)
+		}
+		m.trees = append(m.trees, nodes)
+	}
+	meta.Kind, meta.Task, meta.ModelFile, meta.Schema = KindRFGolearn, Classification, RFGolearnModelFile, ds.Schema
+	meta.TrainRows = len(ds.X)
+	meta.TrainSeconds = time.Since(start).Seconds()
+	meta.Libraries = LibraryVersions()
+	meta.Params = map[string]string{"trees": strconv.Itoa(p.Trees), "features_per_tree": strconv.Itoa(p.FeaturesPerTree),
+		"label": "gap >= " + SafeGapThreshold.String()}
+	m.meta = meta
+	return m, nil
+}
+
+// golearnInstances builds golearn's DenseInstances: float columns f0… and a categorical class "0"/"1".
+func golearnInstances(ds *Dataset) (*base.DenseInstances, error) {
+	w := ds.Width()
+	inst := base.NewDenseInstances()
+	specs := make([]base.AttributeSpec, w)
+	for j := 0; j < w; j++ {
+		specs[j] = inst.AddAttribute(base.NewFloatAttribute(rfAttrName(j)))
+	}
+	cls := base.NewCategoricalAttribute()
+	cls.SetName("safe")
+	cls.GetSysValFromString("0")
+	cls.GetSysValFromString("1")
+	cspec := inst.AddAttribute(cls)
+	if err := inst.AddClassAttribute(cls); err != nil {
+		return nil, fmt.Errorf("rf-golearn: %w", err)
+	}
+	if err := inst.Extend(len(ds.X)); err != nil {
+		return nil, fmt.Errorf("rf-golearn: %w", err)
+	}
+	zero, one := cls.GetSysValFromString("0"), cls.GetSysValFromString("1")
+	for i, row := range ds.X {
+		for j, v := range row {
+			inst.Set(specs[j], i, base.PackFloatToBytes(v))
+		}
+		if ds.Y[i] == 1 {
+			inst.Set(cspec, i, one)
+		} else {
+			inst.Set(cspec, i, zero)
+		}
+	}
+	return inst, nil
+}
+
+// flatten appends n's subtree to nodes in pre-order and returns n's index.
+func flatten(n *trees.DecisionTreeNode, nodes *[]flatNode) (int32, error) {
+	idx := int32(len(*nodes))
+	tot := 0
+	for _, c := range n.ClassDist {
+		tot += c
+	}
+	p1 := 0.0
+	if tot > 0 {
+		p1 = float64(n.ClassDist["1"]) / float64(tot)
+	} else if n.Class == "1" {
+		p1 = 1
+	}
+	*nodes = append(*nodes, flatNode{Feature: -1, P1: p1})
+	if n.Children == nil || n.SplitRule == nil || n.SplitRule.SplitAttr == nil {
+		return idx, nil
+	}
+	name := n.SplitRule.SplitAttr.GetName()
+	if len(name) < 2 || name[0] != 'f' {
+		return 0, fmt.Errorf("unexpected split attribute %q", name)
+	}
+	j, err := strconv.Atoi(name[1:])
+	if err != nil {
+		return 0, fmt.Errorf("unexpected split attribute %q", name)
+	}
+	if _, ok := n.SplitRule.SplitAttr.(*base.FloatAttribute); !ok {
+		return 0, fmt.Errorf("split on non-float attribute %q", name)
+	}
+	left, right := n.Children["0"], n.Children["1"]
+	// golearn sends a value to the only child present when one side of a split is empty.
+	if left == nil {
+		left = right
+	}
+	if right == nil {
+		right = left
+	}
+	if left == nil {
+		return idx, nil
+	}
+	li, err := flatten(left, nodes)
+	if err != nil {
+		return 0, err
+	}
+	ri := li
+	if right != left {
+		if ri, err = flatten(right, nodes); err != nil {
+			return 0, err
+		}
+	}
+	(*nodes)[idx].Feature, (*nodes)[idx].Threshold = int32(j), n.SplitRule.SplitVal
+	(*nodes)[idx].Left, (*nodes)[idx].Right = li, ri
+	return idx, nil
+}
+
+// Meta implements Model.
+func (m *RFGolearnModel) Meta() Meta { return m.meta }
+
+// leaf returns the leaf tree t reaches for x.
+func (m *RFGolearnModel) leaf(t []flatNode, x []float64) *flatNode {
+	n := &t[0]
+	for n.Feature >= 0 {
+		if x[n.Feature] > n.Threshold {
+			n = &t[n.Right]
+		} else {
+			n = &t[n.Left]
+		}
+	}
+	return n
+}
+
+// Predict implements Model: the probability that submitting now is safe.
+func (m *RFGolearnModel) Predict(features []float64) (float64, error) {
+	if err := checkLen(features, m.width); err != nil {
+		return 0, err
+	}
+	s := 0.0
+	for _, t := range m.trees {
+		s += m.leaf(t, features).P1
+	}
+	return s / float64(len(m.trees)), nil
+}
+
+// Votes returns the share of trees whose leaf majority is the positive class
+// (golearn's own voting rule, for comparison with its Predict).
+func (m *RFGolearnModel) Votes(features []float64) float64 {
+	v := 0
+	for _, t := range m.trees {
+		if m.leaf(t, features).P1 > 0.5 {
+			v++
+		}
+	}
+	return float64(v) / float64(len(m.trees))
+}
+
+// PredictBatch implements Model.
+func (m *RFGolearnModel) PredictBatch(rows [][]float64, out []float64) error {
+	if len(out) < len(rows) {
+		return fmt.Errorf("predict batch: out has %d slots for %d rows", len(out), len(rows))
+	}
+	for i, r := range rows {
+		v, err := m.Predict(r)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return nil
+}
+
+// rfFile is the gob layout of forest.gob.
+type rfFile struct {
+	Width int
+	Trees [][]flatNode
+}
+
+// SaveFiles implements Model.
+func (m *RFGolearnModel) SaveFiles(dir string) error {
+	f, err := os.Create(filepath.Join(dir, RFGolearnModelFile))
+	if err != nil {
+		return err
+	}
+	err = gob.NewEncoder(f).Encode(rfFile{Width: m.width, Trees: m.trees})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func loadRFGolearn(dir string, meta Meta) (Model, error) {
+	f, err := os.Open(filepath.Join(dir, RFGolearnModelFile))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rf rfFile
+	if err := gob.NewDecoder(f).Decode(&rf); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadModel, err)
+	}
+	if len(rf.Trees) == 0 {
+		return nil, fmt.Errorf("%w: empty forest", ErrBadModel)
+	}
+	for ti, t := range rf.Trees {
+		if len(t) == 0 {
+			return nil, fmt.Errorf("%w: tree %d empty", ErrBadModel, ti)
+		}
+		for i, n := range t {
+			if n.Feature >= int32(rf.Width) || (n.Feature >= 0 && (n.Left <= int32(i) || n.Right <= int32(i) || int(n.Left) >= len(t) || int(n.Right) >= len(t))) || math.IsNaN(n.P1) {
+				return nil, fmt.Errorf("%w: tree %d malformed", ErrBadModel, ti)
+			}
+		}
+	}
+	return &RFGolearnModel{meta: meta, width: rf.Width, trees: rf.Trees}, nil
+}
+
+func init() { RegisterLoader(KindRFGolearn, loadRFGolearn) }
