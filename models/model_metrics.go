@@ -102,3 +102,20 @@ func Constant(v float64, n int) []float64 {
 	}
 	return out
 }
+
+// binaryLogLoss is the mean binary cross-entropy of probabilities p for 0/1 labels y.
+func binaryLogLoss(p, y []float64) float64 {
+	if len(y) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for i := range y {
+		q := math.Min(math.Max(p[i], 1e-12), 1-1e-12)
+		if y[i] >= 0.5 {
+			s -= math.Log(q)
+		} else {
+			s -= math.Log(1 - q)
+		}
+	}
+	return s / float64(len(y))
+}

@@ -1,0 +1,66 @@
+//go:build xgboost
+
+package models
+
+import (
+	"fmt"
+	"io"
+	"time"
+)
+
+// RFResult is one forest's score in CompareRF.
+type RFResult struct {
+	Kind       Kind    // KindRFXGB or KindRFGolearn
+	Accuracy   float64 // at probability 0.5
+	AUC        float64 // area under the ROC curve
+	LogLoss    float64 // mean binary cross-entropy
+	FitSeconds float64 // wall time of the fit
+	PredictUS  float64 // mean µs per single-row Predict over the test set
+	Model      Model   // the fitted model
+}
+
+// CompareRF fits both random forests on the same training set (Y 0/1) and
+// scores them on the same test set: the harness behind the choice of KindRF.
+func CompareRF(train, test *Dataset, xp XGBParams, gp GolearnRFParams, meta Meta) ([]RFResult, error) {
+	var res []RFResult
+	score := func(k Kind, m Model, fit float64) error {
+		p := make([]float64, len(test.X))
+		start := time.Now()
+		for i, x := range test.X {
+			v, err := m.Predict(x)
+			if err != nil {
+				return err
+			}
+			p[i] = v
+		}
+		us := float64(time.Since(start).Microseconds()) / float64(len(test.X))
+		res = append(res, RFResult{Kind: k, Accuracy: Accuracy(p, test.Y), AUC: AUC(p, test.Y), LogLoss: binaryLogLoss(p, test.Y), FitSeconds: fit, PredictUS: us, Model: m})
+		return nil
+	}
+	mx := meta
+	mx.Kind = KindRFXGB
+	x, err := TrainXGB(train, xp, mx)
+	if err != nil {
+		return nil, fmt.Errorf("compare rf: %w", err)
+	}
+	if err := score(KindRFXGB, x, x.Meta().TrainSeconds); err != nil {
+		return nil, err
+	}
+	g, err := TrainRFGolearn(train, gp, meta)
+	if err != nil {
+		return nil, fmt.Errorf("compare rf: %w", err)
+	}
+	if err := score(KindRFGolearn, g, g.Meta().TrainSeconds); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// WriteRFTable writes CompareRF's results as a Markdown table.
+func WriteRFTable(w io.Writer, res []RFResult) {
+	fmt.Fprintln(w, "| model | accuracy | AUC | log loss | fit (s) | predict (µs/row) |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|")
+	for _, r := range res {
+		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.2f | %.1f |\n", r.Kind, r.Accuracy, r.AUC, r.LogLoss, r.FitSeconds, r.PredictUS)
+	}
+}
