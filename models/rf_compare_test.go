@@ -14,7 +14,7 @@ var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set
 // only that both forests beat the constant predictor; the table (run with -v)
 // is the evidence behind KindRF. For the README figures:
 //
-//	go test -tags xgboost -run TestCompareRF -v -rf-compare-rows 20000 ./models/
+//	go test -tags xgboost -run TestCompareRF -v ./models/ -args -rf-compare-rows=20000
 func TestCompareRF(t *testing.T) {
 	const w = 40
 	n := *rfCompareRows

@@ -1,0 +1,101 @@
+package models
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// fixedModel predicts a constant; it records the width it was asked about.
+type fixedModel struct {
+	task  Task
+	value float64
+	width int
+}
+
+func (f *fixedModel) Meta() Meta { return Meta{Kind: "fixed", Task: f.task, Schema: Schema()} }
+func (f *fixedModel) Predict(x []float64) (float64, error) {
+	f.width = len(x)
+	return f.value, nil
+}
+func (f *fixedModel) PredictBatch(rows [][]float64, out []float64) error { return nil }
+func (f *fixedModel) SaveFiles(string) error                             { return nil }
+
+func TestModelPolicyDecide(t *testing.T) {
+	tests := []struct {
+		name   string
+		task   Task
+		value  float64
+		mutate func(*provisioner.Observation)
+		want   provisioner.Action
+		reason string
+	}{
+		{"gap exactly -30 min submits", Regression, -1800, nil, provisioner.SubmitNow, "predicted gap -30m0s ≥ −30m0s: submit"},
+		{"gap -31 min waits", Regression, -1860, nil, provisioner.Wait, "predicted gap -31m0s < −30m0s: wait"},
+		{"interruption predicted submits", Regression, 7200, nil, provisioner.SubmitNow, "submit"},
+		{"P(safe) 0.5 submits", Classification, 0.5, nil, provisioner.SubmitNow, "P(safe)=0.50 ≥ 0.50: submit"},
+		{"P(safe) 0.49 waits", Classification, 0.49, nil, provisioner.Wait, "P(safe)=0.49 < 0.50: wait"},
+		{"no predecessor", Regression, -1e6, func(o *provisioner.Observation) { o.Predecessor = nil }, provisioner.SubmitNow, ReasonNoPredecessor},
+		{"predecessor finished", Regression, -1e6, func(o *provisioner.Observation) {
+			p := *o.Predecessor
+			p.State = provisioner.StateTimeout
+			o.Predecessor = &p
+		}, provisioner.SubmitNow, ReasonNoPredecessor},
+		{"predecessor pending", Regression, 1e6, func(o *provisioner.Observation) {
+			p := *o.Predecessor
+			p.State = provisioner.StatePending
+			o.Predecessor = &p
+		}, provisioner.Wait, ReasonPredecessorPending},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := &fixedModel{task: tt.task, value: tt.value}
+			p, err := NewModelPolicy("test", m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			obs := exampleObservation()
+			if tt.mutate != nil {
+				tt.mutate(obs)
+			}
+			d, err := p.Decide(obs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Action != tt.want || !strings.HasSuffix(d.Reason, tt.reason) {
+				t.Errorf("decision %+v, want %s with reason ending %q", d, tt.want, tt.reason)
+			}
+			if m.width != 0 && m.width != NumFeatures() {
+				t.Errorf("model saw %d features, want %d", m.width, NumFeatures())
+			}
+		})
+	}
+}
+
+type otherSchemaModel struct{ fixedModel }
+
+func (o *otherSchemaModel) Meta() Meta {
+	return Meta{Kind: "fixed", Schema: SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion + 1}}
+}
+
+func TestModelPolicyRefusesOtherSchema(t *testing.T) {
+	_, err := NewModelPolicy("test", &otherSchemaModel{})
+	if !errors.Is(err, ErrSchemaMismatch) {
+		t.Fatalf("err = %v, want ErrSchemaMismatch", err)
+	}
+	if !strings.Contains(err.Error(), "v1") || !strings.Contains(err.Error(), "v2") {
+		t.Errorf("message %q should name both versions", err)
+	}
+}
+
+func TestFeatureDigest(t *testing.T) {
+	a := FeatureDigest([]float64{1, 2, 3})
+	if a != FeatureDigest([]float64{1, 2, 3}) || a == FeatureDigest([]float64{1, 2, 3.0000001}) {
+		t.Error("digest not stable or not sensitive")
+	}
+	if !strings.HasPrefix(a, "v1:") || len(a) != 3+16 {
+		t.Errorf("digest %q", a)
+	}
+}
