@@ -164,6 +164,27 @@ func TestMLPPolicyLoss(t *testing.T) {
 	}
 }
 
+// BenchmarkMLPPredict is a per-decision MLPModel.Predict (scaling included) of a 65-64-64-1 network.
+func BenchmarkMLPPredict(b *testing.B) {
+	X, y := linear(2000, 65, 1)
+	m, err := TrainMLP(&Dataset{Schema: synthSchema(65), X: X, Y: y}, MLPConfig{Hidden: []int{64, 64}}, MLPTrainOptions{Epochs: 1}, Meta{Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	reportMem := reportModelMemory(b, m)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		if _, err := m.Predict(X[i%len(X)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+	reportMem()
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+}
+
 func BenchmarkMLPForward(b *testing.B) {
 	net, _ := NewMLP(MLPConfig{Inputs: 65, Hidden: []int{64, 64}, Outputs: 2, Seed: 1})
 	X, _ := linear(1000, 65, 1)

@@ -55,6 +55,7 @@ func BenchmarkRFGolearnPredict(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	reportMem := reportModelMemory(b, m)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -64,5 +65,6 @@ func BenchmarkRFGolearnPredict(b *testing.B) {
 		}
 		i++
 	}
+	reportMem()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
 }

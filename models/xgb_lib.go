@@ -40,6 +40,8 @@ type Booster struct {
 
 // dmatrix builds a DMatrix from rows (converted to dense float32) and optional labels.
 func dmatrix(rows [][]float64, labels []float64) (C.DMatrixHandle, error) {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	if len(rows) == 0 {
 		return nil, errors.New("xgboost: no rows")
 	}
@@ -78,6 +80,8 @@ func dmatrix(rows [][]float64, labels []float64) (C.DMatrixHandle, error) {
 
 // TrainBooster trains a booster on X, y with p through libxgboost's C API.
 func TrainBooster(X [][]float64, y []float64, p XGBParams) (*Booster, error) {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	if len(X) != len(y) {
 		return nil, fmt.Errorf("xgboost: %d rows, %d labels", len(X), len(y))
 	}
@@ -107,6 +111,8 @@ func TrainBooster(X [][]float64, y []float64, p XGBParams) (*Booster, error) {
 }
 
 func (b *Booster) setParam(k, v string) error {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	ck, cv := C.CString(k), C.CString(v)
 	defer C.free(unsafe.Pointer(ck))
 	defer C.free(unsafe.Pointer(cv))
@@ -123,6 +129,8 @@ func (b *Booster) Close() {
 
 // Predict returns libxgboost's predictions (after the objective's transformation) for rows.
 func (b *Booster) Predict(rows [][]float64) ([]float64, error) {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	dm, err := dmatrix(rows, nil)
 	if err != nil {
 		return nil, err
@@ -144,6 +152,8 @@ func (b *Booster) Predict(rows [][]float64) ([]float64, error) {
 // SaveRaw returns the model in XGBoost 1.7's deprecated binary format (the
 // only one leaves understands, after ConvertXGB17ForLeaves).
 func (b *Booster) SaveRaw() ([]byte, error) {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	cfg := C.CString(`{"format": "deprecated"}`)
 	defer C.free(unsafe.Pointer(cfg))
 	var n C.bst_ulong
@@ -156,6 +166,8 @@ func (b *Booster) SaveRaw() ([]byte, error) {
 
 // LoadBooster reads a model saved by SaveRaw back into libxgboost.
 func LoadBooster(raw []byte) (*Booster, error) {
+	runtime.LockOSThread() // XGBGetLastError is thread-local
+	defer runtime.UnlockOSThread()
 	b := &Booster{}
 	if err := xgbErr(C.XGBoosterCreate(nil, 0, &b.h), "XGBoosterCreate"); err != nil {
 		return nil, err

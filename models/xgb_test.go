@@ -183,6 +183,7 @@ func benchPredict(b *testing.B, kind Kind, p XGBParams) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	reportMem := reportModelMemory(b, m)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -192,6 +193,7 @@ func benchPredict(b *testing.B, kind Kind, p XGBParams) {
 		}
 		i++
 	}
+	reportMem()
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/decision")
 }
 
