@@ -23,8 +23,10 @@ const (
 	// that Q-value moves toward its TD target.
 	LossMSE Loss = "mse"
 	// LossPolicy: REINFORCE with an entropy bonus on a softmax over the
-	// outputs: −Σ weight·log π / batch − β·H(π), where weight is the
-	// one-hot of the action taken times its advantage (return − baseline).
+	// outputs: −Σ weight·log π / batch − β·Σ mask·H(π) / batch, where
+	// weight is the one-hot of the action taken times its advantage
+	// (return − baseline) and mask weighs each row's entropy (ones; zeros
+	// for padding rows).
 	LossPolicy Loss = "policy"
 )
 
@@ -231,11 +233,12 @@ func (m *MLP) buildTrainer(loss Loss, batch int) (*mlpTrainer, error) {
 		sq := G.Must(G.HadamardProd(G.Must(G.Square(d)), t.m))
 		cost = G.Must(G.Div(G.Must(G.Sum(sq)), bsz))
 	case LossPolicy:
-		// y holds weight = one-hot(action)·advantage; mask is unused (set to ones).
+		// y holds weight = one-hot(action)·advantage; mask weighs each row's entropy (0 for padding).
 		p := G.Must(G.SoftMax(cur))
 		logp := G.Must(G.Log(G.Must(G.Add(p, G.NewConstant(1e-12)))))
 		pg := G.Must(G.Div(G.Must(G.Sum(G.Must(G.HadamardProd(logp, t.y)))), bsz))
-		ent := G.Must(G.Div(G.Must(G.Sum(G.Must(G.HadamardProd(p, logp)))), bsz)) // = −H
+		plogp := G.Must(G.HadamardProd(p, logp))
+		ent := G.Must(G.Div(G.Must(G.Sum(G.Must(G.HadamardProd(plogp, t.m)))), bsz)) // = −mean H
 		cost = G.Must(G.Sub(G.Must(G.Mul(G.NewConstant(m.cfg.Entropy), ent)), pg))
 	default:
 		return nil, fmt.Errorf("mlp: unknown loss %q", loss)
@@ -251,7 +254,8 @@ func (m *MLP) buildTrainer(loss Loss, batch int) (*mlpTrainer, error) {
 
 // TrainStep runs one Adam step on a batch and returns the loss before the
 // step. X is batch×Inputs; Y batch×Outputs (targets for LossMSE, one-hot ×
-// advantage for LossPolicy); mask batch×Outputs for LossMSE (nil = all ones).
+// advantage for LossPolicy); mask batch×Outputs (nil = all ones) weighs the
+// squared errors for LossMSE and the entropy for LossPolicy.
 // The first call fixes loss and batch size; later calls must match them.
 func (m *MLP) TrainStep(loss Loss, X, Y, mask [][]float64) (float64, error) {
 	batch := len(X)
