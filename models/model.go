@@ -76,9 +76,25 @@ type Meta struct {
 	Params       map[string]string  `json:"params,omitempty"`        // hyper-parameters, as given
 	Libraries    map[string]string  `json:"libraries,omitempty"`     // library versions (Go modules, libxgboost, Go)
 	Metrics      map[string]float64 `json:"metrics,omitempty"`       // validation metrics (mae, rmse, accuracy, auc, ...)
+	Output       *OutputTransform   `json:"output,omitempty"`        // affine map from the raw model output to the prediction, if any
 	TrainRows    int                `json:"train_rows,omitempty"`    // training rows
 	TrainSeconds float64            `json:"train_seconds,omitempty"` // wall time of the fit
 	Created      time.Time          `json:"created,omitzero"`        // when it was trained (caller's clock)
+}
+
+// OutputTransform maps a model's raw output r to Shift + Scale·r: models
+// trained on a standardised target (quantile XGBoost) store it in meta.json.
+type OutputTransform struct {
+	Shift float64 `json:"shift"` // added after scaling
+	Scale float64 `json:"scale"` // multiplies the raw output
+}
+
+// apply maps a raw output; a nil transform is the identity.
+func (o *OutputTransform) apply(r float64) float64 {
+	if o == nil {
+		return r
+	}
+	return o.Shift + o.Scale*r
 }
 
 // Model is one trained predictor: one number per feature vector. For

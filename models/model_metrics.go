@@ -119,3 +119,33 @@ func binaryLogLoss(p, y []float64) float64 {
 	}
 	return s / float64(len(y))
 }
+
+// variance is the population variance (0 when empty).
+func variance(y []float64) float64 {
+	if len(y) == 0 {
+		return 0
+	}
+	m := Mean(y)
+	s := 0.0
+	for _, v := range y {
+		s += (v - m) * (v - m)
+	}
+	return s / float64(len(y))
+}
+
+// Pinball is the mean quantile (pinball) loss of predictions pred of quantile q for targets y.
+func Pinball(pred, y []float64, q float64) float64 {
+	if len(y) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for i := range y {
+		r := y[i] - pred[i]
+		if r >= 0 {
+			s += q * r
+		} else {
+			s += (q - 1) * r
+		}
+	}
+	return s / float64(len(y))
+}

@@ -63,6 +63,13 @@ func TestMetrics(t *testing.T) {
 	if got := Accuracy([]float64{0.2, 0.6, 0.5}, []float64{0, 0, 1}); math.Abs(got-2.0/3) > 1e-12 {
 		t.Errorf("Accuracy = %v", got)
 	}
+	// Residuals 2 and −1 at q 0.9: 0.9·2 and 0.1·1 → mean 0.95.
+	if got := Pinball([]float64{1, 1}, []float64{3, 0}, 0.9); math.Abs(got-0.95) > 1e-12 {
+		t.Errorf("Pinball = %v", got)
+	}
+	if got := variance([]float64{1, 3}); got != 1 {
+		t.Errorf("variance = %v", got)
+	}
 	if got := SafeLabels([]float64{-3600, -1800, 0, 7200}); got[0] != 0 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
 		t.Errorf("SafeLabels = %v", got)
 	}

@@ -29,6 +29,19 @@ type XGBParams struct {
 	Seed            uint64  // seed
 	Threads         int     // nthread (0: all cores)
 	TreeMethod      string  // "hist" (default), "exact", "approx"
+	Quantile        float64 // >0: regress this quantile (pinball loss, custom gradients) instead of the mean
+}
+
+// DefaultQuantileParams regresses quantile q of the target (e.g. 0.1 and 0.9
+// for a wait interval): 300 rounds of depth-4 trees on a standardised
+// target. The pinball hessian is 1 per row, so min_child_weight 100 means at
+// least 100 rows per leaf: with fewer, leaves fit the noise and held-out
+// coverage drifts (depth 6 / weight 1 gave 0.18 below a 0.1 quantile on
+// the synthetic test set, depth 4 / weight 100 gave 0.12).
+func DefaultQuantileParams(q float64) XGBParams {
+	p := DefaultXGBParams()
+	p.Rounds, p.MaxDepth, p.MinChildWeight, p.Quantile = 300, 4, 100, q
+	return p
 }
 
 // DefaultXGBParams is gradient boosting for the signed gap: 200 rounds of depth-6 trees.
@@ -53,6 +66,7 @@ func (p XGBParams) Map() map[string]string {
 		"num_round": strconv.Itoa(p.Rounds), "subsample": f(p.Subsample), "colsample_bynode": f(p.ColsampleByNode),
 		"num_parallel_tree": strconv.Itoa(p.NumParallelTree), "min_child_weight": f(p.MinChildWeight),
 		"seed": strconv.FormatUint(p.Seed, 10), "nthread": strconv.Itoa(p.Threads), "tree_method": p.TreeMethod,
+		"quantile": f(p.Quantile),
 	}
 }
 
@@ -108,7 +122,7 @@ func (m *XGBModel) Predict(features []float64) (float64, error) {
 	for _, v := range features {
 		x = append(x, float64(float32(v)))
 	}
-	return m.ens.PredictSingle(x, 0), nil
+	return m.meta.Output.apply(m.ens.PredictSingle(x, 0)), nil
 }
 
 // PredictBatch implements Model.

@@ -101,6 +101,13 @@ func TrainBooster(X [][]float64, y []float64, p XGBParams) (*Booster, error) {
 			return nil, err
 		}
 	}
+	if p.Quantile > 0 {
+		if err := b.boostQuantile(dm, y, p); err != nil {
+			b.Close()
+			return nil, err
+		}
+		return b, nil
+	}
 	for it := 0; it < p.rounds(); it++ {
 		if err := xgbErr(C.XGBoosterUpdateOneIter(b.h, C.int(it), dm), "XGBoosterUpdateOneIter"); err != nil {
 			b.Close()
@@ -108,6 +115,45 @@ func TrainBooster(X [][]float64, y []float64, p XGBParams) (*Booster, error) {
 		}
 	}
 	return b, nil
+}
+
+// boostQuantile runs p.Rounds rounds of the pinball loss for quantile
+// p.Quantile through custom gradients (libxgboost 1.7 has no quantile
+// objective): gradient −α where the label is above the margin, 1−α below,
+// constant hessian 1.
+func (b *Booster) boostQuantile(dm C.DMatrixHandle, y []float64, p XGBParams) error {
+	n := len(y)
+	grad := make([]float32, n)
+	hess := make([]float32, n)
+	for i := range hess {
+		hess[i] = 1
+	}
+	for it := 0; it < p.rounds(); it++ {
+		var ln C.bst_ulong
+		var out *C.float
+		// option_mask 1: output margin; training 1: the prediction used for gradients.
+		if err := xgbErr(C.XGBoosterPredict(b.h, dm, 1, 0, 1, &ln, &out), "XGBoosterPredict"); err != nil {
+			return err
+		}
+		margin := unsafe.Slice((*float32)(unsafe.Pointer(out)), int(ln))
+		if len(margin) != n {
+			return fmt.Errorf("xgboost: %d margins for %d rows", len(margin), n)
+		}
+		for i := range y {
+			if float32(y[i]) > margin[i] {
+				grad[i] = float32(-p.Quantile)
+			} else {
+				grad[i] = float32(1 - p.Quantile)
+			}
+		}
+		rc := C.XGBoosterBoostOneIter(b.h, dm, (*C.float)(unsafe.Pointer(&grad[0])), (*C.float)(unsafe.Pointer(&hess[0])), C.bst_ulong(n))
+		runtime.KeepAlive(grad)
+		runtime.KeepAlive(hess)
+		if err := xgbErr(rc, "XGBoosterBoostOneIter"); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (b *Booster) setParam(k, v string) error {
@@ -195,6 +241,11 @@ func (p XGBParams) libParams() [][2]string {
 		{"nthread", strconv.Itoa(p.Threads)},
 		{"tree_method", p.TreeMethod},
 		{"verbosity", "0"},
+	}
+	if p.Quantile > 0 {
+		// Custom gradients; the objective only fixes the (identity) output and base_score 0.
+		kv[0] = [2]string{"objective", "reg:squarederror"}
+		kv = append(kv, [2]string{"base_score", "0"})
 	}
 	if p.NumParallelTree > 1 {
 		kv = append(kv, [2]string{"num_parallel_tree", strconv.Itoa(p.NumParallelTree)})

@@ -4,6 +4,8 @@ package models
 
 import (
 	"fmt"
+	"math"
+	"sort"
 	"time"
 )
 
@@ -19,7 +21,28 @@ func TrainXGB(ds *Dataset, p XGBParams, meta Meta) (*XGBModel, error) {
 		p.Seed = meta.Seed
 	}
 	start := time.Now() // wall time of the fit, recorded in meta.json only
-	b, err := TrainBooster(ds.X, ds.Y, p)
+	y := ds.Y
+	meta.Output = nil
+	if p.Quantile > 0 {
+		if p.Quantile >= 1 {
+			return nil, fmt.Errorf("train %s: quantile %v outside (0,1)", meta.Kind, p.Quantile)
+		}
+		// Standardise the target around its unconditional quantile so the
+		// bounded pinball gradients (|g| ≤ 1) move predictions at a useful rate.
+		sorted := append([]float64(nil), ds.Y...)
+		sort.Float64s(sorted)
+		shift := Percentile(sorted, p.Quantile)
+		scale := math.Sqrt(variance(ds.Y))
+		if scale < 1e-12 {
+			scale = 1
+		}
+		y = make([]float64, len(ds.Y))
+		for i, v := range ds.Y {
+			y[i] = (v - shift) / scale
+		}
+		meta.Output = &OutputTransform{Shift: shift, Scale: scale}
+	}
+	b, err := TrainBooster(ds.X, y, p)
 	if err != nil {
 		return nil, fmt.Errorf("train %s: %w", meta.Kind, err)
 	}
