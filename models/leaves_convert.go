@@ -34,8 +34,8 @@ const (
 	maxReasonableTreeCount = 1 << 24
 )
 
-// xgbHeader is what ConvertXGB17ForLeaves learnt from a model file.
-type xgbHeader struct {
+// XGBHeader is what ConvertXGB17ForLeaves read from a model file.
+type XGBHeader struct {
 	Objective  string  // name_obj, e.g. "reg:squarederror"
 	Booster    string  // name_gbm, "gbtree"
 	NumFeature int     // features
@@ -64,8 +64,8 @@ type xgbHeader struct {
 //     to float32 before predicting, as libxgboost does.
 //
 // Only gbtree models with one output group are supported.
-func ConvertXGB17ForLeaves(raw []byte) ([]byte, xgbHeader, error) {
-	var hd xgbHeader
+func ConvertXGB17ForLeaves(raw []byte) ([]byte, XGBHeader, error) {
+	var hd XGBHeader
 	b := raw
 	if len(b) >= 4 && string(b[:4]) == xgbMagic {
 		b = b[4:]
