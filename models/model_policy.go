@@ -47,8 +47,8 @@ func (p *ModelPolicy) Name() string { return p.PolicyName }
 
 // Reasons recorded in the decision log when no model is consulted.
 const (
-	ReasonNoPredecessor      = "no running predecessor: submit"
-	ReasonPredecessorPending = "predecessor still pending: wait"
+	ReasonNoPredecessor      = "no running predecessor: submit"  // predecessor absent or finished
+	ReasonPredecessorPending = "predecessor still pending: wait" // predecessor not started yet
 )
 
 // Decide implements provisioner.Policy.
