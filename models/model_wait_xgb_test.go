@@ -1,0 +1,52 @@
+//go:build xgboost
+
+package models
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+func TestWaitPredictorSaveLoad(t *testing.T) {
+	// Synthetic rows of the real schema's width; wait grows with column 0.
+	X, y, _ := synth(1500, NumFeatures(), 41)
+	for i := range y {
+		y[i] = 600 * (X[i][0] + 1)
+	}
+	var ms [3]Model
+	for i, q := range WaitQuantiles {
+		p := DefaultQuantileParams(q)
+		p.Rounds, p.MinChildWeight, p.Seed, p.Threads = 50, 20, 41, 2
+		m, err := TrainXGB(&Dataset{Schema: Schema(), X: X, Y: y}, p, Meta{Kind: KindXGB, Seed: 41})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[i] = m
+	}
+	w, err := NewWaitPredictor(ms[0], ms[1], ms[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := SaveWaitPredictor(dir, w); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadWaitPredictor(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := WaitObservation(t0, exampleObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
+	a, err := w.Predict(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := back.Predict(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b || a.P10 > a.P50 || a.P50 > a.P90 {
+		t.Errorf("before %+v, after load %+v", a, b)
+	}
+}
