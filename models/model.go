@@ -23,6 +23,8 @@ const (
 	KindRFXGB     Kind = "rf-xgb"     // XGBoost random-forest mode (num_parallel_tree, one round), classification "submitting now is safe"
 	KindRFGolearn Kind = "rf-golearn" // golearn RandomForest (ID3 trees), classification "submitting now is safe"
 	KindMLP       Kind = "mlp"        // gorgonia multi-layer perceptron (regression); the building block of dqn and pg
+	KindDQN       Kind = "dqn"        // Deep Q-Network (gorgonia MLP, one output per action)
+	KindPG        Kind = "pg"         // REINFORCE policy network (gorgonia MLP, one logit per action)
 )
 
 // KindRF is what the plain name `rf` resolves to: the better of the two
@@ -48,6 +50,9 @@ const (
 	Regression Task = "regression"
 	// Classification: the output is the probability of the positive class ("submitting now is safe").
 	Classification Task = "classification"
+	// Preference: the output is how much the learned policy prefers submitting over waiting
+	// (Q(submit) − Q(wait) for dqn, the logit difference for pg); ≥ 0 means submit.
+	Preference Task = "preference"
 )
 
 // SafeGapThreshold is the label boundary for the classification framing: a

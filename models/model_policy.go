@@ -23,6 +23,8 @@ const DefaultMaxOverlap = 30 * time.Minute
 //     submitted now; the policy submits when the gap ≥ −MaxOverlap.
 //   - Classification models predict P(gap ≥ SafeGapThreshold); the policy
 //     submits when that probability ≥ MinProb.
+//   - Preference models (dqn, pg) score submit over wait; the policy submits
+//     when the score ≥ 0 (the greedy action).
 //
 // Without a running predecessor there is nothing to wait for: a finished or
 // absent predecessor gives SubmitNow, a pending one gives Wait (the
@@ -70,6 +72,15 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 		return provisioner.Decision{}, fmt.Errorf("policy %s: %w", p.PolicyName, err)
 	}
 	d := provisioner.Decision{Action: provisioner.Wait, Score: y}
+	if p.Model.Meta().Task == Preference {
+		if y >= 0 {
+			d.Action = provisioner.SubmitNow
+			d.Reason = fmt.Sprintf("%s: preference for submitting %.3f ≥ 0: submit", p.PolicyName, y)
+		} else {
+			d.Reason = fmt.Sprintf("%s: preference for submitting %.3f < 0: wait", p.PolicyName, y)
+		}
+		return d, nil
+	}
 	if p.Model.Meta().Task == Classification {
 		minP := p.MinProb
 		if minP == 0 {

@@ -37,6 +37,8 @@ func TestModelPolicyDecide(t *testing.T) {
 		{"interruption predicted submits", Regression, 7200, nil, provisioner.SubmitNow, "submit"},
 		{"P(safe) 0.5 submits", Classification, 0.5, nil, provisioner.SubmitNow, "P(safe)=0.50 ≥ 0.50: submit"},
 		{"P(safe) 0.49 waits", Classification, 0.49, nil, provisioner.Wait, "P(safe)=0.49 < 0.50: wait"},
+		{"preference 0 submits", Preference, 0, nil, provisioner.SubmitNow, "preference for submitting 0.000 ≥ 0: submit"},
+		{"preference < 0 waits", Preference, -0.2, nil, provisioner.Wait, "preference for submitting -0.200 < 0: wait"},
 		{"no predecessor", Regression, -1e6, func(o *provisioner.Observation) { o.Predecessor = nil }, provisioner.SubmitNow, ReasonNoPredecessor},
 		{"predecessor finished", Regression, -1e6, func(o *provisioner.Observation) {
 			p := *o.Predecessor

@@ -72,10 +72,34 @@ func TestDQNLearnsCountdown(t *testing.T) {
 	if got >= 0.5 {
 		t.Errorf("DQN mean |gap| %.2f, want < 0.5 (optimum 0, reactive baseline 3)", got)
 	}
-	// Target network copy and greedy consistency.
-	q, _ := d.Q([]float64{3.0 / 16, 0.5})
-	if a, _ := d.Greedy([]float64{3.0 / 16, 0.5}); a != argmax(q) {
-		t.Error("Greedy disagrees with Q")
+	// Greedy consistency, and the saved policy model decides as the learner does.
+	schema := synthSchema(2)
+	pm, err := NewPolicyNetModel(d.Network(), nil, Meta{Kind: KindDQN, Schema: schema, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Save(dir, pm); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rem := range []float64{1, 2, 3, 4, 8, 13} {
+		s := []float64{rem / 16, 0.5}
+		q, _ := d.Q(s)
+		a, _ := d.Greedy(s)
+		if a != argmax(q) {
+			t.Error("Greedy disagrees with Q")
+		}
+		pref, err := back.Predict(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pref != q[ActionSubmit]-q[ActionWait] || (pref >= 0) != (a == ActionSubmit) {
+			t.Errorf("remaining %v: saved preference %v, Q %v, greedy %d", rem, pref, q, a)
+		}
 	}
 }
 
@@ -106,6 +130,27 @@ func TestPGLearnsCountdown(t *testing.T) {
 	pr, _ := p.Probs([]float64{0.5, 0.5})
 	if s := pr[0] + pr[1]; math.Abs(s-1) > 1e-12 {
 		t.Errorf("probabilities sum to %v", s)
+	}
+	pm, err := NewPolicyNetModel(p.Network(), nil, Meta{Kind: KindPG, Schema: synthSchema(2), Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Save(dir, pm); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Load(dir, synthSchema(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rem := range []float64{1, 3, 8, 13} {
+		s := []float64{rem / 16, 0.5}
+		pr, _ := p.Probs(s)
+		pref, _ := back.Predict(s)
+		// The logit difference is log(π(submit)/π(wait)).
+		if want := math.Log(pr[ActionSubmit] / pr[ActionWait]); math.Abs(pref-want) > 1e-9 {
+			t.Errorf("remaining %v: preference %v, log odds %v", rem, pref, want)
+		}
 	}
 }
 
