@@ -11,68 +11,71 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+var testT0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 
-// jb is a small job builder.
-type jb struct{ j provisioner.Job }
+// testJobBuilder is a small job builder.
+type testJobBuilder struct{ j provisioner.Job }
 
-func job(id string) *jb { return &jb{provisioner.Job{ID: id, Nodes: 1}} }
+func testJob(id string) *testJobBuilder { return &testJobBuilder{provisioner.Job{ID: id, Nodes: 1}} }
 
-func (b *jb) pending(submitAgo time.Duration) *jb {
-	b.j.State, b.j.Submit = provisioner.StatePending, t0.Add(-submitAgo)
+func (b *testJobBuilder) pending(submitAgo time.Duration) *testJobBuilder {
+	b.j.State, b.j.Submit = provisioner.StatePending, testT0.Add(-submitAgo)
 	return b
 }
-func (b *jb) running(submitAgo, startAgo time.Duration) *jb {
-	b.j.State, b.j.Submit, b.j.Start = provisioner.StateRunning, t0.Add(-submitAgo), t0.Add(-startAgo)
+func (b *testJobBuilder) running(submitAgo, startAgo time.Duration) *testJobBuilder {
+	b.j.State, b.j.Submit, b.j.Start = provisioner.StateRunning, testT0.Add(-submitAgo), testT0.Add(-startAgo)
 	return b
 }
-func (b *jb) limit(d time.Duration) *jb { b.j.TimeLimit = d; return b }
-func (b *jb) nodes(n, gpus int) *jb     { b.j.Nodes, b.j.GPUs = n, gpus; return b }
-func (b *jb) acct(a, part string) *jb   { b.j.Account, b.j.Partition = a, part; return b }
-func (b *jb) build() provisioner.Job    { return b.j }
-func node(name string, st provisioner.NodeState, gpus, used, cpusUsed int) provisioner.Node {
+func (b *testJobBuilder) limit(d time.Duration) *testJobBuilder { b.j.TimeLimit = d; return b }
+func (b *testJobBuilder) nodes(n, gpus int) *testJobBuilder     { b.j.Nodes, b.j.GPUs = n, gpus; return b }
+func (b *testJobBuilder) acct(a, part string) *testJobBuilder {
+	b.j.Account, b.j.Partition = a, part
+	return b
+}
+func (b *testJobBuilder) build() provisioner.Job { return b.j }
+func testNode(name string, st provisioner.NodeState, gpus, used, cpusUsed int) provisioner.Node {
 	return provisioner.Node{Name: name, State: st, GPUs: gpus, GPUsUsed: used, CPUs: 64, CPUsUsed: cpusUsed}
 }
 
-const h = time.Hour
+const testHour = time.Hour
 
-func exampleObservation() *provisioner.Observation {
+func testObservation() *provisioner.Observation {
 	snap := &provisioner.Snapshot{
-		Time: t0,
+		Time: testT0,
 		Nodes: []provisioner.Node{
-			node("n1", provisioner.NodeUp, 4, 4, 10),
-			node("n2", provisioner.NodeUp, 8, 8, 10),
-			node("n3", provisioner.NodeUp, 8, 0, 0),
-			node("n4", provisioner.NodeDrained, 8, 0, 0),
+			testNode("n1", provisioner.NodeUp, 4, 4, 10),
+			testNode("n2", provisioner.NodeUp, 8, 8, 10),
+			testNode("n3", provisioner.NodeUp, 8, 0, 0),
+			testNode("n4", provisioner.NodeDrained, 8, 0, 0),
 		},
 		Jobs: []provisioner.Job{
-			job("p1").pending(1*h).limit(2*h).nodes(1, 4).acct("A", "gpu").build(),
-			job("p2").pending(3*h).limit(4*h).nodes(2, 8).acct("B", "gpu").build(),
-			job("p3").pending(2*h).limit(10*h).nodes(1, 0).acct("A", "cpu").build(),
-			job("r1").running(5*h, 4*h).limit(6*h).nodes(1, 4).acct("A", "gpu").build(),
-			job("r2").running(10*h, 2*h).limit(48*h).nodes(2, 8).acct("B", "gpu").build(),
+			testJob("p1").pending(1*testHour).limit(2*testHour).nodes(1, 4).acct("A", "gpu").build(),
+			testJob("p2").pending(3*testHour).limit(4*testHour).nodes(2, 8).acct("B", "gpu").build(),
+			testJob("p3").pending(2*testHour).limit(10*testHour).nodes(1, 0).acct("A", "cpu").build(),
+			testJob("r1").running(5*testHour, 4*testHour).limit(6*testHour).nodes(1, 4).acct("A", "gpu").build(),
+			testJob("r2").running(10*testHour, 2*testHour).limit(48*testHour).nodes(2, 8).acct("B", "gpu").build(),
 		},
 	}
 	hist := []provisioner.Job{
-		job("h1").running(30*h, 28*h).build(),           // wait 2 h, started > 24 h ago
-		job("h2").running(5*h, 4*h).build(),             // wait 1 h
-		job("h3").running(3*h, 150*time.Minute).build(), // wait 0.5 h
-		job("h4").pending(3 * h).build(),                // never started: ignored
-		job("h5").running(1*h, -1*h).build(),            // starts in the future: ignored
+		testJob("h1").running(30*testHour, 28*testHour).build(),    // wait 2 h, started > 24 h ago
+		testJob("h2").running(5*testHour, 4*testHour).build(),      // wait 1 h
+		testJob("h3").running(3*testHour, 150*time.Minute).build(), // wait 0.5 h
+		testJob("h4").pending(3 * testHour).build(),                // never started: ignored
+		testJob("h5").running(1*testHour, -1*testHour).build(),     // starts in the future: ignored
 	}
 	pred := snap.Job("r1")
 	return &provisioner.Observation{
-		Now:         t0,
+		Now:         testT0,
 		Snapshot:    snap,
 		History:     hist,
-		Chain:       &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * h},
+		Chain:       &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * testHour},
 		Predecessor: pred,
 		Successor:   provisioner.SubmitRequest{Nodes: 1, GPUs: 4},
 	}
 }
 
 func TestFeaturesHandComputed(t *testing.T) {
-	got, err := Features(exampleObservation())
+	got, err := Features(testObservation())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +83,7 @@ func TestFeaturesHandComputed(t *testing.T) {
 	if len(got) != len(fields) {
 		t.Fatalf("got %d values for %d fields", len(got), len(fields))
 	}
-	// Worked out by hand in the comments of exampleObservation (hours).
+	// Worked out by hand in the comments of testObservation (hours).
 	want := map[string]float64{
 		"pending_count": 3, "pending_nodes": 4, "pending_gpus": 12,
 		// limits sorted [2 4 10]: p25 at rank 0.5 → 3, p75 at rank 1.5 → 7
@@ -121,7 +124,7 @@ func TestFeaturesEmptyAndErrors(t *testing.T) {
 	if _, err := Features(&provisioner.Observation{}); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("err = %v, want ErrNoSnapshot", err)
 	}
-	got, err := Features(&provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: t0}})
+	got, err := Features(&provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: testT0}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +136,7 @@ func TestFeaturesEmptyAndErrors(t *testing.T) {
 }
 
 func TestFeaturesPure(t *testing.T) {
-	obs := exampleObservation()
+	obs := testObservation()
 	a, _ := Features(obs)
 	b, _ := Features(obs)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -181,14 +184,14 @@ func TestPercentile(t *testing.T) {
 	}
 }
 
-// bigObservation is a snapshot the size of a busy cluster (2000 jobs, 500 nodes, 1000 history records).
-func bigObservation() *provisioner.Observation {
-	snap := &provisioner.Snapshot{Time: t0}
+// testBigObservation is a snapshot the size of a busy cluster (2000 jobs, 500 nodes, 1000 history records).
+func testBigObservation() *provisioner.Observation {
+	snap := &provisioner.Snapshot{Time: testT0}
 	for i := 0; i < 500; i++ {
-		snap.Nodes = append(snap.Nodes, node(fmt.Sprint("n", i), provisioner.NodeUp, 4, i%5, 0))
+		snap.Nodes = append(snap.Nodes, testNode(fmt.Sprint("n", i), provisioner.NodeUp, 4, i%5, 0))
 	}
 	for i := 0; i < 2000; i++ {
-		b := job(fmt.Sprint(i)).limit(time.Duration(1+i%48)*h).nodes(1+i%8, 4*(1+i%8)).acct(fmt.Sprint("a", i%20), "gpu")
+		b := testJob(fmt.Sprint(i)).limit(time.Duration(1+i%48)*testHour).nodes(1+i%8, 4*(1+i%8)).acct(fmt.Sprint("a", i%20), "gpu")
 		if i%2 == 0 {
 			b.pending(time.Duration(i) * time.Minute)
 		} else {
@@ -198,14 +201,14 @@ func bigObservation() *provisioner.Observation {
 	}
 	var hist []provisioner.Job
 	for i := 0; i < 1000; i++ {
-		hist = append(hist, job(fmt.Sprint("h", i)).running(time.Duration(i+60)*time.Minute, time.Duration(i)*time.Minute).build())
+		hist = append(hist, testJob(fmt.Sprint("h", i)).running(time.Duration(i+60)*time.Minute, time.Duration(i)*time.Minute).build())
 	}
-	return &provisioner.Observation{Now: t0, Snapshot: snap, History: hist, Chain: &provisioner.Chain{Account: "a3", Partition: "gpu", TimeLimit: 48 * h},
-		Predecessor: &snap.Jobs[1], Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * h}}
+	return &provisioner.Observation{Now: testT0, Snapshot: snap, History: hist, Chain: &provisioner.Chain{Account: "a3", Partition: "gpu", TimeLimit: 48 * testHour},
+		Predecessor: &snap.Jobs[1], Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * testHour}}
 }
 
 func BenchmarkFeatures(b *testing.B) {
-	obs := bigObservation()
+	obs := testBigObservation()
 	dst := make([]float64, 0, NumFeatures())
 	b.ReportAllocs()
 	for b.Loop() {

@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// reportModelMemory measures the saved size and the live heap of a model
+// testModelMemory measures the saved size and the live heap of a model
 // loaded from its directory (what a daemon holds per loaded model) and
 // returns a function that reports them; call it after the timed loop
 // (ResetTimer and b.Loop drop metrics reported earlier).
-func reportModelMemory(b *testing.B, m Model) func() {
+func testModelMemory(b *testing.B, m Model) func() {
 	b.Helper()
 	dir := b.TempDir()
 	if err := Save(dir, m); err != nil {

@@ -8,20 +8,20 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// fixedModel predicts a constant; it records the width it was asked about.
-type fixedModel struct {
+// testFixedModel predicts a constant; it records the width it was asked about.
+type testFixedModel struct {
 	task  Task
 	value float64
 	width int
 }
 
-func (f *fixedModel) Meta() Meta { return Meta{Kind: "fixed", Task: f.task, Schema: Schema()} }
-func (f *fixedModel) Predict(x []float64) (float64, error) {
+func (f *testFixedModel) Meta() Meta { return Meta{Kind: "fixed", Task: f.task, Schema: Schema()} }
+func (f *testFixedModel) Predict(x []float64) (float64, error) {
 	f.width = len(x)
 	return f.value, nil
 }
-func (f *fixedModel) PredictBatch(rows [][]float64, out []float64) error { return nil }
-func (f *fixedModel) SaveFiles(string) error                             { return nil }
+func (f *testFixedModel) PredictBatch(rows [][]float64, out []float64) error { return nil }
+func (f *testFixedModel) SaveFiles(string) error                             { return nil }
 
 func TestModelPolicyDecide(t *testing.T) {
 	tests := []struct {
@@ -53,12 +53,12 @@ func TestModelPolicyDecide(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := &fixedModel{task: tt.task, value: tt.value}
+			m := &testFixedModel{task: tt.task, value: tt.value}
 			p, err := NewModelPolicy("test", m)
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs := exampleObservation()
+			obs := testObservation()
 			if tt.mutate != nil {
 				tt.mutate(obs)
 			}
@@ -76,14 +76,14 @@ func TestModelPolicyDecide(t *testing.T) {
 	}
 }
 
-type otherSchemaModel struct{ fixedModel }
+type testOtherSchemaModel struct{ testFixedModel }
 
-func (o *otherSchemaModel) Meta() Meta {
+func (o *testOtherSchemaModel) Meta() Meta {
 	return Meta{Kind: "fixed", Schema: SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion + 1}}
 }
 
 func TestModelPolicyRefusesOtherSchema(t *testing.T) {
-	_, err := NewModelPolicy("test", &otherSchemaModel{})
+	_, err := NewModelPolicy("test", &testOtherSchemaModel{})
 	if !errors.Is(err, ErrSchemaMismatch) {
 		t.Fatalf("err = %v, want ErrSchemaMismatch", err)
 	}

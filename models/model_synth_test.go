@@ -9,7 +9,7 @@ import (
 // synth returns n rows of w ≥ 5 features (the first three integer-valued, as
 // counts are, so ties with split thresholds happen), a regression target and
 // a 0/1 target derived from it, deterministically for seed.
-func synth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
+func testSynth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
 	r := rand.New(rand.NewPCG(seed, 0x6d697261))
 	X = make([][]float64, n)
 	yReg = make([]float64, n)
@@ -34,7 +34,7 @@ func synth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
 }
 
 // synthSchema is a schema matching synth's width.
-func synthSchema(w int) SchemaID {
+func testSchema(w int) SchemaID {
 	f := make([]string, w)
 	for i := range f {
 		f[i] = "x" + itoa(i)
@@ -43,7 +43,7 @@ func synthSchema(w int) SchemaID {
 }
 
 // logLoss is binaryLogLoss, for tests.
-func logLoss(p, y []float64) float64 { return binaryLogLoss(p, y) }
+func testLogLoss(p, y []float64) float64 { return binaryLogLoss(p, y) }
 
 func TestMetrics(t *testing.T) {
 	// Hand-computed: errors 1, -1, 2 → MAE 4/3, RMSE sqrt(6/3).

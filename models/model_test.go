@@ -2,11 +2,15 @@ package models
 
 import (
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 )
+
+// updateGolden (-update) rewrites golden files under testdata/ (see TestXGBGoldenUpdate).
+var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 func TestSchemaMismatchMessage(t *testing.T) {
 	err := CheckSchema(SchemaID{Name: "mirage-chain", Version: 1}, SchemaID{Name: "mirage-chain", Version: 2})

@@ -9,11 +9,11 @@ import (
 )
 
 func TestWaitPredictorSortsAndClamps(t *testing.T) {
-	w, err := NewWaitPredictor(&fixedModel{task: Regression, value: 600}, &fixedModel{task: Regression, value: -5}, &fixedModel{task: Regression, value: 7200})
+	w, err := NewWaitPredictor(&testFixedModel{task: Regression, value: 600}, &testFixedModel{task: Regression, value: -5}, &testFixedModel{task: Regression, value: 7200})
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := WaitObservation(t0, exampleObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
+	obs := WaitObservation(testT0, testObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
 	got, err := w.Predict(obs)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestWaitPredictorSortsAndClamps(t *testing.T) {
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if _, err := NewWaitPredictor(&fixedModel{task: Classification}, &fixedModel{task: Regression}, &fixedModel{task: Regression}); err == nil || !strings.Contains(err.Error(), "p10") {
+	if _, err := NewWaitPredictor(&testFixedModel{task: Classification}, &testFixedModel{task: Regression}, &testFixedModel{task: Regression}); err == nil || !strings.Contains(err.Error(), "p10") {
 		t.Errorf("classification model accepted: %v", err)
 	}
 }

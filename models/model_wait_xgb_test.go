@@ -11,7 +11,7 @@ import (
 
 func TestWaitPredictorSaveLoad(t *testing.T) {
 	// Synthetic rows of the real schema's width; wait grows with column 0.
-	X, y, _ := synth(1500, NumFeatures(), 41)
+	X, y, _ := testSynth(1500, NumFeatures(), 41)
 	for i := range y {
 		y[i] = 600 * (X[i][0] + 1)
 	}
@@ -37,7 +37,7 @@ func TestWaitPredictorSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := WaitObservation(t0, exampleObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
+	obs := WaitObservation(testT0, testObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
 	a, err := w.Predict(obs)
 	if err != nil {
 		t.Fatal(err)

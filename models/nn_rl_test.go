@@ -7,44 +7,44 @@ import (
 	"time"
 )
 
-// countdownEnv is a toy chain: the predecessor ends T steps after the
+// testCountdownEnv is a toy chain: the predecessor ends T steps after the
 // episode starts (T uniform in 6..13); a submitted successor waits W = 3
 // steps in the queue. Submitting at step k gives gap k + W − T and reward
 // −|gap|; never submitting gives the reactive gap W at step T. The state is
 // the remaining time (T − k)/16 and a noise feature. The optimum submits when
 // 3 steps remain (gap 0); submitting at once averages |gap| 6.5, reactive 3.
-type countdownEnv struct {
+type testCountdownEnv struct {
 	rng     *rand.Rand
 	t, k    int
 	lastGap int
 }
 
-const countdownWait = 3
+const testCountdownWait = 3
 
-func (e *countdownEnv) state() []float64 {
+func (e *testCountdownEnv) state() []float64 {
 	return []float64{float64(e.t-e.k) / 16, e.rng.Float64()}
 }
 
-func (e *countdownEnv) Reset() ([]float64, error) {
+func (e *testCountdownEnv) Reset() ([]float64, error) {
 	e.t, e.k = 6+e.rng.IntN(8), 0
 	return e.state(), nil
 }
 
-func (e *countdownEnv) Step(a int) ([]float64, float64, bool, error) {
+func (e *testCountdownEnv) Step(a int) ([]float64, float64, bool, error) {
 	if a == ActionSubmit {
-		e.lastGap = e.k + countdownWait - e.t
+		e.lastGap = e.k + testCountdownWait - e.t
 		return nil, -math.Abs(float64(e.lastGap)), true, nil
 	}
 	e.k++
 	if e.k >= e.t {
-		e.lastGap = countdownWait
-		return nil, -countdownWait, true, nil
+		e.lastGap = testCountdownWait
+		return nil, -testCountdownWait, true, nil
 	}
 	return e.state(), 0, false, nil
 }
 
-// meanAbsGap plays n greedy episodes and returns the mean |gap|.
-func meanAbsGap(t *testing.T, env *countdownEnv, n int, play func() error) float64 {
+// testMeanAbsGap plays n greedy episodes and returns the mean |gap|.
+func testMeanAbsGap(t *testing.T, env *testCountdownEnv, n int, play func() error) float64 {
 	t.Helper()
 	s := 0.0
 	for i := 0; i < n; i++ {
@@ -57,7 +57,7 @@ func meanAbsGap(t *testing.T, env *countdownEnv, n int, play func() error) float
 }
 
 func TestDQNLearnsCountdown(t *testing.T) {
-	env := &countdownEnv{rng: rand.New(rand.NewPCG(1, 2))}
+	env := &testCountdownEnv{rng: rand.New(rand.NewPCG(1, 2))}
 	d, err := NewDQN(2, 2, DQNConfig{Hidden: []int{32}, LearningRate: 3e-3, Gamma: 0.99, Batch: 32, Warmup: 200,
 		TargetEvery: 100, Epsilon: EpsilonSchedule{Start: 1, End: 0.02, Steps: 10000}, Seed: 3})
 	if err != nil {
@@ -68,13 +68,13 @@ func TestDQNLearnsCountdown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := meanAbsGap(t, env, 300, func() error { _, _, err := d.RunEpisode(env, false, 100); return err })
+	got := testMeanAbsGap(t, env, 300, func() error { _, _, err := d.RunEpisode(env, false, 100); return err })
 	t.Logf("DQN greedy mean |gap| %.2f (submit-now 6.5, reactive 3)", got)
 	if got >= 0.5 {
 		t.Errorf("DQN mean |gap| %.2f, want < 0.5 (optimum 0, reactive baseline 3)", got)
 	}
 	// Greedy consistency, and the saved policy model decides as the learner does.
-	schema := synthSchema(2)
+	schema := testSchema(2)
 	pm, err := NewPolicyNetModel(d.Network(), nil, Meta{Kind: KindDQN, Schema: schema, Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +105,7 @@ func TestDQNLearnsCountdown(t *testing.T) {
 }
 
 func TestPGLearnsCountdown(t *testing.T) {
-	env := &countdownEnv{rng: rand.New(rand.NewPCG(4, 5))}
+	env := &testCountdownEnv{rng: rand.New(rand.NewPCG(4, 5))}
 	p, err := NewPG(2, 2, PGConfig{Hidden: []int{32}, LearningRate: 1e-2, Gamma: 0.99, Entropy: 0.01, Batch: 128, Seed: 6})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestPGLearnsCountdown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	got := meanAbsGap(t, env, 300, func() error { _, err := p.Play(env, true, 100); return err })
+	got := testMeanAbsGap(t, env, 300, func() error { _, err := p.Play(env, true, 100); return err })
 	t.Logf("PG greedy mean |gap| %.2f (submit-now 6.5, reactive 3)", got)
 	if got >= 0.5 {
 		t.Errorf("PG mean |gap| %.2f, want < 0.5 (optimum 0, reactive baseline 3)", got)
@@ -132,7 +132,7 @@ func TestPGLearnsCountdown(t *testing.T) {
 	if s := pr[0] + pr[1]; math.Abs(s-1) > 1e-12 {
 		t.Errorf("probabilities sum to %v", s)
 	}
-	pm, err := NewPolicyNetModel(p.Network(), nil, Meta{Kind: KindPG, Schema: synthSchema(2), Seed: 6})
+	pm, err := NewPolicyNetModel(p.Network(), nil, Meta{Kind: KindPG, Schema: testSchema(2), Seed: 6})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestPGLearnsCountdown(t *testing.T) {
 	if err := Save(dir, pm); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Load(dir, synthSchema(2))
+	back, err := Load(dir, testSchema(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func BenchmarkDQNUpdate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	X, _ := linear(1000, 65, 1)
+	X, _ := testLinear(1000, 65, 1)
 	for i := 0; i < 200; i++ {
 		d.replay.Add(Transition{S: X[i], A: i % 2, R: -1, S2: X[i+1]})
 	}

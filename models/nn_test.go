@@ -8,7 +8,7 @@ import (
 )
 
 // linear returns n rows of w features (uniform in [-1, 1]) with y = 2·x1 − x2.
-func linear(n, w int, seed uint64) ([][]float64, []float64) {
+func testLinear(n, w int, seed uint64) ([][]float64, []float64) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	X := make([][]float64, n)
 	y := make([]float64, n)
@@ -23,8 +23,8 @@ func linear(n, w int, seed uint64) ([][]float64, []float64) {
 }
 
 func TestMLPLearnsLinear(t *testing.T) {
-	X, y := linear(3000, 4, 1)
-	m, err := TrainMLP(&Dataset{Schema: synthSchema(4), X: X[:2000], Y: y[:2000]},
+	X, y := testLinear(3000, 4, 1)
+	m, err := TrainMLP(&Dataset{Schema: testSchema(4), X: X[:2000], Y: y[:2000]},
 		MLPConfig{Hidden: []int{32, 32}, LearningRate: 3e-3}, MLPTrainOptions{Epochs: 10, Batch: 32}, Meta{Seed: 5, Trace: "synthetic"})
 	if err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestMLPLearnsLinear(t *testing.T) {
 	if err := Save(dir, m); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Load(dir, synthSchema(4))
+	back, err := Load(dir, testSchema(4))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestMLPLearnsLinear(t *testing.T) {
 // TestMLPGraphMatchesForward checks that gorgonia's loss on a batch equals
 // the loss computed with the pure-Go Forward on the same weights.
 func TestMLPGraphMatchesForward(t *testing.T) {
-	X, y := linear(16, 5, 2)
+	X, y := testLinear(16, 5, 2)
 	Y := make([][]float64, len(y))
 	mask := make([][]float64, len(y))
 	for i := range y {
@@ -143,7 +143,7 @@ func TestMLPCopyAndSerialise(t *testing.T) {
 // TestMLPPolicyLoss: REINFORCE with a positive advantage on action 1 in
 // every state makes π(1|x) grow toward 1.
 func TestMLPPolicyLoss(t *testing.T) {
-	X, _ := linear(32, 3, 3)
+	X, _ := testLinear(32, 3, 3)
 	W := make([][]float64, len(X))
 	for i := range W {
 		W[i] = []float64{0, 1} // one-hot(action 1) × advantage 1
@@ -166,12 +166,12 @@ func TestMLPPolicyLoss(t *testing.T) {
 
 // BenchmarkMLPPredict is a per-decision MLPModel.Predict (scaling included) of a 65-64-64-1 network.
 func BenchmarkMLPPredict(b *testing.B) {
-	X, y := linear(2000, 65, 1)
-	m, err := TrainMLP(&Dataset{Schema: synthSchema(65), X: X, Y: y}, MLPConfig{Hidden: []int{64, 64}}, MLPTrainOptions{Epochs: 1}, Meta{Seed: 1})
+	X, y := testLinear(2000, 65, 1)
+	m, err := TrainMLP(&Dataset{Schema: testSchema(65), X: X, Y: y}, MLPConfig{Hidden: []int{64, 64}}, MLPTrainOptions{Epochs: 1}, Meta{Seed: 1})
 	if err != nil {
 		b.Fatal(err)
 	}
-	reportMem := reportModelMemory(b, m)
+	reportMem := testModelMemory(b, m)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -187,7 +187,7 @@ func BenchmarkMLPPredict(b *testing.B) {
 
 func BenchmarkMLPForward(b *testing.B) {
 	net, _ := NewMLP(MLPConfig{Inputs: 65, Hidden: []int{64, 64}, Outputs: 2, Seed: 1})
-	X, _ := linear(1000, 65, 1)
+	X, _ := testLinear(1000, 65, 1)
 	out := make([]float64, 2)
 	b.ReportAllocs()
 	i := 0
@@ -200,7 +200,7 @@ func BenchmarkMLPForward(b *testing.B) {
 
 func BenchmarkMLPTrainStep64(b *testing.B) {
 	net, _ := NewMLP(MLPConfig{Inputs: 40, Hidden: []int{64, 64}, Outputs: 1, Seed: 1})
-	X, y := linear(64, 40, 1)
+	X, y := testLinear(64, 40, 1)
 	Y := make([][]float64, len(y))
 	for i := range y {
 		Y[i] = []float64{y[i]}
@@ -213,8 +213,8 @@ func BenchmarkMLPTrainStep64(b *testing.B) {
 }
 
 func BenchmarkMLPTrain20kx40(b *testing.B) {
-	X, y := linear(20000, 40, 1)
-	ds := &Dataset{Schema: synthSchema(40), X: X, Y: y}
+	X, y := testLinear(20000, 40, 1)
+	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	for b.Loop() {
 		if _, err := TrainMLP(ds, MLPConfig{Hidden: []int{64, 64}}, MLPTrainOptions{Epochs: 5, Batch: 64}, Meta{Seed: 1}); err != nil {
 			b.Fatal(err)

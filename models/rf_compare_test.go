@@ -18,10 +18,10 @@ var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set
 func TestCompareRF(t *testing.T) {
 	const w = 40
 	n := *rfCompareRows
-	X, _, y := synth(n, w, 31)
+	X, _, y := testSynth(n, w, 31)
 	cut := n * 3 / 4
-	train := &Dataset{Schema: synthSchema(w), X: X[:cut], Y: y[:cut]}
-	test := &Dataset{Schema: synthSchema(w), X: X[cut:], Y: y[cut:]}
+	train := &Dataset{Schema: testSchema(w), X: X[:cut], Y: y[:cut]}
+	test := &Dataset{Schema: testSchema(w), X: X[cut:], Y: y[cut:]}
 	xp := DefaultRFXGBParams()
 	xp.Seed = 31
 	res, err := CompareRF(train, test, xp, GolearnRFParams{}, Meta{Seed: 31, Trace: "synthetic"})
@@ -40,8 +40,8 @@ func TestCompareRF(t *testing.T) {
 }
 
 func BenchmarkRFGolearnTrain20kx40(b *testing.B) {
-	X, _, y := synth(20000, 40, 4)
-	ds := &Dataset{Schema: synthSchema(40), X: X, Y: y}
+	X, _, y := testSynth(20000, 40, 4)
+	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	for b.Loop() {
 		if _, err := TrainRFGolearn(ds, GolearnRFParams{}, Meta{}); err != nil {
 			b.Fatal(err)
@@ -50,12 +50,12 @@ func BenchmarkRFGolearnTrain20kx40(b *testing.B) {
 }
 
 func BenchmarkRFGolearnPredict(b *testing.B) {
-	X, _, y := synth(20000, 40, 5)
-	m, err := TrainRFGolearn(&Dataset{Schema: synthSchema(40), X: X[:5000], Y: y[:5000]}, GolearnRFParams{}, Meta{})
+	X, _, y := testSynth(20000, 40, 5)
+	m, err := TrainRFGolearn(&Dataset{Schema: testSchema(40), X: X[:5000], Y: y[:5000]}, GolearnRFParams{}, Meta{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	reportMem := reportModelMemory(b, m)
+	reportMem := testModelMemory(b, m)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0

@@ -12,8 +12,8 @@ import (
 
 func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 	const w = 8
-	X, _, y := synth(2500, w, 21)
-	ds := &Dataset{Schema: synthSchema(w), X: X[:2000], Y: y[:2000]}
+	X, _, y := testSynth(2500, w, 21)
+	ds := &Dataset{Schema: testSchema(w), X: X[:2000], Y: y[:2000]}
 	m, err := TrainRFGolearn(ds, GolearnRFParams{Trees: 20}, Meta{Seed: 21, Trace: "synthetic"})
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 	if acc <= accC {
 		t.Errorf("accuracy %.3f not above the constant predictor's %.3f", acc, accC)
 	}
-	if ll, llC := logLoss(pred, testY), logLoss(base, testY); ll >= llC {
+	if ll, llC := testLogLoss(pred, testY), testLogLoss(base, testY); ll >= llC {
 		t.Errorf("log loss %.3f not below the constant predictor's %.3f", ll, llC)
 	}
 	t.Logf("accuracy %.3f (constant %.3f), AUC %.3f", acc, accC, AUC(pred, testY))
@@ -37,7 +37,7 @@ func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 	if err := Save(dir, m); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Load(dir, synthSchema(w))
+	back, err := Load(dir, testSchema(w))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,8 +56,8 @@ func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 // golearn's own majority vote wherever the vote is not tied.
 func TestRFGolearnFlattenMatchesGolearn(t *testing.T) {
 	const w = 6
-	X, _, y := synth(800, w, 22)
-	ds := &Dataset{Schema: synthSchema(w), X: X[:600], Y: y[:600]}
+	X, _, y := testSynth(800, w, 22)
+	ds := &Dataset{Schema: testSchema(w), X: X[:600], Y: y[:600]}
 	inst, err := golearnInstances(ds)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestRFGolearnFlattenMatchesGolearn(t *testing.T) {
 	m := &RFGolearnModel{width: w}
 	for _, c := range rf.Model.Models {
 		var nodes []flatNode
-		if _, err := flatten(rootOf(t, c), &nodes); err != nil {
+		if _, err := flatten(testRootOf(t, c), &nodes); err != nil {
 			t.Fatal(err)
 		}
 		m.trees = append(m.trees, nodes)
@@ -91,7 +91,7 @@ func TestRFGolearnFlattenMatchesGolearn(t *testing.T) {
 	}
 }
 
-func rootOf(t *testing.T, c base.Classifier) *trees.DecisionTreeNode {
+func testRootOf(t *testing.T, c base.Classifier) *trees.DecisionTreeNode {
 	t.Helper()
 	tr, ok := c.(*trees.ID3DecisionTree)
 	if !ok {

@@ -4,26 +4,23 @@ package models
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 // TestXGBGoldenUpdate rewrites testdata/xgb-small (a small libxgboost 1.7
 // model and libxgboost's own predictions on fixed rows) when run with -update;
 // the untagged TestXGBGolden then checks leaves against it without libxgboost.
 func TestXGBGoldenUpdate(t *testing.T) {
-	if !*update {
+	if !*updateGolden {
 		t.Skip("run with -update to regenerate testdata/xgb-small")
 	}
 	const w = 6
-	X, _, yCls := synth(500, w, 11)
+	X, _, yCls := testSynth(500, w, 11)
 	p := DefaultXGBParams()
 	p.Objective, p.Rounds, p.MaxDepth, p.Seed, p.Threads = "binary:logistic", 5, 3, 11, 1
-	m, err := TrainXGB(&Dataset{Schema: synthSchema(w), X: X, Y: yCls}, p, Meta{Kind: KindXGB, Seed: 11, Trace: "synthetic"})
+	m, err := TrainXGB(&Dataset{Schema: testSchema(w), X: X, Y: yCls}, p, Meta{Kind: KindXGB, Seed: 11, Trace: "synthetic"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +38,7 @@ func TestXGBGoldenUpdate(t *testing.T) {
 	if err := Save(dir, m); err != nil {
 		t.Fatal(err)
 	}
-	g, _ := json.MarshalIndent(golden{Rows: rows, Predictions: lib}, "", " ")
+	g, _ := json.MarshalIndent(xgbGolden{Rows: rows, Predictions: lib}, "", " ")
 	if err := os.WriteFile(filepath.Join(dir, "golden.json"), g, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// golden is testdata/xgb-small/golden.json: rows and libxgboost 1.7.4's predictions.
-type golden struct {
+// xgbGolden is testdata/xgb-small/golden.json: rows and libxgboost 1.7.4's predictions.
+type xgbGolden struct {
 	Rows        [][]float64 `json:"rows"`
 	Predictions []float64   `json:"predictions"`
 }
@@ -20,11 +20,11 @@ type golden struct {
 // (no xgboost build tag) and compares with libxgboost's recorded predictions.
 func TestXGBGolden(t *testing.T) {
 	dir := filepath.Join("testdata", "xgb-small")
-	m, err := Load(dir, synthSchema(6))
+	m, err := Load(dir, testSchema(6))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var g golden
+	var g xgbGolden
 	b, err := os.ReadFile(filepath.Join(dir, "golden.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestXGBGolden(t *testing.T) {
 }
 
 func TestXGBGoldenSchemaMismatch(t *testing.T) {
-	want := synthSchema(6)
+	want := testSchema(6)
 	want.Version = 2
 	_, err := Load(filepath.Join("testdata", "xgb-small"), want)
 	var sm *SchemaMismatchError

@@ -10,7 +10,7 @@ import (
 )
 
 // hetero returns rows whose target spread depends on x1: y = 100·x0 + (10 + 90·x1)·N(0,1), x uniform in [0,1].
-func hetero(n int, seed uint64) ([][]float64, []float64) {
+func testHetero(n int, seed uint64) ([][]float64, []float64) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	X := make([][]float64, n)
 	y := make([]float64, n)
@@ -22,14 +22,14 @@ func hetero(n int, seed uint64) ([][]float64, []float64) {
 }
 
 func TestXGBQuantileCoverage(t *testing.T) {
-	X, y := hetero(8000, 1)
+	X, y := testHetero(8000, 1)
 	trainX, trainY, testX, testY := X[:6000], y[:6000], X[6000:], y[6000:]
 	sorted := append([]float64(nil), trainY...)
 	sort.Float64s(sorted)
 	for _, q := range []float64{0.1, 0.9} {
 		p := DefaultQuantileParams(q)
 		p.Seed, p.Threads = 1, 2
-		m, err := TrainXGB(&Dataset{Schema: synthSchema(3), X: trainX, Y: trainY}, p, Meta{Kind: KindXGB, Seed: 1})
+		m, err := TrainXGB(&Dataset{Schema: testSchema(3), X: trainX, Y: trainY}, p, Meta{Kind: KindXGB, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestXGBQuantileCoverage(t *testing.T) {
 		if err := Save(dir, m); err != nil {
 			t.Fatal(err)
 		}
-		back, err := Load(dir, synthSchema(3))
+		back, err := Load(dir, testSchema(3))
 		if err != nil {
 			t.Fatal(err)
 		}

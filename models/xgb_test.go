@@ -12,7 +12,7 @@ import (
 // outputs in float32 and leaves in float64, so a prediction that is a near
 // cancellation of larger tree values (0.0044 from trees of ±10) differs by
 // float32 rounding of the partial sums (≈1e-7 absolute), not of the result.
-func agree(t *testing.T, m *XGBModel, X [][]float64) {
+func testAgree(t *testing.T, m *XGBModel, X [][]float64) {
 	t.Helper()
 	b, err := LoadBooster(m.Raw())
 	if err != nil {
@@ -44,7 +44,7 @@ func agree(t *testing.T, m *XGBModel, X [][]float64) {
 
 func TestXGBLeavesAgreement(t *testing.T) {
 	const w = 12
-	X, yReg, yCls := synth(4000, w, 1)
+	X, yReg, yCls := testSynth(4000, w, 1)
 	trainX, testX := X[:3000], X[3000:]
 	tests := []struct {
 		name   string
@@ -67,12 +67,12 @@ func TestXGBLeavesAgreement(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := tt.params
 			p.Seed, p.Threads = 7, 2
-			ds := &Dataset{Schema: synthSchema(w), X: trainX, Y: tt.y[:3000]}
+			ds := &Dataset{Schema: testSchema(w), X: trainX, Y: tt.y[:3000]}
 			m, err := TrainXGB(ds, p, Meta{Kind: tt.kind, Seed: 7, Trace: "synthetic"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			agree(t, m, testX)
+			testAgree(t, m, testX)
 			// Exact ties with thresholds: every integer value of the integer columns.
 			var ties [][]float64
 			for v := 0.0; v <= 20; v++ {
@@ -80,14 +80,14 @@ func TestXGBLeavesAgreement(t *testing.T) {
 				row[0], row[1], row[2] = v, v, v
 				ties = append(ties, row)
 			}
-			agree(t, m, ties)
+			testAgree(t, m, ties)
 		})
 	}
 }
 
 func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 	const w = 12
-	X, yReg, yCls := synth(3000, w, 2)
+	X, yReg, yCls := testSynth(3000, w, 2)
 	for _, tt := range []struct {
 		kind Kind
 		p    XGBParams
@@ -101,7 +101,7 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 			if tt.kind == KindXGB {
 				tt.p.Rounds = 80
 			}
-			m, err := TrainXGB(&Dataset{Schema: synthSchema(w), X: X[:2000], Y: tt.y[:2000]}, tt.p, Meta{Kind: tt.kind, Seed: 3})
+			m, err := TrainXGB(&Dataset{Schema: testSchema(w), X: X[:2000], Y: tt.y[:2000]}, tt.p, Meta{Kind: tt.kind, Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,7 +117,7 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 					t.Errorf("MAE %.3f not below half the constant predictor's %.3f", got, cst)
 				}
 			} else {
-				if got, cst := logLoss(pred, testY), logLoss(base, testY); got >= cst {
+				if got, cst := testLogLoss(pred, testY), testLogLoss(base, testY); got >= cst {
 					t.Errorf("log loss %.3f not below the constant predictor's %.3f", got, cst)
 				}
 				if auc := AUC(pred, testY); auc < 0.8 {
@@ -128,7 +128,7 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 			if err := Save(dir, m); err != nil {
 				t.Fatal(err)
 			}
-			back, err := Load(dir, synthSchema(w))
+			back, err := Load(dir, testSchema(w))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -149,8 +149,8 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 }
 
 func BenchmarkXGBTrain20kx40(b *testing.B) {
-	X, y, _ := synth(20000, 40, 4)
-	ds := &Dataset{Schema: synthSchema(40), X: X, Y: y}
+	X, y, _ := testSynth(20000, 40, 4)
+	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	p := DefaultXGBParams()
 	p.Seed = 1
 	for b.Loop() {
@@ -161,8 +161,8 @@ func BenchmarkXGBTrain20kx40(b *testing.B) {
 }
 
 func BenchmarkRFXGBTrain20kx40(b *testing.B) {
-	X, _, y := synth(20000, 40, 4)
-	ds := &Dataset{Schema: synthSchema(40), X: X, Y: y}
+	X, _, y := testSynth(20000, 40, 4)
+	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	p := DefaultRFXGBParams()
 	p.Seed = 1
 	for b.Loop() {
@@ -172,18 +172,18 @@ func BenchmarkRFXGBTrain20kx40(b *testing.B) {
 	}
 }
 
-func benchPredict(b *testing.B, kind Kind, p XGBParams) {
-	X, yReg, yCls := synth(20000, 40, 5)
+func benchXGBPredict(b *testing.B, kind Kind, p XGBParams) {
+	X, yReg, yCls := testSynth(20000, 40, 5)
 	y := yReg
 	if kind == KindRFXGB {
 		y = yCls
 	}
 	p.Seed = 1
-	m, err := TrainXGB(&Dataset{Schema: synthSchema(40), X: X, Y: y}, p, Meta{Kind: kind})
+	m, err := TrainXGB(&Dataset{Schema: testSchema(40), X: X, Y: y}, p, Meta{Kind: kind})
 	if err != nil {
 		b.Fatal(err)
 	}
-	reportMem := reportModelMemory(b, m)
+	reportMem := testModelMemory(b, m)
 	b.ReportAllocs()
 	b.ResetTimer()
 	i := 0
@@ -197,5 +197,5 @@ func benchPredict(b *testing.B, kind Kind, p XGBParams) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/decision")
 }
 
-func BenchmarkXGBPredict(b *testing.B)   { benchPredict(b, KindXGB, DefaultXGBParams()) }
-func BenchmarkRFXGBPredict(b *testing.B) { benchPredict(b, KindRFXGB, DefaultRFXGBParams()) }
+func BenchmarkXGBPredict(b *testing.B)   { benchXGBPredict(b, KindXGB, DefaultXGBParams()) }
+func BenchmarkRFXGBPredict(b *testing.B) { benchXGBPredict(b, KindRFXGB, DefaultRFXGBParams()) }
