@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// synth returns n rows of w ≥ 5 features (the first three integer-valued, as
+// testSynth returns n rows of w ≥ 5 features (the first three integer-valued, as
 // counts are, so ties with split thresholds happen), a regression target and
 // a 0/1 target derived from it, deterministically for seed.
 func testSynth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
@@ -33,7 +33,7 @@ func testSynth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
 	return X, yReg, yCls
 }
 
-// synthSchema is a schema matching synth's width.
+// testSchema is a schema matching testSynth's width.
 func testSchema(w int) SchemaID {
 	f := make([]string, w)
 	for i := range f {
@@ -42,7 +42,7 @@ func testSchema(w int) SchemaID {
 	return SchemaID{Name: "synthetic", Version: 1, Fields: f}
 }
 
-// logLoss is binaryLogLoss, for tests.
+// testLogLoss is binaryLogLoss, for tests.
 func testLogLoss(p, y []float64) float64 { return binaryLogLoss(p, y) }
 
 func TestMetrics(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// linear returns n rows of w features (uniform in [-1, 1]) with y = 2·x1 − x2.
+// testLinear returns n rows of w features (uniform in [-1, 1]) with y = 2·x1 − x2.
 func testLinear(n, w int, seed uint64) ([][]float64, []float64) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	X := make([][]float64, n)

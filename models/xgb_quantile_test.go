@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// hetero returns rows whose target spread depends on x1: y = 100·x0 + (10 + 90·x1)·N(0,1), x uniform in [0,1].
+// testHetero returns rows whose target spread depends on x1: y = 100·x0 + (10 + 90·x1)·N(0,1), x uniform in [0,1].
 func testHetero(n int, seed uint64) ([][]float64, []float64) {
 	r := rand.New(rand.NewPCG(seed, 9))
 	X := make([][]float64, n)

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// agree asserts every leaves prediction matches libxgboost's to 1e-5
+// testAgree asserts every leaves prediction matches libxgboost's to 1e-5
 // relative, measured against max(|libxgboost|, 1): libxgboost sums tree
 // outputs in float32 and leaves in float64, so a prediction that is a near
 // cancellation of larger tree values (0.0044 from trees of ±10) differs by
