@@ -4,20 +4,8 @@ package models
 
 import (
 	"fmt"
-	"io"
 	"time"
 )
-
-// RFResult is one forest's score in CompareRF.
-type RFResult struct {
-	Kind       Kind    // KindRFXGB or KindRFGolearn
-	Accuracy   float64 // at probability 0.5
-	AUC        float64 // area under the ROC curve
-	LogLoss    float64 // mean binary cross-entropy
-	FitSeconds float64 // wall time of the fit
-	PredictUS  float64 // mean µs per single-row Predict over the test set
-	Model      Model   // the fitted model
-}
 
 // CompareRF fits both random forests on the same training set (Y 0/1) and
 // scores them on the same test set: the harness behind the choice of KindRF.
@@ -54,13 +42,4 @@ func CompareRF(train, test *Dataset, xp XGBParams, gp GolearnRFParams, meta Meta
 		return nil, err
 	}
 	return res, nil
-}
-
-// WriteRFTable writes CompareRF's results as a Markdown table.
-func WriteRFTable(w io.Writer, res []RFResult) {
-	fmt.Fprintln(w, "| model | accuracy | AUC | log loss | fit (s) | predict (µs/row) |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|")
-	for _, r := range res {
-		fmt.Fprintf(w, "| %s | %.3f | %.3f | %.3f | %.2f | %.1f |\n", r.Kind, r.Accuracy, r.AUC, r.LogLoss, r.FitSeconds, r.PredictUS)
-	}
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,9 @@ import (
 
 	"github.com/dmitryikh/leaves"
 )
+
+// ErrNoXGBoost: training XGBoost models needs a build with -tags xgboost (libxgboost-dev).
+var ErrNoXGBoost = errors.New("this mirage was built without libxgboost (build with -tags xgboost to train xgb and rf models)")
 
 // XGBModelFile is the model file name in an xgb / rf-xgb directory: the
 // model exactly as libxgboost 1.7 saved it (deprecated binary format), so it
