@@ -47,14 +47,14 @@ func TestLS6Small(t *testing.T) {
 	}
 	// Hand-worked: 2022-11-01 is CDT (UTC-5); 2022-11-06 03:30 is CST (UTC-6).
 	tests := []struct {
-		id             string
-		submit, start  string
-		runtime, wait  time.Duration
-		limit          time.Duration
-		nodes, gpus    int
-		state          State
-		code, sig      int
-		user, name     string
+		id            string
+		submit, start string
+		runtime, wait time.Duration
+		limit         time.Duration
+		nodes, gpus   int
+		state         State
+		code, sig     int
+		user, name    string
 	}{
 		{"100", "2022-11-01T14:59:00Z", "2022-11-01T15:00:00Z", 2 * time.Hour, time.Minute, 120 * time.Minute, 1, 3, StateTimeout, 0, 0, "00007", "train.1"},
 		{"101", "2022-11-01T16:00:00Z", "2022-11-01T17:00:30Z", 10 * time.Minute, 3630 * time.Second, time.Hour, 2, 6, StateFailed, 1, 0, "00007", "train.2"},

@@ -1,0 +1,253 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mirage-gpu/mirage/traces"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newTracesCmd) }
+
+func newTracesCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "traces",
+		Short: "Read, summarise, convert and synthesise job traces",
+		Long: `Read historical job traces (TACC LS6 sacct export, sacct --parsable2 and --json,
+SWF, Alibaba PAI openb pod lists, Helios job logs, mirage canonical CSV; gzip
+transparently; format sniffed from the content unless --format is given),
+summarise them, convert them to canonical CSV, or synthesise LS6-like traces.
+
+A malformed row fails with "FILE:LINE: field F: want ..., got ..." and exit
+code 3; --skip-bad skips such rows and reports how many.`,
+	}
+	cmd.AddCommand(newTracesStatsCmd(), newTracesConvertCmd(), newTracesSynthCmd())
+	return cmd
+}
+
+// traceFlags are the reading options shared by the traces subcommands.
+type traceFlags struct {
+	format  string
+	skipBad bool
+}
+
+func (f *traceFlags) add(cmd *cobra.Command) {
+	names := make([]string, len(traces.Formats))
+	for i, n := range traces.Formats {
+		names[i] = string(n)
+	}
+	cmd.Flags().StringVar(&f.format, "format", "", "input format (default: sniffed): "+strings.Join(names, ", "))
+	cmd.Flags().BoolVar(&f.skipBad, "skip-bad", false, "skip malformed rows, counting them, instead of failing")
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+}
+
+func (f *traceFlags) options() traces.Options {
+	return traces.Options{Format: traces.Format(f.format), SkipBad: f.skipBad}
+}
+
+// traceErr maps reader errors to exit codes: malformed input is exitBadInput.
+func traceErr(err error) error {
+	if errors.Is(err, traces.ErrMalformed) || errors.Is(err, traces.ErrUnknownFormat) || errors.Is(err, traces.ErrUnsupportedVersion) {
+		return withCode(exitBadInput, err)
+	}
+	return err
+}
+
+// reportSkipped prints the skipped-row count and the first errors to stderr.
+func reportSkipped(w io.Writer, file string, r traces.Reader) {
+	if r.Skipped() == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: skipped %d malformed rows\n", file, r.Skipped())
+	for _, e := range r.Errors() {
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}
+
+// ---- stats ----
+
+type tracesStatsOptions struct {
+	traceFlags
+	json  bool
+	files []string
+}
+
+func newTracesStatsCmd() *cobra.Command {
+	var o tracesStatsOptions
+	cmd := &cobra.Command{
+		Use:   "stats FILE...",
+		Short: "Summarise traces: jobs, span, node/GPU counts, runtime and wait percentiles, limit hits, peak use",
+		Long: `Summarise one or more trace files (read together as one trace): job count,
+time span, node and GPU count distributions, runtime and queue-wait
+percentiles (p50/p90/p99, linear interpolation), the share of jobs whose
+runtime reached their time limit, and the peak concurrent nodes and GPUs
+(a sweep over start/end events). --json prints the same as JSON, including
+skipped_malformed_rows.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.files = args
+			return runTracesStats(cmd, o)
+		},
+	}
+	o.add(cmd)
+	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
+	return cmd
+}
+
+func runTracesStats(cmd *cobra.Command, o tracesStatsOptions) error {
+	b := traces.NewStatsBuilder()
+	skipped := 0
+	for _, file := range o.files {
+		r, err := traces.Open(file, o.options())
+		if err != nil {
+			return traceErr(err)
+		}
+		for {
+			j, err := r.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				r.Close()
+				return traceErr(err)
+			}
+			b.Add(&j)
+		}
+		reportSkipped(cmd.ErrOrStderr(), file, r)
+		skipped += r.Skipped()
+		r.Close()
+	}
+	s := b.Stats()
+	s.Skipped = skipped
+	out := cmd.OutOrStdout()
+	if o.json {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	if err := s.WriteText(out); err != nil {
+		return err
+	}
+	if skipped > 0 {
+		_, err := fmt.Fprintf(out, "skipped %d malformed rows\n", skipped)
+		return err
+	}
+	return nil
+}
+
+// ---- convert ----
+
+type tracesConvertOptions struct {
+	traceFlags
+	in, out string
+}
+
+func newTracesConvertCmd() *cobra.Command {
+	var o tracesConvertOptions
+	cmd := &cobra.Command{
+		Use:   "convert FILE --out OUT.csv",
+		Short: "Convert a trace to mirage's canonical CSV",
+		Long: `Convert a trace to mirage's canonical CSV (one column per job field; times
+RFC 3339; time_limit_s in seconds), which Open reads back (auto-detected).
+The output is written to a temporary file and renamed into place, so a
+failure (such as a malformed row) leaves nothing behind.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.in = args[0]
+			return runTracesConvert(cmd, o)
+		},
+	}
+	o.add(cmd)
+	cmd.Flags().StringVar(&o.out, "out", "", "output CSV file (required)")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func runTracesConvert(cmd *cobra.Command, o tracesConvertOptions) error {
+	r, err := traces.Open(o.in, o.options())
+	if err != nil {
+		return traceErr(err)
+	}
+	defer r.Close()
+	n, err := traces.Convert(r, o.out)
+	if err != nil {
+		return traceErr(err)
+	}
+	reportSkipped(cmd.ErrOrStderr(), o.in, r)
+	_, err = fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d jobs to %s\n", n, o.out)
+	return err
+}
+
+// ---- synth ----
+
+type tracesSynthOptions struct {
+	like   string
+	days   int
+	seed   uint64
+	out    string
+	format string
+}
+
+func newTracesSynthCmd() *cobra.Command {
+	var o tracesSynthOptions
+	cmd := &cobra.Command{
+		Use:   "synth --like ls6 --days D --seed S [--out FILE]",
+		Short: "Generate a synthetic trace fitted to a real one (LS6)",
+		Long: `Generate a synthetic trace whose arrivals (by hour of day and day of week),
+node counts, time limits, runtime-to-limit ratios, limit hits, queue waits
+and chains of jobs per user follow the LS6 A100 trace (the fitted numbers are
+in traces/synth.go). The same seed gives the same trace. Output is the LS6
+export format (default) or canonical CSV, to stdout or --out (written
+atomically).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runTracesSynth(cmd, o) },
+	}
+	cmd.Flags().StringVar(&o.like, "like", "ls6", "trace to imitate (ls6)")
+	cmd.Flags().IntVar(&o.days, "days", 7, "days of submissions")
+	cmd.Flags().Uint64Var(&o.seed, "seed", 1, "random seed")
+	cmd.Flags().StringVar(&o.out, "out", "", "output file (default stdout)")
+	cmd.Flags().StringVar(&o.format, "format", "ls6", "output format: ls6 or csv")
+	return cmd
+}
+
+func runTracesSynth(cmd *cobra.Command, o tracesSynthOptions) error {
+	if o.days <= 0 {
+		return withCode(exitUsage, fmt.Errorf("--days must be positive, got %d", o.days))
+	}
+	jobs, err := traces.Synth(o.like, o.days, o.seed)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	write := func(w io.Writer) error {
+		switch o.format {
+		case "ls6":
+			return traces.WriteLS6(w, jobs)
+		case "csv":
+			cw := traces.NewCSVWriter(w)
+			for _, j := range jobs {
+				if err := cw.Write(j); err != nil {
+					return err
+				}
+			}
+			return cw.Flush()
+		}
+		return withCode(exitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
+	}
+	if o.out == "" || o.out == "-" {
+		return write(cmd.OutOrStdout())
+	}
+	if err := traces.WriteFileAtomic(o.out, write); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d jobs to %s\n", len(jobs), o.out)
+	return err
+}
+
+var _ = os.Stdout
