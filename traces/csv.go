@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -226,4 +225,3 @@ func openMaybeGzip(path string) (io.ReadCloser, error) {
 	return &gzipFile{Reader: src, gz: gz, f: f}, nil
 }
 
-var _ = strings.TrimSpace

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/mirage-gpu/mirage/traces"
@@ -250,4 +249,3 @@ func runTracesSynth(cmd *cobra.Command, o tracesSynthOptions) error {
 	return err
 }
 
-var _ = os.Stdout
