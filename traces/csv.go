@@ -224,4 +224,3 @@ func openMaybeGzip(path string) (io.ReadCloser, error) {
 	gz, _ := src.(*gzip.Reader)
 	return &gzipFile{Reader: src, gz: gz, f: f}, nil
 }
-

@@ -248,4 +248,3 @@ func runTracesSynth(cmd *cobra.Command, o tracesSynthOptions) error {
 	_, err = fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d jobs to %s\n", len(jobs), o.out)
 	return err
 }
-
