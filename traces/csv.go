@@ -175,7 +175,13 @@ func newCSVReader(lr lineReader) (Reader, error) {
 			if err != nil {
 				return false, perrS(p.name, "an integer", s)
 			}
+			if v < 0 && p.name != "exit_code" && p.name != "signal" {
+				return false, perrS(p.name, "a non-negative integer", s)
+			}
 			*p.dst = v
+		}
+		if j.GPUMilli >= 1000 {
+			return false, perrS("gpu_milli", "thousandths of one GPU (0-999)", g("gpu_milli"))
 		}
 		if s := g("time_limit_s"); s != "" {
 			v, err := strconv.ParseInt(s, 10, 64)

@@ -70,7 +70,7 @@ func (r *csvJobReader) Next() (Job, error) {
 			for _, need := range r.required {
 				if _, ok := r.col[need]; !ok {
 					r.col = nil
-					return Job{}, &ParseError{File: r.file, Line: r.line, Field: "header", Want: "a column named " + need, Got: strings.Join(rec, ",")}
+					return Job{}, &ParseError{File: r.file, Line: r.line, Field: "header", Want: "a column named " + need, Got: strings.Join(rec, ","), fatal: true}
 				}
 			}
 			continue

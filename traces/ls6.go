@@ -49,15 +49,15 @@ func (r *ls6Reader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 		switch r.header {
 		case 1:
 			if !isDigits(bytes.TrimSpace(line)) {
-				return false, perr("count", "the line count (digits) on line 1", line)
+				return false, fatal(perr("count", "the line count (digits) on line 1", line))
 			}
 		case 2:
 			if !bytes.Contains(line, []byte("JobID")) {
-				return false, perr("header", "the fixed-width header naming JobID", line)
+				return false, fatal(perr("header", "the fixed-width header naming JobID", line))
 			}
 		case 3:
 			if len(bytes.Trim(line, "- ")) != 0 {
-				return false, perr("header", "a row of dashes", line)
+				return false, fatal(perr("header", "a row of dashes", line))
 			}
 		}
 		return false, nil
@@ -78,6 +78,9 @@ func (r *ls6Reader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 	}
 	if j.End, ok = parseDateTime(f[5], r.loc); !ok {
 		return false, perr("End", "time YYYY-MM-DDTHH:MM:SS", f[5])
+	}
+	if bytes.Compare(f[5], f[3]) < 0 { // same fixed layout: byte order is wall-clock order
+		return false, perr("End", "a time not before Start "+string(f[3]), f[5])
 	}
 	prio, ok := atoi(f[6])
 	if !ok {

@@ -45,7 +45,7 @@ func (r *parsableReader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 		if _, ok := r.col["JobID"]; !ok {
 			if _, ok := r.col["JobIDRaw"]; !ok {
 				r.col = nil
-				return false, perr("header", "a '|'-separated header naming JobID", line)
+				return false, fatal(perr("header", "a '|'-separated header naming JobID", line))
 			}
 		}
 		r.fields = make([][]byte, len(names))

@@ -47,6 +47,8 @@ type ParseError struct {
 	Field string // field (column) name
 	Want  string // what was expected
 	Got   string // what was found (truncated)
+
+	fatal bool // a header error: the file as a whole is unreadable, SkipBad or not
 }
 
 // Error formats the error as "FILE:LINE: field F: want W, got G".
@@ -66,6 +68,12 @@ func perr(field, want string, got []byte) *ParseError {
 		got = append(append([]byte(nil), got[:maxGot]...), "..."...)
 	}
 	return &ParseError{Field: field, Want: want, Got: string(got)}
+}
+
+// fatal marks pe as a header error that SkipBad does not skip.
+func fatal(pe *ParseError) *ParseError {
+	pe.fatal = true
+	return pe
 }
 
 // Options control Open and NewReader.
@@ -247,7 +255,7 @@ func Sniff(head []byte) Format {
 		return FormatOpenBNodes
 	case bytes.HasPrefix(first, []byte("name,cpu_milli,memory_mib,num_gpu")):
 		return FormatOpenB
-	case bytes.Contains(first, []byte("job_id")) && bytes.Contains(first, []byte("gpu_num")) && bytes.Contains(first, []byte("submit_time")):
+	case bytes.Contains(first, []byte("job_id")) && bytes.Contains(first, []byte("submit_time")):
 		return FormatHelios
 	}
 	if len(bytes.Fields(first)) == 18 && isDigits(bytes.Fields(first)[0]) {
@@ -321,7 +329,7 @@ func (l *lineReader) bad(pe *ParseError) error {
 	if pe.Line == 0 {
 		pe.Line = l.line
 	}
-	if !l.skipBad {
+	if !l.skipBad || pe.fatal {
 		return pe
 	}
 	l.skipped++

@@ -325,6 +325,12 @@ func (s *sacctJob) toJob(j *Job) *ParseError {
 		return perr("time.limit", "non-negative minutes", []byte(strconv.FormatInt(s.Time.Limit.V, 10)))
 	}
 	j.TimeLimit = time.Duration(s.Time.Limit.V) * time.Minute
+	if s.AllocationNodes.V < 0 {
+		return perr("allocation_nodes", "a non-negative count", []byte(strconv.FormatInt(s.AllocationNodes.V, 10)))
+	}
+	if s.Required.CPUs.V < 0 {
+		return perr("required.CPUs", "a non-negative count", []byte(strconv.FormatInt(s.Required.CPUs.V, 10)))
+	}
 	j.Nodes = int(s.AllocationNodes.V)
 	j.CPUs = int(s.Required.CPUs.V)
 	if len(s.State.Current) > 0 {
@@ -340,6 +346,9 @@ func (s *sacctJob) toJob(j *Job) *ParseError {
 		for _, t := range list {
 			if t.Type != "gres" {
 				continue
+			}
+			if t.Count.V < 0 {
+				return perr("tres.count", "a non-negative count", []byte(strconv.FormatInt(t.Count.V, 10)))
 			}
 			if t.Name == "gpu" {
 				j.GPUs = int(t.Count.V)

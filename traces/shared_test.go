@@ -3,6 +3,7 @@ package traces
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 )
@@ -43,5 +44,81 @@ func TestSharedLS6(t *testing.T) {
 	}
 	if len(users) > 367 {
 		t.Errorf("%d users; the full file has 367", len(users))
+	}
+}
+
+func TestSharedLS6Stats(t *testing.T) {
+	r, err := Open(ls6Path(t), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, err := ComputeStats(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// README (full file): 1 node 79.54%, runtime p99 172,823 s, at most 80
+	// nodes busy at once, 15.65% hit their limit; the cut differs slightly.
+	if s.Jobs != 17975 || s.PeakNodes != 80 || s.PeakGPUs != 240 || s.Runtime.P99 != 172823 ||
+		s.Nodes[0].Share < 0.78 || s.Nodes[0].Share > 0.82 || s.HitShare < 0.15 || s.HitShare > 0.17 {
+		t.Errorf("LS6 stats %+v", s)
+	}
+}
+
+func TestSharedSWF(t *testing.T) {
+	p := filepath.Join(testenv.SharedTraces(t), "pwa-swf", "NASA-iPSC-1993-3.1-cln.swf.gz")
+	r, err := Open(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.Format() != FormatSWF {
+		t.Fatalf("sniffed %q", r.Format())
+	}
+	s, err := ComputeStats(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// README: 18,239 jobs, runtime p50 86 s, 1 processor 27.1%; no waits
+	// (so every wait is 0), no requested times.
+	if s.Jobs != 18239 || s.Runtime.P50 != 86 || s.Nodes[0].Share < 0.266 || s.Nodes[0].Share > 0.276 || s.Wait.Max != 0 || s.WithLimit != 0 {
+		t.Errorf("SWF stats %+v", s)
+	}
+	// UnixStartTime 749458803 anchors the first job (submit 0).
+	if !s.FirstSubmit.Equal(time.Unix(749458803, 0)) {
+		t.Errorf("first submit %v", s.FirstSubmit)
+	}
+}
+
+func TestSharedOpenB(t *testing.T) {
+	dir := filepath.Join(testenv.SharedTraces(t), "alibaba-pai-openb-2023")
+	jobs, r := readAll(t, filepath.Join(dir, "openb_pod_list_default.csv"), Options{})
+	if r.Format() != FormatOpenB {
+		t.Fatalf("sniffed %q", r.Format())
+	}
+	// README: 8,152 pods; 7,064 use GPUs; 897 Pending (never scheduled).
+	gpu, pending := 0, 0
+	for _, j := range jobs {
+		if j.GPUs > 0 {
+			gpu++
+		}
+		if j.Start.IsZero() {
+			pending++
+		}
+	}
+	if len(jobs) != 8152 || gpu != 7064 || pending != 897 {
+		t.Errorf("%d pods, %d GPU pods, %d unscheduled; want 8152, 7064, 897", len(jobs), gpu, pending)
+	}
+	nodes, err := ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpus := 0
+	for _, n := range nodes {
+		gpus += n.GPUs
+	}
+	// README: 1,213 GPU nodes, 6,212 GPUs.
+	if len(nodes) != 1213 || gpus != 6212 {
+		t.Errorf("%d nodes, %d GPUs; want 1213, 6212", len(nodes), gpus)
 	}
 }
