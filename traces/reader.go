@@ -205,7 +205,7 @@ func newReader(r io.Reader, name string, opts Options, closer io.Closer) (Reader
 	case FormatCSV:
 		return newCSVReader(lr)
 	case FormatOpenBNodes:
-		return nil, fmt.Errorf("traces: %s: openb node list holds nodes, not jobs: read it with OpenNodes", name)
+		return nil, fmt.Errorf("traces: %s: %w: an openb node list holds nodes, not jobs (read it with ReadNodes)", name, ErrUnknownFormat)
 	}
 	return nil, fmt.Errorf("traces: %s: %w %q (want one of %v)", name, ErrUnknownFormat, format, Formats)
 }

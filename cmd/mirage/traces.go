@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
@@ -33,6 +34,7 @@ code 3; --skip-bad skips such rows and reports how many.`,
 type traceFlags struct {
 	format  string
 	skipBad bool
+	tz      string
 }
 
 func (f *traceFlags) add(cmd *cobra.Command) {
@@ -42,13 +44,22 @@ func (f *traceFlags) add(cmd *cobra.Command) {
 	}
 	cmd.Flags().StringVar(&f.format, "format", "", "input format (default: sniffed): "+strings.Join(names, ", "))
 	cmd.Flags().BoolVar(&f.skipBad, "skip-bad", false, "skip malformed rows, counting them, instead of failing")
+	cmd.Flags().StringVar(&f.tz, "tz", "", "IANA zone of zone-less timestamps (default: America/Chicago for ls6, UTC otherwise)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return names, cobra.ShellCompDirectiveNoFileComp
 	})
 }
 
-func (f *traceFlags) options() traces.Options {
-	return traces.Options{Format: traces.Format(f.format), SkipBad: f.skipBad}
+func (f *traceFlags) options() (traces.Options, error) {
+	o := traces.Options{Format: traces.Format(f.format), SkipBad: f.skipBad}
+	if f.tz != "" {
+		loc, err := time.LoadLocation(f.tz)
+		if err != nil {
+			return o, withCode(exitUsage, fmt.Errorf("--tz: %w", err))
+		}
+		o.Location = loc
+	}
+	return o, nil
 }
 
 // traceErr maps reader errors to exit codes: malformed input is exitBadInput.
@@ -101,10 +112,14 @@ skipped_malformed_rows.`,
 }
 
 func runTracesStats(cmd *cobra.Command, o tracesStatsOptions) error {
+	opts, err := o.options()
+	if err != nil {
+		return err
+	}
 	b := traces.NewStatsBuilder()
 	skipped := 0
 	for _, file := range o.files {
-		r, err := traces.Open(file, o.options())
+		r, err := traces.Open(file, opts)
 		if err != nil {
 			return traceErr(err)
 		}
@@ -170,7 +185,11 @@ failure (such as a malformed row) leaves nothing behind.`,
 }
 
 func runTracesConvert(cmd *cobra.Command, o tracesConvertOptions) error {
-	r, err := traces.Open(o.in, o.options())
+	opts, err := o.options()
+	if err != nil {
+		return err
+	}
+	r, err := traces.Open(o.in, opts)
 	if err != nil {
 		return traceErr(err)
 	}
