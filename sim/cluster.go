@@ -1,0 +1,158 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+var _ provisioner.Cluster = (*Sim)(nil)
+
+// Snapshot returns the pending and running jobs and the nodes at the
+// logical now, as squeue/sinfo would (EstStart is the last backfill plan).
+func (s *Sim) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
+	s.start()
+	st := s.st
+	snap := &provisioner.Snapshot{Time: s.Now()}
+	snap.Nodes = make([]provisioner.Node, len(st.nodeNames))
+	for i := range snap.Nodes {
+		var parts []string
+		for p := range st.partNames {
+			if st.partMember[p][i] {
+				parts = append(parts, st.partNames[p])
+			}
+		}
+		snap.Nodes[i] = provisioner.Node{
+			Name: st.nodeNames[i], State: provisioner.NodeUp,
+			CPUs: int(st.nodeCPUs[i]), CPUsUsed: int(st.nodeCPUs[i] - s.nodeFreeC[i]),
+			GPUs: int(st.nodeGPUs[i]), GPUsUsed: int(st.nodeGPUs[i] - s.nodeFreeG[i]),
+			GPUType: st.nodeType[i], Partitions: parts,
+		}
+	}
+	snap.Jobs = make([]provisioner.Job, 0, len(s.pending)+len(s.running))
+	for _, lst := range [][]int32{s.running, s.pending} {
+		for _, j := range lst {
+			if s.dyns[j].state == stPending || s.dyns[j].state == stRunning {
+				snap.Jobs = append(snap.Jobs, s.snapJob(j))
+			}
+		}
+	}
+	return snap, nil
+}
+
+func (s *Sim) snapJob(j int32) provisioner.Job {
+	sp, d := &s.specs[j], &s.dyns[j]
+	st := s.st
+	job := provisioner.Job{
+		ID: sp.id, Name: sp.name, User: s.users[sp.user], Account: st.acctOf(s, sp.assoc),
+		Partition: st.partNames[sp.part], QOS: st.qosNames[sp.qos], State: stateNames[d.state],
+		Submit: time.Unix(sp.submit, 0).UTC(), TimeLimit: time.Duration(sp.limit) * time.Second,
+		Nodes: int(sp.nodes), GPUs: int(sp.nodes * sp.gpn), Priority: int64(d.prio), Comment: sp.comment,
+	}
+	if !d.held {
+		job.Eligible = time.Unix(d.elig, 0).UTC()
+	}
+	switch d.state {
+	case stPending:
+		job.Reason = "Priority"
+		if d.held {
+			job.Reason = "Dependency"
+		}
+		if d.est > 0 {
+			job.EstStart = time.Unix(d.est, 0).UTC()
+		}
+	case stRunning:
+		job.Start = time.Unix(d.start, 0).UTC()
+		for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
+			job.NodeList = append(job.NodeList, st.nodeNames[n])
+		}
+	}
+	return job
+}
+
+func (st *static) acctOf(s *Sim, assoc int32) string { return s.acctNames[s.assocAcct[assoc]] }
+
+// Submit adds a job at the logical now; its runtime comes from the runtime
+// function (default: the full time limit). A main pass runs before the
+// clock moves on, as slurmctld schedules on submission.
+func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	s.start()
+	s.submitted++
+	id := "sim-" + strconv.Itoa(s.submitted)
+	for {
+		if _, dup := s.ids[id]; !dup {
+			break
+		}
+		s.submitted++
+		id = "sim-" + strconv.Itoa(s.submitted)
+	}
+	nodes := req.Nodes
+	if nodes <= 0 {
+		nodes = 1
+	}
+	js := JobSpec{
+		ID: id, Name: req.Name, User: req.Account, Account: req.Account, Partition: req.Partition,
+		QOS: req.QOS, Submit: s.Now(), TimeLimit: req.TimeLimit, Nodes: nodes, GPUs: req.GPUs,
+		Depend: req.Dependency, Comment: req.Comment,
+	}
+	j := int32(len(s.specs))
+	sp, err := s.makeSpec(js, j)
+	if err != nil {
+		s.submitted--
+		return "", err
+	}
+	if s.runtimeFn != nil {
+		r := req
+		r.TimeLimit = time.Duration(sp.limit) * time.Second
+		sp.runtime = int64(s.runtimeFn(r) / time.Second)
+	} else {
+		sp.runtime = sp.limit
+	}
+	if err := s.setID(id, j); err != nil {
+		return "", err
+	}
+	s.specs = append(s.specs, sp)
+	s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
+	s.arrive(j)
+	return id, nil
+}
+
+// Cancel cancels a pending or running job at the logical now.
+func (s *Sim) Cancel(ctx context.Context, jobID string) error {
+	j, ok := s.lookup(jobID)
+	if !ok {
+		return fmt.Errorf("sim: cancel %s: %w", jobID, provisioner.ErrNotFound)
+	}
+	d := &s.dyns[j]
+	switch d.state {
+	case stPending:
+		d.state = stCancelled
+		d.end = s.now
+		s.pending = remove(s.pending, j)
+		s.dirtyMain, s.dirtyBF = true, true
+		if len(s.waiters) > 0 {
+			s.checkWaiters()
+		}
+	case stRunning:
+		d.state = stCancelled
+		d.gen++
+		s.finish(j)
+	case stFuture:
+		d.state = stCancelled
+		d.end = s.now
+	}
+	return nil
+}
+
+// Signal accepts a signal for a running job; the simulator models no
+// reaction to it.
+func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
+	j, ok := s.lookup(jobID)
+	if !ok || s.dyns[j].state != stRunning {
+		return fmt.Errorf("sim: signal %s: %w", jobID, provisioner.ErrNotFound)
+	}
+	return nil
+}

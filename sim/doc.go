@@ -1,0 +1,27 @@
+// Package sim is a discrete-event Slurm simulator. It replays historical jobs
+// (traces.Job) with their recorded submit times and runtimes on a model of a
+// cluster (nodes with CPUs and GPUs, partitions), deciding start times with
+// Slurm's semantics: multifactor priority (age, job size, fair-share with a
+// decay half-life, partition, QOS), a main scheduling pass in priority order
+// that stops at the first job of each partition that cannot start, EASY/
+// Slurm-style backfill (bf_window, bf_resolution, bf_max_job_test,
+// bf_interval) planned from time limits only, TIMEOUT at the limit,
+// dependencies (afterok, afterany, singleton) and QOS preemption (requeue or
+// cancel).
+//
+// Contract:
+//   - There are no ticks: the clock jumps from event to event (job end,
+//     submit, backfill cadence, priority recalculation, decision callback).
+//     Time is int64 Unix seconds internally.
+//   - A Sim is deterministic: the same inputs give the same per-job starts.
+//     It holds no randomness and never reads the wall clock.
+//   - Planning (backfill reservations) only ever uses time limits; the
+//     runtime of a job is hidden from the scheduler and only decides when
+//     its end event fires.
+//   - Fork returns an independent deep copy whose future equals the
+//     original's future; the copy is cheap (flat slices of value types,
+//     immutable job specs shared).
+//   - Sim implements provisioner.Cluster on its logical clock, so the same
+//     provisioner code runs against it and against real backends.
+//   - A Sim is not safe for concurrent use; fork one per goroutine.
+package sim

@@ -1,0 +1,1222 @@
+package sim
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Job states inside the simulator.
+const (
+	stFuture    uint8 = iota // not yet submitted
+	stPending                // submitted, waiting
+	stRunning                // running
+	stCompleted              // ended before its limit
+	stTimeout                // killed at its limit
+	stCancelled              // cancelled (or dependency never satisfied)
+	stPreempted              // preempted with PreemptMode=cancel
+)
+
+var stateNames = [...]provisioner.JobState{
+	stFuture: provisioner.StatePending, stPending: provisioner.StatePending, stRunning: provisioner.StateRunning,
+	stCompleted: provisioner.StateCompleted, stTimeout: provisioner.StateTimeout,
+	stCancelled: provisioner.StateCancelled, stPreempted: provisioner.StatePreempted,
+}
+
+// Dependency kinds.
+const (
+	depAfterOK uint8 = iota
+	depAfterAny
+)
+
+type dep struct {
+	kind uint8
+	job  int32
+}
+
+// JobSpec is one job as the simulator takes it in.
+type JobSpec struct {
+	ID        string        // job id (unique); empty gets a generated one
+	Name      string        // job name (singleton dependencies)
+	User      string        // user
+	Account   string        // account (empty: the user)
+	Partition string        // partition (empty: the default)
+	QOS       string        // QOS (empty: normal)
+	Submit    time.Time     // submission time
+	TimeLimit time.Duration // limit (0: partition default)
+	Runtime   time.Duration // true runtime, hidden from the scheduler; ≥ limit means TIMEOUT
+	Nodes     int           // nodes (≥ 1)
+	GPUs      int           // GPUs in total (spread evenly over the nodes)
+	CPUs      int           // CPUs in total (0: one per node)
+	Fail      bool          // ends FAILED-like (breaks afterok) — reported as COMPLETED with exit 1
+	Depend    string        // "afterok:ID[:ID]", "afterany:ID", "singleton", comma-separated
+	Comment   string        // free text carried to snapshots
+}
+
+// spec is the immutable part of a job, shared between forks.
+type spec struct {
+	id        string
+	name      string
+	comment   string
+	user      int32
+	assoc     int32
+	part      int16
+	qos       int16
+	submit    int64
+	limit     int64
+	runtime   int64
+	nodes     int32
+	gpn       int32 // GPUs per node
+	cpn       int32 // CPUs per node
+	fail      bool
+	singleton bool
+	deps      []dep
+}
+
+// dyn is the mutable part of a job.
+type dyn struct {
+	state    uint8
+	held     bool // dependency not yet satisfied
+	gen      uint32
+	start    int64
+	end      int64
+	elig     int64
+	prio     float64
+	allocOff int32
+	requeues int32
+	est      int64 // backfill's planned start (squeue --start), 0 if none
+}
+
+type event struct {
+	t   int64
+	job int32
+	gen uint32
+}
+
+type eventHeap []event
+
+func (h eventHeap) Len() int { return len(h) }
+func (h eventHeap) Less(i, j int) bool {
+	if h[i].t != h[j].t {
+		return h[i].t < h[j].t
+	}
+	return h[i].job < h[j].job
+}
+func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
+func (h *eventHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// static is the configuration-derived data shared by all forks.
+type static struct {
+	cfg         Config
+	nodeNames   []string
+	nodeCPUs    []int32
+	nodeGPUs    []int32
+	nodeType    []string
+	partNames   []string
+	partNodes   [][]int32
+	partMember  [][]bool
+	partMax     []int64
+	partDef     []int64
+	partExcl    []bool
+	partFactor  []float64
+	partOverlap [][]int16
+	defPart     int16
+	qosNames    []string
+	qosFactor   []float64
+	qosPreempt  []bool
+	qosRequeue  []bool
+	totalNodes  int
+}
+
+// Sim is the simulator state. Create with New; copy with Fork.
+type Sim struct {
+	st *static
+
+	specs []spec // immutable per job (append-only; cap trimmed on Fork)
+	dyns  []dyn
+
+	// name tables (append-only, cap-trimmed on Fork)
+	ids        map[string]int32 // shared read-only after a Fork; own copy made on first write
+	idsOwned   bool
+	users      []string
+	userIdx    map[string]int32
+	assocs     []string // "account\x00user"
+	assocAcct  []int32
+	acctNames  []string
+	namesOwned bool
+
+	now        int64
+	cursor     int // next trace job (specs sorted by submit up to nTrace)
+	nTrace     int // number of jobs loaded before the run (sorted by submit)
+	events     eventHeap
+	pending    []int32 // pending jobs, sorted by priority at each pass
+	running    []int32
+	waiters    []int32 // pending jobs held by dependencies
+	requeued   []int32 // jobs requeued by preemption during a main pass
+	allocPool  []int32 // node indices of allocations
+	nodeFreeG  []int32
+	nodeFreeC  []int32
+	nodeJobs   []int32
+	usage      []float64 // decayed usage per association (GPU- or node-seconds)
+	usageLast  int64
+	nextSched  int64
+	nextBF     int64
+	nextCalc   int64
+	nextTick   int64
+	dirtyMain  bool
+	dirtyBF    bool
+	started    bool
+	watch      int32 // job whose start stops RunUntilStart, or -1
+	tickEvery  int64
+	tickFn     func(now time.Time, c provisioner.Cluster)
+	runtimeFn  func(req provisioner.SubmitRequest) time.Duration
+	progressFn func(now int64)
+	submitted  int // jobs submitted through the Cluster seam (id counter)
+
+	// scratch (not copied on Fork)
+	prof    profile
+	scratch []int32
+}
+
+// ErrUnknownJob is returned for a job id the simulator does not hold.
+var ErrUnknownJob = errors.New("sim: unknown job")
+
+// New builds an empty simulator for cfg.
+func New(cfg Config) (*Sim, error) {
+	if len(cfg.Nodes) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+	}
+	d := Defaults()
+	if cfg.SchedInterval <= 0 {
+		cfg.SchedInterval = d.SchedInterval
+	}
+	if cfg.BFInterval <= 0 {
+		cfg.BFInterval = d.BFInterval
+	}
+	if cfg.BFResolution <= 0 {
+		cfg.BFResolution = time.Second
+	}
+	if cfg.BFWindow <= 0 {
+		cfg.BFWindow = d.BFWindow
+	}
+	if cfg.BFMaxJobTest <= 0 {
+		cfg.BFMaxJobTest = d.BFMaxJobTest
+	}
+	if cfg.PriorityCalcPeriod <= 0 {
+		cfg.PriorityCalcPeriod = d.PriorityCalcPeriod
+	}
+	if cfg.PriorityMaxAge <= 0 {
+		cfg.PriorityMaxAge = d.PriorityMaxAge
+	}
+	if cfg.TickInterval <= 0 {
+		cfg.TickInterval = d.TickInterval
+	}
+	st := &static{cfg: cfg, totalNodes: len(cfg.Nodes)}
+	idx := map[string]int32{}
+	for i, n := range cfg.Nodes {
+		if _, dup := idx[n.Name]; dup {
+			return nil, fmt.Errorf("%w: duplicate node %q", ErrConfig, n.Name)
+		}
+		idx[n.Name] = int32(i)
+		st.nodeNames = append(st.nodeNames, n.Name)
+		st.nodeCPUs = append(st.nodeCPUs, int32(max(n.CPUs, 1)))
+		st.nodeGPUs = append(st.nodeGPUs, int32(n.GPUs))
+		st.nodeType = append(st.nodeType, n.GPUType)
+	}
+	parts := cfg.Partitions
+	if len(parts) == 0 {
+		parts = []PartitionConfig{{Name: "batch", Exclusive: true, Default: true}}
+	}
+	maxPF := 0
+	for _, p := range parts {
+		maxPF = max(maxPF, p.PriorityJobFactor)
+	}
+	st.defPart = -1
+	for pi, p := range parts {
+		var nodes []int32
+		member := make([]bool, len(cfg.Nodes))
+		if len(p.Nodes) == 0 {
+			for i := range cfg.Nodes {
+				nodes = append(nodes, int32(i))
+				member[i] = true
+			}
+		}
+		for _, name := range p.Nodes {
+			i, ok := idx[name]
+			if !ok {
+				return nil, fmt.Errorf("%w: partition %s: unknown node %q", ErrConfig, p.Name, name)
+			}
+			nodes = append(nodes, i)
+			member[i] = true
+		}
+		st.partNames = append(st.partNames, p.Name)
+		st.partNodes = append(st.partNodes, nodes)
+		st.partMember = append(st.partMember, member)
+		mx := int64(p.MaxTime / time.Second)
+		df := int64(p.DefaultTime / time.Second)
+		if df == 0 {
+			df = mx
+		}
+		st.partMax = append(st.partMax, mx)
+		st.partDef = append(st.partDef, df)
+		st.partExcl = append(st.partExcl, p.Exclusive)
+		f := 0.0
+		if maxPF > 0 {
+			f = float64(p.PriorityJobFactor) / float64(maxPF)
+		}
+		st.partFactor = append(st.partFactor, f)
+		if p.Default && st.defPart < 0 {
+			st.defPart = int16(pi)
+		}
+	}
+	if st.defPart < 0 {
+		st.defPart = 0
+	}
+	for a := range st.partNames {
+		var ov []int16
+		for b := range st.partNames {
+			for _, n := range st.partNodes[a] {
+				if st.partMember[b][n] {
+					ov = append(ov, int16(b))
+					break
+				}
+			}
+		}
+		st.partOverlap = append(st.partOverlap, ov)
+	}
+	qos := append([]QOSConfig{{Name: "normal"}}, cfg.QOS...)
+	maxQ := 0
+	for _, q := range qos {
+		maxQ = max(maxQ, q.Priority)
+	}
+	for _, q := range qos {
+		st.qosNames = append(st.qosNames, q.Name)
+		f := 0.0
+		if maxQ > 0 {
+			f = float64(q.Priority) / float64(maxQ)
+		}
+		st.qosFactor = append(st.qosFactor, f)
+		st.qosPreempt = append(st.qosPreempt, q.Preemptible)
+		st.qosRequeue = append(st.qosRequeue, strings.EqualFold(q.PreemptMode, "requeue"))
+	}
+	s := &Sim{st: st, ids: map[string]int32{}, idsOwned: true, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
+	s.nodeFreeG = slices.Clone(st.nodeGPUs)
+	s.nodeFreeC = slices.Clone(st.nodeCPUs)
+	s.nodeJobs = make([]int32, len(st.nodeGPUs))
+	s.tickEvery = int64(cfg.TickInterval / time.Second)
+	s.runtimeFn = func(req provisioner.SubmitRequest) time.Duration { return req.TimeLimit }
+	return s, nil
+}
+
+// Now is the simulator's logical clock.
+func (s *Sim) Now() time.Time { return time.Unix(s.now, 0).UTC() }
+
+// Config returns the configuration the simulator was built with (defaults filled in).
+func (s *Sim) Config() Config { return s.st.cfg }
+
+// SetRuntimeFunc sets how long a job submitted through Submit runs (default:
+// its full time limit, the published protocol).
+func (s *Sim) SetRuntimeFunc(f func(req provisioner.SubmitRequest) time.Duration) { s.runtimeFn = f }
+
+// OnTick installs a decision callback run every interval of logical time
+// (interval ≤ 0 keeps the configured TickInterval); nil removes it. The
+// callback may Submit and Cancel through c; a main pass follows at once.
+func (s *Sim) OnTick(interval time.Duration, fn func(now time.Time, c provisioner.Cluster)) {
+	if interval > 0 {
+		s.tickEvery = int64(interval / time.Second)
+	}
+	s.tickFn = fn
+	if s.started {
+		s.nextTick = s.now + s.tickEvery
+	}
+}
+
+// OnProgress installs a callback invoked with the logical time about once
+// per simulated hour (for progress bars); nil removes it.
+func (s *Sim) OnProgress(fn func(now time.Time)) {
+	if fn == nil {
+		s.progressFn = nil
+		return
+	}
+	s.progressFn = func(t int64) { fn(time.Unix(t, 0).UTC()) }
+}
+
+func (s *Sim) ownNames() {
+	if s.namesOwned {
+		return
+	}
+	uidx := make(map[string]int32, len(s.userIdx)+8)
+	for k, v := range s.userIdx {
+		uidx[k] = v
+	}
+	s.userIdx = uidx
+	s.namesOwned = true
+}
+
+func (s *Sim) intern(user, account string) (int32, int32) {
+	if account == "" {
+		account = user
+	}
+	key := account + "\x00" + user
+	u, ok := s.userIdx["u\x00"+user]
+	if !ok {
+		s.ownNames()
+		u = int32(len(s.users))
+		s.users = append(s.users, user)
+		s.userIdx["u\x00"+user] = u
+	}
+	a, ok := s.userIdx["a\x00"+key]
+	if !ok {
+		s.ownNames()
+		ac, ok := s.userIdx["c\x00"+account]
+		if !ok {
+			ac = int32(len(s.acctNames))
+			s.acctNames = append(s.acctNames, account)
+			s.userIdx["c\x00"+account] = ac
+		}
+		a = int32(len(s.assocs))
+		s.assocs = append(s.assocs, key)
+		s.assocAcct = append(s.assocAcct, ac)
+		s.userIdx["a\x00"+key] = a
+		s.usage = append(s.usage, 0)
+	}
+	return u, a
+}
+
+func (s *Sim) setID(id string, j int32) error {
+	if _, dup := s.ids[id]; dup {
+		return fmt.Errorf("%w: duplicate job id %q", ErrConfig, id)
+	}
+	if !s.idsOwned {
+		m := make(map[string]int32, len(s.ids)+16)
+		for k, v := range s.ids {
+			m[k] = v
+		}
+		s.ids = m
+		s.idsOwned = true
+	}
+	s.ids[id] = j
+	return nil
+}
+
+// lookup finds a job index by id.
+func (s *Sim) lookup(id string) (int32, bool) {
+	j, ok := s.ids[id]
+	return j, ok
+}
+
+// makeSpec validates and converts one job.
+func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
+	st := s.st
+	var sp spec
+	sp.id = js.ID
+	if sp.id == "" {
+		sp.id = strconv.Itoa(int(j) + 1)
+	}
+	sp.name, sp.comment = js.Name, js.Comment
+	sp.user, sp.assoc = s.intern(js.User, js.Account)
+	sp.part = st.defPart
+	if js.Partition != "" {
+		sp.part = -1
+		for i, n := range st.partNames {
+			if n == js.Partition {
+				sp.part = int16(i)
+			}
+		}
+		if sp.part < 0 {
+			return sp, fmt.Errorf("%w: job %s: unknown partition %q", provisioner.ErrRejected, sp.id, js.Partition)
+		}
+	}
+	if js.QOS != "" {
+		sp.qos = -1
+		for i, n := range st.qosNames {
+			if n == js.QOS {
+				sp.qos = int16(i)
+			}
+		}
+		if sp.qos < 0 {
+			return sp, fmt.Errorf("%w: job %s: unknown QOS %q", provisioner.ErrRejected, sp.id, js.QOS)
+		}
+	}
+	sp.submit = js.Submit.Unix()
+	sp.limit = int64(js.TimeLimit / time.Second)
+	if sp.limit <= 0 {
+		sp.limit = st.partDef[sp.part]
+	}
+	if mx := st.partMax[sp.part]; mx > 0 && sp.limit > mx {
+		// Slurm without EnforcePartLimits lets the job wait forever; replays
+		// cap it to the partition maximum instead so the job is simulated.
+		sp.limit = mx
+	}
+	if sp.limit <= 0 {
+		sp.limit = 365 * 86400
+	}
+	sp.runtime = int64(js.Runtime / time.Second)
+	if sp.runtime < 0 {
+		sp.runtime = 0
+	}
+	sp.nodes = int32(max(js.Nodes, 1))
+	if js.GPUs > 0 {
+		sp.gpn = int32((js.GPUs + int(sp.nodes) - 1) / int(sp.nodes))
+	}
+	sp.cpn = 1
+	if js.CPUs > 0 {
+		sp.cpn = int32((js.CPUs + int(sp.nodes) - 1) / int(sp.nodes))
+	}
+	if int(sp.nodes) > len(st.partNodes[sp.part]) {
+		return sp, fmt.Errorf("%w: job %s: %d nodes > %d in partition %s", provisioner.ErrRejected, sp.id, sp.nodes, len(st.partNodes[sp.part]), st.partNames[sp.part])
+	}
+	sp.fail = js.Fail
+	if js.Depend != "" {
+		for _, d := range strings.Split(js.Depend, ",") {
+			if d == "singleton" {
+				sp.singleton = true
+				continue
+			}
+			kind, list, ok := strings.Cut(d, ":")
+			var k uint8
+			switch kind {
+			case "afterok":
+				k = depAfterOK
+			case "afterany":
+				k = depAfterAny
+			default:
+				ok = false
+			}
+			if !ok {
+				return sp, fmt.Errorf("%w: job %s: unsupported dependency %q", provisioner.ErrRejected, sp.id, d)
+			}
+			for _, id := range strings.Split(list, ":") {
+				t, found := s.lookup(id)
+				if !found {
+					return sp, fmt.Errorf("%w: job %s: dependency on unknown job %q", provisioner.ErrRejected, sp.id, id)
+				}
+				sp.deps = append(sp.deps, dep{kind: k, job: t})
+			}
+		}
+	}
+	return sp, nil
+}
+
+// Load adds jobs to replay before the run starts. Jobs are sorted by submit
+// time (stable, so equal submits keep their input order). Dependencies may
+// only name jobs loaded earlier in the same or a previous call.
+func (s *Sim) Load(jobs []JobSpec) error {
+	if s.started {
+		return errors.New("sim: Load after the run started (use Submit)")
+	}
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return jobs[a].Submit.Compare(jobs[b].Submit) })
+	if len(order) > 0 && s.nTrace > 0 && jobs[order[0]].Submit.Unix() < s.specs[s.nTrace-1].submit {
+		return errors.New("sim: Load calls must come in submit order")
+	}
+	// ids first so dependencies can refer forward within the batch
+	base := int32(len(s.specs))
+	for k, i := range order {
+		id := jobs[i].ID
+		if id == "" {
+			id = strconv.Itoa(int(base) + k + 1)
+			jobs[i].ID = id
+		}
+		if err := s.setID(id, base+int32(k)); err != nil {
+			return err
+		}
+	}
+	for k, i := range order {
+		sp, err := s.makeSpec(jobs[i], base+int32(k))
+		if err != nil {
+			return err
+		}
+		s.specs = append(s.specs, sp)
+		s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
+	}
+	s.nTrace = len(s.specs)
+	return nil
+}
+
+func (s *Sim) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	t0 := s.now
+	if s.nTrace > 0 && (t0 == 0 || s.specs[0].submit < t0) {
+		t0 = s.specs[0].submit
+	}
+	s.now = t0
+	s.usageLast = t0
+	s.nextSched = t0
+	s.nextBF = t0 + int64(s.st.cfg.BFInterval/time.Second)
+	s.nextCalc = t0
+	s.nextTick = t0 + s.tickEvery
+}
+
+// SetStart sets the logical clock before the run starts (otherwise the
+// first submit time).
+func (s *Sim) SetStart(t time.Time) {
+	if !s.started {
+		s.now = t.Unix()
+	}
+}
+
+const never = math.MaxInt64
+
+// Run advances the clock until every job has finished or until the logical
+// time until (zero: no bound). It returns the logical time reached.
+func (s *Sim) Run(until time.Time) time.Time {
+	u := int64(never)
+	if !until.IsZero() {
+		u = until.Unix()
+	}
+	s.run(u)
+	return s.Now()
+}
+
+// RunUntilStart runs until job id leaves the pending state (starts, or is
+// cancelled) or until the logical time deadline, whichever is first; it
+// reports the job's start (zero if it has not started).
+func (s *Sim) RunUntilStart(id string, deadline time.Time) (time.Time, error) {
+	j, ok := s.lookup(id)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: %s", ErrUnknownJob, id)
+	}
+	if s.dyns[j].start < 0 && s.dyns[j].state <= stPending {
+		s.watch = j
+		s.run(deadline.Unix())
+		s.watch = -1
+	}
+	if st := s.dyns[j].start; st >= 0 {
+		return time.Unix(st, 0).UTC(), nil
+	}
+	return time.Time{}, nil
+}
+
+func (s *Sim) done() bool {
+	return s.cursor >= s.nTrace && len(s.events) == 0 && len(s.running) == 0 && len(s.pending) == 0 && s.tickFn == nil
+}
+
+func (s *Sim) run(until int64) {
+	s.start()
+	bfEvery := int64(s.st.cfg.BFInterval / time.Second)
+	calcEvery := int64(s.st.cfg.PriorityCalcPeriod / time.Second)
+	schedEvery := int64(s.st.cfg.SchedInterval / time.Second)
+	nextProg := s.now
+	for {
+		if s.dirtyMain {
+			s.mainPass() // a submit or cancel made between runs
+		}
+		if s.done() {
+			return
+		}
+		// 1. the next instant anything can happen
+		t := int64(never)
+		if s.cursor < s.nTrace {
+			t = s.specs[s.cursor].submit
+		}
+		if len(s.events) > 0 && s.events[0].t < t {
+			t = s.events[0].t
+		}
+		idle := len(s.pending) == 0
+		if !idle {
+			if s.st.cfg.Backfill && s.dirtyBF && s.nextBF < t {
+				t = s.nextBF
+			}
+			if s.nextCalc < t {
+				t = s.nextCalc
+			}
+		}
+		if s.tickFn != nil && s.nextTick < t {
+			t = s.nextTick
+		}
+		if t == never {
+			return
+		}
+		if t > until {
+			s.now = max(s.now, until)
+			return
+		}
+		if t < s.now {
+			t = s.now
+		}
+		s.now = t
+		// keep cadences aligned to the clock when idle stretches were skipped
+		if s.nextBF < t {
+			s.nextBF += (t - s.nextBF + bfEvery - 1) / bfEvery * bfEvery
+		}
+		if s.nextCalc < t {
+			s.nextCalc += (t - s.nextCalc + calcEvery - 1) / calcEvery * calcEvery
+		}
+		if s.nextSched < t {
+			s.nextSched += (t - s.nextSched + schedEvery - 1) / schedEvery * schedEvery
+		}
+		// 2. ends
+		for len(s.events) > 0 && s.events[0].t == t {
+			ev := heap.Pop(&s.events).(event)
+			s.handleEvent(ev)
+		}
+		// 3. submits
+		for s.cursor < s.nTrace && s.specs[s.cursor].submit == t {
+			s.arrive(int32(s.cursor))
+			s.cursor++
+		}
+		// 4. priorities
+		if t == s.nextCalc {
+			s.recalc()
+			s.nextCalc += calcEvery
+		}
+		// 5. decision callback
+		if s.tickFn != nil && t == s.nextTick {
+			s.nextTick += s.tickEvery
+			s.tickFn(s.Now(), s)
+		}
+		// 6. main pass on events (and at sched_interval: no-op unless dirty)
+		if t == s.nextSched {
+			s.nextSched += schedEvery
+		}
+		if s.dirtyMain {
+			s.mainPass()
+		}
+		// 7. backfill
+		if t == s.nextBF {
+			s.nextBF += bfEvery
+			if s.st.cfg.Backfill && s.dirtyBF {
+				s.backfill()
+			}
+		}
+		if s.progressFn != nil && t >= nextProg {
+			s.progressFn(t)
+			nextProg = t + 3600
+		}
+		if s.watch >= 0 && s.dyns[s.watch].state != stPending && s.dyns[s.watch].state != stFuture {
+			return
+		}
+	}
+}
+
+func (s *Sim) handleEvent(ev event) {
+	j := ev.job
+	d := &s.dyns[j]
+	if ev.gen != d.gen {
+		return // stale
+	}
+	switch d.state {
+	case stFuture: // delayed submit
+		s.arrive(j)
+	case stRunning:
+		sp := &s.specs[j]
+		if s.now-d.start >= sp.limit {
+			d.state = stTimeout
+		} else {
+			d.state = stCompleted
+		}
+		s.finish(j)
+	}
+}
+
+// arrive makes job j pending at now.
+func (s *Sim) arrive(j int32) {
+	d := &s.dyns[j]
+	if d.state != stFuture {
+		return
+	}
+	d.state = stPending
+	d.elig = s.now
+	sp := &s.specs[j]
+	if len(sp.deps) > 0 || sp.singleton {
+		d.held = true
+		s.waiters = append(s.waiters, j)
+		s.checkWaiters()
+	}
+	d.prio = s.priority(j)
+	s.pending = append(s.pending, j)
+	s.dirtyMain, s.dirtyBF = true, true
+}
+
+// finish releases a job's resources and wakes dependents.
+func (s *Sim) finish(j int32) {
+	d := &s.dyns[j]
+	d.end = s.now
+	s.release(j)
+	s.running = remove(s.running, j)
+	s.dirtyMain, s.dirtyBF = true, true
+	if len(s.waiters) > 0 {
+		s.checkWaiters()
+	}
+}
+
+func (s *Sim) release(j int32) {
+	sp := &s.specs[j]
+	d := &s.dyns[j]
+	// usage up to now (the rest was accrued at recalcs)
+	s.accrue(j, d)
+	for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
+		s.nodeJobs[n]--
+		if s.st.partExcl[sp.part] {
+			s.nodeFreeG[n] = s.st.nodeGPUs[n]
+			s.nodeFreeC[n] = s.st.nodeCPUs[n]
+		} else {
+			s.nodeFreeG[n] += sp.gpn
+			s.nodeFreeC[n] += sp.cpn
+		}
+	}
+}
+
+func remove(xs []int32, x int32) []int32 {
+	for i, v := range xs {
+		if v == x {
+			copy(xs[i:], xs[i+1:])
+			return xs[:len(xs)-1]
+		}
+	}
+	return xs
+}
+
+// checkWaiters releases dependency holds that are now satisfied, and cancels
+// jobs whose afterok dependency failed (Slurm: DependencyNeverSatisfied with
+// kill_invalid_depend).
+func (s *Sim) checkWaiters() {
+	out := s.waiters[:0]
+	for _, j := range s.waiters {
+		d := &s.dyns[j]
+		if d.state != stPending {
+			continue
+		}
+		ok, never := s.depsMet(j)
+		switch {
+		case never:
+			d.state = stCancelled
+			d.end = s.now
+			d.held = false
+			s.pending = remove(s.pending, j)
+		case ok:
+			d.held = false
+			d.elig = s.now
+			s.dirtyMain, s.dirtyBF = true, true
+		default:
+			out = append(out, j)
+		}
+	}
+	s.waiters = out
+}
+
+func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
+	sp := &s.specs[j]
+	for _, dp := range sp.deps {
+		t := &s.dyns[dp.job]
+		switch t.state {
+		case stFuture, stPending, stRunning:
+			return false, false
+		}
+		if dp.kind == depAfterOK && (t.state != stCompleted || s.specs[dp.job].fail) {
+			return false, true
+		}
+	}
+	if sp.singleton {
+		for _, lst := range [][]int32{s.running, s.pending} {
+			for _, o := range lst {
+				if o != j && o < j && s.specs[o].user == sp.user && s.specs[o].name == sp.name {
+					return false, false
+				}
+			}
+		}
+	}
+	return true, false
+}
+
+// accrue adds the usage of running job j since the last accounting instant.
+func (s *Sim) accrue(j int32, d *dyn) {
+	sp := &s.specs[j]
+	from := max(d.start, s.usageLast)
+	if s.now <= from {
+		return
+	}
+	w := float64(sp.gpn * sp.nodes)
+	if w == 0 {
+		w = float64(sp.nodes)
+	}
+	s.usage[sp.assoc] += w * float64(s.now-from)
+}
+
+// recalc decays usage, accrues running usage and recomputes priorities,
+// flagging passes when the order changed.
+func (s *Sim) recalc() {
+	cfg := &s.st.cfg
+	if cfg.PriorityWeightFairshare != 0 && s.now > s.usageLast {
+		for _, j := range s.running {
+			s.accrue(j, &s.dyns[j])
+		}
+		if hl := cfg.PriorityDecayHalfLife; hl > 0 {
+			f := math.Exp2(-float64(s.now-s.usageLast) / hl.Seconds())
+			for i := range s.usage {
+				s.usage[i] *= f
+			}
+		}
+		s.usageLast = s.now
+	}
+	if len(s.pending) == 0 {
+		return
+	}
+	changed := false
+	var prev float64 = math.Inf(1)
+	for _, j := range s.pending {
+		p := s.priority(j)
+		s.dyns[j].prio = p
+		if p > prev {
+			changed = true
+		}
+		prev = p
+	}
+	if changed {
+		s.dirtyMain, s.dirtyBF = true, true
+	}
+}
+
+// priority is Slurm's multifactor priority of pending job j at now.
+func (s *Sim) priority(j int32) float64 {
+	cfg := &s.st.cfg
+	sp := &s.specs[j]
+	d := &s.dyns[j]
+	p := 0.0
+	if cfg.PriorityWeightAge != 0 && !d.held {
+		age := float64(s.now-d.elig) / cfg.PriorityMaxAge.Seconds()
+		p += cfg.PriorityWeightAge * min(max(age, 0), 1)
+	}
+	if cfg.PriorityWeightJobSize != 0 {
+		f := float64(sp.nodes) / float64(s.st.totalNodes)
+		if cfg.PriorityFavorSmall {
+			f = 1 - f
+		}
+		p += cfg.PriorityWeightJobSize * f
+	}
+	if cfg.PriorityWeightFairshare != 0 {
+		p += cfg.PriorityWeightFairshare * s.fairshare(sp.assoc)
+	}
+	p += cfg.PriorityWeightPartition * s.st.partFactor[sp.part]
+	p += cfg.PriorityWeightQOS * s.st.qosFactor[sp.qos]
+	return p
+}
+
+// fairshare is the classic Slurm factor 2^(−U/S): U the association's share
+// of all decayed usage, S its normalised shares (equal shares per account,
+// then per user within the account).
+func (s *Sim) fairshare(a int32) float64 {
+	total := 0.0
+	for _, u := range s.usage {
+		total += u
+	}
+	if total <= 0 {
+		return 1
+	}
+	acct := s.assocAcct[a]
+	users := 0
+	for _, x := range s.assocAcct {
+		if x == acct {
+			users++
+		}
+	}
+	share := 1 / float64(len(s.acctNames)) / float64(users)
+	return math.Exp2(-(s.usage[a] / total) / share)
+}
+
+// sortPending orders pending jobs by priority, then submit, then index.
+func (s *Sim) sortPending() {
+	slices.SortFunc(s.pending, func(a, b int32) int {
+		pa, pb := s.dyns[a].prio, s.dyns[b].prio
+		if pa != pb {
+			if pa > pb {
+				return -1
+			}
+			return 1
+		}
+		return int(a - b)
+	})
+}
+
+// tryAlloc finds nodes for j now and, when found, starts it.
+func (s *Sim) tryAlloc(j int32) bool {
+	sp := &s.specs[j]
+	st := s.st
+	excl := st.partExcl[sp.part]
+	need := int(sp.nodes)
+	pick := s.scratch[:0]
+	for _, n := range st.partNodes[sp.part] {
+		if excl {
+			if s.nodeJobs[n] != 0 {
+				continue
+			}
+			if sp.gpn > st.nodeGPUs[n] {
+				continue
+			}
+		} else if s.nodeFreeG[n] < sp.gpn || s.nodeFreeC[n] < sp.cpn {
+			continue
+		}
+		pick = append(pick, n)
+		if len(pick) == need {
+			break
+		}
+	}
+	s.scratch = pick
+	if len(pick) < need {
+		return false
+	}
+	d := &s.dyns[j]
+	d.allocOff = int32(len(s.allocPool))
+	s.allocPool = append(s.allocPool, pick...)
+	for _, n := range pick {
+		s.nodeJobs[n]++
+		if excl {
+			s.nodeFreeG[n], s.nodeFreeC[n] = 0, 0
+		} else {
+			s.nodeFreeG[n] -= sp.gpn
+			s.nodeFreeC[n] -= sp.cpn
+		}
+	}
+	d.state = stRunning
+	d.start = s.now
+	d.gen++
+	rt := min(sp.runtime, sp.limit)
+	heap.Push(&s.events, event{t: s.now + rt, job: j, gen: d.gen})
+	s.running = append(s.running, j)
+	s.dirtyBF = true
+	return true
+}
+
+// mainPass is Slurm's main scheduler: pending jobs in priority order, each
+// started if resources allow; the first that cannot start blocks the rest of
+// its partition. A job of a non-preemptible QOS may preempt running jobs of
+// a preemptible QOS.
+func (s *Sim) mainPass() {
+	s.dirtyMain = false
+	if len(s.pending) == 0 {
+		return
+	}
+	s.sortPending()
+	var blocked uint64
+	var blockedMap map[int16]bool
+	isBlocked := func(p int16) bool {
+		if p < 64 {
+			return blocked&(1<<p) != 0
+		}
+		return blockedMap[p]
+	}
+	out := s.pending[:0]
+	for i, j := range s.pending {
+		d := &s.dyns[j]
+		if d.state != stPending {
+			continue
+		}
+		sp := &s.specs[j]
+		if d.held || isBlocked(sp.part) {
+			out = append(out, j)
+			continue
+		}
+		if s.tryAlloc(j) || s.tryPreempt(j) {
+			continue
+		}
+		for _, p := range s.st.partOverlap[sp.part] {
+			if p < 64 {
+				blocked |= 1 << p
+			} else {
+				if blockedMap == nil {
+					blockedMap = map[int16]bool{}
+				}
+				blockedMap[p] = true
+			}
+		}
+		_ = i
+		out = append(out, j)
+	}
+	s.pending = append(out, s.requeued...)
+	s.requeued = s.requeued[:0]
+}
+
+// tryPreempt frees nodes held by preemptible jobs for j, lowest priority
+// (latest start) first, and starts j when enough were freed.
+func (s *Sim) tryPreempt(j int32) bool {
+	sp := &s.specs[j]
+	st := s.st
+	if st.qosPreempt[sp.qos] {
+		return false
+	}
+	var cand []int32
+	for _, r := range s.running {
+		rs := &s.specs[r]
+		if st.qosPreempt[rs.qos] && st.partOverlap[sp.part] != nil {
+			for _, n := range s.allocPool[s.dyns[r].allocOff : s.dyns[r].allocOff+rs.nodes] {
+				if st.partMember[sp.part][n] {
+					cand = append(cand, r)
+					break
+				}
+			}
+		}
+	}
+	if len(cand) == 0 {
+		return false
+	}
+	slices.SortFunc(cand, func(a, b int32) int {
+		if s.dyns[a].start != s.dyns[b].start {
+			return int(s.dyns[b].start - s.dyns[a].start)
+		}
+		return int(b - a)
+	})
+	// would freeing all candidates be enough? check on a copy of node state
+	saveG, saveC, saveJ := slices.Clone(s.nodeFreeG), slices.Clone(s.nodeFreeC), slices.Clone(s.nodeJobs)
+	k := 0
+	for ; k < len(cand); k++ {
+		s.releaseNodesOnly(cand[k])
+		if s.fits(j) {
+			break
+		}
+	}
+	copy(s.nodeFreeG, saveG)
+	copy(s.nodeFreeC, saveC)
+	copy(s.nodeJobs, saveJ)
+	if k == len(cand) {
+		return false
+	}
+	for _, r := range cand[:k+1] {
+		s.preempt(r)
+	}
+	return s.tryAlloc(j)
+}
+
+func (s *Sim) releaseNodesOnly(r int32) {
+	sp := &s.specs[r]
+	for _, n := range s.allocPool[s.dyns[r].allocOff : s.dyns[r].allocOff+sp.nodes] {
+		s.nodeJobs[n]--
+		if s.st.partExcl[sp.part] {
+			s.nodeFreeG[n], s.nodeFreeC[n] = s.st.nodeGPUs[n], s.st.nodeCPUs[n]
+		} else {
+			s.nodeFreeG[n] += sp.gpn
+			s.nodeFreeC[n] += sp.cpn
+		}
+	}
+}
+
+func (s *Sim) fits(j int32) bool {
+	sp := &s.specs[j]
+	excl := s.st.partExcl[sp.part]
+	c := 0
+	for _, n := range s.st.partNodes[sp.part] {
+		if excl && s.nodeJobs[n] == 0 && sp.gpn <= s.st.nodeGPUs[n] || !excl && s.nodeFreeG[n] >= sp.gpn && s.nodeFreeC[n] >= sp.cpn {
+			c++
+			if c == int(sp.nodes) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// preempt stops running job r: requeued (pending again, runs from scratch)
+// or cancelled, per its QOS PreemptMode.
+func (s *Sim) preempt(r int32) {
+	d := &s.dyns[r]
+	s.release(r)
+	s.running = remove(s.running, r)
+	d.gen++ // its end event is now stale
+	if s.st.qosRequeue[s.specs[r].qos] {
+		d.state = stPending
+		d.start, d.end = -1, -1
+		d.elig = s.now
+		d.requeues++
+		d.prio = s.priority(r)
+		s.requeued = append(s.requeued, r)
+	} else {
+		d.state = stPreempted
+		d.end = s.now
+	}
+	s.dirtyMain, s.dirtyBF = true, true
+}
+
+// Fork returns an independent copy of the simulator at its current instant.
+// Job specs and configuration are shared (immutable); everything that
+// changes is copied. Callbacks are kept; replace them with OnTick.
+func (s *Sim) Fork() *Sim {
+	c := *s
+	n := len(s.specs)
+	s.specs = s.specs[:n:n]
+	c.specs = s.specs
+	s.users = s.users[:len(s.users):len(s.users)]
+	c.users = s.users
+	s.assocs = s.assocs[:len(s.assocs):len(s.assocs)]
+	c.assocs = s.assocs
+	s.assocAcct = s.assocAcct[:len(s.assocAcct):len(s.assocAcct)]
+	c.assocAcct = s.assocAcct
+	s.acctNames = s.acctNames[:len(s.acctNames):len(s.acctNames)]
+	c.acctNames = s.acctNames
+	s.idsOwned, c.idsOwned = false, false
+	s.namesOwned, c.namesOwned = false, false
+	c.dyns = slices.Clone(s.dyns)
+	c.events = slices.Clone(s.events)
+	c.pending = slices.Clone(s.pending)
+	c.running = slices.Clone(s.running)
+	c.waiters = slices.Clone(s.waiters)
+	c.requeued = nil
+	c.allocPool = slices.Clone(s.allocPool)
+	c.nodeFreeG = slices.Clone(s.nodeFreeG)
+	c.nodeFreeC = slices.Clone(s.nodeFreeC)
+	c.nodeJobs = slices.Clone(s.nodeJobs)
+	c.usage = slices.Clone(s.usage)
+	c.prof = profile{}
+	c.scratch = nil
+	return &c
+}
+
+// Result is one job's simulated outcome.
+type Result struct {
+	ID       string               // job id
+	Submit   time.Time            // submission
+	Start    time.Time            // simulated start (zero if it never started)
+	End      time.Time            // simulated end (zero if not ended)
+	State    provisioner.JobState // final or current state
+	Nodes    int                  // nodes
+	Limit    time.Duration        // time limit used
+	Requeues int                  // times requeued by preemption
+}
+
+// Results returns every job's outcome in load/submit order.
+func (s *Sim) Results() []Result {
+	out := make([]Result, len(s.specs))
+	for i := range s.specs {
+		out[i] = s.result(int32(i))
+	}
+	return out
+}
+
+// Result returns one job's outcome.
+func (s *Sim) Result(id string) (Result, error) {
+	j, ok := s.lookup(id)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %s", ErrUnknownJob, id)
+	}
+	return s.result(j), nil
+}
+
+func (s *Sim) result(j int32) Result {
+	sp, d := &s.specs[j], &s.dyns[j]
+	r := Result{ID: sp.id, Submit: time.Unix(sp.submit, 0).UTC(), State: stateNames[d.state], Nodes: int(sp.nodes), Limit: time.Duration(sp.limit) * time.Second, Requeues: int(d.requeues)}
+	if d.start >= 0 {
+		r.Start = time.Unix(d.start, 0).UTC()
+	}
+	if d.end >= 0 && d.state > stRunning {
+		r.End = time.Unix(d.end, 0).UTC()
+	}
+	return r
+}
