@@ -26,8 +26,6 @@ const (
 	ls6GPUsPerNode = 3
 )
 
-var ls6Names = [ls6Fields]string{"JobID", "JobName", "UID", "Start", "Submit", "End", "Priority", "TimelimitRaw", "ExitCode", "NNodes"}
-
 type ls6Reader struct {
 	rowReader
 	loc    *time.Location

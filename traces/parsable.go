@@ -140,7 +140,8 @@ func (r *parsableReader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 				return false, perr(name, "TRES list like billing=3,cpu=128,gres/gpu=3,node=1", b)
 			}
 			j.GPUs, j.GPUType = gpus, typ
-			if gpus > 0 || name == "AllocTRES" && j.Start.IsZero() == false {
+			// a started job's AllocTRES is authoritative, even without GPUs
+			if gpus > 0 || (name == "AllocTRES" && !j.Start.IsZero()) {
 				break
 			}
 		}

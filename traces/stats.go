@@ -39,7 +39,7 @@ type Stats struct {
 type Bucket struct {
 	Label string  `json:"label"`
 	Min   int     `json:"min"`
-	Max   int     `json:"max"` // inclusive; math.MaxInt for the open last bucket
+	Max   int     `json:"max"` // inclusive; -1 for the open last bucket
 	Count int     `json:"count"`
 	Share float64 `json:"share"` // of all jobs
 }
@@ -169,6 +169,9 @@ func (b *StatsBuilder) Stats() Stats {
 		out := make([]Bucket, len(bounds))
 		for i, bd := range bounds {
 			out[i] = Bucket{Label: bucketLabel(bd), Min: bd[0], Max: bd[1], Count: counts[i]}
+			if bd[1] == math.MaxInt {
+				out[i].Max = -1
+			}
 			if s.Jobs > 0 {
 				out[i].Share = float64(counts[i]) / float64(s.Jobs)
 			}
