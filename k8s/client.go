@@ -1,0 +1,271 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Clock is the time source: Now for timestamps, After for waiting out grace
+// periods. Tests inject a controllable one.
+type Clock interface {
+	provisioner.Clock
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current wall-clock time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After waits on the wall clock.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// DeployMode says what Submit creates.
+type DeployMode string
+
+// Deploy modes.
+const (
+	ModePod DeployMode = "pod" // a bare Pod with spec.nodeName set (no scheduler or controller needed)
+	ModeJob DeployMode = "job" // a batch/v1 Job whose pod template requires the node (needs the Job controller)
+)
+
+// Config configures the adapter. The zero value works: pods in namespace
+// "default", teams from the label mirage.io/team, any team accepted.
+type Config struct {
+	Mapping                                 // how pods are attributed to teams
+	Teams                 []string          // known teams; when non-empty, others are ErrUnknownTeam
+	TeamNamespaces        map[string]string // team → namespace for submitted work (else the mapped namespace, else Namespace)
+	Namespace             string            // namespace for submitted work of unmapped teams (default "default")
+	Mode                  DeployMode        // what Submit creates (default ModePod)
+	Image                 string            // container image of submitted work (default "busybox:1.36")
+	PriorityClass         string            // priority class of work within quota (default "mirage-quota"; "-" for none)
+	BorrowedPriorityClass string            // priority class of borrowed work (default "mirage-borrowed"; "-" for none)
+	BorrowedQOS           string            // SubmitRequest.QOS that marks borrowed work (default "preemptible")
+	CheckpointHook        string            // optional URL; Signal POSTs a JSON notice to it
+	CancelGrace           *time.Duration    // grace period for Cancel (nil = the pod's own terminationGracePeriodSeconds)
+	NodeSelector          string            // label selector restricting the inventory's nodes ("" = all)
+	Namespaces            []string          // namespaces whose pods the inventory lists (nil = all)
+	Clock                 Clock             // time source (default RealClock)
+	PollInterval          time.Duration     // how often Evict checks whether the pod is gone (default 200 ms)
+	HTTPClient            *http.Client      // client for CheckpointHook (default: 10 s timeout)
+}
+
+// withDefaults fills the zero fields.
+func (c Config) withDefaults() Config {
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	if c.Mode == "" {
+		c.Mode = ModePod
+	}
+	if c.Image == "" {
+		c.Image = "busybox:1.36"
+	}
+	if c.PriorityClass == "" {
+		c.PriorityClass = "mirage-quota"
+	}
+	if c.BorrowedPriorityClass == "" {
+		c.BorrowedPriorityClass = "mirage-borrowed"
+	}
+	if c.BorrowedQOS == "" {
+		c.BorrowedQOS = "preemptible"
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock{}
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 200 * time.Millisecond
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{Timeout: 10 * time.Second}
+	}
+	return c
+}
+
+// Client talks to one Kubernetes API server. It implements provisioner.Cluster.
+type Client struct {
+	cs         kubernetes.Interface
+	cfg        Config
+	host       string // API server URL, for messages
+	kubeconfig string // kubeconfig path, for messages
+	authInfo   string // kubeconfig user name, for messages
+}
+
+var _ provisioner.Cluster = (*Client)(nil)
+
+// NewFromKubeconfig builds a client from a kubeconfig file (its current context).
+func NewFromKubeconfig(path string, cfg Config) (*Client, error) {
+	if path == "" {
+		return nil, fmt.Errorf("k8s: no kubeconfig given (use --kubeconfig or KUBECONFIG)")
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+	rc, err := cc.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("k8s: kubeconfig %s: %w", path, err)
+	}
+	raw, err := cc.RawConfig()
+	if err != nil {
+		return nil, fmt.Errorf("k8s: kubeconfig %s: %w", path, err)
+	}
+	c, err := New(rc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.kubeconfig = path
+	if ctx, ok := raw.Contexts[raw.CurrentContext]; ok {
+		c.authInfo = ctx.AuthInfo
+	}
+	return c, nil
+}
+
+// New builds a client from a REST config.
+func New(rc *rest.Config, cfg Config) (*Client, error) {
+	rc = rest.CopyConfig(rc)
+	if rc.Timeout == 0 {
+		rc.Timeout = 30 * time.Second
+	}
+	rc.UserAgent = "mirage"
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: client for %s: %w", rc.Host, err)
+	}
+	c := NewForClientset(cs, cfg)
+	c.host = rc.Host
+	return c, nil
+}
+
+// NewForClientset wraps an existing clientset (tests use client-go's fake).
+func NewForClientset(cs kubernetes.Interface, cfg Config) *Client {
+	return &Client{cs: cs, cfg: cfg.withDefaults(), host: "(in-memory)", kubeconfig: "(none)"}
+}
+
+// Clientset exposes the underlying clientset.
+func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+
+// Config returns the effective configuration (defaults filled in).
+func (c *Client) Config() Config { return c.cfg }
+
+func (c *Client) server() string         { return c.host }
+func (c *Client) kubeconfigName() string { return c.kubeconfig }
+func (c *Client) user() string {
+	if c.authInfo == "" {
+		return "(this client)"
+	}
+	return c.authInfo
+}
+
+// CheckTeam returns nil when team is acceptable: any non-empty team when no
+// teams are configured, else one of Config.Teams.
+func (c *Client) CheckTeam(team string) error {
+	if team == "" {
+		return fmt.Errorf("k8s: %w: no team given", ErrUnknownTeam)
+	}
+	if len(c.cfg.Teams) == 0 || slices.Contains(c.cfg.Teams, team) {
+		return nil
+	}
+	known := slices.Clone(c.cfg.Teams)
+	sort.Strings(known)
+	return fmt.Errorf("k8s: %w %q (known teams: %v)", ErrUnknownTeam, team, known)
+}
+
+// TeamNamespace is the namespace work of a team is deployed to: the explicit
+// TeamNamespaces entry, else the (alphabetically first) namespace mapped to the
+// team, else Config.Namespace.
+func (c *Client) TeamNamespace(team string) string {
+	if ns, ok := c.cfg.TeamNamespaces[team]; ok {
+		return ns
+	}
+	best := ""
+	for ns, t := range c.cfg.NamespaceTeams {
+		if t == team && (best == "" || ns < best) {
+			best = ns
+		}
+	}
+	if best != "" {
+		return best
+	}
+	return c.cfg.Namespace
+}
+
+// Inventory lists nodes and non-terminal pods and builds the inventory.
+func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
+	now := c.cfg.Clock.Now()
+	nodes, err := c.listNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := c.listPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return BuildInventory(now, nodes, pods, c.cfg.Mapping), nil
+}
+
+// Snapshot implements provisioner.Cluster: the inventory as nodes and jobs.
+func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
+	inv, err := c.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return inv.Snapshot(), nil
+}
+
+// pageSize bounds each list call; large clusters are listed in pages.
+const pageSize = 500
+
+func (c *Client) listNodes(ctx context.Context) ([]corev1.Node, error) {
+	var out []corev1.Node
+	opts := metav1.ListOptions{LabelSelector: c.cfg.NodeSelector, Limit: pageSize}
+	for {
+		l, err := c.cs.CoreV1().Nodes().List(ctx, opts)
+		if err != nil {
+			return nil, c.classify(op{"list", "nodes", ""}, err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+func (c *Client) listPods(ctx context.Context) ([]corev1.Pod, error) {
+	namespaces := c.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	var out []corev1.Pod
+	for _, ns := range namespaces {
+		opts := metav1.ListOptions{
+			FieldSelector: "status.phase!=Succeeded,status.phase!=Failed",
+			Limit:         pageSize,
+		}
+		for {
+			l, err := c.cs.CoreV1().Pods(ns).List(ctx, opts)
+			if err != nil {
+				return nil, c.classify(op{"list", "pods", ns}, err)
+			}
+			out = append(out, l.Items...)
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,368 @@
+package k8s
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Resource and label names mirage reads and writes.
+const (
+	ResourceGPU          corev1.ResourceName = "nvidia.com/gpu"         // whole GPUs (NVIDIA device plugin)
+	MIGPrefix                                = "nvidia.com/mig-"        // MIG slices, e.g. nvidia.com/mig-1g.5gb
+	LabelGPUProduct                          = "nvidia.com/gpu.product" // GPU product (GPU feature discovery)
+	DefaultTeamLabel                         = "mirage.io/team"         // pod label naming the team
+	LabelBorrowed                            = "mirage.io/borrowed"     // "true" on borrowed (preemptible) work
+	LabelChain                               = "mirage.io/chain"        // chain id of a segment
+	AnnotationComment                        = "mirage.io/comment"      // SubmitRequest.Comment, verbatim
+	AnnotationCheckpoint                     = "mirage.io/checkpoint-requested"
+	AnnotationSignal                         = "mirage.io/checkpoint-signal"
+)
+
+// Mapping says how pods are attributed to teams.
+type Mapping struct {
+	TeamLabel      string            // pod label naming the team; "" means DefaultTeamLabel
+	NamespaceTeams map[string]string // namespace → team; wins over the label for mapped namespaces
+}
+
+// Team returns the team of a pod: the namespace mapping, else the team label, else "".
+func (m Mapping) Team(pod *corev1.Pod) string {
+	if t, ok := m.NamespaceTeams[pod.Namespace]; ok {
+		return t
+	}
+	key := m.TeamLabel
+	if key == "" {
+		key = DefaultTeamLabel
+	}
+	return pod.Labels[key]
+}
+
+// Count is an allocatable amount and how much of it is in use.
+type Count struct {
+	Allocatable int64 // from node.status.allocatable
+	Used        int64 // requested by pods bound to the node
+}
+
+// NodeInventory is one node's GPUs and who uses them.
+type NodeInventory struct {
+	Name     string                // node name
+	State    provisioner.NodeState // up, drained (cordoned) or down (not ready)
+	Cordoned bool                  // spec.unschedulable
+	Ready    bool                  // Ready condition is True
+	GPUType  string                // label nvidia.com/gpu.product
+	GPUs     int                   // allocatable nvidia.com/gpu
+	Used     int                   // GPUs requested by pods bound here
+	Borrowed int                   // of Used, by borrowed pods
+	Free     int                   // GPUs - Used on an up node, else 0 (never negative)
+	Pods     int                   // GPU pods bound here
+	ByTeam   map[string]int        // GPUs used per team ("" = no team)
+	MIG      map[string]Count      // MIG resources (nvidia.com/mig-*) by name
+	Labels   map[string]string     // node labels
+}
+
+// TeamInventory is one team's GPU use across the cluster. Quota-based figures
+// (nominal GPUs, free quota) belong to the provisioner's team rules.
+type TeamInventory struct {
+	Team     string // team name ("" = pods without a team)
+	Used     int    // GPUs held by the team's bound pods, borrowed included
+	Borrowed int    // of Used, GPUs held as borrowed work
+	Pods     int    // bound GPU pods
+	Pending  int    // unbound pods of the team (waiting for placement)
+}
+
+// Inventory is the GPU inventory of a cluster at one instant.
+type Inventory struct {
+	Time     time.Time         // when the objects were listed
+	Nodes    []NodeInventory   // sorted by name
+	Teams    []TeamInventory   // sorted by team
+	Jobs     []provisioner.Job // every non-terminal pod as a job, sorted by id
+	GPUs     int               // allocatable GPUs on all nodes
+	Used     int               // GPUs used on all nodes
+	Borrowed int               // GPUs used by borrowed pods
+	Free     int               // free GPUs on up nodes
+}
+
+// Team returns the inventory of one team, or nil when the team holds nothing.
+func (inv *Inventory) Team(name string) *TeamInventory {
+	for i := range inv.Teams {
+		if inv.Teams[i].Team == name {
+			return &inv.Teams[i]
+		}
+	}
+	return nil
+}
+
+// Node returns the inventory of one node, or nil.
+func (inv *Inventory) Node(name string) *NodeInventory {
+	i := sort.Search(len(inv.Nodes), func(i int) bool { return inv.Nodes[i].Name >= name })
+	if i < len(inv.Nodes) && inv.Nodes[i].Name == name {
+		return &inv.Nodes[i]
+	}
+	return nil
+}
+
+// BuildInventory computes the inventory from Node and Pod objects as listed
+// from the API server. Pods bound to nodes not in nodes are ignored for the
+// node figures but still reported as jobs and counted for their team.
+func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Mapping) *Inventory {
+	inv := &Inventory{Time: now, Nodes: make([]NodeInventory, len(nodes))}
+	for i := range nodes {
+		inv.Nodes[i] = nodeInventory(&nodes[i])
+	}
+	sort.Slice(inv.Nodes, func(a, b int) bool { return inv.Nodes[a].Name < inv.Nodes[b].Name })
+	index := make(map[string]int, len(inv.Nodes))
+	for i := range inv.Nodes {
+		index[inv.Nodes[i].Name] = i
+	}
+	teams := map[string]*TeamInventory{}
+	team := func(name string) *TeamInventory {
+		t := teams[name]
+		if t == nil {
+			t = &TeamInventory{Team: name}
+			teams[name] = t
+		}
+		return t
+	}
+	inv.Jobs = make([]provisioner.Job, 0, len(pods))
+	for i := range pods {
+		p := &pods[i]
+		if terminal(p) {
+			continue
+		}
+		gpus := podRequest(p, ResourceGPU)
+		tm := m.Team(p)
+		borrowed := p.Labels[LabelBorrowed] == "true"
+		inv.Jobs = append(inv.Jobs, podJob(p, tm, gpus))
+		if p.Spec.NodeName == "" {
+			if gpus > 0 || tm != "" {
+				team(tm).Pending++
+			}
+			continue
+		}
+		if gpus > 0 {
+			t := team(tm)
+			t.Used += int(gpus)
+			t.Pods++
+			if borrowed {
+				t.Borrowed += int(gpus)
+			}
+		}
+		ni, ok := index[p.Spec.NodeName]
+		if !ok {
+			continue
+		}
+		n := &inv.Nodes[ni]
+		if gpus > 0 {
+			n.Used += int(gpus)
+			n.Pods++
+			if borrowed {
+				n.Borrowed += int(gpus)
+			}
+			if n.ByTeam == nil {
+				n.ByTeam = map[string]int{}
+			}
+			n.ByTeam[tm] += int(gpus)
+		}
+		for name, c := range n.MIG {
+			if u := podRequest(p, corev1.ResourceName(name)); u > 0 {
+				c.Used += u
+				n.MIG[name] = c
+			}
+		}
+	}
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		if n.State == provisioner.NodeUp && n.GPUs > n.Used {
+			n.Free = n.GPUs - n.Used
+		}
+		inv.GPUs += n.GPUs
+		inv.Used += n.Used
+		inv.Borrowed += n.Borrowed
+		inv.Free += n.Free
+	}
+	inv.Teams = make([]TeamInventory, 0, len(teams))
+	for _, t := range teams {
+		inv.Teams = append(inv.Teams, *t)
+	}
+	sort.Slice(inv.Teams, func(a, b int) bool { return inv.Teams[a].Team < inv.Teams[b].Team })
+	sort.Slice(inv.Jobs, func(a, b int) bool { return inv.Jobs[a].ID < inv.Jobs[b].ID })
+	return inv
+}
+
+// Snapshot converts the inventory to the provisioner's view: one Node per
+// node (GPUs, GPUsUsed, GPUType, Labels, State) and one Job per non-terminal pod.
+func (inv *Inventory) Snapshot() *provisioner.Snapshot {
+	s := &provisioner.Snapshot{Time: inv.Time, Nodes: make([]provisioner.Node, len(inv.Nodes))}
+	for i := range inv.Nodes {
+		n := &inv.Nodes[i]
+		s.Nodes[i] = provisioner.Node{
+			Name:     n.Name,
+			State:    n.State,
+			GPUs:     n.GPUs,
+			GPUsUsed: n.Used,
+			GPUType:  n.GPUType,
+			Labels:   n.Labels,
+		}
+	}
+	s.Jobs = append([]provisioner.Job(nil), inv.Jobs...)
+	return s
+}
+
+// nodeInventory reads one node's GPUs, MIG resources and state.
+func nodeInventory(n *corev1.Node) NodeInventory {
+	ni := NodeInventory{
+		Name:     n.Name,
+		Cordoned: n.Spec.Unschedulable,
+		GPUType:  n.Labels[LabelGPUProduct],
+		Labels:   n.Labels,
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ni.Ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	switch {
+	case !ni.Ready:
+		ni.State = provisioner.NodeDown
+	case ni.Cordoned:
+		ni.State = provisioner.NodeDrained
+	default:
+		ni.State = provisioner.NodeUp
+	}
+	if q, ok := n.Status.Allocatable[ResourceGPU]; ok {
+		ni.GPUs = int(q.Value())
+	}
+	for name, q := range n.Status.Allocatable {
+		if strings.HasPrefix(string(name), MIGPrefix) {
+			if ni.MIG == nil {
+				ni.MIG = map[string]Count{}
+			}
+			ni.MIG[string(name)] = Count{Allocatable: q.Value()}
+		}
+	}
+	return ni
+}
+
+// terminal reports whether a pod has finished and holds nothing.
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// podRequest is the pod's effective request of one resource, as the scheduler
+// computes it: the larger of (regular containers + sidecars) and, for each
+// plain init container, its request plus the sidecars started before it; plus
+// the pod overhead. Limits stand in for a missing request (extended resources
+// may set limits only).
+func podRequest(p *corev1.Pod, name corev1.ResourceName) int64 {
+	var sum, sidecars, initMax int64
+	for i := range p.Spec.Containers {
+		sum += containerRequest(&p.Spec.Containers[i], name)
+	}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		r := containerRequest(c, name)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sidecars += r
+			if sidecars > initMax {
+				initMax = sidecars
+			}
+			continue
+		}
+		if r+sidecars > initMax {
+			initMax = r + sidecars
+		}
+	}
+	total := sum + sidecars
+	if initMax > total {
+		total = initMax
+	}
+	if q, ok := p.Spec.Overhead[name]; ok {
+		total += q.Value()
+	}
+	return total
+}
+
+// containerRequest is one container's request of a resource (its limit if no request).
+func containerRequest(c *corev1.Container, name corev1.ResourceName) int64 {
+	if q, ok := c.Resources.Requests[name]; ok {
+		return q.Value()
+	}
+	if q, ok := c.Resources.Limits[name]; ok {
+		return q.Value()
+	}
+	return 0
+}
+
+// podJob maps a pod to a provisioner.Job. A bound pod holds its GPUs whether
+// or not its containers run yet, so bound pods are RUNNING for the
+// provisioner (Reason "Bound" while the pod phase is still Pending,
+// "Terminating" once deletion has begun); unbound pods are PENDING.
+func podJob(p *corev1.Pod, team string, gpus int64) provisioner.Job {
+	j := provisioner.Job{
+		ID:      PodRef(p.Namespace, p.Name).String(),
+		Name:    p.Name,
+		Account: team,
+		QOS:     p.Spec.PriorityClassName,
+		Submit:  p.CreationTimestamp.Time,
+		Nodes:   1,
+		GPUs:    int(gpus),
+		GPUType: p.Spec.NodeSelector[LabelGPUProduct],
+		Comment: p.Annotations[AnnotationComment],
+	}
+	if owner := jobOwner(p); owner != "" {
+		j.ID = JobRef(p.Namespace, owner).String()
+	}
+	if p.Spec.Priority != nil {
+		j.Priority = int64(*p.Spec.Priority)
+	}
+	if p.Spec.ActiveDeadlineSeconds != nil {
+		j.TimeLimit = time.Duration(*p.Spec.ActiveDeadlineSeconds) * time.Second
+	}
+	if p.Status.StartTime != nil {
+		j.Start = p.Status.StartTime.Time
+	}
+	switch {
+	case p.Spec.NodeName == "":
+		j.State = provisioner.StatePending
+		j.Reason = "Unbound"
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason != "" {
+				j.Reason = c.Reason
+			}
+		}
+	default:
+		j.State = provisioner.StateRunning
+		j.NodeList = []string{p.Spec.NodeName}
+		if p.Status.Phase != corev1.PodRunning {
+			j.Reason = "Bound"
+		}
+		if p.DeletionTimestamp != nil {
+			j.Reason = "Terminating"
+		}
+		if j.Start.IsZero() {
+			j.Start = p.CreationTimestamp.Time
+		}
+	}
+	return j
+}
+
+// jobOwner returns the name of the batch/v1 Job owning the pod, or "".
+func jobOwner(p *corev1.Pod) string {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "Job" && strings.HasPrefix(o.APIVersion, "batch/") {
+			return o.Name
+		}
+	}
+	return ""
+}
+
+// gpuQuantity renders n GPUs as a resource quantity.
+func gpuQuantity(n int) resource.Quantity {
+	return resource.MustParse(strconv.Itoa(n))
+}

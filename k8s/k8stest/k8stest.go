@@ -1,0 +1,214 @@
+// Package k8stest builds fixtures on the real test API server started by
+// scripts/k8s-up.sh: an admin clientset, a unique namespace per test, GPU
+// Nodes as plain API objects (capacity, allocatable and a Ready condition
+// written through the status subresource, since no kubelet runs) and pods
+// bound to them. Everything it creates is deleted in t.Cleanup.
+//
+// Tests running in parallel packages share the server, so fixtures carry the
+// label mirage.io/test=<namespace>: restrict an inventory to them with
+// NodeSelector(ns) and Config.Namespaces.
+package k8stest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
+)
+
+// LabelTest marks every fixture with the namespace of the test that made it.
+const LabelTest = "mirage.io/test"
+
+// Env is one test's view of the test cluster.
+type Env struct {
+	T          testing.TB
+	Kubeconfig string               // least-privilege kubeconfig (user mirage)
+	AdminPath  string               // admin kubeconfig (system:masters)
+	Admin      kubernetes.Interface // admin clientset
+	Namespace  string               // unique namespace of this test
+}
+
+// New returns the test environment: skips outside CI when the cluster is not
+// configured (fails in CI), creates a unique namespace and deletes it after.
+func New(t testing.TB) *Env {
+	t.Helper()
+	kc := testenv.Kubeconfig(t)
+	admin := os.Getenv("MIRAGE_TEST_ADMIN_KUBECONFIG")
+	if admin == "" {
+		t.Fatalf("MIRAGE_TEST_ADMIN_KUBECONFIG unset although MIRAGE_TEST_KUBECONFIG is: source the env.sh written by scripts/k8s-up.sh")
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", admin)
+	if err != nil {
+		t.Fatalf("admin kubeconfig: %v", err)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatalf("admin clientset: %v", err)
+	}
+	e := &Env{T: t, Kubeconfig: kc, AdminPath: admin, Admin: cs, Namespace: "mt-" + suffix()}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace, Labels: map[string]string{LabelTest: e.Namespace}}}
+	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create namespace %s: %v", e.Namespace, err)
+	}
+	t.Cleanup(func() { e.cleanup() })
+	return e
+}
+
+// NodeSelector is the label selector matching this test's nodes.
+func (e *Env) NodeSelector() string { return LabelTest + "=" + e.Namespace }
+
+// NodeName returns a cluster-unique node name for this test.
+func (e *Env) NodeName(short string) string { return e.Namespace + "-" + short }
+
+// NodeSpec describes a fake GPU node.
+type NodeSpec struct {
+	Name     string            // short name; the node is called NodeName(Name)
+	GPUs     int               // nvidia.com/gpu capacity and allocatable
+	Product  string            // nvidia.com/gpu.product label ("" = none)
+	MIG      map[string]int    // extra MIG resources (nvidia.com/mig-*)
+	NotReady bool              // Ready condition False
+	Cordoned bool              // spec.unschedulable
+	Labels   map[string]string // extra labels
+}
+
+// Node creates a node object and writes its status (capacity, allocatable,
+// Ready) through the status subresource; it returns the node's full name.
+func (e *Env) Node(s NodeSpec) string {
+	e.T.Helper()
+	ctx := context.Background()
+	name := e.NodeName(s.Name)
+	labels := map[string]string{LabelTest: e.Namespace, "kubernetes.io/hostname": name}
+	if s.Product != "" {
+		labels["nvidia.com/gpu.product"] = s.Product
+	}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{Unschedulable: s.Cordoned},
+	}
+	n, err := e.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+	if err != nil {
+		e.T.Fatalf("create node %s: %v", name, err)
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("64"),
+		corev1.ResourceMemory: resource.MustParse("512Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+		"nvidia.com/gpu":      resource.MustParse(strconv.Itoa(s.GPUs)),
+	}
+	for k, v := range s.MIG {
+		res[corev1.ResourceName(k)] = resource.MustParse(strconv.Itoa(v))
+	}
+	ready := corev1.ConditionTrue
+	if s.NotReady {
+		ready = corev1.ConditionFalse
+	}
+	n.Status.Capacity = res
+	n.Status.Allocatable = res
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "mirage-test",
+		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if _, err := e.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		e.T.Fatalf("update status of node %s: %v", name, err)
+	}
+	return name
+}
+
+// PodSpec describes a pod bound to a node (or unbound when Node is "").
+type PodSpec struct {
+	Name      string            // pod name
+	Namespace string            // "" = the test namespace
+	Node      string            // full node name (as returned by Node); "" = unbound
+	GPUs      int               // nvidia.com/gpu request
+	Labels    map[string]string // labels (team, borrowed, ...)
+	Phase     corev1.PodPhase   // status phase to write ("" = leave Pending)
+}
+
+// Pod creates a pod; with Phase set it writes the status too.
+func (e *Env) Pod(s PodSpec) *corev1.Pod {
+	e.T.Helper()
+	ctx := context.Background()
+	ns := s.Namespace
+	if ns == "" {
+		ns = e.Namespace
+	}
+	labels := map[string]string{LabelTest: e.Namespace}
+	for k, v := range s.Labels {
+		labels[k] = v
+	}
+	c := corev1.Container{Name: "work", Image: "busybox:1.36"}
+	if s.GPUs > 0 {
+		q := resource.MustParse(strconv.Itoa(s.GPUs))
+		c.Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": q}
+		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": q}
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: labels},
+		Spec:       corev1.PodSpec{NodeName: s.Node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever},
+	}
+	p, err := e.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		e.T.Fatalf("create pod %s/%s: %v", ns, s.Name, err)
+	}
+	if s.Phase != "" {
+		p.Status.Phase = s.Phase
+		if p, err = e.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			e.T.Fatalf("update status of pod %s/%s: %v", ns, s.Name, err)
+		}
+	}
+	return p
+}
+
+// ExtraNamespace creates an extra namespace (deleted at cleanup) and returns its name.
+func (e *Env) ExtraNamespace(short string) string {
+	e.T.Helper()
+	name := e.Namespace + "-" + short
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelTest: e.Namespace}}}
+	if _, err := e.Admin.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+		e.T.Fatalf("create namespace %s: %v", name, err)
+	}
+	return name
+}
+
+// cleanup force-deletes this test's pods (no kubelet would finish a graceful
+// deletion), its nodes and its namespaces.
+func (e *Env) cleanup() {
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: e.NodeSelector()}
+	zero := int64(0)
+	force := metav1.DeleteOptions{GracePeriodSeconds: &zero}
+	if nss, err := e.Admin.CoreV1().Namespaces().List(ctx, sel); err == nil {
+		for _, ns := range nss.Items {
+			if pods, err := e.Admin.CoreV1().Pods(ns.Name).List(ctx, metav1.ListOptions{}); err == nil {
+				for _, p := range pods.Items {
+					_ = e.Admin.CoreV1().Pods(ns.Name).Delete(ctx, p.Name, force)
+				}
+			}
+			_ = e.Admin.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		}
+	}
+	if nodes, err := e.Admin.CoreV1().Nodes().List(ctx, sel); err == nil {
+		for _, n := range nodes.Items {
+			_ = e.Admin.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{})
+		}
+	}
+}
+
+// suffix is a short random DNS-safe string.
+func suffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return strings.ToLower(hex.EncodeToString(b[:]))
+}
