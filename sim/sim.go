@@ -22,12 +22,14 @@ const (
 	stTimeout                // killed at its limit
 	stCancelled              // cancelled (or dependency never satisfied)
 	stPreempted              // preempted with PreemptMode=cancel
+	stFailed                 // ended before its limit with a non-zero exit
 )
 
 var stateNames = [...]provisioner.JobState{
 	stFuture: provisioner.StatePending, stPending: provisioner.StatePending, stRunning: provisioner.StateRunning,
 	stCompleted: provisioner.StateCompleted, stTimeout: provisioner.StateTimeout,
 	stCancelled: provisioner.StateCancelled, stPreempted: provisioner.StatePreempted,
+	stFailed: provisioner.StateFailed,
 }
 
 // Dependency kinds.
@@ -55,7 +57,7 @@ type JobSpec struct {
 	Nodes     int           // nodes (≥ 1)
 	GPUs      int           // GPUs in total (spread evenly over the nodes)
 	CPUs      int           // CPUs in total (0: one per node)
-	Fail      bool          // ends FAILED-like (breaks afterok) — reported as COMPLETED with exit 1
+	Fail      bool          // ends FAILED (non-zero exit) unless it times out; breaks afterok
 	Depend    string        // "afterok:ID[:ID]", "afterany:ID", "singleton", comma-separated
 	Comment   string        // free text carried to snapshots
 }
@@ -722,6 +724,8 @@ func (s *Sim) handleEvent(ev event) {
 		sp := &s.specs[j]
 		if s.now-d.start >= sp.limit {
 			d.state = stTimeout
+		} else if sp.fail {
+			d.state = stFailed
 		} else {
 			d.state = stCompleted
 		}
@@ -823,7 +827,7 @@ func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
 		case stFuture, stPending, stRunning:
 			return false, false
 		}
-		if dp.kind == depAfterOK && (t.state != stCompleted || s.specs[dp.job].fail) {
+		if dp.kind == depAfterOK && t.state != stCompleted {
 			return false, true
 		}
 	}
