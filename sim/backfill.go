@@ -110,7 +110,7 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	member := st.partMember[part]
 	dl := pr.deltas[:0]
 	for _, r := range s.running {
-		sp := &s.specs[r]
+		sp := s.spec(r)
 		d := &s.dyns[r]
 		end := roundUp(d.start+sp.limit, res)
 		if end <= s.now {
@@ -218,7 +218,7 @@ func (s *Sim) backfill() {
 			break
 		}
 		tested++
-		sp := &s.specs[j]
+		sp := s.spec(j)
 		var p *stepProfile
 		if len(pr.parts) > int(sp.part) && pr.parts[sp.part].built {
 			p = &pr.parts[sp.part]

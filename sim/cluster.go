@@ -44,7 +44,7 @@ func (s *Sim) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 }
 
 func (s *Sim) snapJob(j int32) provisioner.Job {
-	sp, d := &s.specs[j], &s.dyns[j]
+	sp, d := s.spec(j), &s.dyns[j]
 	st := s.st
 	job := provisioner.Job{
 		ID: sp.id, Name: sp.name, User: s.users[sp.user], Account: st.acctOf(s, sp.assoc),
@@ -98,7 +98,7 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 		QOS: req.QOS, Submit: s.Now(), TimeLimit: req.TimeLimit, Nodes: nodes, GPUs: req.GPUs,
 		Depend: req.Dependency, Comment: req.Comment,
 	}
-	j := int32(len(s.specs))
+	j := int32(s.numJobs())
 	sp, err := s.makeSpec(js, j)
 	if err != nil {
 		s.submitted--
@@ -114,7 +114,7 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 	if err := s.setID(id, j); err != nil {
 		return "", err
 	}
-	s.specs = append(s.specs, sp)
+	s.extra = append(s.extra, sp)
 	s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
 	s.arrive(j)
 	return id, nil

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -147,12 +148,13 @@ type static struct {
 type Sim struct {
 	st *static
 
-	specs []spec // immutable per job (append-only; cap trimmed on Fork)
+	specs []spec // loaded jobs, immutable, shared by forks
+	extra []spec // jobs submitted through the Cluster seam (per fork)
 	dyns  []dyn
 
 	// name tables (append-only, cap-trimmed on Fork)
-	ids        map[string]int32 // shared read-only after a Fork; own copy made on first write
-	idsOwned   bool
+	ids        map[string]int32 // ids of loaded jobs (read-only once running; shared by forks)
+	extraIDs   map[string]int32 // ids of jobs submitted through the seam (per fork)
 	users      []string
 	userIdx    map[string]int32
 	assocs     []string // "account\x00user"
@@ -192,6 +194,16 @@ type Sim struct {
 	prof    profile
 	scratch []int32
 }
+
+// spec returns job j's immutable record.
+func (s *Sim) spec(j int32) *spec {
+	if int(j) < len(s.specs) {
+		return &s.specs[j]
+	}
+	return &s.extra[int(j)-len(s.specs)]
+}
+
+func (s *Sim) numJobs() int { return len(s.specs) + len(s.extra) }
 
 // ErrUnknownJob is returned for a job id the simulator does not hold.
 var ErrUnknownJob = errors.New("sim: unknown job")
@@ -314,7 +326,7 @@ func New(cfg Config) (*Sim, error) {
 		st.qosPreempt = append(st.qosPreempt, q.Preemptible)
 		st.qosRequeue = append(st.qosRequeue, strings.EqualFold(q.PreemptMode, "requeue"))
 	}
-	s := &Sim{st: st, ids: map[string]int32{}, idsOwned: true, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
+	s := &Sim{st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
 	s.nodeFreeG = slices.Clone(st.nodeGPUs)
 	s.nodeFreeC = slices.Clone(st.nodeCPUs)
 	s.nodeJobs = make([]int32, len(st.nodeGPUs))
@@ -399,24 +411,26 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 }
 
 func (s *Sim) setID(id string, j int32) error {
-	if _, dup := s.ids[id]; dup {
+	if _, dup := s.lookup(id); dup {
 		return fmt.Errorf("%w: duplicate job id %q", ErrConfig, id)
 	}
-	if !s.idsOwned {
-		m := make(map[string]int32, len(s.ids)+16)
-		for k, v := range s.ids {
-			m[k] = v
-		}
-		s.ids = m
-		s.idsOwned = true
+	if !s.started && len(s.extra) == 0 {
+		s.ids[id] = j // loading: the shared map is still private
+		return nil
 	}
-	s.ids[id] = j
+	if s.extraIDs == nil {
+		s.extraIDs = map[string]int32{}
+	}
+	s.extraIDs[id] = j
 	return nil
 }
 
 // lookup finds a job index by id.
 func (s *Sim) lookup(id string) (int32, bool) {
-	j, ok := s.ids[id]
+	if j, ok := s.ids[id]; ok {
+		return j, true
+	}
+	j, ok := s.extraIDs[id]
 	return j, ok
 }
 
@@ -517,7 +531,7 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 // time (stable, so equal submits keep their input order). Dependencies may
 // only name jobs loaded earlier in the same or a previous call.
 func (s *Sim) Load(jobs []JobSpec) error {
-	if s.started {
+	if s.started || len(s.extra) > 0 {
 		return errors.New("sim: Load after the run started (use Submit)")
 	}
 	order := make([]int, len(jobs))
@@ -558,8 +572,8 @@ func (s *Sim) start() {
 	}
 	s.started = true
 	t0 := s.now
-	if s.nTrace > 0 && (t0 == 0 || s.specs[0].submit < t0) {
-		t0 = s.specs[0].submit
+	if s.nTrace > 0 && (t0 == 0 || s.spec(0).submit < t0) {
+		t0 = s.spec(0).submit
 	}
 	s.now = t0
 	s.usageLast = t0
@@ -629,7 +643,7 @@ func (s *Sim) run(until int64) {
 		// 1. the next instant anything can happen
 		t := int64(never)
 		if s.cursor < s.nTrace {
-			t = s.specs[s.cursor].submit
+			t = s.spec(int32(s.cursor)).submit
 		}
 		if len(s.events) > 0 && s.events[0].t < t {
 			t = s.events[0].t
@@ -673,7 +687,7 @@ func (s *Sim) run(until int64) {
 			s.handleEvent(ev)
 		}
 		// 3. submits
-		for s.cursor < s.nTrace && s.specs[s.cursor].submit == t {
+		for s.cursor < s.nTrace && s.spec(int32(s.cursor)).submit == t {
 			s.arrive(int32(s.cursor))
 			s.cursor++
 		}
@@ -721,7 +735,7 @@ func (s *Sim) handleEvent(ev event) {
 	case stFuture: // delayed submit
 		s.arrive(j)
 	case stRunning:
-		sp := &s.specs[j]
+		sp := s.spec(j)
 		if s.now-d.start >= sp.limit {
 			d.state = stTimeout
 		} else if sp.fail {
@@ -741,7 +755,7 @@ func (s *Sim) arrive(j int32) {
 	}
 	d.state = stPending
 	d.elig = s.now
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	if len(sp.deps) > 0 || sp.singleton {
 		d.held = true
 		s.waiters = append(s.waiters, j)
@@ -765,7 +779,7 @@ func (s *Sim) finish(j int32) {
 }
 
 func (s *Sim) release(j int32) {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	d := &s.dyns[j]
 	// usage up to now (the rest was accrued at recalcs)
 	s.accrue(j, d)
@@ -820,7 +834,7 @@ func (s *Sim) checkWaiters() {
 }
 
 func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	for _, dp := range sp.deps {
 		t := &s.dyns[dp.job]
 		switch t.state {
@@ -834,7 +848,7 @@ func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
 	if sp.singleton {
 		for _, lst := range [][]int32{s.running, s.pending} {
 			for _, o := range lst {
-				if o != j && o < j && s.specs[o].user == sp.user && s.specs[o].name == sp.name {
+				if o != j && o < j && s.spec(o).user == sp.user && s.spec(o).name == sp.name {
 					return false, false
 				}
 			}
@@ -845,7 +859,7 @@ func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
 
 // accrue adds the usage of running job j since the last accounting instant.
 func (s *Sim) accrue(j int32, d *dyn) {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	from := max(d.start, s.usageLast)
 	if s.now <= from {
 		return
@@ -894,7 +908,7 @@ func (s *Sim) recalc() {
 // priority is Slurm's multifactor priority of pending job j at now.
 func (s *Sim) priority(j int32) float64 {
 	cfg := &s.st.cfg
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	d := &s.dyns[j]
 	p := 0.0
 	if cfg.PriorityWeightAge != 0 && !d.held {
@@ -954,7 +968,7 @@ func (s *Sim) sortPending() {
 
 // tryAlloc finds nodes for j now and, when found, starts it.
 func (s *Sim) tryAlloc(j int32) bool {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	st := s.st
 	excl := st.partExcl[sp.part]
 	need := int(sp.nodes)
@@ -1025,7 +1039,7 @@ func (s *Sim) mainPass() {
 		if d.state != stPending {
 			continue
 		}
-		sp := &s.specs[j]
+		sp := s.spec(j)
 		if d.held || isBlocked(sp.part) {
 			out = append(out, j)
 			continue
@@ -1053,14 +1067,14 @@ func (s *Sim) mainPass() {
 // tryPreempt frees nodes held by preemptible jobs for j, lowest priority
 // (latest start) first, and starts j when enough were freed.
 func (s *Sim) tryPreempt(j int32) bool {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	st := s.st
 	if st.qosPreempt[sp.qos] {
 		return false
 	}
 	var cand []int32
 	for _, r := range s.running {
-		rs := &s.specs[r]
+		rs := s.spec(r)
 		if st.qosPreempt[rs.qos] && st.partOverlap[sp.part] != nil {
 			for _, n := range s.allocPool[s.dyns[r].allocOff : s.dyns[r].allocOff+rs.nodes] {
 				if st.partMember[sp.part][n] {
@@ -1101,7 +1115,7 @@ func (s *Sim) tryPreempt(j int32) bool {
 }
 
 func (s *Sim) releaseNodesOnly(r int32) {
-	sp := &s.specs[r]
+	sp := s.spec(r)
 	for _, n := range s.allocPool[s.dyns[r].allocOff : s.dyns[r].allocOff+sp.nodes] {
 		s.nodeJobs[n]--
 		if s.st.partExcl[sp.part] {
@@ -1114,7 +1128,7 @@ func (s *Sim) releaseNodesOnly(r int32) {
 }
 
 func (s *Sim) fits(j int32) bool {
-	sp := &s.specs[j]
+	sp := s.spec(j)
 	excl := s.st.partExcl[sp.part]
 	c := 0
 	for _, n := range s.st.partNodes[sp.part] {
@@ -1135,7 +1149,7 @@ func (s *Sim) preempt(r int32) {
 	s.release(r)
 	s.running = remove(s.running, r)
 	d.gen++ // its end event is now stale
-	if s.st.qosRequeue[s.specs[r].qos] {
+	if s.st.qosRequeue[s.spec(r).qos] {
 		d.state = stPending
 		d.start, d.end = -1, -1
 		d.elig = s.now
@@ -1154,9 +1168,7 @@ func (s *Sim) preempt(r int32) {
 // changes is copied. Callbacks are kept; replace them with OnTick.
 func (s *Sim) Fork() *Sim {
 	c := *s
-	n := len(s.specs)
-	s.specs = s.specs[:n:n]
-	c.specs = s.specs
+	c.extra = slices.Clone(s.extra)
 	s.users = s.users[:len(s.users):len(s.users)]
 	c.users = s.users
 	s.assocs = s.assocs[:len(s.assocs):len(s.assocs)]
@@ -1165,7 +1177,7 @@ func (s *Sim) Fork() *Sim {
 	c.assocAcct = s.assocAcct
 	s.acctNames = s.acctNames[:len(s.acctNames):len(s.acctNames)]
 	c.acctNames = s.acctNames
-	s.idsOwned, c.idsOwned = false, false
+	c.extraIDs = maps.Clone(s.extraIDs)
 	s.namesOwned, c.namesOwned = false, false
 	c.dyns = slices.Clone(s.dyns)
 	c.events = slices.Clone(s.events)
@@ -1197,8 +1209,8 @@ type Result struct {
 
 // Results returns every job's outcome in load/submit order.
 func (s *Sim) Results() []Result {
-	out := make([]Result, len(s.specs))
-	for i := range s.specs {
+	out := make([]Result, s.numJobs())
+	for i := range out {
 		out[i] = s.result(int32(i))
 	}
 	return out
@@ -1214,7 +1226,7 @@ func (s *Sim) Result(id string) (Result, error) {
 }
 
 func (s *Sim) result(j int32) Result {
-	sp, d := &s.specs[j], &s.dyns[j]
+	sp, d := s.spec(j), &s.dyns[j]
 	r := Result{ID: sp.id, Submit: time.Unix(sp.submit, 0).UTC(), State: stateNames[d.state], Nodes: int(sp.nodes), Limit: time.Duration(sp.limit) * time.Second, Requeues: int(d.requeues)}
 	if d.start >= 0 {
 		r.Start = time.Unix(d.start, 0).UTC()
