@@ -64,6 +64,8 @@ type Config struct {
 	PriorityFavorSmall      bool          // PriorityFavorSmall
 
 	TickInterval time.Duration // decision-callback interval (default 10 min)
+	SchedLatency time.Duration // event-triggered main passes run after a latency uniform in [0, SchedLatency] whole seconds (0: at once)
+	Seed         uint64        // seed of the latency draws (the only randomness)
 }
 
 // Defaults returns Slurm 22.05's defaults (slurm.conf(5)) with no nodes.

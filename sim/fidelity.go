@@ -18,7 +18,7 @@ const (
 
 // HoldOptions tune hold detection.
 type HoldOptions struct {
-	Nodes    int           // cluster nodes (idle = Nodes − recorded busy)
+	Nodes    int           // usable nodes (idle = Nodes − recorded busy); capped at the most ever recorded busy at once
 	IdleHold time.Duration // an idle stretch this long while waiting marks a hold (default 1 h)
 	WarmUp   time.Duration // jobs submitted before the first recorded start + WarmUp are excluded (default 48 h)
 }
@@ -81,6 +81,13 @@ func Holds(jobs []traces.Job, o HoldOptions) (reason []string, eligible []time.T
 		}
 		ts = append(ts, e.t)
 		busy = append(busy, b)
+	}
+	maxBusy := 0
+	for _, x := range busy {
+		maxBusy = max(maxBusy, x)
+	}
+	if o.Nodes <= 0 || o.Nodes > maxBusy {
+		o.Nodes = maxBusy // nodes never seen busy together were down or reserved
 	}
 	idleHold := int64(o.IdleHold / time.Second)
 	// dependency bursts

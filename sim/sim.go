@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -181,6 +182,8 @@ type Sim struct {
 	nextCalc   int64
 	nextTick   int64
 	dirtyMain  bool
+	mainAt     int64    // when the event-triggered main pass runs (never if none due)
+	rng        rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
 	dirtyBF    bool
 	started    bool
 	watch      int32 // job whose start stops RunUntilStart, or -1
@@ -326,7 +329,7 @@ func New(cfg Config) (*Sim, error) {
 		st.qosPreempt = append(st.qosPreempt, q.Preemptible)
 		st.qosRequeue = append(st.qosRequeue, strings.EqualFold(q.PreemptMode, "requeue"))
 	}
-	s := &Sim{st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
+	s := &Sim{mainAt: never, rng: *rand.NewPCG(cfg.Seed, 0x6d6972616765), st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
 	s.nodeFreeG = slices.Clone(st.nodeGPUs)
 	s.nodeFreeC = slices.Clone(st.nodeCPUs)
 	s.nodeJobs = make([]int32, len(st.nodeGPUs))
@@ -634,7 +637,7 @@ func (s *Sim) run(until int64) {
 	schedEvery := int64(s.st.cfg.SchedInterval / time.Second)
 	nextProg := s.now
 	for {
-		if s.dirtyMain {
+		if s.dirtyMain && s.started && s.now >= s.due() {
 			s.mainPass() // a submit or cancel made between runs
 		}
 		if s.done() {
@@ -659,6 +662,9 @@ func (s *Sim) run(until int64) {
 		}
 		if s.tickFn != nil && s.nextTick < t {
 			t = s.nextTick
+		}
+		if s.dirtyMain && s.mainAt < t {
+			t = s.mainAt
 		}
 		if t == never {
 			return
@@ -705,7 +711,7 @@ func (s *Sim) run(until int64) {
 		if t == s.nextSched {
 			s.nextSched += schedEvery
 		}
-		if s.dirtyMain {
+		if s.dirtyMain && t >= s.due() {
 			s.mainPass()
 		}
 		// 7. backfill
@@ -723,6 +729,20 @@ func (s *Sim) run(until int64) {
 			return
 		}
 	}
+}
+
+// due returns when the event-triggered main pass runs: now plus a latency
+// drawn once per pass from [0, SchedLatency] (whole seconds), modelling
+// slurmctld's processing delay and the sub-second clock that sacct rounds.
+func (s *Sim) due() int64 {
+	if s.mainAt == never {
+		lat := int64(s.st.cfg.SchedLatency / time.Second)
+		s.mainAt = s.now
+		if lat > 0 {
+			s.mainAt += int64(s.rng.Uint64() % uint64(lat+1))
+		}
+	}
+	return s.mainAt
 }
 
 func (s *Sim) handleEvent(ev event) {
@@ -1021,6 +1041,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 // a preemptible QOS.
 func (s *Sim) mainPass() {
 	s.dirtyMain = false
+	s.mainAt = never
 	if len(s.pending) == 0 {
 		return
 	}
