@@ -332,3 +332,51 @@ func TestIntegrationLeastPrivilege(t *testing.T) {
 		t.Errorf("node gone: %v", err)
 	}
 }
+
+// Job mode: no Job controller runs here, so the test plays it: a pod owned by
+// the Job, with the job-name label. Snapshot reports it under the Job's id;
+// Evict deletes the Job (so nothing replaces the pod) and evicts the pod.
+func TestIntegrationEvictJob(t *testing.T) {
+	e := k8stest.New(t)
+	n1 := e.Node(k8stest.NodeSpec{Name: "n1", GPUs: 8})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := client(t, e, Config{Mode: ModeJob, Namespace: e.Namespace})
+	id, err := c.Submit(ctx, provisioner.SubmitRequest{Name: "borrowed", Account: "team-a", QOS: "preemptible", GPUs: 8, NodeList: []string{n1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := ParseRef(id)
+	job, err := e.Admin.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := e.Pod(k8stest.PodSpec{Name: ref.Name + "-x", Node: n1, GPUs: 8, Labels: map[string]string{
+		"batch.kubernetes.io/job-name": ref.Name, DefaultTeamLabel: "team-a", LabelBorrowed: "true"}})
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
+	if _, err := e.Admin.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := s.Job(id); j == nil || j.GPUs != 8 || j.Account != "team-a" {
+		t.Fatalf("snapshot job %s = %+v (jobs %+v)", id, j, s.Jobs)
+	}
+	res, err := c.Evict(ctx, id, 0, "owner needs its quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pods) != 1 || len(res.Forced) != 0 {
+		t.Errorf("result = %+v, want one pod evicted at once, none forced", res)
+	}
+	// Deleted with orphan propagation: the garbage collector (not running here)
+	// would remove the Job's "orphan" finalizer; until then it is Terminating.
+	if j, err := e.Admin.BatchV1().Jobs(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{}); err == nil && j.DeletionTimestamp == nil {
+		t.Errorf("job after evict is not being deleted: %+v", j.ObjectMeta)
+	}
+	if _, err := e.Admin.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("pod after evict: %v", err)
+	}
+}
