@@ -49,7 +49,7 @@ func (c *Client) classify(o op, err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded) && !isNetErr(err):
 		return fmt.Errorf("k8s: %s: %w", o, err)
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("k8s: %s: %w: user %q may not %s %s (grant it in the mirage ClusterRole, see scripts/k8s/rbac.yaml): %v",
+		return fmt.Errorf("k8s: %s: %w: user %q may not %s %s (grant it in the mirage ClusterRole, see scripts/k8s/rbac/): %v",
 			o, ErrForbidden, c.user(), o.verb, o.resource, apierrors.ReasonForError(err))
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("k8s: %s: %w by %s (check the token or client certificate in kubeconfig %s): %v",

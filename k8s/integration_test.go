@@ -146,7 +146,7 @@ func TestIntegrationDeploy(t *testing.T) {
 	if p.Spec.NodeName != n2 || p.Labels[DefaultTeamLabel] != "team-a" || p.Labels[LabelBorrowed] != "true" || p.Labels[LabelChain] != "c-42" {
 		t.Errorf("pod = node %q labels %v", p.Spec.NodeName, p.Labels)
 	}
-	// The Priority admission plugin resolved the class to its value (scripts/k8s/rbac.yaml).
+	// The Priority admission plugin resolved the class to its value (scripts/k8s/rbac/).
 	if p.Spec.PriorityClassName != "mirage-borrowed" || p.Spec.Priority == nil || *p.Spec.Priority != 100 {
 		t.Errorf("priority class %q priority %v", p.Spec.PriorityClassName, p.Spec.Priority)
 	}

@@ -6,7 +6,7 @@
 #
 # Writes, under ${MIRAGE_TEST_DIR:-/tmp/mirage-test}/k8s:
 #   admin.kubeconfig   system:masters (tests use it to create Nodes and Pods)
-#   mirage.kubeconfig  user "mirage", bound to the ClusterRole in scripts/k8s/rbac.yaml
+#   mirage.kubeconfig  user "mirage", bound to the ClusterRole in scripts/k8s/rbac/
 #   env.sh             exports MIRAGE_TEST_KUBECONFIG and MIRAGE_TEST_ADMIN_KUBECONFIG
 #
 # Idempotent: when the servers from a previous run are still up and ready it
@@ -40,6 +40,8 @@ tails() {
 fail() {
   log "FAILED: $*"
   tails
+  # Leave nothing half-started behind.
+  "$ROOT/scripts/k8s-down.sh" >/dev/null 2>&1 || true
   exit 1
 }
 
@@ -81,7 +83,7 @@ fi
 
 command -v "$ETCD" >/dev/null || fail "etcd not found: apt-get install etcd-server"
 command -v openssl >/dev/null || fail "openssl not found: apt-get install openssl"
-command -v kubectl >/dev/null || fail "kubectl not found (needed to apply scripts/k8s/rbac.yaml)"
+command -v curl >/dev/null || fail "curl not found: apt-get install curl"
 
 mkdir -p "$DIR"
 ENV="$DIR/env.sh"
@@ -185,7 +187,7 @@ until ready; do
 done
 log "kube-apiserver ready after $((SECONDS - t0)) s"
 
-# --- 6. kubeconfigs, RBAC, priority classes --------------------------------------
+# --- 6. kubeconfigs, RBAC, priority classes ---------------------------------
 kubeconfig() { # user token-file
   cat >"$DIR/$1.kubeconfig" <<EOF
 apiVersion: v1
@@ -211,21 +213,35 @@ EOF
 kubeconfig admin "$DIR/admin.token"
 kubeconfig mirage "$DIR/mirage.token"
 
-ok=
-for i in 1 2 3 4 5; do
-  if kubectl --kubeconfig "$DIR/admin.kubeconfig" apply -f "$ROOT/scripts/k8s/rbac.yaml" >"$DIR/rbac.log" 2>&1; then
-    ok=1
-    break
-  fi
-  sleep 1
+# Apply scripts/k8s/rbac/*.json with curl (no kubectl needed); 409 = already there.
+api() { # method path [curl args...] -> prints the HTTP status
+  local m=$1 p=$2
+  shift 2
+  curl -sS -o "$DIR/api.out" -w '%{http_code}' --max-time 10 --cacert "$PKI/ca.crt" -X "$m" "$@" \
+    "https://127.0.0.1:$PORT$p"
+}
+for f in "$ROOT"/scripts/k8s/rbac/*.json; do
+  case "$(basename "$f")" in
+    *-clusterrole.json) path=/apis/rbac.authorization.k8s.io/v1/clusterroles ;;
+    *-clusterrolebinding.json) path=/apis/rbac.authorization.k8s.io/v1/clusterrolebindings ;;
+    *-priorityclass-*.json) path=/apis/scheduling.k8s.io/v1/priorityclasses ;;
+    *) fail "don't know where to create $f" ;;
+  esac
+  code=$(api POST "$path" -H "Authorization: Bearer $(cat "$DIR/admin.token")" \
+    -H 'Content-Type: application/json' --data-binary "@$f") || true
+  case "$code" in
+    201 | 409) ;;
+    *) cat "$DIR/api.out" >&2; fail "creating $(basename "$f"): HTTP $code" ;;
+  esac
 done
-[ -n "$ok" ] || { cat "$DIR/rbac.log" >&2; fail "applying scripts/k8s/rbac.yaml"; }
 # The binding takes effect once the authorizer's informer sees it.
 for i in $(seq 1 50); do
-  [ "$(kubectl --kubeconfig "$DIR/mirage.kubeconfig" auth can-i list nodes 2>/dev/null)" = yes ] && break
-  [ "$i" = 50 ] && fail "RBAC for user mirage not effective after 10 s"
+  code=$(api GET /api/v1/nodes -H "Authorization: Bearer $(cat "$DIR/mirage.token")") || true
+  [ "$code" = 200 ] && break
+  [ "$i" = 50 ] && { cat "$DIR/api.out" >&2; fail "RBAC for user mirage not effective after 10 s (HTTP $code)"; }
   sleep 0.2
 done
+rm -f "$DIR/api.out"
 
 write_env
 log "ready: https://127.0.0.1:$PORT (etcd 127.0.0.1:$ETCD_PORT); source $ENV"

@@ -31,7 +31,7 @@ every bound, non-terminal pod; a pod's team comes from a namespace→team mappin
 or, failing that, from a pod label (default mirage.io/team). Borrowed work is
 labelled mirage.io/borrowed=true.
 
-mirage needs only the permissions in scripts/k8s/rbac.yaml.`,
+mirage needs only the permissions in scripts/k8s/rbac/.`,
 	}
 	cmd.AddCommand(newK8sInventoryCmd())
 	return cmd
