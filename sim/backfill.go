@@ -229,12 +229,8 @@ func (s *Sim) backfill() {
 		takeN, takeG := sp.nodes, sp.nodes*sp.gpn
 		if st.partExcl[sp.part] {
 			needN = sp.nodes
-			maxG := int32(0)
-			for _, n := range st.partNodes[sp.part] {
-				maxG = max(maxG, st.nodeGPUs[n])
-			}
 			needG = 0
-			takeG = sp.nodes * maxG
+			takeG = sp.nodes * st.partMaxG[sp.part]
 		}
 		dur := sp.limit
 		t0 := p.earliest(0, dur, needN, needG, windowEnd)

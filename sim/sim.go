@@ -137,6 +137,7 @@ type static struct {
 	partExcl    []bool
 	partFactor  []float64
 	partOverlap [][]int16
+	partMaxG    []int32
 	defPart     int16
 	qosNames    []string
 	qosFactor   []float64
@@ -176,6 +177,8 @@ type Sim struct {
 	nodeFreeC  []int32
 	nodeJobs   []int32
 	usage      []float64 // decayed usage per association (GPU- or node-seconds)
+	usageTotal float64   // sum of usage, as of the last recalc
+	acctUsers  []int32   // associations per account
 	usageLast  int64
 	nextSched  int64
 	nextBF     int64
@@ -290,6 +293,11 @@ func New(cfg Config) (*Sim, error) {
 		st.partMax = append(st.partMax, mx)
 		st.partDef = append(st.partDef, df)
 		st.partExcl = append(st.partExcl, p.Exclusive)
+		mg := int32(0)
+		for _, n := range nodes {
+			mg = max(mg, st.nodeGPUs[n])
+		}
+		st.partMaxG = append(st.partMaxG, mg)
 		f := 0.0
 		if maxPF > 0 {
 			f = float64(p.PriorityJobFactor) / float64(maxPF)
@@ -402,11 +410,13 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 		if !ok {
 			ac = int32(len(s.acctNames))
 			s.acctNames = append(s.acctNames, account)
+			s.acctUsers = append(s.acctUsers, 0)
 			s.userIdx["c\x00"+account] = ac
 		}
 		a = int32(len(s.assocs))
 		s.assocs = append(s.assocs, key)
 		s.assocAcct = append(s.assocAcct, ac)
+		s.acctUsers[ac]++
 		s.userIdx["a\x00"+key] = a
 		s.usage = append(s.usage, 0)
 	}
@@ -906,6 +916,10 @@ func (s *Sim) recalc() {
 			}
 		}
 		s.usageLast = s.now
+		s.usageTotal = 0
+		for _, u := range s.usage {
+			s.usageTotal += u
+		}
 	}
 	if len(s.pending) == 0 {
 		return
@@ -954,22 +968,12 @@ func (s *Sim) priority(j int32) float64 {
 // of all decayed usage, S its normalised shares (equal shares per account,
 // then per user within the account).
 func (s *Sim) fairshare(a int32) float64 {
-	total := 0.0
-	for _, u := range s.usage {
-		total += u
-	}
-	if total <= 0 {
+	if s.usageTotal <= 0 {
 		return 1
 	}
 	acct := s.assocAcct[a]
-	users := 0
-	for _, x := range s.assocAcct {
-		if x == acct {
-			users++
-		}
-	}
-	share := 1 / float64(len(s.acctNames)) / float64(users)
-	return math.Exp2(-(s.usage[a] / total) / share)
+	share := 1 / float64(len(s.acctNames)) / float64(s.acctUsers[acct])
+	return math.Exp2(-(s.usage[a] / s.usageTotal) / share)
 }
 
 // sortPending orders pending jobs by priority, then submit, then index.
@@ -1211,6 +1215,7 @@ func (s *Sim) Fork() *Sim {
 	c.nodeFreeC = slices.Clone(s.nodeFreeC)
 	c.nodeJobs = slices.Clone(s.nodeJobs)
 	c.usage = slices.Clone(s.usage)
+	c.acctUsers = slices.Clone(s.acctUsers)
 	c.prof = profile{}
 	c.scratch = nil
 	return &c
