@@ -12,17 +12,19 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// Resource and label names mirage reads and writes.
+// ResourceGPU is the extended resource of whole GPUs (NVIDIA device plugin).
+const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+
+// Label, annotation and resource-name prefixes mirage reads and writes.
 const (
-	ResourceGPU          corev1.ResourceName = "nvidia.com/gpu"         // whole GPUs (NVIDIA device plugin)
-	MIGPrefix                                = "nvidia.com/mig-"        // MIG slices, e.g. nvidia.com/mig-1g.5gb
-	LabelGPUProduct                          = "nvidia.com/gpu.product" // GPU product (GPU feature discovery)
-	DefaultTeamLabel                         = "mirage.io/team"         // pod label naming the team
-	LabelBorrowed                            = "mirage.io/borrowed"     // "true" on borrowed (preemptible) work
-	LabelChain                               = "mirage.io/chain"        // chain id of a segment
-	AnnotationComment                        = "mirage.io/comment"      // SubmitRequest.Comment, verbatim
-	AnnotationCheckpoint                     = "mirage.io/checkpoint-requested"
-	AnnotationSignal                         = "mirage.io/checkpoint-signal"
+	MIGPrefix            = "nvidia.com/mig-"                // MIG slices, e.g. nvidia.com/mig-1g.5gb
+	LabelGPUProduct      = "nvidia.com/gpu.product"         // GPU product (GPU feature discovery)
+	DefaultTeamLabel     = "mirage.io/team"                 // pod label naming the team
+	LabelBorrowed        = "mirage.io/borrowed"             // "true" on borrowed (preemptible) work
+	LabelChain           = "mirage.io/chain"                // chain id of a segment
+	AnnotationComment    = "mirage.io/comment"              // SubmitRequest.Comment, verbatim
+	AnnotationCheckpoint = "mirage.io/checkpoint-requested" // RFC 3339 time of the last checkpoint request
+	AnnotationSignal     = "mirage.io/checkpoint-signal"    // signal named in the last checkpoint request
 )
 
 // Mapping says how pods are attributed to teams.

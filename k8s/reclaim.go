@@ -306,3 +306,16 @@ func (c *Client) event(ctx context.Context, p *corev1.Pod, reason, msg string) {
 		slog.Warn("k8s: recording event failed", "pod", p.Namespace+"/"+p.Name, "reason", reason, "err", c.classify(op{"create", "events", p.Namespace}, err))
 	}
 }
+
+// Reclaim is the whole reclaim of one borrowed job: the checkpoint signal
+// (annotation and hook), then Evict with the grace period. A failed signal
+// (e.g. the hook is down) is returned joined with the eviction's outcome; the
+// eviction still runs, since the owner's quota must be freed either way.
+func (c *Client) Reclaim(ctx context.Context, jobID, signal string, grace time.Duration, reason string) (*EvictResult, error) {
+	sigErr := c.Signal(ctx, jobID, signal)
+	if errors.Is(sigErr, provisioner.ErrUnavailable) || errors.Is(sigErr, provisioner.ErrNotFound) || errors.Is(sigErr, ErrBadRef) {
+		return nil, sigErr
+	}
+	res, err := c.Evict(ctx, jobID, grace, reason)
+	return res, errors.Join(sigErr, err)
+}

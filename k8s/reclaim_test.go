@@ -137,3 +137,31 @@ func TestCancelJobDeletesJobAndPods(t *testing.T) {
 		t.Errorf("second cancel: %v", err)
 	}
 }
+
+func TestReclaimSignalsThenEvicts(t *testing.T) {
+	p := pod("ns", "victim").On("n1").GPUs(2).Borrowed().Obj()
+	cs := fake.NewClientset(&p)
+	var order []string
+	cs.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch {
+		case a.GetVerb() == "patch":
+			order = append(order, "signal")
+		case a.GetVerb() == "create" && a.GetSubresource() == "eviction":
+			order = append(order, "evict")
+			return true, nil, cs.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "ns", "victim")
+		}
+		return false, nil, nil
+	})
+	c := NewForClientset(cs, Config{Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
+	res, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "owner needs quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2 || order[0] != "signal" || order[1] != "evict" || len(res.Pods) != 1 {
+		t.Errorf("order = %v, result %+v", order, res)
+	}
+	// A missing job: nothing evicted, not found.
+	if _, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "again"); !errors.Is(err, provisioner.ErrNotFound) {
+		t.Errorf("missing: %v", err)
+	}
+}
