@@ -135,6 +135,7 @@ func (r *scriptRun) exec(t *testing.T, cmd string, args []string) string {
 		})
 		r.order = append(r.order, name)
 	case "run":
+		m = kvs(args)
 		if r.sim == nil {
 			s, err := New(r.cfg)
 			if err != nil {
