@@ -637,7 +637,7 @@ func (s *Sim) RunUntilStart(id string, deadline time.Time) (time.Time, error) {
 }
 
 func (s *Sim) done() bool {
-	return s.cursor >= s.nTrace && len(s.events) == 0 && len(s.running) == 0 && len(s.pending) == 0 && s.tickFn == nil
+	return s.cursor >= s.nTrace && len(s.events) == 0 && len(s.running) == 0 && len(s.pending) == 0
 }
 
 func (s *Sim) run(until int64) {
@@ -650,8 +650,8 @@ func (s *Sim) run(until int64) {
 		if s.dirtyMain && s.started && s.now >= s.due() {
 			s.mainPass() // a submit or cancel made between runs
 		}
-		if s.done() {
-			return
+		if s.done() && (s.tickFn == nil || until == never) {
+			return // nothing left (decision callbacks keep a bounded run going)
 		}
 		// 1. the next instant anything can happen
 		t := int64(never)

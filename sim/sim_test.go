@@ -235,3 +235,19 @@ func FuzzParseSlurmConf(f *testing.F) {
 		_, _ = ParseSlurmConf(strings.NewReader(s), Defaults())
 	})
 }
+
+func TestRunWithTickTerminates(t *testing.T) {
+	s := newLoaded(t, synthJobs(50, 9))
+	ticks := 0
+	s.OnTick(time.Hour, func(time.Time, provisioner.Cluster) { ticks++ })
+	s.Run(time.Time{}) // unbounded: must stop when the trace is done
+	if ticks == 0 {
+		t.Fatal("no decision callback ran")
+	}
+	// a bounded run keeps calling back on an empty cluster until the bound
+	before := ticks
+	s.Run(s.Now().Add(3 * time.Hour))
+	if ticks-before != 3 {
+		t.Fatalf("ticks in 3 idle hours = %d, want 3", ticks-before)
+	}
+}
