@@ -24,4 +24,26 @@
 //   - Sim implements provisioner.Cluster on its logical clock, so the same
 //     provisioner code runs against it and against real backends.
 //   - A Sim is not safe for concurrent use; fork one per goroutine.
+//
+// Modelling choices (simplifications of slurmctld, each deliberate):
+//   - Priorities are recomputed every PriorityCalcPeriod; a main pass runs
+//     on every event (submit, end, cancel, dependency release, priority
+//     reorder) after a latency drawn from [0, SchedLatency] whole seconds
+//     (the only randomness, seeded by Config.Seed); periodic passes that
+//     could not change anything are skipped, which is equivalent.
+//   - Fair-share is the classic factor 2^(−U/S): U the association's share
+//     of all usage (GPU-seconds, or node-seconds without GPUs) decayed with
+//     PriorityDecayHalfLife, S equal shares per account then per user.
+//   - Backfill plans on a per-partition step function of idle nodes and
+//     free GPUs. It is exact for homogeneous whole-node partitions; for
+//     GPU-granular partitions a planned start of "now" is checked against
+//     real placement, and a job that does not fit (fragmentation) is
+//     planned from the next step.
+//   - Preemption (PreemptType=preempt/qos): a job of a non-preemptible QOS
+//     that cannot start in the main pass preempts running jobs of
+//     preemptible QOS, latest-started first, only if that frees enough;
+//     requeued jobs run again from scratch with their original submit time.
+//   - A limit above the partition MaxTime is capped to it (Slurm would
+//     leave the job pending forever without EnforcePartLimits).
+//   - Nodes never fail; Signal is accepted and has no effect.
 package sim
