@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"time"
@@ -117,48 +118,40 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 			end = s.now + 1
 		}
 		var k int32
+		excl := st.partExcl[sp.part]
+		g := int32(0)
 		for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
 			if !member[n] {
 				continue
 			}
 			k++
-			if freeAt[n] < end {
+			if excl {
+				g += st.nodeGPUs[n]
+				freeAt[n] = -1 // a whole-node job: the node frees with it
+			} else if freeAt[n] < end {
 				freeAt[n] = end
 			}
 		}
 		if k == 0 {
 			continue
 		}
-		g := k * sp.gpn
-		if st.partExcl[sp.part] {
-			g = 0
-			for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
-				if member[n] {
-					g += st.nodeGPUs[n]
-				}
-			}
+		if excl {
+			dl = append(dl, delta{t: end, n: k, g: g})
+		} else {
+			dl = append(dl, delta{t: end, g: k * sp.gpn})
 		}
-		dl = append(dl, delta{t: end, g: g})
 	}
 	var n0, g0 int32
 	for _, n := range st.partNodes[part] {
 		g0 += s.nodeFreeG[n]
 		if s.nodeJobs[n] == 0 {
 			n0++
-		} else if freeAt[n] > 0 {
+		} else if freeAt[n] > 0 { // shared node: idle when its last job ends
 			dl = append(dl, delta{t: freeAt[n], n: 1})
 		}
 		freeAt[n] = 0
 	}
-	slices.SortFunc(dl, func(a, b delta) int {
-		if a.t < b.t {
-			return -1
-		}
-		if a.t > b.t {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(dl, func(a, b delta) int { return cmp.Compare(a.t, b.t) })
 	p.t = append(p.t, s.now)
 	p.n = append(p.n, n0)
 	p.g = append(p.g, g0)
@@ -250,6 +243,7 @@ func (s *Sim) backfill() {
 		d.est = t0
 		s.reserve(sp.part, t0, roundUp(t0+dur, res), takeN, takeG)
 	}
+	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
 		out := s.pending[:0]
 		for _, j := range s.pending {
