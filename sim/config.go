@@ -220,7 +220,7 @@ func ExpandHostlist(s string) ([]string, error) {
 			}
 			a, err1 := strconv.Atoi(lo)
 			b, err2 := strconv.Atoi(hi)
-			if err1 != nil || err2 != nil || b < a || b-a > 1<<20 {
+			if err1 != nil || err2 != nil || b < a || b-a+len(out) > 1<<20 {
 				return nil, fmt.Errorf("%w: hostlist range %q", ErrConfig, r)
 			}
 			for n := a; n <= b; n++ {
