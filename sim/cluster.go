@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -155,4 +157,32 @@ func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
 		return fmt.Errorf("sim: signal %s: %w", jobID, provisioner.ErrNotFound)
 	}
 	return nil
+}
+
+// History returns the jobs that started or finished at or after since, in
+// start order (what sacct would list), for policies' Observation.History.
+func (s *Sim) History(since time.Time) []provisioner.Job {
+	from := since.Unix()
+	var idx []int32
+	for j := range s.dyns {
+		d := &s.dyns[j]
+		if d.start >= 0 && (d.start >= from || d.end >= from || d.state == stRunning) {
+			idx = append(idx, int32(j))
+		}
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := cmp.Compare(s.dyns[a].start, s.dyns[b].start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	out := make([]provisioner.Job, len(idx))
+	for i, j := range idx {
+		out[i] = s.snapJob(j)
+		if d := &s.dyns[j]; d.state > stRunning {
+			out[i].Start = time.Unix(d.start, 0).UTC()
+			out[i].End = time.Unix(d.end, 0).UTC()
+		}
+	}
+	return out
 }

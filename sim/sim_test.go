@@ -251,3 +251,29 @@ func TestRunWithTickTerminates(t *testing.T) {
 		t.Fatalf("ticks in 3 idle hours = %d, want 3", ticks-before)
 	}
 }
+
+func TestHistory(t *testing.T) {
+	cfg := Defaults()
+	cfg.Nodes = []NodeConfig{{Name: "n1"}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Unix(1000, 0)
+	// one node: a 1000..1100, b 1100..1150, c 1150..1350 (runtimes below limits)
+	if err := s.Load([]JobSpec{
+		{ID: "a", Submit: t0, TimeLimit: time.Hour, Runtime: 100 * time.Second},
+		{ID: "b", Submit: t0, TimeLimit: time.Hour, Runtime: 50 * time.Second},
+		{ID: "c", Submit: t0, TimeLimit: time.Hour, Runtime: 200 * time.Second},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(time.Unix(1200, 0))
+	h := s.History(time.Unix(1120, 0)) // a ended before 1120: only b (ended 1150) and c (running)
+	if len(h) != 2 || h[0].ID != "b" || h[1].ID != "c" {
+		t.Fatalf("history = %+v", h)
+	}
+	if h[0].State != provisioner.StateCompleted || h[0].End.Unix() != 1150 || h[1].State != provisioner.StateRunning || h[1].Start.Unix() != 1150 {
+		t.Fatalf("history = %+v", h)
+	}
+}
