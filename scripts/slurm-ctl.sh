@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Stop or start one daemon of the loopback Slurm cluster, e.g. for the
+# controller-down test:  scripts/slurm-ctl.sh stop slurmctld; scripts/slurm-ctl.sh start slurmctld
+# Daemons: munged mariadb slurmdbd slurmctld slurmd (all four nodes).
+set -euo pipefail
+. "$(dirname "$0")/slurm/lib.sh"
+[ $# -eq 2 ] || { echo "usage: $0 stop|start munged|mariadb|slurmdbd|slurmctld|slurmd" >&2; exit 2; }
+[ -f "$STATE/db.pass" ] && DB_PASS="$(cat "$STATE/db.pass")"
+case "$1:$2" in
+  stop:munged) stop_pid "$STATE/run/munged.pid" munged ;;
+  start:munged) start_munge ;;
+  stop:mariadb) stop_pid "$STATE/mysql/run/mysqld.pid" mariadbd ;;
+  start:mariadb) start_mariadb ;;
+  stop:slurmdbd) stop_pid "$STATE/run/slurmdbd.pid" slurmdbd ;;
+  start:slurmdbd) start_slurmdbd ;;
+  stop:slurmctld) stop_pid "$STATE/run/slurmctld.pid" slurmctld ;;
+  start:slurmctld) start_slurmctld ;;
+  stop:slurmd) for n in $NODES; do stop_pid "$STATE/run/slurmd-$n.pid" "slurmd $n"; done ;;
+  start:slurmd) start_slurmds ;;
+  *) echo "usage: $0 stop|start munged|mariadb|slurmdbd|slurmctld|slurmd" >&2; exit 2 ;;
+esac

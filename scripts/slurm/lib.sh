@@ -1,0 +1,206 @@
+# Shared helpers for scripts/slurm-up.sh, slurm-down.sh and slurm-ctl.sh (sourced, not run).
+# Everything lives under $STATE; nothing is written to /etc.
+
+MIRAGE_TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
+STATE="${MIRAGE_SLURM_STATE:-$MIRAGE_TEST_DIR/slurm}"
+TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+CONF_DIR="$STATE/etc"
+SLURM_CONF="$CONF_DIR/slurm.conf"
+MUNGE_SOCK="$STATE/munge/munge.sock"
+MARIADB_SOCK="$STATE/mysql/run/mysqld.sock"
+MARIADB_PORT="${MIRAGE_SLURM_MARIADB_PORT:-13306}"
+SLURMDBD_PORT="${MIRAGE_SLURM_DBD_PORT:-16819}"
+SLURMCTLD_PORT="${MIRAGE_SLURM_CTLD_PORT:-16817}"
+SLURMD_BASE_PORT="${MIRAGE_SLURM_SLURMD_BASE_PORT:-16820}"
+SLURM_USER="$(id -un)"
+NODES="node1 node2 node3 node4"
+export SLURM_CONF MUNGE_SOCK STATE
+
+log() { echo "slurm: $*" >&2; }
+
+# tails prints the end of every log file under the state dir.
+tails() {
+  local f
+  for f in "$STATE"/log/*.log "$STATE"/mysql/*.err; do
+    [ -f "$f" ] || continue
+    echo "---- tail $f" >&2
+    tail -n 25 "$f" >&2
+  done
+}
+
+die() { log "ERROR: $*"; tails; exit 1; }
+
+# wait_for TIMEOUT_S DESCRIPTION CMD...: polls CMD every 0.2 s until it succeeds.
+wait_for() {
+  local timeout="$1" what="$2"; shift 2
+  local deadline=$(( $(date +%s) + timeout ))
+  while ! "$@" >/dev/null 2>&1; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      die "$what not ready after ${timeout}s"
+    fi
+    sleep 0.2
+  done
+}
+
+pid_alive() { # pidfile
+  [ -f "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null
+}
+
+# stop_pid PIDFILE NAME: SIGTERM, wait up to 15 s, then SIGKILL.
+stop_pid() {
+  local pf="$1" name="$2" pid i
+  [ -f "$pf" ] || return 0
+  pid="$(cat "$pf" 2>/dev/null || true)"
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for i in $(seq 1 75); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "$name (pid $pid) ignored SIGTERM; killing"
+      kill -KILL "$pid" 2>/dev/null || true
+    fi
+  fi
+  rm -f "$pf"
+}
+
+render() { # template output
+  # Only our variables are substituted.
+  DB_PASS="$DB_PASS" SLURM_USER="$SLURM_USER" STATE="$STATE" \
+  MARIADB_PORT="$MARIADB_PORT" SLURMDBD_PORT="$SLURMDBD_PORT" SLURMCTLD_PORT="$SLURMCTLD_PORT" \
+  SLURMD_PORT1=$((SLURMD_BASE_PORT+1)) SLURMD_PORT2=$((SLURMD_BASE_PORT+2)) \
+  SLURMD_PORT3=$((SLURMD_BASE_PORT+3)) SLURMD_PORT4=$((SLURMD_BASE_PORT+4)) \
+  envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${SLURMD_PORT1} ${SLURMD_PORT2} ${SLURMD_PORT3} ${SLURMD_PORT4}' \
+    < "$TEMPLATES/$1" > "$2"
+}
+
+write_config() {
+  mkdir -p "$CONF_DIR" "$STATE"/{log,run,ctld,spool,dev,munge,mysql/run}
+  [ -f "$STATE/db.pass" ] || (umask 077; od -An -N12 -tx1 /dev/urandom | tr -d ' \n' > "$STATE/db.pass")
+  DB_PASS="$(cat "$STATE/db.pass")"
+  render slurm.conf.in "$SLURM_CONF"
+  render gres.conf.in "$CONF_DIR/gres.conf"
+  render cgroup.conf.in "$CONF_DIR/cgroup.conf"
+  (umask 077; render slurmdbd.conf.in "$CONF_DIR/slurmdbd.conf")
+  chmod 600 "$CONF_DIR/slurmdbd.conf"
+  chmod 644 "$SLURM_CONF" "$CONF_DIR/gres.conf" "$CONF_DIR/cgroup.conf"
+  local i
+  for i in 0 1 2 3; do ln -sfn /dev/null "$STATE/dev/gpu$i"; done
+  for n in $NODES; do mkdir -p "$STATE/spool/$n"; done
+}
+
+munge_ok() { munge -S "$MUNGE_SOCK" -n </dev/null | unmunge -S "$MUNGE_SOCK" >/dev/null; }
+start_munge() {
+  if pid_alive "$STATE/run/munged.pid" && munge_ok >/dev/null 2>&1; then return 0; fi
+  stop_pid "$STATE/run/munged.pid" munged
+  [ -f "$STATE/munge/munge.key" ] || mungekey -c -k "$STATE/munge/munge.key" >/dev/null
+  chmod 755 "$STATE/munge"; chmod 600 "$STATE/munge/munge.key"
+  rm -f "$MUNGE_SOCK" "$MUNGE_SOCK.lock"
+  munged -f --key-file="$STATE/munge/munge.key" --socket="$MUNGE_SOCK" \
+    --pid-file="$STATE/run/munged.pid" --log-file="$STATE/log/munged.log" \
+    --seed-file="$STATE/munge/munged.seed" || die "munged failed to start"
+  wait_for 10 munged munge_ok
+}
+
+mysql_root() { mariadb --no-defaults -S "$MARIADB_SOCK" -u root "$@"; }
+mariadb_ok() { mariadb-admin --no-defaults -S "$MARIADB_SOCK" -u root ping; }
+start_mariadb() {
+  local d="$STATE/mysql"
+  if pid_alive "$d/run/mysqld.pid" && mariadb_ok >/dev/null 2>&1; then return 0; fi
+  stop_pid "$d/run/mysqld.pid" mariadbd
+  local dbuser=mysql
+  id mysql >/dev/null 2>&1 || dbuser="$(id -un)"
+  if [ ! -d "$d/data/mysql" ]; then
+    rm -rf "$d/data"; mkdir -p "$d/data"
+    chown -R "$dbuser" "$d"
+    mariadb-install-db --no-defaults --datadir="$d/data" --user="$dbuser" \
+      --auth-root-authentication-method=socket --skip-test-db >"$STATE/log/mariadb-install.log" 2>&1 \
+      || die "mariadb-install-db failed (see $STATE/log/mariadb-install.log)"
+  fi
+  chown -R "$dbuser" "$d"
+  rm -f "$MARIADB_SOCK"
+  nohup mariadbd --no-defaults --datadir="$d/data" --user="$dbuser" \
+    --socket="$MARIADB_SOCK" --port="$MARIADB_PORT" --bind-address=127.0.0.1 \
+    --pid-file="$d/run/mysqld.pid" --log-error="$d/mariadbd.err" \
+    --innodb-buffer-pool-size=64M --innodb-flush-log-at-trx-commit=0 --skip-name-resolve \
+    >/dev/null 2>&1 &
+  wait_for 30 mariadb mariadb_ok
+  mysql_root -e "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+    CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+    ALTER USER 'slurm'@'127.0.0.1' IDENTIFIED BY '$DB_PASS';
+    ALTER USER 'slurm'@'localhost' IDENTIFIED BY '$DB_PASS';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';
+    GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost';
+    FLUSH PRIVILEGES;" || die "creating the slurm database user failed"
+}
+
+slurmdbd_ok() { sacctmgr -n list cluster; }
+start_slurmdbd() {
+  if pid_alive "$STATE/run/slurmdbd.pid" && slurmdbd_ok >/dev/null 2>&1; then return 0; fi
+  stop_pid "$STATE/run/slurmdbd.pid" slurmdbd
+  slurmdbd || die "slurmdbd failed to start"
+  wait_for 30 slurmdbd slurmdbd_ok
+}
+
+# setup_accounting registers the cluster, accounts, QOS and the user (idempotent).
+setup_accounting() {
+  local u; u="$(id -un)"
+  sacctmgr -n list cluster format=cluster -P | grep -qx mirage || sacctmgr -i add cluster mirage >/dev/null
+  sacctmgr -n list qos format=name -P | grep -qx scavenger || \
+    sacctmgr -i add qos scavenger set Priority=0 PreemptMode=requeue >/dev/null
+  sacctmgr -i modify qos where name=normal set Preempt=scavenger Priority=10 >/dev/null || true
+  sacctmgr -n list account format=account -P | grep -qx teama || \
+    sacctmgr -i add account teama,teamb cluster=mirage Description=test Organization=mirage >/dev/null
+  sacctmgr -n list account format=account -P | grep -qx teamb || \
+    sacctmgr -i add account teamb cluster=mirage Description=test Organization=mirage >/dev/null
+  sacctmgr -n list assoc user="$u" format=account -P | grep -qx teamb || \
+    sacctmgr -i add user "$u" account=teama,teamb defaultaccount=teama cluster=mirage >/dev/null
+  sacctmgr -i modify user where name="$u" set qos=normal,scavenger defaultqos=normal >/dev/null || true
+  sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*scavenger' \
+    || die "accounting setup failed: user $u not associated with teamb/scavenger"
+}
+
+slurmctld_ok() { scontrol ping | grep -q 'is UP'; }
+start_slurmctld() {
+  if pid_alive "$STATE/run/slurmctld.pid" && slurmctld_ok >/dev/null 2>&1; then return 0; fi
+  stop_pid "$STATE/run/slurmctld.pid" slurmctld
+  slurmctld || die "slurmctld failed to start"
+  wait_for 30 slurmctld slurmctld_ok
+}
+
+nodes_idle() {
+  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$')" -eq 4 ]
+}
+start_slurmds() {
+  local n
+  for n in $NODES; do
+    pid_alive "$STATE/run/slurmd-$n.pid" && continue
+    slurmd -N "$n" || die "slurmd -N $n failed to start"
+  done
+  wait_for 30 "slurmd nodes" nodes_idle
+}
+
+stop_all() {
+  local n
+  stop_pid "$STATE/run/slurmctld.pid" slurmctld
+  for n in $NODES; do stop_pid "$STATE/run/slurmd-$n.pid" "slurmd $n"; done
+  stop_pid "$STATE/run/slurmdbd.pid" slurmdbd
+  stop_pid "$STATE/mysql/run/mysqld.pid" mariadbd
+  stop_pid "$STATE/run/munged.pid" munged
+}
+
+all_up() {
+  pid_alive "$STATE/run/munged.pid" && pid_alive "$STATE/mysql/run/mysqld.pid" &&
+  pid_alive "$STATE/run/slurmdbd.pid" && pid_alive "$STATE/run/slurmctld.pid" &&
+  for n in $NODES; do pid_alive "$STATE/run/slurmd-$n.pid" || return 1; done &&
+  munge_ok && slurmctld_ok && nodes_idle && slurmdbd_ok
+} >/dev/null 2>&1
+
+write_env() {
+  cat > "$STATE/env.sh" <<EOT
+# written by scripts/slurm-up.sh: the loopback Slurm cluster
+export SLURM_CONF=$SLURM_CONF
+export MIRAGE_TEST_SLURM_CONF=$SLURM_CONF
+EOT
+}
