@@ -66,15 +66,24 @@ stop_pid() {
 }
 
 render() { # template output
-  # Only our variables are substituted.
+  # Only our variables are substituted; the result replaces output only when
+  # it differs, and CONFIG_CHANGED records that a running daemon has stale config.
+  local tmp="$2.new.$$"
   DB_PASS="$DB_PASS" SLURM_USER="$SLURM_USER" STATE="$STATE" \
   MARIADB_PORT="$MARIADB_PORT" SLURMDBD_PORT="$SLURMDBD_PORT" SLURMCTLD_PORT="$SLURMCTLD_PORT" \
   SLURMD_PORT1=$((SLURMD_BASE_PORT+1)) SLURMD_PORT2=$((SLURMD_BASE_PORT+2)) \
   SLURMD_PORT3=$((SLURMD_BASE_PORT+3)) SLURMD_PORT4=$((SLURMD_BASE_PORT+4)) \
   envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${SLURMD_PORT1} ${SLURMD_PORT2} ${SLURMD_PORT3} ${SLURMD_PORT4}' \
-    < "$TEMPLATES/$1" > "$2"
+    < "$TEMPLATES/$1" > "$tmp" || { rm -f "$tmp"; die "rendering $1 failed"; }
+  if [ -f "$2" ] && cmp -s "$tmp" "$2"; then
+    rm -f "$tmp"
+    return 0
+  fi
+  [ -f "$2" ] && CONFIG_CHANGED=1
+  mv -f "$tmp" "$2"
 }
 
+CONFIG_CHANGED=0
 write_config() {
   mkdir -p "$CONF_DIR" "$STATE"/{log,run,ctld,spool,dev,munge,mysql/run}
   [ -f "$STATE/db.pass" ] || (umask 077; od -An -N12 -tx1 /dev/urandom | tr -d ' \n' > "$STATE/db.pass")
@@ -82,7 +91,8 @@ write_config() {
   render slurm.conf.in "$SLURM_CONF"
   render gres.conf.in "$CONF_DIR/gres.conf"
   render cgroup.conf.in "$CONF_DIR/cgroup.conf"
-  (umask 077; render slurmdbd.conf.in "$CONF_DIR/slurmdbd.conf")
+  local old_umask; old_umask="$(umask)"
+  umask 077; render slurmdbd.conf.in "$CONF_DIR/slurmdbd.conf"; umask "$old_umask"
   chmod 600 "$CONF_DIR/slurmdbd.conf"
   chmod 644 "$SLURM_CONF" "$CONF_DIR/gres.conf" "$CONF_DIR/cgroup.conf"
   local i
