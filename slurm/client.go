@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -160,7 +161,13 @@ type runOpts struct {
 	// treated as a failure of the command: classified and retried. Other
 	// errors are returned as they are.
 	check func(stdout []byte) error
+	// stderrErrors treats "error:" lines on stderr as a failure even when
+	// the command exits 0 (scancel does so for an unknown job id).
+	stderrErrors bool
 }
+
+// errExitZero marks a command that exited 0 but reported an error.
+var errExitZero = errors.New("exited 0 but reported an error")
 
 // run runs one command with the per-call timeout and the retry policy.
 func (c *Client) run(ctx context.Context, name string, args []string, o runOpts) ([]byte, error) {
@@ -175,6 +182,9 @@ func (c *Client) run(ctx context.Context, name string, args []string, o runOpts)
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		var jerr *JSONError
+		if err == nil && !timedOut && o.stderrErrors && bytes.Contains(stderr, []byte("error:")) {
+			err = errExitZero
+		}
 		if err == nil && !timedOut {
 			if o.check == nil {
 				return out, nil
@@ -449,13 +459,18 @@ func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (str
 	return ParseSbatch(out)
 }
 
-// Cancel implements provisioner.Cluster (`scancel ID`). Cancelling a job
-// that already ended succeeds; an unknown id wraps provisioner.ErrNotFound.
+// Cancel implements provisioner.Cluster (`scancel -v ID`). Cancelling a job
+// that already ended but that slurmctld still holds (MinJobAge) succeeds;
+// an id slurmctld does not know (never existed, or ended longer ago) gives
+// an error wrapping provisioner.ErrNotFound. (22.05's scancel exits 0 and
+// prints nothing for an unknown id; with -v it names the error on stderr,
+// which is what is read.) Callers that only want the job gone can treat
+// both as done.
 func (c *Client) Cancel(ctx context.Context, jobID string) error {
 	if err := validJobID(jobID); err != nil {
 		return err
 	}
-	_, err := c.run(ctx, "scancel", []string{jobID}, runOpts{})
+	_, err := c.run(ctx, "scancel", []string{"-v", jobID}, runOpts{stderrErrors: true})
 	if errors.Is(err, ErrJobFinished) {
 		return nil
 	}
@@ -465,8 +480,9 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 // Signal implements provisioner.Cluster (`scancel --signal=SIG --full ID` by
 // default; see Config.SignalScope). With --full the batch script and all its
 // steps receive the signal, so a script that traps it (trap ... USR1) can
-// checkpoint, and so can programs started with srun. A job that already
-// ended gives an error wrapping ErrJobFinished (and provisioner.ErrNotFound).
+// checkpoint, and so can programs started with srun. A job that is not
+// running any more gives an error wrapping provisioner.ErrNotFound
+// (ErrJobFinished while it is completing).
 func (c *Client) Signal(ctx context.Context, jobID string, signal string) error {
 	if err := validJobID(jobID); err != nil {
 		return err
@@ -482,7 +498,7 @@ func (c *Client) Signal(ctx context.Context, jobID string, signal string) error 
 	case SignalBatch:
 		args = append(args, "--batch")
 	}
-	_, err := c.run(ctx, "scancel", append(args, jobID), runOpts{})
+	_, err := c.run(ctx, "scancel", append(args, jobID), runOpts{stderrErrors: true})
 	return err
 }
 

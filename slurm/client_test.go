@@ -344,11 +344,11 @@ func TestSubmitBadRequestRunsNothing(t *testing.T) {
 
 func TestCancelAndSignal(t *testing.T) {
 	r := &fakeRunner{replies: map[string][]reply{"scancel": {
+		{stderr: "scancel: Terminating job 5"},
+		{stderr: "scancel: Terminating job 5\nscancel: error: Kill job error on job id 5: Job/step already completing or completed"}, // exit 0
 		{},
 		{stderr: "scancel: error: Kill job error on job id 5: Job/step already completing or completed", err: exitErr},
-		{},
-		{stderr: "scancel: error: Kill job error on job id 5: Job/step already completing or completed", err: exitErr},
-		{stderr: "scancel: error: Kill job error on job id 99999: Invalid job id specified", err: exitErr},
+		{stderr: "scancel: error: Kill job error on job id 99999: Invalid job id specified"}, // exit 0, as scancel does
 	}}}
 	c, _ := newTestClient(t, r, nil)
 	ctx := context.Background()
@@ -367,7 +367,7 @@ func TestCancelAndSignal(t *testing.T) {
 	if err := c.Cancel(ctx, "99999"); !errors.Is(err, provisioner.ErrNotFound) {
 		t.Errorf("cancel of an unknown job: %v, want ErrNotFound", err)
 	}
-	want := [][]string{{"5"}, {"5"}, {"--signal=USR1", "--full", "7_3"}, {"--signal=USR1", "--full", "5"}, {"99999"}}
+	want := [][]string{{"-v", "5"}, {"-v", "5"}, {"--signal=USR1", "--full", "7_3"}, {"--signal=USR1", "--full", "5"}, {"-v", "99999"}}
 	for i, w := range want {
 		if !slices.Equal(r.calls[i].args, w) {
 			t.Errorf("call %d: scancel %q, want %q", i, r.calls[i].args, w)
@@ -520,5 +520,49 @@ func TestAccountingRefusesBadWindow(t *testing.T) {
 	}
 	if _, err := c.Accounting(context.Background(), AccountingQuery{}); err == nil {
 		t.Error("accepted a window without a start (sacct would silently use midnight)")
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	// The real ExecRunner with a PATH holding no Slurm commands.
+	c, err := New(Config{Path: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Snapshot(context.Background())
+	if !errors.Is(err, ErrNotInstalled) || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrNotInstalled", err)
+	}
+	if !strings.Contains(err.Error(), "slurm-client") {
+		t.Errorf("message %q does not say what to install", err)
+	}
+}
+
+func TestExecRunnerPassesArgumentsVerbatim(t *testing.T) {
+	// /bin/echo through the real runner: one argument stays one argument and
+	// nothing in it is interpreted; SLURM_CONF, TZ and SLURM_TIME_FORMAT are
+	// set, SQUEUE_FORMAT is removed.
+	t.Setenv("SQUEUE_FORMAT", "%i")
+	r := &ExecRunner{SlurmConf: "/x/slurm.conf", TZ: "Europe/Berlin"}
+	arg := "$(touch pwned) `id`; echo \"q\" 'x' | cat"
+	out, _, err := r.Run(context.Background(), "/bin/echo", []string{arg})
+	if err != nil || strings.TrimSpace(string(out)) != arg {
+		t.Fatalf("echo printed %q, %v", out, err)
+	}
+	out, _, err = r.Run(context.Background(), "/usr/bin/env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(out)
+	for _, want := range []string{"SLURM_CONF=/x/slurm.conf\n", "TZ=Europe/Berlin\n", "SLURM_TIME_FORMAT=standard\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("environment lacks %q", want)
+		}
+	}
+	if strings.Contains(env, "SQUEUE_FORMAT") {
+		t.Error("SQUEUE_FORMAT reached the command")
+	}
+	if m, _ := filepath.Glob("pwned*"); len(m) > 0 {
+		t.Errorf("something ran: %v", m)
 	}
 }

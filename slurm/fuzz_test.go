@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -79,11 +80,26 @@ func sameOutcome[T any](t *testing.T, b []byte, parse func([]byte) (T, Version, 
 	}
 }
 
+// sameAsParallel fails when the two-goroutine reading of the job list
+// (forced on with minParallel 0) differs from the sequential one in any way.
+func sameAsParallel(t *testing.T, b []byte, parse func([]byte, int) ([]provisioner.Job, Version, error)) {
+	seq, v1, err1 := parse(b, math.MaxInt)
+	par, v2, err2 := parse(b, 0)
+	if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
+		t.Fatalf("errors differ: sequential %v, parallel %v", err1, err2)
+	}
+	if v1 != v2 || !reflect.DeepEqual(seq, par) {
+		t.Fatalf("results differ:\n%+v\n%+v", seq, par)
+	}
+}
+
 func FuzzParseSqueueJSON(f *testing.F) {
 	addSeeds(f, "squeue-", "fail-slurmctld-squeue")
 	f.Add([]byte(`{"meta":{"Slurm":{"version":{"major":22,"minor":5}}},"jobs":[{"job_id":1,"job_state":"RUNNING","nodes":"n[1-2]"}]}`))
+	f.Add([]byte(`{"meta":{"slurm":{"release":"24.05.1"}},"jobs":[{"job_id":1,"name":"a"},{"job_id":2,"name":"{\"job_id\":3}"},{"job_id":4},{"job_id":5}]}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameOutcome(t, b, ParseSqueueJSON)
+		sameAsParallel(t, b, parseSqueueJSON)
 		jobs, _, err := ParseSqueueJSON(b)
 		if err != nil {
 			return
@@ -106,6 +122,7 @@ func FuzzParseSacctJSON(f *testing.F) {
 	addSeeds(f, "sacct-")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sameOutcome(t, b, ParseSacctJSON)
+		sameAsParallel(t, b, parseSacctJSON)
 	})
 }
 

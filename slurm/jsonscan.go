@@ -18,25 +18,27 @@ import (
 // null reads as the zero value. It is stricter than nothing and looser than a
 // validator: skipped values are checked for balance and string syntax only.
 type scanner struct {
-	b []byte
-	i int
+	b      []byte
+	i      int
+	intern map[string]string // repeated values (users, partitions, states, TRES), see strIntern
 }
+
+// maxIntern bounds the intern table of one document.
+const maxIntern = 1 << 14
 
 // syntaxError reports malformed JSON at the current offset.
 func (s *scanner) errorf(format string, args ...any) error {
 	return fmt.Errorf("JSON offset %d: %s", s.i, fmt.Sprintf(format, args...))
 }
 
-// ws skips white space.
+// ws skips white space (a tight loop on locals: pretty-printed Slurm output
+// is about a third indentation).
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\n', '\t', '\r':
-			s.i++
-		default:
-			return
-		}
+	b, i := s.b, s.i
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
 	}
+	s.i = i
 }
 
 // peek returns the next non-space byte without consuming it (0 at the end).
@@ -157,43 +159,64 @@ func (s *scanner) rawKey() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !esc && utf8.Valid(raw) {
+	if !esc {
+		// Keys are only compared with ASCII names: invalid UTF-8 (which
+		// encoding/json would replace) cannot match either way.
 		return raw, nil
 	}
 	return []byte(unescape(raw)), nil
 }
 
 // rawString consumes a string and returns its undecoded contents and whether
-// they hold escapes.
+// they hold escapes. It does not reject control characters: values that are
+// kept are checked by checkString, skipped ones need not be.
 func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
-	s.i++ // opening quote
-	start := s.i
-	for {
-		j := bytes.IndexByte(s.b[s.i:], '"')
-		if j < 0 {
-			s.i = len(s.b)
-			return nil, false, s.errorf("unterminated string")
-		}
-		end := s.i + j
-		// Count the backslashes before the quote: odd means escaped.
-		n := 0
-		for k := end - 1; k >= start && s.b[k] == '\\'; k-- {
-			n++
-		}
-		s.i = end + 1
-		if n%2 == 0 {
-			raw = s.b[start:end]
-			if bytes.IndexByte(raw, '\\') >= 0 {
-				escaped = true
-			}
-			for _, c := range raw {
-				if c < 0x20 {
-					return nil, false, s.errorf("control character in string")
-				}
-			}
-			return raw, escaped, nil
+	b := s.b
+	start := s.i + 1 // after the opening quote
+	i := start
+	// Short strings (most keys and values) end within a few bytes: a plain
+	// loop beats IndexByte's setup there; longer ones continue with it.
+	for lim := min(len(b), start+24); i < lim; i++ {
+		switch b[i] {
+		case '"':
+			s.i = i + 1
+			return b[start:i], escaped, nil
+		case '\\':
+			escaped = true
+			i++ // skip the escaped byte
 		}
 	}
+	for i < len(b) {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			break
+		}
+		end := i + j
+		// Count the backslashes before the quote: odd means escaped.
+		n := 0
+		for k := end - 1; k >= start && b[k] == '\\'; k-- {
+			n++
+		}
+		if n%2 == 0 {
+			s.i = end + 1
+			raw = b[start:end]
+			return raw, escaped || bytes.IndexByte(raw, '\\') >= 0, nil
+		}
+		escaped = true
+		i = end + 1
+	}
+	s.i = len(b)
+	return nil, false, s.errorf("unterminated string")
+}
+
+// checkString rejects control characters in a kept string (as encoding/json does).
+func (s *scanner) checkString(raw []byte) error {
+	for _, c := range raw {
+		if c < 0x20 {
+			return s.errorf("control character in string")
+		}
+	}
+	return nil
 }
 
 // str reads a string; null and other scalars read as "" (numbers keep their text).
@@ -201,6 +224,9 @@ func (s *scanner) str() (string, error) {
 	switch c := s.peek(); {
 	case c == '"':
 		raw, esc, err := s.rawString()
+		if err == nil {
+			err = s.checkString(raw)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -218,11 +244,43 @@ func (s *scanner) str() (string, error) {
 	}
 }
 
+// strIntern is str for values that repeat across records (users,
+// partitions, states, TRES strings): equal values share one string, which
+// saves most allocations on large documents.
+func (s *scanner) strIntern() (string, error) {
+	if s.peek() != '"' {
+		return s.str()
+	}
+	save := s.i
+	raw, esc, err := s.rawString()
+	if err != nil {
+		return "", err
+	}
+	if esc || !utf8.Valid(raw) {
+		s.i = save
+		return s.str()
+	}
+	if err := s.checkString(raw); err != nil {
+		return "", err
+	}
+	if v, ok := s.intern[string(raw)]; ok {
+		return v, nil
+	}
+	v := string(raw)
+	if s.intern == nil {
+		s.intern = map[string]string{}
+	}
+	if len(s.intern) < maxIntern {
+		s.intern[v] = v
+	}
+	return v, nil
+}
+
 // strs reads a string or an array of strings (Slurm 23.x+ turned several
 // strings into arrays); null is nil. Non-string elements are skipped.
 func (s *scanner) strs() ([]string, error) {
 	if s.peek() != '[' {
-		v, err := s.str()
+		v, err := s.strIntern()
 		if err != nil || v == "" {
 			return nil, err
 		}
@@ -233,7 +291,7 @@ func (s *scanner) strs() ([]string, error) {
 		if s.peek() != '"' {
 			return s.skip()
 		}
-		v, err := s.str()
+		v, err := s.strIntern()
 		out = append(out, v)
 		return err
 	})
@@ -285,6 +343,9 @@ func (s *scanner) num() (flexNum, error) {
 		return out, err
 	case c == '"':
 		raw, esc, err := s.rawString()
+		if err == nil {
+			err = s.checkString(raw)
+		}
 		if err != nil {
 			return flexNum{}, err
 		}

@@ -67,15 +67,15 @@ func readSacctJob(s *scanner, r *sacctRec) error {
 		case "name":
 			r.Name, err = s.str()
 		case "user":
-			r.User, err = s.str()
+			r.User, err = s.strIntern()
 		case "account":
-			r.Account, err = s.str()
+			r.Account, err = s.strIntern()
 		case "partition":
-			r.Partition, err = s.str()
+			r.Partition, err = s.strIntern()
 		case "qos":
-			r.QOS, err = s.str()
+			r.QOS, err = s.strIntern()
 		case "nodes":
-			r.Nodes, err = s.str()
+			r.Nodes, err = s.strIntern()
 		case "allocation_nodes":
 			r.AllocNodes, err = s.num()
 		case "priority":
@@ -208,33 +208,27 @@ func readSacctJob(s *scanner, r *sacctRec) error {
 // project's test cluster: the job's exit code is always reported as 0 and the
 // comment as null. History therefore reads `sacct --parsable2` on 22.05.
 func ParseSacctJSON(b []byte) ([]provisioner.Job, Version, error) {
+	return parseSacctJSON(b, parallelMin)
+}
+
+// parseSacctJSON is ParseSacctJSON reading lists of minParallel bytes or more with two goroutines.
+func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, Version, error) {
 	var out []provisioner.Job
 	found := false
-	var rec sacctRec
-	var hb *hostBudget
 	v, err := parseDoc("sacct --json", b, func(s *scanner, key []byte) error {
 		if string(key) != "jobs" {
 			return s.skip()
 		}
 		found = true
-		out, hb = out[:0], newHostBudget()
-		return s.array(func() error {
-			if err := readSacctJob(s, &rec); err != nil {
-				return err
-			}
-			j, err := rec.job(hb)
-			out = append(out, j)
-			return err
-		})
+		var err error
+		out, err = readJobList(s, newHostBudget(), minParallel, readSacctJob, (*sacctRec).job)
+		return err
 	})
 	if err != nil {
 		return nil, v, err
 	}
 	if !found {
 		return nil, v, missingField("sacct --json", "jobs", v)
-	}
-	if out == nil {
-		out = []provisioner.Job{}
 	}
 	return out, v, nil
 }

@@ -102,17 +102,17 @@ func readSqueueJob(s *scanner, r *squeueRec) error {
 		case "name":
 			r.Name, err = s.str()
 		case "user_name":
-			r.User, err = s.str()
+			r.User, err = s.strIntern()
 		case "account":
-			r.Account, err = s.str()
+			r.Account, err = s.strIntern()
 		case "partition":
-			r.Partition, err = s.str()
+			r.Partition, err = s.strIntern()
 		case "qos":
-			r.QOS, err = s.str()
+			r.QOS, err = s.strIntern()
 		case "job_state":
 			r.States, err = s.strs()
 		case "state_reason":
-			r.Reason, err = s.str()
+			r.Reason, err = s.strIntern()
 		case "submit_time":
 			r.Submit, err = s.num()
 		case "eligible_time":
@@ -130,17 +130,17 @@ func readSqueueJob(s *scanner, r *squeueRec) error {
 		case "comment":
 			r.Comment, err = s.str()
 		case "nodes":
-			r.Nodes, err = s.str()
+			r.Nodes, err = s.strIntern()
 		case "dependency":
 			r.Dependency, err = s.str()
 		case "tres_req_str":
-			r.TresReq, err = s.str()
+			r.TresReq, err = s.strIntern()
 		case "tres_alloc_str":
-			r.TresAlloc, err = s.str()
+			r.TresAlloc, err = s.strIntern()
 		case "tres_per_node":
-			r.TresPerNode, err = s.str()
+			r.TresPerNode, err = s.strIntern()
 		case "tres_per_job":
-			r.TresPerJob, err = s.str()
+			r.TresPerJob, err = s.strIntern()
 		case "exit_code":
 			err = r.Exit.read(s)
 		default:
@@ -158,33 +158,27 @@ func readSqueueJob(s *scanner, r *squeueRec) error {
 // are included. A document without a version, older than 22.05, or without a
 // "jobs" list is an error wrapping ErrUnsupportedVersion.
 func ParseSqueueJSON(b []byte) ([]provisioner.Job, Version, error) {
+	return parseSqueueJSON(b, parallelMin)
+}
+
+// parseSqueueJSON is ParseSqueueJSON reading lists of minParallel bytes or more with two goroutines.
+func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, Version, error) {
 	var out []provisioner.Job
 	found := false
-	var rec squeueRec
-	var hb *hostBudget
 	v, err := parseDoc("squeue --json", b, func(s *scanner, key []byte) error {
 		if string(key) != "jobs" {
 			return s.skip()
 		}
 		found = true
-		out, hb = out[:0], newHostBudget()
-		return s.array(func() error {
-			if err := readSqueueJob(s, &rec); err != nil {
-				return err
-			}
-			j, err := rec.job(hb)
-			out = append(out, j)
-			return err
-		})
+		var err error
+		out, err = readJobList(s, newHostBudget(), minParallel, readSqueueJob, (*squeueRec).job)
+		return err
 	})
 	if err != nil {
 		return nil, v, err
 	}
 	if !found {
 		return nil, v, missingField("squeue --json", "jobs", v)
-	}
-	if out == nil {
-		out = []provisioner.Job{}
 	}
 	return out, v, nil
 }
@@ -263,4 +257,50 @@ func jobID(id, arrayJob, arrayTask flexNum, taskString string) string {
 		}
 	}
 	return strconv.FormatInt(id.N, 10)
+}
+
+// jobChunks collects jobs in fixed-size blocks and copies them once into an
+// exact slice: growing one slice of 50,000 jobs by appending would copy
+// (and clear) it many times over.
+type jobChunks struct {
+	full []([]provisioner.Job)
+	cur  []provisioner.Job
+	n    int
+}
+
+const jobChunk = 2048
+
+// next returns a pointer to a new zero job.
+func (c *jobChunks) next() *provisioner.Job {
+	if len(c.cur) == cap(c.cur) {
+		if c.cur != nil {
+			c.full = append(c.full, c.cur)
+		}
+		c.cur = make([]provisioner.Job, 0, jobChunk)
+	}
+	c.cur = c.cur[:len(c.cur)+1]
+	c.n++
+	return &c.cur[len(c.cur)-1]
+}
+
+// appendAll moves the jobs of d after those of c.
+func (c *jobChunks) appendAll(d *jobChunks) {
+	if c.cur != nil {
+		c.full = append(c.full, c.cur)
+	}
+	c.full = append(c.full, d.full...)
+	c.cur = d.cur
+	c.n += d.n
+}
+
+// all returns the jobs in order (an empty, non-nil slice when there are none).
+func (c *jobChunks) all() []provisioner.Job {
+	if len(c.full) == 0 && c.cur != nil {
+		return c.cur
+	}
+	out := make([]provisioner.Job, 0, c.n)
+	for _, b := range c.full {
+		out = append(out, b...)
+	}
+	return append(out, c.cur...)
 }
