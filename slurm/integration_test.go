@@ -473,4 +473,3 @@ func TestIntegrationInventory(t *testing.T) {
 		t.Errorf("scontrol of an unknown job: %v, want ErrNotFound", err)
 	}
 }
-
