@@ -58,8 +58,12 @@ func Step(in *StepInput) *Plan {
 		if cr.Chain.State != ChainActive {
 			continue
 		}
-		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), changed: map[segKey]bool{}, now: in.Now}
+		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now}
 		sortSegments(w.segs)
+		w.orig = make(map[segKey]Segment, len(w.segs))
+		for _, s := range w.segs {
+			w.orig[segKey{s.Index, s.Attempt}] = s
+		}
 		w.reconcile(idx, in.HistoryOK) // step 1
 		ctx.decide(w)                  // steps 2–6
 		plan.Ops = append(plan.Ops, w.ops...)

@@ -87,12 +87,12 @@ type segKey struct{ index, attempt int }
 
 // chainWork is one chain's state during a step.
 type chainWork struct {
-	chain   Chain
-	segs    []Segment       // by (index, attempt)
-	changed map[segKey]bool // segments updated in this step
-	ops     []Op            // bookkeeping ops decided so far
-	tail    []Op            // cancels and submits, after the bookkeeping
-	now     time.Time
+	chain Chain
+	segs  []Segment          // by (index, attempt)
+	orig  map[segKey]Segment // segments as stored before this step
+	ops   []Op               // bookkeeping ops decided so far
+	tail  []Op               // cancels and submits, after the bookkeeping
+	now   time.Time
 }
 
 func (w *chainWork) event(kind EventKind, s *Segment, detail string, value float64) {
@@ -114,7 +114,6 @@ func (w *chainWork) record(d DecisionRecord) {
 func (w *chainWork) putSegment(s *Segment) {
 	c := *s
 	w.ops = append(w.ops, Op{Kind: OpPutSegment, Segment: &c})
-	w.changed[segKey{s.Index, s.Attempt}] = true
 }
 
 func (w *chainWork) find(index, attempt int) int {
@@ -210,8 +209,8 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
 		if succ.Start.IsZero() || pred.End.IsZero() || !pred.State.Finished() {
 			continue
 		}
-		if !w.changed[segKey{succ.Index, succ.Attempt}] && !w.changed[segKey{pred.Index, pred.Attempt}] {
-			continue
+		if w.knewGap(succ, pred) {
+			continue // recorded when it became known
 		}
 		gap := succ.Start.Sub(pred.End)
 		kind := "interruption"
@@ -220,6 +219,14 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
 		}
 		w.event(EventGap, succ, fmt.Sprintf("segment %d started %s after segment %d ended (%s)", succ.Index, fmtSigned(gap), pred.Index, kind), gap.Seconds())
 	}
+}
+
+// knewGap reports whether the stored state (before this step) already
+// held both the successor's start and the predecessor's end.
+func (w *chainWork) knewGap(succ, pred *Segment) bool {
+	os, okS := w.orig[segKey{succ.Index, succ.Attempt}]
+	op, okP := w.orig[segKey{pred.Index, pred.Attempt}]
+	return okS && okP && !os.Start.IsZero() && !op.End.IsZero() && op.State.Finished()
 }
 
 // final returns the last attempt of segment index, or nil.
