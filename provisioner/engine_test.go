@@ -23,16 +23,15 @@ func (b *jb) tag(chain string, seg, att int) *jb {
 	b.j.Comment = MustTag(chain, seg, att)
 	return b
 }
-func (b *jb) state(s JobState) *jb      { b.j.State = s; return b }
-func (b *jb) submit(t time.Time) *jb    { b.j.Submit = t; return b }
-func (b *jb) start(t time.Time) *jb     { b.j.Start = t; return b }
-func (b *jb) end(t time.Time) *jb       { b.j.End = t; return b }
-func (b *jb) exit(c int) *jb            { b.j.ExitCode = c; return b }
-func (b *jb) est(t time.Time) *jb       { b.j.EstStart = t; return b }
-func (b *jb) limit(d time.Duration) *jb { b.j.TimeLimit = d; return b }
-func (b *jb) shape(n, g int) *jb        { b.j.Nodes, b.j.GPUs = n, g; return b }
-func (b *jb) partition(p string) *jb    { b.j.Partition = p; return b }
-func (b *jb) build() Job                { return b.j }
+func (b *jb) state(s JobState) *jb   { b.j.State = s; return b }
+func (b *jb) submit(t time.Time) *jb { b.j.Submit = t; return b }
+func (b *jb) start(t time.Time) *jb  { b.j.Start = t; return b }
+func (b *jb) end(t time.Time) *jb    { b.j.End = t; return b }
+func (b *jb) exit(c int) *jb         { b.j.ExitCode = c; return b }
+func (b *jb) est(t time.Time) *jb    { b.j.EstStart = t; return b }
+func (b *jb) shape(n, g int) *jb     { b.j.Nodes, b.j.GPUs = n, g; return b }
+func (b *jb) partition(p string) *jb { b.j.Partition = p; return b }
+func (b *jb) build() Job             { return b.j }
 func jobs(bs ...*jb) (out []Job) {
 	for _, b := range bs {
 		out = append(out, b.j)
