@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,7 +44,10 @@ func mirageBinary(t *testing.T) string {
 			return
 		}
 		e2eBin = filepath.Join(dir, "mirage")
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			goTool = "/usr/local/go/bin/go"
+		}
 		cmd := exec.Command(goTool, "build", "-tags", "libsqlite3", "-o", e2eBin, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e2eBinErr = fmt.Errorf("go build: %v\n%s", err, out)
