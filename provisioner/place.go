@@ -15,10 +15,10 @@ const MilliGPU = 1000
 
 // Errors of the placement.
 var (
-	ErrBadDemand   = errors.New("invalid resource demand")       // a demand that no cluster could satisfy as stated
-	ErrUnknownNode = errors.New("unknown node")                  // a node list or exclusion names a node the cluster does not have
-	ErrBadPolicy   = errors.New("unknown placement policy")      // not first-fit, best-fit, spread or frag-aware
-	ErrJobTooLarge = errors.New("job larger than any node")      // no node could ever hold the per-node demand
+	ErrBadDemand   = errors.New("invalid resource demand")      // a demand that no cluster could satisfy as stated
+	ErrUnknownNode = errors.New("unknown node")                 // a node list or exclusion names a node the cluster does not have
+	ErrBadPolicy   = errors.New("unknown placement policy")     // not first-fit, best-fit, spread or frag-aware
+	ErrJobTooLarge = errors.New("job larger than any node")     // no node could ever hold the per-node demand
 	ErrNoPlacement = errors.New("no node can take the job now") // every node was filtered out
 )
 
@@ -374,13 +374,13 @@ func ParsePlacePolicy(s string) (PlacePolicy, error) {
 // Filter reasons: the constant string recorded for every node a placement
 // rejects, checked in this order.
 const (
-	ReasonNotListed      = "not in the node list"   // a node list was given and the node is not in it
-	ReasonExcluded       = "excluded"               // the node is in the exclusion list
-	ReasonNotSchedulable = "not schedulable"        // drained (cordoned), down (not ready) or reserved
-	ReasonGPUType        = "GPU type not allowed"   // the node's GPU type is not among the allowed ones
-	ReasonTooSmall       = "fewer GPUs than asked"  // the node's capacity is below the per-node demand
-	ReasonGPUs           = "not enough free GPUs"   // capacity suffices, free GPUs do not
-	ReasonCPUs           = "not enough free CPUs"   // GPUs suffice, free CPUs do not
+	ReasonNotListed      = "not in the node list"    // a node list was given and the node is not in it
+	ReasonExcluded       = "excluded"                // the node is in the exclusion list
+	ReasonNotSchedulable = "not schedulable"         // drained (cordoned), down (not ready) or reserved
+	ReasonGPUType        = "GPU type not allowed"    // the node's GPU type is not among the allowed ones
+	ReasonTooSmall       = "fewer GPUs than asked"   // the node's capacity is below the per-node demand
+	ReasonGPUs           = "not enough free GPUs"    // capacity suffices, free GPUs do not
+	ReasonCPUs           = "not enough free CPUs"    // GPUs suffice, free CPUs do not
 	ReasonNotChosen      = "ranked below the chosen" // passed the filter, lost on score (explanations only)
 )
 
