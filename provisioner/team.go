@@ -133,7 +133,7 @@ func ParseTeamConfig(data []byte, name string) (TeamConfig, error) {
 // normalize fills defaults and checks the file on its own.
 func (c *TeamConfig) normalize() error {
 	if len(c.Teams) == 0 {
-		return errors.New("no teams: list at least one under teams:")
+		return errors.New("no teams: list at least one under \"teams\"")
 	}
 	seen := map[string]bool{}
 	for i, t := range c.Teams {
