@@ -460,6 +460,7 @@ type DecideInput struct {
 	Request     *SubmitRequest       // the submission; Decide rewrites QOS and hints on it
 	History     []Job                // recently started or finished jobs (for the job-size mix); may be empty
 	Checkpoints map[string]time.Time // last checkpoint per job id, for reclaim's progress criterion
+	Explain     bool                 // record every candidate and rejected node in the placements (dry runs)
 }
 
 // Decide is the team rules' decision for one submission, step by step:
@@ -512,7 +513,7 @@ func (r *TeamRules) Decide(in DecideInput) (*TeamDecision, error) {
 		MixOptions{PriorJobs: r.cfg.Placement.PriorJobs})
 	dec := &TeamDecision{Team: q.Name, Demand: d, Mix: mix}
 	policy := r.cfg.Placement.Policy
-	opts := PlaceOptions{NodeList: req.NodeList, Exclude: req.Exclude, Mix: &mix}
+	opts := PlaceOptions{NodeList: req.NodeList, Exclude: req.Exclude, Mix: &mix, Explain: in.Explain}
 	// 2. Use.
 	u := r.usage(snap, q.Name, dependsOn(req.Dependency))
 	dec.Usage = u
