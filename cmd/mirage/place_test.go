@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,10 +13,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mirage-gpu/mirage/k8s"
+	"github.com/mirage-gpu/mirage/k8s/k8stest"
 )
 
 // writeFile writes a test input and returns its path.
@@ -207,5 +210,40 @@ func TestPlaceUnreachable(t *testing.T) {
 	code := exitCode(root.ExecuteContext(context.Background()), &stderr)
 	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) || stdout.Len() != 0 {
 		t.Errorf("unreachable: code %d stderr %q stdout %q", code, stderr.String(), stdout.String())
+	}
+}
+
+// mirage place on the real API server (scripts/k8s-up.sh): the
+// fragmentation scenario's 6/6/3/3 as pods; team B's 8-GPU job is deferred
+// with 22 GPUs free, and nothing is created or evicted. Team names carry
+// the test namespace so that other packages' tests cannot interfere.
+func TestPlaceIntegrationKubernetes(t *testing.T) {
+	e := k8stest.New(t)
+	teamA, teamB := "a-"+e.Namespace, "b-"+e.Namespace
+	var nodes []string
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		nodes = append(nodes, e.Node(k8stest.NodeSpec{Name: n, GPUs: 10}))
+	}
+	for i, n := range []int{0, 0, 1, 1, 2, 3} {
+		e.Pod(k8stest.PodSpec{Name: fmt.Sprintf("a%d", i+1), Node: nodes[n], GPUs: 3, Labels: map[string]string{k8s.DefaultTeamLabel: teamA}})
+	}
+	rules := writeFile(t, "rules.yaml", fmt.Sprintf("teams: [{name: %s, gpus: 20}, {name: %s, gpus: 20}]\n", teamA, teamB))
+	var stdout, stderr bytes.Buffer
+	root := newRootCmd(&stdout, &stderr)
+	root.SetArgs([]string{"place", "--kubeconfig", e.Kubeconfig, "--node-selector", e.NodeSelector(), "--rules", rules,
+		"--team", teamB, "--gpus", "8", "--json"})
+	if code := exitCode(root.ExecuteContext(context.Background()), &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var v placeView
+	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Verdict != "defer" || !strings.Contains(v.Reason, "22 GPUs free") || v.Rejected["not enough free GPUs"] != 4 || v.Usage.Used != 0 {
+		t.Errorf("view %+v", v)
+	}
+	pods, err := e.Admin.CoreV1().Pods(e.Namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 6 {
+		t.Errorf("%d pods (%v), want the 6 there were", len(pods.Items), err)
 	}
 }
