@@ -191,34 +191,44 @@ func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
 
 // PlaceStateFromSnapshot builds the state of a snapshot: each node's first
 // GPUsUsed devices in use, the rest free (snapshots count whole GPUs); only
-// up nodes are schedulable.
+// up nodes are schedulable. A node listed twice keeps its first entry.
 func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
-	nodes := make([]PlaceNode, len(s.Nodes))
+	n := len(s.Nodes)
+	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, n),
+		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n)}
+	total := 0
 	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		pn := PlaceNode{Name: n.Name, GPUType: n.GPUType, Schedulable: n.State == NodeUp, GPUFree: make([]int, max(n.GPUs, 0))}
-		for g := range pn.GPUFree {
-			if g >= n.GPUsUsed {
-				pn.GPUFree[g] = MilliGPU
-			}
-		}
-		if n.CPUs > 0 {
-			pn.CPUMilli, pn.CPUUsed = n.CPUs*1000, min(max(n.CPUsUsed, 0), n.CPUs)*1000
-		}
-		nodes[i] = pn
+		total += max(s.Nodes[i].GPUs, 0)
 	}
-	st, err := NewPlaceState(nodes)
-	if err != nil {
-		// Only duplicate node names can fail here; keep the first of each.
-		seen := map[string]bool{}
-		var uniq []PlaceNode
-		for _, n := range nodes {
-			if !seen[n.Name] {
-				seen[n.Name] = true
-				uniq = append(uniq, n)
-			}
+	st.free = make([]int32, 0, total)
+	for i := range s.Nodes {
+		nd := &s.Nodes[i]
+		if _, dup := st.index[nd.Name]; dup {
+			continue
 		}
-		st, _ = NewPlaceState(uniq)
+		k := len(st.names)
+		st.index[nd.Name] = k
+		st.names = append(st.names, nd.Name)
+		st.off = append(st.off, int32(len(st.free)))
+		for g := range max(nd.GPUs, 0) {
+			f := int32(MilliGPU)
+			if g < nd.GPUsUsed {
+				f = 0
+			}
+			st.free = append(st.free, f)
+		}
+		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == NodeUp, cpuFree: math.MaxInt32}
+		var cpuCap int32
+		if nd.CPUs > 0 {
+			cpuCap = int32(nd.CPUs * 1000)
+			sum.cpuFree = cpuCap - int32(min(max(nd.CPUsUsed, 0), nd.CPUs)*1000)
+		}
+		st.cpuCap = append(st.cpuCap, cpuCap)
+		st.sum = append(st.sum, sum)
+	}
+	st.off = append(st.off, int32(len(st.free)))
+	for i := range st.sum {
+		st.refresh(i)
 	}
 	return st
 }

@@ -103,13 +103,17 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 		count float64
 		cpu   float64
 	}
-	byKey := map[string]*acc{}
-	var order []string
-	key := func(milli int, types []string) string {
-		return strconv.Itoa(milli) + "|" + strings.Join(types, "|")
+	type mixKey struct {
+		milli int
+		types string
 	}
+	byKey := map[mixKey]*acc{}
+	var order []mixKey
 	get := func(milli int, types []string) *acc {
-		k := key(milli, types)
+		k := mixKey{milli, ""}
+		if len(types) > 0 {
+			k.types = strings.Join(types, "|")
+		}
 		a := byKey[k]
 		if a == nil {
 			a = &acc{c: MixClass{GPUMilli: milli, GPUTypes: types}}
@@ -186,13 +190,23 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 // of the snapshot, started or finished jobs of the history), each job id
 // counted once, blended with DefaultMix of the state.
 func MixFromJobs(st *PlaceState, snap *Snapshot, history []Job, since time.Time, o MixOptions) Mix {
-	seen := map[string]bool{}
-	var ds []Demand
+	// History and snapshot may list the same job: count it once.
+	var seen map[string]bool
+	if len(history) > 0 {
+		seen = make(map[string]bool, len(history))
+	}
+	n := len(history)
+	if snap != nil {
+		n += len(snap.Jobs)
+	}
+	ds := make([]Demand, 0, n)
 	add := func(j *Job) {
-		if j.GPUs <= 0 || seen[j.ID] && j.ID != "" {
+		if j.GPUs <= 0 || seen != nil && j.ID != "" && seen[j.ID] {
 			return
 		}
-		seen[j.ID] = true
+		if seen != nil {
+			seen[j.ID] = true
+		}
 		ds = append(ds, JobDemand(j))
 	}
 	for i := range history {

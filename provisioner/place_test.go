@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // node builds a PlaceNode with n entirely free GPUs.
@@ -328,5 +329,28 @@ func TestLearnMix(t *testing.T) {
 	m = LearnMix([]Demand{{GPUMilli: 500, CPUMilli: 2000}, {GPUMilli: 500, CPUMilli: 4000}, gpus(1)}, Mix{}, MixOptions{})
 	if len(m.Classes) != 2 || m.Classes[0].GPUMilli != 500 || m.Classes[0].CPUMilli != 3000 || math.Abs(m.Classes[0].Weight-2.0/3) > 1e-12 {
 		t.Errorf("learned %+v", m)
+	}
+}
+
+// MixFromJobs counts a job seen both in the history and in the snapshot
+// once, and ignores history older than the window. History: job 1 (3 GPUs,
+// started in the window), job 0 (8 GPUs, ended before it); snapshot: job 1
+// again, running. One observation of 3 GPUs: weight 1/21 as in TestLearnMix.
+func TestMixFromJobsDedup(t *testing.T) {
+	st := four10(t)
+	snap := &Snapshot{Jobs: []Job{{ID: "1", State: StateRunning, GPUs: 3, Nodes: 1}}}
+	hist := []Job{
+		{ID: "0", GPUs: 8, Nodes: 1, Start: t0.Add(-10 * 24 * time.Hour), End: t0.Add(-9 * 24 * time.Hour)},
+		{ID: "1", GPUs: 3, Nodes: 1, Start: t0.Add(-time.Hour)},
+	}
+	m := MixFromJobs(st, snap, hist, t0.Add(-7*24*time.Hour), MixOptions{})
+	for _, c := range m.Classes {
+		want := 5.0 / 21
+		if c.GPUMilli == 3000 {
+			want = 1.0 / 21
+		}
+		if math.Abs(c.Weight-want) > 1e-12 {
+			t.Errorf("class %d: %v, want %v (mix %v)", c.GPUMilli, c.Weight, want, m)
+		}
 	}
 }
