@@ -68,6 +68,17 @@ func RulesSnapshot(inv *Inventory, rules *provisioner.TeamRules) *provisioner.Sn
 	return s
 }
 
+// Snapshot implements provisioner.Cluster with the rules' view of the
+// inventory (RulesSnapshot): borrowed pods carry the borrowed QOS, so that
+// the engine's Rules.Admit counts them as the TeamCluster does.
+func (tc *TeamCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
+	inv, err := tc.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return RulesSnapshot(inv, tc.Rules), nil
+}
+
 // Plan is the dry run: the team rules' decision for req on the current
 // inventory, without changing anything. req is not modified.
 func (tc *TeamCluster) Plan(ctx context.Context, req provisioner.SubmitRequest) (*provisioner.TeamDecision, *Inventory, error) {
@@ -120,8 +131,11 @@ func (tc *TeamCluster) Place(ctx context.Context, req provisioner.SubmitRequest)
 	case provisioner.VerdictAdmit, provisioner.VerdictBorrow:
 		r := req
 		r.NodeList = d.Placement.NodeNames()
-		if d.Verdict == provisioner.VerdictBorrow {
+		switch {
+		case d.Verdict == provisioner.VerdictBorrow:
 			r.QOS = d.QOS
+		case r.QOS == tc.Rules.Config().Borrowing.QOS:
+			r.QOS = "" // within quota now (an earlier Admit may have said borrow): never deployed as borrowed work
 		}
 		return tc.deploy(ctx, res, r, logf)
 	case provisioner.VerdictReclaim:

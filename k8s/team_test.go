@@ -302,3 +302,39 @@ func TestRulesSnapshotAndCheckpoints(t *testing.T) {
 		t.Errorf("checkpoints %v", inv.Checkpoints)
 	}
 }
+
+// Through the engine's path: Admit (on TeamCluster.Snapshot) then Submit.
+// A borrowed request whose owner's use dropped meanwhile is deployed within
+// quota, not as borrowed work; borrowed pods seen through Snapshot carry the
+// borrowed QOS.
+func TestTeamClusterAdmitThenSubmit(t *testing.T) {
+	tc, cs := fakeTeamCluster(t, rules2x20,
+		pod("ns", "a1").On("n1").GPUs(10).Team("team-a").Obj(),
+		pod("ns", "a2").On("n2").GPUs(10).Team("team-a").Obj(),
+		pod("ns", "a3").On("n3").GPUs(2).Team("team-a").Borrowed().Obj())
+	ctx := context.Background()
+	snap, err := tc.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := snap.Job("pod/ns/a3"); j == nil || j.QOS != "preemptible" {
+		t.Fatalf("borrowed pod in the snapshot: %+v", j)
+	}
+	req := provisioner.SubmitRequest{Name: "a4", Account: "team-a", GPUs: 2}
+	adm, err := tc.Rules.Admit(t0, snap, &req)
+	if err != nil || !adm.Allow || !adm.Borrowed || req.QOS != "preemptible" || len(req.NodeList) != 1 {
+		t.Fatalf("admit %+v %v, request %+v", adm, err, req)
+	}
+	// Meanwhile a2 ends: team A is at 10 of 20.
+	if err := cs.CoreV1().Pods("ns").Delete(ctx, "a2", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := tc.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := podsOf(t, cs)[strings.TrimPrefix(id, "pod/ns/")]
+	if p.Labels[LabelBorrowed] != "false" || p.Spec.PriorityClassName != "mirage-quota" {
+		t.Errorf("deployed with labels %v class %q, want within quota", p.Labels, p.Spec.PriorityClassName)
+	}
+}

@@ -161,6 +161,9 @@ func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
 		if _, dup := st.index[n.Name]; dup {
 			return nil, fmt.Errorf("placement: duplicate node %q", n.Name)
 		}
+		if len(n.GPUFree) > MaxNodeGPUs {
+			return nil, fmt.Errorf("placement: node %s: %d GPUs, more than the %d modelled per node", n.Name, len(n.GPUFree), MaxNodeGPUs)
+		}
 		st.index[n.Name] = i
 		st.names[i] = n.Name
 		st.off[i] = int32(len(st.free))
@@ -189,16 +192,21 @@ func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
 	return st, nil
 }
 
+// MaxNodeGPUs bounds the GPU devices the placement models per node; a node
+// reporting more (no real node does) is modelled with this many.
+const MaxNodeGPUs = 4096
+
 // PlaceStateFromSnapshot builds the state of a snapshot: each node's first
 // GPUsUsed devices in use, the rest free (snapshots count whole GPUs); only
-// up nodes are schedulable. A node listed twice keeps its first entry.
+// up nodes are schedulable. A node listed twice keeps its first entry; GPU
+// counts are capped at MaxNodeGPUs.
 func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
 	n := len(s.Nodes)
 	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, n),
 		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n)}
 	total := 0
 	for i := range s.Nodes {
-		total += max(s.Nodes[i].GPUs, 0)
+		total += min(max(s.Nodes[i].GPUs, 0), MaxNodeGPUs)
 	}
 	st.free = make([]int32, 0, total)
 	for i := range s.Nodes {
@@ -210,7 +218,7 @@ func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
 		st.index[nd.Name] = k
 		st.names = append(st.names, nd.Name)
 		st.off = append(st.off, int32(len(st.free)))
-		for g := range max(nd.GPUs, 0) {
+		for g := range min(max(nd.GPUs, 0), MaxNodeGPUs) {
 			f := int32(MilliGPU)
 			if g < nd.GPUsUsed {
 				f = 0

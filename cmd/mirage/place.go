@@ -113,6 +113,11 @@ func loadSnapshot(path string) (*provisioner.Snapshot, error) {
 	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot: %w", err))
 	}
+	return parseSnapshot(data, path)
+}
+
+// parseSnapshot parses and checks a snapshot; path names it in errors.
+func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
 	var s provisioner.Snapshot
 	if err := yaml.Unmarshal(data, &s); err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: %w", path, err))
@@ -128,6 +133,8 @@ func loadSnapshot(path string) (*provisioner.Snapshot, error) {
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: nodes[%d]: no name", path, i))
 		case seen[n.Name]:
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s listed twice", path, n.Name))
+		case n.GPUs > provisioner.MaxNodeGPUs:
+			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: %d GPUs, more than %d", path, n.Name, n.GPUs, provisioner.MaxNodeGPUs))
 		case n.GPUs < 0 || n.GPUsUsed < 0 || n.GPUsUsed > n.GPUs:
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: gpusUsed %d of gpus %d", path, n.Name, n.GPUsUsed, n.GPUs))
 		}
