@@ -100,7 +100,7 @@ func BenchmarkPlace1213(b *testing.B) {
 // placement, hints) on a 1,213-node snapshot with 8 GPUs per node.
 func BenchmarkDecide1213(b *testing.B) {
 	rng := rand.New(rand.NewPCG(2, 8))
-	s := &Snapshot{Time: t0}
+	s := &Snapshot{Time: rt0}
 	for i := range 1213 {
 		s.Nodes = append(s.Nodes, Node{Name: fmt.Sprintf("node-%04d", i), State: NodeUp, GPUs: 8})
 	}
@@ -113,7 +113,7 @@ func BenchmarkDecide1213(b *testing.B) {
 		}
 		n.GPUsUsed += g
 		s.Jobs = append(s.Jobs, Job{ID: fmt.Sprint(i), Account: teams[i%4], State: StateRunning, GPUs: g, Nodes: 1,
-			NodeList: []string{n.Name}, QOS: "normal", Start: t0.Add(-time.Hour)})
+			NodeList: []string{n.Name}, QOS: "normal", Start: rt0.Add(-time.Hour)})
 	}
 	cfg, err := ParseTeamConfig([]byte("teams: [{name: team-a, gpus: 2400}, {name: team-b, gpus: 2400}, {name: team-c, gpus: 2400}, {name: team-d, gpus: 2400}]"), "bench")
 	if err != nil {
@@ -126,7 +126,7 @@ func BenchmarkDecide1213(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		req := SubmitRequest{Account: "team-b", GPUs: 4}
-		d, err := r.Decide(DecideInput{Now: t0, Snapshot: s, Request: &req})
+		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: s, Request: &req})
 		if err != nil || d.Verdict != VerdictAdmit {
 			b.Fatal(err, d)
 		}

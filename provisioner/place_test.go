@@ -340,10 +340,10 @@ func TestMixFromJobsDedup(t *testing.T) {
 	st := four10(t)
 	snap := &Snapshot{Jobs: []Job{{ID: "1", State: StateRunning, GPUs: 3, Nodes: 1}}}
 	hist := []Job{
-		{ID: "0", GPUs: 8, Nodes: 1, Start: t0.Add(-10 * 24 * time.Hour), End: t0.Add(-9 * 24 * time.Hour)},
-		{ID: "1", GPUs: 3, Nodes: 1, Start: t0.Add(-time.Hour)},
+		{ID: "0", GPUs: 8, Nodes: 1, Start: rt0.Add(-10 * 24 * time.Hour), End: rt0.Add(-9 * 24 * time.Hour)},
+		{ID: "1", GPUs: 3, Nodes: 1, Start: rt0.Add(-time.Hour)},
 	}
-	m := MixFromJobs(st, snap, hist, t0.Add(-7*24*time.Hour), MixOptions{})
+	m := MixFromJobs(st, snap, hist, rt0.Add(-7*24*time.Hour), MixOptions{})
 	for _, c := range m.Classes {
 		want := 5.0 / 21
 		if c.GPUMilli == 3000 {

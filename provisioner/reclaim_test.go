@@ -37,9 +37,9 @@ func TestPlanReclaimCriteria(t *testing.T) {
 	b.run("own2", "team-a", 2, "n2")
 	b.borrowed("z", "team-c", 5, "n2").Priority = 50
 	b.borrowed("w", "team-c", 3, "n2").Priority = 200
-	ckpt := map[string]time.Time{"y": t0.Add(-10 * time.Minute)}
+	ckpt := map[string]time.Time{"y": rt0.Add(-10 * time.Minute)}
 	plan := func(gpus int) (*ReclaimPlan, error) {
-		return PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Team: "team-b", Demand: gpus1(gpus), IsBorrowed: isBorrowed,
+		return PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(gpus), IsBorrowed: isBorrowed,
 			Checkpoints: ckpt, Grace: 30 * time.Second})
 	}
 	for _, tc := range []struct {
@@ -97,14 +97,14 @@ func TestPlanReclaimProgress(t *testing.T) {
 	b.run("o1", "team-a", 6, "n1")
 	b.borrowed("p1", "team-a", 4, "n1")
 	b.run("o2", "team-a", 6, "n2")
-	b.borrowed("p2", "team-a", 4, "n2").Start = t0.Add(-3 * time.Hour)
-	p, err := PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed,
-		Checkpoints: map[string]time.Time{"p2": t0.Add(-5 * time.Minute)}})
+	b.borrowed("p2", "team-a", 4, "n2").Start = rt0.Add(-3 * time.Hour)
+	p, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed,
+		Checkpoints: map[string]time.Time{"p2": rt0.Add(-5 * time.Minute)}})
 	if err != nil || !slices.Equal(victims(p), []string{"p2"}) {
 		t.Errorf("plan %+v %v, want p2", p, err)
 	}
 	// Without the checkpoint p1 has less progress (1 h < 3 h).
-	p, err = PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed})
+	p, err = PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed})
 	if err != nil || !slices.Equal(victims(p), []string{"p1"}) {
 		t.Errorf("plan %+v %v, want p1", p, err)
 	}
@@ -118,15 +118,15 @@ func TestPlanReclaimOnlyBorrowed(t *testing.T) {
 	b.borrowed("bw", "team-a", 10, "n2")
 	b.s.Nodes[1].State = NodeDrained
 	b.borrowed("bx", "team-a", 10, "n3")
-	_, err := PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Team: "team-b", Demand: gpus1(2), IsBorrowed: isBorrowed, Exclude: []string{"n3"}})
+	_, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(2), IsBorrowed: isBorrowed, Exclude: []string{"n3"}})
 	if !errors.Is(err, ErrNoReclaim) {
 		t.Errorf("only own work and borrowed work on unusable nodes: %v", err)
 	}
-	p, err := PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Team: "team-b", Demand: gpus1(2), IsBorrowed: isBorrowed})
+	p, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(2), IsBorrowed: isBorrowed})
 	if err != nil || !slices.Equal(victims(p), []string{"bx"}) {
 		t.Errorf("plan %+v %v, want bx", p, err)
 	}
-	if _, err := PlanReclaim(ReclaimInput{Now: t0, Snapshot: b.s, Demand: Demand{GPUMilli: 2000, Nodes: 2}, IsBorrowed: isBorrowed}); !errors.Is(err, ErrNoReclaim) {
+	if _, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Demand: Demand{GPUMilli: 2000, Nodes: 2}, IsBorrowed: isBorrowed}); !errors.Is(err, ErrNoReclaim) {
 		t.Errorf("multi-node: %v", err)
 	}
 }

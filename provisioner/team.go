@@ -110,7 +110,7 @@ const (
 	DefaultBorrowedMarker = "mirage-borrowed"
 	DefaultGrace          = 60 * time.Second
 	DefaultSignal         = "USR1"
-	DefaultHistoryWindow  = 7 * 24 * time.Hour
+	DefaultMixWindow      = 7 * 24 * time.Hour
 	// maxExcludeHint is the longest exclusion list used as a hint; beyond it
 	// the chosen nodes are pinned with a node list instead.
 	maxExcludeHint = 8
@@ -199,7 +199,7 @@ func (c *TeamConfig) normalize() error {
 		return errors.New("placement: historyWindow and priorJobs must be ≥ 0")
 	}
 	if p.HistoryWindow == 0 {
-		p.HistoryWindow = Duration(DefaultHistoryWindow)
+		p.HistoryWindow = Duration(DefaultMixWindow)
 	}
 	if p.PriorJobs == 0 {
 		p.PriorJobs = 20

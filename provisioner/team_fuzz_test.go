@@ -32,7 +32,7 @@ func FuzzParseTeamConfig(f *testing.F) {
 			t.Fatalf("parsed config rejected by NewTeamRules: %v", err)
 		}
 		for _, name := range cfg.TeamNames() {
-			if _, err := r.Admit(t0, snap, &SubmitRequest{Account: name, GPUs: 2}); err != nil &&
+			if _, err := r.Admit(rt0, snap, &SubmitRequest{Account: name, GPUs: 2}); err != nil &&
 				!errors.Is(err, ErrQuotaExceedsCluster) && !errors.Is(err, ErrTeamConfig) {
 				t.Fatalf("admit for %s: %v", name, err)
 			}

@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-var t0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+var rt0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
 // snapB builds snapshots: nodes, and running jobs that add to their node's use.
 type snapB struct{ s *Snapshot }
 
 func cluster(nodes int, gpus int) *snapB {
-	b := &snapB{&Snapshot{Time: t0}}
+	b := &snapB{&Snapshot{Time: rt0}}
 	for i := 1; i <= nodes; i++ {
 		b.s.Nodes = append(b.s.Nodes, Node{Name: "n" + string(rune('0'+i)), State: NodeUp, GPUs: gpus})
 	}
@@ -29,7 +29,7 @@ func (b *snapB) run(id, team string, gpus int, node string) *Job {
 		}
 	}
 	b.s.Jobs = append(b.s.Jobs, Job{ID: id, Account: team, State: StateRunning, GPUs: gpus, Nodes: 1,
-		NodeList: []string{node}, Start: t0.Add(-time.Hour), QOS: "normal"})
+		NodeList: []string{node}, Start: rt0.Add(-time.Hour), QOS: "normal"})
 	return &b.s.Jobs[len(b.s.Jobs)-1]
 }
 
@@ -134,7 +134,7 @@ func TestCheckCluster(t *testing.T) {
 		t.Errorf("24+24 of 40: %v", err)
 	}
 	// Every decision reports it: nothing is admitted under broken quotas.
-	if _, err := over.Admit(t0, s, &SubmitRequest{Account: "team-a", GPUs: 1}); !errors.Is(err, ErrQuotaExceedsCluster) {
+	if _, err := over.Admit(rt0, s, &SubmitRequest{Account: "team-a", GPUs: 1}); !errors.Is(err, ErrQuotaExceedsCluster) {
 		t.Errorf("admit under broken quotas: %v", err)
 	}
 	if err := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]\novercommit: true", true).cfg.CheckCluster(s); err != nil {
@@ -153,15 +153,15 @@ func TestCheckCluster(t *testing.T) {
 func TestDecideBadInput(t *testing.T) {
 	r := rules(t, twoTeams, false)
 	b := cluster(4, 10)
-	_, err := r.Admit(t0, b.s, &SubmitRequest{Account: "team-z", GPUs: 1})
+	_, err := r.Admit(rt0, b.s, &SubmitRequest{Account: "team-z", GPUs: 1})
 	if !errors.Is(err, ErrUnknownTeam) || !strings.Contains(err.Error(), `"team-z": the team rules know team-a, team-b`) {
 		t.Errorf("unknown team: %v", err)
 	}
-	_, err = r.Admit(t0, b.s, &SubmitRequest{Account: "team-a", GPUs: 12})
+	_, err = r.Admit(rt0, b.s, &SubmitRequest{Account: "team-a", GPUs: 12})
 	if !errors.Is(err, ErrJobTooLarge) || !strings.Contains(err.Error(), "largest node (n1) has 10 GPUs") {
 		t.Errorf("12 GPUs on 10-GPU nodes: %v", err)
 	}
-	_, err = r.Admit(t0, b.s, &SubmitRequest{Account: "team-a", GPUs: 7, Nodes: 2})
+	_, err = r.Admit(rt0, b.s, &SubmitRequest{Account: "team-a", GPUs: 7, Nodes: 2})
 	if !errors.Is(err, ErrBadDemand) {
 		t.Errorf("7 GPUs over 2 nodes: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestDecideBadInput(t *testing.T) {
 func (b *snapB) apply(t testing.TB, r *TeamRules, id, team string, gpus int) *TeamDecision {
 	t.Helper()
 	req := &SubmitRequest{Name: id, Account: team, GPUs: gpus}
-	d, err := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 		}
 	}
 	req := &SubmitRequest{Account: "team-b", GPUs: 5, QOS: "normal"}
-	d, err := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +260,7 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 	if req.QOS != "normal" || len(req.NodeList) != 0 {
 		t.Errorf("request rewritten on a reclaim: %+v", req)
 	}
-	a, err := r.Admit(t0, b.s, &SubmitRequest{Account: "team-b", GPUs: 5})
+	a, err := r.Admit(rt0, b.s, &SubmitRequest{Account: "team-b", GPUs: 5})
 	if err != nil || !a.Allow || a.Borrowed {
 		t.Errorf("admission %+v %v", a, err)
 	}
@@ -271,7 +271,7 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 	}
 	decide := func(r *TeamRules, team string, gpus int) *TeamDecision {
 		t.Helper()
-		d, err := r.Decide(DecideInput{Now: t0, Snapshot: full.s, Request: &SubmitRequest{Account: team, GPUs: gpus}})
+		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: full.s, Request: &SubmitRequest{Account: team, GPUs: gpus}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,11 +295,11 @@ func TestBorrowLimit(t *testing.T) {
 	b := cluster(4, 10)
 	b.run("a1", "a", 4, "n1")
 	b.borrowed("a2", "a", 4, "n1")
-	d, _ := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
+	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
 	if d.Verdict != VerdictBorrow {
 		t.Errorf("4 + 2 borrowed ≤ 6: %s %s", d.Verdict, d.Reason)
 	}
-	d, _ = r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 3}})
+	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 3}})
 	if d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "borrow limit 6 reached (4 borrowed)") {
 		t.Errorf("4 + 3 borrowed > 6: %s %s", d.Verdict, d.Reason)
 	}
@@ -314,7 +314,7 @@ func TestUsageReplacementAndQueued(t *testing.T) {
 	b.run("100", "team-a", 8, "n1")
 	b.run("101", "team-a", 8, "n2")
 	b.run("102", "team-a", 4, "n3")
-	d, err := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: &SubmitRequest{Account: "team-a", GPUs: 8, Dependency: "afterany:100"}})
+	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "team-a", GPUs: 8, Dependency: "afterany:100"}})
 	if err != nil || d.Verdict == VerdictDefer || d.Verdict == VerdictBorrow || d.Usage.Used != 12 || d.Usage.Replaced != 8 {
 		t.Errorf("successor: %v %s %+v", err, d.Verdict, d.Usage)
 	}
@@ -336,12 +336,12 @@ func TestTypeQuota(t *testing.T) {
 	}
 	b.run("a1", "a", 3, "n1")
 	// 3 used on A100: another 2 on A100 would be 5 > 4, so it goes to V100 within quota.
-	d, _ := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
+	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
 	if d.Verdict != VerdictAdmit || d.Placement.Assignments[0].Name != "n3" {
 		t.Errorf("2 GPUs: %s on %v (%s)", d.Verdict, d.Placement.NodeNames(), d.Reason)
 	}
 	// Asking for A100 explicitly: over the A100 quota → borrowed.
-	d, _ = r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2, GPUType: "A100"}})
+	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2, GPUType: "A100"}})
 	if d.Verdict != VerdictBorrow || !strings.Contains(d.Reason, "over its GPU-type quotas") {
 		t.Errorf("2 A100: %s %s", d.Verdict, d.Reason)
 	}
@@ -359,25 +359,25 @@ func TestHints(t *testing.T) {
 	b.run("y", "team-b", 7, "n2")
 	r := rules(t, twoTeams+"placement: {policy: best-fit}\n", true)
 	req := &SubmitRequest{Account: "team-a", GPUs: 3}
-	d, _ := r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if d.Placement.Assignments[0].Name != "n2" || !slices.Equal(req.Exclude, []string{"n1"}) || len(req.NodeList) != 0 {
 		t.Errorf("3 GPUs: %v, exclude %v, list %v (%s)", d.Placement.NodeNames(), req.Exclude, req.NodeList, d.Reason)
 	}
 	req = &SubmitRequest{Account: "team-a", GPUs: 9}
-	d, _ = r.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if d.Placement.Assignments[0].Name != "n3" || len(req.Exclude)+len(req.NodeList) != 0 || !strings.Contains(d.Reason, "no packing hint") {
 		t.Errorf("9 GPUs: exclude %v list %v (%s)", req.Exclude, req.NodeList, d.Reason)
 	}
 	always := rules(t, twoTeams+"placement: {policy: best-fit, hints: always}\n", true)
 	req = &SubmitRequest{Account: "team-a", GPUs: 9}
-	always.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	always.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n3"}) {
 		t.Errorf("always: %v", req.NodeList)
 	}
 	// Kubernetes (not queueing) always gets the node.
 	k := rules(t, twoTeams+"placement: {policy: best-fit, hints: never}\n", false)
 	req = &SubmitRequest{Account: "team-a", GPUs: 3}
-	k.Decide(DecideInput{Now: t0, Snapshot: b.s, Request: req})
+	k.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n2"}) {
 		t.Errorf("kubernetes: %v", req.NodeList)
 	}

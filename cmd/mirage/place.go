@@ -281,7 +281,7 @@ func placeOnly(w io.Writer, o *placeOptions, snap *provisioner.Snapshot, now tim
 	if o.policy != "" {
 		pol = provisioner.PlacePolicy(o.policy)
 	}
-	mix := provisioner.MixFromJobs(st, snap, nil, now.Add(-provisioner.DefaultHistoryWindow), provisioner.MixOptions{})
+	mix := provisioner.MixFromJobs(st, snap, nil, now.Add(-provisioner.DefaultMixWindow), provisioner.MixOptions{})
 	p, err := provisioner.Place(st, d, pol, provisioner.PlaceOptions{Mix: &mix, Explain: true})
 	if err != nil {
 		return placeErr(err)
