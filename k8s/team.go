@@ -6,16 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// ErrDeferred is returned by TeamCluster.Submit when the team rules defer
-// the submission (over quota with nothing idle to borrow, or no room and no
-// borrowed work to reclaim). It also wraps provisioner.ErrRejected.
-var ErrDeferred = errors.New("deferred by the team rules")
+// ErrDeferred is returned by TeamCluster.Submit when the submission cannot
+// go ahead now: the team rules defer it (over quota with nothing idle to
+// borrow, or no room and no borrowed work to reclaim), or it depends on a
+// job that has not ended. Nothing was created; the engine tries again on
+// its next cycle (it is deliberately not provisioner.ErrRejected, which
+// would count as a failed attempt).
+var ErrDeferred = errors.New("deferred")
 
 // ErrNotBorrowed is returned when a reclaim victim turns out not to carry
 // the borrowed label when it is about to be evicted: nothing is evicted.
@@ -157,12 +161,12 @@ func (tc *TeamCluster) Place(ctx context.Context, req provisioner.SubmitRequest)
 			if n != nil {
 				free = n.Free
 			}
-			return res, fmt.Errorf("k8s: team %s: after the reclaim node %s has %d free GPUs, the job needs %d: %w (%w)",
-				d.Team, d.Reclaim.Node, free, req.GPUs, ErrDeferred, provisioner.ErrRejected)
+			return res, fmt.Errorf("k8s: team %s: after the reclaim node %s has %d free GPUs, the job needs %d: %w",
+				d.Team, d.Reclaim.Node, free, req.GPUs, ErrDeferred)
 		}
 		return tc.deploy(ctx, res, r, logf)
 	}
-	return res, fmt.Errorf("k8s: team %s: %w (%w): %s", d.Team, ErrDeferred, provisioner.ErrRejected, d.Reason)
+	return res, fmt.Errorf("k8s: team %s: %w by the team rules: %s", d.Team, ErrDeferred, d.Reason)
 }
 
 // deploy creates the workload and records it in the result.
@@ -260,15 +264,53 @@ func stepGrace(plan *provisioner.ReclaimPlan) time.Duration {
 }
 
 // Submit implements provisioner.Cluster with the team rules: Place, then
-// the deployed job's id. A deferral is an error wrapping ErrDeferred and
-// provisioner.ErrRejected; the engine tries again on a later cycle.
+// the deployed job's id. Kubernetes has no job dependencies: a request that
+// depends on jobs (afterany/afterok, treated alike) is deferred while any of
+// them still holds its pods, and placed once they are gone. A deferral is an
+// error wrapping ErrDeferred.
 func (tc *TeamCluster) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	if req.Dependency != "" {
+		inv, err := tc.Inventory(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, id := range dependencyIDs(req.Dependency) {
+			for i := range inv.Jobs {
+				if inv.Jobs[i].ID == id {
+					return "", fmt.Errorf("k8s: %s %w: it waits for %s to end (%s; Kubernetes has no job dependencies)", req.Name, ErrDeferred, id, req.Dependency)
+				}
+			}
+		}
+		req.Dependency = ""
+	}
 	res, err := tc.Place(ctx, req)
 	if err != nil {
 		return "", err
 	}
 	return res.JobID, nil
 }
+
+// dependencyIDs returns the job ids of a dependency expression
+// ("afterany:pod/ns/a:pod/ns/b,afterok:job/ns/c").
+func dependencyIDs(dep string) []string {
+	var out []string
+	for _, part := range strings.Split(dep, ",") {
+		_, list, ok := strings.Cut(part, ":")
+		if !ok {
+			continue
+		}
+		for _, id := range strings.Split(list, ":") {
+			if id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// TeamRules returns the rules, for the engine's admission step (the same
+// rules the cluster applies at submission).
+func (tc *TeamCluster) TeamRules() provisioner.Rules { return tc.Rules }
 
 // Teams lists the teams the rules know, sorted.
 func (tc *TeamCluster) Teams() []string {

@@ -130,7 +130,7 @@ func TestTeamClusterAdmitBorrowDefer(t *testing.T) {
 		pod("ns", "a2").On("n2").GPUs(10).Team("team-a").Obj())
 	before := len(podsOf(t, cs2))
 	_, err = off.Place(ctx, provisioner.SubmitRequest{Name: "a3", Account: "team-a", GPUs: 1})
-	if !errors.Is(err, ErrDeferred) || !errors.Is(err, provisioner.ErrRejected) || !strings.Contains(err.Error(), "borrowing is disabled") {
+	if !errors.Is(err, ErrDeferred) || errors.Is(err, provisioner.ErrRejected) || !strings.Contains(err.Error(), "borrowing is disabled") {
 		t.Errorf("borrowing off: %v", err)
 	}
 	if n := len(podsOf(t, cs2)); n != before {
@@ -336,5 +336,26 @@ func TestTeamClusterAdmitThenSubmit(t *testing.T) {
 	p := podsOf(t, cs)[strings.TrimPrefix(id, "pod/ns/")]
 	if p.Labels[LabelBorrowed] != "false" || p.Spec.PriorityClassName != "mirage-quota" {
 		t.Errorf("deployed with labels %v class %q, want within quota", p.Labels, p.Spec.PriorityClassName)
+	}
+}
+
+// A successor depending on a job (afterany, as a chain's SubmitAfter) is
+// deferred while that job's pod exists and deployed once it is gone.
+func TestTeamClusterDependency(t *testing.T) {
+	tc, cs := fakeTeamCluster(t, rules2x20, pod("ns", "seg0").On("n1").GPUs(4).Team("team-a").Obj())
+	ctx := context.Background()
+	req := provisioner.SubmitRequest{Name: "seg1", Account: "team-a", GPUs: 4, Dependency: "afterany:pod/ns/seg0"}
+	if _, err := tc.Submit(ctx, req); !errors.Is(err, ErrDeferred) || !strings.Contains(err.Error(), "waits for pod/ns/seg0") {
+		t.Fatalf("with the predecessor running: %v", err)
+	}
+	if n := len(podsOf(t, cs)); n != 1 {
+		t.Fatalf("%d pods, want 1", n)
+	}
+	if err := cs.CoreV1().Pods("ns").Delete(ctx, "seg0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := tc.Submit(ctx, req)
+	if err != nil || !strings.HasPrefix(id, "pod/ns/seg1-") {
+		t.Fatalf("after the predecessor: %q %v", id, err)
 	}
 }
