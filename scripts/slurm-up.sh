@@ -16,6 +16,7 @@ if [ "$CONFIG_CHANGED" = 1 ] && compgen -G "$STATE/run/*.pid" >/dev/null; then
   "$(dirname "$0")/slurm-down.sh" >/dev/null 2>&1 || true
 fi
 if all_up; then
+  setup_accounting # idempotent: brings accounts and QOS of an older run up to date
   write_env
   log "already up (SLURM_CONF=$SLURM_CONF)"
   exit 0

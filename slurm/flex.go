@@ -23,9 +23,10 @@ func (f flexNum) unix() time.Time {
 	return time.Unix(f.N, 0).UTC()
 }
 
-// minutes converts a limit in minutes; unset or infinite is 0 (no limit).
+// minutes converts a limit in minutes; unset, infinite, or beyond 100 years
+// (an overflow of time.Duration otherwise) is 0: no limit.
 func (f flexNum) minutes() time.Duration {
-	if !f.Set || f.Infinite || f.N <= 0 || f.N > 1<<40 {
+	if !f.Set || f.Infinite || f.N <= 0 || f.N > maxDurationSec/60 {
 		return 0
 	}
 	return time.Duration(f.N) * time.Minute

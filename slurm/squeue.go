@@ -268,15 +268,21 @@ type jobChunks struct {
 	n    int
 }
 
-const jobChunk = 2048
+// Block sizes double from jobChunkMin to jobChunkMax.
+const (
+	jobChunkMin = 16
+	jobChunkMax = 2048
+)
 
 // next returns a pointer to a new zero job.
 func (c *jobChunks) next() *provisioner.Job {
 	if len(c.cur) == cap(c.cur) {
+		size := jobChunkMin
 		if c.cur != nil {
 			c.full = append(c.full, c.cur)
+			size = min(2*cap(c.cur), jobChunkMax)
 		}
-		c.cur = make([]provisioner.Job, 0, jobChunk)
+		c.cur = make([]provisioner.Job, 0, size)
 	}
 	c.cur = c.cur[:len(c.cur)+1]
 	c.n++

@@ -185,9 +185,16 @@ func ParseDuration(s string) (time.Duration, error) {
 	default:
 		return 0, fmt.Errorf("duration %q: too many fields", orig)
 	}
-	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour +
-		time.Duration(m)*time.Minute + time.Duration(sec)*time.Second, nil
+	total := int64(days)*86400 + int64(h)*3600 + int64(m)*60 + int64(sec)
+	if total > maxDurationSec {
+		return 0, fmt.Errorf("duration %q: longer than 100 years", orig)
+	}
+	return time.Duration(total) * time.Second, nil
 }
+
+// maxDurationSec bounds what ParseDuration accepts (100 years; Slurm's own
+// limits are far shorter), keeping time.Duration far from overflow.
+const maxDurationSec = 100 * 365 * 86400
 
 // FormatDuration renders a limit for sbatch --time: minutes rounded up, as
 // "D-HH:MM:SS" (every Slurm release reads it).

@@ -42,16 +42,35 @@ wait_for() {
   done
 }
 
-pid_alive() { # pidfile
-  [ -f "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null
+# pid_of PIDFILE prints the daemon's pid if it runs: the pid must be alive AND
+# be the daemon the file names (after a reboot a stale pid may belong to
+# another process, which must never be signalled).
+pid_of() {
+  local pf="$1" pid want comm
+  [ -f "$pf" ] || return 1
+  pid="$(cat "$pf" 2>/dev/null || true)"
+  case "$pid" in ''|*[!0-9]*) return 1 ;; esac
+  case "$(basename "$pf")" in
+    munged.pid) want=munged ;;
+    mysqld.pid) want=mariadbd ;;
+    slurmdbd.pid) want=slurmdbd ;;
+    slurmctld.pid) want=slurmctld ;;
+    slurmd-*.pid) want=slurmd ;;
+    *) return 1 ;;
+  esac
+  comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+  [ "$comm" = "$want" ] || return 1
+  echo "$pid"
 }
 
-# stop_pid PIDFILE NAME: SIGTERM, wait up to 15 s, then SIGKILL.
+pid_alive() { pid_of "$1" >/dev/null; }
+
+# stop_pid PIDFILE NAME: SIGTERM, wait up to 15 s, then SIGKILL; only the
+# daemon the pid file names is signalled.
 stop_pid() {
   local pf="$1" name="$2" pid i
   [ -f "$pf" ] || return 0
-  pid="$(cat "$pf" 2>/dev/null || true)"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if pid="$(pid_of "$pf")"; then
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 1 75); do
       kill -0 "$pid" 2>/dev/null || break
@@ -157,18 +176,21 @@ start_slurmdbd() {
 setup_accounting() {
   local u; u="$(id -un)"
   sacctmgr -n list cluster format=cluster -P | grep -qx mirage || sacctmgr -i add cluster mirage >/dev/null
-  sacctmgr -n list qos format=name -P | grep -qx scavenger || \
-    sacctmgr -i add qos scavenger set Priority=0 PreemptMode=requeue >/dev/null
-  sacctmgr -i modify qos where name=normal set Preempt=scavenger Priority=10 >/dev/null || true
+  local q
+  for q in scavenger preemptible; do # preemptible: the QOS of borrowed work (team rules)
+    sacctmgr -n list qos format=name -P | grep -qx "$q" || \
+      sacctmgr -i add qos "$q" set Priority=0 PreemptMode=requeue >/dev/null
+  done
+  sacctmgr -i modify qos where name=normal set Preempt=scavenger,preemptible Priority=10 >/dev/null || true
   sacctmgr -n list account format=account -P | grep -qx teama || \
     sacctmgr -i add account teama,teamb cluster=mirage Description=test Organization=mirage >/dev/null
   sacctmgr -n list account format=account -P | grep -qx teamb || \
     sacctmgr -i add account teamb cluster=mirage Description=test Organization=mirage >/dev/null
   sacctmgr -n list assoc user="$u" format=account -P | grep -qx teamb || \
     sacctmgr -i add user "$u" account=teama,teamb defaultaccount=teama cluster=mirage >/dev/null
-  sacctmgr -i modify user where name="$u" set qos=normal,scavenger defaultqos=normal >/dev/null || true
-  sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*scavenger' \
-    || die "accounting setup failed: user $u not associated with teamb/scavenger"
+  sacctmgr -i modify user where name="$u" set qos=normal,scavenger,preemptible defaultqos=normal >/dev/null || true
+  sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*preemptible' \
+    || die "accounting setup failed: user $u not associated with teamb/preemptible"
 }
 
 slurmctld_ok() { scontrol ping | grep -q 'is UP'; }
@@ -179,8 +201,10 @@ start_slurmctld() {
   wait_for 30 slurmctld slurmctld_ok
 }
 
+# nodes_idle: all four nodes respond and can run jobs (busy ones included;
+# "plnd" is a node the backfill scheduler has planned for a pending job).
 nodes_idle() {
-  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$')" -eq 4 ]
+  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc|comp|plnd|resv)$')" -eq 4 ]
 }
 start_slurmds() {
   local n
