@@ -19,7 +19,16 @@ import (
 // job that has not ended. Nothing was created; the engine tries again on
 // its next cycle (it is deliberately not provisioner.ErrRejected, which
 // would count as a failed attempt).
-var ErrDeferred = errors.New("deferred")
+// It matches provisioner.ErrNotSubmitted, so the engine decides again at
+// its next cycle without waiting for a submission grace.
+var ErrDeferred error = deferredError{}
+
+type deferredError struct{}
+
+func (deferredError) Error() string { return "deferred" }
+
+// Is makes a deferral match provisioner.ErrNotSubmitted.
+func (deferredError) Is(target error) bool { return target == provisioner.ErrNotSubmitted }
 
 // ErrNotBorrowed is returned when a reclaim victim turns out not to carry
 // the borrowed label when it is about to be evicted: nothing is evicted.

@@ -106,6 +106,21 @@ type DecisionRecord struct {
 	Features string    // digest of the features the policy saw, if any
 	JobID    string    // job submitted as a result, if any
 	Error    string    // error while applying, if any
+	// Count is how many consecutive decisions this record stands for, when
+	// the store coalesces waits (see Store.Record); 0 and 1 both mean one.
+	Count int
+	// Last is when the last of them was taken (zero: Time).
+	Last time.Time
+}
+
+// Coalesces reports whether the wait d may be folded into prev, the
+// chain's latest record: both are waits without error about the same
+// segment under the same policy. Stores that coalesce (MemStore, the
+// SQLite store) keep prev's Time, add d's count, take d's time as Last
+// and d's reason, score and features as the latest.
+func (d *DecisionRecord) Coalesces(prev *DecisionRecord) bool {
+	return d.Action == Wait && d.Error == "" && prev.Action == Wait && prev.Error == "" &&
+		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy
 }
 
 // Store is durable chain state (SQLite in production, memory in the simulator).
@@ -120,6 +135,9 @@ type Store interface {
 	PutChain(ctx context.Context, c *Chain) error
 	// PutSegment inserts or updates a segment (keyed by chain, index, attempt).
 	PutSegment(ctx context.Context, s *Segment) error
-	// Record appends to the decision log.
+	// Record appends to the decision log. A wait that Coalesces with the
+	// chain's latest record may be folded into it (its Count grows, Last
+	// becomes d.Time), so a chain waiting for hours keeps one row, not one
+	// per cycle; every other decision is a row of its own.
 	Record(ctx context.Context, d *DecisionRecord) error
 }

@@ -26,7 +26,7 @@ const (
 // Finished reports whether the state is terminal.
 func (s JobState) Finished() bool {
 	switch s {
-	case StatePending, StateRunning, StateUnknown, "":
+	case StatePending, StateRunning, StateUnknown, StateSubmitting, "":
 		return false
 	}
 	return true

@@ -26,6 +26,9 @@ type StepInput struct {
 	Chains    []ChainRecord // stored chains (only ChainActive ones are decided on) and their segments
 	Policies  PolicyFactory // policy by name; nil means BaselinePolicy with default options
 	Rules     Rules         // team rules consulted before each submission; nil admits everything
+	// SubmitGrace is how long a submission whose outcome was not recorded
+	// holds its chain before it is taken as not done (0: DefaultSubmitGrace).
+	SubmitGrace time.Duration
 }
 
 // Step is the pure decision step: from the stored chains, the cluster
@@ -34,8 +37,12 @@ type StepInput struct {
 // it consults must be pure too. For each active chain, in input order:
 //
 //  1. reconcile the stored segments with the backend (adopt tagged jobs the
-//     store does not know, update started and ended segments, mark lost
-//     ones, record gaps between segments);
+//     store does not know, cancel duplicates, update started and ended
+//     segments, mark lost ones, abandon submissions whose job never
+//     appeared, record gaps between segments);
+//  1b. while a submission's outcome is unknown (SUBMITTING, no job found
+//     yet, its grace not over), wait: deciding anything else could submit
+//     the same segment twice;
 //  2. if the work is done (an --until-done segment exited 0), end the chain
 //     and cancel successors submitted ahead of time;
 //  3. if the chain has no segment yet, submit the first;
@@ -50,8 +57,12 @@ type StepInput struct {
 // Every decision (including waits and errors) yields a decision-log record.
 func Step(in *StepInput) *Plan {
 	plan := &Plan{Now: in.Now}
+	grace := in.SubmitGrace
+	if grace <= 0 {
+		grace = DefaultSubmitGrace
+	}
 	idx := indexJobs(in.Snapshot, in.History)
-	ctx := &stepContext{in: in, idx: idx, policies: map[string]policyEntry{}}
+	ctx := &stepContext{in: in, idx: idx, policies: map[string]policyEntry{}, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op
 	for i := range in.Chains {
@@ -59,13 +70,13 @@ func Step(in *StepInput) *Plan {
 		if cr.Chain.State != ChainActive {
 			continue
 		}
-		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now}
+		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now, abandoned: map[segKey]time.Time{}}
 		sortSegments(w.segs)
 		w.orig = make(map[segKey]Segment, len(w.segs))
 		for _, s := range w.segs {
 			w.orig[segKey{s.Index, s.Attempt}] = s
 		}
-		w.reconcile(idx, in.HistoryOK) // step 1
+		w.reconcile(idx, in.HistoryOK, grace) // step 1
 		ctx.decide(w)                  // steps 2–6
 		plan.Ops = append(plan.Ops, w.ops...)
 		tails = append(tails, w.tail...)
@@ -85,6 +96,7 @@ type stepContext struct {
 	policies map[string]policyEntry
 	nPending int
 	nRunning int
+	grace    time.Duration
 }
 
 func countStates(s *Snapshot) (pending, running int) {
@@ -119,9 +131,22 @@ func succeeded(s *Segment) bool { return s.State == StateCompleted && s.ExitCode
 // continues reports whether a finished segment lets the chain go on (TIMEOUT or exit 0).
 func continues(s *Segment) bool { return s.State == StateTimeout || succeeded(s) }
 
-// decide runs steps 2–6 for one reconciled chain.
+// decide runs steps 1b–6 for one reconciled chain.
 func (c *stepContext) decide(w *chainWork) {
 	ch := &w.chain
+	// 1b. a submission with no recorded outcome and no job found yet.
+	for i := range w.segs {
+		if s := &w.segs[i]; s.State == StateSubmitting && s.JobID == "" {
+			until := s.Submit.Add(c.grace)
+			why := fmt.Sprintf("wait until %s (grace %s)", until.UTC().Format(time.RFC3339), c.grace)
+			if !w.now.Before(until) {
+				why = "the grace is over, but without the history a job that already ended could be missed: wait"
+			}
+			w.record(DecisionRecord{Segment: s.Index, Action: Wait, Reason: fmt.Sprintf("the submission of segment %d (attempt %d) at %s has no recorded outcome and no job tagged %s is in the live view or the history yet: %s",
+				s.Index, s.Attempt, s.Submit.UTC().Format(time.RFC3339), Tag{ch.ID, s.Index, s.Attempt}, why)})
+			return
+		}
+	}
 	// 2. the work is done: an --until-done segment exited 0 before its limit.
 	if ch.Segments == 0 {
 		for i := range w.segs {
@@ -278,6 +303,9 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 	rec.Time, rec.ChainID = w.now, ch.ID
 	if rec.Policy == "" {
 		rec.Policy = ch.Policy
+	}
+	if at, ok := w.abandoned[segKey{index, attempt}]; ok {
+		rec.Reason += fmt.Sprintf(" (again, under the same tag: the submission at %s left no job)", at.UTC().Format(time.RFC3339))
 	}
 	seg := Segment{ChainID: ch.ID, Index: index, Attempt: attempt, State: StatePending, Submit: w.now}
 	w.tail = append(w.tail, Op{Kind: OpSubmit, Segment: &seg, Request: &req, Record: &rec})

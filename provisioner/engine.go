@@ -16,7 +16,7 @@ const DefaultHistoryWindow = 24 * time.Hour
 // Fault-injection points of Engine.Fault (tests kill the process there).
 const (
 	FaultAfterBookkeeping = "after-bookkeeping" // reconciliation committed, nothing submitted yet
-	FaultBeforeSubmit     = "before-submit"     // about to call Cluster.Submit
+	FaultBeforeSubmit     = "before-submit"     // the intent is committed; about to call Cluster.Submit
 	FaultAfterSubmit      = "after-submit"      // the backend has the job; the store does not know it yet
 	FaultAfterCommit      = "after-commit"      // the submitted segment is committed
 )
@@ -24,8 +24,12 @@ const (
 // Engine is the thin apply layer around Step: it reads the stored chains,
 // one snapshot and the history, runs the pure step, then performs the
 // plan — bookkeeping in one transaction, cancels, and each submission
-// followed at once by its own commit — recording every decision, action
-// and error in the Store.
+// between two commits: the intent (the segment as SUBMITTING) before the
+// backend is asked, the outcome (job id, or rejection) right after — so
+// that a crash at any instant leaves either a SUBMITTING segment, which
+// the next cycle resolves by adopting the tagged job or, after
+// SubmitGrace, by taking it as not submitted, or the recorded job. Every
+// decision, action and error is recorded in the Store.
 type Engine struct {
 	Cluster       Cluster            // the backend (HistorySource too, where it has one)
 	Store         Store              // durable chain state
@@ -33,6 +37,7 @@ type Engine struct {
 	Policies      PolicyFactory      // policy by name; nil: BaselinePolicy
 	Rules         Rules              // team rules; nil: admit everything
 	HistoryWindow time.Duration      // default DefaultHistoryWindow
+	SubmitGrace   time.Duration      // how long an unrecorded submission holds its chain; default DefaultSubmitGrace
 	Fault         func(point string) // test-only fault injection, called at the Fault* points; nil in production
 	Log           *slog.Logger       // nil: slog.Default()
 }
@@ -147,11 +152,12 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		}
 	}
 	// 4. the pure step
-	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, Rules: e.Rules})
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, Rules: e.Rules,
+		SubmitGrace: e.SubmitGrace})
 	// 5. bookkeeping in one transaction
 	var book, tail []Op
 	for _, op := range plan.Ops {
-		if op.Kind == OpSubmit || op.Kind == OpCancel {
+		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup {
 			tail = append(tail, op)
 		} else {
 			book = append(book, op)
@@ -171,6 +177,8 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		switch op.Kind {
 		case OpCancel:
 			err = e.cancel(ctx, now, op, rep)
+		case OpCancelDup:
+			err = e.cancelDup(ctx, now, op, rep)
 		case OpSubmit:
 			if unavailable {
 				op.Record.Action, op.Record.Error = ActError, "not attempted: the backend was unavailable for an earlier submission in this cycle"
@@ -345,12 +353,41 @@ func (e *Engine) cancel(ctx context.Context, now time.Time, op *Op, rep *Report)
 	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
 }
 
-// submit performs one submission and commits its outcome at once. A store
-// failure after a successful submission is returned; the next cycle adopts
-// the tagged job.
+// cancelDup cancels a second job carrying a stored segment's tag and
+// records it; the stored segment is left as it is.
+func (e *Engine) cancelDup(ctx context.Context, now time.Time, op *Op, rep *Report) error {
+	rec := *op.Record
+	ev := &Event{Time: now, ChainID: rec.ChainID, Segment: rec.Segment, JobID: rec.JobID, Kind: EventDuplicate, Detail: rec.Reason}
+	if err := e.Cluster.Cancel(ctx, rec.JobID); err != nil && !errors.Is(err, ErrNotFound) {
+		rec.Action, rec.Error = ActError, fmt.Sprintf("cancel duplicate job %s: %v", rec.JobID, err)
+		ev.Detail += " (cancel failed: " + err.Error() + ")"
+		rep.Errors++
+	} else {
+		rep.Cancelled++
+	}
+	e.log().Warn("duplicate job carries a segment's tag", "chain", rec.ChainID, "segment", rec.Segment, "job", rec.JobID, "error", rec.Error)
+	ops := []Op{{Kind: OpEvent, Event: ev}, {Kind: OpRecord, Record: &rec}}
+	ctx = context.WithoutCancel(ctx)
+	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
+}
+
+// submit performs one submission between two commits: first the intent
+// (the segment stored as SUBMITTING, without a job id), then the outcome —
+// the job id, a rejection, a certain non-submission (ErrNotSubmitted:
+// the intent is abandoned at once), or an unknown outcome (the intent
+// stays; the next cycles adopt the tagged job or abandon the intent after
+// SubmitGrace). A store failure after a successful submission is
+// returned; the next cycle adopts the tagged job.
 func (e *Engine) submit(ctx context.Context, now time.Time, op *Op) (Submission, error) {
 	seg, rec := *op.Segment, *op.Record
 	sub := Submission{ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt}
+	cctx := context.WithoutCancel(ctx)
+	intent := seg
+	intent.JobID, intent.State, intent.Note = "", StateSubmitting, "submission started: the job id is recorded when the backend answers"
+	if err := e.inTx(cctx, func(s Store) error { return s.PutSegment(cctx, &intent) }); err != nil {
+		sub.Err = err
+		return sub, fmt.Errorf("record the intent to submit chain %s segment %d (nothing submitted): %w", seg.ChainID, seg.Index, err)
+	}
 	e.fault(FaultBeforeSubmit)
 	id, err := e.Cluster.Submit(ctx, *op.Request)
 	var ops []Op
@@ -368,15 +405,20 @@ func (e *Engine) submit(ctx context.Context, now time.Time, op *Op) (Submission,
 		ops = []Op{{Kind: OpPutSegment, Segment: &seg}, {Kind: OpRecord, Record: &rec},
 			{Kind: OpEvent, Event: &Event{Time: now, ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt, Kind: EventEnded, Detail: "REJECTED: " + err.Error()}}}
 		e.log().Warn("submission rejected", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "err", err)
-	default:
-		// Unknown outcome (timeout, controller down): store no segment; if
-		// the job exists after all, the next cycle adopts it by its tag.
+	case errors.Is(err, ErrNotSubmitted):
 		sub.Err = err
+		seg.State, seg.End, seg.Note = StateAbandoned, now, err.Error()
 		rec.Error = err.Error()
+		ops = []Op{{Kind: OpPutSegment, Segment: &seg}, {Kind: OpRecord, Record: &rec}}
+		e.log().Info("submission not made", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "err", err)
+	default:
+		// Unknown outcome (timeout, controller down): the intent stays; if
+		// the job exists after all, a later cycle adopts it by its tag.
+		sub.Err = err
+		rec.Error = err.Error() + " (outcome unknown: the segment waits for a job with its tag, or for the submission grace to pass)"
 		ops = []Op{{Kind: OpRecord, Record: &rec}}
 		e.log().Warn("submission failed", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "err", err)
 	}
-	cctx := context.WithoutCancel(ctx)
 	if cerr := e.inTx(cctx, func(s Store) error { return applyOps(cctx, s, ops) }); cerr != nil {
 		return sub, fmt.Errorf("commit submission of chain %s segment %d (job %s; it will be adopted next cycle): %w", seg.ChainID, seg.Index, id, cerr)
 	}

@@ -73,6 +73,8 @@ func opsSummary(p *Plan) []string {
 			out = append(out, line)
 		case OpCancel:
 			out = append(out, fmt.Sprintf("cancel %d.%d %s", op.Segment.Index, op.Segment.Attempt, op.Segment.JobID))
+		case OpCancelDup:
+			out = append(out, fmt.Sprintf("cancel-dup %d %s", op.Record.Segment, op.Record.JobID))
 		case OpSubmit:
 			r := op.Request
 			line := fmt.Sprintf("submit %d.%d prev=%s", op.Segment.Index, op.Segment.Attempt, r.Env[EnvPrevJob])
@@ -247,6 +249,67 @@ func TestStep(t *testing.T) {
 			chain: chain(PolicyReactive, 3, 2),
 			segs:  []Segment{{ChainID: "c1", State: StateRejected, Note: "sbatch: error: invalid partition"}},
 			want:  []string{"chain failed: the backend rejected the first segment: sbatch: error: invalid partition", "event chain-ended -1", "record -1 end"},
+		},
+		{
+			// intent for 1.0 written at 08:58; grace 2 min: until 09:00 nothing else is decided.
+			name:  "a submission without a recorded outcome holds the chain during its grace",
+			now:   min_(59),
+			chain: chain(PolicyReactive, 3, 2),
+			segs:  []Segment{seg(0, 0, "10", StateTimeout), {ChainID: "c1", Index: 1, State: StateSubmitting, Submit: min_(58)}},
+			historyOK: true,
+			want:      []string{"record 1 wait"},
+		},
+		{
+			// the job of the 08:58 intent reached squeue after the crash: it is the segment.
+			name:  "the job of a submission without a recorded outcome is adopted",
+			now:   min_(59),
+			chain: chain(PolicyReactive, 3, 2),
+			segs:  []Segment{seg(0, 0, "10", StateTimeout), {ChainID: "c1", Index: 1, State: StateSubmitting, Submit: min_(58)}},
+			live:  jobs(job("11").tag("c1", 1, 0).state(StateRunning).submit(min_(58)).start(min_(58))),
+			want:  []string{"put 1.0 11 PENDING", "event adopted 1", "record 1 adopt", "put 1.0 11 RUNNING", "event started 1", "record 2 wait"},
+		},
+		{
+			// 08:58 + 2 min grace = 09:00 ≤ 09:01, history complete, no job: abandoned, then submitted again as 1.0 (same tag).
+			name:  "a submission whose job never appeared is abandoned after its grace and made again",
+			now:   min_(61),
+			chain: chain(PolicyReactive, 3, 2),
+			segs:  []Segment{seg(0, 0, "10", StateTimeout), {ChainID: "c1", Index: 1, State: StateSubmitting, Submit: min_(58)}},
+			historyOK: true,
+			want:      []string{"put 1.0  ABANDONED", "event abandoned 1", "record 1 abandon", "submit 1.0 prev=10 submit"},
+		},
+		{
+			name:  "without history an old submission without outcome still holds the chain",
+			now:   min_(70),
+			chain: chain(PolicyReactive, 3, 2),
+			segs:  []Segment{seg(0, 0, "10", StateTimeout), {ChainID: "c1", Index: 1, State: StateSubmitting, Submit: min_(58)}},
+			want:  []string{"record 1 wait"},
+		},
+		{
+			// a retry's intent (1.1) abandoned: the same retry is made again, not a new attempt.
+			name:  "an abandoned retry is made again under its own tag",
+			now:   min_(80),
+			chain: chain(PolicyReactive, 3, 2),
+			segs: []Segment{seg(0, 0, "10", StateTimeout), seg(1, 0, "11", StateFailed),
+				{ChainID: "c1", Index: 1, Attempt: 1, State: StateSubmitting, Submit: min_(70)}},
+			historyOK: true,
+			want:      []string{"put 1.1  ABANDONED", "event abandoned 1", "record 1 abandon", "submit 1.1 prev=10 retry"},
+		},
+		{
+			// the stored 1.0 is job 11; job 12 carries the same tag and is pending: cancel 12, keep 11.
+			name:  "a second live job with a stored segment's tag is cancelled",
+			now:   min_(70),
+			chain: chain(PolicyReactive, 3, 2),
+			segs:  []Segment{seg(0, 0, "10", StateTimeout), {ChainID: "c1", Index: 1, JobID: "11", State: StateRunning, Start: min_(65)}},
+			live:  jobs(job("11").tag("c1", 1, 0).state(StateRunning).start(min_(65)), job("12").tag("c1", 1, 0)),
+			want:  []string{"record 2 wait", "cancel-dup 1 12"},
+		},
+		{
+			name:  "the end of the work waits for a submission without outcome",
+			now:   min_(56),
+			chain: chain(PolicyLead, 0, 2),
+			segs:  []Segment{running0, {ChainID: "c1", Index: 1, State: StateSubmitting, Submit: min_(55)}},
+			history: jobs(job("10").tag("c1", 0, 0).state(StateCompleted).start(t0).end(min_(52))), historyOK: true,
+			want: []string{"put 0.0 10 COMPLETED", "event ended 0", "record 1 wait"},
 		},
 		{
 			name:  "an unknown policy is recorded as an error",
@@ -436,8 +499,9 @@ func TestEngineCrashAfterSubmitAdopts(t *testing.T) {
 		}()
 		_, _ = e.Cycle(ctx)
 	}()
-	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 0 {
-		t.Fatalf("store knows the segment before the commit: %+v", segs)
+	// The intent was committed before sbatch; the job id was not.
+	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 1 || segs[0].State != StateSubmitting || segs[0].JobID != "" {
+		t.Fatalf("after the crash the store holds %+v, want the intent only", segs)
 	}
 	rep, err := newEngine(f, st, min_(1)).Cycle(ctx)
 	if err != nil {
@@ -474,7 +538,9 @@ func TestEngineRejectionAndUnavailable(t *testing.T) {
 		t.Fatalf("chain %+v", got)
 	}
 
-	// Unavailable: no segment stored, the error recorded; the next cycle submits.
+	// Unavailable (outcome unknown): the intent stays, the error is
+	// recorded; within the grace (2 min) the chain waits; after it, with
+	// no tagged job anywhere, the same segment is submitted again.
 	st = NewMemStore()
 	_ = st.PutChain(ctx, &c)
 	f = &fakeCluster{snap: Snapshot{Time: t0}, submitErr: []error{fmt.Errorf("sbatch: %w", ErrUnavailable)}}
@@ -482,16 +548,23 @@ func TestEngineRejectionAndUnavailable(t *testing.T) {
 	if rep.Errors != 1 {
 		t.Fatalf("errors %d", rep.Errors)
 	}
-	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 0 {
+	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 1 || segs[0].State != StateSubmitting {
 		t.Fatalf("segments %+v", segs)
 	}
 	ds, _ := st.Decisions(ctx, "c1")
-	if len(ds) != 1 || !strings.Contains(ds[0].Error, "backend unavailable") {
+	if len(ds) != 1 || !strings.Contains(ds[0].Error, "backend unavailable") || !strings.Contains(ds[0].Error, "outcome unknown") {
 		t.Fatalf("decisions %+v", ds)
+	}
+	rep, _ = newEngine(f, st, min_(1)).Cycle(ctx)
+	if rep.Submitted() != 0 || rep.Waits != 1 || len(f.submitted) != 0 {
+		t.Fatalf("cycle within the grace: submitted %d, waits %d, backend saw %d", rep.Submitted(), rep.Waits, len(f.submitted))
 	}
 	rep, _ = newEngine(f, st, min_(10)).Cycle(ctx)
 	if rep.Submitted() != 1 {
 		t.Fatalf("retry cycle submitted %d", rep.Submitted())
+	}
+	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 1 || segs[0].Attempt != 0 || segs[0].JobID != "101" {
+		t.Fatalf("after the grace the same attempt is submitted again: %+v", segs)
 	}
 
 	// A snapshot failure is returned and recorded as a cluster-wide event.
@@ -500,6 +573,50 @@ func TestEngineRejectionAndUnavailable(t *testing.T) {
 		t.Fatalf("snapshot error %v", err)
 	}
 	if evs, _ := st.Events(ctx, ""); len(evs) != 1 || evs[0].Kind != EventError {
+		t.Fatalf("events %+v", evs)
+	}
+}
+
+// TestEngineNotSubmitted: a backend error that guarantees nothing was
+// created (ErrNotSubmitted) abandons the intent at once; the next cycle
+// decides again without waiting for the grace.
+func TestEngineNotSubmitted(t *testing.T) {
+	ctx := context.Background()
+	st := NewMemStore()
+	c := chain(PolicyReactive, 3, 2)
+	_ = st.PutChain(ctx, &c)
+	f := &fakeCluster{snap: Snapshot{Time: t0}, submitErr: []error{fmt.Errorf("deferred: %w", ErrNotSubmitted)}}
+	if _, err := newEngine(f, st, t0).Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if segs, _ := st.Segments(ctx, "c1"); len(segs) != 1 || segs[0].State != StateAbandoned {
+		t.Fatalf("segments %+v", segs)
+	}
+	rep, _ := newEngine(f, st, t0.Add(10*time.Second)).Cycle(ctx)
+	if rep.Submitted() != 1 || len(f.submitted) != 1 {
+		t.Fatalf("next cycle submitted %d (backend saw %d)", rep.Submitted(), len(f.submitted))
+	}
+}
+
+// TestEngineCancelsDuplicate: a second live job with a stored segment's
+// tag is cancelled and recorded; the stored segment keeps its job.
+func TestEngineCancelsDuplicate(t *testing.T) {
+	ctx := context.Background()
+	st := NewMemStore()
+	c := chain(PolicyReactive, 3, 2)
+	_ = st.PutChain(ctx, &c)
+	_ = st.PutSegment(ctx, &Segment{ChainID: "c1", Index: 0, JobID: "10", State: StateRunning, Start: t0})
+	f := &fakeCluster{snap: Snapshot{Time: min_(5), Jobs: jobs(job("10").tag("c1", 0, 0).state(StateRunning).start(t0), job("12").tag("c1", 0, 0))}}
+	rep, err := newEngine(f, st, min_(5)).Cycle(ctx)
+	if err != nil || rep.Cancelled != 1 || len(f.cancelled) != 1 || f.cancelled[0] != "12" {
+		t.Fatalf("cancelled %v (report %d), err %v", f.cancelled, rep.Cancelled, err)
+	}
+	segs, _ := st.Segments(ctx, "c1")
+	if len(segs) != 1 || segs[0].JobID != "10" || segs[0].State != StateRunning {
+		t.Fatalf("segments %+v", segs)
+	}
+	evs, _ := st.Events(ctx, "c1")
+	if len(evs) != 1 || evs[0].Kind != EventDuplicate || evs[0].JobID != "12" {
 		t.Fatalf("events %+v", evs)
 	}
 }

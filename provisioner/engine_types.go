@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -12,16 +13,43 @@ const (
 	ActRetry  Action = "retry"  // a failed segment is submitted again
 	ActAdopt  Action = "adopt"  // a tagged job found in the backend was taken into its chain
 	ActEnd    Action = "end"    // the chain ended (done or failed)
-	ActCancel Action = "cancel" // a successor made unnecessary by the end of the work was cancelled
+	ActCancel Action = "cancel" // a successor made unnecessary by the end of the work (or a duplicate job) was cancelled
+	// ActAbandon: a submission whose outcome was never recorded left no job
+	// within its grace; it is taken as not done.
+	ActAbandon Action = "abandon"
 	ActError  Action = "error"  // the engine could not decide or act for this chain
 )
 
+// DefaultSubmitGrace is how long a submission whose outcome was never
+// recorded (mirage stopped between starting sbatch and committing the job
+// id, or sbatch gave no answer) blocks its chain: until a job carrying its
+// tag shows up (it is adopted), or until this long after the submission,
+// when the submission is taken as not done and may be made again. It
+// bounds how late a job from a killed or timed-out sbatch can still reach
+// the controller: the Slurm backend kills its commands when mirage dies
+// and bounds each with a timeout (30 s by default), and slurmctld answers
+// or drops a request within its MessageTimeout (10 s by default).
+const DefaultSubmitGrace = 2 * time.Minute
+
 // Segment states mirage assigns itself (the backend never reports them).
-// Both count as finished (JobState.Finished) and as failed attempts.
+// REJECTED and LOST count as finished (JobState.Finished) and as failed
+// attempts. SUBMITTING is the intent written before the backend is asked:
+// not finished, and it holds the chain until its job is found or its grace
+// (DefaultSubmitGrace) has passed. ABANDONED is an intent whose job never
+// appeared: finished, not an attempt (the same segment and attempt, with
+// the same tag, may be submitted again).
 const (
-	StateRejected JobState = "REJECTED" // the backend refused the submission; Segment.Note holds its message
-	StateLost     JobState = "LOST"     // the job is reported neither live nor in the history
+	StateRejected   JobState = "REJECTED"   // the backend refused the submission; Segment.Note holds its message
+	StateLost       JobState = "LOST"       // the job is reported neither live nor in the history
+	StateSubmitting JobState = "SUBMITTING" // submission started, its outcome not recorded yet
+	StateAbandoned  JobState = "ABANDONED"  // a submission that left no job: not an attempt
 )
+
+// ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
+// backend created nothing (a deferral, a request refused before it was
+// sent), so the engine may decide again at once instead of waiting for the
+// submission's grace.
+var ErrNotSubmitted = errors.New("nothing was submitted")
 
 // EventKind names an entry of the event log.
 type EventKind string
@@ -37,6 +65,8 @@ const (
 	EventChainEnded EventKind = "chain-ended" // a chain ended (Detail: reason)
 	EventCancelled  EventKind = "cancelled"   // a job was cancelled by mirage
 	EventError      EventKind = "error"       // an error outside any one decision (snapshot, history)
+	EventAbandoned  EventKind = "abandoned"   // a submission left no job within its grace: taken as not done
+	EventDuplicate  EventKind = "duplicate"   // a second job carries a segment's tag: cancelled
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as
@@ -90,6 +120,7 @@ const (
 	OpRecord     OpKind = "record"      // append Record to the decision log
 	OpEvent      OpKind = "event"       // append Event to the event log
 	OpCancel     OpKind = "cancel"      // cancel Segment.JobID, then store Segment as cancelled
+	OpCancelDup  OpKind = "cancel-dup"  // cancel Record.JobID, a duplicate of a stored segment's job; the segment is left as it is
 	OpSubmit     OpKind = "submit"      // submit Request, then store Segment with the job id and Record with it
 )
 
@@ -117,7 +148,7 @@ func (p *Plan) Counts() (book, cancels, submits int) {
 		switch p.Ops[i].Kind {
 		case OpSubmit:
 			submits++
-		case OpCancel:
+		case OpCancel, OpCancelDup:
 			cancels++
 		default:
 			book++

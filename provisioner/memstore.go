@@ -15,12 +15,13 @@ type MemStore struct {
 	chains    map[string]Chain
 	segments  map[string][]Segment
 	decisions []DecisionRecord
+	latest    map[string]int // chain id → index of its latest decision
 	events    []Event
 }
 
 // NewMemStore returns an empty MemStore.
 func NewMemStore() *MemStore {
-	return &MemStore{chains: map[string]Chain{}, segments: map[string][]Segment{}}
+	return &MemStore{chains: map[string]Chain{}, segments: map[string][]Segment{}, latest: map[string]int{}}
 }
 
 var (
@@ -99,9 +100,17 @@ func (m *MemStore) PutSegment(ctx context.Context, s *Segment) error {
 }
 
 // Record implements Store.
+// Consecutive waits that Coalesce are kept as one record.
 func (m *MemStore) Record(ctx context.Context, d *DecisionRecord) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if i, ok := m.latest[d.ChainID]; ok && d.Coalesces(&m.decisions[i]) {
+		p := &m.decisions[i]
+		p.Count = max(p.Count, 1) + max(d.Count, 1)
+		p.Last, p.Reason, p.Score, p.Features = d.Time, d.Reason, d.Score, d.Features
+		return nil
+	}
+	m.latest[d.ChainID] = len(m.decisions)
 	m.decisions = append(m.decisions, *d)
 	return nil
 }

@@ -93,6 +93,9 @@ type chainWork struct {
 	ops   []Op               // bookkeeping ops decided so far
 	tail  []Op               // cancels and submits, after the bookkeeping
 	now   time.Time
+	// abandoned holds the submission time of abandoned submissions (left
+	// out of segs), so a new submission of one can say so.
+	abandoned map[segKey]time.Time
 }
 
 func (w *chainWork) event(kind EventKind, s *Segment, detail string, value float64) {
@@ -129,13 +132,20 @@ func (w *chainWork) find(index, attempt int) int {
 // reports (step 1 of the per-chain decision):
 //
 //	1a. adopt tagged jobs the store does not know (a crash between sbatch
-//	    and the commit), so they are never submitted twice;
+//	    and the commit), so they are never submitted twice: as new segments,
+//	    or as the job of a submission whose outcome was not recorded
+//	    (SUBMITTING); a second unfinished job carrying a stored segment's
+//	    tag is cancelled;
 //	1b. update pending and running segments from their jobs (started, ended);
 //	1c. mark a segment lost when its job is reported nowhere although the
 //	    history covers its lifetime;
-//	1d. record the gap between each successor's start and its
+//	1d. abandon a submission whose outcome was not recorded when no job
+//	    carries its tag grace after it (and the history is complete); an
+//	    abandoned submission is no attempt: it is left out of the decision,
+//	    and the same segment and attempt may be submitted again;
+//	1e. record the gap between each successor's start and its
 //	    predecessor's end when it becomes known.
-func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
+func (w *chainWork) reconcile(idx *jobIndex, historyOK bool, grace time.Duration) {
 	// 1a. adoption
 	for _, tj := range idx.tagged[w.chain.ID] {
 		i := w.find(tj.tag.Segment, tj.tag.Attempt)
@@ -151,13 +161,25 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
 			w.event(EventAdopted, &s, reason, 0)
 			w.record(DecisionRecord{Segment: s.Index, Action: ActAdopt, Reason: reason, JobID: s.JobID})
 		case w.segs[i].JobID == "":
-			w.segs[i].JobID = tj.job.ID
-			w.putSegment(&w.segs[i])
-			w.event(EventAdopted, &w.segs[i], "job id filled from the backend's tagged job", 0)
-		case w.segs[i].JobID != tj.job.ID:
-			// Two jobs carry one tag: never created by mirage's own path; flag it.
-			w.event(EventError, &w.segs[i], fmt.Sprintf("job %s also carries tag %s (stored job %s): not adopted; check for a manual resubmission",
-				tj.job.ID, Tag{w.chain.ID, tj.tag.Segment, tj.tag.Attempt}, w.segs[i].JobID), 0)
+			// The job of a submission whose outcome was not recorded
+			// (SUBMITTING), or that was given up too early (ABANDONED):
+			// 1b fills in its state and times.
+			s := &w.segs[i]
+			reason := fmt.Sprintf("found job %s tagged %s for the submission made at %s whose outcome was not recorded (%s): adopted",
+				tj.job.ID, Tag{w.chain.ID, s.Index, s.Attempt}, s.Submit.UTC().Format(time.RFC3339), s.State)
+			s.JobID, s.State, s.End, s.Note = tj.job.ID, StatePending, time.Time{}, ""
+			w.putSegment(s)
+			w.event(EventAdopted, s, reason, 0)
+			w.record(DecisionRecord{Segment: s.Index, Action: ActAdopt, Reason: reason, JobID: s.JobID})
+		case w.segs[i].JobID != tj.job.ID && !tj.job.State.Finished():
+			// Two live jobs carry one tag: a submission that reached the
+			// backend after it had been given up. The stored one is the
+			// segment; the other would run the same work twice.
+			s := &w.segs[i]
+			reason := fmt.Sprintf("job %s also carries tag %s, which belongs to job %s: a duplicate submission; cancel it",
+				tj.job.ID, Tag{w.chain.ID, s.Index, s.Attempt}, s.JobID)
+			w.tail = append(w.tail, Op{Kind: OpCancelDup, Record: &DecisionRecord{Time: w.now, ChainID: w.chain.ID, Segment: s.Index,
+				Policy: w.chain.Policy, Action: ActCancel, Reason: reason, JobID: tj.job.ID}})
 		}
 	}
 	// 1b, 1c. state updates
@@ -200,7 +222,27 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
 			w.event(EventEnded, s, fmt.Sprintf("%s exit %d at %s", s.State, s.ExitCode, s.End.UTC().Format(time.RFC3339)), 0)
 		}
 	}
-	// 1d. gaps
+	// 1d. submissions whose job never appeared
+	for i := range w.segs {
+		s := &w.segs[i]
+		if s.State != StateSubmitting || s.JobID != "" || !historyOK || w.now.Sub(s.Submit) < grace {
+			continue
+		}
+		reason := fmt.Sprintf("no job tagged %s appeared in the live view or the history within %s of its submission at %s (mirage stopped before the backend answered, or the answer was lost): taken as not submitted",
+			Tag{w.chain.ID, s.Index, s.Attempt}, grace, s.Submit.UTC().Format(time.RFC3339))
+		s.State, s.End, s.Note = StateAbandoned, w.now, reason
+		w.putSegment(s)
+		w.event(EventAbandoned, s, reason, 0)
+		w.record(DecisionRecord{Segment: s.Index, Action: ActAbandon, Reason: reason})
+	}
+	w.segs = slices.DeleteFunc(w.segs, func(s Segment) bool {
+		if s.State == StateAbandoned {
+			w.abandoned[segKey{s.Index, s.Attempt}] = s.Submit
+			return true
+		}
+		return false
+	})
+	// 1e. gaps
 	for idxSeg := 1; ; idxSeg++ {
 		succ, pred := w.final(idxSeg), w.final(idxSeg-1)
 		if succ == nil || pred == nil {

@@ -27,6 +27,12 @@ type ExecRunner struct {
 	Path      string   // PATH for looking up the commands and for the child; empty: inherit
 	TZ        string   // exported as TZ when set, so text times are printed in a known zone
 	Env       []string // extra KEY=VALUE entries, last wins
+	// DieWithParent kills each command (SIGKILL, Linux) when the process
+	// running it dies, so that no sbatch outlives a crashed mirage: once
+	// mirage is gone, any job it was submitting has reached slurmctld or
+	// never will (the chains layer relies on it to bound how long a
+	// submission's outcome can stay unknown).
+	DieWithParent bool
 }
 
 // envDropped lists variables that change what the query commands print or
@@ -80,6 +86,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args []string) ([]byt
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	// After ctx ends the process is killed; give its pipes a moment, then give up.
 	cmd.WaitDelay = 2 * time.Second
+	if r.DieWithParent {
+		defer dieWithParent(cmd)()
+	}
 	err := cmd.Run()
 	return out.Bytes(), errb.Bytes(), err
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
 
@@ -63,18 +64,14 @@ var deps = chainDeps{
 	sleep:    sleepCtx,
 }
 
-// newBackend builds the cluster backend: Slurm through its commands, or
+// newBackend builds the cluster backend: Slurm through its commands (with
+// --rules, the engine applies the team rules before each submission), or
 // Kubernetes through client-go with the team rules applied at submission
 // (k8s.TeamCluster: quota, packing, borrowing, reclaim).
 func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 	switch o.kind {
 	case "", "slurm":
-		if o.rules != "" {
-			if _, err := loadRules(o.rules, true); err != nil {
-				return nil, err
-			}
-		}
-		return nil, withCode(exitUnavailable, fmt.Errorf("the Slurm backend is not built into this mirage yet: %w", provisioner.ErrUnavailable))
+		return newSlurmBackend(o)
 	case "kubernetes", "k8s":
 		if o.rules == "" {
 			return nil, withCode(exitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
@@ -96,6 +93,73 @@ func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 	}
 	return nil, withCode(exitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
 }
+
+// newSlurmBackend builds the Slurm client: SLURM_CONF from --slurm-conf or
+// the environment, the commands from --slurm-bin before PATH, each command
+// bounded by --slurm-timeout and killed if mirage dies (so a crashed daemon
+// leaves no sbatch running). With --rules it is wrapped so the engine
+// applies the team rules (team = account; borrowed work gets the rules'
+// preemptible QOS).
+func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
+	var rules *provisioner.TeamRules
+	if o.rules != "" {
+		r, err := loadRules(o.rules, true) // Slurm queues what cannot start yet
+		if err != nil {
+			return nil, err
+		}
+		rules = r
+	}
+	if o.timeout <= 0 {
+		return nil, withCode(exitUsage, fmt.Errorf("--slurm-timeout %s: want a positive duration", o.timeout))
+	}
+	conf := o.slurmConf
+	if conf == "" {
+		conf = os.Getenv("SLURM_CONF")
+	}
+	if conf != "" {
+		abs, err := filepath.Abs(conf)
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--slurm-conf %s: %w", conf, err))
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, withCode(exitBadInput, fmt.Errorf("slurm.conf %s: %w (give the cluster's configuration with --slurm-conf or SLURM_CONF)", abs, err))
+		}
+		conf = abs
+	}
+	path := ""
+	if o.slurmBin != "" {
+		dir, err := filepath.Abs(o.slurmBin)
+		if err != nil {
+			return nil, withCode(exitUsage, fmt.Errorf("--slurm-bin %s: %w", o.slurmBin, err))
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return nil, withCode(exitBadInput, fmt.Errorf("--slurm-bin %s: not a directory", o.slurmBin))
+		}
+		path = dir + string(os.PathListSeparator) + os.Getenv("PATH")
+	}
+	const tz = "UTC"
+	cl, err := slurm.New(slurm.Config{SlurmConf: conf, Path: path, Timeout: o.timeout, TZ: tz,
+		Runner: &slurm.ExecRunner{SlurmConf: conf, Path: path, TZ: tz, DieWithParent: true}})
+	if err != nil {
+		return nil, withCode(exitUsage, err)
+	}
+	if rules == nil {
+		return cl, nil
+	}
+	return &slurmTeamCluster{Client: cl, rules: rules}, nil
+}
+
+// slurmTeamCluster is the Slurm backend under team rules. Slurm queues work
+// and preempts by QOS itself, so the rules act at admission only: the
+// engine asks them before each submission (TeamRules), and they set the
+// borrowed QOS and packing hints on the request.
+type slurmTeamCluster struct {
+	*slurm.Client
+	rules *provisioner.TeamRules
+}
+
+// TeamRules returns the rules for the engine's admission step.
+func (c *slurmTeamCluster) TeamRules() provisioner.Rules { return c.rules }
 
 // engineRules are the team rules the engine consults before each
 // submission: the backend's own when it applies them (Kubernetes), else

@@ -77,11 +77,16 @@ interruption 10m0s in total, overlap 0s in total
 	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
 		t.Fatalf("log: exit %d, %v\n%s", code, err, out)
 	}
+	// Consecutive waits are one entry each: ×6 from 08:00 to 08:50, ×5 from 09:10 to 09:50.
 	var acts []string
 	for _, d := range lg.Decisions {
-		acts = append(acts, d.Action)
+		a := d.Action
+		if d.Count > 1 {
+			a += fmt.Sprintf("×%d(%s–%s)", d.Count, d.Time.Format("15:04"), d.Last.Format("15:04"))
+		}
+		acts = append(acts, a)
 	}
-	wantActs := "first " + strings.Repeat("wait ", 6) + "submit " + strings.Repeat("wait ", 5) + "submit end"
+	wantActs := "first wait×6(08:00–08:50) submit wait×5(09:10–09:50) submit end"
 	if strings.Join(acts, " ") != wantActs {
 		t.Errorf("decisions %v\nwant %s", acts, wantActs)
 	}

@@ -28,7 +28,10 @@ func newLogCmd() *cobra.Command {
 		Short: "Show a chain's decisions with their reasons (and, with --events, what happened to its jobs)",
 		Long: `Every decision the daemon made for the chain, oldest first: the time, the
 segment it was about, the policy, the action (wait, submit, submit-after, first,
-retry, adopt, end, cancel, error), the reason, the job submitted and any error.
+retry, adopt, abandon, end, cancel, error), the reason, the job submitted and any
+error. Consecutive waits about one segment under one policy, without error, are
+one entry: first and last time, how many (wait ×N) and the latest reason, so a
+chain that waits for days keeps a short log.
 --events adds the event log: submissions, starts, ends, gaps between segments.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,6 +55,8 @@ type decisionJSON struct {
 	Features string    `json:"features,omitempty"`
 	JobID    string    `json:"job_id,omitempty"`
 	Error    string    `json:"error,omitempty"`
+	Count    int       `json:"count"`          // consecutive identical waits this entry stands for
+	Last     time.Time `json:"last,omitzero"` // time of the last of them, when more than one
 }
 
 type eventJSON struct {
@@ -91,8 +96,12 @@ func runLog(ctx context.Context, out io.Writer, o *logOptions) error {
 			Events    []eventJSON    `json:"events,omitempty"`
 		}{Chain: c.ID, Decisions: []decisionJSON{}}
 		for _, d := range ds {
-			v.Decisions = append(v.Decisions, decisionJSON{Time: d.Time.UTC(), Segment: d.Segment, Policy: d.Policy, Action: string(d.Action),
-				Reason: d.Reason, Score: d.Score, Features: d.Features, JobID: d.JobID, Error: d.Error})
+			dj := decisionJSON{Time: d.Time.UTC(), Segment: d.Segment, Policy: d.Policy, Action: string(d.Action),
+				Reason: d.Reason, Score: d.Score, Features: d.Features, JobID: d.JobID, Error: d.Error, Count: max(d.Count, 1)}
+			if d.Count > 1 {
+				dj.Last = d.Last.UTC()
+			}
+			v.Decisions = append(v.Decisions, dj)
 		}
 		for _, e := range evs {
 			v.Events = append(v.Events, eventJSON{Time: e.Time.UTC(), Segment: e.Segment, Attempt: e.Attempt, JobID: e.JobID, Kind: string(e.Kind), Detail: e.Detail, Value: e.Value})
@@ -106,7 +115,13 @@ func runLog(ctx context.Context, out io.Writer, o *logOptions) error {
 		if d.Error != "" {
 			reason += " [error: " + d.Error + "]"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", clock(d.Time), segText(d.Segment), d.Policy, d.Action, dash(d.JobID), reason)
+		when, action := clock(d.Time), string(d.Action)
+		if d.Count > 1 {
+			when += " – " + clock(d.Last)
+			action += fmt.Sprintf(" ×%d", d.Count)
+			reason = "latest: " + reason
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", when, segText(d.Segment), d.Policy, action, dash(d.JobID), reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

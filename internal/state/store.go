@@ -224,6 +224,9 @@ var migrations = []string{
 	);
 	CREATE INDEX events_chain ON events(chain_id, id);
 	CREATE INDEX chains_state ON chains(state);`,
+	// 2: consecutive waits are coalesced into one row (count, last time).
+	`ALTER TABLE decisions ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
+	ALTER TABLE decisions ADD COLUMN last INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -417,17 +420,31 @@ func (s *Store) PutSegment(ctx context.Context, sg *provisioner.Segment) error {
 	return s.wrap(fmt.Sprintf("store segment %s/%d.%d", sg.ChainID, sg.Index, sg.Attempt), err)
 }
 
-// Record implements provisioner.Store.
+// Record implements provisioner.Store. A wait that Coalesces with the
+// chain's latest row updates that row (count, last time, and the latest
+// reason, score and features) instead of adding one.
 func (s *Store) Record(ctx context.Context, d *provisioner.DecisionRecord) error {
-	_, err := s.q.ExecContext(ctx, `INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error)
-		VALUES (?,?,?,?,?,?,?,?,?,?)`,
-		ns(d.Time), d.ChainID, d.Segment, d.Policy, string(d.Action), d.Reason, d.Score, d.Features, d.JobID, d.Error)
+	n := int64(max(d.Count, 1))
+	if d.Action == provisioner.Wait && d.Error == "" {
+		res, err := s.q.ExecContext(ctx, `UPDATE decisions SET count = count + ?, last = ?, reason = ?, score = ?, features = ?
+			WHERE id = (SELECT MAX(id) FROM decisions WHERE chain_id = ?) AND action = ? AND error = '' AND segment = ? AND policy = ?`,
+			n, ns(d.Time), d.Reason, d.Score, d.Features, d.ChainID, string(provisioner.Wait), d.Segment, d.Policy)
+		if err != nil {
+			return s.wrap("record decision for "+d.ChainID, err)
+		}
+		if k, err := res.RowsAffected(); err == nil && k == 1 {
+			return nil
+		}
+	}
+	_, err := s.q.ExecContext(ctx, `INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error, count, last)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		ns(d.Time), d.ChainID, d.Segment, d.Policy, string(d.Action), d.Reason, d.Score, d.Features, d.JobID, d.Error, n, ns(d.Last))
 	return s.wrap("record decision for "+d.ChainID, err)
 }
 
 // Decisions implements provisioner.DecisionLog.
 func (s *Store) Decisions(ctx context.Context, chainID string) ([]provisioner.DecisionRecord, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT time, segment, policy, action, reason, score, features, job_id, error
+	rows, err := s.q.QueryContext(ctx, `SELECT time, segment, policy, action, reason, score, features, job_id, error, count, last
 		FROM decisions WHERE chain_id = ? ORDER BY id`, chainID)
 	if err != nil {
 		return nil, s.wrap("read decisions of "+chainID, err)
@@ -436,12 +453,12 @@ func (s *Store) Decisions(ctx context.Context, chainID string) ([]provisioner.De
 	var out []provisioner.DecisionRecord
 	for rows.Next() {
 		d := provisioner.DecisionRecord{ChainID: chainID}
-		var t int64
+		var t, last int64
 		var action string
-		if err := rows.Scan(&t, &d.Segment, &d.Policy, &action, &d.Reason, &d.Score, &d.Features, &d.JobID, &d.Error); err != nil {
+		if err := rows.Scan(&t, &d.Segment, &d.Policy, &action, &d.Reason, &d.Score, &d.Features, &d.JobID, &d.Error, &d.Count, &last); err != nil {
 			return nil, s.wrap("read decisions of "+chainID, err)
 		}
-		d.Time, d.Action = fromNS(t), provisioner.Action(action)
+		d.Time, d.Action, d.Last = fromNS(t), provisioner.Action(action), fromNS(last)
 		out = append(out, d)
 	}
 	return out, s.wrap("read decisions of "+chainID, rows.Err())

@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 1 {
-		t.Fatalf("version %d, %v; want 1", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 2 {
+		t.Fatalf("version %d, %v; want 2", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -61,7 +61,7 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	// Reopening applies nothing and keeps the data.
 	s2 := open(t, dir)
 	var n int
-	if err := s2.db.QueryRow(`SELECT count(*) FROM schema_version`).Scan(&n); err != nil || n != 1 {
+	if err := s2.db.QueryRow(`SELECT count(*) FROM schema_version`).Scan(&n); err != nil || n != SchemaVersion() { // one row per migration
 		t.Errorf("schema_version rows %d, %v", n, err)
 	}
 	if got, err := s2.Chain(ctx, "c-1"); err != nil || got.Name != "train" {
@@ -129,7 +129,7 @@ func TestRoundTrip(t *testing.T) {
 		!back[1].End.Equal(t0.Add(2*time.Hour)) || !back[0].End.Equal(t0.Add(time.Hour)) || !back[1].Start.Equal(t0.Add(time.Minute)) {
 		t.Errorf("segments %+v", back)
 	}
-	d := provisioner.DecisionRecord{Time: t0, ChainID: c.ID, Segment: 2, Policy: "lead", Action: provisioner.Wait, Reason: "r", Score: -1.5, Features: "obs:1", JobID: "", Error: ""}
+	d := provisioner.DecisionRecord{Time: t0, ChainID: c.ID, Segment: 2, Policy: "lead", Action: provisioner.Wait, Reason: "r", Score: -1.5, Features: "obs:1", JobID: "", Error: "", Count: 1}
 	if err := s.Record(ctx, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +261,107 @@ func TestLockedDatabase(t *testing.T) {
 	conn.Close()
 	if err := s.PutChain(ctx, &c2); err != nil {
 		t.Fatalf("after release: %v", err)
+	}
+}
+
+// TestCoalescedWaits: consecutive waits about one segment under one policy
+// without error are one row (first time, last time, count, latest reason);
+// any other decision, an error, or another segment starts a new row.
+func TestCoalescedWaits(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	c := testChain()
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	wait := func(m, seg int, reason, errText string) provisioner.DecisionRecord {
+		return provisioner.DecisionRecord{Time: at(m), ChainID: c.ID, Segment: seg, Policy: "lead", Action: provisioner.Wait, Reason: reason, Score: float64(-m), Error: errText}
+	}
+	recs := []provisioner.DecisionRecord{
+		wait(0, 1, "in 50m", ""), wait(10, 1, "in 40m", ""), wait(20, 1, "in 30m", ""), // → row 1: ×3, 08:00–08:20, "in 30m"
+		{Time: at(50), ChainID: c.ID, Segment: 1, Policy: "lead", Action: provisioner.SubmitNow, Reason: "submit", JobID: "12"}, // row 2
+		wait(60, 2, "pending", ""), wait(70, 2, "pending", ""), // row 3: ×2
+		wait(80, 2, "pending", "policy failed"), // row 4: an error is never folded
+		wait(90, 2, "pending", ""),              // row 5: nor into an error
+		wait(100, 3, "pending", ""),             // row 6: another segment
+	}
+	for i := range recs {
+		if err := s.Record(ctx, &recs[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ds, err := s.Decisions(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		seg, count  int
+		action      provisioner.Action
+		first, last time.Time
+		reason      string
+		score       float64
+	}
+	want := []row{
+		{1, 3, provisioner.Wait, at(0), at(20), "in 30m", -20},
+		{1, 1, provisioner.SubmitNow, at(50), time.Time{}, "submit", 0},
+		{2, 2, provisioner.Wait, at(60), at(70), "pending", -70},
+		{2, 1, provisioner.Wait, at(80), time.Time{}, "pending", -80},
+		{2, 1, provisioner.Wait, at(90), time.Time{}, "pending", -90},
+		{3, 1, provisioner.Wait, at(100), time.Time{}, "pending", -100},
+	}
+	if len(ds) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(ds), len(want), ds)
+	}
+	for i, w := range want {
+		d := ds[i]
+		got := row{d.Segment, d.Count, d.Action, d.Time, d.Last, d.Reason, d.Score}
+		if got != w {
+			t.Errorf("row %d: %+v, want %+v", i+1, got, w)
+		}
+	}
+	// The MemStore coalesces the same way.
+	m := provisioner.NewMemStore()
+	for i := range recs {
+		_ = m.Record(ctx, &recs[i])
+	}
+	md, _ := m.Decisions(ctx, c.ID)
+	if len(md) != len(want) || md[0].Count != 3 || !md[0].Last.Equal(at(20)) || md[2].Count != 2 {
+		t.Errorf("MemStore: %+v", md)
+	}
+}
+
+// TestMigrationFromVersion1: a database written before waits were
+// coalesced is brought to version 2; its rows count one each.
+func TestMigrationFromVersion1(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, DBName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE TABLE schema_version (version INTEGER NOT NULL, applied INTEGER NOT NULL)`, migrations[0],
+		`INSERT INTO schema_version VALUES (1, 0)`,
+		`INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error) VALUES (1, 'c-1', 1, 'lead', 'wait', 'old', 0, '', '', '')`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	s := open(t, dir)
+	if v, _ := s.Version(ctx); v != 2 {
+		t.Fatalf("version %d", v)
+	}
+	ds, _ := s.Decisions(ctx, "c-1")
+	if len(ds) != 1 || ds[0].Count != 1 || !ds[0].Last.IsZero() || ds[0].Reason != "old" {
+		t.Fatalf("decisions %+v", ds)
+	}
+	// and the old row takes the next wait
+	if err := s.Record(ctx, &provisioner.DecisionRecord{Time: time.Unix(0, 2), ChainID: "c-1", Segment: 1, Policy: "lead", Action: provisioner.Wait, Reason: "new"}); err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := s.Decisions(ctx, "c-1"); len(ds) != 1 || ds[0].Count != 2 || ds[0].Reason != "new" {
+		t.Fatalf("decisions %+v", ds)
 	}
 }
 
