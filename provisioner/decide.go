@@ -40,7 +40,7 @@ type StepInput struct {
 //     store does not know, cancel duplicates, update started and ended
 //     segments, mark lost ones, abandon submissions whose job never
 //     appeared, record gaps between segments);
-//  1b. while a submission's outcome is unknown (SUBMITTING, no job found
+//     1b. while a submission's outcome is unknown (SUBMITTING, no job found
 //     yet, its grace not over), wait: deciding anything else could submit
 //     the same segment twice;
 //  2. if the work is done (an --until-done segment exited 0), end the chain
@@ -77,7 +77,7 @@ func Step(in *StepInput) *Plan {
 			w.orig[segKey{s.Index, s.Attempt}] = s
 		}
 		w.reconcile(idx, in.HistoryOK, grace) // step 1
-		ctx.decide(w)                  // steps 2–6
+		ctx.decide(w)                         // steps 2–6
 		plan.Ops = append(plan.Ops, w.ops...)
 		tails = append(tails, w.tail...)
 	}

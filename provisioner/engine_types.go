@@ -17,7 +17,7 @@ const (
 	// ActAbandon: a submission whose outcome was never recorded left no job
 	// within its grace; it is taken as not done.
 	ActAbandon Action = "abandon"
-	ActError  Action = "error"  // the engine could not decide or act for this chain
+	ActError   Action = "error" // the engine could not decide or act for this chain
 )
 
 // DefaultSubmitGrace is how long a submission whose outcome was never

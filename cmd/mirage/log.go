@@ -55,7 +55,7 @@ type decisionJSON struct {
 	Features string    `json:"features,omitempty"`
 	JobID    string    `json:"job_id,omitempty"`
 	Error    string    `json:"error,omitempty"`
-	Count    int       `json:"count"`          // consecutive identical waits this entry stands for
+	Count    int       `json:"count"`         // consecutive identical waits this entry stands for
 	Last     time.Time `json:"last,omitzero"` // time of the last of them, when more than one
 }
 
