@@ -39,11 +39,11 @@ type StepInput struct {
 //  1. reconcile the stored segments with the backend (adopt tagged jobs the
 //     store does not know, cancel duplicates, update started and ended
 //     segments, mark lost ones, abandon submissions whose job never
-//     appeared, record gaps between segments);
-//     1b. while a submission's outcome is unknown (SUBMITTING, no job found
-//     yet, its grace not over), wait: deciding anything else could submit
-//     the same segment twice;
-//  2. if the work is done (an --until-done segment exited 0), end the chain
+//     appeared, record gaps between segments); then, while a submission's
+//     outcome is unknown (SUBMITTING, no job found yet, its grace not
+//     over), wait: deciding anything else could submit a segment twice;
+//  2. if the work is done (an --until-done segment exited 0, unless its
+//     successor had already started: that is a hand-off), end the chain
 //     and cancel successors submitted ahead of time;
 //  3. if the chain has no segment yet, submit the first;
 //  4. if the last segment has ended: by TIMEOUT or exit 0 continue with the
@@ -131,10 +131,10 @@ func succeeded(s *Segment) bool { return s.State == StateCompleted && s.ExitCode
 // continues reports whether a finished segment lets the chain go on (TIMEOUT or exit 0).
 func continues(s *Segment) bool { return s.State == StateTimeout || succeeded(s) }
 
-// decide runs steps 1b–6 for one reconciled chain.
+// decide runs the rest of step 1 and steps 2–6 for one reconciled chain.
 func (c *stepContext) decide(w *chainWork) {
 	ch := &w.chain
-	// 1b. a submission with no recorded outcome and no job found yet.
+	// 1. a submission with no recorded outcome and no job found yet.
 	for i := range w.segs {
 		if s := &w.segs[i]; s.State == StateSubmitting && s.JobID == "" {
 			until := s.Submit.Add(c.grace)
@@ -153,6 +153,9 @@ func (c *stepContext) decide(w *chainWork) {
 			s := &w.segs[i]
 			if !succeeded(s) || s != w.final(s.Index) {
 				continue
+			}
+			if next := w.final(s.Index + 1); next != nil && !next.Start.IsZero() && !s.End.IsZero() && !next.Start.After(s.End) {
+				continue // its successor already ran when it exited: a hand-off (mirage handoff), not the end of the work
 			}
 			w.end(ChainDone, fmt.Sprintf("segment %d (job %s) exited 0 before its limit: the work is done", s.Index, s.JobID))
 			for j := range w.segs {

@@ -312,6 +312,17 @@ func TestStep(t *testing.T) {
 			want: []string{"put 0.0 10 COMPLETED", "event ended 0", "record 1 wait"},
 		},
 		{
+			// until-done; seg 1 started 08:50, seg 0 exited 0 at 08:51 (it was signalled by mirage handoff): the chain goes on.
+			name:    "exit 0 after the successor started is a hand-off, not the end of the work",
+			now:     min_(52),
+			chain:   chain(PolicyLead, 0, 2),
+			segs:    []Segment{running0, {ChainID: "c1", Index: 1, JobID: "11", State: StateRunning, Start: min_(50)}},
+			live:    jobs(job("11").tag("c1", 1, 0).state(StateRunning).start(min_(50))),
+			history: jobs(job("10").tag("c1", 0, 0).state(StateCompleted).start(t0).end(min_(51))), historyOK: true,
+			// gap 08:50 − 08:51 = −60 s (overlap); then lead is asked about segment 2 (limit of seg 1 at 09:50: wait).
+			want: []string{"put 0.0 10 COMPLETED", "event ended 0", "event gap 1 -60s", "record 2 wait"},
+		},
+		{
 			name:  "an unknown policy is recorded as an error",
 			now:   min_(10),
 			chain: chain("nope", 3, 2), segs: []Segment{running0},

@@ -315,7 +315,16 @@ func faultHook() func(point string) {
 	}
 }
 
-// newEngine wires the engine for the chain commands.
-func newEngine(cl provisioner.Cluster, st provisioner.Store) *provisioner.Engine {
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: engineRules(cl), Fault: faultHook()}
+// newEngine wires the engine for the chain commands; grace is
+// --submit-grace (0: provisioner.DefaultSubmitGrace).
+func newEngine(cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: engineRules(cl), Fault: faultHook(),
+		SubmitGrace: grace}
+}
+
+// addSubmitGrace adds --submit-grace to a command that submits.
+func addSubmitGrace(cmd *cobra.Command, v *time.Duration) {
+	cmd.Flags().DurationVar(v, "submit-grace", provisioner.DefaultSubmitGrace,
+		"how long a submission whose outcome was never recorded (mirage stopped mid-sbatch, or sbatch gave no answer) holds its chain "+
+			"before it is taken as not done; longer than the Slurm command timeout")
 }

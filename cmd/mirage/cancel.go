@@ -25,8 +25,10 @@ func newCancelCmd() *cobra.Command {
 		Use:   "cancel CHAIN",
 		Short: "Stop a chain: no more successors, and its pending or running jobs cancelled",
 		Long: `Marks the chain cancelled first (so no daemon cycle submits for it again), then
-cancels its jobs that are still pending or running. Running cancel again on a
-cancelled chain retries the cancellation of jobs that are left.`,
+cancels its jobs that are still pending or running, including any live job
+carrying the chain's tag that the database does not know (a submission whose
+outcome was never recorded). Running cancel again on a cancelled chain retries
+the cancellation of jobs that are left.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chain = args[0]
@@ -70,24 +72,49 @@ func runCancel(ctx context.Context, out io.Writer, o *cancelOptions) error {
 			return stateErr(err)
 		}
 	}
-	// 2. cancel its unfinished jobs.
+	// 2. cancel its unfinished jobs: those the database knows, and any live
+	// job carrying the chain's tag (the job of a submission whose outcome
+	// was never recorded).
 	segs, err := st.Segments(ctx, c.ID)
 	if err != nil {
 		return stateErr(err)
 	}
 	var todo []provisioner.Segment
+	unresolved := false
 	for _, s := range segs {
 		if s.JobID != "" && !s.State.Finished() {
 			todo = append(todo, s)
 		}
+		unresolved = unresolved || s.State == provisioner.StateSubmitting && s.JobID == ""
 	}
-	if len(todo) == 0 {
+	if len(todo) == 0 && !unresolved {
 		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
 		return err
 	}
 	cl, err := deps.backend(&o.backend)
 	if err != nil {
 		return stateErr(fmt.Errorf("chain %s is marked %s, but its jobs could not be cancelled (run mirage cancel again): %w", c.ID, c.State, err))
+	}
+	snap, err := cl.Snapshot(ctx)
+	if err != nil {
+		return stateErr(fmt.Errorf("chain %s is marked %s, but its jobs could not be listed (run mirage cancel again): %w", c.ID, c.State, err))
+	}
+	known := map[string]bool{}
+	for _, s := range todo {
+		known[s.JobID] = true
+	}
+	for _, j := range snap.Jobs {
+		tag, ok := provisioner.ParseTag(j.Comment)
+		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() {
+			continue
+		}
+		known[j.ID] = true
+		todo = append(todo, provisioner.Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,
+			Submit: j.Submit, Start: j.Start})
+	}
+	if len(todo) == 0 {
+		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
+		return err
 	}
 	var failed []error
 	for _, s := range todo {

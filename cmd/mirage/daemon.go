@@ -23,6 +23,7 @@ type daemonOptions struct {
 	interval  time.Duration
 	json      bool
 	maxCycles int // stop after this many cycles (0: run until signalled)
+	grace     time.Duration
 	state     stateOptions
 	backend   backendOptions
 }
@@ -45,6 +46,9 @@ the lock it says so and exits 0. Without --once it runs a cycle every --interval
   */10 * * * * mirage daemon --once >> ~/.local/state/mirage/daemon.log 2>&1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.grace <= 0 {
+				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
+			}
 			if o.interval <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
@@ -57,6 +61,7 @@ the lock it says so and exits 0. Without --once it runs a cycle every --interval
 	f.BoolVar(&o.json, "json", false, "print each cycle's report as JSON")
 	f.IntVar(&o.maxCycles, "max-cycles", 0, "stop after this many cycles (0: until signalled)")
 	_ = f.MarkHidden("max-cycles")
+	addSubmitGrace(cmd, &o.grace)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
@@ -102,7 +107,7 @@ func runDaemon(ctx context.Context, out io.Writer, o *daemonOptions) error {
 		return err
 	}
 	defer st.Close()
-	eng := newEngine(cl, st)
+	eng := newEngine(cl, st, o.grace)
 	lockPath := filepath.Join(dir, state.LockName)
 	for cycle := 1; ; cycle++ {
 		err := daemonCycle(ctx, out, o, eng, lockPath)

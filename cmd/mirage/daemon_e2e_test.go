@@ -6,11 +6,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,10 +25,28 @@ import (
 )
 
 // End-to-end tests of the chain commands on the real loopback Slurm
-// (scripts/slurm-up.sh): the mirage binary is built once and run as a
-// user would run it. Slurm 22.05 kills a job 60–95 s after its limit, so
-// a 1-minute segment lasts about two minutes; the long tests run in
-// parallel to keep the suite's wall time near 7 minutes.
+// (scripts/slurm-up.sh): the mirage binary is built once and run as a user
+// would run it, against the real slurmctld, slurmd and slurmdbd. Slurm 22.05
+// kills a job 60–95 s after its limit, so a segment that uses its whole
+// 1-minute limit lasts about two minutes; every test runs in parallel and
+// the other segments exit 0 on their own, which keeps the whole file near
+// four minutes. Other users' jobs may share the cluster: the tests look
+// only at jobs carrying their own chains' tags.
+
+// TestMain lets the e2e tests run side by side: they spend their minutes
+// waiting for Slurm, not on the CPU, so unless -test.parallel was given
+// they may all run at once (the default, GOMAXPROCS, is 2 on the test
+// machine, which would run them two by two for about three times as long).
+// Only the tests in daemon_e2e_test.go call t.Parallel.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit && os.Getenv("MIRAGE_TEST_SLURM_CONF") != "" {
+		_ = flag.Set("test.parallel", "8")
+	}
+	os.Exit(m.Run())
+}
 
 var (
 	e2eBinOnce sync.Once
@@ -40,6 +60,10 @@ func mirageBinary(t *testing.T) string {
 	e2eBinOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "mirage-e2e-bin-")
 		if err != nil {
+			e2eBinErr = err
+			return
+		}
+		if err := os.Chmod(dir, 0o755); err != nil { // job scripts run the binary (mirage handoff)
 			e2eBinErr = err
 			return
 		}
@@ -74,9 +98,24 @@ func newE2E(t *testing.T) *e2eEnv {
 	return &e2eEnv{bin: mirageBinary(t), work: work, state: filepath.Join(work, "state"), conf: conf}
 }
 
+// slurmCommands take --slurm-conf (the others read the state database only).
+var slurmCommands = []string{"submit", "daemon", "cancel", "recover", "handoff"}
+
+// command builds a mirage invocation: --state (and --slurm-conf for the
+// commands that talk to Slurm, unless args set it) go before a "--"
+// separator, if any.
 func (e *e2eEnv) command(env []string, args ...string) *exec.Cmd {
-	args = append(args, "--state", e.state, "--slurm-conf", e.conf)
-	cmd := exec.Command(e.bin, args...)
+	extra := []string{"--state", e.state}
+	if len(args) > 0 && slices.Contains(slurmCommands, args[0]) && !slices.Contains(args, "--slurm-conf") {
+		extra = append(extra, "--slurm-conf", e.conf)
+	}
+	full := slices.Clone(args)
+	if i := slices.Index(full, "--"); i >= 0 {
+		full = slices.Insert(full, i, extra...)
+	} else {
+		full = append(full, extra...)
+	}
+	cmd := exec.Command(e.bin, full...)
 	cmd.Dir = e.work
 	cmd.Env = append(append(os.Environ(), "SLURM_CONF="+e.conf), env...)
 	return cmd
@@ -99,7 +138,20 @@ func (e *e2eEnv) run(t *testing.T, env []string, args ...string) (string, string
 	return out.String(), errb.String(), code
 }
 
-// script writes a batch script (1-minute limit, partition debug).
+// submit registers a chain and returns its id.
+func (e *e2eEnv) submit(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	out, stderr, code := e.run(t, env, append([]string{"submit"}, args...)...)
+	id := chainIDRe.FindString(out)
+	if code != 0 || id == "" {
+		t.Fatalf("submit %v: exit %d: %s%s", args, code, out, stderr)
+	}
+	return id
+}
+
+// script writes a batch script (1-minute limit, partition debug, the job
+// name given, output beside it) whose body runs after a line printing the
+// MIRAGE_* variables.
 func (e *e2eEnv) script(t *testing.T, name, body string) string {
 	t.Helper()
 	p := filepath.Join(e.work, name+".sbatch")
@@ -109,6 +161,30 @@ func (e *e2eEnv) script(t *testing.T, name, body string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// daemon starts `mirage daemon` with the given flags; the returned
+// function stops it (SIGTERM) and, if the test failed, logs its output.
+func (e *e2eEnv) daemon(t *testing.T, env []string, args ...string) func() {
+	t.Helper()
+	cmd := e.command(env, append([]string{"daemon"}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	return func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("daemon output:\n%s", out.String())
+		}
+	}
 }
 
 func (e *e2eEnv) status(t *testing.T, id string) chainJSON {
@@ -124,26 +200,75 @@ func (e *e2eEnv) status(t *testing.T, id string) chainJSON {
 	return cj
 }
 
-// sacctTagged lists, by tag, the jobs Slurm accounting holds for a chain.
-func sacctTagged(t *testing.T, conf, chain string, since time.Time) map[provisioner.Tag][]string {
+// chainLog is `mirage log CHAIN --json --events`.
+type chainLog struct {
+	Decisions []decisionJSON `json:"decisions"`
+	Events    []eventJSON    `json:"events"`
+}
+
+func (e *e2eEnv) log(t *testing.T, id string) chainLog {
 	t.Helper()
-	cmd := exec.Command("sacct", "-X", "-n", "-P", "-S", since.UTC().Format("2006-01-02T15:04:05"), "-o", "JobID,Comment")
+	out, stderr, code := e.run(t, nil, "log", id, "--json", "--events")
+	var lg chainLog
+	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
+		t.Fatalf("log %s: exit %d, %v: %s%s", id, code, err, out, stderr)
+	}
+	return lg
+}
+
+// taggedJob is a job of one of the test's chains as Slurm reports it.
+type taggedJob struct {
+	ID, State, QOS string
+}
+
+// sacctTagged lists, by tag, the jobs Slurm accounting holds for a chain
+// (sacct -X: allocations only), in job id order.
+func sacctTagged(t *testing.T, conf, chain string, since time.Time) map[provisioner.Tag][]taggedJob {
+	t.Helper()
+	cmd := exec.Command("sacct", "-X", "-n", "-P", "-a", "-S", since.UTC().Format("2006-01-02T15:04:05"), "-o", "JobID,State,QOS,Comment")
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf, "TZ=UTC")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("sacct: %v", err)
 	}
-	res := map[provisioner.Tag][]string{}
+	res := map[provisioner.Tag][]taggedJob{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		id, comment, _ := strings.Cut(line, "|")
-		if tag, ok := provisioner.ParseTag(comment); ok && tag.Chain == chain {
-			res[tag] = append(res[tag], id)
+		f := strings.SplitN(line, "|", 4)
+		if len(f) < 4 {
+			continue
+		}
+		if tag, ok := provisioner.ParseTag(f[3]); ok && tag.Chain == chain {
+			res[tag] = append(res[tag], taggedJob{ID: f[0], State: strings.Fields(f[1] + " ")[0], QOS: f[2]})
 		}
 	}
 	return res
 }
 
-// waitDone polls the chain until it leaves the active state.
+// squeueTagged lists, by tag, the jobs slurmctld holds for a chain
+// (squeue -o: id, state, QOS, comment).
+func squeueTagged(t *testing.T, conf, chain string) map[provisioner.Tag][]taggedJob {
+	t.Helper()
+	cmd := exec.Command("squeue", "-h", "-a", "-t", "all", "-o", "%i|%T|%q|%k")
+	cmd.Env = append(os.Environ(), "SLURM_CONF="+conf)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	res := map[provisioner.Tag][]taggedJob{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.SplitN(line, "|", 4)
+		if len(f) < 4 {
+			continue
+		}
+		if tag, ok := provisioner.ParseTag(f[3]); ok && tag.Chain == chain {
+			res[tag] = append(res[tag], taggedJob{ID: f[0], State: f[1], QOS: f[2]})
+		}
+	}
+	return res
+}
+
+// waitDone polls the chain until it leaves the active state, calling
+// during (if any) between polls.
 func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during func()) chainJSON {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -159,49 +284,56 @@ func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during
 			t.Fatalf("chain %s still active after %s: %+v", id, timeout, cj)
 		}
 		if during == nil {
-			time.Sleep(3 * time.Second)
+			time.Sleep(2 * time.Second)
 		}
 	}
 }
 
 // TestE2EChainOnSlurm: a 3-segment chain with 1-minute limits completes
-// under `mirage daemon --interval`, every segment tagged, each segment
-// ended by TIMEOUT, the interruption between segments recorded and equal
-// to what Slurm accounting says.
+// under `mirage daemon --interval`: segment 0 uses its whole limit and ends
+// by TIMEOUT, segments 1 and 2 work 20 s and exit 0 (a chain of N segments
+// continues). Every segment is tagged in squeue while it is queued or runs
+// and in sacct afterwards, each tag has exactly one job, the job sees its
+// MIRAGE_* variables, and the interruption between segments is recorded
+// and equals start − predecessor end from Slurm's own times.
 func TestE2EChainOnSlurm(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
 	start := time.Now().Add(-time.Minute)
-	script := e.script(t, "mirage-e2e-main", "sleep 600")
-	out, stderr, code := e.run(t, nil, "submit", script, "--segments", "3", "--policy", "reactive")
-	if code != 0 {
-		t.Fatalf("submit: exit %d: %s%s", code, out, stderr)
-	}
-	id := chainIDRe.FindString(out)
-	daemon := e.command(nil, "daemon", "--interval", "3s")
-	var dout bytes.Buffer
-	daemon.Stdout, daemon.Stderr = &dout, &dout
-	if err := daemon.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = daemon.Process.Signal(syscall.SIGTERM)
-		_ = daemon.Wait()
-		if t.Failed() {
-			t.Logf("daemon output:\n%s", dout.String())
+	script := e.script(t, "mirage-e2e-main", `if [ "$MIRAGE_SEGMENT" = 0 ]; then sleep 600; else sleep 20; fi`)
+	id := e.submit(t, nil, script, "--segments", "3", "--policy", "reactive")
+	stop := e.daemon(t, nil, "--interval", "3s")
+	defer stop()
+	seenLive := map[provisioner.Tag]string{} // tag → job id seen in squeue
+	cj := e.waitDone(t, id, 7*time.Minute, func() {
+		for tag, jobs := range squeueTagged(t, e.conf, id) {
+			for _, j := range jobs {
+				if j.State == "PENDING" || j.State == "RUNNING" {
+					seenLive[tag] = j.ID
+				}
+			}
 		}
-	}()
-	cj := e.waitDone(t, id, 9*time.Minute, nil)
+		time.Sleep(2 * time.Second)
+	})
+	stop()
 	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 3 {
-		t.Fatalf("chain %s (%s) with %d segments", cj.State, cj.Reason, len(cj.SegmentList))
+		t.Fatalf("chain %s (%s) with %d segments: %+v", cj.State, cj.Reason, len(cj.SegmentList), cj.SegmentList)
 	}
 	tags := sacctTagged(t, e.conf, id, start)
+	if len(tags) != 3 {
+		t.Errorf("accounting holds %d tags for the chain, want 3: %v", len(tags), tags)
+	}
+	wantState := []provisioner.JobState{provisioner.StateTimeout, provisioner.StateCompleted, provisioner.StateCompleted}
 	for i, s := range cj.SegmentList {
-		if s.Index != i || s.Attempt != 0 || s.State != string(provisioner.StateTimeout) {
-			t.Errorf("segment %d: %+v", i, s)
+		tag := provisioner.Tag{Chain: id, Segment: i}
+		if s.Index != i || s.Attempt != 0 || s.State != string(wantState[i]) || s.ExitCode != 0 {
+			t.Errorf("segment %d: %+v, want %s exit 0", i, s, wantState[i])
 		}
-		if jobs := tags[provisioner.Tag{Chain: id, Segment: i}]; len(jobs) != 1 || jobs[0] != s.JobID {
-			t.Errorf("segment %d: accounting holds %v for its tag, the state %s", i, jobs, s.JobID)
+		if jobs := tags[tag]; len(jobs) != 1 || jobs[0].ID != s.JobID || jobs[0].State != string(wantState[i]) {
+			t.Errorf("segment %d: accounting holds %v for tag %s, the state database job %s", i, jobs, tag, s.JobID)
+		}
+		if seenLive[tag] != s.JobID {
+			t.Errorf("segment %d: squeue showed job %q with tag %s while it was queued or ran, want %s", i, seenLive[tag], tag, s.JobID)
 		}
 		b, err := os.ReadFile(filepath.Join(e.work, fmt.Sprintf("mirage-e2e-main-%s.out", s.JobID)))
 		prev := ""
@@ -212,20 +344,16 @@ func TestE2EChainOnSlurm(t *testing.T) {
 			t.Errorf("segment %d output %q (%v), want it to start with %q", i, b, err, want)
 		}
 		if i > 0 {
-			// reactive: the successor is submitted after the end is seen, so it starts after it.
+			// reactive: the successor is submitted once the daemon (every
+			// 3 s) sees the end, so it starts after it, within seconds on
+			// an idle cluster (30 s allows for other users' jobs).
 			gap := s.Start.Sub(*cj.SegmentList[i-1].End)
 			if s.GapSec == nil || *s.GapSec != gap.Seconds() || gap < 0 || gap > 30*time.Second {
-				t.Errorf("segment %d: gap %v recorded %v; want the recorded gap equal to start − predecessor end, in [0, 30 s]", i, gap, s.GapSec)
+				t.Errorf("segment %d: gap %v, recorded %v; want the recorded gap equal to start − predecessor end, in [0, 30 s]", i, gap, s.GapSec)
 			}
 		}
 	}
-	out, _, _ = e.run(t, nil, "log", id, "--json", "--events")
-	var lg struct {
-		Events []eventJSON `json:"events"`
-	}
-	if err := json.Unmarshal([]byte(out), &lg); err != nil {
-		t.Fatal(err)
-	}
+	lg := e.log(t, id)
 	var gaps []float64
 	for _, ev := range lg.Events {
 		if ev.Kind == string(provisioner.EventGap) {
@@ -235,13 +363,31 @@ func TestE2EChainOnSlurm(t *testing.T) {
 	if len(gaps) != 2 || gaps[0] != *cj.SegmentList[1].GapSec || gaps[1] != *cj.SegmentList[2].GapSec {
 		t.Errorf("gap events %v", gaps)
 	}
+	// The daemon decided every 3 s for minutes; consecutive waits are one
+	// entry each: first, waits, submit, waits, submit, end (no successor
+	// is decided on while the last segment runs).
+	var acts []string
+	waits, decisions := 0, 0
+	for _, d := range lg.Decisions {
+		acts = append(acts, d.Action)
+		decisions += d.Count
+		if d.Action == string(provisioner.Wait) {
+			waits += d.Count
+		}
+	}
+	t.Logf("decision log: %d entries for %d decisions (%d of them waits)", len(acts), decisions, waits)
+	if got := strings.Join(acts, " "); got != "first wait submit wait submit end" || waits < 20 {
+		t.Errorf("decision log %q with %d waits in all; want first wait submit wait submit end, the waits (≥ 20) coalesced", got, waits)
+	}
 }
 
-// TestE2ECrashes: the daemon is killed at least 20 times while a 3-segment
+// TestE2ECrashes: the daemon is killed at least 20 times while a 4-segment
 // chain runs — SIGKILL at random instants and exits at the named fault
-// points, including between sbatch and the commit (also in mirage submit
-// itself) — and restarted each time. The chain must complete with exactly
-// one job per segment in Slurm accounting and no segment lost.
+// points (after the lock, after the bookkeeping commit, after the intent
+// commit before sbatch, between sbatch and the commit, after the commit),
+// also `mirage submit` itself between sbatch and the commit — and
+// restarted each time. The chain must complete with exactly one job per
+// segment in Slurm accounting (never submitted twice) and no segment lost.
 func TestE2ECrashes(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
@@ -249,29 +395,42 @@ func TestE2ECrashes(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	start := time.Now().Add(-time.Minute)
-	// Each segment works 30 s and exits 0: with --segments 3 it continues.
-	script := e.script(t, "mirage-e2e-crash", "sleep 30")
-	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "3", "--policy", "reactive")
+	// Each segment works 25 s and exits 0: with --segments 4 the chain
+	// continues (4 segments leave a spare submission for the named points).
+	script := e.script(t, "mirage-e2e-crash", "sleep 25")
+	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "4", "--policy", "reactive")
 	if code != crashExitCode || !strings.Contains(stderr, "point=after-submit") {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
 	out, _, _ := e.run(t, nil, "status", "--json")
 	var all []chainJSON
-	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || len(all[0].SegmentList) != 0 {
-		t.Fatalf("after the crash the chain is registered without segments: %v %s", err, out)
+	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || len(all[0].SegmentList) != 1 ||
+		all[0].SegmentList[0].State != string(provisioner.StateSubmitting) || all[0].SegmentList[0].JobID != "" {
+		t.Fatalf("after the crash the chain is registered with the intent of segment 0 and no job id: %v %s", err, out)
 	}
 	id := all[0].ID
 	kills := 1 // the submit above
-	named := map[string]int{"after-submit": 1}
-	points := []string{"after-lock", provisioner.FaultAfterBookkeeping, provisioner.FaultBeforeSubmit, provisioner.FaultAfterSubmit, provisioner.FaultAfterCommit}
-	runOnce := func() {
+	named := map[string]int{"after-submit (submit)": 1}
+	// Runs alternate: a named point, then a SIGKILL at a random instant.
+	// The named points come first in this order, each once (a daemon armed
+	// for a submission point runs until the next submission: the end of
+	// the running segment, or the new submission after an abandoned one),
+	// then at random.
+	points := []string{provisioner.FaultAfterSubmit, provisioner.FaultBeforeSubmit, provisioner.FaultAfterCommit, provisioner.FaultAfterBookkeeping, "after-lock"}
+	run := 0
+	runOnce := func(pointsToo bool) {
 		var env []string
 		mode := "sigkill"
-		if rng.IntN(2) == 0 {
-			mode = points[rng.IntN(len(points))]
+		if pointsToo && run%2 == 0 {
+			if run/2 < len(points) {
+				mode = points[run/2]
+			} else {
+				mode = points[rng.IntN(len(points))]
+			}
 			env = append(env, "MIRAGE_TEST_CRASH_AT="+mode)
 		}
-		cmd := e.command(env, "daemon", "--interval", "1s")
+		run++
+		cmd := e.command(env, "daemon", "--interval", "1s", "--submit-grace", "15s")
 		var errb bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &errb, &errb
 		if err := cmd.Start(); err != nil {
@@ -281,7 +440,7 @@ func TestE2ECrashes(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		limit := time.Duration(50+rng.IntN(4000)) * time.Millisecond // random kill instant
 		if mode != "sigkill" {
-			limit = 40 * time.Second // let the named point be reached
+			limit = 60 * time.Second // let the named point be reached
 		}
 		select {
 		case err := <-done:
@@ -297,27 +456,269 @@ func TestE2ECrashes(t *testing.T) {
 			kills++
 		}
 	}
-	cj := e.waitDone(t, id, 6*time.Minute, runOnce)
-	for kills < 20 { // the chain finished early: keep killing idle daemons to reach the count
-		runOnce()
+	cj := e.waitDone(t, id, 6*time.Minute, func() { runOnce(true) })
+	for kills < 20 { // the chain finished early: keep killing daemons to reach the count
+		runOnce(false)
 	}
 	t.Logf("%d kills; at named points: %v", kills, named)
-	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 3 {
+	for _, p := range points {
+		if named[p] == 0 {
+			t.Errorf("no crash at %s", p)
+		}
+	}
+	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 4 {
 		t.Fatalf("chain %s (%s), segments %+v", cj.State, cj.Reason, cj.SegmentList)
 	}
 	tags := sacctTagged(t, e.conf, id, start)
-	if len(tags) != 3 {
-		t.Errorf("accounting holds %d tags for the chain, want 3: %v", len(tags), tags)
+	if len(tags) != 4 {
+		t.Errorf("accounting holds %d tags for the chain, want 4: %v", len(tags), tags)
 	}
 	for i, s := range cj.SegmentList {
 		jobs := tags[provisioner.Tag{Chain: id, Segment: i}]
-		if s.Attempt != 0 || s.State != string(provisioner.StateCompleted) || len(jobs) != 1 || jobs[0] != s.JobID {
+		if s.Attempt != 0 || s.State != string(provisioner.StateCompleted) || len(jobs) != 1 || jobs[0].ID != s.JobID {
 			t.Errorf("segment %d: %+v; accounting %v (want exactly one job, the stored one)", i, s, jobs)
 		}
 	}
-	out, _, _ = e.run(t, nil, "log", id, "--json")
-	if !strings.Contains(out, `"action": "adopt"`) {
-		t.Errorf("no adoption recorded after the crash between sbatch and commit:\n%s", out)
+	adopted := false
+	for _, d := range e.log(t, id).Decisions {
+		adopted = adopted || d.Action == string(provisioner.ActAdopt) && d.Segment == 0
+	}
+	if !adopted {
+		t.Error("no adoption of segment 0 recorded after the crash between sbatch and commit")
+	}
+}
+
+// TestE2ESubmitRace: mirage is SIGKILLed while its sbatch is in flight,
+// and a new daemon reads squeue before that sbatch's job lands. sbatch is
+// replaced (--slurm-bin) by a wrapper that marks its start and hands the
+// real sbatch to a detached process that submits 4 s later — a request
+// still on its way when mirage died. Three chains, each first submitted by
+// a `mirage submit` killed mid-sbatch:
+//
+//   - late: the job lands 4 s after the kill; the daemon (grace 30 s)
+//     waits for it and adopts it: one job;
+//   - lost: the request never reaches Slurm; the daemon waits the grace
+//     (10 s), abandons the submission and makes it again under the same
+//     tag: one job;
+//   - nograce: like late (the job lands 8 s after the kill), but with a
+//     grace of 1 ms the daemon submits again at once: this is the race
+//     (two jobs carry the tag), and the daemon cancels the late one as a
+//     duplicate when it lands.
+func TestE2ESubmitRace(t *testing.T) {
+	e := newE2E(t)
+	t.Parallel()
+	start := time.Now().Add(-time.Minute)
+	script := e.script(t, "mirage-e2e-race", "sleep 15")
+	realSbatch, err := exec.LookPath("sbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type variant struct {
+		name, grace string
+		lands       bool
+		delay       string // how long after mirage's death the request reaches Slurm
+		env         *e2eEnv
+		id          string
+	}
+	vs := []*variant{{name: "late", grace: "30s", lands: true, delay: "4"}, {name: "lost", grace: "10s", delay: "4"},
+		{name: "nograce", grace: "1ms", lands: true, delay: "8"}}
+	for _, v := range vs {
+		// each chain has its own state (and daemon, with its own grace)
+		v.env = &e2eEnv{bin: e.bin, work: e.work, state: filepath.Join(e.work, "state-"+v.name), conf: e.conf}
+		bin := filepath.Join(e.work, "bin-"+v.name)
+		if err := os.Mkdir(bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		mark := filepath.Join(e.work, "sbatch-started-"+v.name)
+		late := "exit 0"
+		if v.lands {
+			late = "exec " + realSbatch + ` "$@"`
+		}
+		// The detached subshell is not mirage's child, so it survives
+		// mirage and the wrapper (killed with it); setsid keeps it out of
+		// their process group.
+		// The mark is made once the detached process exists.
+		wrapper := "#!/bin/bash\nsetsid bash -c 'sleep " + v.delay + "; " + late + "' sbatch \"$@\" </dev/null >/dev/null 2>&1 &\ntouch " + mark + "\nsleep 60\n"
+		if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte(wrapper), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"squeue", "sinfo", "sacct", "scancel", "scontrol"} {
+			p, err := exec.LookPath(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(p, filepath.Join(bin, c)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sub := v.env.command(nil, "submit", script, "--segments", "1", "--name", "mirage-e2e-race-"+v.name, "--slurm-bin", bin)
+		if err := sub.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if _, err := os.Stat(mark); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				_ = sub.Process.Kill()
+				t.Fatalf("%s: the sbatch wrapper never started", v.name)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_ = sub.Process.Kill() // mid-sbatch
+		_ = sub.Wait()
+		out, _, _ := v.env.run(t, nil, "status", "--json")
+		var all []chainJSON
+		if err := json.Unmarshal([]byte(out), &all); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range all {
+			if c.Name == "mirage-e2e-race-"+v.name {
+				v.id = c.ID
+				if len(c.SegmentList) != 1 || c.SegmentList[0].State != string(provisioner.StateSubmitting) {
+					t.Fatalf("%s: after the kill: %+v, want segment 0 SUBMITTING", v.name, c.SegmentList)
+				}
+			}
+		}
+		if v.id == "" {
+			t.Fatalf("%s: chain not registered: %s", v.name, out)
+		}
+		stop := v.env.daemon(t, nil, "--interval", "1s", "--submit-grace", v.grace)
+		defer stop()
+	}
+	for _, v := range vs {
+		cj := v.env.waitDone(t, v.id, 3*time.Minute, nil)
+		if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 1 || cj.SegmentList[0].State != string(provisioner.StateCompleted) {
+			t.Errorf("%s: chain %s (%s): %+v", v.name, cj.State, cj.Reason, cj.SegmentList)
+			continue
+		}
+		stored := cj.SegmentList[0].JobID
+		time.Sleep(5 * time.Second) // every wrapper's detached sbatch has run by now (at most 8 s after its start)
+		jobs := sacctTagged(t, e.conf, v.id, start)[provisioner.Tag{Chain: v.id}]
+		actions := map[string]int{}
+		for _, d := range v.env.log(t, v.id).Decisions {
+			actions[d.Action]++
+		}
+		switch v.name {
+		case "late", "lost":
+			if len(jobs) != 1 || jobs[0].ID != stored {
+				t.Errorf("%s: accounting holds %v for segment 0, want exactly the stored job %s", v.name, jobs, stored)
+			}
+			want := map[string]int{"late": actions["adopt"], "lost": actions["abandon"]}[v.name]
+			if want != 1 {
+				t.Errorf("%s: decisions %v; want one %s", v.name, actions, map[string]string{"late": "adopt", "lost": "abandon"}[v.name])
+			}
+		case "nograce":
+			// two jobs, the stored one completed, the late one cancelled as a duplicate
+			if len(jobs) != 2 || actions["cancel"] != 1 {
+				t.Errorf("nograce: accounting %v, decisions %v; want 2 jobs (the race) and one cancel", jobs, actions)
+				break
+			}
+			for _, j := range jobs {
+				if j.ID == stored && j.State != "COMPLETED" || j.ID != stored && j.State != "CANCELLED" {
+					t.Errorf("nograce: job %s %s (stored %s): want the stored one COMPLETED, the duplicate CANCELLED", j.ID, j.State, stored)
+				}
+			}
+		}
+	}
+}
+
+// TestE2EHandoff: a 2-segment chain under the lead policy (lead 10 min >
+// the 1-minute limit: the successor is submitted as soon as segment 0
+// runs, so they overlap). Segment 1's script calls `mirage handoff`, which
+// signals segment 0 (USR1) and waits for it; segment 0 traps USR1, writes
+// a checkpoint marker and exits 0. Overlap turns into continuity: segment
+// 0 ends COMPLETED (not TIMEOUT) within the grace, after segment 1
+// started, and the overlap is recorded as a negative gap.
+func TestE2EHandoff(t *testing.T) {
+	e := newE2E(t)
+	t.Parallel()
+	body := fmt.Sprintf(`trap 'echo "checkpoint of segment $MIRAGE_SEGMENT" > %[1]s/ckpt-$MIRAGE_SEGMENT; exit 0' USR1
+if [ "$MIRAGE_SEGMENT" = 1 ]; then
+  %[2]s handoff --signal USR1 --grace 60s --poll 1s > %[1]s/handoff-1.txt 2>&1 || exit 3
+  sleep 5
+  exit 0
+fi
+sleep 600 &
+wait $!`, e.work, e.bin)
+	script := e.script(t, "mirage-e2e-handoff", body)
+	id := e.submit(t, nil, script, "--segments", "2", "--policy", "lead")
+	stop := e.daemon(t, nil, "--interval", "2s")
+	defer stop()
+	cj := e.waitDone(t, id, 3*time.Minute, nil)
+	stop()
+	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 2 {
+		t.Fatalf("chain %s (%s): %+v", cj.State, cj.Reason, cj.SegmentList)
+	}
+	s0, s1 := cj.SegmentList[0], cj.SegmentList[1]
+	if s0.State != string(provisioner.StateCompleted) || s0.ExitCode != 0 || s1.State != string(provisioner.StateCompleted) {
+		t.Errorf("segments %+v, %+v; want both COMPLETED exit 0 (segment 0 checkpointed on USR1)", s0, s1)
+	}
+	if b, err := os.ReadFile(filepath.Join(e.work, "ckpt-0")); err != nil || string(b) != "checkpoint of segment 0\n" {
+		t.Errorf("checkpoint marker of segment 0: %q, %v", b, err)
+	}
+	b, _ := os.ReadFile(filepath.Join(e.work, "handoff-1.txt"))
+	if !strings.Contains(string(b), "sent SIGUSR1 to predecessor "+s0.JobID) || !strings.Contains(string(b), "hand-off complete") {
+		t.Errorf("handoff output:\n%s", b)
+	}
+	// Overlap: segment 1 started before segment 0 ended, by less than the grace.
+	if s1.Start == nil || s0.End == nil || s1.GapSec == nil || *s1.GapSec >= 0 || *s1.GapSec < -60 || *s1.GapSec != s1.Start.Sub(*s0.End).Seconds() {
+		t.Errorf("gap %v (start %v, predecessor end %v): want a recorded overlap in [-60 s, 0)", s1.GapSec, s1.Start, s0.End)
+	}
+}
+
+// TestE2ETeamRulesOnSlurm: with --rules the engine applies the team rules
+// on Slurm, team = account. Rules (worked out by hand): teama 12 GPUs,
+// teamb 4 GPUs (16 = the cluster), borrowing on with QOS preemptible.
+// teamb's first 4-GPU chain is within quota (0 + 4 ≤ 4): admitted, QOS
+// normal. Its second 4-GPU chain would make 8 > 4: over quota; 12 GPUs are
+// idle, so it borrows: submitted with --qos=preemptible. A chain of an
+// account the rules do not know, and one without an account, are bad input.
+func TestE2ETeamRulesOnSlurm(t *testing.T) {
+	e := newE2E(t)
+	t.Parallel()
+	rules := filepath.Join(e.work, "teams.yaml")
+	if err := os.WriteFile(rules, []byte(`teams:
+  - name: teama
+    gpus: 12
+  - name: teamb
+    gpus: 4
+borrowing:
+  enabled: true
+  qos: preemptible
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := e.script(t, "mirage-e2e-rules", "sleep 30")
+	first := e.submit(t, nil, script, "--segments", "1", "--rules", rules, "--", "-A", "teamb", "--gres=gpu:4")
+	defer e.run(t, nil, "cancel", first)
+	second := e.submit(t, nil, script, "--segments", "1", "--rules", rules, "--", "-A", "teamb", "--gres=gpu:4")
+	defer e.run(t, nil, "cancel", second)
+	for _, c := range []struct {
+		id, qos, verdict string
+	}{{first, "normal", "admit: team teamb within quota (0 of 4 GPUs used, job asks 4)"}, {second, "preemptible", "borrow: team teamb over quota (4 of 4 GPUs used, job asks 4)"}} {
+		cj := e.status(t, c.id)
+		if len(cj.SegmentList) != 1 || cj.SegmentList[0].JobID == "" {
+			t.Errorf("chain %s: %+v", c.id, cj.SegmentList)
+			continue
+		}
+		live := squeueTagged(t, e.conf, c.id)[provisioner.Tag{Chain: c.id}]
+		if len(live) != 1 || live[0].ID != cj.SegmentList[0].JobID || live[0].QOS != c.qos {
+			t.Errorf("chain %s: squeue %v, want job %s with QOS %s", c.id, live, cj.SegmentList[0].JobID, c.qos)
+		}
+		ds := e.log(t, c.id).Decisions
+		if len(ds) == 0 || !strings.Contains(ds[0].Reason, c.verdict) {
+			t.Errorf("chain %s: decisions %+v; want the first to say %q", c.id, ds, c.verdict)
+		}
+	}
+	_, stderr, code := e.run(t, nil, "submit", script, "--rules", rules, "--", "-A", "nosuchteam", "--gres=gpu:1")
+	if code != exitBadInput || !strings.Contains(stderr, `unknown team "nosuchteam"`) || !strings.Contains(stderr, "teama, teamb") {
+		t.Errorf("unknown team: exit %d, %q", code, stderr)
+	}
+	_, stderr, code = e.run(t, nil, "submit", script, "--rules", rules)
+	if code != exitBadInput || !strings.Contains(stderr, "give one with -A/--account") {
+		t.Errorf("no account: exit %d, %q", code, stderr)
 	}
 }
 
@@ -325,9 +726,9 @@ func TestE2ECrashes(t *testing.T) {
 // that takes the lock holds it 2 s (test pause): exactly one acts.
 func TestE2ETwoDaemons(t *testing.T) {
 	e := newE2E(t)
-	if _, stderr, code := e.run(t, nil, "status"); code != 0 { // create the database
-		t.Fatal(stderr)
-	}
+	t.Parallel()
+	id := e.submit(t, nil, e.script(t, "mirage-e2e-two", "sleep 20"), "--segments", "2", "--policy", "reactive")
+	defer e.run(t, nil, "cancel", id)
 	outs := make([]bytes.Buffer, 2)
 	cmds := make([]*exec.Cmd, 2)
 	for i := range cmds {
@@ -345,7 +746,7 @@ func TestE2ETwoDaemons(t *testing.T) {
 			t.Errorf("daemon %d: %v\n%s", i, err, outs[i].String())
 		}
 		switch s := outs[i].String(); {
-		case strings.Contains(s, " cycle: "):
+		case strings.Contains(s, " cycle: 1 active chains"):
 			acted++
 		case strings.Contains(s, "another mirage daemon holds the lock"):
 			held++
@@ -354,18 +755,21 @@ func TestE2ETwoDaemons(t *testing.T) {
 	if acted != 1 || held != 1 {
 		t.Errorf("acted %d, refused %d; want 1 and 1:\n%s\n---\n%s", acted, held, outs[0].String(), outs[1].String())
 	}
+	// One cycle acted: one decision about segment 1 (a wait, the
+	// predecessor still pending or running) after the first.
+	ds := e.log(t, id).Decisions
+	if len(ds) != 2 || ds[1].Action != string(provisioner.Wait) || ds[1].Count != 1 {
+		t.Errorf("decisions %+v; want first and a single wait", ds)
+	}
 }
 
 // TestE2EBadInput: each bad input gives a clear message and a non-zero
 // exit, and what is stored survives.
 func TestE2EBadInput(t *testing.T) {
 	e := newE2E(t)
+	t.Parallel()
 	ok := e.script(t, "mirage-e2e-bad", "sleep 600")
-	out, stderr, code := e.run(t, nil, "submit", ok, "--until-done")
-	if code != 0 {
-		t.Fatalf("submit: %d %s", code, stderr)
-	}
-	keep := chainIDRe.FindString(out)
+	keep := e.submit(t, nil, ok, "--until-done")
 	defer e.run(t, nil, "cancel", keep)
 	cases := []struct {
 		name string
@@ -374,8 +778,12 @@ func TestE2EBadInput(t *testing.T) {
 		msg  string
 	}{
 		{"missing script", []string{"submit", filepath.Join(e.work, "nope.sbatch")}, exitBadInput, "no such file or directory"},
+		{"not a batch script", []string{"submit", filepath.Join(e.work, "state", state.DBName)}, exitBadInput, "must start with #!"},
 		{"unknown partition", []string{"submit", ok, "--", "-p", "nosuchpartition"}, exitRejected, "invalid partition"},
 		{"limit over the partition's", []string{"submit", ok, "--", "-t", "10"}, exitRejected, "time limit"},
+		{"unknown account", []string{"submit", ok, "--", "-A", "nosuchaccount"}, exitRejected, "invalid account"},
+		{"an option mirage owns", []string{"submit", ok, "--", "--dependency=afterany:1"}, exitBadInput, "mirage sets it"},
+		{"missing slurm.conf", []string{"submit", ok, "--slurm-conf", filepath.Join(e.work, "nope.conf")}, exitBadInput, "nope.conf"},
 		{"unknown chain (status)", []string{"status", "c-19990101-000000"}, exitBadInput, "chain not found"},
 		{"unknown chain (cancel)", []string{"cancel", "c-19990101-000000"}, exitBadInput, "chain not found"},
 		{"unknown chain (log)", []string{"log", "c-19990101-000000"}, exitBadInput, "chain not found"},
@@ -385,6 +793,28 @@ func TestE2EBadInput(t *testing.T) {
 		if code != c.code || !strings.Contains(strings.ToLower(stderr), strings.ToLower(c.msg)) {
 			t.Errorf("%s: exit %d, %q; want exit %d mentioning %q", c.name, code, stderr, c.code, c.msg)
 		}
+	}
+	// Rejected chains are kept, marked failed with Slurm's reason; the good one is untouched.
+	out, _, _ := e.run(t, nil, "status", "--json")
+	var all []chainJSON
+	if err := json.Unmarshal([]byte(out), &all); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for _, c := range all {
+		switch {
+		case c.ID == keep:
+			if c.State != string(provisioner.ChainActive) || len(c.SegmentList) != 1 || c.SegmentList[0].JobID == "" {
+				t.Errorf("the good chain changed: %+v", c)
+			}
+		case c.State == string(provisioner.ChainFailed) && strings.Contains(c.Reason, "rejected the first segment"):
+			failed++
+		default:
+			t.Errorf("unexpected chain %+v", c)
+		}
+	}
+	if failed != 3 {
+		t.Errorf("%d chains failed by rejection, want 3 (partition, limit, account)", failed)
 	}
 	// Locked database: another process holds a write transaction.
 	db, err := sql.Open("sqlite3", "file:"+filepath.Join(e.state, state.DBName)+"?_busy_timeout=100")
@@ -398,12 +828,16 @@ func TestE2EBadInput(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code = e.run(t, nil, "cancel", keep, "--busy-timeout", "300ms")
+	_, stderr, code := e.run(t, nil, "cancel", keep, "--busy-timeout", "300ms")
+	_, stderr2, code2 := e.run(t, nil, "daemon", "--once", "--busy-timeout", "300ms")
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 	conn.Close()
 	db.Close()
 	if code != exitUnavailable || !strings.Contains(stderr, "locked") {
-		t.Errorf("locked database: exit %d, %q", code, stderr)
+		t.Errorf("cancel on a locked database: exit %d, %q", code, stderr)
+	}
+	if code2 != exitUnavailable || !strings.Contains(stderr2, "locked") {
+		t.Errorf("daemon on a locked database: exit %d, %q", code2, stderr2)
 	}
 	if cj := e.status(t, keep); cj.State != string(provisioner.ChainActive) || len(cj.SegmentList) != 1 {
 		t.Errorf("the chain changed under a locked database: %+v", cj)
@@ -417,9 +851,11 @@ func TestE2EBadInput(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bad.state, state.DBName), garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, stderr, code = bad.run(t, nil, "daemon", "--once")
-	if code != exitUnavailable || !strings.Contains(stderr, "corrupt") {
-		t.Errorf("corrupt database: exit %d, %q", code, stderr)
+	for _, args := range [][]string{{"daemon", "--once"}, {"submit", ok}, {"status"}} {
+		_, stderr, code := bad.run(t, nil, args...)
+		if code != exitUnavailable || !strings.Contains(stderr, "corrupt") || !strings.Contains(stderr, "left untouched") {
+			t.Errorf("%v on a corrupt database: exit %d, %q", args, code, stderr)
+		}
 	}
 	if b, _ := os.ReadFile(filepath.Join(bad.state, state.DBName)); !bytes.Equal(b, garbage) {
 		t.Error("corrupt database overwritten")

@@ -30,6 +30,7 @@ type submitOptions struct {
 	maxRetries int
 	name       string
 	json       bool
+	grace      time.Duration
 	state      stateOptions
 	backend    backendOptions
 }
@@ -77,6 +78,9 @@ installed).`,
 			if !cmd.Flags().Changed("segments") {
 				o.segments = 0 // until done
 			}
+			if o.grace <= 0 {
+				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
+			}
 			return runSubmit(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
@@ -87,6 +91,7 @@ installed).`,
 	f.IntVar(&o.maxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	f.StringVar(&o.name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	addSubmitGrace(cmd, &o.grace)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
@@ -143,6 +148,9 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
+	if engineRules(cl) != nil && sh.account == "" {
+		return withCode(exitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", o.script))
+	}
 	// 2. state and the lock (a daemon cycle must not decide on the chain halfway).
 	st, err := o.state.open(ctx)
 	if err != nil {
@@ -181,12 +189,23 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 		return stateErr(err)
 	}
 	// 4. submit the first segment through the engine (same path as the daemon).
-	rep, err := newEngine(cl, st).CycleChains(ctx, []string{id})
+	rep, err := newEngine(cl, st, o.grace).CycleChains(ctx, []string{id})
 	res := submitResult{Chain: id}
 	switch {
 	case err != nil:
 		res.Status, res.Reason = "failed", err.Error()
 	case len(rep.Submissions) == 0:
+		if d := lastDecision(ctx, st, id); d != nil && d.Action == provisioner.ActError {
+			// The team rules refused the request itself (unknown team, a
+			// job larger than any node): bad input, not a deferral.
+			res.Status, res.Reason = "failed", d.Error
+			err = withCode(exitBadInput, errors.New(d.Error))
+			ch.State, ch.Reason = provisioner.ChainFailed, "the first segment cannot be submitted: "+d.Error
+			if perr := st.PutChain(ctx, &ch); perr != nil {
+				return stateErr(perr)
+			}
+			break
+		}
 		res.Status, res.Reason = "deferred", lastReason(ctx, st, id)
 	case rep.Submissions[0].Err != nil:
 		res.Status, res.Reason = "failed", rep.Submissions[0].Err.Error()
@@ -215,7 +234,10 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 			fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", id, res.Reason)
 		}
 	}
+	var ee *exitError
 	switch {
+	case errors.As(err, &ee):
+		return withCode(ee.code, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", id, ee.err))
 	case errors.Is(err, provisioner.ErrRejected):
 		return withCode(exitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", id, err))
 	case err != nil:
@@ -236,11 +258,19 @@ func segmentsText(n int) string {
 
 // lastReason is the reason of a chain's last decision.
 func lastReason(ctx context.Context, st provisioner.DecisionLog, id string) string {
+	if d := lastDecision(ctx, st, id); d != nil {
+		return d.Reason
+	}
+	return ""
+}
+
+// lastDecision is a chain's last decision, or nil.
+func lastDecision(ctx context.Context, st provisioner.DecisionLog, id string) *provisioner.DecisionRecord {
 	ds, err := st.Decisions(ctx, id)
 	if err != nil || len(ds) == 0 {
-		return ""
+		return nil
 	}
-	return ds[len(ds)-1].Reason
+	return &ds[len(ds)-1]
 }
 
 // jobShape is what mirage reads of a job's sbatch options.
