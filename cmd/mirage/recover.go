@@ -18,6 +18,7 @@ func init() { register(newRecoverCmd) }
 
 // recoverOptions are the flags of mirage recover.
 type recoverOptions struct {
+	chains  []string // only these chains (all when empty)
 	since   time.Duration
 	dryRun  bool
 	json    bool
@@ -28,7 +29,7 @@ type recoverOptions struct {
 func newRecoverCmd() *cobra.Command {
 	o := &recoverOptions{}
 	cmd := &cobra.Command{
-		Use:   "recover [--since 168h] [--dry-run]",
+		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
 		Long: `Every job mirage submits carries its chain's tag and specification in its comment
 (mirage:CHAIN/SEGMENT.ATTEMPT mirage-spec=...). recover lists the live jobs and the
@@ -37,9 +38,13 @@ each chain the database does not hold, with its segments, so the daemon can carr
 on. Chains already in the database are left alone (the daemon adopts their
 missing segments itself). A chain whose last job was cancelled is recovered as
 cancelled; one whose jobs carry no readable specification is recorded as failed.
-Slurm must keep comments in accounting (AccountingStoreFlags=job_comment).`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+Slurm must keep comments in accounting (AccountingStoreFlags=job_comment).
+With CHAIN arguments only those chains are considered.`,
+		Example: `  mirage recover --dry-run            # what would be rebuilt
+  mirage recover                      # every chain found in the last 7 days
+  mirage recover c-20261123-ab12cd    # one chain`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.chains = args
 			if o.since <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--since %s: want a positive duration", o.since))
 			}
@@ -107,7 +112,7 @@ func runRecover(ctx context.Context, out io.Writer, o *recoverOptions) error {
 	}
 	chains := map[string][]tj{}
 	for _, j := range byID {
-		if t, ok := provisioner.ParseTag(j.Comment); ok {
+		if t, ok := provisioner.ParseTag(j.Comment); ok && (len(o.chains) == 0 || slices.Contains(o.chains, t.Chain)) {
 			chains[t.Chain] = append(chains[t.Chain], tj{t, j})
 		}
 	}
