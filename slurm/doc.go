@@ -12,6 +12,10 @@
 //     verbatim and nothing in them is executed. SLURM_CONF, PATH and TZ come
 //     from Config; variables that change the query commands' output
 //     (SQUEUE_FORMAT, SACCT_FORMAT, SLURM_TIME_FORMAT, ...) are removed.
+//   - ExecRunner.DieWithParent (set by mirage's chain commands) has the
+//     kernel kill each command when mirage dies (Linux parent-death
+//     signal), so a crashed daemon leaves no sbatch that could still create
+//     a job later.
 //   - Every call has a timeout (Config.Timeout, per command in
 //     Config.Timeouts). Transient failures (controller or slurmdbd
 //     unreachable, socket timeouts, timeouts of queries) are retried a bounded
