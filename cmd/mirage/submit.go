@@ -241,7 +241,7 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	case errors.Is(err, provisioner.ErrRejected):
 		return withCode(exitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", id, err))
 	case err != nil:
-		return stateErr(fmt.Errorf("chain %s registered, but its first segment was not submitted (mirage daemon retries it): %w", id, err))
+		return stateErr(fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", id, err))
 	}
 	return nil
 }
