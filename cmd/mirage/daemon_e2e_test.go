@@ -731,12 +731,12 @@ borrowing:
 }
 
 // TestE2ETwoDaemons: two `mirage daemon --once` started together; the one
-// that takes the lock holds it 2 s (test pause): exactly one acts.
+// that takes the lock holds it 2 s (test pause): exactly one acts. Then
+// `mirage cancel` stops the chain and its job in Slurm.
 func TestE2ETwoDaemons(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
 	id := e.submit(t, nil, e.script(t, "mirage-e2e-two", "sleep 20"), "--segments", "2", "--policy", "reactive")
-	defer e.run(t, nil, "cancel", id)
 	outs := make([]bytes.Buffer, 2)
 	cmds := make([]*exec.Cmd, 2)
 	for i := range cmds {
@@ -768,6 +768,24 @@ func TestE2ETwoDaemons(t *testing.T) {
 	ds := e.log(t, id).Decisions
 	if len(ds) != 2 || ds[1].Action != string(provisioner.Wait) || ds[1].Count != 1 {
 		t.Errorf("decisions %+v; want first and a single wait", ds)
+	}
+	// mirage cancel: the chain is marked cancelled and its job cancelled in Slurm.
+	job := e.status(t, id).SegmentList[0].JobID
+	out, stderr, code := e.run(t, nil, "cancel", id)
+	if code != 0 || !strings.Contains(out, "cancelled job "+job+" (segment 0)") {
+		t.Fatalf("cancel: exit %d: %s%s", code, out, stderr)
+	}
+	if cj := e.status(t, id); cj.State != string(provisioner.ChainCancelled) || cj.SegmentList[0].State != string(provisioner.StateCancelled) {
+		t.Errorf("after cancel: %+v", cj)
+	}
+	var live []taggedJob
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if live = squeueTagged(t, e.conf, id)[provisioner.Tag{Chain: id}]; len(live) == 1 && live[0].State != "COMPLETING" {
+			break // a running job is COMPLETING for a moment
+		}
+	}
+	if len(live) != 1 || live[0].ID != job || live[0].State != "CANCELLED" {
+		t.Errorf("squeue after cancel: %v, want job %s CANCELLED", live, job)
 	}
 }
 
