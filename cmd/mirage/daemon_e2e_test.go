@@ -45,7 +45,11 @@ func TestMain(m *testing.M) {
 	if !explicit && os.Getenv("MIRAGE_TEST_SLURM_CONF") != "" {
 		_ = flag.Set("test.parallel", "8")
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if e2eBin != "" {
+		_ = os.RemoveAll(filepath.Dir(e2eBin)) // the binary built for the e2e tests
+	}
+	os.Exit(code)
 }
 
 var (
