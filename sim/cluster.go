@@ -118,6 +118,7 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 	}
 	s.extra = append(s.extra, sp)
 	s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
+	s.maxLimit = max(s.maxLimit, sp.limit)
 	s.arrive(j)
 	return id, nil
 }
@@ -161,13 +162,23 @@ func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
 
 // History returns the jobs that started or finished at or after since, in
 // start order (what sacct would list), for policies' Observation.History.
+// It reads the start log backwards only as far as since − the longest
+// limit: a job that started earlier has ended before since (runtimes are
+// capped at limits), so the cost follows the jobs returned, not the trace.
 func (s *Sim) History(since time.Time) []provisioner.Job {
 	from := since.Unix()
 	var idx []int32
-	for j := range s.dyns {
-		d := &s.dyns[j]
-		if d.start >= 0 && (d.start >= from || d.end >= from || d.state == stRunning) {
-			idx = append(idx, int32(j))
+	for k := len(s.startLog) - 1; k >= 0; k-- {
+		e := s.startLog[k]
+		if e.t < from-s.maxLimit {
+			break
+		}
+		d := &s.dyns[e.j]
+		if d.start != e.t {
+			continue // requeued since: a later entry (or none, while pending) stands for it
+		}
+		if d.start >= from || d.end >= from || d.state == stRunning {
+			idx = append(idx, e.j)
 		}
 	}
 	slices.SortFunc(idx, func(a, b int32) int {
@@ -176,6 +187,7 @@ func (s *Sim) History(since time.Time) []provisioner.Job {
 		}
 		return cmp.Compare(a, b)
 	})
+	idx = slices.Compact(idx)
 	out := make([]provisioner.Job, len(idx))
 	for i, j := range idx {
 		out[i] = s.snapJob(j)

@@ -199,9 +199,22 @@ type Sim struct {
 	progressFn func(now int64)
 	submitted  int // jobs submitted through the Cluster seam (id counter)
 
+	// startLog lists every start in time order (append-only, cap-trimmed on
+	// Fork); an entry is stale when the job was requeued and started again.
+	// With maxLimit (the longest limit of any job) it bounds History's scan:
+	// a job that started before since − maxLimit has ended before since.
+	startLog []startEntry
+	maxLimit int64
+
 	// scratch (not copied on Fork)
 	prof    profile
 	scratch []int32
+}
+
+// startEntry is one start: job j started at t.
+type startEntry struct {
+	t int64
+	j int32
 }
 
 // spec returns job j's immutable record.
@@ -618,6 +631,7 @@ func (s *Sim) Load(jobs []JobSpec) error {
 		}
 		s.specs = append(s.specs, sp)
 		s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
+		s.maxLimit = max(s.maxLimit, sp.limit)
 	}
 	s.nTrace = len(s.specs)
 	return nil
@@ -1079,6 +1093,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	d.state = stRunning
 	d.start = s.now
 	d.gen++
+	s.startLog = append(s.startLog, startEntry{t: s.now, j: j})
 	rt := min(sp.runtime, sp.limit)
 	heap.Push(&s.events, event{t: s.now + rt, job: j, gen: d.gen})
 	s.running = append(s.running, j)
@@ -1253,6 +1268,8 @@ func (s *Sim) Fork() *Sim {
 	s.acctNames = s.acctNames[:len(s.acctNames):len(s.acctNames)]
 	c.acctNames = s.acctNames
 	c.extraIDs = maps.Clone(s.extraIDs)
+	s.startLog = s.startLog[:len(s.startLog):len(s.startLog)]
+	c.startLog = s.startLog
 	s.namesOwned, c.namesOwned = false, false
 	c.dyns = slices.Clone(s.dyns)
 	c.events = slices.Clone(s.events)
