@@ -653,7 +653,8 @@ wait $!`, e.work, e.bin)
 	cj := e.waitDone(t, id, 3*time.Minute, nil)
 	stop()
 	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 2 {
-		t.Fatalf("chain %s (%s): %+v", cj.State, cj.Reason, cj.SegmentList)
+		out, _ := os.ReadFile(filepath.Join(e.work, "handoff-1.txt"))
+		t.Fatalf("chain %s (%s): %+v\nhandoff output:\n%s", cj.State, cj.Reason, cj.SegmentList, out)
 	}
 	s0, s1 := cj.SegmentList[0], cj.SegmentList[1]
 	if s0.State != string(provisioner.StateCompleted) || s0.ExitCode != 0 || s1.State != string(provisioner.StateCompleted) {

@@ -20,6 +20,7 @@ type handoffOptions struct {
 	signal  string
 	grace   time.Duration
 	poll    time.Duration
+	settle  time.Duration
 	cancel  bool
 	backend backendOptions
 }
@@ -34,7 +35,12 @@ script calls mirage handoff before loading the checkpoint. handoff sends the
 predecessor ($MIRAGE_PREV_JOB, or --job) the signal (default USR1; the
 predecessor's script traps it, writes a checkpoint and exits) and waits up to
 --grace for it to end. Exit 0 when the predecessor has ended (or there is none);
-exit 1 when it still runs after the grace time, unless --cancel cancels it then.`,
+exit 1 when it still runs after the grace time, unless --cancel cancels it then.
+
+A predecessor that started moments ago may not have installed its signal
+handler yet (Slurm reports RUNNING before the batch script has run its first
+line), and a signal then is lost or kills it. handoff therefore waits until the
+predecessor has run for --settle (default 10s) before it signals.`,
 		Example: `  # in the job script, before resuming from the checkpoint:
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,
@@ -42,8 +48,8 @@ exit 1 when it still runs after the grace time, unless --cancel cancels it then.
 			if o.job == "" {
 				o.job = os.Getenv(provisioner.EnvPrevJob)
 			}
-			if o.grace < 0 || o.poll <= 0 {
-				return withCode(exitUsage, errors.New("--grace must not be negative and --poll must be positive"))
+			if o.grace < 0 || o.settle < 0 || o.poll <= 0 {
+				return withCode(exitUsage, errors.New("--grace and --settle must not be negative and --poll must be positive"))
 			}
 			return runHandoff(cmd.Context(), cmd.OutOrStdout(), o)
 		},
@@ -53,6 +59,7 @@ exit 1 when it still runs after the grace time, unless --cancel cancels it then.
 	f.StringVar(&o.signal, "signal", "USR1", "signal asking the predecessor to checkpoint and exit")
 	f.DurationVar(&o.grace, "grace", 5*time.Minute, "how long to wait for the predecessor to end")
 	f.DurationVar(&o.poll, "poll", 5*time.Second, "how often to look whether it has ended")
+	f.DurationVar(&o.settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap)")
 	f.BoolVar(&o.cancel, "cancel", false, "cancel the predecessor if it still runs after the grace time")
 	o.backend.add(cmd)
 	return cmd
@@ -67,13 +74,20 @@ func runHandoff(ctx context.Context, out io.Writer, o *handoffOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
-	running, err := stillRunning(ctx, cl, o.job)
+	pred, err := liveJob(ctx, cl, o.job)
 	if err != nil {
 		return stateErr(err)
 	}
-	if !running {
+	if pred == nil || pred.State.Finished() {
 		_, err := fmt.Fprintf(out, "predecessor %s is not running: nothing to hand off\n", o.job)
 		return err
+	}
+	if !pred.Start.IsZero() {
+		if young := o.settle - deps.clock.Now().Sub(pred.Start); young > 0 {
+			if err := deps.sleep(ctx, young); err != nil {
+				return err
+			}
+		}
 	}
 	if err := cl.Signal(ctx, o.job, o.signal); err != nil {
 		if errors.Is(err, provisioner.ErrNotFound) {
@@ -113,10 +127,15 @@ func runHandoff(ctx context.Context, out io.Writer, o *handoffOptions) error {
 
 // stillRunning reports whether the job is pending or running in the live view.
 func stillRunning(ctx context.Context, cl provisioner.Cluster, id string) (bool, error) {
+	j, err := liveJob(ctx, cl, id)
+	return j != nil && !j.State.Finished(), err
+}
+
+// liveJob is the job in the live view, nil when the view no longer lists it.
+func liveJob(ctx context.Context, cl provisioner.Cluster, id string) (*provisioner.Job, error) {
 	snap, err := cl.Snapshot(ctx)
 	if err != nil {
-		return false, fmt.Errorf("cluster snapshot: %w", err)
+		return nil, fmt.Errorf("cluster snapshot: %w", err)
 	}
-	j := snap.Job(id)
-	return j != nil && !j.State.Finished(), nil
+	return snap.Job(id), nil
 }

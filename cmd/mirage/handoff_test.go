@@ -13,6 +13,7 @@ import (
 // after it receives a signal (never when endAfter is 0).
 type handoffCluster struct {
 	clock     *fakeClock
+	started   time.Time // predecessor start; zero = unknown
 	endAfter  time.Duration
 	signalled time.Time
 	signals   []string
@@ -28,7 +29,7 @@ func (h *handoffCluster) Snapshot(context.Context) (*provisioner.Snapshot, error
 	if len(h.cancelled) > 0 || h.endAfter > 0 && !h.signalled.IsZero() && !h.clock.t.Before(h.signalled.Add(h.endAfter)) {
 		st = provisioner.StateCompleted
 	}
-	return &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "7", State: st}}}, nil
+	return &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "7", State: st, Start: h.started}}}, nil
 }
 
 func (h *handoffCluster) Submit(context.Context, provisioner.SubmitRequest) (string, error) {
@@ -41,7 +42,7 @@ func (h *handoffCluster) Cancel(_ context.Context, id string) error {
 }
 
 func (h *handoffCluster) Signal(_ context.Context, id, sig string) error {
-	h.signals = append(h.signals, id+":"+sig)
+	h.signals = append(h.signals, id+":"+sig+"@"+h.clock.t.Sub(chainT0).String())
 	h.signalled = h.clock.t
 	return nil
 }
@@ -63,7 +64,7 @@ func TestHandoff(t *testing.T) {
 	t.Setenv(provisioner.EnvPrevJob, "7")
 	out, stderr, code := runMirage(t, "handoff", "--grace", "1m", "--poll", "5s")
 	want := "sent SIGUSR1 to predecessor 7; waiting up to 1m0s for it to end\npredecessor 7 ended after 15s: hand-off complete\n"
-	if code != 0 || out != want || strings.Join(h.signals, ",") != "7:USR1" {
+	if code != 0 || out != want || strings.Join(h.signals, ",") != "7:USR1@0s" {
 		t.Fatalf("exit %d, out %q (want %q), err %q, signals %v", code, out, want, stderr, h.signals)
 	}
 
@@ -88,5 +89,18 @@ func TestHandoff(t *testing.T) {
 	h = withHandoffCluster(t, 0)
 	if out, _, code := runMirage(t, "handoff", "--job", "99"); code != 0 || out != "predecessor 99 is not running: nothing to hand off\n" || len(h.signals) != 0 {
 		t.Errorf("finished predecessor: exit %d %q signals %v", code, out, h.signals)
+	}
+
+	// A predecessor that started 3 s ago may not have set its trap: with the
+	// default --settle 10s the signal goes out 7 s later; --settle 0 sends at once.
+	h = withHandoffCluster(t, 2*time.Second)
+	h.started = chainT0.Add(-3 * time.Second)
+	if out, _, code := runMirage(t, "handoff", "--job", "7", "--poll", "1s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@7s" || !strings.Contains(out, "ended after 2s") {
+		t.Errorf("young predecessor: exit %d %q signals %v", code, out, h.signals)
+	}
+	h = withHandoffCluster(t, 2*time.Second)
+	h.started = chainT0.Add(-3 * time.Second)
+	if _, _, code := runMirage(t, "handoff", "--job", "7", "--settle", "0s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@0s" {
+		t.Errorf("--settle 0: exit %d signals %v", code, h.signals)
 	}
 }
