@@ -24,7 +24,7 @@ const FeatureSchemaName = "mirage-chain"
 
 // FeatureSchemaVersion is the current version; bump it on any change to
 // computeFeatures (meaning, order or count of fields).
-const FeatureSchemaVersion = 1
+const FeatureSchemaVersion = 2
 
 // Percentiles used for every distribution feature (the published design's 0/25/50/75/100).
 var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
@@ -80,6 +80,10 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //   - history (Observation.History, the last 100 jobs that started): mean wait
 //     (the `average` baseline), median and 90th percentile wait, and starts in
 //     the last 24 hours.
+//   - plan (v2): the successor's wait as planned from the snapshot with every
+//     job running to its limit (see planWaits): ahead of all pending jobs
+//     and behind them (conservative backfill), and each minus the
+//     predecessor's time left (the gap those plans imply).
 func Features(obs *provisioner.Observation) ([]float64, error) {
 	return AppendFeatures(make([]float64, 0, NumFeatures()), obs)
 }
@@ -338,4 +342,14 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("hist_wait_p90_h", Percentile(starts, 0.9))
 	w.add("hist_starts_24h", day)
 	w.buf = starts
+
+	left := 0.0
+	if p := obs.Predecessor; p != nil && p.State == provisioner.StateRunning {
+		left = math.Max(0, hours(p.TimeLimit-p.Elapsed(now)))
+	}
+	first, last := planWaits(snap, now, partition, obs.Successor.Nodes, obs.Successor.GPUs, succLimit)
+	w.add("plan_wait_first_h", first/3600)
+	w.add("plan_wait_last_h", last/3600)
+	w.add("plan_gap_first_h", first/3600-left)
+	w.add("plan_gap_last_h", last/3600-left)
 }
