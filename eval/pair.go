@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,8 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
+
+var discardLog = slog.New(slog.DiscardHandler)
 
 // ProtocolPair names the published pair protocol in Sample.Protocol.
 const ProtocolPair = "pair"
@@ -32,6 +35,11 @@ type PairConfig struct {
 	Workers  int                   // goroutines (0: all cores)
 	Cell     string                // Sample.Cell (default: scenario name)
 	Progress func(done, total int) // called after each injection, serialised
+	// Direct asks the policies through Policy.Decide on models.Observe's
+	// observation instead of through the provisioner's Engine (the default,
+	// as the daemon decides); the two give the same features and outcomes
+	// (TestRunPairsEngineMatchesDirect).
+	Direct bool
 }
 
 // RunPairs runs the published pair protocol on the scenario: at every
@@ -45,10 +53,15 @@ type PairConfig struct {
 // load class of every sample of a chain is that of the reactive
 // submission's gap (computed even when reactive is not among the policies).
 //
-// Policies decide through provisioner.Policy.Decide on the Observation; the
-// provisioner's Engine is not in this build yet, so the harness applies
-// the decision itself: submit now, or submit with an afterany dependency
-// for SubmitAfter.
+// Decisions go through the provisioner's Engine, as in the daemon: each
+// chain is registered in a MemStore with its running predecessor as
+// segment 0, and every Tick the harness runs Engine.CycleChains on the
+// chain's simulator (the sim is the Cluster and HistorySource, its logical
+// clock the Clock); the engine builds the observation, asks the policy and
+// submits the successor (with an afterany dependency for SubmitAfter).
+// With Direct, the harness calls Policy.Decide on models.Observe's
+// observation and submits itself. The deadline submission is the
+// protocol's, outside the engine.
 //
 // The base replay runs on the calling goroutine; each injection is worked
 // by one goroutine on its own forks; samples are ordered by injection, then
@@ -94,7 +107,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wk := &pairWorker{p: p, cell: cell}
+			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct}
 			wk.policies, wk.err = wk.build(cfg)
 			for jb := range jobs {
 				if wk.err != nil {
@@ -143,6 +156,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 type pairWorker struct {
 	p        models.Protocol
 	cell     string
+	direct   bool
 	policies []provisioner.Policy
 	run      *models.ChainRun
 	err      error
@@ -209,6 +223,14 @@ func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time)
 func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
 	w.run = run
 	defer func() { w.run = nil }()
+	if w.direct {
+		return w.playDirect(run, pol)
+	}
+	return w.playEngine(run, pol)
+}
+
+// playDirect calls Decide on models.Observe's observation and submits itself.
+func (w *pairWorker) playDirect(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
 	for k := 0; k < run.Ticks(); k++ {
 		obs, err := run.Observe(run.TickTime(k))
 		if err != nil {
@@ -227,7 +249,75 @@ func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.
 			return o, 1, err
 		}
 	}
+	return w.deadline(run)
+}
+
+// deadline is the protocol's forced submission.
+func (w *pairWorker) deadline(run *models.ChainRun) (models.Outcome, int, error) {
 	run.Advance(run.Deadline())
 	o, err := run.SubmitSuccessor("")
 	return o, 1, err
+}
+
+// simBackend is the chain's simulator as the engine's Cluster, HistorySource and Clock.
+type simBackend struct{ *sim.Sim }
+
+func (b simBackend) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	return b.Sim.History(since), nil
+}
+
+type simClock struct{ s *sim.Sim }
+
+func (c simClock) Now() time.Time { return c.s.Now() }
+
+// playEngine registers the chain in a MemStore and runs the engine's cycle every tick.
+func (w *pairWorker) playEngine(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+	ctx := context.Background()
+	st := provisioner.NewMemStore()
+	ch := run.Chain
+	ch.Policy = pol.Name()
+	if err := st.PutChain(ctx, &ch); err != nil {
+		return models.Outcome{}, 0, err
+	}
+	pred := provisioner.Segment{ChainID: ch.ID, Index: 0, JobID: run.PredID, State: provisioner.StateRunning, Submit: run.Inject, Start: run.PredStart}
+	if err := st.PutSegment(ctx, &pred); err != nil {
+		return models.Outcome{}, 0, err
+	}
+	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
+		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog}
+	for k := 0; k < run.Ticks(); k++ {
+		run.Advance(run.TickTime(k))
+		rep, err := eng.CycleChains(ctx, []string{ch.ID})
+		if err != nil {
+			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), err)
+		}
+		if rep.Errors > 0 {
+			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), engineError(ctx, st, ch.ID))
+		}
+		if len(rep.Submissions) == 0 {
+			continue
+		}
+		id := rep.Submissions[0].JobID
+		horizon := run.PredEnd.Add(w.p.Horizon)
+		start, err := run.S.RunUntilStart(id, horizon)
+		if err != nil {
+			return models.Outcome{}, 0, err
+		}
+		if start.IsZero() {
+			return models.Outcome{Submit: rep.Time, Gap: w.p.Horizon, Censored: true}, len(rep.Submissions), nil
+		}
+		return models.Outcome{Submit: rep.Time, Start: start, Gap: start.Sub(run.PredEnd)}, len(rep.Submissions), nil
+	}
+	return w.deadline(run)
+}
+
+// engineError returns the last error the engine recorded for a chain.
+func engineError(ctx context.Context, st *provisioner.MemStore, id string) error {
+	ds, _ := st.Decisions(ctx, id)
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].Error != "" {
+			return errors.New(ds[i].Error)
+		}
+	}
+	return errors.New("the engine reported an error")
 }

@@ -231,3 +231,78 @@ func TestPairTable(t *testing.T) {
 		t.Errorf("groups %v", groups)
 	}
 }
+
+// testRecorder wraps a policy and keeps the features of every observation it was shown.
+type testRecorder struct {
+	provisioner.Policy
+	mu   *sync.Mutex
+	seen map[string][][]float64 // chain id → features per call
+}
+
+func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
+	x, err := models.Features(obs)
+	if err != nil {
+		return provisioner.Decision{}, err
+	}
+	r.mu.Lock()
+	r.seen[obs.Chain.ID] = append(r.seen[obs.Chain.ID], x)
+	r.mu.Unlock()
+	return r.Policy.Decide(obs)
+}
+
+// TestRunPairsEngineMatchesDirect: deciding through the provisioner's
+// engine (as the daemon does) and calling Decide on models.Observe's
+// observation give the same samples, and the engine shows the policy
+// exactly the features the dataset recorded at each tick.
+func TestRunPairsEngineMatchesDirect(t *testing.T) {
+	sc := testScenario(t)
+	from, until := sc.First.Add(4*24*time.Hour), sc.First.Add(5*24*time.Hour)
+	names := []string{"reactive", "dependency", "lead", "start-estimate", "average", "quantile", "field-rule"}
+	rule := testFieldRule{field: fieldIndex(t, "pred_left_h"), th: 1e9} // never fires: every tick is observed
+	var mu sync.Mutex
+	seen := map[string][][]float64{}
+	factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
+		f := models.PolicyFactory("", models.PolicyOptions{Probe: probe})
+		return func(name string) (provisioner.Policy, error) {
+			if name == "field-rule" {
+				return testRecorder{Policy: rule, mu: &mu, seen: seen}, nil
+			}
+			return f(name)
+		}
+	}
+	cfg := PairConfig{Scenario: sc, Protocol: testProtocol(), From: from, Until: until, Policies: names, Factory: factory}
+	viaEngine, err := RunPairs(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engineSeen := seen
+	seen = map[string][][]float64{}
+	cfg.Direct = true
+	direct, err := RunPairs(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(viaEngine, direct) {
+		for i := range direct {
+			if viaEngine[i] != direct[i] {
+				t.Errorf("engine %+v\ndirect %+v", viaEngine[i], direct[i])
+			}
+		}
+	}
+	data, err := models.GenerateChainData(context.Background(), sc, models.GenOptions{Protocol: testProtocol(), From: from, Until: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range data.Episodes {
+		id := models.ChainID(ep.Inject, ep.Nodes)
+		if !reflect.DeepEqual(engineSeen[id], ep.X) {
+			t.Errorf("chain %s: the engine showed %d observations whose features differ from the dataset's %d ticks", id, len(engineSeen[id]), len(ep.X))
+		}
+	}
+	// The dependency baseline submits with afterany at once: it never overlaps.
+	for _, s := range viaEngine {
+		if s.Policy == "dependency" && s.Gap < 0 {
+			t.Errorf("dependency overlapped: %+v", s)
+		}
+	}
+}

@@ -37,13 +37,13 @@ func gate(obs *provisioner.Observation) (d provisioner.Decision, ok bool) {
 }
 
 // recentWaits returns the waits (seconds) of the last n jobs of the
-// history that had started at or before now, by start time (all of them
-// when n ≤ 0).
+// history that started in the 24 hours before now, by start time (all of
+// them when n ≤ 0).
 func recentWaits(obs *provisioner.Observation, n int) []float64 {
 	var started []*provisioner.Job
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(obs.Now) && !j.Submit.IsZero() {
+		if !j.Start.IsZero() && !j.Start.After(obs.Now) && obs.Now.Sub(j.Start) < historyHorizon && !j.Submit.IsZero() {
 			started = append(started, j)
 		}
 	}
@@ -72,8 +72,8 @@ func leadDecision(obs *provisioner.Observation, name string, lead time.Duration,
 }
 
 // AveragePolicy submits when now ≥ predecessor end − the mean wait of the
-// last Window jobs that started (from Observation.History): the published
-// "average" baseline. With no started job in the history it waits (the
+// last Window jobs that started in the last 24 hours (from
+// Observation.History): the published "average" baseline. With no started job in the history it waits (the
 // caller's deadline submission then applies).
 type AveragePolicy struct {
 	Window int // jobs averaged (default 100)

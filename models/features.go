@@ -35,6 +35,12 @@ const partitionBuckets = 4
 // historyWindow is how many recent starts the history features look at (the `average` baseline's 100).
 const historyWindow = 100
 
+// historyHorizon is how far back the history features look (the published
+// 24 hours): jobs that started earlier are ignored even when the history
+// holds them (the daemon reads further back to track its own segments), so
+// the features do not depend on how much history a backend hands over.
+const historyHorizon = 24 * time.Hour
+
 var schemaV1 = func() SchemaID {
 	w := &featureWriter{names: []string{}}
 	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}})
@@ -77,9 +83,9 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //     than its share, so its jobs tend to rank lower), and its pending jobs.
 //   - partition: a one-hot of FNV-1a(partition) mod 4, and the share of
 //     pending jobs in the same partition.
-//   - history (Observation.History, the last 100 jobs that started): mean wait
-//     (the `average` baseline), median and 90th percentile wait, and starts in
-//     the last 24 hours.
+//   - history (Observation.History, the last 100 jobs that started in the 24
+//     hours before now): mean wait (the `average` baseline), median and 90th
+//     percentile wait, and the number of those starts (all of the last 24 hours').
 //   - plan (v2): the successor's wait as planned from the snapshot with every
 //     job running to its limit (see planWaits): ahead of all pending jobs
 //     and behind them (conservative backfill), and each minus the
@@ -309,12 +315,12 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	}
 	w.add("partition_pending_share", partShare)
 
-	// History: the last historyWindow jobs that started at or before now, by start time.
+	// History: the last historyWindow jobs that started in (now − historyHorizon, now], by start time.
 	starts := w.buf[:0]
 	var recent []*provisioner.Job
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) {
+		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
 			recent = append(recent, j)
 		}
 	}
@@ -328,7 +334,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	}
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < 24*time.Hour {
+		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
 			day++
 		}
 	}

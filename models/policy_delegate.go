@@ -2,7 +2,6 @@ package models
 
 import "github.com/mirage-gpu/mirage/provisioner"
 
-// defaultBaseline builds the provisioner's own baselines. It is nil until
-// provisioner.BaselinePolicy exists in this build (the chains work adds it);
-// the registry then refuses those names with a clear error.
-var defaultBaseline func(name string) (provisioner.Policy, error)
+// defaultBaseline builds the provisioner's own baselines (reactive,
+// dependency, lead, start-estimate) with their default options.
+var defaultBaseline = func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) }
