@@ -78,6 +78,9 @@ type GenOptions struct {
 	Log      func(msg string, kv ...any) // optional structured log of skipped injections
 }
 
+// ErrNoInjections: a window holds no injection point.
+var ErrNoInjections = errors.New("no injection points")
+
 // GenerateChainData injects chains into the scenario at every injection
 // time of the window and, for each, probes submitting the successor at
 // every decision tick and at the deadline. The base replay runs once on the
@@ -91,8 +94,8 @@ func GenerateChainData(ctx context.Context, sc *Scenario, o GenOptions) (*ChainD
 	}
 	points := p.Injections(sc, o.From, o.Until)
 	if len(points) == 0 {
-		return nil, fmt.Errorf("chain dataset: no injection points in [%s, %s) of %s (trace starts %s, warm-up %s)",
-			fmtTime(o.From), fmtTime(o.Until), sc.Name, fmtTime(sc.First), p.WarmUp)
+		return nil, fmt.Errorf("chain dataset: %w in [%s, %s) of %s (first start %s, warm-up %s, last submit %s)",
+			ErrNoInjections, fmtTime(o.From), fmtTime(o.Until), sc.Name, fmtTime(sc.First), p.WarmUp, fmtTime(sc.Last))
 	}
 	workers := o.Workers
 	if workers <= 0 {

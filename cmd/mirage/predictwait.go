@@ -12,19 +12,25 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
 
 func init() { register(newPredictWaitCmd) }
 
-// liveBackend connects to the live cluster for predict-wait: the backend's
-// Cluster (squeue/sinfo) and HistorySource (sacct). It is nil in builds
-// without a live backend wired in; predict-wait then asks for --snapshot or
-// --trace/--at.
-var liveBackend func(ctx context.Context) (provisioner.Cluster, provisioner.HistorySource, error)
-
-// errNoLiveBackend: predict-wait without --snapshot or --trace in a build without a live backend.
-var errNoLiveBackend = errors.New("no live cluster backend in this build: give --snapshot FILE, or --trace FILE --at TIME for a simulated cluster state")
+// liveBackend connects to the live cluster for predict-wait: the Slurm
+// client as Cluster (squeue/sinfo) and HistorySource (sacct). Tests replace it.
+var liveBackend = func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
+	cfg := slurm.Config{SlurmConf: o.slurmConf, Timeout: o.slurmTimeout}
+	if o.slurmBin != "" {
+		cfg.Path = o.slurmBin + string(os.PathListSeparator) + os.Getenv("PATH")
+	}
+	c, err := slurm.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c, nil
+}
 
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
@@ -39,7 +45,10 @@ type predictWaitOptions struct {
 	trace        string
 	at           string
 	preset       string
+	simConf      string
 	slurmConf    string
+	slurmBin     string
+	slurmTimeout time.Duration
 	seed         uint64
 	history      time.Duration
 	json         bool
@@ -55,11 +64,12 @@ func newPredictWaitCmd() *cobra.Command {
 were submitted now, with a p10–p90 interval, using the wait predictor trained
 by mirage train --model wait (DIR/wait, quantile XGBoost on simulated
 outcomes), from one of:
-  the live cluster (default; needs a live backend in this build),
+  the live Slurm cluster (default: squeue, sinfo and sacct; --slurm-conf,
+                   --slurm-bin),
   --snapshot FILE: a cluster snapshot as JSON ({"snapshot": …, "history": […]}
                    or a bare snapshot; --save-snapshot writes one),
   --trace FILE --at TIME: the simulator's state of that trace at TIME
-                   (--preset/--slurm-conf choose the cluster).
+                   (--preset/--sim-conf choose the simulated cluster).
 --gres defaults to the GPUs of whole nodes (exclusive partitions such as
 LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 		Args: cobra.NoArgs,
@@ -79,7 +89,10 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 	f.StringVar(&o.trace, "trace", "", "trace file: predict in the simulator's state at --at")
 	f.StringVar(&o.at, "at", "", "trace time of the simulated state (with --trace)")
 	f.StringVar(&o.preset, "preset", "ls6", "cluster preset for --trace")
-	f.StringVar(&o.slurmConf, "slurm-conf", "", "slurm.conf for --trace")
+	f.StringVar(&o.simConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
+	f.StringVar(&o.slurmConf, "slurm-conf", "", "live cluster: slurm.conf (default: $SLURM_CONF, else Slurm's own default)")
+	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
+	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
 	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
 	f.DurationVar(&o.history, "history", models.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
@@ -213,7 +226,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
 		}
-		so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.seed}
+		so := &simOptions{preset: o.preset, slurmConf: o.simConf, latency: -1, seed: o.seed}
 		cfg, err := so.config()
 		if err != nil {
 			return nil, err
@@ -242,12 +255,9 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &clusterState{now: at, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
+		return &clusterState{now: snap.Time, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
 	}
-	if liveBackend == nil {
-		return nil, withCode(exitUnavailable, errNoLiveBackend)
-	}
-	c, h, err := liveBackend(ctx)
+	c, h, err := liveBackend(ctx, o)
 	if err != nil {
 		return nil, withCode(exitUnavailable, err)
 	}

@@ -40,6 +40,7 @@ type trainOptions struct {
 	every      time.Duration
 	warmUp     time.Duration
 	tick       time.Duration
+	limit      time.Duration
 	scales     []float64
 	workers    int
 	cache      string
@@ -115,6 +116,7 @@ Datasets use all cores (--workers) and are deterministic for --seed.`,
 	f.DurationVar(&o.every, "every", 4*time.Hour, "trace time between injections")
 	f.DurationVar(&o.warmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
 	f.DurationVar(&o.tick, "tick", 10*time.Minute, "decision interval")
+	f.DurationVar(&o.limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
 	f.Float64SliceVar(&o.scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
 	f.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
 	f.StringVar(&o.cache, "cache", "", "directory caching generated datasets")
@@ -255,7 +257,7 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
 		}
 	}
-	r.proto = models.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Nodes: o.nodes}.WithDefaults(cfg)
+	r.proto = models.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Limit: o.limit, Nodes: o.nodes}.WithDefaults(cfg)
 	if err := r.proto.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -350,6 +352,9 @@ func (r *trainRun) chainData(ctx context.Context, label string, sc *models.Scena
 	g.Log = func(msg string, kv ...any) { r.log.Info(msg, kv...) }
 	d, err := models.GenerateChainData(ctx, sc, g)
 	bar.done()
+	if errors.Is(err, models.ErrNoInjections) {
+		return nil, withCode(exitUsage, fmt.Errorf("dataset %s: %w: check --from, --train-until, --until and --warmup", label, err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", label, err)
 	}
@@ -373,7 +378,7 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 		return trainedModel{}, err
 	}
 	bar := newCountBar(r.o.progress, "train "+name)
-	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target,
+	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
 		Cost: models.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
 		RL:   models.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
 		Progress: func(stage string, done, total int) {
