@@ -292,6 +292,7 @@ func subsampleRows(ds *Dataset, n int, seed uint64) *Dataset {
 // RLOptions control the dqn and pg learners on the episode tables.
 type RLOptions struct {
 	Steps           int                         // dqn: environment steps (default 150000)
+	TargetEvery     int                         // dqn: learning steps between target-network copies (default 500)
 	Iterations      int                         // pg: updates (default 800)
 	EpisodesPerIter int                         // pg: episodes per update (default 16)
 	Hidden          []int                       // hidden layers (default [64 64])
@@ -309,6 +310,9 @@ func (o *RLOptions) defaults(kind Kind) {
 	}
 	if o.Iterations <= 0 {
 		o.Iterations = 800
+	}
+	if o.TargetEvery <= 0 {
+		o.TargetEvery = 500
 	}
 	if o.EpisodesPerIter <= 0 {
 		o.EpisodesPerIter = 16
@@ -474,7 +478,7 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 	switch kind {
 	case KindDQN:
 		d, err := NewDQN(w, 2, DQNConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Batch: 64, ReplaySize: 200000,
-			Warmup: 2000, TargetEvery: 1000, Epsilon: EpsilonSchedule{Start: 1, End: 0.05, Steps: ro.Steps / 2}, Seed: o.Seed, In: &sc})
+			Warmup: 2000, TargetEvery: ro.TargetEvery, Epsilon: EpsilonSchedule{Start: 1, End: 0.05, Steps: ro.Steps / 2}, Seed: o.Seed, In: &sc, Double: true})
 		if err != nil {
 			return nil, DecisionRule{}, err
 		}
@@ -497,7 +501,8 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 			}
 		}
 		params["steps"] = strconv.Itoa(ro.Steps)
-		params["batch"], params["replay"], params["target_every"], params["epsilon"] = "64", "200000", "1000", fmt.Sprintf("1→0.05 over %d steps", ro.Steps/2)
+		params["batch"], params["replay"], params["target_every"], params["epsilon"] = "64", "200000", strconv.Itoa(ro.TargetEvery), fmt.Sprintf("1→0.05 over %d steps", ro.Steps/2)
+		params["double"] = "true"
 	case KindPG:
 		p, err := NewPG(w, 2, PGConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Entropy: ro.Entropy, Batch: 256, Seed: o.Seed, In: &sc})
 		if err != nil {
