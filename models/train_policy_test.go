@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"sync"
 	"testing"
@@ -146,7 +147,7 @@ func TestPolicyModelsRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if *back.Meta().Decision != *m.Meta().Decision {
+		if !reflect.DeepEqual(back.Meta().Decision, m.Meta().Decision) {
 			t.Errorf("%s: decision rule %+v after loading, %+v before", name, back.Meta().Decision, m.Meta().Decision)
 		}
 		for _, x := range valid.Episodes[0].X {
