@@ -203,6 +203,11 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 		acctRunGPUs, acctJobs     float64
 		acctPend, samePartPend    float64
 	)
+	// One backing array for the seven distributions (each at most len(Jobs)).
+	nj := len(snap.Jobs)
+	back := make([]float64, 7*nj)
+	pendLimit, pendWait = back[0:0:nj], back[nj:nj:2*nj]
+	runLimit, runWait, runRun, runLeft = back[2*nj:2*nj:3*nj], back[3*nj:3*nj:4*nj], back[4*nj:4*nj:5*nj], back[5*nj:5*nj:6*nj]
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		switch j.State {
