@@ -142,6 +142,7 @@ func Percentile(sorted []float64, q float64) float64 {
 	if n == 0 {
 		return 0
 	}
+	q = min(max(q, 0), 1)
 	pos := q * float64(n-1)
 	lo := int(math.Floor(pos))
 	hi := int(math.Ceil(pos))

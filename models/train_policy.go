@@ -174,7 +174,9 @@ func TrainPolicy(name string, train, valid *ChainData, o PolicyTrainOptions) (Mo
 		}
 		mt.Params["calib_share"] = strconv.FormatFloat(o.CalibShare, 'g', -1, 64)
 		mt.Params["cost"] = fmt.Sprintf("interruption %g/h, overlap %g/h + %g/GPU-h", o.Cost.InterruptionPerHour, o.Cost.OverlapPerHour, o.Cost.OverlapPerGPUHour)
-		mt.TrainRows = rowsOf(train.Episodes)
+		if mt.TrainRows == 0 {
+			mt.TrainRows = rowsOf(train.Episodes)
+		}
 	})
 	return m, err
 }
@@ -272,44 +274,8 @@ func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *
 	} else {
 		grid = thresholdGrid(0.02, 0.98, 0.01)
 	}
-	if len(calib) > 0 {
-		scores := make([][]float64, len(calib))
-		for i := range calib {
-			if scores[i], err = EpisodeScores(m0, rule, &calib[i]); err != nil {
-				return nil, DecisionRule{}, err
-			}
-		}
-		th, c := TuneThreshold(calib, scores, grid, o.Cost)
-		rule.Threshold = th
-		rule.Tuned = fmt.Sprintf("min mean cost %.2f on the calibration split (%d chains, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
-		// Per chain size, where the calibration split has enough chains of it.
-		bySize := map[int][]int{}
-		for i := range calib {
-			bySize[calib[i].Nodes] = append(bySize[calib[i].Nodes], i)
-		}
-		sizes := make([]int, 0, len(bySize))
-		for n := range bySize {
-			sizes = append(sizes, n)
-		}
-		sort.Ints(sizes)
-		total := 0.0
-		for _, n := range sizes {
-			idx := bySize[n]
-			if len(idx) < minSizeChains || len(sizes) < 2 {
-				continue
-			}
-			eps := make([]ChainEpisode, len(idx))
-			sc := make([][]float64, len(idx))
-			for j, i := range idx {
-				eps[j], sc[j] = calib[i], scores[i]
-			}
-			t, cn := TuneThreshold(eps, sc, grid, o.Cost)
-			rule.BySize = append(rule.BySize, SizeThreshold{Nodes: n, Threshold: t})
-			total += cn * float64(len(idx))
-		}
-		if len(rule.BySize) > 0 {
-			rule.Tuned += fmt.Sprintf("; per chain size: mean cost %.2f", total/float64(len(calib)))
-		}
+	if rule, err = tuneRule(m0, rule, calib, grid, o); err != nil {
+		return nil, DecisionRule{}, err
 	}
 	m, err := fit(all, "refit on all training episodes")
 	if err != nil {
@@ -374,6 +340,71 @@ func fitXGBPolicy(eps []ChainEpisode, schema SchemaID, meta Meta, o *PolicyTrain
 	return m, err
 }
 
+// tuneRule sets the rule's threshold, and per chain size where the
+// calibration split has enough chains of it, to the candidates that
+// minimise the mean cost of m's first-reach submissions on calib.
+func tuneRule(m Model, rule DecisionRule, calib []ChainEpisode, grid []float64, o *PolicyTrainOptions) (DecisionRule, error) {
+	if len(calib) == 0 {
+		return rule, nil
+	}
+	scores := make([][]float64, len(calib))
+	for i := range calib {
+		var err error
+		if scores[i], err = EpisodeScores(m, rule, &calib[i]); err != nil {
+			return rule, err
+		}
+	}
+	if grid == nil {
+		// Preference scores have no natural unit: candidates are 0 and the
+		// percentiles of the calibration scores.
+		var all []float64
+		for _, s := range scores {
+			all = append(all, s...)
+		}
+		sort.Float64s(all)
+		grid = []float64{0}
+		for i := 0; i <= 100; i++ {
+			grid = append(grid, Percentile(all, float64(i)/100))
+		}
+	}
+	th, c := TuneThreshold(calib, scores, grid, o.Cost)
+	rule.Threshold = th
+	tuned := fmt.Sprintf("min mean cost %.2f on the calibration split (%d chains, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
+	bySize := map[int][]int{}
+	for i := range calib {
+		bySize[calib[i].Nodes] = append(bySize[calib[i].Nodes], i)
+	}
+	sizes := make([]int, 0, len(bySize))
+	for n := range bySize {
+		sizes = append(sizes, n)
+	}
+	sort.Ints(sizes)
+	total := 0.0
+	rule.BySize = nil
+	for _, n := range sizes {
+		idx := bySize[n]
+		if len(idx) < minSizeChains || len(sizes) < 2 {
+			continue
+		}
+		eps := make([]ChainEpisode, len(idx))
+		sc := make([][]float64, len(idx))
+		for j, i := range idx {
+			eps[j], sc[j] = calib[i], scores[i]
+		}
+		t, cn := TuneThreshold(eps, sc, grid, o.Cost)
+		rule.BySize = append(rule.BySize, SizeThreshold{Nodes: n, Threshold: t})
+		total += cn * float64(len(idx))
+	}
+	if len(rule.BySize) > 0 {
+		tuned += fmt.Sprintf("; per chain size: mean cost %.2f", total/float64(len(calib)))
+	}
+	if rule.Tuned != "" {
+		tuned = rule.Tuned + "; threshold: " + tuned
+	}
+	rule.Tuned = tuned
+	return rule, nil
+}
+
 // minSizeChains is how many calibration chains of one size a per-size threshold needs.
 const minSizeChains = 20
 
@@ -408,6 +439,7 @@ type RLOptions struct {
 	Entropy         float64                     // pg entropy bonus (default 0.1, as published)
 	Evals           int                         // checkpoint evaluations on the calibration split (default 20)
 	FullStarts      bool                        // start every episode at the predecessor's start (default: exploring starts at a uniform tick)
+	Greedy          bool                        // keep the greedy rule (preference ≥ 0) instead of tuning the threshold per chain size on the calibration split
 	Env             Env                         // train on this environment (e.g. a SimEnv, live in the simulator) instead of the episode tables of the earlier training split
 	Log             func(msg string, kv ...any) // optional progress log
 }
@@ -536,7 +568,7 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 		mt := meta
 		return NewPolicyNetModel(net, &sc, mt)
 	}
-	rule := DecisionRule{Threshold: 0, Tuned: "greedy (preference ≥ 0); the network kept is the checkpoint with the lowest mean cost on the calibration split"}
+	rule := DecisionRule{Threshold: 0, Tuned: "the network kept is the greedy checkpoint (preference ≥ 0) with the lowest mean cost on the calibration split"}
 	evaluate := func(net *MLP) (float64, error) {
 		pm, err := mk(net)
 		if err != nil {
@@ -647,6 +679,11 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 	m, err := mk(best)
 	if err != nil {
 		return nil, DecisionRule{}, err
+	}
+	if !o.RL.Greedy {
+		if rule, err = tuneRule(m, rule, calib, nil, o); err != nil {
+			return nil, DecisionRule{}, err
+		}
 	}
 	err = updateMeta(m, func(mt *Meta) {
 		mt.Params = params

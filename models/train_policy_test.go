@@ -1,6 +1,7 @@
 package models
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -226,4 +227,20 @@ func TestChainDataSaveLoad(t *testing.T) {
 		t.Errorf("not a dataset: %v", err)
 	}
 	_ = context.Background
+}
+
+// FuzzReadChainData: the dataset reader refuses garbage without panicking.
+func FuzzReadChainData(f *testing.F) {
+	var buf bytes.Buffer
+	if err := WriteChainData(&buf, &ChainData{Schema: Schema(), Episodes: []ChainEpisode{{Nodes: 1, Gap: []float64{1}, X: [][]float64{{1}}, Censored: []bool{false}}}}); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(buf.Bytes())
+	f.Add([]byte("not gzip"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := ReadChainData(bytes.NewReader(b))
+		if err == nil && d == nil {
+			t.Fatal("nil dataset without an error")
+		}
+	})
 }

@@ -107,6 +107,23 @@ type snapshotFile struct {
 	History  []provisioner.Job     `json:"history,omitempty"`
 }
 
+// parseSnapshotFile reads a snapshot file: {"snapshot": {...}, "history":
+// [...]} as --save-snapshot writes it, or a bare snapshot.
+func parseSnapshotFile(b []byte) (*snapshotFile, error) {
+	var sf snapshotFile
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Snapshot == nil {
+		var bare provisioner.Snapshot
+		if err2 := json.Unmarshal(b, &bare); err2 != nil || bare.Time.IsZero() {
+			return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
+		}
+		sf = snapshotFile{Snapshot: &bare}
+	}
+	if sf.Snapshot.Time.IsZero() {
+		return nil, errors.New("snapshot has no time")
+	}
+	return &sf, nil
+}
+
 // clusterState is what a prediction is made from.
 type clusterState struct {
 	now    time.Time
@@ -210,16 +227,9 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot: %w", err))
 		}
-		var sf snapshotFile
-		if err := json.Unmarshal(b, &sf); err != nil || sf.Snapshot == nil {
-			var bare provisioner.Snapshot
-			if err2 := json.Unmarshal(b, &bare); err2 != nil || bare.Time.IsZero() {
-				return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: not a snapshot (want {\"snapshot\": {...}, \"history\": [...]}, as --save-snapshot writes)", o.snapshot))
-			}
-			sf.Snapshot = &bare
-		}
-		if sf.Snapshot.Time.IsZero() {
-			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: snapshot has no time", o.snapshot))
+		sf, err := parseSnapshotFile(b)
+		if err != nil {
+			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
 		return &clusterState{now: sf.Snapshot.Time, snap: sf.Snapshot, hist: sf.History, source: "snapshot " + o.snapshot}, nil
 	case o.trace != "":
