@@ -2,11 +2,16 @@ package models
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
 )
 
 // BenchmarkProbe is one probe of dataset generation: fork a running
@@ -164,6 +169,80 @@ func BenchmarkTrainPolicy(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkDecideLS6 is one decision of each learned policy in
+// MIRAGE_MODELS on the shared LS6 trace's state of 2023-02-10 12:00 UTC
+// (a running 8-node chain; skipped without the trace or the variable).
+//
+//	MIRAGE_MODELS=DIR go test -tags "libsqlite3 xgboost" -run '^$' -bench DecideLS6 ./models/
+func BenchmarkDecideLS6(b *testing.B) {
+	dir := os.Getenv("MIRAGE_MODELS")
+	if dir == "" {
+		b.Skip("set MIRAGE_MODELS to a models directory")
+	}
+	r, err := traces.Open(filepath.Join(testenv.SharedTraces(b), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"), traces.Options{})
+	if err != nil {
+		b.Skip(err)
+	}
+	var jobs []traces.Job
+	for j, err := range traces.All(r) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	r.Close()
+	sc, err := NewScenario("ls6", jobs, sim.LS6())
+	if err != nil {
+		b.Fatal(err)
+	}
+	base, err := sc.NewSim()
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := time.Date(2023, 2, 10, 12, 0, 0, 0, time.UTC)
+	base.Run(at)
+	c, err := StartChain(base, DefaultProtocol().WithDefaults(sc.Config), at, 8, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs, err := c.Observe(c.TickTime(60))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("features", func(b *testing.B) {
+		dst := make([]float64, 0, NumFeatures())
+		b.ReportAllocs()
+		for b.Loop() {
+			if dst, err = AppendFeatures(dst[:0], obs); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(obs.Snapshot.Pending())), "pending")
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+	})
+	for _, name := range learnedPolicies {
+		m, err := LoadPolicyModel(dir, name)
+		if err != nil {
+			continue
+		}
+		pol, err := NewModelPolicy(name, m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			mem := testModelMemory(b, m)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := pol.Decide(obs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			mem()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
 		})
 	}
 }

@@ -120,6 +120,17 @@ func DecisionQuantile(c GapCost, gpus int) float64 {
 //
 // valid (may be nil) gives the validation metrics: prediction error and
 // the outcome of the policy on every validation episode.
+//
+// Tried on LS6 (trained before 2023-02-01) and not kept, because they did
+// not improve the calibration split: one threshold for all chain sizes
+// (it serves 8-node chains and submits 1-node chains early in low load);
+// a class-balanced tuning objective (Σ over load classes of log(policy cost
+// / reactive cost)); picking the most conservative threshold within 2–10%
+// of the best calibration cost; gating early submission on a second
+// quantile model of the reactive gap; a Longstaff–Schwartz regression of
+// the continuation cost; arrival-scaled training data (×1.25 overloads the
+// queue). None lets a learned policy beat reactive in the low-load class
+// on February (README: acceptance).
 func TrainPolicy(name string, train, valid *ChainData, o PolicyTrainOptions) (Model, error) {
 	o.defaults()
 	if train == nil || len(train.Episodes) < 2 {

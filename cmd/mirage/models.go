@@ -237,6 +237,13 @@ func writeMeta(w io.Writer, dir string, m models.Meta) {
 	}
 	if d := m.Decision; d != nil {
 		rule := fmt.Sprintf("submit when score ≥ %.4g", d.Threshold)
+		if len(d.BySize) > 0 {
+			var parts []string
+			for _, st := range d.BySize {
+				parts = append(parts, fmt.Sprintf("%.4g for %d-node chains", st.Threshold, st.Nodes))
+			}
+			rule = "submit when score ≥ " + strings.Join(parts, ", ") + fmt.Sprintf(" (%.4g otherwise)", d.Threshold)
+		}
 		if d.Target != "" {
 			rule += " (target " + d.Target + ")"
 		}
