@@ -29,7 +29,8 @@ type ChainEpisode struct {
 	GPUs             int           // GPUs per segment
 	PredStart        time.Time     // predecessor start
 	PredEnd          time.Time     // predecessor end
-	Tick             time.Duration // decision interval: tick k is PredStart + k·Tick
+	First            time.Time     // first decision instant (ChainRun.First)
+	Tick             time.Duration // decision interval: tick k is First + k·Tick
 	X                [][]float64   // features at tick k
 	Gap              []float64     // seconds: gap if the successor is submitted at tick k
 	Censored         []bool        // the successor submitted at tick k had not started by the horizon
@@ -38,7 +39,13 @@ type ChainEpisode struct {
 }
 
 // TickTime is the decision instant of tick k.
-func (e *ChainEpisode) TickTime(k int) time.Time { return e.PredStart.Add(time.Duration(k) * e.Tick) }
+func (e *ChainEpisode) TickTime(k int) time.Time {
+	first := e.First
+	if first.IsZero() {
+		first = e.PredStart
+	}
+	return first.Add(time.Duration(k) * e.Tick)
+}
 
 // Left is the predecessor's remaining time at tick k, in seconds.
 func (e *ChainEpisode) Left(k int) float64 { return e.PredEnd.Sub(e.TickTime(k)).Seconds() }
@@ -201,7 +208,7 @@ func chainEpisode(base *sim.Sim, p Protocol, inject time.Time, nodes int) (Chain
 		return ChainEpisode{}, 0, err
 	}
 	n := c.Ticks()
-	ep := ChainEpisode{Inject: inject, Scale: 1, Nodes: nodes, GPUs: c.Chain.GPUs, PredStart: c.PredStart, PredEnd: c.PredEnd, Tick: p.Tick,
+	ep := ChainEpisode{Inject: inject, Scale: 1, Nodes: nodes, GPUs: c.Chain.GPUs, PredStart: c.PredStart, PredEnd: c.PredEnd, First: c.First, Tick: p.Tick,
 		X: make([][]float64, n), Gap: make([]float64, n), Censored: make([]bool, n)}
 	probes := 0
 	for k := 0; k < n; k++ {
@@ -237,7 +244,7 @@ func fmtTime(t time.Time) string {
 }
 
 // chainDataMagic starts a saved ChainData file (after gzip).
-const chainDataMagic = "mirage-chaindata-v1"
+const chainDataMagic = "mirage-chaindata-v2"
 
 // WriteChainData writes d as gzip-compressed gob.
 func WriteChainData(w io.Writer, d *ChainData) error {

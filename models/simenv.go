@@ -255,6 +255,11 @@ type ChainRun struct {
 	Inject    time.Time                 // injection time
 	PredStart time.Time                 // predecessor start
 	PredEnd   time.Time                 // predecessor end (start + limit: it uses its limit fully)
+	// First is the first decision instant: the simulator's clock when the
+	// predecessor's start is seen, PredStart or a few seconds later (the
+	// simulator reports a start once the instant after it is processed).
+	// Decisions follow every Tick from it.
+	First time.Time
 }
 
 // StartChain forks base (whose clock must not be past inject), submits a
@@ -284,7 +289,11 @@ func StartChain(base *sim.Sim, p Protocol, inject time.Time, nodes int, id strin
 	if start.IsZero() {
 		return nil, fmt.Errorf("start chain %s injected %s: %w within %s", id, inject.Format(time.RFC3339), ErrNeverStarted, p.StartDeadline)
 	}
-	return &ChainRun{P: p, S: f, Chain: ch, PredID: predID, Succ: req(1), Inject: inject, PredStart: start, PredEnd: start.Add(p.Limit)}, nil
+	first := f.Now()
+	if first.Before(start) {
+		first = start
+	}
+	return &ChainRun{P: p, S: f, Chain: ch, PredID: predID, Succ: req(1), Inject: inject, PredStart: start, PredEnd: start.Add(p.Limit), First: first}, nil
 }
 
 // ChainID names the chain injected at inject with nodes nodes, e.g. "i20230201T0400-n8".
@@ -294,12 +303,15 @@ func ChainID(inject time.Time, nodes int) string {
 
 // Ticks is the number of regular decision instants before the deadline.
 func (c *ChainRun) Ticks() int {
-	d := c.Deadline().Sub(c.PredStart)
+	d := c.Deadline().Sub(c.First)
+	if d <= 0 {
+		return 0
+	}
 	return int((d + c.P.Tick - 1) / c.P.Tick)
 }
 
-// TickTime is the k-th decision instant: predecessor start + k·Tick.
-func (c *ChainRun) TickTime(k int) time.Time { return c.PredStart.Add(time.Duration(k) * c.P.Tick) }
+// TickTime is the k-th decision instant: First + k·Tick.
+func (c *ChainRun) TickTime(k int) time.Time { return c.First.Add(time.Duration(k) * c.P.Tick) }
 
 // Deadline is when an unsubmitted successor is submitted regardless: Lead before the predecessor's end.
 func (c *ChainRun) Deadline() time.Time { return c.PredEnd.Add(-c.P.Lead) }
