@@ -156,7 +156,7 @@ func TestModelsLsShow(t *testing.T) {
 		}
 	}
 	if code != 0 || kv["kind"] != "xgb (regression)" || kv["seed"] != "3" || !strings.HasPrefix(kv["decision"], "submit when score ≥") ||
-		!strings.Contains(kv["decision"], "(target wait)") || kv["param num_round"] != "200" || kv["metric valid_episodes"] != "8" {
+		!strings.Contains(kv["decision"], "(target wait)") || kv["param num_round"] != "300" || kv["metric valid_episodes"] != "8" {
 		t.Errorf("show:\n%s", out)
 	}
 	out, _, _ = runMirage(t, "models", "show", "--json", filepath.Join(fx.dir, "wait"))
