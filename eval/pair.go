@@ -262,12 +262,14 @@ func (w *pairWorker) deadline(run *models.ChainRun) (models.Outcome, int, error)
 // simBackend is the chain's simulator as the engine's Cluster, HistorySource and Clock.
 type simBackend struct{ *sim.Sim }
 
+// History implements provisioner.HistorySource.
 func (b simBackend) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	return b.Sim.History(since), nil
 }
 
 type simClock struct{ s *sim.Sim }
 
+// Now implements provisioner.Clock: the simulator's logical clock.
 func (c simClock) Now() time.Time { return c.s.Now() }
 
 // playEngine registers the chain in a MemStore and runs the engine's cycle every tick.
