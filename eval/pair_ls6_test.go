@@ -56,7 +56,7 @@ func TestAcceptanceLS6(t *testing.T) {
 	}
 	chi, _ := time.LoadLocation("America/Chicago")
 	policies := []string{"reactive", "dependency", "lead", "start-estimate", "average", "quantile", "oracle"}
-	for _, n := range []string{"rf", "rf-golearn", "xgb", "dqn", "pg"} {
+	for _, n := range []string{"rf", "rf-golearn", "rf-xgb", "xgb", "dqn", "pg"} {
 		if _, err := os.Stat(filepath.Join(dir, n, models.MetaFile)); err == nil {
 			policies = append(policies, n)
 		}

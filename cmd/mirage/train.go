@@ -79,10 +79,11 @@ windows, seed, library versions, decision rule, validation metrics):
               wait if submitted now (the gap is that minus the predecessor's
               time left); submits when the predicted gap reaches a threshold
               tuned on the latest 20% of the training chains
-  rf          the default random forest (XGBoost's random-forest mode; see
-              README), classifying "submitting now is safe" (gap ≥ −30 min)
-  rf-xgb      XGBoost's random-forest mode explicitly
-  rf-golearn  golearn's random forest (slow; trained on a 20,000-row sample)
+  rf          the default random forest (golearn's, the better policy on LS6;
+              see README), classifying "submitting now is safe" (gap ≥ −30 min)
+  rf-golearn  golearn's random forest explicitly (slow: trained on a
+              20,000-row sample; fits are not reproducible)
+  rf-xgb      XGBoost's random-forest mode (fast, reproducible for a seed)
   dqn, pg     Deep Q-Network and REINFORCE (gorgonia) played on the probed
               chains (waiting does not change the cluster, so each chain's
               probes are exactly its environment)
