@@ -8,7 +8,8 @@ import (
 )
 
 // CompareRF fits both random forests on the same training set (Y 0/1) and
-// scores them on the same test set: the harness behind the choice of KindRF.
+// scores them on the same test set as classifiers (KindRF was chosen on LS6
+// as a submission policy; see its doc comment).
 func CompareRF(train, test *Dataset, xp XGBParams, gp GolearnRFParams, meta Meta) ([]RFResult, error) {
 	var res []RFResult
 	score := func(k Kind, m Model, fit float64) error {

@@ -10,9 +10,10 @@ import (
 
 var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set in TestCompareRF (train 3/4, test 1/4)")
 
-// TestCompareRF runs the rf-vs-rf-xgb harness on a synthetic set. It asserts
-// only that both forests beat the constant predictor; the table (run with -v)
-// is the evidence behind KindRF. For the README figures:
+// TestCompareRF runs the rf-golearn-vs-rf-xgb harness on a synthetic set. It
+// asserts only that both forests beat the constant predictor; the table (run
+// with -v) compares them as classifiers (KindRF was chosen on LS6 as a
+// policy, see its doc comment). For the figures:
 //
 //	go test -tags xgboost -run TestCompareRF -v ./models/ -args -rf-compare-rows=20000
 func TestCompareRF(t *testing.T) {

@@ -44,6 +44,7 @@ type flatNode struct {
 	Left      int32   // child index
 	Right     int32   // child index
 	P1        float64 // share of the positive class at this node
+	Vote1     bool    // golearn's own class at this node is the positive one (its choice on a tied share)
 }
 
 // Meta implements Model.
@@ -74,12 +75,13 @@ func (m *RFGolearnModel) Predict(features []float64) (float64, error) {
 	return s / float64(len(m.trees)), nil
 }
 
-// Votes returns the share of trees whose leaf majority is the positive class
-// (golearn's own voting rule, for comparison with its Predict).
+// Votes returns the share of trees whose leaf class is the positive one
+// (golearn's own voting rule, ties at the leaf broken as golearn broke
+// them, for comparison with its Predict).
 func (m *RFGolearnModel) Votes(features []float64) float64 {
 	v := 0
 	for _, t := range m.trees {
-		if m.leaf(t, features).P1 > 0.5 {
+		if m.leaf(t, features).Vote1 {
 			v++
 		}
 	}

@@ -115,7 +115,7 @@ func flatten(n *trees.DecisionTreeNode, nodes *[]flatNode) (int32, error) {
 	} else if n.Class == "1" {
 		p1 = 1
 	}
-	*nodes = append(*nodes, flatNode{Feature: -1, P1: p1})
+	*nodes = append(*nodes, flatNode{Feature: -1, P1: p1, Vote1: n.Class == "1"})
 	if n.Children == nil || n.SplitRule == nil || n.SplitRule.SplitAttr == nil {
 		return idx, nil
 	}
