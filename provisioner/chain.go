@@ -48,6 +48,7 @@ type Segment struct {
 	Start    time.Time // start time, when known
 	End      time.Time // end time, when known
 	ExitCode int       // exit code when finished
+	Note     string    // why it ended, when mirage knows more than the state (rejection message, "lost")
 }
 
 // Observation is what a Policy sees when asked about one chain.
@@ -75,6 +76,9 @@ type Decision struct {
 	Action Action  // what to do
 	Reason string  // human-readable reason, stored with the decision
 	Score  float64 // the model's figure behind the decision (predicted gap in seconds, probability, Q-value), if any
+	// Features is a digest of the features the policy used, if it computes
+	// any; the engine records a digest of the observation otherwise.
+	Features string
 }
 
 // Policy decides, for one chain at one instant, whether to submit its successor.

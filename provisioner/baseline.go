@@ -1,0 +1,260 @@
+package provisioner
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Baseline policy names.
+const (
+	PolicyReactive      = "reactive"       // submit when the predecessor has ended
+	PolicyDependency    = "dependency"     // submit at once with afterany on the predecessor
+	PolicyLead          = "lead"           // submit a fixed lead time before the predecessor's limit
+	PolicyStartEstimate = "start-estimate" // submit when the expected wait covers the predecessor's remaining time
+)
+
+// Defaults of the baseline options.
+const (
+	// DefaultLead is the lead policy's lead time: one 10-minute decision
+	// cycle, so the submission falls in the last cycle before the limit.
+	DefaultLead = 10 * time.Minute
+	// DefaultSlack is how far ahead of the predecessor's limit the
+	// start-estimate policy lets an expected start fall (one cycle).
+	DefaultSlack = 10 * time.Minute
+	// DefaultRecentJobs is how many recently started jobs give the
+	// start-estimate policy its typical wait (the published "average"
+	// baseline uses the last 100).
+	DefaultRecentJobs = 100
+	// DefaultRecentWindow bounds how old those starts may be (the
+	// published protocol keeps 24 hours of history).
+	DefaultRecentWindow = 24 * time.Hour
+)
+
+// ErrUnknownPolicy is returned for a policy name no registry knows.
+var ErrUnknownPolicy = errors.New("unknown policy")
+
+// BaselineNames lists the baseline policies in a stable order.
+func BaselineNames() []string {
+	return []string{PolicyReactive, PolicyDependency, PolicyLead, PolicyStartEstimate}
+}
+
+// BaselineOption tunes a baseline policy.
+type BaselineOption func(*baselineOptions)
+
+type baselineOptions struct {
+	lead         time.Duration
+	slack        time.Duration
+	recentJobs   int
+	recentWindow time.Duration
+}
+
+// WithLead sets the lead policy's lead time (default DefaultLead). The
+// published "reactive" baseline (submit 1 minute before the predecessor
+// ends) is BaselinePolicy("lead", WithLead(time.Minute)).
+func WithLead(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.lead = d } }
+
+// WithSlack sets the start-estimate policy's slack (default DefaultSlack).
+func WithSlack(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.slack = d } }
+
+// WithRecentJobs sets how many recent starts the start-estimate policy
+// takes its typical wait from, and how old they may be.
+func WithRecentJobs(n int, window time.Duration) BaselineOption {
+	return func(o *baselineOptions) { o.recentJobs, o.recentWindow = n, window }
+}
+
+// BaselinePolicy builds one of the baseline policies by name. All are
+// stateless and share these rules: a predecessor that is absent or has
+// ended gives SubmitNow; a pending predecessor gives Wait (a successor
+// would only queue behind it), except for dependency. Then:
+//
+//   - reactive: Wait while the predecessor runs. Under a 10-minute decision
+//     cycle the successor is therefore submitted at the first cycle after
+//     the predecessor ends (the engine submits at once when it sees the end).
+//     The published variant, "1 minute before the predecessor ends", needs
+//     the end to be known in advance; it is the lead policy with
+//     WithLead(time.Minute).
+//   - dependency: SubmitAfter at once (the engine adds
+//     --dependency=afterany:PREDECESSOR), while the predecessor is pending
+//     or running; the scheduler releases the successor when it ends.
+//   - lead: with E = predecessor start + its time limit, SubmitNow once
+//     now ≥ E − lead (default DefaultLead), Wait before.
+//   - start-estimate: with R = E − now the predecessor's remaining time and
+//     W the expected wait of a successor submitted now, SubmitNow once
+//     W ≥ R − slack (default DefaultSlack), Wait before. W is, in order:
+//     (a) the latest scheduler estimate (Job.EstStart, squeue --start) among
+//     pending jobs of the successor's shape (same partition when it names
+//     one, same node and GPU counts), minus now, at least 0 — a successor
+//     submitted now would queue behind them; (b) otherwise the median wait
+//     (start − submit) of the last DefaultRecentJobs jobs in the history
+//     that started within DefaultRecentWindow; (c) otherwise 0 (nothing
+//     suggests a wait). On an empty cluster it therefore behaves like lead
+//     with a lead equal to the slack.
+//
+// Decision.Score is the gap predicted if the successor were submitted now
+// (seconds; negative means overlap) where the policy estimates one.
+func BaselinePolicy(name string, opts ...BaselineOption) (Policy, error) {
+	o := baselineOptions{lead: DefaultLead, slack: DefaultSlack, recentJobs: DefaultRecentJobs, recentWindow: DefaultRecentWindow}
+	for _, f := range opts {
+		f(&o)
+	}
+	if o.lead < 0 || o.slack < 0 || o.recentJobs <= 0 || o.recentWindow <= 0 {
+		return nil, fmt.Errorf("baseline %s: lead, slack and window must not be negative and recent jobs positive", name)
+	}
+	switch name {
+	case PolicyReactive:
+		return reactive{}, nil
+	case PolicyDependency:
+		return dependency{}, nil
+	case PolicyLead:
+		return lead{o.lead}, nil
+	case PolicyStartEstimate:
+		return startEstimate{o}, nil
+	}
+	return nil, fmt.Errorf("%w %q (baselines: %v)", ErrUnknownPolicy, name, BaselineNames())
+}
+
+// Reasons shared by the baselines.
+const (
+	ReasonPredecessorEnded   = "predecessor has ended: submit"
+	ReasonPredecessorQueued  = "predecessor still pending: a successor would only queue behind it: wait"
+	ReasonPredecessorRunning = "predecessor still running: wait for it to end"
+)
+
+// common applies the shared rules; done is true when they decided.
+func common(obs *Observation) (Decision, bool) {
+	p := obs.Predecessor
+	switch {
+	case p == nil || p.State.Finished():
+		return Decision{Action: SubmitNow, Reason: ReasonPredecessorEnded}, true
+	case p.State == StatePending:
+		return Decision{Action: Wait, Reason: ReasonPredecessorQueued}, true
+	}
+	return Decision{}, false
+}
+
+// limitEnd is when the running predecessor reaches its limit.
+func limitEnd(obs *Observation) (time.Time, bool) {
+	p := obs.Predecessor
+	lim := p.TimeLimit
+	if lim <= 0 && obs.Chain != nil {
+		lim = obs.Chain.TimeLimit
+	}
+	if lim <= 0 || p.Start.IsZero() {
+		return time.Time{}, false
+	}
+	return p.Start.Add(lim), true
+}
+
+type reactive struct{}
+
+func (reactive) Name() string { return PolicyReactive }
+
+func (reactive) Decide(obs *Observation) (Decision, error) {
+	if d, ok := common(obs); ok {
+		return d, nil
+	}
+	return Decision{Action: Wait, Reason: ReasonPredecessorRunning}, nil
+}
+
+type dependency struct{}
+
+func (dependency) Name() string { return PolicyDependency }
+
+func (dependency) Decide(obs *Observation) (Decision, error) {
+	p := obs.Predecessor
+	if p == nil || p.State.Finished() {
+		return Decision{Action: SubmitNow, Reason: ReasonPredecessorEnded}, nil
+	}
+	return Decision{Action: SubmitAfter, Reason: fmt.Sprintf("predecessor %s %s: submit now, held by the scheduler until it ends", p.ID, p.State)}, nil
+}
+
+type lead struct{ lead time.Duration }
+
+func (lead) Name() string { return PolicyLead }
+
+func (l lead) Decide(obs *Observation) (Decision, error) {
+	if d, ok := common(obs); ok {
+		return d, nil
+	}
+	end, ok := limitEnd(obs)
+	if !ok {
+		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
+	}
+	at := end.Add(-l.lead)
+	score := -end.Sub(obs.Now).Seconds() // gap if the successor started at once
+	if !obs.Now.Before(at) {
+		return Decision{Action: SubmitNow, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s, in %s; lead %s: submit",
+			end.UTC().Format(time.RFC3339), end.Sub(obs.Now), l.lead)}, nil
+	}
+	return Decision{Action: Wait, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s; lead %s: submit from %s (in %s)",
+		end.UTC().Format(time.RFC3339), l.lead, at.UTC().Format(time.RFC3339), at.Sub(obs.Now))}, nil
+}
+
+type startEstimate struct{ o baselineOptions }
+
+func (startEstimate) Name() string { return PolicyStartEstimate }
+
+func (s startEstimate) Decide(obs *Observation) (Decision, error) {
+	if d, ok := common(obs); ok {
+		return d, nil
+	}
+	end, ok := limitEnd(obs)
+	if !ok {
+		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
+	}
+	remaining := end.Sub(obs.Now)
+	wait, source := s.expectedWait(obs)
+	d := Decision{Score: (wait - remaining).Seconds()}
+	if wait >= remaining-s.o.slack {
+		d.Action = SubmitNow
+		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", wait, source, remaining, s.o.slack)
+	} else {
+		d.Action = Wait
+		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", wait, source, remaining, s.o.slack)
+	}
+	return d, nil
+}
+
+// expectedWait is W of the start-estimate policy, with where it came from.
+func (s startEstimate) expectedWait(obs *Observation) (time.Duration, string) {
+	req := &obs.Successor
+	nodes := max(req.Nodes, 1)
+	var latest time.Time
+	n := 0
+	if obs.Snapshot != nil {
+		for i := range obs.Snapshot.Jobs {
+			j := &obs.Snapshot.Jobs[i]
+			if j.State != StatePending || j.EstStart.IsZero() || max(j.Nodes, 1) != nodes || j.GPUs != req.GPUs ||
+				req.Partition != "" && j.Partition != req.Partition {
+				continue
+			}
+			n++
+			if j.EstStart.After(latest) {
+				latest = j.EstStart
+			}
+		}
+	}
+	if n > 0 {
+		return max(latest.Sub(obs.Now), 0), fmt.Sprintf("latest scheduler estimate of %d pending job(s) of the successor's shape", n)
+	}
+	from := obs.Now.Add(-s.o.recentWindow)
+	waits := make([]time.Duration, 0, s.o.recentJobs)
+	for i := len(obs.History) - 1; i >= 0 && len(waits) < s.o.recentJobs; i-- {
+		j := &obs.History[i]
+		if j.Start.IsZero() || j.Submit.IsZero() || j.Start.Before(from) || j.Start.After(obs.Now) {
+			continue
+		}
+		waits = append(waits, j.Start.Sub(j.Submit))
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		med := waits[len(waits)/2]
+		if len(waits)%2 == 0 {
+			med = (waits[len(waits)/2-1] + waits[len(waits)/2]) / 2
+		}
+		return max(med, 0), fmt.Sprintf("median wait of the last %d started jobs", len(waits))
+	}
+	return 0, "no estimate and no recent starts: assume an immediate start"
+}

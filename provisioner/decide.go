@@ -1,0 +1,311 @@
+package provisioner
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// Environment variables every segment's job sees.
+const (
+	EnvChain   = "MIRAGE_CHAIN"    // the chain id
+	EnvSegment = "MIRAGE_SEGMENT"  // the segment index (0-based)
+	EnvPrevJob = "MIRAGE_PREV_JOB" // the predecessor's job id ("" for the first segment)
+)
+
+// StepInput is everything the pure decision step reads.
+type StepInput struct {
+	Now       time.Time     // decision time
+	Snapshot  *Snapshot     // the cluster now
+	History   []Job         // jobs started or finished since the earliest time any stored segment may need, oldest first
+	HistoryOK bool          // History is complete for that window: a job missing from it and from Snapshot is gone
+	Chains    []ChainRecord // stored chains (only ChainActive ones are decided on) and their segments
+	Policies  PolicyFactory // policy by name; nil means BaselinePolicy with default options
+	Rules     Rules         // team rules consulted before each submission; nil admits everything
+}
+
+// Step is the pure decision step: from the stored chains, the cluster
+// snapshot, the history and now, it returns the plan of effects. It
+// performs no I/O, reads no clock and keeps no state; policies and rules
+// it consults must be pure too. For each active chain, in input order:
+//
+//  1. reconcile the stored segments with the backend (adopt tagged jobs the
+//     store does not know, update started and ended segments, mark lost
+//     ones, record gaps between segments);
+//  2. if the work is done (an --until-done segment exited 0), end the chain
+//     and cancel successors submitted ahead of time;
+//  3. if the chain has no segment yet, submit the first;
+//  4. if the last segment has ended: by TIMEOUT or exit 0 continue with the
+//     next segment (or end the chain after N segments); after a failure
+//     retry it up to MaxRetries times, then end the chain as failed;
+//  5. if the last segment is pending or running and a successor is still
+//     needed, ask the chain's policy whether to submit it now;
+//  6. before any submission, ask the team rules; a refusal defers it.
+//
+// Every decision (including waits and errors) yields a decision-log record.
+func Step(in *StepInput) *Plan {
+	plan := &Plan{Now: in.Now}
+	idx := indexJobs(in.Snapshot, in.History)
+	ctx := &stepContext{in: in, idx: idx, policies: map[string]policyEntry{}}
+	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
+	var tails []Op
+	for i := range in.Chains {
+		cr := &in.Chains[i]
+		if cr.Chain.State != ChainActive {
+			continue
+		}
+		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now}
+		sortSegments(w.segs)
+		w.orig = make(map[segKey]Segment, len(w.segs))
+		for _, s := range w.segs {
+			w.orig[segKey{s.Index, s.Attempt}] = s
+		}
+		w.reconcile(idx, in.HistoryOK) // step 1
+		ctx.decide(w)                  // steps 2–6
+		plan.Ops = append(plan.Ops, w.ops...)
+		tails = append(tails, w.tail...)
+	}
+	plan.Ops = append(plan.Ops, tails...)
+	return plan
+}
+
+type policyEntry struct {
+	p   Policy
+	err error
+}
+
+type stepContext struct {
+	in       *StepInput
+	idx      *jobIndex
+	policies map[string]policyEntry
+	nPending int
+	nRunning int
+}
+
+func countStates(s *Snapshot) (pending, running int) {
+	for i := range s.Jobs {
+		switch s.Jobs[i].State {
+		case StatePending:
+			pending++
+		case StateRunning:
+			running++
+		}
+	}
+	return
+}
+
+func (c *stepContext) policy(name string) (Policy, error) {
+	if e, ok := c.policies[name]; ok {
+		return e.p, e.err
+	}
+	var e policyEntry
+	if c.in.Policies != nil {
+		e.p, e.err = c.in.Policies(name)
+	} else {
+		e.p, e.err = BaselinePolicy(name)
+	}
+	c.policies[name] = e
+	return e.p, e.err
+}
+
+// succeeded reports whether a finished segment exited 0 before its limit.
+func succeeded(s *Segment) bool { return s.State == StateCompleted && s.ExitCode == 0 }
+
+// continues reports whether a finished segment lets the chain go on (TIMEOUT or exit 0).
+func continues(s *Segment) bool { return s.State == StateTimeout || succeeded(s) }
+
+// decide runs steps 2–6 for one reconciled chain.
+func (c *stepContext) decide(w *chainWork) {
+	ch := &w.chain
+	// 2. the work is done: an --until-done segment exited 0 before its limit.
+	if ch.Segments == 0 {
+		for i := range w.segs {
+			s := &w.segs[i]
+			if !succeeded(s) || s != w.final(s.Index) {
+				continue
+			}
+			w.end(ChainDone, fmt.Sprintf("segment %d (job %s) exited 0 before its limit: the work is done", s.Index, s.JobID))
+			for j := range w.segs {
+				if o := &w.segs[j]; o.Index > s.Index && o.JobID != "" && !o.State.Finished() {
+					rec := &DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: o.Index, Policy: ch.Policy, Action: ActCancel, JobID: o.JobID,
+						Reason: fmt.Sprintf("segment %d was submitted ahead of time but the work finished in segment %d: cancel it", o.Index, s.Index)}
+					seg := *o
+					w.tail = append(w.tail, Op{Kind: OpCancel, Segment: &seg, Record: rec})
+				}
+			}
+			return
+		}
+	}
+	// 3. nothing submitted yet.
+	if len(w.segs) == 0 {
+		c.submit(w, 0, 0, "", DecisionRecord{Action: ActFirst, Reason: "chain registered: submit its first segment"})
+		return
+	}
+	last := &w.segs[len(w.segs)-1]
+	n := ch.Segments
+	// 4. the last segment has ended.
+	if last.State.Finished() {
+		switch {
+		case continues(last) && n > 0 && last.Index+1 >= n:
+			w.end(ChainDone, fmt.Sprintf("all %d segments ran (last: segment %d, job %s, %s)", n, last.Index, last.JobID, last.State))
+		case continues(last):
+			c.submit(w, last.Index+1, 0, last.JobID, DecisionRecord{Action: SubmitNow,
+				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339))})
+		case last.State == StateRejected && last.Index == 0:
+			w.end(ChainFailed, fmt.Sprintf("the backend rejected the first segment: %s", last.Note))
+		case last.Attempt < ch.MaxRetries:
+			prev := ""
+			if p := w.final(last.Index - 1); p != nil {
+				prev = p.JobID
+			}
+			c.submit(w, last.Index, last.Attempt+1, prev, DecisionRecord{Action: ActRetry,
+				Reason: fmt.Sprintf("segment %d failed (%s): retry %d of %d", last.Index, describeEnd(last), last.Attempt+1, ch.MaxRetries)})
+		default:
+			w.end(ChainFailed, fmt.Sprintf("segment %d failed %d times in a row (max retries %d); last: %s", last.Index, last.Attempt+1, ch.MaxRetries, describeEnd(last)))
+		}
+		return
+	}
+	// 5. the last segment is pending or running: is a successor needed, and now?
+	if n > 0 && last.Index+1 >= n || last.JobID == "" {
+		return
+	}
+	pred := c.idx.byID[last.JobID]
+	if pred == nil {
+		pred = &Job{ID: last.JobID, Name: ch.Name, Account: ch.Account, Partition: ch.Partition, State: last.State,
+			Submit: last.Submit, Start: last.Start, End: last.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, last.Index, last.Attempt}.String()}
+	}
+	if last.State == StateUnknown {
+		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("state of predecessor job %s unknown (not in the live view, no history): wait", last.JobID)})
+		return
+	}
+	pol, err := c.policy(ch.Policy)
+	if err != nil {
+		w.record(DecisionRecord{Segment: last.Index + 1, Action: ActError, Error: fmt.Sprintf("policy %q: %v", ch.Policy, err)})
+		return
+	}
+	predCopy := *pred
+	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &predCopy,
+		Successor: segmentRequest(ch, last.Index+1, 0, last.JobID)}
+	d, err := pol.Decide(obs)
+	feat := d.Features
+	if feat == "" {
+		feat = c.digest(obs)
+	}
+	rec := DecisionRecord{Segment: last.Index + 1, Policy: pol.Name(), Action: d.Action, Reason: d.Reason, Score: d.Score, Features: feat}
+	if err != nil {
+		rec.Action, rec.Error = ActError, fmt.Sprintf("policy %s: %v", pol.Name(), err)
+		w.record(rec)
+		return
+	}
+	switch d.Action {
+	case SubmitNow:
+		c.submit(w, last.Index+1, 0, last.JobID, rec)
+	case SubmitAfter:
+		c.submit(w, last.Index+1, 0, last.JobID, rec)
+	case Wait:
+		w.record(rec)
+	default:
+		rec.Action, rec.Error = ActError, fmt.Sprintf("policy %s returned unknown action %q", pol.Name(), d.Action)
+		w.record(rec)
+	}
+}
+
+// describeEnd renders how a segment ended, for reasons.
+func describeEnd(s *Segment) string {
+	out := fmt.Sprintf("job %s %s", s.JobID, s.State)
+	if s.JobID == "" {
+		out = string(s.State)
+	}
+	if s.ExitCode != 0 {
+		out += " exit " + strconv.Itoa(s.ExitCode)
+	}
+	if s.Note != "" {
+		out += ": " + s.Note
+	}
+	return out
+}
+
+// end ends the chain with a state and a reason.
+func (w *chainWork) end(state ChainState, reason string) {
+	w.chain.State, w.chain.Reason = state, reason
+	c := w.chain
+	w.ops = append(w.ops, Op{Kind: OpPutChain, Chain: &c})
+	w.event(EventChainEnded, nil, string(state)+": "+reason, 0)
+	w.record(DecisionRecord{Segment: -1, Action: ActEnd, Reason: string(state) + ": " + reason})
+}
+
+// submit plans the submission of segment (index, attempt) after step 6
+// (team rules). rec carries the decision behind it.
+func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord) {
+	ch := &w.chain
+	req := segmentRequest(ch, index, attempt, prevJob)
+	if rec.Action == SubmitAfter && prevJob != "" {
+		req.Dependency = "afterany:" + prevJob
+		rec.Reason += " (dependency afterany:" + prevJob + ")"
+	}
+	rec.Segment = index
+	if c.in.Rules != nil { // 6. team rules
+		adm, err := c.in.Rules.Admit(w.now, c.in.Snapshot, &req)
+		if err != nil {
+			rec.Action, rec.Error = ActError, "team rules: "+err.Error()
+			w.record(rec)
+			return
+		}
+		if !adm.Allow {
+			rec.Action = Wait
+			rec.Reason += "; deferred by team rules: " + adm.Reason
+			w.record(rec)
+			return
+		}
+		if adm.Reason != "" {
+			rec.Reason += "; team rules: " + adm.Reason
+		}
+		if adm.Borrowed {
+			rec.Reason += " (on borrowed quota: may be reclaimed)"
+		}
+	}
+	rec.Time, rec.ChainID = w.now, ch.ID
+	if rec.Policy == "" {
+		rec.Policy = ch.Policy
+	}
+	seg := Segment{ChainID: ch.ID, Index: index, Attempt: attempt, State: StatePending, Submit: w.now}
+	w.tail = append(w.tail, Op{Kind: OpSubmit, Segment: &seg, Request: &req, Record: &rec})
+}
+
+// segmentRequest builds the submission of one segment attempt: the chain's
+// shape, its tag in the comment and the MIRAGE_* environment.
+func segmentRequest(ch *Chain, index, attempt int, prevJob string) SubmitRequest {
+	return SubmitRequest{
+		Name: ch.Name, Script: ch.Script, Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
+		TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs,
+		Comment: ChainComment(ch, index, attempt),
+		Env:     map[string]string{EnvChain: ch.ID, EnvSegment: strconv.Itoa(index), EnvPrevJob: prevJob},
+	}
+}
+
+// digest summarises what a policy saw, for the decision log when the
+// policy reports no feature digest of its own: snapshot time, queue sizes,
+// history length and the predecessor's state and times (FNV-64a, hex).
+func (c *stepContext) digest(obs *Observation) string {
+	h := fnv.New64a()
+	var b [8]byte
+	put := func(v int64) {
+		binary.LittleEndian.PutUint64(b[:], uint64(v))
+		h.Write(b[:])
+	}
+	put(obs.Snapshot.Time.Unix())
+	put(int64(c.nPending))
+	put(int64(c.nRunning))
+	put(int64(len(obs.History)))
+	if p := obs.Predecessor; p != nil {
+		h.Write([]byte(p.ID))
+		h.Write([]byte(p.State))
+		put(p.Start.Unix())
+		put(int64(p.TimeLimit))
+	}
+	return "obs:" + hex.EncodeToString(h.Sum(nil))
+}

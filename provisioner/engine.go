@@ -1,0 +1,387 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultHistoryWindow is how much history the engine reads for policies
+// (the published protocol's 24 hours); it reads further back when a stored
+// segment needs it.
+const DefaultHistoryWindow = 24 * time.Hour
+
+// Fault-injection points of Engine.Fault (tests kill the process there).
+const (
+	FaultAfterBookkeeping = "after-bookkeeping" // reconciliation committed, nothing submitted yet
+	FaultBeforeSubmit     = "before-submit"     // about to call Cluster.Submit
+	FaultAfterSubmit      = "after-submit"      // the backend has the job; the store does not know it yet
+	FaultAfterCommit      = "after-commit"      // the submitted segment is committed
+)
+
+// Engine is the thin apply layer around Step: it reads the stored chains,
+// one snapshot and the history, runs the pure step, then performs the
+// plan — bookkeeping in one transaction, cancels, and each submission
+// followed at once by its own commit — recording every decision, action
+// and error in the Store.
+type Engine struct {
+	Cluster       Cluster            // the backend (HistorySource too, where it has one)
+	Store         Store              // durable chain state
+	Clock         Clock              // decision time
+	Policies      PolicyFactory      // policy by name; nil: BaselinePolicy
+	Rules         Rules              // team rules; nil: admit everything
+	HistoryWindow time.Duration      // default DefaultHistoryWindow
+	Fault         func(point string) // test-only fault injection, called at the Fault* points; nil in production
+	Log           *slog.Logger       // nil: slog.Default()
+}
+
+// Submission is the outcome of one planned submission.
+type Submission struct {
+	ChainID string // chain
+	Segment int    // segment index
+	Attempt int    // attempt
+	JobID   string // job id, when submitted
+	Err     error  // why not, when not
+}
+
+// Report summarises one cycle.
+type Report struct {
+	Time        time.Time    // decision time
+	Chains      int          // active chains decided on
+	Adopted     int          // tagged jobs adopted
+	Updated     int          // segments stored (adoptions, state changes, cancels, rejections)
+	Ended       int          // chains ended
+	Waits       int          // wait decisions
+	Errors      int          // decisions or actions that failed
+	Cancelled   int          // superseded successors cancelled
+	Submissions []Submission // planned submissions and their outcomes
+	HistoryOK   bool         // the history was read
+}
+
+// Submitted counts successful submissions.
+func (r *Report) Submitted() int {
+	n := 0
+	for _, s := range r.Submissions {
+		if s.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Rejected counts submissions the backend refused.
+func (r *Report) Rejected() int {
+	n := 0
+	for _, s := range r.Submissions {
+		if errors.Is(s.Err, ErrRejected) {
+			n++
+		}
+	}
+	return n
+}
+
+func (e *Engine) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.Default()
+}
+
+func (e *Engine) fault(point string) {
+	if e.Fault != nil {
+		e.Fault(point)
+	}
+}
+
+// Cycle runs one decision cycle over every active chain.
+func (e *Engine) Cycle(ctx context.Context) (*Report, error) { return e.cycle(ctx, nil) }
+
+// CycleChains runs one decision cycle over the given chains only (as
+// `mirage submit` does for the chain it registers).
+func (e *Engine) CycleChains(ctx context.Context, ids []string) (*Report, error) {
+	if ids == nil {
+		ids = []string{}
+	}
+	return e.cycle(ctx, ids)
+}
+
+func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
+	// 1. decision time and stored state
+	now := e.Clock.Now()
+	rep := &Report{Time: now}
+	records, err := e.load(ctx, ids)
+	if err != nil {
+		return rep, err
+	}
+	active := 0
+	for i := range records {
+		if records[i].Chain.State == ChainActive {
+			active++
+		}
+	}
+	rep.Chains = active
+	if active == 0 {
+		return rep, nil // nothing to do: not even a snapshot
+	}
+	// 2. one snapshot of the cluster
+	snap, err := e.Cluster.Snapshot(ctx)
+	if err != nil {
+		e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "cluster snapshot: " + err.Error()})
+		return rep, fmt.Errorf("cluster snapshot: %w", err)
+	}
+	// 3. history for policies and for segments that ended between cycles
+	var history []Job
+	if hs, ok := e.Cluster.(HistorySource); ok {
+		since := e.historySince(now, records)
+		history, err = hs.History(ctx, since)
+		switch {
+		case err == nil:
+			rep.HistoryOK = true
+		case errors.Is(err, ErrNoAccounting):
+			e.log().Warn("history unavailable; deciding from the live view only", "err", err)
+		default:
+			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history: " + err.Error()})
+			e.log().Warn("history failed; deciding from the live view only", "err", err)
+		}
+	}
+	// 4. the pure step
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, Rules: e.Rules})
+	// 5. bookkeeping in one transaction
+	var book, tail []Op
+	for _, op := range plan.Ops {
+		if op.Kind == OpSubmit || op.Kind == OpCancel {
+			tail = append(tail, op)
+		} else {
+			book = append(book, op)
+			rep.count(&op)
+		}
+	}
+	if err := e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, book) }); err != nil {
+		return rep, fmt.Errorf("record decisions: %w", err)
+	}
+	e.fault(FaultAfterBookkeeping)
+	// 6. cancels and submissions, each committed at once
+	var firstErr error
+	unavailable := false
+	for i := range tail {
+		op := &tail[i]
+		var err error
+		switch op.Kind {
+		case OpCancel:
+			err = e.cancel(ctx, now, op, rep)
+		case OpSubmit:
+			if unavailable {
+				op.Record.Action, op.Record.Error = ActError, "not attempted: the backend was unavailable for an earlier submission in this cycle"
+				rep.Submissions = append(rep.Submissions, Submission{ChainID: op.Segment.ChainID, Segment: op.Segment.Index, Attempt: op.Segment.Attempt, Err: ErrUnavailable})
+				rep.Errors++
+				err = e.inTx(ctx, func(s Store) error { return s.Record(ctx, op.Record) })
+				break
+			}
+			var sub Submission
+			sub, err = e.submit(ctx, now, op)
+			rep.Submissions = append(rep.Submissions, sub)
+			if sub.Err != nil {
+				rep.Errors++
+				if errors.Is(sub.Err, ErrRejected) {
+					rep.Updated++
+				}
+				if errors.Is(sub.Err, ErrUnavailable) {
+					unavailable = true
+				}
+			}
+		}
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return rep, firstErr
+}
+
+func (r *Report) count(op *Op) {
+	switch op.Kind {
+	case OpPutSegment:
+		r.Updated++
+	case OpPutChain:
+		r.Ended++
+	case OpRecord:
+		switch op.Record.Action {
+		case Wait:
+			r.Waits++
+		case ActAdopt:
+			r.Adopted++
+		case ActError:
+			r.Errors++
+		}
+	}
+}
+
+// load reads the chains to decide on and their segments.
+func (e *Engine) load(ctx context.Context, ids []string) ([]ChainRecord, error) {
+	var chains []Chain
+	if ids == nil {
+		cs, err := e.Store.Chains(ctx, true)
+		if err != nil {
+			return nil, fmt.Errorf("read chains: %w", err)
+		}
+		chains = cs
+	} else {
+		for _, id := range ids {
+			c, err := e.Store.Chain(ctx, id)
+			if err != nil {
+				return nil, fmt.Errorf("read chain %s: %w", id, err)
+			}
+			chains = append(chains, *c)
+		}
+	}
+	out := make([]ChainRecord, 0, len(chains))
+	for _, c := range chains {
+		segs, err := e.Store.Segments(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("read segments of chain %s: %w", c.ID, err)
+		}
+		out = append(out, ChainRecord{Chain: c, Segments: segs})
+	}
+	return out, nil
+}
+
+// historySince is the start of the history window: the policies' window,
+// or earlier when an unfinished segment (or a job submitted after the last
+// stored one, before a crash) may have ended before it.
+func (e *Engine) historySince(now time.Time, records []ChainRecord) time.Time {
+	w := e.HistoryWindow
+	if w <= 0 {
+		w = DefaultHistoryWindow
+	}
+	since := now.Add(-w)
+	earlier := func(t time.Time) {
+		if !t.IsZero() && t.Add(-time.Minute).Before(since) {
+			since = t.Add(-time.Minute)
+		}
+	}
+	for i := range records {
+		r := &records[i]
+		if r.Chain.State != ChainActive {
+			continue
+		}
+		if len(r.Segments) == 0 {
+			earlier(r.Chain.Created)
+			continue
+		}
+		latest := r.Segments[0].Submit
+		for _, s := range r.Segments {
+			if s.Submit.After(latest) {
+				latest = s.Submit
+			}
+			if !s.State.Finished() {
+				earlier(s.Submit)
+			}
+		}
+		earlier(latest)
+	}
+	return since
+}
+
+func (e *Engine) inTx(ctx context.Context, fn func(Store) error) error {
+	if tx, ok := e.Store.(TxStore); ok {
+		return tx.InTx(ctx, fn)
+	}
+	return fn(e.Store)
+}
+
+func (e *Engine) addEvent(ctx context.Context, ev *Event) {
+	if es, ok := e.Store.(EventStore); ok {
+		if err := es.AddEvent(ctx, ev); err != nil {
+			e.log().Error("record event", "kind", ev.Kind, "err", err)
+		}
+	}
+}
+
+// applyOps performs bookkeeping ops against s.
+func applyOps(ctx context.Context, s Store, ops []Op) error {
+	es, _ := s.(EventStore)
+	for i := range ops {
+		op := &ops[i]
+		var err error
+		switch op.Kind {
+		case OpPutSegment:
+			err = s.PutSegment(ctx, op.Segment)
+		case OpPutChain:
+			err = s.PutChain(ctx, op.Chain)
+		case OpRecord:
+			err = s.Record(ctx, op.Record)
+		case OpEvent:
+			if es != nil {
+				err = es.AddEvent(ctx, op.Event)
+			}
+		default:
+			err = fmt.Errorf("provisioner: op %q in bookkeeping", op.Kind)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cancel cancels a successor made unnecessary and records it.
+func (e *Engine) cancel(ctx context.Context, now time.Time, op *Op, rep *Report) error {
+	seg := *op.Segment
+	rec := *op.Record
+	ops := []Op{}
+	if err := e.Cluster.Cancel(ctx, seg.JobID); err != nil && !errors.Is(err, ErrNotFound) {
+		rec.Action, rec.Error = ActError, fmt.Sprintf("cancel job %s: %v", seg.JobID, err)
+		rep.Errors++
+	} else {
+		seg.State, seg.End, seg.Note = StateCancelled, now, "cancelled by mirage: the work had finished"
+		ops = append(ops, Op{Kind: OpPutSegment, Segment: &seg},
+			Op{Kind: OpEvent, Event: &Event{Time: now, ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt, JobID: seg.JobID, Kind: EventCancelled, Detail: rec.Reason}})
+		rep.Cancelled++
+		rep.Updated++
+	}
+	ops = append(ops, Op{Kind: OpRecord, Record: &rec})
+	ctx = context.WithoutCancel(ctx)
+	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
+}
+
+// submit performs one submission and commits its outcome at once. A store
+// failure after a successful submission is returned; the next cycle adopts
+// the tagged job.
+func (e *Engine) submit(ctx context.Context, now time.Time, op *Op) (Submission, error) {
+	seg, rec := *op.Segment, *op.Record
+	sub := Submission{ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt}
+	e.fault(FaultBeforeSubmit)
+	id, err := e.Cluster.Submit(ctx, *op.Request)
+	var ops []Op
+	switch {
+	case err == nil:
+		e.fault(FaultAfterSubmit)
+		seg.JobID, rec.JobID, sub.JobID = id, id, id
+		ops = []Op{{Kind: OpPutSegment, Segment: &seg}, {Kind: OpRecord, Record: &rec},
+			{Kind: OpEvent, Event: &Event{Time: now, ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt, JobID: id, Kind: EventSubmitted, Detail: op.Request.Comment}}}
+		e.log().Info("submitted", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "job", id, "action", rec.Action)
+	case errors.Is(err, ErrRejected):
+		sub.Err = err
+		seg.State, seg.End, seg.Note = StateRejected, now, err.Error()
+		rec.Error = err.Error()
+		ops = []Op{{Kind: OpPutSegment, Segment: &seg}, {Kind: OpRecord, Record: &rec},
+			{Kind: OpEvent, Event: &Event{Time: now, ChainID: seg.ChainID, Segment: seg.Index, Attempt: seg.Attempt, Kind: EventEnded, Detail: "REJECTED: " + err.Error()}}}
+		e.log().Warn("submission rejected", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "err", err)
+	default:
+		// Unknown outcome (timeout, controller down): store no segment; if
+		// the job exists after all, the next cycle adopts it by its tag.
+		sub.Err = err
+		rec.Error = err.Error()
+		ops = []Op{{Kind: OpRecord, Record: &rec}}
+		e.log().Warn("submission failed", "chain", seg.ChainID, "segment", seg.Index, "attempt", seg.Attempt, "err", err)
+	}
+	cctx := context.WithoutCancel(ctx)
+	if cerr := e.inTx(cctx, func(s Store) error { return applyOps(cctx, s, ops) }); cerr != nil {
+		return sub, fmt.Errorf("commit submission of chain %s segment %d (job %s; it will be adopted next cycle): %w", seg.ChainID, seg.Index, id, cerr)
+	}
+	if err == nil {
+		e.fault(FaultAfterCommit)
+	}
+	return sub, nil
+}

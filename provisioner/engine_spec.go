@@ -1,0 +1,90 @@
+package provisioner
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+)
+
+// SpecPrefix starts the second token of a mirage job comment: the chain's
+// specification, so that `mirage recover` can rebuild a chain that can go
+// on from the backend alone (Slurm keeps comments in accounting with
+// AccountingStoreFlags=job_comment).
+const SpecPrefix = "mirage-spec="
+
+// chainSpec is the part of a Chain carried in job comments (JSON, then
+// base64url without padding, so the comment holds no spaces or commas).
+type chainSpec struct {
+	V         int      `json:"v"`
+	Name      string   `json:"n,omitempty"`
+	Script    string   `json:"s,omitempty"`
+	Args      []string `json:"a,omitempty"`
+	Policy    string   `json:"p,omitempty"`
+	Segments  int      `json:"k,omitempty"`
+	Retries   int      `json:"r,omitempty"`
+	Account   string   `json:"acct,omitempty"`
+	Partition string   `json:"part,omitempty"`
+	Limit     int64    `json:"t,omitempty"` // seconds
+	Nodes     int      `json:"N,omitempty"`
+	GPUs      int      `json:"g,omitempty"`
+	Created   int64    `json:"c,omitempty"` // Unix seconds
+}
+
+// ChainComment is the comment of segment (index, attempt) of ch: its tag
+// first ("mirage:CHAIN/INDEX.ATTEMPT"), then the chain's specification.
+func ChainComment(ch *Chain, index, attempt int) string {
+	sp := chainSpec{V: 1, Name: ch.Name, Script: ch.Script, Args: ch.Args, Policy: ch.Policy, Segments: ch.Segments,
+		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
+		Nodes: ch.Nodes, GPUs: ch.GPUs}
+	if !ch.Created.IsZero() {
+		sp.Created = ch.Created.Unix()
+	}
+	b, err := json.Marshal(sp)
+	if err != nil {
+		panic(fmt.Sprintf("provisioner: marshal chain spec: %v", err)) // plain strings and ints: cannot fail
+	}
+	return MustTag(ch.ID, index, attempt) + " " + SpecPrefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// ParseChainSpec reads the chain specification from a job comment written
+// by ChainComment. It returns the chain (ID from the tag, State active)
+// and false when the comment holds no tag or no readable specification.
+func ParseChainSpec(comment string) (Chain, bool) {
+	tag, ok := ParseTag(comment)
+	if !ok {
+		return Chain{}, false
+	}
+	i := strings.Index(comment, SpecPrefix)
+	if i < 0 {
+		return Chain{}, false
+	}
+	s := comment[i+len(SpecPrefix):]
+	if j := strings.IndexAny(s, " ,;\t\n"); j >= 0 {
+		s = s[:j]
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return Chain{}, false
+	}
+	var sp chainSpec
+	if err := json.Unmarshal(b, &sp); err != nil || sp.V != 1 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Nodes < 0 || sp.GPUs < 0 {
+		return Chain{}, false
+	}
+	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, Policy: sp.Policy, Segments: sp.Segments,
+		MaxRetries: sp.Retries, Account: sp.Account, Partition: sp.Partition, TimeLimit: time.Duration(sp.Limit) * time.Second,
+		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive}
+	if sp.Created != 0 {
+		c.Created = time.Unix(sp.Created, 0).UTC()
+	}
+	return c, true
+}
+
+// NewChainID returns a chain id "c-YYYYMMDD-xxxxxx": the UTC date of now
+// and 24 bits from src (seeded per run by the caller and recorded, so ids
+// are reproducible in tests and the simulator).
+func NewChainID(now time.Time, src rand.Source) string {
+	return fmt.Sprintf("c-%s-%06x", now.UTC().Format("20060102"), src.Uint64()&0xffffff)
+}

@@ -1,0 +1,258 @@
+package provisioner
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// jobIndex is the snapshot and the history, indexed once per step.
+type jobIndex struct {
+	byID   map[string]*Job        // every job, the most advanced report of it
+	tagged map[string][]taggedJob // chain id → its tagged jobs
+}
+
+type taggedJob struct {
+	tag Tag
+	job *Job
+}
+
+// indexJobs builds the index. A job reported both live and in the history
+// is taken in its more advanced state (finished beats running beats pending),
+// because the snapshot and the history are read at slightly different times.
+func indexJobs(snap *Snapshot, history []Job) *jobIndex {
+	idx := &jobIndex{byID: make(map[string]*Job, len(snap.Jobs)+len(history)), tagged: map[string][]taggedJob{}}
+	add := func(j *Job) {
+		if old, ok := idx.byID[j.ID]; ok && rank(old.State) >= rank(j.State) {
+			return
+		}
+		idx.byID[j.ID] = j
+	}
+	for i := range snap.Jobs {
+		add(&snap.Jobs[i])
+	}
+	for i := range history {
+		add(&history[i])
+	}
+	for _, j := range idx.byID {
+		if !strings.Contains(j.Comment, TagPrefix) {
+			continue
+		}
+		if t, ok := ParseTag(j.Comment); ok {
+			idx.tagged[t.Chain] = append(idx.tagged[t.Chain], taggedJob{t, j})
+		}
+	}
+	for _, lst := range idx.tagged {
+		slices.SortFunc(lst, func(a, b taggedJob) int {
+			if c := cmp.Compare(a.tag.Segment, b.tag.Segment); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.tag.Attempt, b.tag.Attempt); c != 0 {
+				return c
+			}
+			return compareJobIDs(a.job.ID, b.job.ID)
+		})
+	}
+	return idx
+}
+
+// rank orders states by progress: unknown < pending < running < finished.
+func rank(s JobState) int {
+	switch s {
+	case StateUnknown, "":
+		return 0
+	case StatePending:
+		return 1
+	case StateRunning:
+		return 2
+	}
+	return 3
+}
+
+// compareJobIDs orders numeric ids numerically ("99" < "100"), others as strings.
+func compareJobIDs(a, b string) int {
+	x, errA := strconv.ParseInt(a, 10, 64)
+	y, errB := strconv.ParseInt(b, 10, 64)
+	if errA == nil && errB == nil {
+		return cmp.Compare(x, y)
+	}
+	return cmp.Compare(a, b)
+}
+
+// segKey identifies a segment attempt.
+type segKey struct{ index, attempt int }
+
+// chainWork is one chain's state during a step.
+type chainWork struct {
+	chain Chain
+	segs  []Segment          // by (index, attempt)
+	orig  map[segKey]Segment // segments as stored before this step
+	ops   []Op               // bookkeeping ops decided so far
+	tail  []Op               // cancels and submits, after the bookkeeping
+	now   time.Time
+}
+
+func (w *chainWork) event(kind EventKind, s *Segment, detail string, value float64) {
+	e := &Event{Time: w.now, ChainID: w.chain.ID, Segment: -1, Kind: kind, Detail: detail, Value: value}
+	if s != nil {
+		e.Segment, e.Attempt, e.JobID = s.Index, s.Attempt, s.JobID
+	}
+	w.ops = append(w.ops, Op{Kind: OpEvent, Event: e})
+}
+
+func (w *chainWork) record(d DecisionRecord) {
+	d.Time, d.ChainID = w.now, w.chain.ID
+	if d.Policy == "" {
+		d.Policy = w.chain.Policy
+	}
+	w.ops = append(w.ops, Op{Kind: OpRecord, Record: &d})
+}
+
+func (w *chainWork) putSegment(s *Segment) {
+	c := *s
+	w.ops = append(w.ops, Op{Kind: OpPutSegment, Segment: &c})
+}
+
+func (w *chainWork) find(index, attempt int) int {
+	for i := range w.segs {
+		if w.segs[i].Index == index && w.segs[i].Attempt == attempt {
+			return i
+		}
+	}
+	return -1
+}
+
+// reconcile brings the stored segments in line with what the backend
+// reports (step 1 of the per-chain decision):
+//
+//	1a. adopt tagged jobs the store does not know (a crash between sbatch
+//	    and the commit), so they are never submitted twice;
+//	1b. update pending and running segments from their jobs (started, ended);
+//	1c. mark a segment lost when its job is reported nowhere although the
+//	    history covers its lifetime;
+//	1d. record the gap between each successor's start and its
+//	    predecessor's end when it becomes known.
+func (w *chainWork) reconcile(idx *jobIndex, historyOK bool) {
+	// 1a. adoption
+	for _, tj := range idx.tagged[w.chain.ID] {
+		i := w.find(tj.tag.Segment, tj.tag.Attempt)
+		switch {
+		case i < 0:
+			s := Segment{ChainID: w.chain.ID, Index: tj.tag.Segment, Attempt: tj.tag.Attempt, JobID: tj.job.ID,
+				State: tj.job.State, Submit: tj.job.Submit, Start: tj.job.Start, End: tj.job.End, ExitCode: tj.job.ExitCode}
+			w.segs = append(w.segs, s)
+			sortSegments(w.segs)
+			w.putSegment(&s)
+			reason := fmt.Sprintf("found job %s tagged %s in the backend but not in the state database (a crash between submission and commit?): adopted instead of submitting again",
+				tj.job.ID, Tag{w.chain.ID, s.Index, s.Attempt})
+			w.event(EventAdopted, &s, reason, 0)
+			w.record(DecisionRecord{Segment: s.Index, Action: ActAdopt, Reason: reason, JobID: s.JobID})
+		case w.segs[i].JobID == "":
+			w.segs[i].JobID = tj.job.ID
+			w.putSegment(&w.segs[i])
+			w.event(EventAdopted, &w.segs[i], "job id filled from the backend's tagged job", 0)
+		case w.segs[i].JobID != tj.job.ID:
+			// Two jobs carry one tag: never created by mirage's own path; flag it.
+			w.event(EventError, &w.segs[i], fmt.Sprintf("job %s also carries tag %s (stored job %s): not adopted; check for a manual resubmission",
+				tj.job.ID, Tag{w.chain.ID, tj.tag.Segment, tj.tag.Attempt}, w.segs[i].JobID), 0)
+		}
+	}
+	// 1b, 1c. state updates
+	for i := range w.segs {
+		s := &w.segs[i]
+		if s.JobID == "" || s.State.Finished() {
+			continue
+		}
+		j := idx.byID[s.JobID]
+		if j == nil {
+			if historyOK && s.State != StateLost {
+				s.State, s.End, s.Note = StateLost, w.now, "job reported neither by the live view nor by the history"
+				w.putSegment(s)
+				w.event(EventEnded, s, "LOST: "+s.Note, 0)
+			}
+			continue
+		}
+		before := *s
+		s.State, s.ExitCode = j.State, j.ExitCode
+		if !j.Submit.IsZero() {
+			s.Submit = j.Submit
+		}
+		if !j.Start.IsZero() {
+			s.Start = j.Start
+		}
+		if !j.End.IsZero() {
+			s.End = j.End
+		}
+		if s.State.Finished() && s.End.IsZero() {
+			s.End = w.now // ended between two cycles without an end time reported
+		}
+		if *s == before {
+			continue
+		}
+		w.putSegment(s)
+		if before.Start.IsZero() && !s.Start.IsZero() {
+			w.event(EventStarted, s, "started at "+s.Start.UTC().Format(time.RFC3339), 0)
+		}
+		if !before.State.Finished() && s.State.Finished() {
+			w.event(EventEnded, s, fmt.Sprintf("%s exit %d at %s", s.State, s.ExitCode, s.End.UTC().Format(time.RFC3339)), 0)
+		}
+	}
+	// 1d. gaps
+	for idxSeg := 1; ; idxSeg++ {
+		succ, pred := w.final(idxSeg), w.final(idxSeg-1)
+		if succ == nil || pred == nil {
+			break
+		}
+		if succ.Start.IsZero() || pred.End.IsZero() || !pred.State.Finished() {
+			continue
+		}
+		if w.knewGap(succ, pred) {
+			continue // recorded when it became known
+		}
+		gap := succ.Start.Sub(pred.End)
+		kind := "interruption"
+		if gap < 0 {
+			kind = "overlap"
+		}
+		w.event(EventGap, succ, fmt.Sprintf("segment %d started %s after segment %d ended (%s)", succ.Index, fmtSigned(gap), pred.Index, kind), gap.Seconds())
+	}
+}
+
+// knewGap reports whether the stored state (before this step) already
+// held both the successor's start and the predecessor's end.
+func (w *chainWork) knewGap(succ, pred *Segment) bool {
+	os, okS := w.orig[segKey{succ.Index, succ.Attempt}]
+	op, okP := w.orig[segKey{pred.Index, pred.Attempt}]
+	return okS && okP && !os.Start.IsZero() && !op.End.IsZero() && op.State.Finished()
+}
+
+// final returns the last attempt of segment index, or nil.
+func (w *chainWork) final(index int) *Segment {
+	var out *Segment
+	for i := range w.segs {
+		if w.segs[i].Index == index {
+			out = &w.segs[i]
+		}
+	}
+	return out
+}
+
+func sortSegments(segs []Segment) {
+	slices.SortFunc(segs, func(a, b Segment) int {
+		if c := cmp.Compare(a.Index, b.Index); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Attempt, b.Attempt)
+	})
+}
+
+// fmtSigned renders a duration with an explicit sign, e.g. "+5m0s", "-1m30s".
+func fmtSigned(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}
