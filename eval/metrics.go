@@ -139,7 +139,7 @@ type handoffKey struct {
 	nodes       int
 }
 
-func keyOf(s *Sample) handoffKey {
+func handoffOf(s *Sample) handoffKey {
 	return handoffKey{s.Cell, s.ChainID, s.Segment, s.Nodes}
 }
 
@@ -160,14 +160,14 @@ func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
 	ref := map[refKey]time.Duration{}
 	for i := range samples {
 		s := &samples[i]
-		for _, nodes := range distinct(0, s.Nodes) {
-			for _, class := range distinct(AllClasses, s.LoadClass) {
+		for _, nodes := range withMarginal(0, s.Nodes) {
+			for _, class := range withMarginal(AllClasses, s.LoadClass) {
 				k := GroupKey{s.Protocol, s.LoadScale, s.Policy, nodes, class}
 				groups[k] = append(groups[k], s)
 			}
 		}
 		if s.Policy == Reference {
-			ref[refKey{s.Protocol, s.LoadScale, keyOf(s)}] = s.Gap
+			ref[refKey{s.Protocol, s.LoadScale, handoffOf(s)}] = s.Gap
 		}
 	}
 	keys := make([]GroupKey, 0, len(groups))
@@ -190,7 +190,7 @@ func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
 		g := groups[k]
 		var pairs [][2]float64 // (policy, reactive) interruption hours
 		for _, s := range g {
-			if r, ok := ref[refKey{s.Protocol, s.LoadScale, keyOf(s)}]; ok {
+			if r, ok := ref[refKey{s.Protocol, s.LoadScale, handoffOf(s)}]; ok {
 				pairs = append(pairs, [2]float64{interruptionH(s.Gap), interruptionH(r)})
 			}
 		}
@@ -199,8 +199,8 @@ func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
 	return out
 }
 
-// distinct returns the marginal and the value, once each.
-func distinct[T comparable](all, v T) []T {
+// withMarginal returns the marginal and the value, once each.
+func withMarginal[T comparable](all, v T) []T {
 	if v == all {
 		return []T{all}
 	}
@@ -252,14 +252,14 @@ func policyOrder(given []string, samples []Sample) map[string]int {
 	return rank
 }
 
-func hours(d time.Duration) float64 { return d.Hours() }
+func gapHours(d time.Duration) float64 { return d.Hours() }
 
-func interruptionH(gap time.Duration) float64 { return math.Max(hours(gap), 0) }
+func interruptionH(gap time.Duration) float64 { return math.Max(gapHours(gap), 0) }
 
-func overlapH(gap time.Duration) float64 { return math.Max(-hours(gap), 0) }
+func overlapH(gap time.Duration) float64 { return math.Max(-gapHours(gap), 0) }
 
 // quantile of sorted xs at p in [0,1] by linear interpolation; 0 for none.
-func quantile(sorted []float64, p float64) float64 {
+func linQuantile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -269,7 +269,7 @@ func quantile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
 }
 
-func mean(xs []float64) float64 {
+func meanOf(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -280,7 +280,7 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-func sortedCopy(xs []float64) []float64 {
+func sortedFloats(xs []float64) []float64 {
 	c := slices.Clone(xs)
 	slices.Sort(c)
 	return c
@@ -302,7 +302,7 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 	chains := map[chainKey]float64{}
 	chainProtocol := strings.HasPrefix(k.Protocol, "chain")
 	for i, s := range g {
-		h := hours(s.Gap)
+		h := gapHours(s.Gap)
 		gaps[i], intr[i], over[i], abs[i] = h, interruptionH(s.Gap), overlapH(s.Gap), math.Abs(h)
 		if s.Gap <= 0 {
 			zero[i] = 1
@@ -319,20 +319,20 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 			chains[chainKey{s.Cell, s.ChainID, s.Nodes}] += intr[i]
 		}
 	}
-	sg := sortedCopy(gaps)
+	sg := sortedFloats(gaps)
 	st.Gap = Quantiles{
-		Min: quantile(sg, 0), P5: quantile(sg, .05), P10: quantile(sg, .10), P25: quantile(sg, .25),
-		P50: quantile(sg, .5), P75: quantile(sg, .75), P90: quantile(sg, .9), P95: quantile(sg, .95), Max: quantile(sg, 1),
+		Min: linQuantile(sg, 0), P5: linQuantile(sg, .05), P10: linQuantile(sg, .10), P25: linQuantile(sg, .25),
+		P50: linQuantile(sg, .5), P75: linQuantile(sg, .75), P90: linQuantile(sg, .9), P95: linQuantile(sg, .95), Max: linQuantile(sg, 1),
 	}
-	si, so := sortedCopy(intr), sortedCopy(over)
-	st.InterruptionMean, st.InterruptionMedian, st.InterruptionP90 = mean(intr), quantile(si, .5), quantile(si, .9)
-	st.OverlapMean, st.OverlapP90 = mean(over), quantile(so, .9)
-	st.ZeroInterruption, st.WithinHour, st.MeanAbsGap = mean(zero), mean(within), mean(abs)
+	si, so := sortedFloats(intr), sortedFloats(over)
+	st.InterruptionMean, st.InterruptionMedian, st.InterruptionP90 = meanOf(intr), linQuantile(si, .5), linQuantile(si, .9)
+	st.OverlapMean, st.OverlapP90 = meanOf(over), linQuantile(so, .9)
+	st.ZeroInterruption, st.WithinHour, st.MeanAbsGap = meanOf(zero), meanOf(within), meanOf(abs)
 	if n > 0 {
 		st.SubmitsPerHandoff = float64(st.Submits) / n
 	}
 	st.ReductionPairs = len(pairs)
-	if r, ok := reduction(pairs); ok {
+	if r, ok := reductionOf(pairs); ok {
 		st.Reduction = &r
 	}
 	if len(chains) > 0 {
@@ -342,7 +342,7 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 		}
 		slices.Sort(ct)
 		st.Chains = len(ct)
-		st.ChainInterruptionMean, st.ChainInterruptionMedian, st.ChainInterruptionP90 = mean(ct), quantile(ct, .5), quantile(ct, .9)
+		st.ChainInterruptionMean, st.ChainInterruptionMedian, st.ChainInterruptionP90 = meanOf(ct), linQuantile(ct, .5), linQuantile(ct, .9)
 	}
 	if opts.BootstrapBelow > 0 && len(g) < opts.BootstrapBelow && len(g) >= 2 {
 		st.CI = bootstrapAll(k, intr, zero, within, abs, pairs, opts)
@@ -351,7 +351,7 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 }
 
 // reduction is 1 − Σ policy / Σ reactive over matched pairs.
-func reduction(pairs [][2]float64) (float64, bool) {
+func reductionOf(pairs [][2]float64) (float64, bool) {
 	var p, r float64
 	for _, x := range pairs {
 		p += x[0]

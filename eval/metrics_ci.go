@@ -40,14 +40,14 @@ func bootstrapAll(k GroupKey, intr, zero, within, abs []float64, pairs [][2]floa
 		WithinHour:       percentileInterval(mw, opts.Level),
 		MeanAbsGap:       percentileInterval(ma, opts.Level),
 	}
-	if _, ok := reduction(pairs); ok && len(pairs) >= 2 {
+	if _, ok := reductionOf(pairs); ok && len(pairs) >= 2 {
 		red := make([]float64, 0, b)
 		res := make([][2]float64, len(pairs))
 		for range b {
 			for j := range res {
 				res[j] = pairs[r.IntN(len(pairs))]
 			}
-			if v, ok := reduction(res); ok { // resamples where reactive had no interruption carry no ratio
+			if v, ok := reductionOf(res); ok { // resamples where reactive had no interruption carry no ratio
 				red = append(red, v)
 			}
 		}
@@ -63,5 +63,5 @@ func percentileInterval(xs []float64, level float64) *Interval {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	a := (1 - level) / 2
-	return &Interval{Lo: quantile(s, a), Hi: quantile(s, 1-a)}
+	return &Interval{Lo: linQuantile(s, a), Hi: linQuantile(s, 1-a)}
 }

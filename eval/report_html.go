@@ -93,7 +93,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		v.Models = append(v.Models, modelView{m.Policy, m.Dir, string(meta)})
 	}
 	for _, e := range r.experiments() {
-		ev := experimentView{Title: e.Protocol + " protocol, load ×" + full(e.LoadScale), Tables: r.tables(e)}
+		ev := experimentView{Title: e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale), Tables: r.tables(e)}
 		figs, err := r.figuresOf(e)
 		if err != nil {
 			return err

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
+func sortedMapKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // mdEscape keeps user text from breaking a Markdown table.
 func mdEscape(s string) string {
@@ -20,7 +20,7 @@ func mdEscape(s string) string {
 // experiment the headline table, the gap distribution and the breakdown
 // by job size and load class. The numbers are those of the report's groups.
 func (r *Report) WriteMarkdown(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := &mdWriter{w: w}
 	ew.printf("# %s\n\n", mdEscape(r.Title))
 	ew.printf("Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy > 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.\n\n")
 	ew.printf("## Provenance\n\n")
@@ -67,13 +67,13 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	return ew.err
 }
 
-// errWriter keeps the first write error.
-type errWriter struct {
+// mdWriter keeps the first write error.
+type mdWriter struct {
 	w   io.Writer
 	err error
 }
 
-func (e *errWriter) printf(format string, a ...any) {
+func (e *mdWriter) printf(format string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}

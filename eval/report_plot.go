@@ -165,7 +165,7 @@ func (r *Report) cdfPlot(e GroupKey, pols []string) (*plot.Plot, error) {
 		var gaps []float64
 		for _, s := range r.Samples {
 			if s.Protocol == e.Protocol && s.LoadScale == e.LoadScale && s.Policy == pol {
-				gaps = append(gaps, hours(s.Gap))
+				gaps = append(gaps, gapHours(s.Gap))
 			}
 		}
 		if len(gaps) == 0 {

@@ -12,16 +12,16 @@ import (
 // the rendered numbers against report.json.
 
 // unit says how a figure is formatted.
-type unit int
+type figUnit int
 
 const (
-	unitHours unit = iota // "1.23"
-	unitShare             // "45.6%"
-	unitCount             // "12"
-	unitGPUh              // "123.4"
+	unitHours figUnit = iota // "1.23"
+	unitShare                // "45.6%"
+	unitCount                // "12"
+	unitGPUh                 // "123.4"
 )
 
-func (u unit) format(v float64) string {
+func (u figUnit) format(v float64) string {
 	switch u {
 	case unitShare:
 		return strconv.FormatFloat(100*v, 'f', 1, 64) + "%"
@@ -33,35 +33,35 @@ func (u unit) format(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// column of a metrics table.
-type column struct {
+// tableColumn of a metrics table.
+type tableColumn struct {
 	head  string
 	key   string // JSON path inside a GroupStats ("" for label columns)
-	unit  unit
+	unit  figUnit
 	get   func(*GroupStats) (float64, bool)
 	ci    func(*Intervals) *Interval
 	ciKey string // JSON path of the interval inside a GroupStats
 	chain bool   // only for chain protocols
 }
 
-func always(f func(*GroupStats) float64) func(*GroupStats) (float64, bool) {
+func alwaysOK(f func(*GroupStats) float64) func(*GroupStats) (float64, bool) {
 	return func(g *GroupStats) (float64, bool) { return f(g), true }
 }
 
-var metricColumns = []column{
-	{head: "n", key: "n", unit: unitCount, get: always(func(g *GroupStats) float64 { return float64(g.N) })},
-	{head: "interruption mean (h)", key: "interruption_mean_h", get: always(func(g *GroupStats) float64 { return g.InterruptionMean }),
+var metricColumns = []tableColumn{
+	{head: "n", key: "n", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.N) })},
+	{head: "interruption mean (h)", key: "interruption_mean_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMean }),
 		ci: func(c *Intervals) *Interval { return c.InterruptionMean }, ciKey: "ci.interruption_mean_h"},
-	{head: "median (h)", key: "interruption_median_h", get: always(func(g *GroupStats) float64 { return g.InterruptionMedian })},
-	{head: "p90 (h)", key: "interruption_p90_h", get: always(func(g *GroupStats) float64 { return g.InterruptionP90 })},
-	{head: "overlap mean (h)", key: "overlap_mean_h", get: always(func(g *GroupStats) float64 { return g.OverlapMean })},
-	{head: "overlap p90 (h)", key: "overlap_p90_h", get: always(func(g *GroupStats) float64 { return g.OverlapP90 })},
-	{head: "wasted GPU-h", key: "wasted_gpu_h", unit: unitGPUh, get: always(func(g *GroupStats) float64 { return g.WastedGPUHours })},
-	{head: "zero interruption", key: "zero_interruption", unit: unitShare, get: always(func(g *GroupStats) float64 { return g.ZeroInterruption }),
+	{head: "median (h)", key: "interruption_median_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMedian })},
+	{head: "p90 (h)", key: "interruption_p90_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionP90 })},
+	{head: "overlap mean (h)", key: "overlap_mean_h", get: alwaysOK(func(g *GroupStats) float64 { return g.OverlapMean })},
+	{head: "overlap p90 (h)", key: "overlap_p90_h", get: alwaysOK(func(g *GroupStats) float64 { return g.OverlapP90 })},
+	{head: "wasted GPU-h", key: "wasted_gpu_h", unit: unitGPUh, get: alwaysOK(func(g *GroupStats) float64 { return g.WastedGPUHours })},
+	{head: "zero interruption", key: "zero_interruption", unit: unitShare, get: alwaysOK(func(g *GroupStats) float64 { return g.ZeroInterruption }),
 		ci: func(c *Intervals) *Interval { return c.ZeroInterruption }, ciKey: "ci.zero_interruption"},
-	{head: "within 1 h", key: "within_hour", unit: unitShare, get: always(func(g *GroupStats) float64 { return g.WithinHour }),
+	{head: "within 1 h", key: "within_hour", unit: unitShare, get: alwaysOK(func(g *GroupStats) float64 { return g.WithinHour }),
 		ci: func(c *Intervals) *Interval { return c.WithinHour }, ciKey: "ci.within_hour"},
-	{head: "mean |gap| (h)", key: "mean_abs_gap_h", get: always(func(g *GroupStats) float64 { return g.MeanAbsGap }),
+	{head: "mean |gap| (h)", key: "mean_abs_gap_h", get: alwaysOK(func(g *GroupStats) float64 { return g.MeanAbsGap }),
 		ci: func(c *Intervals) *Interval { return c.MeanAbsGap }, ciKey: "ci.mean_abs_gap_h"},
 	{head: "reduction vs reactive", key: "reduction", unit: unitShare, get: func(g *GroupStats) (float64, bool) {
 		if g.Reduction == nil {
@@ -69,15 +69,15 @@ var metricColumns = []column{
 		}
 		return *g.Reduction, true
 	}, ci: func(c *Intervals) *Interval { return c.Reduction }, ciKey: "ci.reduction"},
-	{head: "sbatch calls", key: "submits", unit: unitCount, get: always(func(g *GroupStats) float64 { return float64(g.Submits) })},
-	{head: "chains", key: "chains", unit: unitCount, chain: true, get: always(func(g *GroupStats) float64 { return float64(g.Chains) })},
-	{head: "chain interruption mean (h)", key: "chain_interruption_mean_h", chain: true, get: always(func(g *GroupStats) float64 { return g.ChainInterruptionMean })},
-	{head: "chain median (h)", key: "chain_interruption_median_h", chain: true, get: always(func(g *GroupStats) float64 { return g.ChainInterruptionMedian })},
-	{head: "chain p90 (h)", key: "chain_interruption_p90_h", chain: true, get: always(func(g *GroupStats) float64 { return g.ChainInterruptionP90 })},
+	{head: "sbatch calls", key: "submits", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Submits) })},
+	{head: "chains", key: "chains", unit: unitCount, chain: true, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Chains) })},
+	{head: "chain interruption mean (h)", key: "chain_interruption_mean_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionMean })},
+	{head: "chain median (h)", key: "chain_interruption_median_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionMedian })},
+	{head: "chain p90 (h)", key: "chain_interruption_p90_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionP90 })},
 }
 
-var gapColumns = func() []column {
-	var cs []column
+var gapColumns = func() []tableColumn {
+	var cs []tableColumn
 	for _, q := range []struct {
 		name string
 		get  func(*Quantiles) float64
@@ -88,7 +88,7 @@ var gapColumns = func() []column {
 		{"p90", func(q *Quantiles) float64 { return q.P90 }}, {"p95", func(q *Quantiles) float64 { return q.P95 }},
 		{"max", func(q *Quantiles) float64 { return q.Max }},
 	} {
-		cs = append(cs, column{head: q.name + " (h)", key: "gap_h." + q.name, get: always(func(g *GroupStats) float64 { return q.get(&g.Gap) })})
+		cs = append(cs, tableColumn{head: q.name + " (h)", key: "gap_h." + q.name, get: alwaysOK(func(g *GroupStats) float64 { return q.get(&g.Gap) })})
 	}
 	return cs
 }()
@@ -122,7 +122,7 @@ type tableView struct {
 	Rows  [][]cellView
 }
 
-func full(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+func fullFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 func sizeLabel(n int) string {
 	if n == 0 {
@@ -138,7 +138,7 @@ func sizeLabel(n int) string {
 // classes), the gap distribution, and the breakdown by size and load class.
 func (r *Report) tables(e GroupKey) []tableView {
 	chain := strings.HasPrefix(e.Protocol, "chain")
-	var cols []column
+	var cols []tableColumn
 	for _, c := range metricColumns {
 		if !c.chain || chain {
 			cols = append(cols, c)
@@ -162,17 +162,17 @@ func (r *Report) tables(e GroupKey) []tableView {
 		}
 		prefix := fmt.Sprintf("groups.%d.", i)
 		if g.Nodes == 0 && g.LoadClass == AllClasses {
-			head.Rows = append(head.Rows, append([]cellView{{Text: g.Policy}}, cells(g, prefix, cols)...))
-			gap.Rows = append(gap.Rows, append([]cellView{{Text: g.Policy}}, cells(g, prefix, gapColumns)...))
+			head.Rows = append(head.Rows, append([]cellView{{Text: g.Policy}}, rowCells(g, prefix, cols)...))
+			gap.Rows = append(gap.Rows, append([]cellView{{Text: g.Policy}}, rowCells(g, prefix, gapColumns)...))
 			continue
 		}
 		labels := []cellView{{Text: g.Policy}, {Text: sizeLabel(g.Nodes)}, {Text: g.LoadClass}}
-		detail.Rows = append(detail.Rows, append(labels, cells(g, prefix, cols)...))
+		detail.Rows = append(detail.Rows, append(labels, rowCells(g, prefix, cols)...))
 	}
 	return []tableView{head, gap, detail}
 }
 
-func cells(g *GroupStats, prefix string, cols []column) []cellView {
+func rowCells(g *GroupStats, prefix string, cols []tableColumn) []cellView {
 	out := make([]cellView, len(cols))
 	for i, c := range cols {
 		v, ok := c.get(g)
@@ -180,12 +180,12 @@ func cells(g *GroupStats, prefix string, cols []column) []cellView {
 			out[i] = cellView{Text: "–"}
 			continue
 		}
-		cv := cellView{Text: c.unit.format(v), Key: prefix + c.key, Value: full(v)}
+		cv := cellView{Text: c.unit.format(v), Key: prefix + c.key, Value: fullFloat(v)}
 		if c.ci != nil && g.CI != nil {
 			if iv := c.ci(g.CI); iv != nil {
 				cv.CI = &ciView{
 					LoKey: prefix + c.ciKey + ".lo", HiKey: prefix + c.ciKey + ".hi",
-					Lo: full(iv.Lo), Hi: full(iv.Hi), LoText: c.unit.format(iv.Lo), HiText: c.unit.format(iv.Hi),
+					Lo: fullFloat(iv.Lo), Hi: fullFloat(iv.Hi), LoText: c.unit.format(iv.Lo), HiText: c.unit.format(iv.Hi),
 				}
 			}
 		}
@@ -226,11 +226,11 @@ func (r *Report) cellLines() []string {
 	var out []string
 	for _, c := range r.Provenance.Cells {
 		var params []string
-		for _, k := range sortedKeys(c.Params) {
+		for _, k := range sortedMapKeys(c.Params) {
 			params = append(params, k+"="+c.Params[k])
 		}
 		var seeds []string
-		for _, k := range sortedKeys(c.Seeds) {
+		for _, k := range sortedMapKeys(c.Seeds) {
 			seeds = append(seeds, fmt.Sprintf("%s=%d", k, c.Seeds[k]))
 		}
 		line := fmt.Sprintf("%s: trace %s, protocol %s, load ×%g, policies %s", c.Name, c.Trace, c.Protocol, c.LoadScale, strings.Join(c.Policies, ","))

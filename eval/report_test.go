@@ -209,7 +209,7 @@ func TestChromiumSeesErrors(t *testing.T) {
 	}
 }
 
-func render(t *testing.T, r *Report) (js, md, html []byte) {
+func evRender(t *testing.T, r *Report) (js, md, html []byte) {
 	t.Helper()
 	var a, b, c bytes.Buffer
 	if err := r.WriteJSON(&a); err != nil {
@@ -226,7 +226,7 @@ func render(t *testing.T, r *Report) (js, md, html []byte) {
 
 func TestReportJSONRoundTrip(t *testing.T) {
 	r := synthReport(t, 30)
-	js, md, html := render(t, r)
+	js, md, html := evRender(t, r)
 	back, err := ReadReport(bytes.NewReader(js), "report.json")
 	if err != nil {
 		t.Fatal(err)
@@ -234,7 +234,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(back, r) {
 		t.Fatal("report differs after a JSON round trip")
 	}
-	js2, md2, html2 := render(t, back)
+	js2, md2, html2 := evRender(t, back)
 	if !bytes.Equal(js, js2) || !bytes.Equal(md, md2) || !bytes.Equal(html, html2) {
 		t.Error("renderings from the JSON differ from the originals")
 	}
@@ -247,7 +247,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 }
 
 // lookup resolves a dotted path ("groups.3.ci.reduction.lo") in decoded JSON.
-func lookup(doc any, path string) (any, bool) {
+func evLookup(doc any, path string) (any, bool) {
 	cur := doc
 	for _, part := range strings.Split(path, ".") {
 		switch v := cur.(type) {
@@ -270,8 +270,8 @@ func lookup(doc any, path string) (any, bool) {
 }
 
 // display formats a JSON number the way a reader expects to see it, by the
-// column's unit (worked out from the key, independently of the renderer).
-func display(key string, v float64) string {
+// tableColumn's unit (worked out from the key, independently of the renderer).
+func evDisplay(key string, v float64) string {
 	field := key[strings.LastIndex(key, ".")+1:]
 	if field == "lo" || field == "hi" {
 		parts := strings.Split(key, ".")
@@ -292,7 +292,7 @@ func display(key string, v float64) string {
 // Markdown against report.json, read generically.
 func TestReportNumbersMatchJSON(t *testing.T) {
 	r := synthReport(t, 30)
-	js, md, html := render(t, r)
+	js, md, html := evRender(t, r)
 	var doc any
 	if err := json.Unmarshal(js, &doc); err != nil {
 		t.Fatal(err)
@@ -307,7 +307,7 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 	for _, m := range matches {
 		key, val, text := string(m[1]), string(m[2]), strings.TrimSpace(string(m[3]))
 		keys[key] = true
-		jv, ok := lookup(doc, key)
+		jv, ok := evLookup(doc, key)
 		if !ok {
 			t.Errorf("HTML shows %s = %s, absent from the JSON", key, val)
 			continue
@@ -320,8 +320,8 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 		if val != strconv.FormatFloat(f, 'g', -1, 64) {
 			t.Errorf("%s: HTML value %s, JSON %v", key, val, f)
 		}
-		if text != display(key, f) {
-			t.Errorf("%s: HTML shows %q, JSON %v displays as %q", key, text, f, display(key, f))
+		if text != evDisplay(key, f) {
+			t.Errorf("%s: HTML shows %q, JSON %v displays as %q", key, text, f, evDisplay(key, f))
 		}
 	}
 	// Every group's headline figures are on the page.
@@ -333,7 +333,7 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 		}
 	}
 
-	// Markdown: the headline tables, column by column.
+	// Markdown: the headline tables, tableColumn by tableColumn.
 	cols := []string{"n", "interruption_mean_h", "interruption_median_h", "interruption_p90_h", "overlap_mean_h", "overlap_p90_h",
 		"wasted_gpu_h", "zero_interruption", "within_hour", "mean_abs_gap_h", "reduction", "submits"}
 	lines := strings.Split(string(md), "\n")
@@ -359,9 +359,9 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 			t.Fatalf("headline row of %s: %q", g.Policy, row)
 		}
 		for ci, c := range cols {
-			jv, _ := lookup(doc, fmt.Sprintf("groups.%d.%s", gi, c))
+			jv, _ := evLookup(doc, fmt.Sprintf("groups.%d.%s", gi, c))
 			f, _ := jv.(float64)
-			if got := strings.Fields(row[ci+1])[0]; got != display(c, f) {
+			if got := strings.Fields(row[ci+1])[0]; got != evDisplay(c, f) {
 				t.Errorf("Markdown %s %s = %q, JSON %v", g.Policy, c, got, f)
 			}
 			checked++
@@ -374,7 +374,7 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 
 func TestReportSelfContainedAndEscaped(t *testing.T) {
 	r := synthReport(t, 10)
-	_, md, html := render(t, r)
+	_, md, html := evRender(t, r)
 	for _, bad := range []string{"<script", "<link", `src="http`, `href="http`, "url(http", "@import"} {
 		if bytes.Contains(html, []byte(bad)) {
 			t.Errorf("HTML contains %q: not self-contained", bad)
