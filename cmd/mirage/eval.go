@@ -195,9 +195,8 @@ func evalErr(err error) error {
 	switch {
 	case err == nil || errors.As(err, &ee):
 		return err
-	case errors.Is(err, eval.ErrTrace):
-		return traceErr(err)
-	case errors.Is(err, traces.ErrMalformed), errors.Is(err, eval.ErrBadSweep), errors.Is(err, eval.ErrBadReport):
+	case errors.Is(err, eval.ErrTrace), errors.Is(err, eval.ErrBadSweep), errors.Is(err, eval.ErrBadReport):
+		// unreadable or malformed trace, sweep file or report
 		return withCode(exitBadInput, err)
 	case errors.Is(err, eval.ErrBadSetup):
 		return withCode(exitUsage, err)
