@@ -177,32 +177,33 @@ type chainOutcome struct {
 // successor start − predecessor end. A successor not started when the run
 // is cut off (K limits plus Horizon after injection) gives a censored
 // sample whose gap runs to the cut-off; a hand-off whose predecessor never
-// ended is not measurable and left out (counted in unmeasured). Load
+// ended is not measurable and left out (counted per policy in
+// unmeasured). Load
 // classes are set by ClassifyByReference when reactive is among the
 // policies; otherwise the caller classifies (it may hold reactive's
 // samples from another run).
-func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasured int, err error) {
+func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasured map[string]int, err error) {
 	if err := setup.defaults(); err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	pols := setup.Policies
 	if len(pols) == 0 {
-		return nil, 0, fmt.Errorf("%w: no policies", ErrBadSetup)
+		return nil, nil, fmt.Errorf("%w: no policies", ErrBadSetup)
 	}
 	for _, p := range pols { // fail early on unknown names
 		if _, err := newPolicyCache(setup.Factory).get(p); err != nil {
-			return nil, 0, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
+			return nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
 		}
 	}
 	base, err := sim.New(setup.Sim)
 	if err != nil {
-		return nil, 0, fmt.Errorf("chain protocol: %w", err)
+		return nil, nil, fmt.Errorf("chain protocol: %w", err)
 	}
 	// Jobs with recorded holds replay from their estimated eligible time, as in `mirage sim`.
 	_, eligible := sim.Holds(setup.Jobs, sim.HoldOptions{Nodes: len(setup.Sim.Nodes)})
 	specs, _, _ := sim.FromTraces(setup.Jobs, eligible)
 	if err := base.Load(specs); err != nil {
-		return nil, 0, fmt.Errorf("chain protocol: load trace: %w", err)
+		return nil, nil, fmt.Errorf("chain protocol: load trace: %w", err)
 	}
 	// A no-op decision callback keeps the replay's clock running through
 	// quiet stretches, so Run(at) always reaches at (forks replace it).
@@ -253,15 +254,16 @@ func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasu
 		}
 	}
 	if err := <-feedErr; err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
-	for _, o := range outcomes {
+	unmeasured = map[string]int{}
+	for i, o := range outcomes {
 		if o.err != nil {
-			return nil, 0, o.err
+			return nil, nil, o.err
 		}
 		samples = append(samples, o.samples...)
+		unmeasured[pols[i%len(pols)]] += setup.K - 1 - len(o.samples) // slots run policies innermost
 	}
-	unmeasured = total*(setup.K-1) - len(samples)
 	ClassifyByReference(samples)
 	return samples, unmeasured, nil
 }

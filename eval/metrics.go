@@ -95,10 +95,10 @@ type GroupStats struct {
 
 	// Chain figures (chain-K protocols): total interruption of a chain's
 	// hand-offs within the group, hours.
-	Chains                  int     `json:"chains,omitempty"`
-	ChainInterruptionMean   float64 `json:"chain_interruption_mean_h,omitempty"`
-	ChainInterruptionMedian float64 `json:"chain_interruption_median_h,omitempty"`
-	ChainInterruptionP90    float64 `json:"chain_interruption_p90_h,omitempty"`
+	Chains                  int     `json:"chains"`
+	ChainInterruptionMean   float64 `json:"chain_interruption_mean_h"`
+	ChainInterruptionMedian float64 `json:"chain_interruption_median_h"`
+	ChainInterruptionP90    float64 `json:"chain_interruption_p90_h"`
 
 	CI *Intervals `json:"ci,omitempty"` // bootstrap CIs when N < MetricsOptions.BootstrapBelow
 }

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,130 +244,64 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// lookup resolves a dotted path ("groups.3.ci.reduction.lo") in decoded JSON.
-func evLookup(doc any, path string) (any, bool) {
-	cur := doc
-	for _, part := range strings.Split(path, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			cur, _ = v[part]
-		case []any:
-			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil, false
-			}
-			cur = v[i]
-		default:
-			return nil, false
-		}
-		if cur == nil {
-			return nil, false
-		}
-	}
-	return cur, true
-}
-
-// display formats a JSON number the way a reader expects to see it, by the
-// tableColumn's unit (worked out from the key, independently of the renderer).
-func evDisplay(key string, v float64) string {
-	field := key[strings.LastIndex(key, ".")+1:]
-	if field == "lo" || field == "hi" {
-		parts := strings.Split(key, ".")
-		field = parts[len(parts)-2]
-	}
-	switch field {
-	case "zero_interruption", "within_hour", "reduction":
-		return fmt.Sprintf("%.1f%%", 100*v)
-	case "n", "submits", "chains":
-		return fmt.Sprintf("%.0f", v)
-	case "wasted_gpu_h":
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%.2f", v)
-}
-
 // TestReportNumbersMatchJSON checks every number shown in the HTML and the
-// Markdown against report.json, read generically.
+// Markdown against report.json (VerifyReport), and that the check catches
+// a changed number or a missing row.
 func TestReportNumbersMatchJSON(t *testing.T) {
 	r := synthReport(t, 30)
-	js, md, html := evRender(t, r)
-	var doc any
-	if err := json.Unmarshal(js, &doc); err != nil {
+	dir := t.TempDir()
+	if _, err := r.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	cellRE := regexp.MustCompile(`data-k="([^"]+)" data-v="([^"]+)">([^<]+)`)
-	matches := cellRE.FindAllSubmatch(html, -1)
-	// headline 13 + gap 9 figures per policy, detail 13 per group; CIs 2 each.
-	if len(matches) < 500 {
-		t.Fatalf("only %d numbers found in the HTML", len(matches))
+	n, err := VerifyReport(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	keys := map[string]bool{}
-	for _, m := range matches {
-		key, val, text := string(m[1]), string(m[2]), strings.TrimSpace(string(m[3]))
-		keys[key] = true
-		jv, ok := evLookup(doc, key)
-		if !ok {
-			t.Errorf("HTML shows %s = %s, absent from the JSON", key, val)
-			continue
-		}
-		f, ok := jv.(float64)
-		if !ok {
-			t.Errorf("%s is %T in the JSON", key, jv)
-			continue
-		}
-		if val != strconv.FormatFloat(f, 'g', -1, 64) {
-			t.Errorf("%s: HTML value %s, JSON %v", key, val, f)
-		}
-		if text != evDisplay(key, f) {
-			t.Errorf("%s: HTML shows %q, JSON %v displays as %q", key, text, f, evDisplay(key, f))
-		}
+	// 48 groups (2 experiments × 3 policies × 8 size/class rows), 12 figures
+	// each in HTML and Markdown, plus the gap quantiles and the CIs.
+	if n < 2*48*12 {
+		t.Errorf("only %d numbers checked", n)
 	}
-	// Every group's headline figures are on the page.
-	for i := range r.Groups {
-		for _, f := range []string{"n", "interruption_mean_h", "zero_interruption", "submits"} {
-			if k := fmt.Sprintf("groups.%d.%s", i, f); !keys[k] {
-				t.Errorf("HTML lacks %s", k)
+	html, _ := os.ReadFile(filepath.Join(dir, HTMLFile))
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	tamper := func(name string, file string, orig []byte, edit func(string) string, want string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, file), []byte(edit(string(orig))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := VerifyReport(dir)
+		if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want ErrMismatch mentioning %q", name, err, want)
+		}
+		_ = os.WriteFile(filepath.Join(dir, file), orig, 0o644)
+	}
+	g0 := r.Groups[0]
+	shown := fmt.Sprintf(`data-k="groups.0.interruption_mean_h" data-v="%s">%.2f`, strconv.FormatFloat(g0.InterruptionMean, 'g', -1, 64), g0.InterruptionMean)
+	if !bytes.Contains(html, []byte(shown)) {
+		t.Fatalf("HTML lacks %q", shown)
+	}
+	tamper("html text", HTMLFile, html, func(s string) string {
+		return strings.Replace(s, shown, shown[:strings.LastIndexByte(shown, '>')+1]+fmt.Sprintf("%.2f", g0.InterruptionMean+0.01), 1)
+	}, "groups.0.interruption_mean_h")
+	tamper("html value", HTMLFile, html, func(s string) string {
+		return strings.Replace(s, `data-k="groups.0.n" data-v="`, `data-k="groups.0.n" data-v="1`, 1)
+	}, "groups.0.n")
+	row := fmt.Sprintf("| %s | %d | %.2f", g0.Policy, g0.N, g0.InterruptionMean)
+	if !bytes.Contains(md, []byte(row)) {
+		t.Fatalf("Markdown lacks the row start %q", row)
+	}
+	tamper("md text", MarkdownFile, md, func(s string) string {
+		return strings.Replace(s, row, fmt.Sprintf("| %s | %d | %.2f", g0.Policy, g0.N+1, g0.InterruptionMean), 1)
+	}, "groups.0.n")
+	tamper("md row missing", MarkdownFile, md, func(s string) string {
+		lines := strings.Split(s, "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, row) {
+				return strings.Join(append(lines[:i:i], lines[i+1:]...), "\n")
 			}
 		}
-	}
-
-	// Markdown: the headline tables, tableColumn by tableColumn.
-	cols := []string{"n", "interruption_mean_h", "interruption_median_h", "interruption_p90_h", "overlap_mean_h", "overlap_p90_h",
-		"wasted_gpu_h", "zero_interruption", "within_hour", "mean_abs_gap_h", "reduction", "submits"}
-	lines := strings.Split(string(md), "\n")
-	checked := 0
-	for gi, g := range r.Groups {
-		if g.Nodes != 0 || g.LoadClass != AllClasses {
-			continue
-		}
-		// Find the headline row: the first "| policy | n |" row after the experiment's heading.
-		head := fmt.Sprintf("## %s protocol, load ×%g", g.Protocol, g.LoadScale)
-		start := slices.Index(lines, head)
-		if start < 0 {
-			t.Fatalf("no heading %q", head)
-		}
-		var row []string
-		for _, l := range lines[start:] {
-			if strings.HasPrefix(l, "| "+g.Policy+" | ") {
-				row = strings.Split(strings.Trim(l, "| "), " | ")
-				break
-			}
-		}
-		if len(row) != len(cols)+1 {
-			t.Fatalf("headline row of %s: %q", g.Policy, row)
-		}
-		for ci, c := range cols {
-			jv, _ := evLookup(doc, fmt.Sprintf("groups.%d.%s", gi, c))
-			f, _ := jv.(float64)
-			if got := strings.Fields(row[ci+1])[0]; got != evDisplay(c, f) {
-				t.Errorf("Markdown %s %s = %q, JSON %v", g.Policy, c, got, f)
-			}
-			checked++
-		}
-	}
-	if checked != 2*3*len(cols) { // 2 experiments × 3 policies
-		t.Errorf("checked %d Markdown figures", checked)
-	}
+		return s
+	}, "group 0 missing from report.md")
 }
 
 func TestReportSelfContainedAndEscaped(t *testing.T) {

@@ -123,7 +123,7 @@ OUT OUT/cells" joins the cells into the report.`,
 	f.StringVar(&o.sweep, "sweep", "", "run the experiment of this sweep file (YAML)")
 	f.IntVar(&o.cell, "cell", -1, "with --sweep: run only this cell (the job-array task id)")
 	f.BoolVar(&o.emitArray, "emit-array", false, "with --sweep: write the sbatch job-array script instead of running")
-	cmd.AddCommand(newEvalMergeCmd())
+	cmd.AddCommand(newEvalMergeCmd(), newEvalVerifyCmd())
 	return cmd
 }
 

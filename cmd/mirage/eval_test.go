@@ -87,10 +87,17 @@ func TestEvalCommandFlags(t *testing.T) {
 	if r.Provenance.Mirage == "" || len(r.Provenance.Command) == 0 || r.Provenance.Traces[0].Path != tr || len(r.Provenance.Windows) != 2 {
 		t.Errorf("provenance %+v", r.Provenance)
 	}
-	for _, f := range []string{"report.html", "report.md"} {
-		if st, err := os.Stat(filepath.Join(out, f)); err != nil || st.Size() == 0 {
-			t.Errorf("%s: %v", f, err)
-		}
+	// The report's numbers equal those in its JSON.
+	vout, stderr, code := runMirage(t, "eval", "verify", out)
+	if code != 0 || !strings.HasSuffix(vout, " numbers in report.html and report.md match report.json\n") {
+		t.Errorf("verify: exit %d: %s%s", code, vout, stderr)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(strings.Replace(string(md), "| reactive | ", "| reactive | 9", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runMirage(t, "eval", "verify", out); code != exitBadInput || !strings.Contains(stderr, "does not match") {
+		t.Errorf("verify of an edited report: exit %d: %s", code, stderr)
 	}
 
 	// --json prints the paths and the headline.
