@@ -92,7 +92,7 @@ func LS6() Config {
 	// of them: the trace shows at most 80 busy at once (p90 75), the rest
 	// serving gpu-a100-dev, reservations or down. The usable count is
 	// calibrated on the shared LS6 cut: 72 minimises the KS distance of
-	// simulated and recorded waits (sweep 68–80 in the README).
+	// simulated and recorded waits (sweep 64–80 in the README).
 	for i := 1; i <= 72; i++ {
 		c.Nodes = append(c.Nodes, NodeConfig{Name: fmt.Sprintf("c%03d", i), CPUs: 128, GPUs: 3, GPUType: "a100"})
 	}
