@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -271,4 +272,35 @@ func TestRunAllEqualsSeparateCells(t *testing.T) {
 	if whole.Provenance.Traces[0].SHA256 == "" || whole.Provenance.Traces[0].Jobs == 0 {
 		t.Errorf("trace provenance %+v", whole.Provenance.Traces)
 	}
+}
+
+// TestLS6SweepFile: the documented sweep parses, and its trace path
+// resolves to the shared LS6 file where the shared traces are.
+func TestLS6SweepFile(t *testing.T) {
+	e, err := ParseSweep(filepath.Join("sweeps", "ls6.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Cells()) != len(e.Policies) || e.Protocol != "chain-2" || e.Limit != 48*time.Hour || e.Warmup != 48*time.Hour ||
+		e.Interval != 4*time.Hour || !reflect.DeepEqual(e.Nodes, []int{1, 8}) || !e.From.Equal(time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC)) {
+		t.Errorf("sweep %+v", e)
+	}
+	if _, err := ArrayScript(e, mustAbs(t, filepath.Join("sweeps", "ls6.yaml")), "/usr/local/bin/mirage", "test"); err != nil {
+		t.Errorf("array script: %v", err)
+	}
+	shared := testenv.SharedTraces(t)
+	want, _ := filepath.Abs(filepath.Join(shared, "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"))
+	got, _ := filepath.Abs(e.Traces[0])
+	if got != want {
+		t.Errorf("trace resolves to %s, the shared file is %s", got, want)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

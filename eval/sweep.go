@@ -31,8 +31,13 @@ var ErrBadSweep = errors.New("bad sweep file")
 
 // ParseSweep reads a sweep file (YAML; unknown keys are errors). Relative
 // paths in it (traces, models, slurm_conf, out, slurm.mirage) are taken
-// relative to the file's directory. The experiment is normalised.
+// relative to the file's directory and made absolute. The experiment is
+// normalised.
 func ParseSweep(path string) (*Experiment, error) {
+	path, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSweep, err)
+	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSweep, err)
