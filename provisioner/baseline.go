@@ -67,7 +67,7 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 // BaselinePolicy builds one of the baseline policies by name. All are
 // stateless and share these rules: a predecessor that is absent or has
 // ended gives SubmitNow; a pending predecessor gives Wait (a successor
-// would only queue behind it), except for dependency. Then:
+// would only queue behind it; the engine does not even ask then). Then:
 //
 //   - reactive: Wait while the predecessor runs. Under a 10-minute decision
 //     cycle the successor is therefore submitted at the first cycle after
@@ -75,9 +75,9 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     The published variant, "1 minute before the predecessor ends", needs
 //     the end to be known in advance; it is the lead policy with
 //     WithLead(time.Minute).
-//   - dependency: SubmitAfter at once (the engine adds
-//     --dependency=afterany:PREDECESSOR), while the predecessor is pending
-//     or running; the scheduler releases the successor when it ends.
+//   - dependency: SubmitAfter as soon as the predecessor runs (the engine
+//     adds --dependency=afterany:PREDECESSOR); the scheduler releases the
+//     successor when the predecessor ends.
 //   - lead: with E = predecessor start + its time limit, SubmitNow once
 //     now ≥ E − lead (default DefaultLead), Wait before.
 //   - start-estimate: with R = E − now the predecessor's remaining time and
@@ -163,10 +163,10 @@ type dependency struct{}
 func (dependency) Name() string { return PolicyDependency }
 
 func (dependency) Decide(obs *Observation) (Decision, error) {
-	p := obs.Predecessor
-	if p == nil || p.State.Finished() {
-		return Decision{Action: SubmitNow, Reason: ReasonPredecessorEnded}, nil
+	if d, ok := common(obs); ok {
+		return d, nil
 	}
+	p := obs.Predecessor
 	return Decision{Action: SubmitAfter, Reason: fmt.Sprintf("predecessor %s %s: submit now, held by the scheduler until it ends", p.ID, p.State)}, nil
 }
 

@@ -42,8 +42,9 @@ type StepInput struct {
 //  4. if the last segment has ended: by TIMEOUT or exit 0 continue with the
 //     next segment (or end the chain after N segments); after a failure
 //     retry it up to MaxRetries times, then end the chain as failed;
-//  5. if the last segment is pending or running and a successor is still
-//     needed, ask the chain's policy whether to submit it now;
+//  5. if the last segment runs and a successor is still needed, ask the
+//     chain's policy whether to submit it now (while the last segment is
+//     still pending, wait: at most one segment is ever queued ahead);
 //  6. before any submission, ask the team rules; a refusal defers it.
 //
 // Every decision (including waits and errors) yields a decision-log record.
@@ -177,6 +178,12 @@ func (c *stepContext) decide(w *chainWork) {
 	if pred == nil {
 		pred = &Job{ID: last.JobID, Name: ch.Name, Account: ch.Account, Partition: ch.Partition, State: last.State,
 			Submit: last.Submit, Start: last.Start, End: last.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, last.Index, last.Attempt}.String()}
+	}
+	if last.State == StatePending {
+		// A successor of a job still in the queue would only queue behind
+		// it; deciding for it now would let a policy pile up segments.
+		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("predecessor job %s still pending: %s", last.JobID, ReasonPredecessorQueued)})
+		return
 	}
 	if last.State == StateUnknown {
 		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("state of predecessor job %s unknown (not in the live view, no history): wait", last.JobID)})

@@ -96,8 +96,9 @@ func TestSimChainBaselines(t *testing.T) {
 	//                   gaps +5 min, +5 min.
 	//   lead (10 min):  lead point 00:45 → submitted at 00:50, starts at once: seg1 00:50–01:45 (gap 00:50−00:55 = −5 min);
 	//                   lead point 01:35 → 01:40: seg2 01:40–02:35 (gap −5 min).
-	//   dependency:     at 00:10 seg1 submitted afterany:seg0, released at 00:55 (gap 0); at 00:20 seg2
-	//                   afterany:seg1 (pending), released at 01:50 (gap 0).
+	//   dependency:     at 00:10 (seg0 running) seg1 submitted afterany:seg0, released at 00:55 (gap 0);
+	//                   seg1 pending until then: wait; at 01:00 (seg1 running) seg2 afterany:seg1,
+	//                   released at 01:50 (gap 0).
 	//   start-estimate: nothing pending, the only recent start (seg0) waited 0 → W = 0; submit once the
 	//                   remaining time R = 00:55 − now ≤ slack 10 min: at 00:50 (R = 5 min) → as lead: −5, −5 min.
 	cases := []struct {

@@ -23,16 +23,15 @@ func (b *jb) tag(chain string, seg, att int) *jb {
 	b.j.Comment = MustTag(chain, seg, att)
 	return b
 }
-func (b *jb) state(s JobState) *jb      { b.j.State = s; return b }
-func (b *jb) submit(t time.Time) *jb    { b.j.Submit = t; return b }
-func (b *jb) start(t time.Time) *jb     { b.j.Start = t; return b }
-func (b *jb) end(t time.Time) *jb       { b.j.End = t; return b }
-func (b *jb) exit(c int) *jb            { b.j.ExitCode = c; return b }
-func (b *jb) est(t time.Time) *jb       { b.j.EstStart = t; return b }
-func (b *jb) limit(d time.Duration) *jb { b.j.TimeLimit = d; return b }
-func (b *jb) shape(n, g int) *jb        { b.j.Nodes, b.j.GPUs = n, g; return b }
-func (b *jb) partition(p string) *jb    { b.j.Partition = p; return b }
-func (b *jb) build() Job                { return b.j }
+func (b *jb) state(s JobState) *jb   { b.j.State = s; return b }
+func (b *jb) submit(t time.Time) *jb { b.j.Submit = t; return b }
+func (b *jb) start(t time.Time) *jb  { b.j.Start = t; return b }
+func (b *jb) end(t time.Time) *jb    { b.j.End = t; return b }
+func (b *jb) exit(c int) *jb         { b.j.ExitCode = c; return b }
+func (b *jb) est(t time.Time) *jb    { b.j.EstStart = t; return b }
+func (b *jb) shape(n, g int) *jb     { b.j.Nodes, b.j.GPUs = n, g; return b }
+func (b *jb) partition(p string) *jb { b.j.Partition = p; return b }
+func (b *jb) build() Job             { return b.j }
 func jobs(bs ...*jb) (out []Job) {
 	for _, b := range bs {
 		out = append(out, b.j)
@@ -182,11 +181,11 @@ func TestStep(t *testing.T) {
 			want: []string{"submit 1.0 prev=10 dep=afterany:10 submit-after"},
 		},
 		{
-			name:  "dependency chains behind a pending predecessor",
+			name:  "dependency does not chain behind a pending predecessor",
 			now:   min_(10),
 			chain: chain(PolicyDependency, 3, 2), segs: []Segment{seg(0, 0, "10", StateTimeout), seg(1, 0, "11", StatePending)},
 			live: jobs(job("11").tag("c1", 1, 0)),
-			want: []string{"submit 2.0 prev=11 dep=afterany:11 submit-after"},
+			want: []string{"record 2 wait"}, // at most one segment queued ahead
 		},
 		{
 			// limit end 09:00, lead 10 min: submit from 08:50; at 08:45 wait.
@@ -580,12 +579,8 @@ func TestBaselineCommonRules(t *testing.T) {
 			t.Errorf("%s with an ended predecessor: %s", name, d.Action)
 		}
 		pending := job("1").build()
-		want := Wait
-		if name == PolicyDependency {
-			want = SubmitAfter
-		}
-		if d, _ := p.Decide(&Observation{Now: t0, Predecessor: &pending}); d.Action != want {
-			t.Errorf("%s with a pending predecessor: %s, want %s", name, d.Action, want)
+		if d, _ := p.Decide(&Observation{Now: t0, Predecessor: &pending}); d.Action != Wait {
+			t.Errorf("%s with a pending predecessor: %s, want wait", name, d.Action)
 		}
 	}
 	if _, err := BaselinePolicy("xgb"); !errors.Is(err, ErrUnknownPolicy) {

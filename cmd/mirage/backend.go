@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mirage-gpu/mirage/internal/state"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/spf13/cobra"
+)
+
+// backendOptions choose and configure the cluster backend of the chain commands.
+type backendOptions struct {
+	slurmConf string        // --slurm-conf (default $SLURM_CONF)
+	slurmBin  string        // --slurm-bin: directory of the Slurm commands (default: PATH)
+	timeout   time.Duration // per Slurm command
+}
+
+func (o *backendOptions) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.slurmConf, "slurm-conf", "", "slurm.conf of the cluster (default: $SLURM_CONF, else Slurm's own default)")
+	f.StringVar(&o.slurmBin, "slurm-bin", "", "directory holding sbatch, squeue, sacct, scancel (default: search PATH)")
+	f.DurationVar(&o.timeout, "slurm-timeout", 30*time.Second, "timeout of each Slurm command")
+}
+
+// chainDeps are what the chain commands take from the outside world, in
+// one place so tests can replace them (a simulator or a fake backend, a
+// logical clock).
+type chainDeps struct {
+	backend  func(o *backendOptions) (provisioner.Cluster, error) // the cluster
+	clock    provisioner.Clock                                    // decision time
+	seed     func() uint64                                        // seed of chain ids
+	policies provisioner.PolicyFactory                            // policy registry
+	rules    provisioner.Rules                                    // team rules (nil: none)
+	sleep    func(ctx context.Context, d time.Duration) error     // waiting (handoff, daemon interval)
+}
+
+var deps = chainDeps{
+	backend:  newBackend,
+	clock:    wallClock{},
+	seed:     cryptoSeed,
+	policies: func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) },
+	sleep:    sleepCtx,
+}
+
+// newBackend builds the cluster backend: Slurm through its commands.
+func newBackend(o *backendOptions) (provisioner.Cluster, error) {
+	return nil, withCode(exitUnavailable, fmt.Errorf("the Slurm backend is not built into this mirage yet: %w", provisioner.ErrUnavailable))
+}
+
+type wallClock struct{}
+
+func (wallClock) Now() time.Time { return time.Now().UTC() }
+
+func cryptoSeed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// stateOptions locate the state directory.
+type stateOptions struct {
+	dir      string        // --state
+	lockWait time.Duration // how long commands other than the daemon wait for the lock
+	busy     time.Duration // SQLite busy timeout
+}
+
+func (o *stateOptions) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&o.dir, "state", "", "state directory (default: $XDG_STATE_HOME/mirage, else ~/.local/state/mirage)")
+	f.DurationVar(&o.lockWait, "lock-wait", 30*time.Second, "how long to wait for a running daemon cycle to release the lock")
+	f.DurationVar(&o.busy, "busy-timeout", 5*time.Second, "how long to wait for another process's database lock")
+}
+
+func (o *stateOptions) resolve() (string, error) {
+	if o.dir != "" {
+		abs, err := filepath.Abs(o.dir)
+		if err != nil {
+			return "", withCode(exitUsage, fmt.Errorf("--state %s: %w", o.dir, err))
+		}
+		return abs, nil
+	}
+	d, err := state.DefaultDir()
+	if err != nil {
+		return "", withCode(exitUnavailable, err)
+	}
+	return d, nil
+}
+
+// open opens the state database, mapping its failures to exit codes.
+func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
+	dir, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	st, err := state.Open(ctx, dir, state.Options{BusyTimeout: o.busy})
+	if err != nil {
+		return nil, stateErr(err)
+	}
+	return st, nil
+}
+
+// lock takes the daemon lock beside the database, waiting up to lockWait.
+func (o *stateOptions) lock(ctx context.Context, wait time.Duration) (*state.Lock, error) {
+	dir, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, withCode(exitUnavailable, fmt.Errorf("state directory %s: %w", dir, err))
+	}
+	path := filepath.Join(dir, state.LockName)
+	if wait <= 0 {
+		return state.TryLock(path)
+	}
+	l, err := state.WaitLock(ctx, path, wait)
+	if errors.Is(err, state.ErrHeld) {
+		return nil, withCode(exitUnavailable, fmt.Errorf("%w: a mirage daemon cycle has kept it for %s; try again (or raise --lock-wait)", err, wait))
+	}
+	return l, err
+}
+
+// stateErr maps state and backend errors to exit codes.
+func stateErr(err error) error {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ee):
+		return err
+	case errors.Is(err, state.ErrCorrupt), errors.Is(err, state.ErrLocked), errors.Is(err, state.ErrTooNew),
+		errors.Is(err, provisioner.ErrUnavailable), errors.Is(err, state.ErrHeld):
+		return withCode(exitUnavailable, err)
+	case errors.Is(err, provisioner.ErrChainNotFound):
+		return withCode(exitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
+	case errors.Is(err, provisioner.ErrRejected):
+		return withCode(exitRejected, err)
+	}
+	return err
+}
+
+// Test-only fault injection, read from the environment by the command
+// layer only: MIRAGE_TEST_CRASH_AT=POINT[:N] exits the process (code 99,
+// as a crash would, without cleanup) the Nth time (default first) the
+// engine reaches POINT (provisioner.Fault* names, or "after-lock");
+// MIRAGE_TEST_PAUSE_AT=POINT:DURATION sleeps there.
+const crashExitCode = 99
+
+func faultHook() func(point string) {
+	crash, pause := os.Getenv("MIRAGE_TEST_CRASH_AT"), os.Getenv("MIRAGE_TEST_PAUSE_AT")
+	if crash == "" && pause == "" {
+		return nil
+	}
+	crashPoint, nth := crash, 1
+	if p, n, ok := strings.Cut(crash, ":"); ok {
+		crashPoint = p
+		if v, err := strconv.Atoi(n); err == nil && v > 0 {
+			nth = v
+		}
+	}
+	pausePoint, pauseFor := "", time.Duration(0)
+	if p, d, ok := strings.Cut(pause, ":"); ok {
+		if v, err := time.ParseDuration(d); err == nil {
+			pausePoint, pauseFor = p, v
+		}
+	}
+	seen := 0
+	return func(point string) {
+		if point == pausePoint {
+			time.Sleep(pauseFor)
+		}
+		if point == crashPoint {
+			seen++
+			if seen == nth {
+				slog.Warn("test fault injection: crashing", "point", point)
+				os.Exit(crashExitCode)
+			}
+		}
+	}
+}
+
+// newEngine wires the engine for the chain commands.
+func newEngine(cl provisioner.Cluster, st provisioner.Store) *provisioner.Engine {
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: deps.rules, Fault: faultHook()}
+}

@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/internal/state"
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// TestChainLifecycle drives a 3-segment reactive chain through submit,
+// the daemon every 10 minutes of simulated time, status and log.
+//
+// By hand (empty cluster, limit 55 min, every segment runs to its limit):
+// submit 08:00 → sim-1 08:00–08:55; the daemon sees it ended at 09:00 →
+// sim-2 09:00–09:55; at 10:00 → sim-3 10:00–10:55; at 11:00 the chain is
+// done. Gaps +5 min and +5 min.
+func TestChainLifecycle(t *testing.T) {
+	e := newChainEnv(t)
+	script := e.script(t, "x.sbatch", "-t 55")
+	id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive", "--", "-p", "batch")
+	out, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "20")
+	if code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 22 { // 20 cycle lines + 2 submission lines
+		t.Fatalf("%d lines:\n%s", len(lines), out)
+	}
+	for _, want := range []string{
+		"2026-03-02T08:00:00Z cycle: 1 active chains; 0 submitted, 0 rejected, 0 adopted, 1 waits, 0 ended, 0 cancelled, 0 errors",
+		"2026-03-02T09:00:00Z cycle: 1 active chains; 1 submitted, 0 rejected, 0 adopted, 0 waits, 0 ended, 0 cancelled, 0 errors",
+		"  chain " + id + " segment 1.0: job sim-2",
+		"  chain " + id + " segment 2.0: job sim-3",
+		"2026-03-02T11:00:00Z cycle: 1 active chains; 0 submitted, 0 rejected, 0 adopted, 0 waits, 1 ended, 0 cancelled, 0 errors",
+		"2026-03-02T11:10:00Z cycle: 0 active chains; 0 submitted, 0 rejected, 0 adopted, 0 waits, 0 ended, 0 cancelled, 0 errors",
+	} {
+		if !strings.Contains(out, want+"\n") {
+			t.Errorf("daemon output lacks %q:\n%s", want, out)
+		}
+	}
+	out, _, code = e.run(t, "status", id)
+	want := `chain     ` + id + ` (x.sbatch)
+state     done: all 3 segments ran (last: segment 2, job sim-3, TIMEOUT)
+script    ` + script + ` -p batch
+policy    reactive, 3 segments, max retries 2
+shape     limit 55m0s, 1 node(s), 0 GPU(s), partition batch, account -
+created   2026-03-02T08:00:00Z
+
+SEG  TRY  JOB    STATE    EXIT  SUBMIT                START                 END                   GAP    NOTE
+0    0    sim-1  TIMEOUT  0     2026-03-02T08:00:00Z  2026-03-02T08:00:00Z  2026-03-02T08:55:00Z  -      -
+1    0    sim-2  TIMEOUT  0     2026-03-02T09:00:00Z  2026-03-02T09:00:00Z  2026-03-02T09:55:00Z  +5m0s  -
+2    0    sim-3  TIMEOUT  0     2026-03-02T10:00:00Z  2026-03-02T10:00:00Z  2026-03-02T10:55:00Z  +5m0s  -
+
+interruption 10m0s in total, overlap 0s in total
+`
+	if code != 0 || out != want {
+		t.Errorf("status: exit %d\n%s\nwant:\n%s", code, out, want)
+	}
+	out, _, _ = e.run(t, "status")
+	if !strings.Contains(out, id+"  x.sbatch  reactive  done   3/3      sim-3  TIMEOUT    +5m0s     all 3 segments ran") {
+		t.Errorf("status table:\n%s", out)
+	}
+	// log: first, 6 waits (08:00–08:50), submit at 09:00, 5 waits (09:10–09:50),
+	// submit at 10:00, nothing while the last segment runs, end at 11:00.
+	out, _, code = e.run(t, "log", id, "--json", "--events")
+	var lg struct {
+		Decisions []decisionJSON `json:"decisions"`
+		Events    []eventJSON    `json:"events"`
+	}
+	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
+		t.Fatalf("log: exit %d, %v\n%s", code, err, out)
+	}
+	var acts []string
+	for _, d := range lg.Decisions {
+		acts = append(acts, d.Action)
+	}
+	wantActs := "first " + strings.Repeat("wait ", 6) + "submit " + strings.Repeat("wait ", 5) + "submit end"
+	if strings.Join(acts, " ") != wantActs {
+		t.Errorf("decisions %v\nwant %s", acts, wantActs)
+	}
+	var gaps []float64
+	for _, ev := range lg.Events {
+		if ev.Kind == string(provisioner.EventGap) {
+			gaps = append(gaps, ev.Value)
+		}
+	}
+	if fmt.Sprint(gaps) != "[300 300]" {
+		t.Errorf("recorded gaps %v, want [300 300]", gaps)
+	}
+	out, _, code = e.run(t, "log", id)
+	if code != 0 || !strings.Contains(out, "predecessor segment 0 (job sim-1) ended TIMEOUT at 2026-03-02T08:55:00Z: submit its successor now") {
+		t.Errorf("log table: exit %d\n%s", code, out)
+	}
+	// Cancelling a chain that is done changes nothing.
+	out, _, code = e.run(t, "cancel", id)
+	if code != 0 || !strings.Contains(out, "is done") {
+		t.Errorf("cancel of a done chain: exit %d %q", code, out)
+	}
+}
+
+func TestUnknownChain(t *testing.T) {
+	e := newChainEnv(t)
+	e.run(t, "status") // creates the database
+	for _, cmd := range []string{"status", "log", "cancel"} {
+		_, stderr, code := e.run(t, cmd, "c-20260101-000000")
+		if code != exitBadInput || !strings.Contains(stderr, `chain "c-20260101-000000": chain not found (list chains with mirage status)`) {
+			t.Errorf("%s: exit %d, %q", cmd, code, stderr)
+		}
+	}
+}
+
+func TestDaemonLockHeld(t *testing.T) {
+	e := newChainEnv(t)
+	e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
+	lk, err := state.TryLock(filepath.Join(e.state, state.LockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := e.run(t, "daemon", "--once")
+	if code != 0 || out != "another mirage daemon holds the lock "+filepath.Join(e.state, state.LockName)+": not acting this time\n" {
+		t.Errorf("exit %d, out %q, err %q", code, out, stderr)
+	}
+	// submit waits for the lock, then gives up with exit 4.
+	_, stderr, code = e.run(t, "submit", e.script(t, "y.sbatch"), "--lock-wait", "200ms")
+	if code != exitUnavailable || !strings.Contains(stderr, "another mirage process holds the lock") {
+		t.Errorf("submit under the lock: exit %d, %q", code, stderr)
+	}
+	lk.Unlock()
+	out, _, code = e.run(t, "daemon", "--once")
+	if code != 0 || !strings.Contains(out, "cycle: 1 active chains") {
+		t.Errorf("after release: exit %d %q", code, out)
+	}
+}
+
+func TestCorruptDatabase(t *testing.T) {
+	e := newChainEnv(t)
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(e.state, state.DBName)
+	garbage := []byte("not a database at all, but precious notes\n")
+	if err := os.WriteFile(db, garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"status"}, {"daemon", "--once"}, {"submit", e.script(t, "x.sbatch")}, {"log", "c-1"}} {
+		_, stderr, code := e.run(t, args...)
+		if code != exitUnavailable || !strings.Contains(stderr, "state database is corrupt or not a SQLite database") {
+			t.Errorf("%v: exit %d, %q", args, code, stderr)
+		}
+	}
+	if b, _ := os.ReadFile(db); !bytes.Equal(b, garbage) {
+		t.Error("corrupt database overwritten")
+	}
+}
+
+func TestCancelChain(t *testing.T) {
+	e := newChainEnv(t)
+	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--until-done")
+	e.s.Run(chainT0.Add(10 * time.Minute))
+	out, stderr, code := e.run(t, "cancel", id)
+	if code != 0 || out != "cancelled job sim-1 (segment 0)\nchain "+id+" cancelled\n" {
+		t.Fatalf("cancel: exit %d %q %q", code, out, stderr)
+	}
+	hist := e.s.History(chainT0)
+	if len(hist) != 1 || hist[0].State != provisioner.StateCancelled {
+		t.Fatalf("simulator: %+v", hist)
+	}
+	out, _, _ = e.run(t, "daemon", "--once")
+	if !strings.Contains(out, "cycle: 0 active chains") {
+		t.Errorf("daemon after cancel: %q", out)
+	}
+	out, _, _ = e.run(t, "status", id, "--json")
+	var cj chainJSON
+	if err := json.Unmarshal([]byte(out), &cj); err != nil || cj.State != "cancelled" || cj.SegmentList[0].State != "CANCELLED" {
+		t.Errorf("status: %v %+v", err, cj)
+	}
+}
+
+// TestRecover loses the database while segment 1 runs; recover rebuilds the
+// chain from the tagged jobs and the daemon finishes it without submitting
+// any segment twice.
+func TestRecover(t *testing.T) {
+	e := newChainEnv(t)
+	script := e.script(t, "x.sbatch", "-t 55")
+	id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive")
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "8"); code != 0 { // 08:00 … 09:10
+		t.Fatal(stderr)
+	}
+	if err := os.RemoveAll(e.state); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := e.run(t, "recover")
+	if code != 0 || !strings.Contains(out, id+"  2     recovered  active") {
+		t.Fatalf("recover: exit %d\n%s%s", code, out, stderr)
+	}
+	out, _, code = e.run(t, "recover", "--json")
+	if code != 0 || !strings.Contains(out, `"action": "known"`) {
+		t.Errorf("second recover: %s", out)
+	}
+	out, _, _ = e.run(t, "status", id, "--json")
+	var cj chainJSON
+	if err := json.Unmarshal([]byte(out), &cj); err != nil {
+		t.Fatal(err)
+	}
+	if cj.Script != script || cj.Segments != 3 || cj.Policy != "reactive" || len(cj.SegmentList) != 2 ||
+		cj.SegmentList[0].JobID != "sim-1" || cj.SegmentList[0].State != "TIMEOUT" || cj.SegmentList[1].JobID != "sim-2" || cj.SegmentList[1].State != "RUNNING" {
+		t.Fatalf("recovered chain %+v", cj)
+	}
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "12"); code != 0 { // 09:20 … 11:10
+		t.Fatal(stderr)
+	}
+	out, _, _ = e.run(t, "status", id, "--json")
+	if err := json.Unmarshal([]byte(out), &cj); err != nil || cj.State != "done" || len(cj.SegmentList) != 3 {
+		t.Fatalf("after recovery: %v %+v", err, cj)
+	}
+	if n := len(e.s.History(chainT0)); n != 3 {
+		t.Errorf("the simulator ran %d jobs, want 3", n)
+	}
+}

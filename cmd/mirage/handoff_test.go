@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// handoffCluster holds one running predecessor "7" that exits endAfter
+// after it receives a signal (never when endAfter is 0).
+type handoffCluster struct {
+	clock     *fakeClock
+	endAfter  time.Duration
+	signalled time.Time
+	signals   []string
+	cancelled []string
+}
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) Now() time.Time { return c.t }
+
+func (h *handoffCluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
+	st := provisioner.StateRunning
+	if len(h.cancelled) > 0 || h.endAfter > 0 && !h.signalled.IsZero() && !h.clock.t.Before(h.signalled.Add(h.endAfter)) {
+		st = provisioner.StateCompleted
+	}
+	return &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "7", State: st}}}, nil
+}
+
+func (h *handoffCluster) Submit(context.Context, provisioner.SubmitRequest) (string, error) {
+	panic("handoff never submits")
+}
+
+func (h *handoffCluster) Cancel(_ context.Context, id string) error {
+	h.cancelled = append(h.cancelled, id)
+	return nil
+}
+
+func (h *handoffCluster) Signal(_ context.Context, id, sig string) error {
+	h.signals = append(h.signals, id+":"+sig)
+	h.signalled = h.clock.t
+	return nil
+}
+
+func withHandoffCluster(t *testing.T, endAfter time.Duration) *handoffCluster {
+	old := deps
+	t.Cleanup(func() { deps = old })
+	clk := &fakeClock{t: chainT0}
+	h := &handoffCluster{clock: clk, endAfter: endAfter}
+	deps.backend = func(*backendOptions) (provisioner.Cluster, error) { return h, nil }
+	deps.clock = clk
+	deps.sleep = func(_ context.Context, d time.Duration) error { clk.t = clk.t.Add(d); return nil }
+	return h
+}
+
+func TestHandoff(t *testing.T) {
+	// The predecessor exits 12 s after SIGUSR1; polls at 5 s, 10 s, 15 s: seen ended at 15 s.
+	h := withHandoffCluster(t, 12*time.Second)
+	t.Setenv(provisioner.EnvPrevJob, "7")
+	out, stderr, code := runMirage(t, "handoff", "--grace", "1m", "--poll", "5s")
+	want := "sent SIGUSR1 to predecessor 7; waiting up to 1m0s for it to end\npredecessor 7 ended after 15s: hand-off complete\n"
+	if code != 0 || out != want || strings.Join(h.signals, ",") != "7:USR1" {
+		t.Fatalf("exit %d, out %q (want %q), err %q, signals %v", code, out, want, stderr, h.signals)
+	}
+
+	// It ignores the signal: after the 20 s grace, exit 1; with --cancel, cancelled.
+	h = withHandoffCluster(t, 0)
+	_, stderr, code = runMirage(t, "handoff", "--job", "7", "--signal", "TERM", "--grace", "20s", "--poll", "5s")
+	if code != exitFailure || !strings.Contains(stderr, "predecessor 7 still runs after 20s (it may not trap SIGTERM") || len(h.cancelled) != 0 {
+		t.Fatalf("ignored signal: exit %d, %q", code, stderr)
+	}
+	h = withHandoffCluster(t, 0)
+	out, _, code = runMirage(t, "handoff", "--job", "7", "--grace", "20s", "--cancel")
+	if code != 0 || !strings.HasSuffix(out, "predecessor 7 still ran after 20s: cancelled\n") || strings.Join(h.cancelled, ",") != "7" {
+		t.Fatalf("--cancel: exit %d, %q, cancelled %v", code, out, h.cancelled)
+	}
+
+	// No predecessor, or one that is not running: nothing to do.
+	withHandoffCluster(t, 0)
+	t.Setenv(provisioner.EnvPrevJob, "")
+	if out, _, code := runMirage(t, "handoff"); code != 0 || !strings.Contains(out, "nothing to hand off") {
+		t.Errorf("no predecessor: exit %d %q", code, out)
+	}
+	h = withHandoffCluster(t, 0)
+	if out, _, code := runMirage(t, "handoff", "--job", "99"); code != 0 || out != "predecessor 99 is not running: nothing to hand off\n" || len(h.signals) != 0 {
+		t.Errorf("finished predecessor: exit %d %q signals %v", code, out, h.signals)
+	}
+}

@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newStatusCmd) }
+
+// statusOptions are the flags of mirage status.
+type statusOptions struct {
+	chain  string
+	json   bool
+	active bool
+	state  stateOptions
+}
+
+func newStatusCmd() *cobra.Command {
+	o := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status [CHAIN]",
+		Short: "Show chains, or one chain's segments with the gaps between them",
+		Long: `Without CHAIN, one line per chain: its policy, state, current segment and job,
+the last gap between segments (positive: interruption; negative: overlap) and,
+for ended chains, the reason. With CHAIN, its segments: job, state, submit,
+start and end times and the gap to the predecessor. Reads the state database
+only (what the last daemon cycle saw).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.chain = args[0]
+			}
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&o.active, "active", false, "only active chains")
+	o.state.add(cmd)
+	return cmd
+}
+
+// segmentJSON is one segment in mirage status --json.
+type segmentJSON struct {
+	Index    int        `json:"index"`
+	Attempt  int        `json:"attempt"`
+	JobID    string     `json:"job_id,omitempty"`
+	State    string     `json:"state"`
+	Submit   *time.Time `json:"submit,omitempty"`
+	Start    *time.Time `json:"start,omitempty"`
+	End      *time.Time `json:"end,omitempty"`
+	ExitCode int        `json:"exit_code"`
+	Note     string     `json:"note,omitempty"`
+	GapSec   *float64   `json:"gap_s,omitempty"` // start − predecessor's end (final attempts only)
+}
+
+// chainJSON is one chain in mirage status --json.
+type chainJSON struct {
+	ID          string        `json:"id"`
+	Name        string        `json:"name"`
+	Script      string        `json:"script"`
+	Args        []string      `json:"args,omitempty"`
+	Policy      string        `json:"policy"`
+	Segments    int           `json:"segments"` // 0: until done
+	MaxRetries  int           `json:"max_retries"`
+	Account     string        `json:"account,omitempty"`
+	Partition   string        `json:"partition,omitempty"`
+	TimeLimitS  int64         `json:"time_limit_s"`
+	Nodes       int           `json:"nodes"`
+	GPUs        int           `json:"gpus"`
+	State       string        `json:"state"`
+	Reason      string        `json:"reason,omitempty"`
+	Created     time.Time     `json:"created"`
+	SegmentList []segmentJSON `json:"segment_list"`
+}
+
+func toJSON(c *provisioner.Chain, segs []provisioner.Segment) chainJSON {
+	j := chainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, Policy: c.Policy, Segments: c.Segments, MaxRetries: c.MaxRetries,
+		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
+		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []segmentJSON{}}
+	gaps := segmentGaps(segs)
+	for i, s := range segs {
+		sj := segmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note,
+			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End)}
+		if g, ok := gaps[i]; ok {
+			v := g.Seconds()
+			sj.GapSec = &v
+		}
+		j.SegmentList = append(j.SegmentList, sj)
+	}
+	return j
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// segmentGaps maps the position of each index's final attempt to its gap
+// (start − the end of the previous index's final attempt), where both are known.
+func segmentGaps(segs []provisioner.Segment) map[int]time.Duration {
+	final := map[int]int{}
+	for i, s := range segs {
+		final[s.Index] = i
+	}
+	out := map[int]time.Duration{}
+	for idx, pos := range final {
+		prev, ok := final[idx-1]
+		if !ok {
+			continue
+		}
+		s, p := segs[pos], segs[prev]
+		if !s.Start.IsZero() && !p.End.IsZero() && p.State.Finished() {
+			out[pos] = s.Start.Sub(p.End)
+		}
+	}
+	return out
+}
+
+func runStatus(ctx context.Context, out io.Writer, o *statusOptions) error {
+	st, err := o.state.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if o.chain != "" {
+		c, err := st.Chain(ctx, o.chain)
+		if err != nil {
+			return stateErr(err)
+		}
+		segs, err := st.Segments(ctx, c.ID)
+		if err != nil {
+			return stateErr(err)
+		}
+		if o.json {
+			return printJSON(out, toJSON(c, segs))
+		}
+		return printChain(out, c, segs)
+	}
+	chains, err := st.Chains(ctx, o.active)
+	if err != nil {
+		return stateErr(err)
+	}
+	all := make([]chainJSON, 0, len(chains))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if !o.json {
+		fmt.Fprintln(tw, "CHAIN\tNAME\tPOLICY\tSTATE\tSEGMENT\tJOB\tJOB STATE\tLAST GAP\tREASON")
+	}
+	for i := range chains {
+		c := &chains[i]
+		segs, err := st.Segments(ctx, c.ID)
+		if err != nil {
+			return stateErr(err)
+		}
+		if o.json {
+			all = append(all, toJSON(c, segs))
+			continue
+		}
+		segCol, job, jobState := "-", "-", "-"
+		if n := len(segs); n > 0 {
+			last := segs[n-1]
+			segCol = segmentOf(last.Index, c.Segments)
+			if last.JobID != "" {
+				job = last.JobID
+			}
+			jobState = string(last.State)
+		}
+		gapCol := "-"
+		gaps := segmentGaps(segs)
+		for pos := len(segs) - 1; pos >= 0; pos-- {
+			if g, ok := gaps[pos]; ok {
+				gapCol = signed(g)
+				break
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Policy, c.State, segCol, job, jobState, gapCol, dash(c.Reason))
+	}
+	if o.json {
+		return printJSON(out, all)
+	}
+	return tw.Flush()
+}
+
+// segmentOf renders "2/3" (second of three) or "2/until done".
+func segmentOf(index, n int) string {
+	if n == 0 {
+		return strconv.Itoa(index+1) + "/until done"
+	}
+	return strconv.Itoa(index+1) + "/" + strconv.Itoa(n)
+}
+
+func printChain(out io.Writer, c *provisioner.Chain, segs []provisioner.Segment) error {
+	fmt.Fprintf(out, "chain     %s (%s)\n", c.ID, c.Name)
+	fmt.Fprintf(out, "state     %s", c.State)
+	if c.Reason != "" {
+		fmt.Fprintf(out, ": %s", c.Reason)
+	}
+	fmt.Fprintln(out)
+	fmt.Fprintf(out, "script    %s %s\n", c.Script, strings.Join(c.Args, " "))
+	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, segmentsText(c.Segments), c.MaxRetries)
+	fmt.Fprintf(out, "shape     limit %s, %d node(s), %d GPU(s), partition %s, account %s\n", limitText(c.TimeLimit), max(c.Nodes, 1), c.GPUs, dash(c.Partition), dash(c.Account))
+	fmt.Fprintf(out, "created   %s\n\n", c.Created.UTC().Format(time.RFC3339))
+	gaps := segmentGaps(segs)
+	var interruption, overlap time.Duration
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEG\tTRY\tJOB\tSTATE\tEXIT\tSUBMIT\tSTART\tEND\tGAP\tNOTE")
+	for i, s := range segs {
+		gap := "-"
+		if g, ok := gaps[i]; ok {
+			gap = signed(g)
+			if g > 0 {
+				interruption += g
+			} else {
+				overlap -= g
+			}
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, s.Attempt, dash(s.JobID), s.State, s.ExitCode,
+			clock(s.Submit), clock(s.Start), clock(s.End), gap, dash(s.Note))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(out, "\ninterruption %s in total, overlap %s in total\n", interruption, overlap)
+	return err
+}
+
+func limitText(d time.Duration) string {
+	if d == 0 {
+		return "partition default"
+	}
+	return d.String()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func clock(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func signed(d time.Duration) string {
+	if d < 0 {
+		return d.String()
+	}
+	return "+" + d.String()
+}

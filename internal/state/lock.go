@@ -1,0 +1,61 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+)
+
+// ErrHeld means another mirage process holds the lock.
+var ErrHeld = errors.New("another mirage process holds the lock")
+
+// Lock is an exclusive advisory lock (flock) on a file; the kernel releases
+// it when the process dies, so a killed daemon never leaves it stale.
+type Lock struct {
+	f *os.File
+}
+
+// TryLock takes the lock on path (created 0600) or fails at once with ErrHeld.
+func TryLock(path string) (*Lock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s: %w", path, ErrHeld)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return &Lock{f: f}, nil
+}
+
+// WaitLock takes the lock, polling until timeout; it then fails with ErrHeld.
+func WaitLock(ctx context.Context, path string, timeout time.Duration) (*Lock, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := TryLock(path)
+		if err == nil || !errors.Is(err, ErrHeld) || !time.Now().Before(deadline) {
+			return l, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Unlock releases the lock.
+func (l *Lock) Unlock() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := l.f.Close() // closing the descriptor releases the flock
+	l.f = nil
+	return err
+}

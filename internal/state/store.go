@@ -1,0 +1,476 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// File names inside the state directory.
+const (
+	DBName   = "mirage.db"   // the SQLite database
+	LockName = "mirage.lock" // the daemon's lock file
+)
+
+// Errors for expected conditions.
+var (
+	// ErrCorrupt means the file is not a readable mirage database; it was left untouched.
+	ErrCorrupt = errors.New("state database is corrupt or not a SQLite database")
+	// ErrLocked means another process kept the database locked past the busy timeout.
+	ErrLocked = errors.New("state database is locked by another process")
+	// ErrTooNew means the database was written by a newer mirage.
+	ErrTooNew = errors.New("state database schema is newer than this mirage")
+)
+
+// DefaultDir returns $XDG_STATE_HOME/mirage, or ~/.local/state/mirage.
+func DefaultDir() (string, error) {
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
+		return filepath.Join(x, "mirage"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("state directory: no $XDG_STATE_HOME and no home directory (use --state DIR): %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mirage"), nil
+}
+
+// Options tune Open.
+type Options struct {
+	BusyTimeout time.Duration // how long to wait for another process's lock (default 5 s)
+}
+
+// Store is the SQLite provisioner.Store.
+type Store struct {
+	db   *sql.DB
+	q    querier
+	path string
+}
+
+var (
+	_ provisioner.Store       = (*Store)(nil)
+	_ provisioner.EventStore  = (*Store)(nil)
+	_ provisioner.DecisionLog = (*Store)(nil)
+	_ provisioner.TxStore     = (*Store)(nil)
+)
+
+type querier interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Open opens (creating when absent) the database in dir and brings its
+// schema up to date.
+func Open(ctx context.Context, dir string, o Options) (*Store, error) {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 5 * time.Second
+	}
+	if dir == "" {
+		return nil, errors.New("state directory: empty path")
+	}
+	if strings.ContainsAny(dir, "?#") {
+		return nil, fmt.Errorf("state directory %q: '?' and '#' are not supported in the path", dir)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, DBName)
+	if err := prepareFile(path); err != nil {
+		return nil, err
+	}
+	dsn := fmt.Sprintf("file:%s?_busy_timeout=%d&_txlock=immediate&_journal_mode=WAL&_foreign_keys=1&_synchronous=NORMAL",
+		path, o.BusyTimeout.Milliseconds())
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1) // one writer per process; transactions and reads never interleave
+	s := &Store{db: db, q: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// prepareFile creates the database file 0600 when absent, tightens the mode
+// of an existing one, and refuses a file that is not a SQLite database
+// (before SQLite touches it).
+func prepareFile(path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", path, err)
+		}
+		return f.Close()
+	case err != nil:
+		return fmt.Errorf("state database %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("state database %s is not a regular file: %w", path, ErrCorrupt)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(path, 0o600); err != nil {
+			return fmt.Errorf("state database %s: tighten mode to 0600: %w", path, err)
+		}
+	}
+	if fi.Size() == 0 {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("state database %s: %w", path, err)
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	if _, err := io.ReadFull(f, head); err != nil || !bytes.Equal(head, []byte("SQLite format 3\x00")) {
+		return fmt.Errorf("%s: %w (left untouched; move it away to start afresh, or run mirage recover with a new --state)", path, ErrCorrupt)
+	}
+	return nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// wrap classifies SQLite errors into ErrLocked and ErrCorrupt, with context.
+func (s *Store) wrap(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrBusy, sqlite3.ErrLocked:
+			return fmt.Errorf("%s: %s: %w (another process holds it; try again, or find it with fuser %s): %v", what, s.path, ErrLocked, s.path, err)
+		case sqlite3.ErrCorrupt, sqlite3.ErrNotADB:
+			return fmt.Errorf("%s: %s: %w (left untouched): %v", what, s.path, ErrCorrupt, err)
+		}
+	}
+	return fmt.Errorf("%s: %s: %w", what, s.path, err)
+}
+
+// migrations are the schema versions in order; migration i brings the
+// schema from version i to i+1. Never edit one that has shipped: append.
+var migrations = []string{
+	`CREATE TABLE chains (
+		id          TEXT PRIMARY KEY,
+		name        TEXT NOT NULL,
+		script      TEXT NOT NULL,
+		args        TEXT NOT NULL,          -- JSON list
+		policy      TEXT NOT NULL,
+		segments    INTEGER NOT NULL,       -- 0: until done
+		max_retries INTEGER NOT NULL,
+		account     TEXT NOT NULL,
+		partition   TEXT NOT NULL,
+		time_limit  INTEGER NOT NULL,       -- seconds
+		nodes       INTEGER NOT NULL,
+		gpus        INTEGER NOT NULL,
+		state       TEXT NOT NULL,
+		reason      TEXT NOT NULL,
+		created     INTEGER NOT NULL        -- Unix ns
+	);
+	CREATE TABLE segments (
+		chain_id  TEXT NOT NULL REFERENCES chains(id),
+		idx       INTEGER NOT NULL,
+		attempt   INTEGER NOT NULL,
+		job_id    TEXT NOT NULL,
+		state     TEXT NOT NULL,
+		submit    INTEGER NOT NULL,
+		start     INTEGER NOT NULL,
+		end       INTEGER NOT NULL,
+		exit_code INTEGER NOT NULL,
+		note      TEXT NOT NULL,
+		PRIMARY KEY (chain_id, idx, attempt)
+	);
+	CREATE TABLE decisions (
+		id       INTEGER PRIMARY KEY AUTOINCREMENT,
+		time     INTEGER NOT NULL,
+		chain_id TEXT NOT NULL,
+		segment  INTEGER NOT NULL,
+		policy   TEXT NOT NULL,
+		action   TEXT NOT NULL,
+		reason   TEXT NOT NULL,
+		score    REAL NOT NULL,
+		features TEXT NOT NULL,
+		job_id   TEXT NOT NULL,
+		error    TEXT NOT NULL
+	);
+	CREATE INDEX decisions_chain ON decisions(chain_id, id);
+	CREATE TABLE events (
+		id       INTEGER PRIMARY KEY AUTOINCREMENT,
+		time     INTEGER NOT NULL,
+		chain_id TEXT NOT NULL,
+		segment  INTEGER NOT NULL,
+		attempt  INTEGER NOT NULL,
+		job_id   TEXT NOT NULL,
+		kind     TEXT NOT NULL,
+		detail   TEXT NOT NULL,
+		value    REAL NOT NULL
+	);
+	CREATE INDEX events_chain ON events(chain_id, id);
+	CREATE INDEX chains_state ON chains(state);`,
+}
+
+// SchemaVersion is the schema version this mirage writes.
+func SchemaVersion() int { return len(migrations) }
+
+// Version returns the database's schema version.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.q.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_version`).Scan(&v)
+	return v, s.wrap("read schema version", err)
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	// Reading first keeps an up-to-date database usable for reads while
+	// another process writes (WAL).
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type='table' AND name='schema_version'`).Scan(&n); err != nil {
+		return s.wrap("read schema", err)
+	}
+	if n == 1 {
+		v, err := s.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("%s: %w: version %d, this mirage knows %d (upgrade mirage)", s.path, ErrTooNew, v, len(migrations))
+		}
+		if v == len(migrations) {
+			return nil
+		}
+	}
+	return s.InTx(ctx, func(ps provisioner.Store) error {
+		in := ps.(*Store)
+		if _, err := in.q.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL, applied INTEGER NOT NULL)`); err != nil {
+			return in.wrap("create schema_version", err)
+		}
+		v, err := in.Version(ctx)
+		if err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("%s: %w: version %d, this mirage knows %d (upgrade mirage)", s.path, ErrTooNew, v, len(migrations))
+		}
+		for i := v; i < len(migrations); i++ {
+			if _, err := in.q.ExecContext(ctx, migrations[i]); err != nil {
+				return in.wrap(fmt.Sprintf("migration %d", i+1), err)
+			}
+			if _, err := in.q.ExecContext(ctx, `INSERT INTO schema_version(version, applied) VALUES (?, ?)`, i+1, time.Now().UnixNano()); err != nil {
+				return in.wrap("record schema version", err)
+			}
+		}
+		return nil
+	})
+}
+
+// InTx implements provisioner.TxStore: fn's writes commit together or not at all.
+func (s *Store) InTx(ctx context.Context, fn func(provisioner.Store) error) error {
+	if _, ok := s.q.(*sql.Tx); ok {
+		return fn(s) // already inside a transaction
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.wrap("begin transaction", err)
+	}
+	inner := &Store{db: s.db, q: tx, path: s.path}
+	if err := fn(inner); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return s.wrap("commit", tx.Commit())
+}
+
+func ns(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func fromNS(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, v).UTC()
+}
+
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created`
+
+func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
+	var c provisioner.Chain
+	var args, state string
+	var limit, created int64
+	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
+		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created); err != nil {
+		return c, err
+	}
+	if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
+		return c, fmt.Errorf("chain %s: args: %w", c.ID, err)
+	}
+	c.TimeLimit = time.Duration(limit) * time.Second
+	c.State = provisioner.ChainState(state)
+	c.Created = fromNS(created)
+	return c, nil
+}
+
+// Chains implements provisioner.Store (creation order, then id).
+func (s *Store) Chains(ctx context.Context, activeOnly bool) ([]provisioner.Chain, error) {
+	q := `SELECT ` + chainCols + ` FROM chains`
+	var args []any
+	if activeOnly {
+		q += ` WHERE state = ?`
+		args = append(args, string(provisioner.ChainActive))
+	}
+	rows, err := s.q.QueryContext(ctx, q+` ORDER BY created, id`, args...)
+	if err != nil {
+		return nil, s.wrap("read chains", err)
+	}
+	defer rows.Close()
+	var out []provisioner.Chain
+	for rows.Next() {
+		c, err := scanChain(rows)
+		if err != nil {
+			return nil, s.wrap("read chains", err)
+		}
+		out = append(out, c)
+	}
+	return out, s.wrap("read chains", rows.Err())
+}
+
+// Chain implements provisioner.Store.
+func (s *Store) Chain(ctx context.Context, id string) (*provisioner.Chain, error) {
+	c, err := scanChain(s.q.QueryRowContext(ctx, `SELECT `+chainCols+` FROM chains WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("chain %q: %w", id, provisioner.ErrChainNotFound)
+	}
+	if err != nil {
+		return nil, s.wrap("read chain "+id, err)
+	}
+	return &c, nil
+}
+
+// PutChain implements provisioner.Store.
+func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
+	args, err := json.Marshal(c.Args)
+	if err != nil {
+		return fmt.Errorf("chain %s: args: %w", c.ID, err)
+	}
+	if c.Args == nil {
+		args = []byte("[]")
+	}
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
+		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
+		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
+		created=excluded.created`,
+		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
+		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created))
+	return s.wrap("store chain "+c.ID, err)
+}
+
+// Segments implements provisioner.Store.
+func (s *Store) Segments(ctx context.Context, chainID string) ([]provisioner.Segment, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT idx, attempt, job_id, state, submit, start, end, exit_code, note
+		FROM segments WHERE chain_id = ? ORDER BY idx, attempt`, chainID)
+	if err != nil {
+		return nil, s.wrap("read segments of "+chainID, err)
+	}
+	defer rows.Close()
+	var out []provisioner.Segment
+	for rows.Next() {
+		sg := provisioner.Segment{ChainID: chainID}
+		var state string
+		var sub, st, end int64
+		if err := rows.Scan(&sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note); err != nil {
+			return nil, s.wrap("read segments of "+chainID, err)
+		}
+		sg.State = provisioner.JobState(state)
+		sg.Submit, sg.Start, sg.End = fromNS(sub), fromNS(st), fromNS(end)
+		out = append(out, sg)
+	}
+	return out, s.wrap("read segments of "+chainID, rows.Err())
+}
+
+// PutSegment implements provisioner.Store.
+func (s *Store) PutSegment(ctx context.Context, sg *provisioner.Segment) error {
+	_, err := s.q.ExecContext(ctx, `INSERT INTO segments(chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note)
+		VALUES (?,?,?,?,?,?,?,?,?,?)
+		ON CONFLICT(chain_id, idx, attempt) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, submit=excluded.submit,
+		start=excluded.start, end=excluded.end, exit_code=excluded.exit_code, note=excluded.note`,
+		sg.ChainID, sg.Index, sg.Attempt, sg.JobID, string(sg.State), ns(sg.Submit), ns(sg.Start), ns(sg.End), sg.ExitCode, sg.Note)
+	return s.wrap(fmt.Sprintf("store segment %s/%d.%d", sg.ChainID, sg.Index, sg.Attempt), err)
+}
+
+// Record implements provisioner.Store.
+func (s *Store) Record(ctx context.Context, d *provisioner.DecisionRecord) error {
+	_, err := s.q.ExecContext(ctx, `INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error)
+		VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		ns(d.Time), d.ChainID, d.Segment, d.Policy, string(d.Action), d.Reason, d.Score, d.Features, d.JobID, d.Error)
+	return s.wrap("record decision for "+d.ChainID, err)
+}
+
+// Decisions implements provisioner.DecisionLog.
+func (s *Store) Decisions(ctx context.Context, chainID string) ([]provisioner.DecisionRecord, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT time, segment, policy, action, reason, score, features, job_id, error
+		FROM decisions WHERE chain_id = ? ORDER BY id`, chainID)
+	if err != nil {
+		return nil, s.wrap("read decisions of "+chainID, err)
+	}
+	defer rows.Close()
+	var out []provisioner.DecisionRecord
+	for rows.Next() {
+		d := provisioner.DecisionRecord{ChainID: chainID}
+		var t int64
+		var action string
+		if err := rows.Scan(&t, &d.Segment, &d.Policy, &action, &d.Reason, &d.Score, &d.Features, &d.JobID, &d.Error); err != nil {
+			return nil, s.wrap("read decisions of "+chainID, err)
+		}
+		d.Time, d.Action = fromNS(t), provisioner.Action(action)
+		out = append(out, d)
+	}
+	return out, s.wrap("read decisions of "+chainID, rows.Err())
+}
+
+// AddEvent implements provisioner.EventStore.
+func (s *Store) AddEvent(ctx context.Context, e *provisioner.Event) error {
+	_, err := s.q.ExecContext(ctx, `INSERT INTO events(time, chain_id, segment, attempt, job_id, kind, detail, value) VALUES (?,?,?,?,?,?,?,?)`,
+		ns(e.Time), e.ChainID, e.Segment, e.Attempt, e.JobID, string(e.Kind), e.Detail, e.Value)
+	return s.wrap("record event for "+e.ChainID, err)
+}
+
+// Events implements provisioner.EventStore.
+func (s *Store) Events(ctx context.Context, chainID string) ([]provisioner.Event, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT time, segment, attempt, job_id, kind, detail, value FROM events WHERE chain_id = ? ORDER BY id`, chainID)
+	if err != nil {
+		return nil, s.wrap("read events of "+chainID, err)
+	}
+	defer rows.Close()
+	var out []provisioner.Event
+	for rows.Next() {
+		e := provisioner.Event{ChainID: chainID}
+		var t int64
+		var kind string
+		if err := rows.Scan(&t, &e.Segment, &e.Attempt, &e.JobID, &kind, &e.Detail, &e.Value); err != nil {
+			return nil, s.wrap("read events of "+chainID, err)
+		}
+		e.Time, e.Kind = fromNS(t), provisioner.EventKind(kind)
+		out = append(out, e)
+	}
+	return out, s.wrap("read events of "+chainID, rows.Err())
+}
