@@ -50,6 +50,7 @@ func alwaysOK(f func(*GroupStats) float64) func(*GroupStats) (float64, bool) {
 
 var metricColumns = []tableColumn{
 	{head: "n", key: "n", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.N) })},
+	{head: "censored", key: "censored", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Censored) })},
 	{head: "interruption mean (h)", key: "interruption_mean_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMean }),
 		ci: func(c *Intervals) *Interval { return c.InterruptionMean }, ciKey: "ci.interruption_mean_h"},
 	{head: "median (h)", key: "interruption_median_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMedian })},

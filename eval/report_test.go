@@ -286,12 +286,12 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 	tamper("html value", HTMLFile, html, func(s string) string {
 		return strings.Replace(s, `data-k="groups.0.n" data-v="`, `data-k="groups.0.n" data-v="1`, 1)
 	}, "groups.0.n")
-	row := fmt.Sprintf("| %s | %d | %.2f", g0.Policy, g0.N, g0.InterruptionMean)
+	row := fmt.Sprintf("| %s | %d | %d | %.2f", g0.Policy, g0.N, g0.Censored, g0.InterruptionMean)
 	if !bytes.Contains(md, []byte(row)) {
 		t.Fatalf("Markdown lacks the row start %q", row)
 	}
 	tamper("md text", MarkdownFile, md, func(s string) string {
-		return strings.Replace(s, row, fmt.Sprintf("| %s | %d | %.2f", g0.Policy, g0.N+1, g0.InterruptionMean), 1)
+		return strings.Replace(s, row, fmt.Sprintf("| %s | %d | %d | %.2f", g0.Policy, g0.N+1, g0.Censored, g0.InterruptionMean), 1)
 	}, "groups.0.n")
 	tamper("md row missing", MarkdownFile, md, func(s string) string {
 		lines := strings.Split(s, "\n")

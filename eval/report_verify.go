@@ -74,7 +74,7 @@ func expectText(field string, v float64) string {
 	switch field {
 	case "zero_interruption", "within_hour", "reduction":
 		return fmt.Sprintf("%.1f%%", 100*v)
-	case "n", "submits", "chains":
+	case "n", "censored", "submits", "chains":
 		return fmt.Sprintf("%.0f", v)
 	case "wasted_gpu_h":
 		return fmt.Sprintf("%.1f", v)
@@ -124,7 +124,7 @@ func verifyHTML(doc map[string]any, html string) (int, error) {
 
 // markdownFields maps the Markdown column headers to JSON fields.
 var markdownFields = map[string]string{
-	"n": "n", "interruption mean (h)": "interruption_mean_h", "median (h)": "interruption_median_h", "p90 (h)": "interruption_p90_h",
+	"n": "n", "censored": "censored", "interruption mean (h)": "interruption_mean_h", "median (h)": "interruption_median_h", "p90 (h)": "interruption_p90_h",
 	"overlap mean (h)": "overlap_mean_h", "overlap p90 (h)": "overlap_p90_h", "wasted GPU-h": "wasted_gpu_h",
 	"zero interruption": "zero_interruption", "within 1 h": "within_hour", `mean \|gap\| (h)`: "mean_abs_gap_h",
 	"reduction vs reactive": "reduction", "sbatch calls": "submits", "chains": "chains",
