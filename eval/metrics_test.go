@@ -21,7 +21,6 @@ func (b *evSB) seg(i int) *evSB           { b.s.Segment = i; return b }
 func (b *evSB) protocol(p string) *evSB   { b.s.Protocol = p; return b }
 func (b *evSB) scale(x float64) *evSB     { b.s.LoadScale = x; return b }
 func (b *evSB) censored() *evSB           { b.s.Censored = true; return b }
-func (b *evSB) cell(c string) *evSB       { b.s.Cell = c; return b }
 func evBuild(bs ...*evSB) (out []Sample) {
 	for _, b := range bs {
 		out = append(out, b.s)
