@@ -218,6 +218,7 @@ func (r *Report) barPlot(e GroupKey, pols, classes []string, ylabel string, v fu
 		p.Legend.Add(pol, b)
 	}
 	p.NominalX(classes...)
+	p.X.Min, p.X.Max = -0.5, float64(len(classes))-0.5 // room for the outer groups' bars
 	p.Y.Min = 0
 	headroom(p)
 	return p, nil
