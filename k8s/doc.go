@@ -1,6 +1,7 @@
 // Package k8s is mirage's Kubernetes adapter, built on k8s.io/client-go.
 //
-// It provides three things and decides nothing:
+// It provides four things; only the last applies decisions, and it takes
+// them from the provisioner's team rules:
 //
 //   - Inventory: GPUs per node (allocatable nvidia.com/gpu and the MIG
 //     resources nvidia.com/mig-*), the GPU product (label nvidia.com/gpu.product),
@@ -15,6 +16,13 @@
 //   - Reclaim: a checkpoint signal (annotation mirage.io/checkpoint-requested,
 //     plus an optional HTTP hook), then eviction through the Eviction API
 //     (policy/v1) with a grace period.
+//   - TeamCluster: Client with the team rules (provisioner.TeamRules built for
+//     a non-queueing backend). Its Submit/Place takes the inventory, asks the
+//     rules, and deploys within quota, deploys borrowed work (label and
+//     priority class) on idle GPUs, or performs a reclaim plan — checkpoint
+//     signal to every victim, eviction of all of them at once with the grace
+//     period, deployment on the freed node — or defers (ErrDeferred). Plan is
+//     the dry run behind "mirage place".
 //
 // Contract:
 //   - Team of a pod: the namespace→team mapping when the pod's namespace is
@@ -25,7 +33,12 @@
 //     until it is gone, as the scheduler counts it. Its GPU request is the
 //     effective pod request (containers, sidecars, init containers, overhead).
 //   - Borrowed work carries the label mirage.io/borrowed=true; chains the label
-//     mirage.io/chain.
+//     mirage.io/chain. The label alone makes a pod borrowed for the rules
+//     (RulesSnapshot), and a reclaim re-reads every victim's label just before
+//     evicting it: a victim without it stops the reclaim, nothing evicted.
+//   - A workload may report its last completed checkpoint in the annotation
+//     mirage.io/last-checkpoint (RFC 3339); a reclaim prefers victims that
+//     lose the least work since then.
 //   - A node is "down" unless its Ready condition is True, "drained" when
 //     cordoned (spec.unschedulable), else "up". Only up nodes have free GPUs.
 //   - Job ids are "pod/<namespace>/<name>" or "job/<namespace>/<name>".

@@ -17,14 +17,15 @@ const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
 
 // Label, annotation and resource-name prefixes mirage reads and writes.
 const (
-	MIGPrefix            = "nvidia.com/mig-"                // MIG slices, e.g. nvidia.com/mig-1g.5gb
-	LabelGPUProduct      = "nvidia.com/gpu.product"         // GPU product (GPU feature discovery)
-	DefaultTeamLabel     = "mirage.io/team"                 // pod label naming the team
-	LabelBorrowed        = "mirage.io/borrowed"             // "true" on borrowed (preemptible) work
-	LabelChain           = "mirage.io/chain"                // chain id of a segment
-	AnnotationComment    = "mirage.io/comment"              // SubmitRequest.Comment, verbatim
-	AnnotationCheckpoint = "mirage.io/checkpoint-requested" // RFC 3339 time of the last checkpoint request
-	AnnotationSignal     = "mirage.io/checkpoint-signal"    // signal named in the last checkpoint request
+	MIGPrefix                = "nvidia.com/mig-"                // MIG slices, e.g. nvidia.com/mig-1g.5gb
+	LabelGPUProduct          = "nvidia.com/gpu.product"         // GPU product (GPU feature discovery)
+	DefaultTeamLabel         = "mirage.io/team"                 // pod label naming the team
+	LabelBorrowed            = "mirage.io/borrowed"             // "true" on borrowed (preemptible) work
+	LabelChain               = "mirage.io/chain"                // chain id of a segment
+	AnnotationComment        = "mirage.io/comment"              // SubmitRequest.Comment, verbatim
+	AnnotationCheckpoint     = "mirage.io/checkpoint-requested" // RFC 3339 time of the last checkpoint request
+	AnnotationSignal         = "mirage.io/checkpoint-signal"    // signal named in the last checkpoint request
+	AnnotationLastCheckpoint = "mirage.io/last-checkpoint"      // RFC 3339 time of the workload's last completed checkpoint (written by the workload)
 )
 
 // Mapping says how pods are attributed to teams.
@@ -88,6 +89,9 @@ type Inventory struct {
 	Used     int               // GPUs used on all nodes
 	Borrowed int               // GPUs used by borrowed pods
 	Free     int               // free GPUs on up nodes
+
+	BorrowedJobs map[string]bool      // job ids of borrowed work (label mirage.io/borrowed=true)
+	Checkpoints  map[string]time.Time // job id → the workload's last checkpoint (annotation mirage.io/last-checkpoint), when set
 }
 
 // Team returns the inventory of one team, or nil when the team holds nothing.
@@ -140,7 +144,24 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 		gpus := podRequest(p, ResourceGPU)
 		tm := m.Team(p)
 		borrowed := p.Labels[LabelBorrowed] == "true"
-		inv.Jobs = append(inv.Jobs, podJob(p, tm, gpus))
+		j := podJob(p, tm, gpus)
+		inv.Jobs = append(inv.Jobs, j)
+		if borrowed {
+			if inv.BorrowedJobs == nil {
+				inv.BorrowedJobs = map[string]bool{}
+			}
+			inv.BorrowedJobs[j.ID] = true
+		}
+		if v := p.Annotations[AnnotationLastCheckpoint]; v != "" {
+			if ts, err := time.Parse(time.RFC3339Nano, v); err == nil {
+				if inv.Checkpoints == nil {
+					inv.Checkpoints = map[string]time.Time{}
+				}
+				if prev, ok := inv.Checkpoints[j.ID]; !ok || ts.Before(prev) {
+					inv.Checkpoints[j.ID] = ts // a Job's pods: the oldest checkpoint is what a reclaim loses
+				}
+			}
+		}
 		if p.Spec.NodeName == "" {
 			if gpus > 0 || tm != "" {
 				team(tm).Pending++

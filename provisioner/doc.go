@@ -9,4 +9,12 @@
 // snapshot, the stored state and "now" and returns actions; a thin apply layer
 // in the caller performs them. The same code therefore decides in the
 // simulator, on Slurm and on Kubernetes.
+//
+// The team rules live here too, pure like the rest: TeamRules (quota per
+// team from a YAML/JSON file, admission as admit/queue/reclaim/borrow/defer
+// with a reason; it implements Rules), Place (the placement pipeline:
+// filter → score → normalise → pick, policies first-fit, best-fit, spread and
+// the ATC'23 fragmentation-aware one, GPU sharing and GPU types), PlanReclaim
+// (which borrowed jobs to stop, and the steps) and PackEval (the packing
+// replay behind mirage pack-eval). Callers perform what they decide.
 package provisioner

@@ -62,6 +62,8 @@ type JobSpec struct {
 	Fail      bool          // ends FAILED (non-zero exit) unless it times out; breaks afterok
 	Depend    string        // "afterok:ID[:ID]", "afterany:ID", "singleton", comma-separated
 	Comment   string        // free text carried to snapshots
+	NodeList  []string      // only these nodes (sbatch --nodelist used as a placement hint); empty = any
+	Exclude   []string      // never these nodes (sbatch --exclude)
 }
 
 // spec is the immutable part of a job, shared between forks.
@@ -82,6 +84,7 @@ type spec struct {
 	fail      bool
 	singleton bool
 	deps      []dep
+	allowed   []bool // per node: may run there (NodeList/Exclude); nil = any node
 }
 
 // dyn is the mutable part of a job.
@@ -451,6 +454,7 @@ func (s *Sim) lookup(id string) (int32, bool) {
 func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 	st := s.st
 	var sp spec
+	var err error
 	sp.id = js.ID
 	if sp.id == "" {
 		sp.id = strconv.Itoa(int(j) + 1)
@@ -509,6 +513,11 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 		return sp, fmt.Errorf("%w: job %s: %d nodes > %d in partition %s", provisioner.ErrRejected, sp.id, sp.nodes, len(st.partNodes[sp.part]), st.partNames[sp.part])
 	}
 	sp.fail = js.Fail
+	if len(js.NodeList) > 0 || len(js.Exclude) > 0 {
+		if sp.allowed, err = s.allowedNodes(sp.id, js.NodeList, js.Exclude); err != nil {
+			return sp, err
+		}
+	}
 	if js.Depend != "" {
 		for _, d := range strings.Split(js.Depend, ",") {
 			if d == "singleton" {
@@ -538,6 +547,41 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 		}
 	}
 	return sp, nil
+}
+
+// allowedNodes turns a node list and an exclusion list into a per-node mask;
+// unknown node names are rejected, as sbatch rejects them.
+func (s *Sim) allowedNodes(id string, list, exclude []string) ([]bool, error) {
+	st := s.st
+	find := func(name string) (int, error) {
+		for i, n := range st.nodeNames {
+			if n == name {
+				return i, nil
+			}
+		}
+		return -1, fmt.Errorf("%w: job %s: unknown node %q in the node list or exclusion", provisioner.ErrRejected, id, name)
+	}
+	allowed := make([]bool, len(st.nodeNames))
+	if len(list) == 0 {
+		for i := range allowed {
+			allowed[i] = true
+		}
+	}
+	for _, name := range list {
+		i, err := find(name)
+		if err != nil {
+			return nil, err
+		}
+		allowed[i] = true
+	}
+	for _, name := range exclude {
+		i, err := find(name)
+		if err != nil {
+			return nil, err
+		}
+		allowed[i] = false
+	}
+	return allowed, nil
 }
 
 // Load adds jobs to replay before the run starts. Jobs are sorted by submit
@@ -998,6 +1042,9 @@ func (s *Sim) tryAlloc(j int32) bool {
 	need := int(sp.nodes)
 	pick := s.scratch[:0]
 	for _, n := range st.partNodes[sp.part] {
+		if sp.allowed != nil && !sp.allowed[n] {
+			continue
+		}
 		if excl {
 			if s.nodeJobs[n] != 0 {
 				continue
@@ -1157,6 +1204,9 @@ func (s *Sim) fits(j int32) bool {
 	excl := s.st.partExcl[sp.part]
 	c := 0
 	for _, n := range s.st.partNodes[sp.part] {
+		if sp.allowed != nil && !sp.allowed[n] {
+			continue
+		}
 		if excl && s.nodeJobs[n] == 0 && sp.gpn <= s.st.nodeGPUs[n] || !excl && s.nodeFreeG[n] >= sp.gpn && s.nodeFreeC[n] >= sp.cpn {
 			c++
 			if c == int(sp.nodes) {

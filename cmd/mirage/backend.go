@@ -14,22 +14,33 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/state"
+	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
 
 // backendOptions choose and configure the cluster backend of the chain commands.
 type backendOptions struct {
+	kind      string        // --backend: slurm (default) or kubernetes
+	rules     string        // --rules: team rules file (quota, packing, borrowing)
 	slurmConf string        // --slurm-conf (default $SLURM_CONF)
 	slurmBin  string        // --slurm-bin: directory of the Slurm commands (default: PATH)
 	timeout   time.Duration // per Slurm command
+	kube      k8sFlags      // --kubeconfig and the team mapping (Kubernetes)
+	namespace string        // --namespace: where Kubernetes work is deployed
+	image     string        // --image: container image of Kubernetes work
 }
 
 func (o *backendOptions) add(cmd *cobra.Command) {
 	f := cmd.Flags()
+	f.StringVar(&o.kind, "backend", "slurm", "cluster backend: slurm or kubernetes (kubernetes needs --rules: the team rules choose the node)")
+	f.StringVar(&o.rules, "rules", "", "team rules file (YAML/JSON: quotas, borrowing, packing); see mirage place --help")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "slurm.conf of the cluster (default: $SLURM_CONF, else Slurm's own default)")
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "directory holding sbatch, squeue, sacct, scancel (default: search PATH)")
 	f.DurationVar(&o.timeout, "slurm-timeout", 30*time.Second, "timeout of each Slurm command")
+	o.kube.add(cmd)
+	f.StringVar(&o.namespace, "namespace", "", "kubernetes: namespace for deployed work of teams without a mapped namespace (default \"default\")")
+	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
 }
 
 // chainDeps are what the chain commands take from the outside world, in
@@ -52,9 +63,48 @@ var deps = chainDeps{
 	sleep:    sleepCtx,
 }
 
-// newBackend builds the cluster backend: Slurm through its commands.
+// newBackend builds the cluster backend: Slurm through its commands, or
+// Kubernetes through client-go with the team rules applied at submission
+// (k8s.TeamCluster: quota, packing, borrowing, reclaim).
 func newBackend(o *backendOptions) (provisioner.Cluster, error) {
-	return nil, withCode(exitUnavailable, fmt.Errorf("the Slurm backend is not built into this mirage yet: %w", provisioner.ErrUnavailable))
+	switch o.kind {
+	case "", "slurm":
+		if o.rules != "" {
+			if _, err := loadRules(o.rules, true); err != nil {
+				return nil, err
+			}
+		}
+		return nil, withCode(exitUnavailable, fmt.Errorf("the Slurm backend is not built into this mirage yet: %w", provisioner.ErrUnavailable))
+	case "kubernetes", "k8s":
+		if o.rules == "" {
+			return nil, withCode(exitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
+		}
+		rules, err := loadRules(o.rules, false)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := o.kube.config()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Namespace, cfg.Image = o.namespace, o.image
+		c, err := o.kube.client(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return k8s.NewTeamCluster(c, rules), nil
+	}
+	return nil, withCode(exitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
+}
+
+// engineRules are the team rules the engine consults before each
+// submission: the backend's own when it applies them (Kubernetes), else
+// deps.rules.
+func engineRules(cl provisioner.Cluster) provisioner.Rules {
+	if rc, ok := cl.(interface{ TeamRules() provisioner.Rules }); ok {
+		return rc.TeamRules()
+	}
+	return deps.rules
 }
 
 type wallClock struct{}
@@ -203,5 +253,5 @@ func faultHook() func(point string) {
 
 // newEngine wires the engine for the chain commands.
 func newEngine(cl provisioner.Cluster, st provisioner.Store) *provisioner.Engine {
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: deps.rules, Fault: faultHook()}
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: engineRules(cl), Fault: faultHook()}
 }

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -37,23 +40,70 @@ mirage needs only the permissions in scripts/k8s/rbac/.`,
 	return cmd
 }
 
-// k8sInventoryOptions are the flags of "mirage k8s inventory".
-type k8sInventoryOptions struct {
+// k8sFlags are the connection and team-mapping flags shared by the
+// Kubernetes commands.
+type k8sFlags struct {
 	kubeconfig     string
 	teamLabel      string
 	namespaceTeams []string // ns=team
 	nodeSelector   string
-	teams          []string // known teams
-	team           string   // show only this team
-	jobSize        int      // job size for the fragmentation column (0 = most common request)
-	json           bool
 
 	// newClient builds the adapter; tests replace it with a fake clientset.
 	newClient func(path string, cfg k8s.Config) (*k8s.Client, error)
 }
 
+func (f *k8sFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&f.teamLabel, "team-label", k8s.DefaultTeamLabel, "pod label naming the team")
+	fl.StringArrayVar(&f.namespaceTeams, "namespace-team", nil, "NAMESPACE=TEAM: pods in NAMESPACE belong to TEAM (repeatable; wins over the label)")
+	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector restricting the nodes listed")
+}
+
+// config turns the flags into the adapter's configuration.
+func (f *k8sFlags) config() (k8s.Config, error) {
+	cfg := k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel}, NodeSelector: f.nodeSelector}
+	if len(f.namespaceTeams) > 0 {
+		cfg.NamespaceTeams = map[string]string{}
+		for _, kv := range f.namespaceTeams {
+			ns, team, ok := strings.Cut(kv, "=")
+			if !ok || ns == "" || team == "" {
+				return cfg, withCode(exitUsage, fmt.Errorf("--namespace-team %q: want NAMESPACE=TEAM", kv))
+			}
+			cfg.NamespaceTeams[ns] = team
+		}
+	}
+	return cfg, nil
+}
+
+// client builds the adapter from the flags.
+func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
+	if f.kubeconfig == "" {
+		f.kubeconfig = defaultKubeconfig()
+	}
+	newClient := f.newClient
+	if newClient == nil {
+		newClient = k8s.NewFromKubeconfig
+	}
+	c, err := newClient(f.kubeconfig, cfg)
+	if err != nil {
+		return nil, withCode(exitBadInput, err)
+	}
+	return c, nil
+}
+
+// k8sInventoryOptions are the flags of "mirage k8s inventory".
+type k8sInventoryOptions struct {
+	k8sFlags
+	teams   []string // known teams
+	team    string   // show only this team
+	jobSize int      // job size for the fragmentation column (0 = most common request)
+	rules   string   // team rules file: quotas and the learned job-size mix
+	json    bool
+}
+
 func newK8sInventoryCmd() *cobra.Command {
-	o := &k8sInventoryOptions{newClient: k8s.NewFromKubeconfig}
+	o := &k8sInventoryOptions{}
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
@@ -69,17 +119,12 @@ Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
 (nominal GPUs, free quota) come from the team rules when configured, "-" otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.kubeconfig == "" {
-				o.kubeconfig = defaultKubeconfig()
-			}
 			return runK8sInventory(cmd.Context(), o, cmd.OutOrStdout())
 		},
 	}
+	o.k8sFlags.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
-	f.StringVar(&o.teamLabel, "team-label", k8s.DefaultTeamLabel, "pod label naming the team")
-	f.StringArrayVar(&o.namespaceTeams, "namespace-team", nil, "NAMESPACE=TEAM: pods in NAMESPACE belong to TEAM (repeatable; wins over the label)")
-	f.StringVar(&o.nodeSelector, "node-selector", "", "label selector restricting the nodes listed")
+	f.StringVar(&o.rules, "rules", "", "team rules file (YAML/JSON): quotas in the team table, FRAG under the learned job-size mix")
 	f.StringSliceVar(&o.teams, "teams", nil, "known teams (comma-separated); --team must be one of them or hold GPUs")
 	f.StringVar(&o.team, "team", "", "show only this team's row and the nodes it uses")
 	f.IntVar(&o.jobSize, "job-size", 0, "reference job size in GPUs for the FRAG column (0 = most common request)")
@@ -103,16 +148,16 @@ func defaultKubeconfig() string {
 // nil, or ok=false, prints "-".
 var k8sTeamQuota func(team string) (gpus int, ok bool)
 
-// k8sFragmentation is the hook for the FRAG column: free GPUs on each node
-// that the expected job mix cannot use. The default counts, per up node, the
-// free GPUs when fewer than jobSize are free (a node that cannot fit one job
-// of the reference size); the team rules may install the ATC'23 measure.
-var k8sFragmentation = func(nodes []provisioner.Node, jobSize int) map[string]int {
-	out := make(map[string]int, len(nodes))
-	for i := range nodes {
-		if f := nodes[i].FreeGPUs(); f > 0 && f < jobSize {
-			out[nodes[i].Name] = f
-		}
+// nodeFragmentation is the FRAG column: per node, the free GPUs that the
+// job-size mix cannot use (the ATC'23 measure, provisioner.Fragmentation).
+// Without team rules the mix is one job of the reference size, which makes
+// FRAG the free GPUs of nodes that cannot fit such a job.
+func nodeFragmentation(s *provisioner.Snapshot, mix provisioner.Mix) map[string]float64 {
+	st := provisioner.PlaceStateFromSnapshot(s)
+	_, _, per := st.Fragmentation(mix)
+	out := make(map[string]float64, len(per))
+	for i, f := range per {
+		out[st.Node(i).Name] = math.Round(f*10) / 10
 	}
 	return out
 }
@@ -127,7 +172,8 @@ type inventoryView struct {
 	Used     int        `json:"used"`
 	Borrowed int        `json:"borrowed"`
 	Free     int        `json:"free"`
-	Frag     int        `json:"fragmented"`
+	Frag     float64    `json:"fragmented"`
+	Mix      string     `json:"mix,omitempty"`
 }
 
 type nodeView struct {
@@ -138,7 +184,7 @@ type nodeView struct {
 	Used     int                `json:"used"`
 	Borrowed int                `json:"borrowed"`
 	Free     int                `json:"free"`
-	Frag     int                `json:"fragmented"`
+	Frag     float64            `json:"fragmented"`
 	ByTeam   map[string]int     `json:"by_team,omitempty"`
 	MIG      map[string]migView `json:"mig,omitempty"`
 }
@@ -159,23 +205,27 @@ type teamView struct {
 }
 
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {
-	cfg := k8s.Config{Mapping: k8s.Mapping{TeamLabel: o.teamLabel}, NodeSelector: o.nodeSelector, Teams: o.teams}
-	if len(o.namespaceTeams) > 0 {
-		cfg.NamespaceTeams = map[string]string{}
-		for _, kv := range o.namespaceTeams {
-			ns, team, ok := strings.Cut(kv, "=")
-			if !ok || ns == "" || team == "" {
-				return withCode(exitUsage, fmt.Errorf("--namespace-team %q: want NAMESPACE=TEAM", kv))
-			}
-			cfg.NamespaceTeams[ns] = team
-		}
+	cfg, err := o.config()
+	if err != nil {
+		return err
 	}
+	cfg.Teams = o.teams
 	if o.jobSize < 0 {
 		return withCode(exitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
 	}
-	c, err := o.newClient(o.kubeconfig, cfg)
+	var rules *provisioner.TeamRules
+	if o.rules != "" {
+		if rules, err = loadRules(o.rules, false); err != nil {
+			return err
+		}
+		if len(cfg.Teams) == 0 {
+			rc := rules.Config()
+			cfg.Teams = rc.TeamNames()
+		}
+	}
+	c, err := o.client(cfg)
 	if err != nil {
-		return withCode(exitBadInput, err)
+		return err
 	}
 	inv, err := c.Inventory(ctx)
 	if err != nil {
@@ -189,7 +239,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, teamNames(inv)))
 		}
 	}
-	v := view(inv, o)
+	v := view(inv, o, rules)
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -225,15 +275,32 @@ func teamNames(inv *k8s.Inventory) string {
 }
 
 // view computes the printed figures (fragmentation and quota through the hooks).
-func view(inv *k8s.Inventory, o *k8sInventoryOptions) inventoryView {
+func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *provisioner.TeamRules) inventoryView {
 	size := o.jobSize
 	if size == 0 {
 		size = commonJobSize(inv)
 	}
 	s := inv.Snapshot()
-	frag := k8sFragmentation(s.Nodes, size)
 	v := inventoryView{Time: inv.Time.UTC().Format("2006-01-02T15:04:05Z"), JobSize: size,
 		Nodes: []nodeView{}, Teams: []teamView{}}
+	mix := provisioner.Mix{Classes: []provisioner.MixClass{{GPUMilli: size * provisioner.MilliGPU, Weight: 1}}}
+	quota := k8sTeamQuota
+	if rules != nil {
+		rs := k8s.RulesSnapshot(inv, rules)
+		cfg := rules.Config()
+		if o.jobSize == 0 {
+			mix = provisioner.MixFromJobs(provisioner.PlaceStateFromSnapshot(rs), rs, nil,
+				inv.Time.Add(-time.Duration(cfg.Placement.HistoryWindow)), provisioner.MixOptions{PriorJobs: cfg.Placement.PriorJobs})
+			v.Mix = mix.String()
+		}
+		quota = func(team string) (int, bool) {
+			if q := cfg.Team(team); q != nil {
+				return q.GPUs, true
+			}
+			return 0, false
+		}
+	}
+	frag := nodeFragmentation(s, mix)
 	for _, n := range inv.Nodes {
 		if o.team != "" && n.ByTeam[o.team] == 0 {
 			continue
@@ -258,8 +325,8 @@ func view(inv *k8s.Inventory, o *k8sInventoryOptions) inventoryView {
 			continue
 		}
 		tv := teamView{Team: t.Team, Used: t.Used, Borrowed: t.Borrowed, Pods: t.Pods, Pending: t.Pending}
-		if k8sTeamQuota != nil {
-			if q, ok := k8sTeamQuota(t.Team); ok {
+		if quota != nil {
+			if q, ok := quota(t.Team); ok {
 				free := max(q-(t.Used-t.Borrowed), 0)
 				tv.Quota, tv.Free = &q, &free
 			}
@@ -295,13 +362,17 @@ func printInventory(w io.Writer, v inventoryView) error {
 		if typ == "" {
 			typ = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", n.Name, n.State, typ, n.Total, n.Used, n.Borrowed, n.Free, n.Frag)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t\n", n.Name, n.State, typ, n.Total, n.Used, n.Borrowed, n.Free, fmtGPUs(n.Frag))
 	}
-	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%d\t%d\t\n", v.Total, v.Used, v.Borrowed, v.Free, v.Frag)
+	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%d\t%s\t\n", v.Total, v.Used, v.Borrowed, v.Free, fmtGPUs(v.Frag))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "(FRAG: free GPUs on nodes that cannot fit a %d-GPU job)\n\n", v.JobSize)
+	if v.Mix != "" {
+		fmt.Fprintf(w, "(FRAG: free GPUs the expected job mix cannot use (ATC'23 measure); mix: %s)\n\n", v.Mix)
+	} else {
+		fmt.Fprintf(w, "(FRAG: free GPUs on nodes that cannot fit a %d-GPU job)\n\n", v.JobSize)
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEAM\tQUOTA\tUSED\tBORROWED\tFREE\tPODS\tPENDING\t")
 	teams := append([]teamView(nil), v.Teams...)
@@ -315,6 +386,9 @@ func printInventory(w io.Writer, v inventoryView) error {
 	}
 	return tw.Flush()
 }
+
+// fmtGPUs prints a GPU figure with at most one decimal.
+func fmtGPUs(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }
 
 func optInt(p *int) string {
 	if p == nil {

@@ -55,9 +55,9 @@ func fakeInventoryOptions() *k8sInventoryOptions {
 		k8sPod("b", "b1", "", "team-b", 8, false),
 	}
 	cs := fake.NewClientset(objs...)
-	return &k8sInventoryOptions{teamLabel: k8s.DefaultTeamLabel, newClient: func(_ string, cfg k8s.Config) (*k8s.Client, error) {
+	return &k8sInventoryOptions{k8sFlags: k8sFlags{teamLabel: k8s.DefaultTeamLabel, newClient: func(_ string, cfg k8s.Config) (*k8s.Client, error) {
 		return k8s.NewForClientset(cs, cfg), nil
-	}}
+	}}}
 }
 
 func TestK8sInventoryTable(t *testing.T) {
@@ -142,5 +142,44 @@ func TestK8sInventoryBadInput(t *testing.T) {
 	code := exitCode(root.ExecuteContext(ctx), &stderr)
 	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) {
 		t.Errorf("unreachable: code %d stderr %q", code, stderr.String())
+	}
+}
+
+// With team rules: quotas in the team table and FRAG under the learned mix.
+// Jobs: six 3-GPU pods running, B's 8-GPU pod pending → 7 observed jobs over
+// the default {1,2,4,8} of 20 pseudo-jobs: 3 GPUs 6/27, 8 GPUs (1+5)/27,
+// 1, 2, 4 GPUs 5/27 each. Only the 8-GPU class fails to fit a node with 4 or
+// 7 free whole GPUs: F(n1) = F(n2) = 4·6/27 = 0.89 → 0.9, F(n3) = F(n4) =
+// 7·6/27 = 1.56 → 1.6; the cordoned n5 has none free. (Equal weights list
+// the larger size first.) Team A: quota 20,
+// 18 used of which 3 borrowed → 15 against its quota, 5 free.
+func TestK8sInventoryRules(t *testing.T) {
+	o := fakeInventoryOptions()
+	o.rules = writeFile(t, "rules.yaml", "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]")
+	var out bytes.Buffer
+	if err := runK8sInventory(context.Background(), o, &out); err != nil {
+		t.Fatal(err)
+	}
+	want := `NODE  STATE    GPU-TYPE  TOTAL  USED  BORROWED  FREE  FRAG  
+n1    up       A100      10     6     0         4     0.9   
+n2    up       A100      10     6     3         4     0.9   
+n3    up       A100      10     3     0         7     1.6   
+n4    up       A100      10     3     0         7     1.6   
+n5    drained  A100      8      0     0         0     0     
+all                      48     18    3         22    5     
+(FRAG: free GPUs the expected job mix cannot use (ATC'23 measure); mix: 8 GPUs 22%, 3 GPUs 22%, 4 GPUs 19%, 2 GPUs 19%, 1 GPU 19% (learned from 7 jobs, blended with 20 pseudo-jobs of the default))
+
+TEAM    QUOTA  USED  BORROWED  FREE  PODS  PENDING  
+team-a  20     18    3         5     6     0        
+team-b  20     0     0         20    0     1        
+`
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+	o = fakeInventoryOptions()
+	o.rules = writeFile(t, "rules.yaml", "teams: [{name: team-a, gpus: -1}]")
+	var ee *exitError
+	if err := runK8sInventory(context.Background(), o, &bytes.Buffer{}); !errors.As(err, &ee) || ee.code != exitBadInput {
+		t.Errorf("bad rules: %v", err)
 	}
 }

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+const packNodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,4,A100\nn2,64000,262144,4,A100\n"
+
+// Pods of 2, 2 and 4 GPUs arrive (8 GPUs: 100% of capacity) on 2 × 4 GPUs.
+// spread: 2 → n1, 2 → n2, the 4-GPU pod fails with 4 of 8 arrived (50%) and
+// 4 of 8 free (50%); fragmentation under the list's mix {2 GPUs ⅔, 4 GPUs ⅓}:
+// each node (2 free) cannot fit 4 → ⅓·2 + ⅓·2 = 4/3 GPUs = 16.7%.
+// best-fit: 2 → n1, 2 → n1, 4 → n2: nothing fails, 100% allocated.
+const packPods = `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+p1,4000,1024,2,1000,,LS,Running,10,100,10
+p2,4000,1024,2,1000,,LS,Running,20,100,20
+p3,4000,1024,4,1000,,LS,Running,30,100,30
+`
+
+func TestPackEvalTable(t *testing.T) {
+	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", packPods)},
+		policies: []string{"best-fit", "spread"}, mode: "fill", until: 1, points: 2}
+	var out bytes.Buffer
+	if err := runPackEval(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{
+		"— 2 nodes, 8 GPUs; mode fill until 100% of capacity has arrived\n",
+		": 3 pods (3 with GPUs, 0 sharing a GPU, 0 with a GPU-type constraint)\n",
+		"best-fit  none           -                -             0       0.0%         0.0%      100.0%",
+		"spread    50.0%          50.0%            16.7%         1       50.0%        16.7%     50.0%",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+func TestPackEvalJSONSharingAndTypes(t *testing.T) {
+	pods := `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
+h1,1000,1024,1,500,,LS,Running,1,9,1
+h2,1000,1024,1,500,V100|A100,LS,Running,2,9,2
+c1,2000,1024,0,0,,BE,Running,3,9,3
+`
+	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", pods)},
+		policies: []string{"frag-aware"}, mode: "replay", until: 1, points: 3, json: true}
+	var out bytes.Buffer
+	if err := runPackEval(&out, o); err != nil {
+		t.Fatal(err)
+	}
+	var rep packReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	l := rep.Lists[0]
+	if rep.GPUs != 8 || l.Pods != 3 || l.GPUPods != 2 || l.Sharing != 2 || l.Typed != 1 || len(l.Results) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	// Two half GPUs on one device (frag-aware keeps whole GPUs free): 1 GPU of 8 allocated.
+	if r := l.Results[0]; r.Policy != provisioner.FragAware || r.Placed != 3 || r.Failed != 0 || r.End.Allocated != 0.125 {
+		t.Errorf("result %+v", r)
+	}
+}
+
+func TestPackEvalBadInput(t *testing.T) {
+	code := func(err error) int {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return ee.code
+		}
+		return -1
+	}
+	nodes, pods := writeFile(t, "nodes.csv", packNodes), writeFile(t, "pods.csv", packPods)
+	for _, tc := range []struct {
+		name string
+		o    packEvalOptions
+		code int
+		want string
+	}{
+		{"policy", packEvalOptions{nodes: nodes, pods: []string{pods}, policies: []string{"worst-fit"}, mode: "fill", until: 1, points: 2}, exitUsage, "unknown placement policy"},
+		{"mode", packEvalOptions{nodes: nodes, pods: []string{pods}, policies: []string{"spread"}, mode: "later", until: 1, points: 2}, exitUsage, "--mode"},
+		{"missing nodes", packEvalOptions{nodes: "/nonexistent.csv", pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "no such file"},
+		{"bad nodes", packEvalOptions{nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "cpu_milli"},
+		{"no GPUs", packEvalOptions{nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "no GPUs"},
+		{"bad pods", packEvalOptions{nodes: nodes, pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "num_gpu"},
+	} {
+		err := runPackEval(&bytes.Buffer{}, &tc.o)
+		if code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v (code %d), want %d and %q", tc.name, err, code(err), tc.code, tc.want)
+		}
+	}
+}

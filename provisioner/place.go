@@ -1,0 +1,856 @@
+package provisioner
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MilliGPU is one whole GPU in the placement's unit (thousandths of a GPU),
+// so that GPU-sharing requests (half a GPU = 500) and whole GPUs share a scale.
+const MilliGPU = 1000
+
+// Errors of the placement.
+var (
+	ErrBadDemand   = errors.New("invalid resource demand")      // a demand that no cluster could satisfy as stated
+	ErrUnknownNode = errors.New("unknown node")                 // a node list or exclusion names a node the cluster does not have
+	ErrBadPolicy   = errors.New("unknown placement policy")     // not first-fit, best-fit, spread or frag-aware
+	ErrJobTooLarge = errors.New("job larger than any node")     // no node could ever hold the per-node demand
+	ErrNoPlacement = errors.New("no node can take the job now") // every node was filtered out
+)
+
+// Demand is what one job asks of every node it runs on.
+type Demand struct {
+	GPUMilli int      // per node, in thousandths of a GPU: 1–999 a share of one GPU (GPU sharing), else whole GPUs (a multiple of 1000); 0 = no GPU
+	CPUMilli int      // per node, thousandths of a CPU; 0 = not constrained
+	GPUTypes []string // allowed GPU types (products); empty = any
+	Nodes    int      // nodes, each given the per-node demand; 0 means 1
+}
+
+// nodes is the node count with the zero value meaning one.
+func (d Demand) nodes() int { return max(d.Nodes, 1) }
+
+// WholeGPUs is the number of whole GPUs per node (0 for a fractional or GPU-less demand).
+func (d Demand) WholeGPUs() int {
+	if d.GPUMilli >= MilliGPU {
+		return d.GPUMilli / MilliGPU
+	}
+	return 0
+}
+
+// Fractional reports whether the demand is a share of one GPU.
+func (d Demand) Fractional() bool { return d.GPUMilli > 0 && d.GPUMilli < MilliGPU }
+
+// Validate reports a demand that no placement can honour as stated.
+func (d Demand) Validate() error {
+	switch {
+	case d.GPUMilli < 0 || d.CPUMilli < 0 || d.Nodes < 0:
+		return fmt.Errorf("%w: negative amount in %s", ErrBadDemand, d)
+	case d.GPUMilli > MilliGPU && d.GPUMilli%MilliGPU != 0:
+		return fmt.Errorf("%w: %d thousandths of a GPU per node: above one GPU only whole GPUs can be asked for", ErrBadDemand, d.GPUMilli)
+	}
+	return nil
+}
+
+// String renders the demand, e.g. "8 GPUs", "0.5 GPU", "2 nodes × 4 GPUs [A100]".
+func (d Demand) String() string {
+	var b strings.Builder
+	if d.nodes() > 1 {
+		b.WriteString(strconv.Itoa(d.nodes()) + " nodes × ")
+	}
+	switch {
+	case d.GPUMilli == 0:
+		b.WriteString("no GPU")
+	case d.Fractional():
+		b.WriteString(strconv.FormatFloat(float64(d.GPUMilli)/MilliGPU, 'f', -1, 64) + " GPU")
+	case d.GPUMilli == MilliGPU:
+		b.WriteString("1 GPU")
+	default:
+		b.WriteString(strconv.Itoa(d.WholeGPUs()) + " GPUs")
+	}
+	if d.CPUMilli > 0 {
+		b.WriteString(", " + strconv.FormatFloat(float64(d.CPUMilli)/1000, 'f', -1, 64) + " CPUs")
+	}
+	if len(d.GPUTypes) > 0 {
+		b.WriteString(" [" + strings.Join(d.GPUTypes, "|") + "]")
+	}
+	return b.String()
+}
+
+// DemandOf is the per-node demand of a submission: its GPUs spread evenly
+// over its nodes (as Slurm's --gpus with --nodes), restricted to its GPU type.
+func DemandOf(req *SubmitRequest) (Demand, error) {
+	d := Demand{Nodes: max(req.Nodes, 1)}
+	if req.GPUs < 0 {
+		return d, fmt.Errorf("%w: %d GPUs", ErrBadDemand, req.GPUs)
+	}
+	if req.GPUs%d.Nodes != 0 {
+		return d, fmt.Errorf("%w: %d GPUs do not divide evenly over %d nodes", ErrBadDemand, req.GPUs, d.Nodes)
+	}
+	d.GPUMilli = req.GPUs / d.Nodes * MilliGPU
+	if req.GPUType != "" {
+		d.GPUTypes = []string{req.GPUType}
+	}
+	return d, nil
+}
+
+// JobDemand is the per-node demand of a job in a snapshot or history
+// (GPUs rounded up per node).
+func JobDemand(j *Job) Demand {
+	n := max(j.Nodes, 1)
+	d := Demand{Nodes: n, GPUMilli: (j.GPUs + n - 1) / n * MilliGPU}
+	if j.GPUType != "" {
+		d.GPUTypes = []string{j.GPUType}
+	}
+	return d
+}
+
+// PlaceNode is one node as the placement sees it.
+type PlaceNode struct {
+	Name        string // node name
+	GPUType     string // GPU type (product); "" when unknown
+	Schedulable bool   // up and accepting work
+	CPUMilli    int    // CPU capacity in thousandths; 0 = CPUs not tracked (never a constraint)
+	CPUUsed     int    // CPU in use, thousandths
+	GPUFree     []int  // free thousandths of each GPU device (1000 = unused)
+}
+
+// PlaceState is a cluster as the placement sees it: per node, free
+// thousandths of every GPU, free CPU, GPU type and schedulability. It is
+// mutable (Assign, Release) so that replays and what-if probes can place
+// job after job; Clone copies it.
+type PlaceState struct {
+	names  []string
+	types  []string // GPU type names, by id
+	typeID map[string]int16
+	index  map[string]int
+	sum    []nodeSum
+	free   []int32 // free thousandths per GPU, nodes back to back
+	off    []int32 // node i's GPUs are free[off[i]:off[i+1]]
+	cpuCap []int32
+}
+
+// nodeSum caches the figures filters and scores need per node.
+type nodeSum struct {
+	typ       int16 // GPU type id
+	up        bool  // schedulable
+	cpuFree   int32 // free CPU thousandths (math.MaxInt32 when not tracked)
+	totalFree int32 // Σ free thousandths over the node's GPUs
+	nFull     int16 // GPUs entirely free
+	maxFree   int32 // largest free share of one GPU
+	partial   int32 // Σ free thousandths of partially used GPUs
+}
+
+// NewPlaceState builds a state from nodes; names must be unique and every
+// GPU's free share within [0, 1000].
+func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
+	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, len(nodes))}
+	st.names = make([]string, len(nodes))
+	st.sum = make([]nodeSum, len(nodes))
+	st.off = make([]int32, len(nodes)+1)
+	st.cpuCap = make([]int32, len(nodes))
+	total := 0
+	for _, n := range nodes {
+		total += len(n.GPUFree)
+	}
+	st.free = make([]int32, 0, total)
+	for i, n := range nodes {
+		if _, dup := st.index[n.Name]; dup {
+			return nil, fmt.Errorf("placement: duplicate node %q", n.Name)
+		}
+		if len(n.GPUFree) > MaxNodeGPUs {
+			return nil, fmt.Errorf("placement: node %s: %d GPUs, more than the %d modelled per node", n.Name, len(n.GPUFree), MaxNodeGPUs)
+		}
+		st.index[n.Name] = i
+		st.names[i] = n.Name
+		st.off[i] = int32(len(st.free))
+		for g, f := range n.GPUFree {
+			if f < 0 || f > MilliGPU {
+				return nil, fmt.Errorf("placement: node %s GPU %d: free share %d outside [0, 1000]", n.Name, g, f)
+			}
+			st.free = append(st.free, int32(f))
+		}
+		if n.CPUMilli < 0 || n.CPUUsed < 0 {
+			return nil, fmt.Errorf("placement: node %s: negative CPU figures", n.Name)
+		}
+		st.cpuCap[i] = int32(n.CPUMilli)
+		s := &st.sum[i]
+		s.typ = st.typeOf(n.GPUType)
+		s.up = n.Schedulable
+		s.cpuFree = math.MaxInt32
+		if n.CPUMilli > 0 {
+			s.cpuFree = int32(n.CPUMilli - n.CPUUsed)
+		}
+	}
+	st.off[len(nodes)] = int32(len(st.free))
+	for i := range st.sum {
+		st.refresh(i)
+	}
+	return st, nil
+}
+
+// MaxNodeGPUs bounds the GPU devices the placement models per node; a node
+// reporting more (no real node does) is modelled with this many.
+const MaxNodeGPUs = 4096
+
+// PlaceStateFromSnapshot builds the state of a snapshot: each node's first
+// GPUsUsed devices in use, the rest free (snapshots count whole GPUs); only
+// up nodes are schedulable. A node listed twice keeps its first entry; GPU
+// counts are capped at MaxNodeGPUs.
+func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
+	n := len(s.Nodes)
+	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, n),
+		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n)}
+	total := 0
+	for i := range s.Nodes {
+		total += min(max(s.Nodes[i].GPUs, 0), MaxNodeGPUs)
+	}
+	st.free = make([]int32, 0, total)
+	for i := range s.Nodes {
+		nd := &s.Nodes[i]
+		if _, dup := st.index[nd.Name]; dup {
+			continue
+		}
+		k := len(st.names)
+		st.index[nd.Name] = k
+		st.names = append(st.names, nd.Name)
+		st.off = append(st.off, int32(len(st.free)))
+		for g := range min(max(nd.GPUs, 0), MaxNodeGPUs) {
+			f := int32(MilliGPU)
+			if g < nd.GPUsUsed {
+				f = 0
+			}
+			st.free = append(st.free, f)
+		}
+		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == NodeUp, cpuFree: math.MaxInt32}
+		var cpuCap int32
+		if nd.CPUs > 0 {
+			cpuCap = int32(nd.CPUs * 1000)
+			sum.cpuFree = cpuCap - int32(min(max(nd.CPUsUsed, 0), nd.CPUs)*1000)
+		}
+		st.cpuCap = append(st.cpuCap, cpuCap)
+		st.sum = append(st.sum, sum)
+	}
+	st.off = append(st.off, int32(len(st.free)))
+	for i := range st.sum {
+		st.refresh(i)
+	}
+	return st
+}
+
+func (st *PlaceState) typeOf(t string) int16 {
+	id, ok := st.typeID[t]
+	if !ok {
+		id = int16(len(st.types))
+		st.typeID[t] = id
+		st.types = append(st.types, t)
+	}
+	return id
+}
+
+// refresh recomputes node i's cached figures from its GPUs.
+func (st *PlaceState) refresh(i int) {
+	s := &st.sum[i]
+	s.totalFree, s.nFull, s.maxFree, s.partial = 0, 0, 0, 0
+	for _, f := range st.free[st.off[i]:st.off[i+1]] {
+		s.totalFree += f
+		s.maxFree = max(s.maxFree, f)
+		if f == MilliGPU {
+			s.nFull++
+		} else {
+			s.partial += f
+		}
+	}
+}
+
+// Clone returns an independent copy.
+func (st *PlaceState) Clone() *PlaceState {
+	c := *st
+	c.sum = slices.Clone(st.sum)
+	c.free = slices.Clone(st.free)
+	c.types = slices.Clone(st.types)
+	c.typeID = make(map[string]int16, len(st.typeID))
+	for k, v := range st.typeID {
+		c.typeID[k] = v
+	}
+	return &c
+}
+
+// Len is the number of nodes.
+func (st *PlaceState) Len() int { return len(st.names) }
+
+// Index returns the index of a node by name.
+func (st *PlaceState) Index(name string) (int, bool) {
+	i, ok := st.index[name]
+	return i, ok
+}
+
+// Node returns node i as a PlaceNode (a copy).
+func (st *PlaceState) Node(i int) PlaceNode {
+	s := &st.sum[i]
+	n := PlaceNode{Name: st.names[i], GPUType: st.types[s.typ], Schedulable: s.up, CPUMilli: int(st.cpuCap[i])}
+	if n.CPUMilli > 0 {
+		n.CPUUsed = n.CPUMilli - int(s.cpuFree)
+	}
+	for _, f := range st.free[st.off[i]:st.off[i+1]] {
+		n.GPUFree = append(n.GPUFree, int(f))
+	}
+	return n
+}
+
+// Totals returns the GPU capacity of all nodes and the free share on
+// schedulable nodes, in thousandths of a GPU.
+func (st *PlaceState) Totals() (capacity, free int) {
+	for i := range st.sum {
+		capacity += int(st.off[i+1]-st.off[i]) * MilliGPU
+		if st.sum[i].up {
+			free += int(st.sum[i].totalFree)
+		}
+	}
+	return capacity, free
+}
+
+// SetSchedulable marks a node up or not (a cordon in a what-if probe).
+func (st *PlaceState) SetSchedulable(i int, up bool) { st.sum[i].up = up }
+
+// Assignment is where one node's share of a job goes.
+type Assignment struct {
+	Node     int    // node index in the state
+	Name     string // node name
+	GPUs     []int  // GPU device indices on the node
+	Milli    int    // thousandths taken from each listed GPU (1000 for whole GPUs)
+	CPUMilli int    // CPU thousandths taken
+}
+
+// Assign takes an assignment's resources from the state. It panics if the
+// assignment does not fit (a broken invariant: it came from Place).
+func (st *PlaceState) Assign(a Assignment) {
+	free := st.free[st.off[a.Node]:st.off[a.Node+1]]
+	for _, g := range a.GPUs {
+		if free[g] < int32(a.Milli) {
+			panic(fmt.Sprintf("placement: assign %d to GPU %d of %s with %d free", a.Milli, g, st.names[a.Node], free[g]))
+		}
+		free[g] -= int32(a.Milli)
+	}
+	if st.cpuCap[a.Node] > 0 {
+		st.sum[a.Node].cpuFree -= int32(a.CPUMilli)
+	}
+	st.refresh(a.Node)
+}
+
+// Release gives an assignment's resources back.
+func (st *PlaceState) Release(a Assignment) {
+	free := st.free[st.off[a.Node]:st.off[a.Node+1]]
+	for _, g := range a.GPUs {
+		free[g] = min(free[g]+int32(a.Milli), MilliGPU)
+	}
+	if st.cpuCap[a.Node] > 0 {
+		st.sum[a.Node].cpuFree = min(st.sum[a.Node].cpuFree+int32(a.CPUMilli), st.cpuCap[a.Node])
+	}
+	st.refresh(a.Node)
+}
+
+// PlacePolicy names a placement policy.
+type PlacePolicy string
+
+// Placement policies. Each ranks the nodes that pass the filter; the
+// comparator of each is documented on its constant.
+const (
+	// FirstFit takes the first node in the state's order (Slurm's
+	// cons_tres with equal node weights). Criteria: node order.
+	FirstFit PlacePolicy = "first-fit"
+	// BestFit takes the node left with the fewest free GPUs. Criteria: least
+	// free GPU share after placement, then least free CPU after, then node name.
+	BestFit PlacePolicy = "best-fit"
+	// Spread takes the node left with the most free GPUs (the Kubernetes
+	// default scheduler's LeastAllocated). Criteria: most free GPU share after
+	// placement, then most free CPU after, then node name.
+	Spread PlacePolicy = "spread"
+	// FragAware takes the node whose expected fragmentation grows least (the
+	// ATC'23 fragmentation gradient descent). Criteria: smallest increase of
+	// the node's fragmentation under the job-size mix, then least free GPU
+	// share after placement (best fit), then node name.
+	FragAware PlacePolicy = "frag-aware"
+)
+
+// PlacePolicies lists the policies, for help texts.
+var PlacePolicies = []PlacePolicy{FirstFit, BestFit, Spread, FragAware}
+
+// ParsePlacePolicy checks a policy name.
+func ParsePlacePolicy(s string) (PlacePolicy, error) {
+	for _, p := range PlacePolicies {
+		if string(p) == s {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q (want first-fit, best-fit, spread or frag-aware)", ErrBadPolicy, s)
+}
+
+// Filter reasons: the constant string recorded for every node a placement
+// rejects, checked in this order.
+const (
+	ReasonNotListed      = "not in the node list"    // a node list was given and the node is not in it
+	ReasonExcluded       = "excluded"                // the node is in the exclusion list
+	ReasonNotSchedulable = "not schedulable"         // drained (cordoned), down (not ready) or reserved
+	ReasonGPUType        = "GPU type not allowed"    // the node's GPU type is not among the allowed ones
+	ReasonTooSmall       = "fewer GPUs than asked"   // the node's capacity is below the per-node demand
+	ReasonGPUs           = "not enough free GPUs"    // capacity suffices, free GPUs do not
+	ReasonCPUs           = "not enough free CPUs"    // GPUs suffice, free CPUs do not
+	ReasonNotChosen      = "ranked below the chosen" // passed the filter, lost on score (explanations only)
+)
+
+// PlaceOptions tune one placement.
+type PlaceOptions struct {
+	NodeList []string // only these nodes (empty = any)
+	Exclude  []string // never these nodes
+	Mix      *Mix     // job-size mix for frag-aware (nil = DefaultMix of the state)
+	Explain  bool     // record every rejected node and every candidate's score
+}
+
+// Candidate is one node that passed the filter, with its score.
+type Candidate struct {
+	Node      string  // node name
+	Index     int     // node index
+	FragDelta float64 // frag-aware: increase of the node's expected fragmentation, in GPUs
+	FreeAfter float64 // free GPUs left on the node after placement
+	Score     float64 // the policy's primary score, higher is better
+	Norm      float64 // Score normalised over all candidates to [0, 1] (1 = best)
+}
+
+// Rejection is one node the filter rejected.
+type Rejection struct {
+	Node   string // node name
+	Reason string // one of the Reason constants
+}
+
+// Placement is the outcome of one placement: the chosen nodes or why none,
+// with the filter's rejections and the scores.
+type Placement struct {
+	Policy      PlacePolicy    // policy used
+	Demand      Demand         // what was placed
+	Assignments []Assignment   // one per node, best first; empty when the job cannot be placed
+	Chosen      []Candidate    // the chosen nodes' scores, aligned with Assignments
+	Candidates  int            // nodes that passed the filter
+	Rejected    map[string]int // filter reason → number of nodes
+	Rejections  []Rejection    // with Explain: every rejected node
+	Ranked      []Candidate    // with Explain: every candidate, best first
+	Reason      string         // one-line summary of the decision
+}
+
+// OK reports whether the job was placed.
+func (p *Placement) OK() bool { return len(p.Assignments) > 0 }
+
+// NodeNames returns the chosen nodes' names.
+func (p *Placement) NodeNames() []string {
+	out := make([]string, len(p.Assignments))
+	for i, a := range p.Assignments {
+		out[i] = a.Name
+	}
+	return out
+}
+
+// cdemand is a demand compiled against a state's type table.
+type cdemand struct {
+	milli   int32  // per GPU share (fractional) or 1000 (whole)
+	whole   int16  // whole GPUs per node (0 for fractional / none)
+	cpu     int32  // CPU thousandths per node
+	allowed []bool // by type id; nil = any
+}
+
+func (st *PlaceState) compile(d Demand) cdemand {
+	c := cdemand{cpu: int32(d.CPUMilli)}
+	switch {
+	case d.Fractional():
+		c.milli = int32(d.GPUMilli)
+	case d.GPUMilli > 0:
+		c.milli, c.whole = MilliGPU, int16(d.WholeGPUs())
+	}
+	if len(d.GPUTypes) > 0 {
+		c.allowed = make([]bool, len(st.types))
+		for _, t := range d.GPUTypes {
+			if id, ok := st.typeID[t]; ok {
+				c.allowed[id] = true
+			}
+		}
+	}
+	return c
+}
+
+// typeOK reports whether node type id t is allowed.
+func (c *cdemand) typeOK(t int16) bool { return c.allowed == nil || c.allowed[t] }
+
+// gpus is the number of GPU devices on node i.
+func (st *PlaceState) gpus(i int) int { return int(st.off[i+1] - st.off[i]) }
+
+// capacityOK reports whether node i could ever hold the demand (ignoring use).
+func (st *PlaceState) capacityOK(i int, c *cdemand) bool {
+	switch {
+	case c.whole > 0:
+		return st.gpus(i) >= int(c.whole)
+	case c.milli > 0:
+		return st.gpus(i) >= 1
+	}
+	return true
+}
+
+// fitsNow reports whether node i's free resources hold the demand.
+func (s *nodeSum) fitsGPU(c *cdemand) bool {
+	switch {
+	case c.whole > 0:
+		return s.nFull >= c.whole
+	case c.milli > 0:
+		return s.maxFree >= c.milli
+	}
+	return true
+}
+
+// filter returns "" when node i passes, else the reason it is rejected.
+func (st *PlaceState) filter(i int, c *cdemand, allow []bool) string {
+	s := &st.sum[i]
+	switch {
+	case allow != nil && !allow[i]:
+		return ReasonNotListed
+	case !s.up:
+		return ReasonNotSchedulable
+	case !c.typeOK(s.typ):
+		return ReasonGPUType
+	case !st.capacityOK(i, c):
+		return ReasonTooSmall
+	case !s.fitsGPU(c):
+		return ReasonGPUs
+	case c.cpu > s.cpuFree:
+		return ReasonCPUs
+	}
+	return ""
+}
+
+// allowMask turns a node list and exclusion list into a mask (nil = all
+// allowed) and the reason for the nodes it rejects.
+func (st *PlaceState) allowMask(list, exclude []string) ([]bool, []string, error) {
+	if len(list) == 0 && len(exclude) == 0 {
+		return nil, nil, nil
+	}
+	allow := make([]bool, len(st.names))
+	why := make([]string, len(st.names))
+	for i := range allow {
+		allow[i] = len(list) == 0
+		if !allow[i] {
+			why[i] = ReasonNotListed
+		}
+	}
+	for _, n := range list {
+		i, ok := st.index[n]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w %q in the node list", ErrUnknownNode, n)
+		}
+		allow[i], why[i] = true, ""
+	}
+	for _, n := range exclude {
+		i, ok := st.index[n]
+		if !ok {
+			return nil, nil, fmt.Errorf("%w %q in the exclusion list", ErrUnknownNode, n)
+		}
+		allow[i], why[i] = false, ReasonExcluded
+	}
+	return allow, why, nil
+}
+
+// pick chooses the GPUs of node i for the demand under the policy and
+// returns them with the node's fragmentation increase (frag-aware only).
+// Whole GPUs: the lowest-numbered entirely free devices (all equivalent).
+// A share of one GPU: first-fit the lowest-numbered device with room,
+// best-fit the device with the least room that suffices, spread the one with
+// the most room, frag-aware the device whose use grows the node's
+// fragmentation least (ties: least room, then lowest number).
+func (st *PlaceState) pick(i int, c *cdemand, policy PlacePolicy, fm *fragModel, buf []int) ([]int, float64) {
+	free := st.free[st.off[i]:st.off[i+1]]
+	gpus := buf[:0]
+	var before float64
+	if fm != nil {
+		before = fm.before(st, i)
+	}
+	if c.whole > 0 {
+		for g, f := range free {
+			if f == MilliGPU {
+				gpus = append(gpus, g)
+				if len(gpus) == int(c.whole) {
+					break
+				}
+			}
+		}
+		var delta float64
+		if fm != nil {
+			delta = fm.after(st, i, gpus, MilliGPU, c.cpu) - before
+		}
+		return gpus, delta
+	}
+	if c.milli == 0 {
+		var delta float64
+		if fm != nil {
+			delta = fm.after(st, i, nil, 0, c.cpu) - before
+		}
+		return gpus, delta
+	}
+	best, bestDelta := -1, 0.0
+	for g, f := range free {
+		if f < c.milli {
+			continue
+		}
+		if best < 0 {
+			best = g
+			if fm != nil {
+				bestDelta = fm.after(st, i, []int{g}, c.milli, c.cpu) - before
+			}
+			if policy == FirstFit {
+				break
+			}
+			continue
+		}
+		bf := free[best]
+		switch policy {
+		case BestFit:
+			if f < bf {
+				best = g
+			}
+		case Spread:
+			if f > bf {
+				best = g
+			}
+		case FragAware:
+			if f == bf {
+				continue // same room, same outcome
+			}
+			d := fm.after(st, i, []int{g}, c.milli, c.cpu) - before
+			if d < bestDelta-fragEps || d <= bestDelta+fragEps && f < bf {
+				best, bestDelta = g, d
+			}
+		}
+	}
+	return append(gpus, best), bestDelta
+}
+
+// fragEps is the tolerance under which two fragmentation figures tie.
+const fragEps = 1e-9
+
+// better reports whether candidate a ranks above b under the policy (the
+// comparators documented on the policy constants).
+func better(policy PlacePolicy, a, b *Candidate, names []string) bool {
+	switch policy {
+	case FirstFit:
+		return a.Index < b.Index
+	case FragAware:
+		if d := a.FragDelta - b.FragDelta; d < -fragEps || d > fragEps {
+			return d < 0
+		}
+		if a.FreeAfter != b.FreeAfter {
+			return a.FreeAfter < b.FreeAfter
+		}
+	case BestFit:
+		if a.FreeAfter != b.FreeAfter {
+			return a.FreeAfter < b.FreeAfter
+		}
+	case Spread:
+		if a.FreeAfter != b.FreeAfter {
+			return a.FreeAfter > b.FreeAfter
+		}
+	}
+	return names[a.Index] < names[b.Index]
+}
+
+// cpuAfter breaks best-fit and spread ties on CPU; folded into FreeAfter as a
+// tiny fraction so that the comparator stays one number per criterion.
+func cpuTie(s *nodeSum, cpu int32) float64 {
+	if s.cpuFree == math.MaxInt32 {
+		return 0
+	}
+	return float64(s.cpuFree-cpu) * 1e-9
+}
+
+// Place runs the placement pipeline for one job: filter (node list,
+// schedulable, GPU type, capacity, free GPUs, free CPUs; each rejection
+// counted under a constant reason), score (the policy's criteria),
+// normalise (scores to [0, 1] over the candidates) and pick (the best
+// Demand.Nodes distinct nodes under the policy's comparator, ties broken by
+// node name). It does not change the state: Assign the result to commit it.
+// A job no node can take now is not an error: the Placement says why.
+func Place(st *PlaceState, d Demand, policy PlacePolicy, o PlaceOptions) (*Placement, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	if _, err := ParsePlacePolicy(string(policy)); err != nil {
+		return nil, err
+	}
+	allow, why, err := st.allowMask(o.NodeList, o.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	c := st.compile(d)
+	var fm *fragModel
+	if policy == FragAware {
+		mix := o.Mix
+		if mix == nil {
+			m := DefaultMix(st)
+			mix = &m
+		}
+		fm = compileMix(st, mix)
+	}
+	p := &Placement{Policy: policy, Demand: d, Rejected: map[string]int{}}
+	k := d.nodes()
+	top := make([]Candidate, 0, k+1)
+	var all []Candidate
+	lo, hi := math.Inf(1), math.Inf(-1)
+	var buf [64]int
+	for i := range st.names {
+		reason := st.filter(i, &c, allow)
+		if reason == ReasonNotListed && why != nil {
+			reason = why[i]
+		}
+		if reason != "" {
+			p.Rejected[reason]++
+			if o.Explain {
+				p.Rejections = append(p.Rejections, Rejection{Node: st.names[i], Reason: reason})
+			}
+			continue
+		}
+		p.Candidates++
+		s := &st.sum[i]
+		cand := Candidate{Node: st.names[i], Index: i}
+		taken := int32(c.whole) * MilliGPU
+		if c.whole == 0 {
+			taken = c.milli
+		}
+		cand.FreeAfter = float64(s.totalFree-taken)/MilliGPU + cpuTie(s, c.cpu)
+		switch policy {
+		case FirstFit:
+			cand.Score = -float64(i)
+		case BestFit:
+			cand.Score = -cand.FreeAfter
+		case Spread:
+			cand.Score = cand.FreeAfter
+		case FragAware:
+			_, cand.FragDelta = st.pick(i, &c, policy, fm, buf[:])
+			cand.FragDelta /= MilliGPU
+			cand.Score = -cand.FragDelta
+		}
+		lo, hi = min(lo, cand.Score), max(hi, cand.Score)
+		if o.Explain {
+			all = append(all, cand)
+		}
+		// keep the k best, best first
+		pos := len(top)
+		for pos > 0 && better(policy, &cand, &top[pos-1], st.names) {
+			pos--
+		}
+		if pos < k {
+			top = slices.Insert(top, pos, cand)
+			if len(top) > k {
+				top = top[:k]
+			}
+		}
+	}
+	norm := func(c *Candidate) {
+		c.Norm = 1
+		if hi > lo {
+			c.Norm = (c.Score - lo) / (hi - lo)
+		}
+	}
+	if o.Explain {
+		slices.SortFunc(all, func(a, b Candidate) int {
+			if better(policy, &a, &b, st.names) {
+				return -1
+			}
+			if better(policy, &b, &a, st.names) {
+				return 1
+			}
+			return 0
+		})
+		for i := range all {
+			norm(&all[i])
+		}
+		p.Ranked = all
+	}
+	if len(top) < k {
+		p.Reason = st.noPlaceReason(p, k)
+		return p, nil
+	}
+	for i := range top {
+		norm(&top[i])
+		gpus, _ := st.pick(top[i].Index, &c, policy, fm, buf[:])
+		p.Assignments = append(p.Assignments, Assignment{Node: top[i].Index, Name: top[i].Node,
+			GPUs: slices.Clone(gpus), Milli: int(c.milli), CPUMilli: int(c.cpu)})
+	}
+	p.Chosen = top
+	p.Reason = placedReason(p)
+	return p, nil
+}
+
+// placedReason summarises a successful placement.
+func placedReason(p *Placement) string {
+	c := p.Chosen[0]
+	s := fmt.Sprintf("%s on %s by %s among %d candidate nodes", p.Demand, strings.Join(p.NodeNames(), ","), p.Policy, p.Candidates)
+	switch p.Policy {
+	case FragAware:
+		s += fmt.Sprintf(" (fragmentation %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, math.Round(c.FreeAfter*1000)/1000)
+	case BestFit, Spread:
+		s += fmt.Sprintf(" (%.4g GPUs left free)", math.Round(c.FreeAfter*1000)/1000)
+	}
+	return s
+}
+
+// noPlaceReason explains why no placement was found, by filter reason.
+func (st *PlaceState) noPlaceReason(p *Placement, k int) string {
+	reasons := make([]string, 0, len(p.Rejected))
+	for r := range p.Rejected {
+		reasons = append(reasons, r)
+	}
+	slices.Sort(reasons)
+	parts := make([]string, len(reasons))
+	for i, r := range reasons {
+		parts[i] = fmt.Sprintf("%d %s", p.Rejected[r], r)
+	}
+	_, free := st.Totals()
+	s := fmt.Sprintf("%s: no placement: %d of %d nodes can take it", p.Demand, p.Candidates, st.Len())
+	if k > 1 {
+		s = fmt.Sprintf("%s: no placement: %d nodes can take a share, %d needed", p.Demand, p.Candidates, k)
+	}
+	s += fmt.Sprintf(" (%.4g GPUs free in all)", float64(free)/MilliGPU)
+	if len(parts) > 0 {
+		s += "; rejected: " + strings.Join(parts, ", ")
+	}
+	return s
+}
+
+// CheckFits returns ErrJobTooLarge when no node of the state could ever hold
+// the demand, whatever runs on it (capacity and GPU type only, schedulable
+// or not), naming the largest node.
+func (st *PlaceState) CheckFits(d Demand) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	c := st.compile(d)
+	largest, largestName, fits := -1, "", 0
+	for i := range st.names {
+		if !c.typeOK(st.sum[i].typ) {
+			continue
+		}
+		if g := st.gpus(i); g > largest {
+			largest, largestName = g, st.names[i]
+		}
+		if st.capacityOK(i, &c) {
+			fits++
+		}
+	}
+	if fits >= d.nodes() {
+		return nil
+	}
+	if largest < 0 {
+		return fmt.Errorf("%w: %s: no node has an allowed GPU type (the cluster has %s)", ErrJobTooLarge, d, strings.Join(st.types, ", "))
+	}
+	if d.nodes() > 1 && fits > 0 {
+		return fmt.Errorf("%w: %s: only %d nodes can hold a share", ErrJobTooLarge, d, fits)
+	}
+	return fmt.Errorf("%w: %s per node, the largest node (%s) has %d GPUs; split the job over more nodes or ask for fewer GPUs", ErrJobTooLarge, d, largestName, largest)
+}

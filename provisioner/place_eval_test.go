@@ -1,0 +1,92 @@
+package provisioner
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// Fill mode on 2 nodes × 4 GPUs with pods of 2, 2 and 4 GPUs (8 GPUs arrive:
+// 100% of capacity).
+//
+//	spread: 2 → n1, 2 → n2 (4 free vs 2), 4 → nowhere: the first failure comes
+//	with 4 of 8 GPUs arrived (50%) and 4 of 8 unallocated (50%).
+//	best-fit: 2 → n1, 2 → n1 (0 left), 4 → n2: all placed, 100% allocated.
+//
+// The evaluation mix is the pod list's: {2 GPUs ⅔, 4 GPUs ⅓}. At spread's
+// failure both nodes have 2 free: each fits 2 (fragment 0) but not 4
+// (fragment 2): F = ⅓·2 per node, ⅓·4 = 4/3 GPUs, 1/6 of capacity.
+func TestPackEvalFill(t *testing.T) {
+	pods := []PackPod{
+		{Name: "p1", Demand: gpus(2), Arrive: 1 * time.Second},
+		{Name: "p2", Demand: gpus(2), Arrive: 2 * time.Second},
+		{Name: "p3", Demand: gpus(4), Arrive: 3 * time.Second},
+	}
+	st := state(t, pnode("n1", 4), pnode("n2", 4))
+	sp, err := PackEval(st, pods, Spread, PackOptions{Points: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ff := sp.FirstFailure
+	if ff == nil || sp.Failed != 1 || sp.Placed != 2 || !near(ff.Arrived, 0.5) || !near(ff.Unallocated, 0.5) || !near(ff.Fragmented, 1.0/6) ||
+		sp.FirstFailed != "p3 (4 GPUs)" {
+		t.Errorf("spread: %+v first failure %+v", sp, ff)
+	}
+	if len(sp.Curve) != 4 || !near(sp.Curve[0].Arrived, 0.25) || !near(sp.End.Allocated, 0.5) || sp.End.FailedGPUs != 4 {
+		t.Errorf("spread curve %+v end %+v", sp.Curve, sp.End)
+	}
+	bf, err := PackEval(st, pods, BestFit, PackOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bf.FirstFailure != nil || bf.Failed != 0 || !near(bf.End.Allocated, 1) || !near(bf.MaxAlloc, 1) {
+		t.Errorf("best-fit: %+v", bf)
+	}
+	// The initial state is untouched.
+	if _, free := st.Totals(); free != 8000 {
+		t.Errorf("state changed: %d free", free)
+	}
+	// Until 2: the list is cycled (6 arrivals, 16 GPUs asked of 8).
+	bf2, _ := PackEval(st, pods, BestFit, PackOptions{Until: 2})
+	if bf2.Arrivals != 6 || bf2.Placed != 3 || bf2.FirstFailed != "p1 (2 GPUs)" || !near(bf2.FirstFailure.Unallocated, 0) {
+		t.Errorf("cycled: %+v", bf2)
+	}
+}
+
+// Replay mode: pods leave after their runtime. On one 4-GPU node: p1 (4
+// GPUs, 0..10 s), p2 (4 GPUs at 5 s) fails, p3 (4 GPUs at 10 s) fits again.
+func TestPackEvalReplay(t *testing.T) {
+	pods := []PackPod{
+		{Name: "p1", Demand: gpus(4), Arrive: 0, Runtime: 10 * time.Second},
+		{Name: "p2", Demand: gpus(4), Arrive: 5 * time.Second, Runtime: time.Second},
+		{Name: "p3", Demand: gpus(4), Arrive: 10 * time.Second},
+	}
+	r, err := PackEval(state(t, pnode("n1", 4)), pods, FirstFit, PackOptions{Mode: PackReplay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Placed != 2 || r.Failed != 1 || r.FirstFailed != "p2 (4 GPUs)" || !near(r.FirstFailure.Unallocated, 0) || !near(r.End.Allocated, 1) {
+		t.Errorf("replay %+v", r)
+	}
+}
+
+// GPU sharing: four half-GPU pods on one 2-GPU node fill it exactly under
+// best-fit (two per GPU); spread puts the first two on different GPUs, the
+// third and fourth then fill them: also full. A whole-GPU pod fifth fails.
+func TestPackEvalSharing(t *testing.T) {
+	half := Demand{GPUMilli: 500}
+	pods := []PackPod{{Name: "h1", Demand: half}, {Name: "h2", Demand: half, Arrive: 1}, {Name: "w", Demand: gpus(1), Arrive: 2},
+		{Name: "h3", Demand: half, Arrive: 3}}
+	// best-fit: h1 GPU0, h2 GPU0 (least room), w GPU1, h3 fails (none left).
+	r, _ := PackEval(state(t, pnode("n1", 2)), pods, BestFit, PackOptions{Mode: PackReplay})
+	if r.Placed != 3 || r.FirstFailed != "h3 (0.5 GPU)" {
+		t.Errorf("best-fit sharing: %+v", r)
+	}
+	// spread: h1 GPU0, h2 GPU1 (most room), w fails (no whole GPU), h3 fits.
+	r, _ = PackEval(state(t, pnode("n1", 2)), pods, Spread, PackOptions{Mode: PackReplay})
+	if r.Placed != 3 || r.FirstFailed != "w (1 GPU)" || !near(r.FirstFailure.Unallocated, 0.5) {
+		t.Errorf("spread sharing: %+v", r)
+	}
+}

@@ -1,0 +1,345 @@
+package provisioner
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The fragmentation measure of "Beware of Fragmentation: Scheduling
+// GPU-Sharing Workloads with Fragmentation Gradient Descent" (Weng et al.,
+// USENIX ATC'23), restated:
+//
+// For a node n and a task class m (a per-node GPU demand D_m — a share of one
+// GPU, or k whole GPUs —, a CPU demand and allowed GPU types), the GPU
+// fragment F_n(m) is
+//   - all of n's free GPU capacity, when m cannot run on n at all (GPU type
+//     not allowed, not enough free CPU, no GPU with room for D_m, fewer than
+//     k entirely free GPUs);
+//   - otherwise the free capacity of the GPUs whose free share is below
+//     min(D_m, 1): for a whole-GPU class the partially used GPUs, for a share
+//     d the GPUs with less than d free. A class asking no GPU leaves none.
+//
+// Under a mix M of classes with popularity p_m, a node's expected
+// fragmentation is F_n(M) = Σ_m p_m F_n(m): the free GPU capacity that the
+// expected next job cannot use. The cluster's is Σ_n F_n(M) over
+// schedulable nodes. Fragmentation-aware placement puts each job where
+// F_n(M) grows least (the "gradient" of the paper), which keeps large free
+// blocks for the jobs that need them.
+
+// MixClass is one kind of job in a job-size mix.
+type MixClass struct {
+	GPUMilli int      `json:"gpu_milli"`           // per-node GPU demand (thousandths; see Demand)
+	CPUMilli int      `json:"cpu_milli,omitempty"` // per-node CPU demand (thousandths; 0 = none)
+	GPUTypes []string `json:"gpu_types,omitempty"` // allowed GPU types (empty = any)
+	Weight   float64  `json:"weight"`              // popularity; weights of a mix sum to 1
+}
+
+// Mix is the expected mix of job sizes that fragmentation is measured against.
+type Mix struct {
+	Classes []MixClass `json:"classes"` // the classes, heaviest first
+	Source  string     `json:"source"`  // how the mix was obtained, for explanations
+}
+
+// String renders the mix compactly, e.g. "1 GPU 25%, 8 GPUs 25% (default)".
+func (m Mix) String() string {
+	parts := make([]string, len(m.Classes))
+	for i, c := range m.Classes {
+		parts[i] = fmt.Sprintf("%s %.0f%%", Demand{GPUMilli: c.GPUMilli, CPUMilli: c.CPUMilli, GPUTypes: c.GPUTypes}, 100*c.Weight)
+	}
+	return strings.Join(parts, ", ") + " (" + m.Source + ")"
+}
+
+// DefaultMix is the mix assumed without history: whole-GPU jobs of every
+// power of two from 1 up to the largest node's GPU count, equally likely.
+// Rationale: GPU jobs are overwhelmingly sized in powers of two (1, 2, 4, 8
+// GPUs per node in the openb, Philly and Helios traces), and weighing them
+// equally gives the large sizes — the ones fragmentation hurts — a voice
+// even where small jobs are the most common.
+func DefaultMix(st *PlaceState) Mix {
+	largest := 1
+	for i := range st.names {
+		largest = max(largest, st.gpus(i))
+	}
+	var m Mix
+	for k := 1; k <= largest; k *= 2 {
+		m.Classes = append(m.Classes, MixClass{GPUMilli: k * MilliGPU})
+	}
+	for i := range m.Classes {
+		m.Classes[i].Weight = 1 / float64(len(m.Classes))
+	}
+	m.Source = "default: powers of two up to " + strconv.Itoa(largest) + " GPUs, equally likely"
+	return m
+}
+
+// MixOptions tune LearnMix.
+type MixOptions struct {
+	PriorJobs  float64 // weight of the prior, in pseudo-jobs (default 20)
+	MaxClasses int     // keep the most frequent classes (default 32)
+}
+
+// LearnMix estimates the job-size mix from observed demands (jobs seen
+// recently), blended with a prior mix: the weight of class c is
+// (count_c + k·p_prior(c)) / (n + k) with n observed jobs and k = PriorJobs
+// pseudo-jobs, so the prior dominates a short history and fades as history
+// accumulates. Demands without GPUs are ignored unless they ask for CPU
+// (CPU-only work matters where CPUs are tracked). Classes are keyed by
+// per-node GPU demand and allowed GPU types; a class's CPU demand is the
+// mean of its jobs'. The MaxClasses most frequent classes are kept (ties:
+// larger GPU demand first) and renormalised.
+func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
+	if o.PriorJobs <= 0 {
+		o.PriorJobs = 20
+	}
+	if o.MaxClasses <= 0 {
+		o.MaxClasses = 32
+	}
+	type acc struct {
+		c     MixClass
+		count float64
+		cpu   float64
+	}
+	type mixKey struct {
+		milli int
+		types string
+	}
+	byKey := map[mixKey]*acc{}
+	var order []mixKey
+	get := func(milli int, types []string) *acc {
+		k := mixKey{milli, ""}
+		if len(types) > 0 {
+			k.types = strings.Join(types, "|")
+		}
+		a := byKey[k]
+		if a == nil {
+			a = &acc{c: MixClass{GPUMilli: milli, GPUTypes: types}}
+			byKey[k] = a
+			order = append(order, k)
+		}
+		return a
+	}
+	n := 0.0
+	for _, d := range demands {
+		if d.GPUMilli == 0 && d.CPUMilli == 0 {
+			continue
+		}
+		a := get(d.GPUMilli, d.GPUTypes)
+		a.count++
+		a.cpu += float64(d.CPUMilli)
+		n++
+	}
+	for k, a := range byKey {
+		if a.count > 0 {
+			a.c.CPUMilli = int(math.Round(a.cpu / a.count))
+		}
+		byKey[k] = a
+	}
+	for _, c := range prior.Classes {
+		a := get(c.GPUMilli, c.GPUTypes)
+		if a.count == 0 {
+			a.c.CPUMilli = c.CPUMilli
+		}
+		a.count += o.PriorJobs * c.Weight
+	}
+	total := n + o.PriorJobs
+	if len(prior.Classes) == 0 {
+		total = n
+	}
+	var m Mix
+	for _, k := range order {
+		a := byKey[k]
+		if a.count <= 0 || total <= 0 {
+			continue
+		}
+		a.c.Weight = a.count / total
+		m.Classes = append(m.Classes, a.c)
+	}
+	slices.SortStableFunc(m.Classes, func(a, b MixClass) int {
+		if c := cmp.Compare(b.Weight, a.Weight); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.GPUMilli, a.GPUMilli)
+	})
+	if len(m.Classes) > o.MaxClasses {
+		m.Classes = m.Classes[:o.MaxClasses]
+	}
+	sum := 0.0
+	for _, c := range m.Classes {
+		sum += c.Weight
+	}
+	for i := range m.Classes {
+		m.Classes[i].Weight /= sum
+	}
+	switch {
+	case n == 0:
+		m.Source = prior.Source
+	case len(prior.Classes) == 0:
+		m.Source = fmt.Sprintf("learned from %d jobs", int(n))
+	default:
+		m.Source = fmt.Sprintf("learned from %d jobs, blended with %g pseudo-jobs of the default", int(n), o.PriorJobs)
+	}
+	return m
+}
+
+// MixFromJobs learns the mix from the jobs of a snapshot and a history:
+// every job that ran or waited at or after since (running and pending jobs
+// of the snapshot, started or finished jobs of the history), each job id
+// counted once, blended with DefaultMix of the state.
+func MixFromJobs(st *PlaceState, snap *Snapshot, history []Job, since time.Time, o MixOptions) Mix {
+	// History and snapshot may list the same job: count it once.
+	var seen map[string]bool
+	if len(history) > 0 {
+		seen = make(map[string]bool, len(history))
+	}
+	n := len(history)
+	if snap != nil {
+		n += len(snap.Jobs)
+	}
+	ds := make([]Demand, 0, n)
+	add := func(j *Job) {
+		if j.GPUs <= 0 || seen != nil && j.ID != "" && seen[j.ID] {
+			return
+		}
+		if seen != nil {
+			seen[j.ID] = true
+		}
+		ds = append(ds, JobDemand(j))
+	}
+	for i := range history {
+		j := &history[i]
+		if j.Start.IsZero() && j.Submit.Before(since) {
+			continue
+		}
+		if !j.Start.IsZero() && j.Start.Before(since) && !j.End.IsZero() && j.End.Before(since) {
+			continue
+		}
+		add(j)
+	}
+	if snap != nil {
+		for i := range snap.Jobs {
+			if j := &snap.Jobs[i]; j.State == StateRunning || j.State == StatePending {
+				add(j)
+			}
+		}
+	}
+	for i := range ds {
+		ds[i].Nodes = 0 // the mix is per node
+	}
+	return LearnMix(ds, DefaultMix(st), o)
+}
+
+// fragModel is a mix compiled against a state's type table.
+type fragModel struct {
+	classes []fclass
+}
+
+type fclass struct {
+	cdemand
+	w float64
+}
+
+func compileMix(st *PlaceState, m *Mix) *fragModel {
+	fm := &fragModel{classes: make([]fclass, 0, len(m.Classes))}
+	for _, c := range m.Classes {
+		if c.Weight <= 0 {
+			continue
+		}
+		d := Demand{GPUMilli: c.GPUMilli, CPUMilli: c.CPUMilli, GPUTypes: c.GPUTypes}
+		if d.Validate() != nil {
+			continue
+		}
+		fm.classes = append(fm.classes, fclass{cdemand: st.compile(d), w: c.Weight})
+	}
+	return fm
+}
+
+// frag is F_n(M) in thousandths of a GPU for a node with the given figures
+// and per-GPU free shares.
+func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
+	if s.totalFree == 0 {
+		return 0
+	}
+	var f float64
+	for k := range fm.classes {
+		c := &fm.classes[k]
+		var fc int32
+		switch {
+		case !c.typeOK(s.typ) || c.cpu > s.cpuFree || !s.fitsGPU(&c.cdemand):
+			fc = s.totalFree
+		case c.milli == 0:
+			fc = 0
+		case c.whole > 0:
+			fc = s.partial
+		default:
+			for _, g := range free {
+				if g < c.milli {
+					fc += g
+				}
+			}
+		}
+		f += c.w * float64(fc)
+	}
+	return f
+}
+
+// before is node i's F_n(M) as it stands.
+func (fm *fragModel) before(st *PlaceState, i int) float64 {
+	return fm.frag(&st.sum[i], st.free[st.off[i]:st.off[i+1]])
+}
+
+// after is node i's F_n(M) if milli were taken from each of the GPUs listed
+// and cpu from its CPUs.
+func (fm *fragModel) after(st *PlaceState, i int, gpus []int, milli, cpu int32) float64 {
+	s := st.sum[i]
+	free := st.free[st.off[i]:st.off[i+1]]
+	var buf [64]int32
+	var after []int32
+	if len(free) <= len(buf) {
+		after = buf[:len(free)]
+	} else {
+		after = make([]int32, len(free))
+	}
+	copy(after, free)
+	for _, g := range gpus {
+		after[g] -= milli
+	}
+	a := s
+	a.totalFree, a.nFull, a.maxFree, a.partial = 0, 0, 0, 0
+	for _, f := range after {
+		a.totalFree += f
+		a.maxFree = max(a.maxFree, f)
+		if f == MilliGPU {
+			a.nFull++
+		} else {
+			a.partial += f
+		}
+	}
+	if a.cpuFree != math.MaxInt32 {
+		a.cpuFree -= cpu
+	}
+	return fm.frag(&a, after)
+}
+
+// Fragmentation measures a state under a mix: the expected fragmented GPU
+// capacity Σ_n F_n(M) over schedulable nodes and the free capacity there,
+// both in GPUs, and each schedulable node's F_n(M) by node index (0 for the
+// others).
+func (st *PlaceState) Fragmentation(m Mix) (frag, free float64, perNode []float64) {
+	fm := compileMix(st, &m)
+	perNode = make([]float64, len(st.names))
+	for i := range st.sum {
+		s := &st.sum[i]
+		if !s.up {
+			continue
+		}
+		f := fm.frag(s, st.free[st.off[i]:st.off[i+1]]) / MilliGPU
+		perNode[i] = f
+		frag += f
+		free += float64(s.totalFree) / MilliGPU
+	}
+	return frag, free, perNode
+}

@@ -1,0 +1,245 @@
+package provisioner
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ErrNoReclaim is returned when reclaiming borrowed work cannot make room
+// for a job (not enough borrowed GPUs where the job could run).
+var ErrNoReclaim = errors.New("reclaiming borrowed work cannot make room")
+
+// Victim is one borrowed job a reclaim stops.
+type Victim struct {
+	JobID    string        // job id
+	Team     string        // the team that borrowed
+	Node     string        // the node where its GPUs are freed
+	GPUs     int           // GPUs it holds (on all its nodes)
+	Priority int64         // scheduler priority
+	Progress time.Duration // work since its last checkpoint (or its start): what the reclaim costs it
+	Reason   string        // why it was chosen
+}
+
+// ReclaimStepKind is one kind of reclaim step.
+type ReclaimStepKind string
+
+// Reclaim steps, performed by the caller in the order of the plan.
+const (
+	StepSignal ReclaimStepKind = "signal" // ask the victim to checkpoint (Cluster.Signal)
+	StepWait   ReclaimStepKind = "wait"   // wait the grace period
+	StepEvict  ReclaimStepKind = "evict"  // evict (stop) the victim
+	StepPlace  ReclaimStepKind = "place"  // place the job on the freed node
+)
+
+// ReclaimStep is one step of a reclaim plan.
+type ReclaimStep struct {
+	Kind   ReclaimStepKind // what to do
+	JobID  string          // the victim (signal, evict)
+	Node   string          // the node (place)
+	Signal string          // the signal (signal)
+	Grace  time.Duration   // how long (wait; the eviction grace for evict)
+	Reason string          // why, for the decision log
+}
+
+// ReclaimPlan is how to make room for one job of a team under its quota by
+// stopping borrowed work.
+type ReclaimPlan struct {
+	Team      string        // the team the room is for
+	Demand    Demand        // the job's demand
+	Node      string        // where the job goes once the victims are gone
+	Victims   []Victim      // the jobs to stop: the minimal set
+	FreedGPUs int           // GPUs the victims hold in total
+	Steps     []ReclaimStep // signal each victim, wait the grace period, evict each, place
+	Reason    string        // one-line summary
+}
+
+// ReclaimInput is what PlanReclaim looks at.
+type ReclaimInput struct {
+	Now         time.Time            // decision time
+	Snapshot    *Snapshot            // the cluster now
+	Team        string               // the team under its quota that needs room
+	Demand      Demand               // the job's per-node demand (single-node jobs)
+	IsBorrowed  func(*Job) bool      // which running jobs are borrowed work (the only possible victims)
+	Checkpoints map[string]time.Time // last checkpoint per job id, when known (else its start)
+	Signal      string               // checkpoint signal (default "USR1")
+	Grace       time.Duration        // grace period between the signal and the eviction
+	NodeList    []string             // only these nodes (empty = any)
+	Exclude     []string             // never these nodes
+	MaxVictims  int                  // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
+}
+
+// reclaimCost orders candidate victim sets: the documented criteria of
+// PlanReclaim, each smaller-is-better, ending in the node name.
+type reclaimCost struct {
+	freed    int   // GPUs the set frees
+	maxPrio  int64 // priority of its most important victim
+	sumPrio  int64 // total priority
+	progress int64 // GPU-seconds of work since the victims' last checkpoints
+	victims  int   // number of victims
+	node     string
+}
+
+func (a reclaimCost) compare(b reclaimCost) int {
+	return cmp.Or(cmp.Compare(a.freed, b.freed), cmp.Compare(a.maxPrio, b.maxPrio), cmp.Compare(a.sumPrio, b.sumPrio),
+		cmp.Compare(a.progress, b.progress), cmp.Compare(a.victims, b.victims), cmp.Compare(a.node, b.node))
+}
+
+// PlanReclaim chooses which borrowed jobs to stop so that a job of a team
+// under its quota can be placed. Victims are borrowed work only, and only on
+// one node: the node where the job fits once they are gone (schedulable,
+// GPU type allowed, big enough). Among all such sets on all nodes it picks,
+// in order of criteria: (1) the fewest GPUs freed (so the set is minimal:
+// dropping any victim would no longer make room), (2) the lowest priority
+// (the set's most important victim least important, then the lower total),
+// (3) the least progress lost since the victims' last checkpoints
+// (GPU-seconds), (4) the fewest victims, (5) the node name. The plan's steps
+// are: signal every victim, wait the grace period, evict every victim, place
+// the job. It is pure: the caller performs the steps.
+func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
+	if in.Snapshot == nil || in.IsBorrowed == nil {
+		return nil, errors.New("reclaim: snapshot and borrowed-work predicate are required")
+	}
+	d := in.Demand
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	if d.nodes() > 1 {
+		return nil, fmt.Errorf("%w: %s spans %d nodes; reclaim plans single-node jobs", ErrNoReclaim, d, d.nodes())
+	}
+	if in.Signal == "" {
+		in.Signal = "USR1"
+	}
+	if in.MaxVictims <= 0 {
+		in.MaxVictims = 16
+	}
+	st := PlaceStateFromSnapshot(in.Snapshot)
+	allow, _, err := st.allowMask(in.NodeList, in.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	c := st.compile(d)
+	// Borrowed running jobs by node.
+	type cand struct {
+		v        Victim
+		perNode  int // GPUs freed on this node
+		progress int64
+	}
+	byNode := map[int][]cand{}
+	for i := range in.Snapshot.Jobs {
+		j := &in.Snapshot.Jobs[i]
+		if j.State != StateRunning || j.GPUs <= 0 || !in.IsBorrowed(j) {
+			continue
+		}
+		since := j.Start
+		if t, ok := in.Checkpoints[j.ID]; ok && t.After(since) {
+			since = t
+		}
+		prog := time.Duration(0)
+		if !since.IsZero() && in.Now.After(since) {
+			prog = in.Now.Sub(since)
+		}
+		per := j.GPUs / max(len(j.NodeList), 1)
+		for _, name := range j.NodeList {
+			ni, ok := st.index[name]
+			if !ok {
+				continue
+			}
+			byNode[ni] = append(byNode[ni], cand{
+				v:        Victim{JobID: j.ID, Team: j.Account, Node: name, GPUs: j.GPUs, Priority: j.Priority, Progress: prog},
+				perNode:  per,
+				progress: int64(prog/time.Second) * int64(j.GPUs),
+			})
+		}
+	}
+	var best []cand
+	var bestCost reclaimCost
+	found := false
+	borrowedSeen := 0
+	for ni, cands := range byNode {
+		s := &st.sum[ni]
+		if allow != nil && !allow[ni] || !s.up || !c.typeOK(s.typ) || !st.capacityOK(ni, &c) || c.cpu > s.cpuFree {
+			continue
+		}
+		for _, x := range cands {
+			borrowedSeen += x.perNode
+		}
+		// whole GPUs free now on this node (snapshot states count whole GPUs)
+		freeNow := int(s.nFull)
+		need := max(int(c.whole), 1)
+		if c.milli == 0 {
+			need = 0
+		}
+		if freeNow >= need {
+			continue // fits without a reclaim: not this function's business
+		}
+		slices.SortFunc(cands, func(a, b cand) int {
+			return cmp.Or(cmp.Compare(a.perNode, b.perNode), cmp.Compare(a.v.Priority, b.v.Priority),
+				cmp.Compare(a.progress, b.progress), cmp.Compare(a.v.JobID, b.v.JobID))
+		})
+		consider := func(set []cand) {
+			freedHere := 0
+			cost := reclaimCost{node: st.names[ni], victims: len(set)}
+			for k, x := range set {
+				freedHere += x.perNode
+				cost.freed += x.v.GPUs
+				cost.sumPrio += x.v.Priority
+				if k == 0 || x.v.Priority > cost.maxPrio {
+					cost.maxPrio = x.v.Priority
+				}
+				cost.progress += x.progress
+			}
+			if freeNow+freedHere < need {
+				return
+			}
+			if !found || cost.compare(bestCost) < 0 {
+				found, bestCost, best = true, cost, slices.Clone(set)
+			}
+		}
+		if len(cands) <= in.MaxVictims {
+			set := make([]cand, 0, len(cands))
+			for mask := 1; mask < 1<<len(cands); mask++ {
+				set = set[:0]
+				for b := range cands {
+					if mask&(1<<b) != 0 {
+						set = append(set, cands[b])
+					}
+				}
+				consider(set)
+			}
+		} else {
+			// Too many to enumerate: take them in comparator order until enough.
+			for k := 1; k <= len(cands); k++ {
+				consider(cands[:k])
+			}
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("%w for team %s's %s: %d borrowed GPUs on nodes where it could run, not enough with the free ones",
+			ErrNoReclaim, in.Team, d, borrowedSeen)
+	}
+	plan := &ReclaimPlan{Team: in.Team, Demand: d, Node: bestCost.node, FreedGPUs: bestCost.freed}
+	slices.SortFunc(best, func(a, b cand) int { return cmp.Compare(a.v.JobID, b.v.JobID) })
+	ids := make([]string, len(best))
+	for k, x := range best {
+		x.v.Reason = fmt.Sprintf("borrowed by %s: %d GPUs, priority %d, %s since its last checkpoint; frees room for %s on %s",
+			x.v.Team, x.v.GPUs, x.v.Priority, x.v.Progress.Round(time.Second), in.Team, plan.Node)
+		plan.Victims = append(plan.Victims, x.v)
+		ids[k] = x.v.JobID
+	}
+	for _, v := range plan.Victims {
+		plan.Steps = append(plan.Steps, ReclaimStep{Kind: StepSignal, JobID: v.JobID, Signal: in.Signal,
+			Reason: "checkpoint before reclaim: " + v.Reason})
+	}
+	plan.Steps = append(plan.Steps, ReclaimStep{Kind: StepWait, Grace: in.Grace, Reason: "grace period for the checkpoint"})
+	for _, v := range plan.Victims {
+		plan.Steps = append(plan.Steps, ReclaimStep{Kind: StepEvict, JobID: v.JobID, Grace: in.Grace, Reason: "reclaim: " + v.Reason})
+	}
+	plan.Steps = append(plan.Steps, ReclaimStep{Kind: StepPlace, Node: plan.Node,
+		Reason: fmt.Sprintf("%s for team %s (within its quota) on %s after reclaim", d, in.Team, plan.Node)})
+	plan.Reason = fmt.Sprintf("reclaim %d borrowed GPUs on %s (%s) for team %s's %s", plan.FreedGPUs, plan.Node, strings.Join(ids, ", "), in.Team, d)
+	return plan, nil
+}
