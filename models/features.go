@@ -24,7 +24,7 @@ const FeatureSchemaName = "mirage-chain"
 
 // FeatureSchemaVersion is the current version; bump it on any change to
 // computeFeatures (meaning, order or count of fields).
-const FeatureSchemaVersion = 1
+const FeatureSchemaVersion = 2
 
 // Percentiles used for every distribution feature (the published design's 0/25/50/75/100).
 var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
@@ -34,6 +34,12 @@ const partitionBuckets = 4
 
 // historyWindow is how many recent starts the history features look at (the `average` baseline's 100).
 const historyWindow = 100
+
+// historyHorizon is how far back the history features look (the published
+// 24 hours): jobs that started earlier are ignored even when the history
+// holds them (the daemon reads further back to track its own segments), so
+// the features do not depend on how much history a backend hands over.
+const historyHorizon = 24 * time.Hour
 
 var schemaV1 = func() SchemaID {
 	w := &featureWriter{names: []string{}}
@@ -77,9 +83,13 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //     than its share, so its jobs tend to rank lower), and its pending jobs.
 //   - partition: a one-hot of FNV-1a(partition) mod 4, and the share of
 //     pending jobs in the same partition.
-//   - history (Observation.History, the last 100 jobs that started): mean wait
-//     (the `average` baseline), median and 90th percentile wait, and starts in
-//     the last 24 hours.
+//   - history (Observation.History, the last 100 jobs that started in the 24
+//     hours before now): mean wait (the `average` baseline), median and 90th
+//     percentile wait, and the number of those starts (all of the last 24 hours').
+//   - plan (v2): the successor's wait as planned from the snapshot with every
+//     job running to its limit (see planWaits): ahead of all pending jobs
+//     and behind them (conservative backfill), and each minus the
+//     predecessor's time left (the gap those plans imply).
 func Features(obs *provisioner.Observation) ([]float64, error) {
 	return AppendFeatures(make([]float64, 0, NumFeatures()), obs)
 }
@@ -305,12 +315,12 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	}
 	w.add("partition_pending_share", partShare)
 
-	// History: the last historyWindow jobs that started at or before now, by start time.
+	// History: the last historyWindow jobs that started in (now − historyHorizon, now], by start time.
 	starts := w.buf[:0]
 	var recent []*provisioner.Job
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) {
+		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
 			recent = append(recent, j)
 		}
 	}
@@ -324,7 +334,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	}
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < 24*time.Hour {
+		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
 			day++
 		}
 	}
@@ -338,4 +348,14 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("hist_wait_p90_h", Percentile(starts, 0.9))
 	w.add("hist_starts_24h", day)
 	w.buf = starts
+
+	left := 0.0
+	if p := obs.Predecessor; p != nil && p.State == provisioner.StateRunning {
+		left = math.Max(0, hours(p.TimeLimit-p.Elapsed(now)))
+	}
+	first, last := planWaits(snap, now, partition, obs.Successor.Nodes, obs.Successor.GPUs, succLimit)
+	w.add("plan_wait_first_h", first/3600)
+	w.add("plan_wait_last_h", last/3600)
+	w.add("plan_gap_first_h", first/3600-left)
+	w.add("plan_gap_last_h", last/3600-left)
 }

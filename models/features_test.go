@@ -102,8 +102,14 @@ func TestFeaturesHandComputed(t *testing.T) {
 		// FNV-1a-32("gpu") mod 4 = 1 (computed with a separate Python implementation)
 		"partition_hash_0": 0, "partition_hash_1": 1, "partition_hash_2": 0, "partition_hash_3": 0,
 		"partition_pending_share": 2.0 / 3,
-		// waits of started jobs [2 1 0.5]: mean 3.5/3; sorted [0.5 1 2]: p50 1, p90 at rank 1.8 → 1.8; h2 and h3 started within 24 h
-		"hist_wait_mean_h": 3.5 / 3, "hist_wait_p50_h": 1, "hist_wait_p90_h": 1.8, "hist_starts_24h": 2,
+		// started within 24 h: h2 (wait 1) and h3 (0.5); h1 started 28 h ago is out of the horizon.
+		// mean 0.75; sorted [0.5 1]: p50 0.75, p90 at rank 0.9 → 0.95
+		"hist_wait_mean_h": 0.75, "hist_wait_p50_h": 0.75, "hist_wait_p90_h": 0.95, "hist_starts_24h": 2,
+		// Plan over partition "gpu" (nodes list no partitions: all count): 20 GPUs, r1 (4) and r2 (8) run → 8 free;
+		// r1 frees 4 at +2 h, r2 8 at +46 h. The successor (4 GPUs for the chain's 6 h) fits now ahead of the queue.
+		// Behind it: p2 (8 GPUs, 4 h, older) takes [0, 4 h), p1 (4 GPUs, 2 h) [2 h, 4 h); 12 free from 4 h → waits 4 h.
+		// The predecessor r1 has 2 h left.
+		"plan_wait_first_h": 0, "plan_wait_last_h": 4, "plan_gap_first_h": -2, "plan_gap_last_h": 2,
 	}
 	if len(want) != len(fields) {
 		t.Errorf("test covers %d of %d fields", len(want), len(fields))
@@ -160,8 +166,8 @@ func TestSchemaNamesUnique(t *testing.T) {
 		}
 		seen[f] = true
 	}
-	if len(s.Fields) != 65 {
-		t.Errorf("schema v1 has %d fields, want 65 (bump FeatureSchemaVersion when this changes)", len(s.Fields))
+	if len(s.Fields) != 69 {
+		t.Errorf("schema v%d has %d fields, want 69 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
 	}
 }
 

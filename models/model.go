@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -82,16 +83,20 @@ type Meta struct {
 	Libraries    map[string]string  `json:"libraries,omitempty"`     // library versions (Go modules, libxgboost, Go)
 	Metrics      map[string]float64 `json:"metrics,omitempty"`       // validation metrics (mae, rmse, accuracy, auc, ...)
 	Output       *OutputTransform   `json:"output,omitempty"`        // affine map from the raw model output to the prediction, if any
+	Decision     *DecisionRule      `json:"decision,omitempty"`      // how a policy turns the output into submit/wait (policies only)
 	TrainRows    int                `json:"train_rows,omitempty"`    // training rows
 	TrainSeconds float64            `json:"train_seconds,omitempty"` // wall time of the fit
 	Created      time.Time          `json:"created,omitzero"`        // when it was trained (caller's clock)
 }
 
-// OutputTransform maps a model's raw output r to Shift + Scale·r: models
-// trained on a standardised target (quantile XGBoost) store it in meta.json.
+// OutputTransform maps a model's raw output r to Shift + Scale·r and then,
+// when Expm1Unit > 0, to (e^y − 1)·Expm1Unit: models trained on a
+// standardised target (quantile XGBoost) store the affine part, models
+// trained on log1p(target/unit) (the wait quantiles) the exponential.
 type OutputTransform struct {
-	Shift float64 `json:"shift"` // added after scaling
-	Scale float64 `json:"scale"` // multiplies the raw output
+	Shift     float64 `json:"shift"`                // added after scaling
+	Scale     float64 `json:"scale"`                // multiplies the raw output
+	Expm1Unit float64 `json:"expm1_unit,omitempty"` // > 0: the target was log1p(y/unit)
 }
 
 // apply maps a raw output; a nil transform is the identity.
@@ -99,7 +104,11 @@ func (o *OutputTransform) apply(r float64) float64 {
 	if o == nil {
 		return r
 	}
-	return o.Shift + o.Scale*r
+	y := o.Shift + o.Scale*r
+	if o.Expm1Unit > 0 {
+		y = math.Expm1(y) * o.Expm1Unit
+	}
+	return y
 }
 
 // Model is one trained predictor: one number per feature vector. For

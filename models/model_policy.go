@@ -16,24 +16,79 @@ import (
 // ≤ 30 minutes (the same boundary as SafeGapThreshold).
 const DefaultMaxOverlap = 30 * time.Minute
 
+// Regression targets a chain policy's model may predict.
+const (
+	// TargetGap: the signed gap (seconds) if the successor is submitted now.
+	TargetGap = "gap"
+	// TargetWait: the successor's queue wait (seconds) if submitted now;
+	// the gap is that wait minus the predecessor's remaining time
+	// (limit − elapsed), which the policy knows exactly. Trees fit the wait
+	// far better than the gap, whose largest part (the remaining time) is
+	// a straight line they can only approximate in steps.
+	TargetWait = "wait"
+)
+
+// DecisionRule is how a policy turns its model's output into a decision,
+// stored in meta.json: it submits when the score reaches Threshold, where
+// the score is the predicted gap in seconds (regression; from the
+// predicted wait when Target is TargetWait), P(safe) (classification) or
+// the preference for submitting (dqn, pg).
+type DecisionRule struct {
+	Target    string  `json:"target,omitempty"` // regression target: TargetGap (default) or TargetWait
+	Threshold float64 `json:"threshold"`        // submit when score ≥ Threshold
+	Tuned     string  `json:"tuned,omitempty"`  // how Threshold was chosen (e.g. "min mean cost on the calibration split")
+}
+
+// DefaultDecisionRule is the published rule for a task: regression submits
+// when the predicted gap ≥ −30 min, classification when P(safe) ≥ 0.5, a
+// learned policy when its preference for submitting ≥ 0.
+func DefaultDecisionRule(task Task) DecisionRule {
+	switch task {
+	case Regression:
+		return DecisionRule{Target: TargetGap, Threshold: -DefaultMaxOverlap.Seconds()}
+	case Classification:
+		return DecisionRule{Threshold: 0.5}
+	}
+	return DecisionRule{}
+}
+
+// ruleOf returns the model's stored rule or the task's default.
+func ruleOf(m Meta) DecisionRule {
+	if m.Decision != nil {
+		r := *m.Decision
+		if m.Task == Regression && r.Target == "" {
+			r.Target = TargetGap
+		}
+		return r
+	}
+	return DefaultDecisionRule(m.Task)
+}
+
+// Score maps a raw model output y to the rule's score given the
+// predecessor's remaining time (seconds): for TargetWait the predicted gap
+// y − left, otherwise y itself.
+func (r DecisionRule) Score(task Task, y, leftSec float64) float64 {
+	if task == Regression && r.Target == TargetWait {
+		return y - leftSec
+	}
+	return y
+}
+
+// Submit reports whether a score reaches the threshold.
+func (r DecisionRule) Submit(score float64) bool { return score >= r.Threshold }
+
 // ModelPolicy turns a trained Model into a provisioner.Policy: features from
-// the observation, one prediction, one decision.
-//
-//   - Regression models predict the signed gap (seconds) if the successor is
-//     submitted now; the policy submits when the gap ≥ −MaxOverlap.
-//   - Classification models predict P(gap ≥ SafeGapThreshold); the policy
-//     submits when that probability ≥ MinProb.
-//   - Preference models (dqn, pg) score submit over wait; the policy submits
-//     when the score ≥ 0 (the greedy action).
+// the observation, one prediction, one decision by the model's DecisionRule
+// (meta.json), or the published default rule when the model has none.
 //
 // Without a running predecessor there is nothing to wait for: a finished or
 // absent predecessor gives SubmitNow, a pending one gives Wait (the
-// successor would only queue behind it). Decide keeps no state.
+// successor would only queue behind it). Decide keeps no state and may be
+// called concurrently when the model's Predict may.
 type ModelPolicy struct {
-	PolicyName string        // registry name, e.g. "xgb"
-	Model      Model         // trained on Schema()
-	MaxOverlap time.Duration // regression: accepted overlap (default DefaultMaxOverlap)
-	MinProb    float64       // classification: minimum P(safe) (default 0.5)
+	PolicyName string       // registry name, e.g. "xgb"
+	Model      Model        // trained on Schema()
+	Rule       DecisionRule // decision rule (from meta.json, or the default)
 }
 
 // NewModelPolicy wraps m, refusing a model trained on another feature schema.
@@ -41,7 +96,7 @@ func NewModelPolicy(name string, m Model) (*ModelPolicy, error) {
 	if err := CheckSchema(m.Meta().Schema, Schema()); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
-	return &ModelPolicy{PolicyName: name, Model: m, MaxOverlap: DefaultMaxOverlap, MinProb: 0.5}, nil
+	return &ModelPolicy{PolicyName: name, Model: m, Rule: ruleOf(m.Meta())}, nil
 }
 
 // Name implements provisioner.Policy.
@@ -55,12 +110,8 @@ const (
 
 // Decide implements provisioner.Policy.
 func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
-	pred := obs.Predecessor
-	switch {
-	case pred == nil || pred.State.Finished():
-		return provisioner.Decision{Action: provisioner.SubmitNow, Reason: ReasonNoPredecessor}, nil
-	case pred.State == provisioner.StatePending:
-		return provisioner.Decision{Action: provisioner.Wait, Reason: ReasonPredecessorPending}, nil
+	if d, ok := gate(obs); ok {
+		return d, nil
 	}
 	var buf [128]float64
 	x, err := AppendFeatures(buf[:0], obs)
@@ -71,39 +122,25 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	if err != nil {
 		return provisioner.Decision{}, fmt.Errorf("policy %s: %w", p.PolicyName, err)
 	}
-	d := provisioner.Decision{Action: provisioner.Wait, Score: y}
-	if p.Model.Meta().Task == Preference {
-		if y >= 0 {
-			d.Action = provisioner.SubmitNow
-			d.Reason = fmt.Sprintf("%s: preference for submitting %.3f ≥ 0: submit", p.PolicyName, y)
-		} else {
-			d.Reason = fmt.Sprintf("%s: preference for submitting %.3f < 0: wait", p.PolicyName, y)
-		}
-		return d, nil
-	}
-	if p.Model.Meta().Task == Classification {
-		minP := p.MinProb
-		if minP == 0 {
-			minP = 0.5
-		}
-		if y >= minP {
-			d.Action = provisioner.SubmitNow
-			d.Reason = fmt.Sprintf("%s: P(safe)=%.2f ≥ %.2f: submit", p.PolicyName, y, minP)
-		} else {
-			d.Reason = fmt.Sprintf("%s: P(safe)=%.2f < %.2f: wait", p.PolicyName, y, minP)
-		}
-		return d, nil
-	}
-	maxOv := p.MaxOverlap
-	if maxOv == 0 {
-		maxOv = DefaultMaxOverlap
-	}
-	gap := time.Duration(y * float64(time.Second)).Round(time.Minute)
-	if y >= -maxOv.Seconds() {
+	task := p.Model.Meta().Task
+	left := math.Max(0, expectedEnd(obs.Predecessor).Sub(obs.Now).Seconds())
+	score := p.Rule.Score(task, y, left)
+	d := provisioner.Decision{Action: provisioner.Wait, Score: score}
+	submit := p.Rule.Submit(score)
+	if submit {
 		d.Action = provisioner.SubmitNow
-		d.Reason = fmt.Sprintf("%s: predicted gap %s ≥ −%s: submit", p.PolicyName, gap, maxOv)
-	} else {
-		d.Reason = fmt.Sprintf("%s: predicted gap %s < −%s: wait", p.PolicyName, gap, maxOv)
+	}
+	verb := map[bool]string{true: "submit", false: "wait"}[submit]
+	cmp := map[bool]string{true: "≥", false: "<"}[submit]
+	switch task {
+	case Preference:
+		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.PolicyName, score, cmp, p.Rule.Threshold, verb)
+	case Classification:
+		d.Reason = fmt.Sprintf("%s: P(safe)=%.2f %s %.2f: %s", p.PolicyName, score, cmp, p.Rule.Threshold, verb)
+	default:
+		gap := time.Duration(score * float64(time.Second)).Round(time.Minute)
+		th := time.Duration(p.Rule.Threshold * float64(time.Second)).Round(time.Minute)
+		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.PolicyName, gap, cmp, th, verb)
 	}
 	return d, nil
 }

@@ -2,6 +2,7 @@ package models
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -32,13 +33,13 @@ func TestModelPolicyDecide(t *testing.T) {
 		want   provisioner.Action
 		reason string
 	}{
-		{"gap exactly -30 min submits", Regression, -1800, nil, provisioner.SubmitNow, "predicted gap -30m0s ≥ −30m0s: submit"},
-		{"gap -31 min waits", Regression, -1860, nil, provisioner.Wait, "predicted gap -31m0s < −30m0s: wait"},
+		{"gap exactly -30 min submits", Regression, -1800, nil, provisioner.SubmitNow, "predicted gap -30m0s ≥ -30m0s: submit"},
+		{"gap -31 min waits", Regression, -1860, nil, provisioner.Wait, "predicted gap -31m0s < -30m0s: wait"},
 		{"interruption predicted submits", Regression, 7200, nil, provisioner.SubmitNow, "submit"},
 		{"P(safe) 0.5 submits", Classification, 0.5, nil, provisioner.SubmitNow, "P(safe)=0.50 ≥ 0.50: submit"},
 		{"P(safe) 0.49 waits", Classification, 0.49, nil, provisioner.Wait, "P(safe)=0.49 < 0.50: wait"},
-		{"preference 0 submits", Preference, 0, nil, provisioner.SubmitNow, "preference for submitting 0.000 ≥ 0: submit"},
-		{"preference < 0 waits", Preference, -0.2, nil, provisioner.Wait, "preference for submitting -0.200 < 0: wait"},
+		{"preference 0 submits", Preference, 0, nil, provisioner.SubmitNow, "preference for submitting 0.000 ≥ 0.000: submit"},
+		{"preference < 0 waits", Preference, -0.2, nil, provisioner.Wait, "preference for submitting -0.200 < 0.000: wait"},
 		{"no predecessor", Regression, -1e6, func(o *provisioner.Observation) { o.Predecessor = nil }, provisioner.SubmitNow, ReasonNoPredecessor},
 		{"predecessor finished", Regression, -1e6, func(o *provisioner.Observation) {
 			p := *o.Predecessor
@@ -87,7 +88,7 @@ func TestModelPolicyRefusesOtherSchema(t *testing.T) {
 	if !errors.Is(err, ErrSchemaMismatch) {
 		t.Fatalf("err = %v, want ErrSchemaMismatch", err)
 	}
-	if !strings.Contains(err.Error(), "v1") || !strings.Contains(err.Error(), "v2") {
+	if !strings.Contains(err.Error(), fmt.Sprintf("v%d", FeatureSchemaVersion)) || !strings.Contains(err.Error(), fmt.Sprintf("v%d", FeatureSchemaVersion+1)) {
 		t.Errorf("message %q should name both versions", err)
 	}
 }
@@ -97,7 +98,7 @@ func TestFeatureDigest(t *testing.T) {
 	if a != FeatureDigest([]float64{1, 2, 3}) || a == FeatureDigest([]float64{1, 2, 3.0000001}) {
 		t.Error("digest not stable or not sensitive")
 	}
-	if !strings.HasPrefix(a, "v1:") || len(a) != 3+16 {
+	if !strings.HasPrefix(a, fmt.Sprintf("v%d:", FeatureSchemaVersion)) || len(a) != 3+16 {
 		t.Errorf("digest %q", a)
 	}
 }

@@ -8,7 +8,7 @@ PKGS=(
   # build
   gcc g++ make libsqlite3-dev libxgboost-dev
   # real Slurm 22.05 on loopback (scripts/slurm-up.sh)
-  slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server
+  slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server gettext-base
   # real etcd for the kube-apiserver (scripts/k8s-up.sh)
   etcd-server openssl
   # headless browser for the HTML report's acceptance test (eval)

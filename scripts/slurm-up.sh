@@ -11,7 +11,12 @@ for b in munged mungekey mariadbd mariadb-install-db slurmdbd slurmctld slurmd s
 done
 
 write_config
+if [ "$CONFIG_CHANGED" = 1 ] && compgen -G "$STATE/run/*.pid" >/dev/null; then
+  log "configuration changed: restarting the daemons"
+  "$(dirname "$0")/slurm-down.sh" >/dev/null 2>&1 || true
+fi
 if all_up; then
+  setup_accounting # idempotent: brings accounts and QOS of an older run up to date
   write_env
   log "already up (SLURM_CONF=$SLURM_CONF)"
   exit 0

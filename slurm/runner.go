@@ -3,9 +3,6 @@ package slurm
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,32 +10,63 @@ import (
 	"time"
 )
 
-// Runner runs one command with arguments and returns its output.
+// Runner runs one command with an argument list and returns what it printed.
+// The Client applies per-call timeouts through ctx and classifies failures;
+// a Runner only executes. Unit tests inject a fake.
 type Runner interface {
-	// Run runs name with args (no shell), feeding stdin if non-nil.
-	Run(ctx context.Context, name string, args []string, stdin io.Reader) (stdout, stderr []byte, err error)
+	// Run runs name with args (never through a shell). err is non-nil when the
+	// command could not start or exited non-zero; stdout and stderr are
+	// returned in both cases.
+	Run(ctx context.Context, name string, args []string) (stdout, stderr []byte, err error)
 }
 
-// ExecRunner runs commands with os/exec; it never uses a shell.
+// ExecRunner runs the Slurm commands with os/exec. It never uses a shell:
+// job names, comments and scripts travel as single arguments.
 type ExecRunner struct {
-	Bin       string        // directory of the Slurm commands; empty: search PATH
-	SlurmConf string        // exported as SLURM_CONF when set
-	Path      string        // PATH for the child; empty: inherit
-	Timeout   time.Duration // per call; 0 means 30 s
+	SlurmConf string   // exported as SLURM_CONF when set
+	Path      string   // PATH for looking up the commands and for the child; empty: inherit
+	TZ        string   // exported as TZ when set, so text times are printed in a known zone
+	Env       []string // extra KEY=VALUE entries, last wins
+}
+
+// envDropped lists variables that change what the query commands print or
+// select (SQUEUE_FORMAT, SQUEUE_USERS, SACCT_FORMAT, SINFO_SORT, ...). They are
+// removed from the children's environment so the output is what the parsers
+// expect. SBATCH_* variables are kept: they are the user's submission defaults.
+var envDropped = []string{"SQUEUE_", "SACCT_", "SINFO_", "SCONTROL_", "SCANCEL_", "SLURM_TIME_FORMAT="}
+
+// environ builds the child's environment.
+func (r *ExecRunner) environ() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		drop := false
+		for _, p := range envDropped {
+			if strings.HasPrefix(kv, p) {
+				drop = true
+				break
+			}
+		}
+		if !drop {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "SLURM_TIME_FORMAT=standard")
+	if r.SlurmConf != "" {
+		env = append(env, "SLURM_CONF="+r.SlurmConf)
+	}
+	if r.Path != "" {
+		env = append(env, "PATH="+r.Path)
+	}
+	if r.TZ != "" {
+		env = append(env, "TZ="+r.TZ)
+	}
+	return append(env, r.Env...)
 }
 
 // Run implements Runner.
-func (r *ExecRunner) Run(ctx context.Context, name string, args []string, stdin io.Reader) ([]byte, []byte, error) {
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
+func (r *ExecRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
 	prog := name
-	if r.Bin != "" {
-		prog = filepath.Join(r.Bin, name)
-	} else if r.Path != "" {
+	if r.Path != "" && !strings.ContainsRune(name, '/') {
 		p, err := lookPathIn(name, r.Path)
 		if err != nil {
 			return nil, nil, err
@@ -46,25 +74,17 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args []string, stdin 
 		prog = p
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
-	env := os.Environ()
-	if r.SlurmConf != "" {
-		env = append(env, "SLURM_CONF="+r.SlurmConf)
-	}
-	if r.Path != "" {
-		env = append(env, "PATH="+r.Path)
-	}
-	cmd.Env = env
-	cmd.Stdin = stdin
+	cmd.Env = r.environ()
+	cmd.Stdin = nil
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	// After ctx ends the process is killed; give its pipes a moment, then give up.
 	cmd.WaitDelay = 2 * time.Second
 	err := cmd.Run()
-	if err != nil && ctx.Err() == context.DeadlineExceeded {
-		err = fmt.Errorf("%s timed out after %s: %w", name, timeout, context.DeadlineExceeded)
-	}
 	return out.Bytes(), errb.Bytes(), err
 }
 
+// lookPathIn finds an executable named name in the directories of path.
 func lookPathIn(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
 		if dir == "" {
@@ -76,24 +96,4 @@ func lookPathIn(name, path string) (string, error) {
 		}
 	}
 	return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
-}
-
-// errorIs reports whether err is (or wraps) one of targets.
-func errorIs(err error, targets ...error) bool {
-	for _, t := range targets {
-		if errors.Is(err, t) {
-			return true
-		}
-	}
-	return false
-}
-
-// firstLine returns the first non-empty line of b, trimmed.
-func firstLine(b []byte) string {
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			return l
-		}
-	}
-	return ""
 }

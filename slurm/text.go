@@ -1,8 +1,6 @@
 package slurm
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,73 +9,124 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// Sep separates fields in the text formats mirage asks for (ASCII unit separator:
-// never in job names or comments typed by users).
+// Sep separates fields in the text formats mirage asks for: the ASCII unit
+// separator, which users do not type into job names or comments.
 const Sep = "\x1f"
 
-// SqueueFormat is the `squeue -o` format ParseSqueueText reads (fallback when --json is unavailable).
-// Fields: id, name, user, account, partition, qos, state, reason, submit, start (or estimate),
-// end, limit, nodes, tres-per-node, priority, nodelist, dependency, comment (last: may hold anything).
-var SqueueFormat = strings.Join([]string{"%i", "%j", "%u", "%a", "%P", "%q", "%T", "%r", "%V", "%S", "%e", "%l", "%D", "%b", "%Q", "%N", "%E", "%k"}, Sep)
-
-// ParseSqueueText parses `squeue -h -o SqueueFormat` output; times are read in loc.
-func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
-	var out []provisioner.Job
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		l := sc.Text()
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		f := strings.SplitN(l, Sep, 18)
-		if len(f) != 18 {
-			return nil, fmt.Errorf("squeue: line %d: %d fields, want 18", line, len(f))
-		}
-		j := provisioner.Job{
-			ID: f[0], Name: f[1], User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
-			State: mapState(f[6]), Reason: reason(f[7]), Comment: nullStr(f[17]), Depend: nullStr(f[16]),
-		}
-		var err error
-		if j.Submit, err = parseSlurmTime(f[8], loc); err != nil {
-			return nil, fmt.Errorf("squeue: line %d: submit: %w", line, err)
-		}
-		start, err := parseSlurmTime(f[9], loc)
-		if err != nil {
-			return nil, fmt.Errorf("squeue: line %d: start: %w", line, err)
-		}
-		if j.State == provisioner.StatePending {
-			j.EstStart = start
-		} else {
-			j.Start = start
-			j.NodeList = ExpandHostlist(f[15])
-		}
-		if j.TimeLimit, err = ParseDuration(f[11]); err != nil {
-			return nil, fmt.Errorf("squeue: line %d: time limit: %w", line, err)
-		}
-		if j.Nodes, err = strconv.Atoi(f[12]); err != nil {
-			return nil, fmt.Errorf("squeue: line %d: nodes %q: %w", line, f[12], err)
-		}
-		if n, typ := gpusFromGres(nullStr(f[13])); n > 0 {
-			j.GPUs, j.GPUType = n*max(j.Nodes, 1), typ
-		}
-		j.Priority, _ = strconv.ParseInt(f[14], 10, 64)
-		out = append(out, j)
-	}
-	return out, sc.Err()
+// squeueFields are the `squeue -O` fields ParseSqueueText reads, in order.
+// Comment comes last so that it may hold anything, even Sep.
+var squeueFields = []string{
+	"JobArrayID", "Name", "UserName", "Account", "Partition", "QOS", "State", "Reason",
+	"SubmitTime", "EligibleTime", "StartTime", "EndTime", "TimeLimit", "NumNodes",
+	"tres-per-node", "tres-per-job", "tres-alloc", "PriorityLong", "NodeList", "Dependency", "Comment",
 }
 
-func nullStr(s string) string {
+// SqueueFormat is the `squeue -O` argument whose output ParseSqueueText reads:
+// every field unpadded (":0") and followed by Sep, except the last.
+var SqueueFormat = formatO(squeueFields)
+
+// formatO builds an -O format: "A:0<Sep>,B:0<Sep>,...,Z:0".
+func formatO(fields []string) string {
+	var b strings.Builder
+	for i, f := range fields {
+		b.WriteString(f)
+		b.WriteString(":0")
+		if i < len(fields)-1 {
+			b.WriteString(Sep + ",")
+		}
+	}
+	return b.String()
+}
+
+// lines splits output into non-empty lines (a missing final newline is fine).
+func lines(b []byte) []string {
+	var out []string
+	for l := range strings.SplitSeq(string(b), "\n") {
+		l = strings.TrimRight(l, "\r")
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// ParseSqueueText parses `squeue -h -a -t all -O SqueueFormat` output, the
+// fallback when --json is unavailable. Times are read in loc (the zone the
+// command ran in; mirage exports TZ to it). Exit codes are not available in
+// this format.
+func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
+	out := []provisioner.Job{}
+	hb := newHostBudget()
+	n := len(squeueFields)
+	for i, l := range lines(b) {
+		f := strings.SplitN(l, Sep, n)
+		if len(f) != n {
+			return nil, fmt.Errorf("squeue: line %d: %d fields, want %d (format %q)", i+1, len(f), n, SqueueFormat)
+		}
+		j := provisioner.Job{
+			ID: strings.TrimSpace(f[0]), Name: nullStr(f[1]), User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
+			State: mapStates(f[6]), Reason: clean(f[7]), Depend: clean(f[19]), Comment: nullStr(f[20]),
+		}
+		if j.ID == "" {
+			return nil, fmt.Errorf("squeue: line %d: empty job id", i+1)
+		}
+		var start, end time.Time
+		var err error
+		for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+			if *p, err = parseSlurmTime(f[8+k], loc); err != nil {
+				return nil, fmt.Errorf("squeue: line %d: %s: %w", i+1, squeueFields[8+k], err)
+			}
+		}
+		if j.TimeLimit, err = ParseDuration(f[12]); err != nil {
+			return nil, fmt.Errorf("squeue: line %d: TimeLimit: %w", i+1, err)
+		}
+		if j.Nodes, err = atoiField(f[13]); err != nil {
+			return nil, fmt.Errorf("squeue: line %d: NumNodes: %w", i+1, err)
+		}
+		if j.Priority, err = strconv.ParseInt(strings.TrimSpace(f[17]), 10, 64); err != nil {
+			j.Priority = 0
+		}
+		switch {
+		case j.State == provisioner.StatePending:
+			j.EstStart = start
+		default:
+			j.Start = start
+			if j.NodeList, err = hb.nodeList(f[18]); err != nil {
+				return nil, fmt.Errorf("squeue: line %d: %w", i+1, err)
+			}
+			if j.State.Finished() {
+				j.End = end
+			}
+		}
+		j.GPUs, j.GPUType = jobGPUs(j.State, f[16], f[16], clean(f[15]), clean(f[14]), j.Nodes)
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// atoiField reads a non-negative count; "" and "N/A" are 0.
+func atoiField(s string) (int, error) {
 	s = strings.TrimSpace(s)
-	if s == "(null)" || s == "N/A" {
+	if clean(s) == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad count %q", s)
+	}
+	return n, nil
+}
+
+// nullStr maps "(null)" (Slurm's rendering of an unset string) to "".
+func nullStr(s string) string {
+	if s == "(null)" {
 		return ""
 	}
 	return s
 }
 
-// parseSlurmTime reads "2026-11-22T19:13:57"; "N/A", "Unknown", "None", "" are the zero time.
+// parseSlurmTime reads Slurm's standard time format "2026-11-22T19:13:57" in
+// loc; "N/A", "Unknown", "None", "(null)", "0" and "" are the zero time.
 func parseSlurmTime(s string, loc *time.Location) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	switch s {
@@ -85,41 +134,47 @@ func parseSlurmTime(s string, loc *time.Location) (time.Time, error) {
 		return time.Time{}, nil
 	}
 	if loc == nil {
-		loc = time.Local
+		loc = time.UTC
 	}
-	return time.ParseInLocation("2006-01-02T15:04:05", s, loc)
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q: want YYYY-MM-DDTHH:MM:SS (is SLURM_TIME_FORMAT set?)", s)
+	}
+	return t, nil
 }
 
-// ParseDuration reads Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM",
-// "D-HH:MM:SS"; "UNLIMITED", "INVALID", "Partition_Limit", "N/A" are 0.
+// ParseDuration reads Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH",
+// "D-HH:MM", "D-HH:MM:SS"; "UNLIMITED", "INFINITE", "Partition_Limit",
+// "INVALID", "N/A" and "" are 0 (no limit known).
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	switch strings.ToUpper(s) {
-	case "", "UNLIMITED", "INVALID", "PARTITION_LIMIT", "N/A", "NONE", "(NULL)":
+	case "", "UNLIMITED", "INFINITE", "INVALID", "PARTITION_LIMIT", "N/A", "NONE", "(NULL)":
 		return 0, nil
 	}
-	days := 0
+	orig := s
+	days, hasDays := 0, false
 	if d, rest, ok := strings.Cut(s, "-"); ok {
 		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("duration %q: bad days", s)
+		if err != nil || n < 0 || n > 1e6 {
+			return 0, fmt.Errorf("duration %q: bad days", orig)
 		}
-		days, s = n, rest
+		days, s, hasDays = n, rest, true
 	}
 	parts := strings.Split(s, ":")
 	nums := make([]int, len(parts))
 	for i, p := range parts {
 		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("duration %q: bad number %q", s, p)
+		if err != nil || n < 0 || n > 1e9 {
+			return 0, fmt.Errorf("duration %q: bad number %q", orig, p)
 		}
 		nums[i] = n
 	}
 	var h, m, sec int
 	switch {
-	case days > 0 && len(nums) == 1:
+	case hasDays && len(nums) == 1:
 		h = nums[0]
-	case days > 0 && len(nums) == 2:
+	case hasDays && len(nums) == 2:
 		h, m = nums[0], nums[1]
 	case len(nums) == 1:
 		m = nums[0]
@@ -128,78 +183,108 @@ func ParseDuration(s string) (time.Duration, error) {
 	case len(nums) == 3:
 		h, m, sec = nums[0], nums[1], nums[2]
 	default:
-		return 0, fmt.Errorf("duration %q: too many fields", s)
+		return 0, fmt.Errorf("duration %q: too many fields", orig)
 	}
-	return time.Duration(days)*24*time.Hour + time.Duration(h)*time.Hour + time.Duration(m)*time.Minute + time.Duration(sec)*time.Second, nil
+	total := int64(days)*86400 + int64(h)*3600 + int64(m)*60 + int64(sec)
+	if total > maxDurationSec {
+		return 0, fmt.Errorf("duration %q: longer than 100 years", orig)
+	}
+	return time.Duration(total) * time.Second, nil
 }
 
-// SacctFields are the `sacct -P -o` fields ParseSacctParsable reads, in order.
-var SacctFields = []string{"JobID", "JobName", "User", "Account", "Partition", "QOS", "State", "Reason", "Submit", "Eligible", "Start", "End", "Timelimit", "NNodes", "AllocTRES", "ReqTRES", "Priority", "NodeList", "ExitCode", "Comment"}
+// maxDurationSec bounds what ParseDuration accepts (100 years; Slurm's own
+// limits are far shorter), keeping time.Duration far from overflow.
+const maxDurationSec = 100 * 365 * 86400
 
-// ParseSacctParsable parses `sacct -X -P -n -o SacctFields` output ("|" separated; the
-// comment is the last field, so a "|" inside it is kept). Job steps (ids with ".") are skipped.
+// FormatDuration renders a limit for sbatch --time: minutes rounded up, as
+// "D-HH:MM:SS" (every Slurm release reads it).
+func FormatDuration(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	sec := int64((d + time.Second - 1) / time.Second)
+	days := sec / 86400
+	sec %= 86400
+	return fmt.Sprintf("%d-%02d:%02d:%02d", days, sec/3600, sec%3600/60, sec%60)
+}
+
+// SacctFields are the `sacct -o` fields ParseSacctParsable reads, in order;
+// Comment comes last so that it may hold anything.
+var SacctFields = []string{
+	"JobID", "JobName", "User", "Account", "Partition", "QOS", "State", "Reason",
+	"Submit", "Eligible", "Start", "End", "Timelimit", "NNodes", "AllocTRES", "ReqTRES",
+	"Priority", "NodeList", "ExitCode", "Comment",
+}
+
+// ParseSacctParsable parses `sacct -X -P -n --delimiter=<Sep> -o SacctFields`
+// output (one line per job allocation; step lines, ids with ".", are
+// skipped). Times are read in loc.
 func ParseSacctParsable(b []byte, loc *time.Location) ([]provisioner.Job, error) {
-	var out []provisioner.Job
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	line := 0
-	for sc.Scan() {
-		line++
-		l := sc.Text()
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		f := strings.SplitN(l, "|", len(SacctFields))
-		if len(f) != len(SacctFields) {
-			return nil, fmt.Errorf("sacct: line %d: %d fields, want %d", line, len(f), len(SacctFields))
+	out := []provisioner.Job{}
+	hb := newHostBudget()
+	n := len(SacctFields)
+	for i, l := range lines(b) {
+		f := strings.SplitN(l, Sep, n)
+		if len(f) != n {
+			return nil, fmt.Errorf("sacct: line %d: %d fields, want %d", i+1, len(f), n)
 		}
 		if f[0] == "JobID" || strings.Contains(f[0], ".") {
 			continue
 		}
-		j := provisioner.Job{ID: f[0], Name: f[1], User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
-			State: mapState(f[6]), Reason: reason(f[7]), Comment: nullStr(f[19])}
+		j := provisioner.Job{
+			ID: strings.TrimSpace(f[0]), Name: f[1], User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
+			State: mapStates(f[6]), Reason: clean(f[7]), Comment: nullStr(f[19]),
+		}
+		if j.ID == "" {
+			return nil, fmt.Errorf("sacct: line %d: empty job id", i+1)
+		}
+		var start, end time.Time
 		var err error
-		times := []*time.Time{&j.Submit, &j.Eligible, &j.Start, &j.End}
-		for i, p := range times {
-			if *p, err = parseSlurmTime(f[8+i], loc); err != nil {
-				return nil, fmt.Errorf("sacct: line %d: %s: %w", line, SacctFields[8+i], err)
+		for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+			if *p, err = parseSlurmTime(f[8+k], loc); err != nil {
+				return nil, fmt.Errorf("sacct: line %d: %s: %w", i+1, SacctFields[8+k], err)
 			}
 		}
 		if j.TimeLimit, err = ParseDuration(f[12]); err != nil {
-			return nil, fmt.Errorf("sacct: line %d: %w", line, err)
+			return nil, fmt.Errorf("sacct: line %d: Timelimit: %w", i+1, err)
 		}
-		j.Nodes, _ = strconv.Atoi(f[13])
-		tr := f[14]
-		if j.State == provisioner.StatePending || tr == "" {
-			tr = f[15]
+		if j.Nodes, err = atoiField(f[13]); err != nil {
+			return nil, fmt.Errorf("sacct: line %d: NNodes: %w", i+1, err)
 		}
-		j.GPUs, j.GPUType = gpusFromTRES(tr)
-		j.Priority, _ = strconv.ParseInt(f[16], 10, 64)
+		j.GPUs, j.GPUType = jobGPUs(j.State, f[14], f[15], "", "", j.Nodes)
+		if p, err := strconv.ParseInt(strings.TrimSpace(f[16]), 10, 64); err == nil {
+			j.Priority = p
+		}
 		if j.State != provisioner.StatePending {
-			j.NodeList = ExpandHostlist(f[17])
-		} else {
-			j.Start, j.End = time.Time{}, time.Time{}
-		}
-		if c, s, ok := strings.Cut(f[18], ":"); ok {
-			j.ExitCode, _ = strconv.Atoi(c)
-			j.Signal, _ = strconv.Atoi(s)
+			j.Start = start
+			if j.NodeList, err = hb.nodeList(f[17]); err != nil {
+				return nil, fmt.Errorf("sacct: line %d: %w", i+1, err)
+			}
+			if j.State.Finished() {
+				j.End = end
+				if c, s, ok := strings.Cut(f[18], ":"); ok {
+					j.ExitCode, _ = strconv.Atoi(c)
+					j.Signal, _ = strconv.Atoi(s)
+				}
+			}
 		}
 		out = append(out, j)
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // ParseScontrolJob parses `scontrol show job -o` output (one job per line,
-// Key=Value pairs) into maps keyed by field name. Values may contain spaces only
-// for the last keys (Command, WorkDir, Comment...); a token without "=" is
-// appended to the previous value.
+// Key=Value pairs) into one map per job, keyed by field name
+// ("JobId", "JobState", "TresPerNode", "AllocNode:Sid", ...).
+//
+// The format is ambiguous for values with spaces: a token that does not look
+// like "Key=" (letters, digits, '_', ':', '/') continues the previous value.
+// A free-text value that itself holds " word=" (a comment such as "a b=c")
+// cannot be told apart from a new key; read such fields from squeue instead.
 func ParseScontrolJob(b []byte) ([]map[string]string, error) {
 	var out []map[string]string
-	for _, l := range strings.Split(string(b), "\n") {
+	for i, l := range lines(b) {
 		l = strings.TrimSpace(l)
-		if l == "" {
-			continue
-		}
 		if strings.HasPrefix(l, "No jobs in the system") {
 			continue
 		}
@@ -207,9 +292,9 @@ func ParseScontrolJob(b []byte) ([]map[string]string, error) {
 		last := ""
 		for _, tok := range strings.Fields(l) {
 			k, v, ok := strings.Cut(tok, "=")
-			if !ok || k == "" || strings.ContainsAny(k, "/:,") {
+			if !ok || !isScontrolKey(k) {
 				if last == "" {
-					return nil, fmt.Errorf("scontrol: token %q before any key", tok)
+					return nil, fmt.Errorf("scontrol: line %d: %q before any Key=Value", i+1, tok)
 				}
 				m[last] += " " + tok
 				continue
@@ -218,47 +303,169 @@ func ParseScontrolJob(b []byte) ([]map[string]string, error) {
 			last = k
 		}
 		if _, ok := m["JobId"]; !ok {
-			return nil, fmt.Errorf("scontrol: line without JobId: %.80q", l)
+			return nil, fmt.Errorf("scontrol: line %d: no JobId in %.80q", i+1, l)
 		}
 		out = append(out, m)
 	}
 	return out, nil
 }
 
-// ParseStartText parses `squeue --start -h -o "%i<Sep>%S<Sep>%r"`: job id → estimated start
-// (jobs without an estimate, "N/A", are left out).
+// isScontrolKey reports whether k looks like a scontrol field name.
+func isScontrolKey(k string) bool {
+	if k == "" || !(k[0] >= 'A' && k[0] <= 'Z' || k[0] >= 'a' && k[0] <= 'z') {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == ':' || c == '/') {
+			return false
+		}
+	}
+	return true
+}
+
+// StartFormat is the `squeue --start -h -o` argument ParseStartText reads.
+const StartFormat = "%i" + Sep + "%S" + Sep + "%r"
+
+// ParseStartText parses `squeue --start -h -o StartFormat`: job id → the
+// scheduler's estimated start, read in loc. Jobs without an estimate ("N/A":
+// no backfill pass yet, dependencies, holds) are left out.
 func ParseStartText(b []byte, loc *time.Location) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
-	for i, l := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
+	for i, l := range lines(b) {
 		f := strings.Split(l, Sep)
 		if len(f) < 2 {
-			return nil, fmt.Errorf("squeue --start: line %d: %d fields", i+1, len(f))
+			return nil, fmt.Errorf("squeue --start: line %d: %d fields, want 3", i+1, len(f))
 		}
 		t, err := parseSlurmTime(f[1], loc)
 		if err != nil {
 			return nil, fmt.Errorf("squeue --start: line %d: %w", i+1, err)
 		}
-		if !t.IsZero() {
-			out[strings.TrimSpace(f[0])] = t
+		if id := strings.TrimSpace(f[0]); id != "" && !t.IsZero() {
+			out[id] = t
 		}
 	}
 	return out, nil
 }
 
-// ParseSbatch reads `sbatch --parsable` output: "123" or "123;cluster".
+// ParseSbatch reads `sbatch --parsable` output: "123" or "123;cluster"
+// (warnings may precede it on other lines: the last line counts).
 func ParseSbatch(b []byte) (string, error) {
-	s := firstLine(b)
+	ls := lines(b)
+	if len(ls) == 0 {
+		return "", fmt.Errorf("sbatch: no job id in empty output")
+	}
+	s := strings.TrimSpace(ls[len(ls)-1])
 	id, _, _ := strings.Cut(s, ";")
 	if id == "" {
 		return "", fmt.Errorf("sbatch: no job id in output %q", s)
 	}
 	for _, c := range id {
-		if (c < '0' || c > '9') && c != '_' {
-			return "", fmt.Errorf("sbatch: unexpected output %q", s)
+		if c < '0' || c > '9' {
+			return "", fmt.Errorf("sbatch: unexpected output %q, want a job id", s)
 		}
 	}
 	return id, nil
+}
+
+// partitionFormat is the `sinfo -h -a -o` argument ParsePartitionsText reads.
+const partitionFormat = "%P" + Sep + "%a" + Sep + "%l" + Sep + "%L" + Sep + "%N" + Sep + "%G"
+
+// Partition is one Slurm partition as sinfo reports it.
+type Partition struct {
+	Name        string        // partition name
+	Default     bool          // the default partition (sinfo marks it with '*')
+	Up          bool          // availability "up"
+	MaxTime     time.Duration // MaxTime; 0 = unlimited
+	DefaultTime time.Duration // DefaultTime; 0 = none (MaxTime applies)
+	Nodes       []string      // member nodes
+	GPUsPerNode int           // GPUs per node as configured (largest, when nodes differ)
+}
+
+// ParsePartitionsText parses `sinfo -h -a -o partitionFormat` (one line per
+// partition and node state; lines of one partition are merged), in order of
+// first appearance.
+func ParsePartitionsText(b []byte) ([]Partition, error) {
+	var out []Partition
+	idx := map[string]int{}
+	members := map[string]map[string]bool{}
+	hb := newHostBudget()
+	for i, l := range lines(b) {
+		f := strings.Split(l, Sep)
+		if len(f) != 6 {
+			return nil, fmt.Errorf("sinfo: line %d: %d fields, want 6", i+1, len(f))
+		}
+		name := strings.TrimSpace(f[0])
+		def := strings.HasSuffix(name, "*")
+		name = strings.TrimSuffix(name, "*")
+		if name == "" {
+			return nil, fmt.Errorf("sinfo: line %d: empty partition name", i+1)
+		}
+		maxT, err := ParseDuration(f[2])
+		if err != nil {
+			return nil, fmt.Errorf("sinfo: line %d: time limit: %w", i+1, err)
+		}
+		defT, err := ParseDuration(f[3])
+		if err != nil {
+			return nil, fmt.Errorf("sinfo: line %d: default time: %w", i+1, err)
+		}
+		gpus, _ := gpusFromGres(clean(f[5]))
+		k, seen := idx[name]
+		if !seen {
+			idx[name] = len(out)
+			out = append(out, Partition{Name: name, Default: def, Up: strings.TrimSpace(f[1]) == "up", MaxTime: maxT, DefaultTime: defT})
+			k = len(out) - 1
+		}
+		p := &out[k]
+		names, err := hb.nodeList(f[4])
+		if err != nil {
+			return nil, fmt.Errorf("sinfo: line %d: %w", i+1, err)
+		}
+		if members[name] == nil {
+			members[name] = map[string]bool{}
+		}
+		for _, n := range names {
+			if !members[name][n] {
+				members[name][n] = true
+				p.Nodes = append(p.Nodes, n)
+			}
+		}
+		p.GPUsPerNode = max(p.GPUsPerNode, gpus)
+	}
+	return out, nil
+}
+
+// nodeFields are the `sinfo -N -O` fields ParseNodesText reads.
+var nodeFields = []string{"NodeList", "StateLong", "CPUsState", "Gres", "GresUsed", "Partition"}
+
+// NodesFormat is the `sinfo -h -N -a -O` argument ParseNodesText reads.
+var NodesFormat = formatO(nodeFields)
+
+// ParseNodesText parses `sinfo -h -N -a -O NodesFormat` (one line per node
+// and partition; merged per node), the fallback when --json is unavailable.
+func ParseNodesText(b []byte) ([]provisioner.Node, error) {
+	var out []provisioner.Node
+	idx := map[string]int{}
+	for i, l := range lines(b) {
+		f := strings.Split(l, Sep)
+		if len(f) != len(nodeFields) {
+			return nil, fmt.Errorf("sinfo: line %d: %d fields, want %d", i+1, len(f), len(nodeFields))
+		}
+		n := provisioner.Node{Name: strings.TrimSpace(f[0]), State: mapNodeState(f[1])}
+		if n.Name == "" {
+			return nil, fmt.Errorf("sinfo: line %d: empty node name", i+1)
+		}
+		// CPUsState is allocated/idle/other/total.
+		if c := strings.Split(strings.TrimSpace(f[2]), "/"); len(c) == 4 {
+			n.CPUsUsed, _ = strconv.Atoi(c[0])
+			n.CPUs, _ = strconv.Atoi(c[3])
+		}
+		n.GPUs, n.GPUType = gpusFromGres(clean(f[3]))
+		n.GPUsUsed, _ = gpusFromGres(clean(f[4]))
+		if p := strings.TrimSuffix(strings.TrimSpace(f[5]), "*"); p != "" {
+			n.Partitions = []string{p}
+		}
+		addNode(&out, idx, n)
+	}
+	return out, nil
 }

@@ -42,16 +42,35 @@ wait_for() {
   done
 }
 
-pid_alive() { # pidfile
-  [ -f "$1" ] && kill -0 "$(cat "$1" 2>/dev/null)" 2>/dev/null
+# pid_of PIDFILE prints the daemon's pid if it runs: the pid must be alive AND
+# be the daemon the file names (after a reboot a stale pid may belong to
+# another process, which must never be signalled).
+pid_of() {
+  local pf="$1" pid want comm
+  [ -f "$pf" ] || return 1
+  pid="$(cat "$pf" 2>/dev/null || true)"
+  case "$pid" in ''|*[!0-9]*) return 1 ;; esac
+  case "$(basename "$pf")" in
+    munged.pid) want=munged ;;
+    mysqld.pid) want=mariadbd ;;
+    slurmdbd.pid) want=slurmdbd ;;
+    slurmctld.pid) want=slurmctld ;;
+    slurmd-*.pid) want=slurmd ;;
+    *) return 1 ;;
+  esac
+  comm="$(cat "/proc/$pid/comm" 2>/dev/null || true)"
+  [ "$comm" = "$want" ] || return 1
+  echo "$pid"
 }
 
-# stop_pid PIDFILE NAME: SIGTERM, wait up to 15 s, then SIGKILL.
+pid_alive() { pid_of "$1" >/dev/null; }
+
+# stop_pid PIDFILE NAME: SIGTERM, wait up to 15 s, then SIGKILL; only the
+# daemon the pid file names is signalled.
 stop_pid() {
   local pf="$1" name="$2" pid i
   [ -f "$pf" ] || return 0
-  pid="$(cat "$pf" 2>/dev/null || true)"
-  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+  if pid="$(pid_of "$pf")"; then
     kill -TERM "$pid" 2>/dev/null || true
     for i in $(seq 1 75); do
       kill -0 "$pid" 2>/dev/null || break
@@ -66,15 +85,24 @@ stop_pid() {
 }
 
 render() { # template output
-  # Only our variables are substituted.
+  # Only our variables are substituted; the result replaces output only when
+  # it differs, and CONFIG_CHANGED records that a running daemon has stale config.
+  local tmp="$2.new.$$"
   DB_PASS="$DB_PASS" SLURM_USER="$SLURM_USER" STATE="$STATE" \
   MARIADB_PORT="$MARIADB_PORT" SLURMDBD_PORT="$SLURMDBD_PORT" SLURMCTLD_PORT="$SLURMCTLD_PORT" \
   SLURMD_PORT1=$((SLURMD_BASE_PORT+1)) SLURMD_PORT2=$((SLURMD_BASE_PORT+2)) \
   SLURMD_PORT3=$((SLURMD_BASE_PORT+3)) SLURMD_PORT4=$((SLURMD_BASE_PORT+4)) \
   envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${SLURMD_PORT1} ${SLURMD_PORT2} ${SLURMD_PORT3} ${SLURMD_PORT4}' \
-    < "$TEMPLATES/$1" > "$2"
+    < "$TEMPLATES/$1" > "$tmp" || { rm -f "$tmp"; die "rendering $1 failed"; }
+  if [ -f "$2" ] && cmp -s "$tmp" "$2"; then
+    rm -f "$tmp"
+    return 0
+  fi
+  [ -f "$2" ] && CONFIG_CHANGED=1
+  mv -f "$tmp" "$2"
 }
 
+CONFIG_CHANGED=0
 write_config() {
   mkdir -p "$CONF_DIR" "$STATE"/{log,run,ctld,spool,dev,munge,mysql/run}
   [ -f "$STATE/db.pass" ] || (umask 077; od -An -N12 -tx1 /dev/urandom | tr -d ' \n' > "$STATE/db.pass")
@@ -82,7 +110,8 @@ write_config() {
   render slurm.conf.in "$SLURM_CONF"
   render gres.conf.in "$CONF_DIR/gres.conf"
   render cgroup.conf.in "$CONF_DIR/cgroup.conf"
-  (umask 077; render slurmdbd.conf.in "$CONF_DIR/slurmdbd.conf")
+  local old_umask; old_umask="$(umask)"
+  umask 077; render slurmdbd.conf.in "$CONF_DIR/slurmdbd.conf"; umask "$old_umask"
   chmod 600 "$CONF_DIR/slurmdbd.conf"
   chmod 644 "$SLURM_CONF" "$CONF_DIR/gres.conf" "$CONF_DIR/cgroup.conf"
   local i
@@ -147,18 +176,21 @@ start_slurmdbd() {
 setup_accounting() {
   local u; u="$(id -un)"
   sacctmgr -n list cluster format=cluster -P | grep -qx mirage || sacctmgr -i add cluster mirage >/dev/null
-  sacctmgr -n list qos format=name -P | grep -qx scavenger || \
-    sacctmgr -i add qos scavenger set Priority=0 PreemptMode=requeue >/dev/null
-  sacctmgr -i modify qos where name=normal set Preempt=scavenger Priority=10 >/dev/null || true
+  local q
+  for q in scavenger preemptible; do # preemptible: the QOS of borrowed work (team rules)
+    sacctmgr -n list qos format=name -P | grep -qx "$q" || \
+      sacctmgr -i add qos "$q" set Priority=0 PreemptMode=requeue >/dev/null
+  done
+  sacctmgr -i modify qos where name=normal set Preempt=scavenger,preemptible Priority=10 >/dev/null || true
   sacctmgr -n list account format=account -P | grep -qx teama || \
     sacctmgr -i add account teama,teamb cluster=mirage Description=test Organization=mirage >/dev/null
   sacctmgr -n list account format=account -P | grep -qx teamb || \
     sacctmgr -i add account teamb cluster=mirage Description=test Organization=mirage >/dev/null
   sacctmgr -n list assoc user="$u" format=account -P | grep -qx teamb || \
     sacctmgr -i add user "$u" account=teama,teamb defaultaccount=teama cluster=mirage >/dev/null
-  sacctmgr -i modify user where name="$u" set qos=normal,scavenger defaultqos=normal >/dev/null || true
-  sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*scavenger' \
-    || die "accounting setup failed: user $u not associated with teamb/scavenger"
+  sacctmgr -i modify user where name="$u" set qos=normal,scavenger,preemptible defaultqos=normal >/dev/null || true
+  sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*preemptible' \
+    || die "accounting setup failed: user $u not associated with teamb/preemptible"
 }
 
 slurmctld_ok() { scontrol ping | grep -q 'is UP'; }
@@ -169,8 +201,10 @@ start_slurmctld() {
   wait_for 30 slurmctld slurmctld_ok
 }
 
+# nodes_idle: all four nodes respond and can run jobs (busy ones included;
+# "plnd" is a node the backfill scheduler has planned for a pending job).
 nodes_idle() {
-  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$')" -eq 4 ]
+  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc|comp|plnd|resv)$')" -eq 4 ]
 }
 start_slurmds() {
   local n

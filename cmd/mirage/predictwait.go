@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
+	"github.com/spf13/cobra"
+)
+
+func init() { register(newPredictWaitCmd) }
+
+// liveBackend connects to the live cluster for predict-wait: the Slurm
+// client as Cluster (squeue/sinfo) and HistorySource (sacct). Tests replace it.
+var liveBackend = func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
+	cfg := slurm.Config{SlurmConf: o.slurmConf, Timeout: o.slurmTimeout}
+	if o.slurmBin != "" {
+		cfg.Path = o.slurmBin + string(os.PathListSeparator) + os.Getenv("PATH")
+	}
+	c, err := slurm.New(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, c, nil
+}
+
+// predictWaitOptions are the flags of mirage predict-wait.
+type predictWaitOptions struct {
+	nodes        int
+	timeLimit    string
+	gres         string
+	partition    string
+	account      string
+	modelsDir    string
+	snapshot     string
+	saveSnapshot string
+	trace        string
+	at           string
+	preset       string
+	simConf      string
+	slurmConf    string
+	slurmBin     string
+	slurmTimeout time.Duration
+	seed         uint64
+	history      time.Duration
+	json         bool
+	traceOpts    traceFlags
+}
+
+func newPredictWaitCmd() *cobra.Command {
+	o := &predictWaitOptions{}
+	cmd := &cobra.Command{
+		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
+		Short: "Predict how long a job of a given shape would wait if submitted now",
+		Long: `Predict the queue wait of a job of the given shape (sbatch-like options) if it
+were submitted now, with a p10–p90 interval, using the wait predictor trained
+by mirage train --model wait (DIR/wait, quantile XGBoost on simulated
+outcomes), from one of:
+  the live Slurm cluster (default: squeue, sinfo and sacct; --slurm-conf,
+                   --slurm-bin),
+  --snapshot FILE: a cluster snapshot as JSON ({"snapshot": …, "history": […]}
+                   or a bare snapshot; --save-snapshot writes one),
+  --trace FILE --at TIME: the simulator's state of that trace at TIME
+                   (--preset/--sim-conf choose the simulated cluster).
+--gres defaults to the GPUs of whole nodes (exclusive partitions such as
+LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runPredictWait(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&o.nodes, "nodes", "N", 1, "nodes")
+	f.StringVarP(&o.timeLimit, "time", "t", "48:00:00", "time limit (Slurm format: minutes, HH:MM:SS, D-HH:MM:SS)")
+	f.StringVar(&o.gres, "gres", "", "generic resources per node, e.g. gpu:3 or gpu:a100:3 (default: whole nodes' GPUs)")
+	f.StringVarP(&o.partition, "partition", "p", "", "partition (default: the cluster's default)")
+	f.StringVarP(&o.account, "account", "A", "", "account (its fair-share standing is a feature)")
+	f.StringVar(&o.modelsDir, "models", "", "models directory holding wait/ (required)")
+	f.StringVar(&o.snapshot, "snapshot", "", "cluster snapshot JSON file instead of the live cluster")
+	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
+	f.StringVar(&o.trace, "trace", "", "trace file: predict in the simulator's state at --at")
+	f.StringVar(&o.at, "at", "", "trace time of the simulated state (with --trace)")
+	f.StringVar(&o.preset, "preset", "ls6", "cluster preset for --trace")
+	f.StringVar(&o.simConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
+	f.StringVar(&o.slurmConf, "slurm-conf", "", "live cluster: slurm.conf (default: $SLURM_CONF, else Slurm's own default)")
+	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
+	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
+	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
+	f.DurationVar(&o.history, "history", models.DefaultHistoryWindow, "history window (sacct) the features look at")
+	f.BoolVar(&o.json, "json", false, "print as JSON")
+	o.traceOpts.add(cmd)
+	_ = cmd.MarkFlagRequired("models")
+	return cmd
+}
+
+// snapshotFile is the JSON layout of --snapshot and --save-snapshot.
+type snapshotFile struct {
+	Snapshot *provisioner.Snapshot `json:"snapshot"`
+	History  []provisioner.Job     `json:"history,omitempty"`
+}
+
+// clusterState is what a prediction is made from.
+type clusterState struct {
+	now    time.Time
+	snap   *provisioner.Snapshot
+	hist   []provisioner.Job
+	source string
+}
+
+func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.nodes < 1 {
+		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", o.nodes))
+	}
+	limit, err := parseSlurmTime(o.timeLimit)
+	if err != nil || limit <= 0 {
+		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
+	}
+	perNode := -1 // whole nodes
+	if o.gres != "" {
+		if perNode, err = parseGres(o.gres); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
+		}
+	}
+	if o.snapshot != "" && o.trace != "" {
+		return withCode(exitUsage, errors.New("give either --snapshot or --trace, not both"))
+	}
+	pred, err := models.LoadWaitPredictor(filepath.Join(o.modelsDir, "wait"))
+	if err != nil {
+		if errors.Is(err, models.ErrSchemaMismatch) {
+			return withCode(exitBadInput, err)
+		}
+		return withCode(exitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
+	}
+	st, err := o.state(ctx)
+	if err != nil {
+		return err
+	}
+	if o.saveSnapshot != "" {
+		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.snap, History: st.hist}, "", " ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.saveSnapshot, append(b, '\n'), 0o600); err != nil {
+			return withCode(exitUnavailable, err)
+		}
+	}
+	if perNode < 0 {
+		perNode = wholeNodeGPUs(st.snap, o.partition)
+	}
+	req := provisioner.SubmitRequest{Account: o.account, Partition: o.partition, TimeLimit: limit, Nodes: o.nodes, GPUs: o.nodes * perNode}
+	est, err := pred.Predict(models.WaitObservation(st.now, st.snap, st.hist, req))
+	if err != nil {
+		return err
+	}
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(struct {
+			At        time.Time `json:"at"`
+			Source    string    `json:"source"`
+			Nodes     int       `json:"nodes"`
+			GPUs      int       `json:"gpus"`
+			TimeLimit string    `json:"time_limit"`
+			Partition string    `json:"partition,omitempty"`
+			Account   string    `json:"account,omitempty"`
+			P10       float64   `json:"p10_s"`
+			P50       float64   `json:"p50_s"`
+			P90       float64   `json:"p90_s"`
+		}{st.now, st.source, req.Nodes, req.GPUs, limit.String(), req.Partition, req.Account, est.P10.Seconds(), est.P50.Seconds(), est.P90.Seconds()})
+	}
+	fmt.Fprintf(w, "%d node(s), %d GPU(s), limit %s, submitted at %s (%s):\n", req.Nodes, req.GPUs, limit, st.now.Format(time.RFC3339), st.source)
+	fmt.Fprintf(w, "expected wait %s (p10 %s – p90 %s)\n", est.P50, est.P10, est.P90)
+	return nil
+}
+
+// wholeNodeGPUs is the GPUs of the first schedulable node of the partition (whole-node allocation).
+func wholeNodeGPUs(snap *provisioner.Snapshot, partition string) int {
+	for _, n := range snap.Nodes {
+		if n.State != provisioner.NodeUp {
+			continue
+		}
+		if partition == "" || len(n.Partitions) == 0 {
+			return n.GPUs
+		}
+		for _, p := range n.Partitions {
+			if p == partition {
+				return n.GPUs
+			}
+		}
+	}
+	return 0
+}
+
+// state gets the cluster state from the chosen source.
+func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
+	switch {
+	case o.snapshot != "":
+		b, err := os.ReadFile(o.snapshot)
+		if err != nil {
+			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot: %w", err))
+		}
+		var sf snapshotFile
+		if err := json.Unmarshal(b, &sf); err != nil || sf.Snapshot == nil {
+			var bare provisioner.Snapshot
+			if err2 := json.Unmarshal(b, &bare); err2 != nil || bare.Time.IsZero() {
+				return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: not a snapshot (want {\"snapshot\": {...}, \"history\": [...]}, as --save-snapshot writes)", o.snapshot))
+			}
+			sf.Snapshot = &bare
+		}
+		if sf.Snapshot.Time.IsZero() {
+			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: snapshot has no time", o.snapshot))
+		}
+		return &clusterState{now: sf.Snapshot.Time, snap: sf.Snapshot, hist: sf.History, source: "snapshot " + o.snapshot}, nil
+	case o.trace != "":
+		if o.at == "" {
+			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
+		}
+		so := &simOptions{preset: o.preset, slurmConf: o.simConf, latency: -1, seed: o.seed}
+		cfg, err := so.config()
+		if err != nil {
+			return nil, err
+		}
+		jobs, err := loadTrace(o.trace, o.traceOpts)
+		if err != nil {
+			return nil, err
+		}
+		at, err := parseWhen("at", o.at, jobs[0].Submit.Location())
+		if err != nil {
+			return nil, err
+		}
+		sc, err := models.NewScenario(filepath.Base(o.trace), jobs, cfg)
+		if err != nil {
+			return nil, withCode(exitBadInput, err)
+		}
+		s, err := sc.NewSim()
+		if err != nil {
+			return nil, withCode(exitBadInput, err)
+		}
+		s.Run(at)
+		if !s.Now().Equal(at) {
+			return nil, withCode(exitUsage, fmt.Errorf("--at %s: outside the trace's replay (it runs to %s)", o.at, s.Now().Format(time.RFC3339)))
+		}
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return &clusterState{now: snap.Time, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
+	}
+	c, h, err := liveBackend(ctx, o)
+	if err != nil {
+		return nil, withCode(exitUnavailable, err)
+	}
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, withCode(exitUnavailable, fmt.Errorf("live snapshot: %w", err))
+	}
+	var hist []provisioner.Job
+	if h != nil {
+		hist, err = h.History(ctx, snap.Time.Add(-o.history))
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+			return nil, withCode(exitUnavailable, fmt.Errorf("live history: %w", err))
+		}
+	}
+	return &clusterState{now: snap.Time, snap: snap, hist: hist, source: "live"}, nil
+}

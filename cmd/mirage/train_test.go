@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// trainFixture is one small training run shared by the train, models and
+// predict-wait tests: 10 synthetic LS6 days, chains of 1 and 4 nodes with
+// 12 h segments every 12 h, decisions every 30 min.
+type trainFixture struct {
+	trace, dir     string
+	stdout, stderr string
+}
+
+var (
+	trainOnce sync.Once
+	trainFix  trainFixture
+	trainErr  error
+	trainCode int
+)
+
+func trainedFixture(t *testing.T) trainFixture {
+	t.Helper()
+	trainOnce.Do(func() {
+		tmp, err := os.MkdirTemp("", "mirage-train-test-")
+		if err != nil {
+			trainErr = err
+			return
+		}
+		trainFix.trace = filepath.Join(tmp, "synth.log")
+		if _, se, code := runMirage(t, "traces", "synth", "--like", "ls6", "--days", "10", "--seed", "5", "--out", trainFix.trace); code != 0 {
+			trainErr = errors.New("synth: " + se)
+			return
+		}
+		trainFix.dir = filepath.Join(tmp, "models")
+		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,rf,wait", "--out", trainFix.dir,
+			"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+			"--limit", "12h", "--seed", "3", "--cache", filepath.Join(tmp, "cache"))
+	})
+	if trainErr != nil {
+		t.Fatal(trainErr)
+	}
+	if trainCode != 0 {
+		t.Fatalf("train: exit %d\n%s\n%s", trainCode, trainFix.stdout, trainFix.stderr)
+	}
+	return trainFix
+}
+
+func TestTrainWritesModels(t *testing.T) {
+	fx := trainedFixture(t)
+	// The summary table names every model and its directory.
+	for _, name := range []string{"xgb", "rf", "wait"} {
+		if !strings.Contains(fx.stdout, filepath.Join(fx.dir, name)) {
+			t.Errorf("summary lacks %s:\n%s", name, fx.stdout)
+		}
+	}
+	if !strings.HasPrefix(fx.stdout, "NAME") || !strings.Contains(fx.stderr, "dataset train ×1:") || !strings.Contains(fx.stderr, "dataset validation:") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", fx.stdout, fx.stderr)
+	}
+	meta, err := models.ReadMeta(filepath.Join(fx.dir, "xgb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Windows as given, in the trace's zone (US Central for LS6): validation starts where training ends.
+	chi, _ := time.LoadLocation("America/Chicago")
+	if !meta.Windows.TrainUntil.Equal(time.Date(2022, 11, 8, 0, 0, 0, 0, chi)) || !meta.Windows.ValidFrom.Equal(meta.Windows.TrainUntil) ||
+		!meta.Windows.TrainFrom.Equal(time.Date(2022, 11, 4, 0, 0, 0, 0, chi)) {
+		t.Errorf("windows %+v", meta.Windows)
+	}
+	if meta.Seed != 3 || meta.Trace != "synth.log" || meta.Kind != models.KindXGB || meta.Decision == nil || meta.Decision.Target != models.TargetWait {
+		t.Errorf("meta %+v", meta)
+	}
+	if meta.Libraries["libxgboost"] == "" || meta.Libraries["go"] == "" {
+		t.Errorf("libraries %v", meta.Libraries)
+	}
+	for _, k := range []string{"valid_mean_abs_gap_h", "valid_reactive_mean_abs_gap_h", "calib_mean_abs_gap_h", "valid_gap_mae_h"} {
+		if _, ok := meta.Metrics[k]; !ok {
+			t.Errorf("metric %s missing: %v", k, meta.Metrics)
+		}
+	}
+	if rf, err := models.ReadMeta(filepath.Join(fx.dir, "rf")); err != nil || rf.Kind != models.KindRF || rf.Task != models.Classification {
+		t.Errorf("rf: %+v, %v", rf, err)
+	}
+	// The cache holds the three datasets (train, validation, and nothing else).
+	ents, _ := os.ReadDir(filepath.Join(filepath.Dir(fx.dir), "cache"))
+	if len(ents) != 2 {
+		t.Errorf("cache has %d files, want 2 chain datasets", len(ents))
+	}
+}
+
+func TestTrainBadInput(t *testing.T) {
+	tr, _ := synthFile(t)
+	out := t.TempDir()
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--model", "nope"}, exitUsage, `--model "nope"`},
+		{[]string{"--model", "xgb", "--train-until", "yesterday"}, exitUsage, `--train-until "yesterday"`},
+		{[]string{"--model", "xgb", "--train-until", "2022-11-03", "--until", "2022-11-02"}, exitUsage, "is not after"},
+		{[]string{"--model", "xgb", "--scales", "0.5"}, exitUsage, "--scales"},
+		{[]string{"--model", "xgb", "--target", "both"}, exitUsage, "--target"},
+		{[]string{"--model", "xgb", "--from", "2030-01-01"}, exitUsage, "no injection points"},
+	}
+	for _, tt := range tests {
+		args := append([]string{"train", "--trace", tr, "--out", out, "--every", "12h", "--limit", "6h", "--tick", "1h"}, tt.args...)
+		_, stderr, code := runMirage(t, args...)
+		if code != tt.code || !strings.Contains(stderr, tt.msg) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.msg)
+		}
+	}
+	if _, stderr, code := runMirage(t, "train", "--trace", filepath.Join(out, "missing.log"), "--model", "xgb", "--out", out); code == 0 || !strings.Contains(stderr, "missing.log") {
+		t.Errorf("missing trace: exit %d, %q", code, stderr)
+	}
+}
+
+func TestModelsLsShow(t *testing.T) {
+	fx := trainedFixture(t)
+	out, stderr, code := runMirage(t, "models", "ls", fx.dir)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "rf ") || !strings.HasPrefix(lines[2], "wait ") || !strings.HasPrefix(lines[3], "xgb ") {
+		t.Fatalf("ls:\n%s", out)
+	}
+	if !strings.Contains(lines[3], "mean |gap|") || !strings.Contains(lines[2], "median |err|") || !strings.Contains(lines[3], "2022-11-04 – 2022-11-08") {
+		t.Errorf("ls rows:\n%s", out)
+	}
+	out, _, _ = runMirage(t, "models", "ls", "--json", fx.dir)
+	var ents []modelEntry
+	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 3 {
+		t.Fatalf("ls --json: %v\n%s", err, out)
+	}
+	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Version != models.FeatureSchemaVersion || ents[1].Meta.Params["wait_quantile"] != "0.5" {
+		t.Errorf("ls --json entries %+v", ents)
+	}
+	out, _, code = runMirage(t, "models", "show", filepath.Join(fx.dir, "xgb"))
+	kv := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if k, v, ok := strings.Cut(line, "  "); ok {
+			kv[k] = strings.TrimSpace(v)
+		}
+	}
+	if code != 0 || kv["kind"] != "xgb (regression)" || kv["seed"] != "3" || !strings.HasPrefix(kv["decision"], "submit when score ≥") ||
+		!strings.Contains(kv["decision"], "(target wait)") || kv["param num_round"] != "200" || kv["metric valid_episodes"] != "8" {
+		t.Errorf("show:\n%s", out)
+	}
+	out, _, _ = runMirage(t, "models", "show", "--json", filepath.Join(fx.dir, "wait"))
+	var w map[string]models.Meta
+	if err := json.Unmarshal([]byte(out), &w); err != nil || w["p90"].Params["wait_quantile"] != "0.9" {
+		t.Errorf("show --json wait: %v\n%s", err, out)
+	}
+	if _, stderr, code := runMirage(t, "models", "ls", filepath.Join(fx.dir, "nope")); code != exitBadInput || !strings.Contains(stderr, "does not exist") {
+		t.Errorf("missing dir: exit %d %q", code, stderr)
+	}
+	if _, stderr, code := runMirage(t, "models", "show", fx.dir); code != exitBadInput || !strings.Contains(stderr, "give DIR/NAME") {
+		t.Errorf("show of the directory itself: exit %d %q", code, stderr)
+	}
+}
+
+func TestPredictWait(t *testing.T) {
+	fx := trainedFixture(t)
+	snap := filepath.Join(t.TempDir(), "snap.json")
+	out, stderr, code := runMirage(t, "predict-wait", "--models", fx.dir, "--trace", fx.trace, "--at", "2022-11-09T12:00", "-N", "4", "-t", "12:00:00",
+		"--json", "--save-snapshot", snap)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var a map[string]any
+	if err := json.Unmarshal([]byte(out), &a); err != nil {
+		t.Fatal(err)
+	}
+	// 4 whole LS6 nodes: 12 GPUs; the interval is ordered.
+	if a["nodes"] != 4.0 || a["gpus"] != 12.0 || a["time_limit"] != "12h0m0s" || a["p10_s"].(float64) > a["p50_s"].(float64) || a["p50_s"].(float64) > a["p90_s"].(float64) {
+		t.Errorf("prediction %v", a)
+	}
+	// The saved snapshot gives the same answer.
+	out2, stderr, code := runMirage(t, "predict-wait", "--models", fx.dir, "--snapshot", snap, "-N", "4", "-t", "12:00:00", "--json")
+	var b map[string]any
+	if code != 0 || json.Unmarshal([]byte(out2), &b) != nil {
+		t.Fatalf("from snapshot: exit %d %s", code, stderr)
+	}
+	for _, k := range []string{"p10_s", "p50_s", "p90_s", "gpus", "at"} {
+		if !reflect.DeepEqual(a[k], b[k]) {
+			t.Errorf("%s: trace %v, snapshot %v", k, a[k], b[k])
+		}
+	}
+	out, _, code = runMirage(t, "predict-wait", "--models", fx.dir, "--snapshot", snap, "-N", "1", "--gres", "gpu:2")
+	if code != 0 || !strings.Contains(out, "1 node(s), 2 GPU(s), limit 48h0m0s") || !strings.Contains(out, "expected wait") {
+		t.Errorf("text output:\n%s", out)
+	}
+	tests := []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--snapshot", snap, "-t", "soon"}, exitUsage, `-t "soon"`},
+		{[]string{"--snapshot", snap, "-N", "0"}, exitUsage, "at least 1 node"},
+		{[]string{"--snapshot", snap, "--gres", "gpu:x:y"}, exitUsage, "--gres"},
+		{[]string{"--snapshot", snap, "--trace", fx.trace}, exitUsage, "either --snapshot or --trace"},
+		{[]string{"--trace", fx.trace}, exitUsage, "--at"},
+		{[]string{"--snapshot", fx.trace}, exitBadInput, "not a snapshot"},
+	}
+	for _, tt := range tests {
+		_, stderr, code := runMirage(t, append([]string{"predict-wait", "--models", fx.dir}, tt.args...)...)
+		if code != tt.code || !strings.Contains(stderr, tt.msg) {
+			t.Errorf("%v: exit %d %q, want %d %q", tt.args, code, stderr, tt.code, tt.msg)
+		}
+	}
+	if _, stderr, code := runMirage(t, "predict-wait", "--models", t.TempDir(), "--snapshot", snap); code != exitBadInput || !strings.Contains(stderr, "mirage train --model wait") {
+		t.Errorf("no model: exit %d %q", code, stderr)
+	}
+	// The live path: the backend is injected; an unreachable cluster is exit 4.
+	old := liveBackend
+	t.Cleanup(func() { liveBackend = old })
+	liveBackend = func(context.Context, *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
+		return failingCluster{}, nil, nil
+	}
+	if _, stderr, code := runMirage(t, "predict-wait", "--models", fx.dir); code != exitUnavailable || !strings.Contains(stderr, "live snapshot") {
+		t.Errorf("unreachable live cluster: exit %d %q", code, stderr)
+	}
+}
+
+// failingCluster is a backend whose controller is down.
+type failingCluster struct{ provisioner.Cluster }
+
+func (failingCluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
+	return nil, provisioner.ErrUnavailable
+}

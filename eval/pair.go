@@ -1,0 +1,323 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+)
+
+var discardLog = slog.New(slog.DiscardHandler)
+
+// ProtocolPair names the published pair protocol in Sample.Protocol.
+const ProtocolPair = "pair"
+
+// PairConfig configures RunPairs.
+type PairConfig struct {
+	Scenario *models.Scenario // trace and cluster
+	Protocol models.Protocol  // injection and decision cadence (zero fields: the published defaults)
+	From     time.Time        // first injection not before (zero: first start + warm-up)
+	Until    time.Time        // injections before (zero: the trace's last submit)
+	Policies []string         // registry names, in report order
+	// Factory builds the policies of one worker. probe is bound to that
+	// worker's chain under evaluation (pass it to models.PolicyOptions.Probe
+	// so "oracle" resolves); policies are built once per worker and asked
+	// about one chain at a time, so they need not be safe for concurrent use.
+	Factory  func(probe models.OracleProbe) provisioner.PolicyFactory
+	Workers  int                   // goroutines (0: all cores)
+	Cell     string                // Sample.Cell (default: scenario name)
+	Progress func(done, total int) // called after each injection, serialised
+	// Direct asks the policies through Policy.Decide on models.Observe's
+	// observation instead of through the provisioner's Engine (the default,
+	// as the daemon decides); the two give the same features and outcomes
+	// (TestRunPairsEngineMatchesDirect).
+	Direct bool
+}
+
+// RunPairs runs the published pair protocol on the scenario: at every
+// injection time of the window and for each chain size, a predecessor
+// (limit used fully) is injected; once it runs, each policy in turn, in its
+// own fork of the same simulator state, is asked every Tick (the same
+// observation builder as dataset generation and the daemon: models.Observe)
+// whether to submit the successor; an unsubmitted successor is submitted
+// at the protocol's deadline (Lead before the predecessor's end). The run
+// continues until the successor starts; its gap becomes one Sample. The
+// load class of every sample of a chain is that of the reactive
+// submission's gap (computed even when reactive is not among the policies).
+//
+// Decisions go through the provisioner's Engine, as in the daemon: each
+// chain is registered in a MemStore with its running predecessor as
+// segment 0, and every Tick the harness runs Engine.CycleChains on the
+// chain's simulator (the sim is the Cluster and HistorySource, its logical
+// clock the Clock); the engine builds the observation, asks the policy and
+// submits the successor (with an afterany dependency for SubmitAfter).
+// With Direct, the harness calls Policy.Decide on models.Observe's
+// observation and submits itself. The deadline submission is the
+// protocol's, outside the engine.
+//
+// The base replay runs on the calling goroutine; each injection is worked
+// by one goroutine on its own forks; samples are ordered by injection, then
+// size, then policy, so the result does not depend on Workers.
+func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
+	if cfg.Scenario == nil || cfg.Factory == nil || len(cfg.Policies) == 0 {
+		return nil, errors.New("pair protocol: scenario, factory and at least one policy are required")
+	}
+	sc := cfg.Scenario
+	p := cfg.Protocol.WithDefaults(sc.Config)
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	points := p.Injections(sc, cfg.From, cfg.Until)
+	if len(points) == 0 {
+		return nil, fmt.Errorf("pair protocol: no injection points in the window of %s", sc.Name)
+	}
+	workers := cfg.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	cell := cfg.Cell
+	if cell == "" {
+		cell = sc.Name
+	}
+	base, err := sc.NewSim()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		i int
+		s *sim.Sim
+	}
+	results := make([][]Sample, len(points))
+	errs := make([]error, len(points))
+	jobs := make(chan job, workers)
+	var wg sync.WaitGroup
+	var done atomic.Int64
+	var progMu sync.Mutex
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct}
+			wk.policies, wk.err = wk.build(cfg)
+			for jb := range jobs {
+				if wk.err != nil {
+					errs[jb.i] = wk.err
+					cancel()
+					continue
+				}
+				if ctx.Err() == nil {
+					results[jb.i], errs[jb.i] = wk.injection(ctx, jb.s, points[jb.i])
+					if errs[jb.i] != nil {
+						cancel()
+					}
+				}
+				d := done.Add(1)
+				if cfg.Progress != nil {
+					progMu.Lock()
+					cfg.Progress(int(d), len(points))
+					progMu.Unlock()
+				}
+			}
+		}()
+	}
+	for i, t := range points {
+		if ctx.Err() != nil {
+			break
+		}
+		base.Run(t)
+		jobs <- job{i, base.Fork()}
+	}
+	close(jobs)
+	wg.Wait()
+	var out []Sample
+	for i := range points {
+		if errs[i] != nil {
+			return nil, fmt.Errorf("pair protocol: injection %s: %w", points[i].Format(time.RFC3339), errs[i])
+		}
+		out = append(out, results[i]...)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// pairWorker evaluates injections one at a time; run is the chain the oracle's probe looks at.
+type pairWorker struct {
+	p        models.Protocol
+	cell     string
+	direct   bool
+	policies []provisioner.Policy
+	run      *models.ChainRun
+	err      error
+}
+
+func (w *pairWorker) build(cfg PairConfig) ([]provisioner.Policy, error) {
+	f := cfg.Factory(w.probe)
+	out := make([]provisioner.Policy, len(cfg.Policies))
+	for i, name := range cfg.Policies {
+		pol, err := f(name)
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", name, err)
+		}
+		out[i] = pol
+	}
+	return out, nil
+}
+
+// probe is the oracle's view of the future: the gap if the successor of the
+// chain under evaluation were submitted after a delay, from a fork.
+func (w *pairWorker) probe(obs *provisioner.Observation, after time.Duration) (time.Duration, error) {
+	if w.run == nil {
+		return 0, errors.New("oracle probe outside an evaluation")
+	}
+	f := w.run.Fork()
+	f.Advance(obs.Now.Add(after))
+	out, err := f.SubmitSuccessor("")
+	return out.Gap, err
+}
+
+func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time) ([]Sample, error) {
+	var out []Sample
+	for _, n := range w.p.Nodes {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		c, err := models.StartChain(base, w.p, at, n, models.ChainID(at, n))
+		if errors.Is(err, models.ErrNeverStarted) {
+			continue // no hand-off to measure; the dataset generator counts these too
+		}
+		if err != nil {
+			return nil, err
+		}
+		r := c.Fork()
+		r.Advance(r.Deadline())
+		reactive, err := r.SubmitSuccessor("")
+		if err != nil {
+			return nil, err
+		}
+		class := LoadClassOf(reactive.Gap)
+		for _, pol := range w.policies {
+			o, submits, err := w.play(c.Fork(), pol)
+			if err != nil {
+				return nil, fmt.Errorf("policy %s, %d nodes: %w", pol.Name(), n, err)
+			}
+			out = append(out, Sample{Policy: pol.Name(), Cell: w.cell, Protocol: ProtocolPair, ChainID: c.Chain.ID, Segment: 1,
+				Inject: at, Nodes: n, GPUs: c.Chain.GPUs, LoadScale: 1, LoadClass: class, Gap: o.Gap, Submits: submits, Censored: o.Censored})
+		}
+	}
+	return out, nil
+}
+
+// play asks pol at every tick until it submits (or the deadline) and runs until the successor starts.
+func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+	w.run = run
+	defer func() { w.run = nil }()
+	if w.direct {
+		return w.playDirect(run, pol)
+	}
+	return w.playEngine(run, pol)
+}
+
+// playDirect calls Decide on models.Observe's observation and submits itself.
+func (w *pairWorker) playDirect(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+	for k := 0; k < run.Ticks(); k++ {
+		obs, err := run.Observe(run.TickTime(k))
+		if err != nil {
+			return models.Outcome{}, 0, err
+		}
+		d, err := pol.Decide(obs)
+		if err != nil {
+			return models.Outcome{}, 0, err
+		}
+		switch d.Action {
+		case provisioner.SubmitNow:
+			o, err := run.SubmitSuccessor("")
+			return o, 1, err
+		case provisioner.SubmitAfter:
+			o, err := run.SubmitSuccessor("afterany:" + run.PredID)
+			return o, 1, err
+		}
+	}
+	return w.deadline(run)
+}
+
+// deadline is the protocol's forced submission.
+func (w *pairWorker) deadline(run *models.ChainRun) (models.Outcome, int, error) {
+	run.Advance(run.Deadline())
+	o, err := run.SubmitSuccessor("")
+	return o, 1, err
+}
+
+// simBackend is the chain's simulator as the engine's Cluster, HistorySource and Clock.
+type simBackend struct{ *sim.Sim }
+
+func (b simBackend) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	return b.Sim.History(since), nil
+}
+
+type simClock struct{ s *sim.Sim }
+
+func (c simClock) Now() time.Time { return c.s.Now() }
+
+// playEngine registers the chain in a MemStore and runs the engine's cycle every tick.
+func (w *pairWorker) playEngine(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+	ctx := context.Background()
+	st := provisioner.NewMemStore()
+	ch := run.Chain
+	ch.Policy = pol.Name()
+	if err := st.PutChain(ctx, &ch); err != nil {
+		return models.Outcome{}, 0, err
+	}
+	pred := provisioner.Segment{ChainID: ch.ID, Index: 0, JobID: run.PredID, State: provisioner.StateRunning, Submit: run.Inject, Start: run.PredStart}
+	if err := st.PutSegment(ctx, &pred); err != nil {
+		return models.Outcome{}, 0, err
+	}
+	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
+		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog}
+	for k := 0; k < run.Ticks(); k++ {
+		run.Advance(run.TickTime(k))
+		rep, err := eng.CycleChains(ctx, []string{ch.ID})
+		if err != nil {
+			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), err)
+		}
+		if rep.Errors > 0 {
+			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), engineError(ctx, st, ch.ID))
+		}
+		if len(rep.Submissions) == 0 {
+			continue
+		}
+		id := rep.Submissions[0].JobID
+		horizon := run.PredEnd.Add(w.p.Horizon)
+		start, err := run.S.RunUntilStart(id, horizon)
+		if err != nil {
+			return models.Outcome{}, 0, err
+		}
+		if start.IsZero() {
+			return models.Outcome{Submit: rep.Time, Gap: w.p.Horizon, Censored: true}, len(rep.Submissions), nil
+		}
+		return models.Outcome{Submit: rep.Time, Start: start, Gap: start.Sub(run.PredEnd)}, len(rep.Submissions), nil
+	}
+	return w.deadline(run)
+}
+
+// engineError returns the last error the engine recorded for a chain.
+func engineError(ctx context.Context, st *provisioner.MemStore, id string) error {
+	ds, _ := st.Decisions(ctx, id)
+	for i := len(ds) - 1; i >= 0; i-- {
+		if ds[i].Error != "" {
+			return errors.New(ds[i].Error)
+		}
+	}
+	return errors.New("the engine reported an error")
+}

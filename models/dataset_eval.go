@@ -1,0 +1,218 @@
+package models
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+)
+
+// Rows flattens episodes into a design matrix and per-row targets: target
+// maps (episode, tick) to the row's label.
+func Rows(eps []ChainEpisode, schema SchemaID, target func(ep *ChainEpisode, k int) float64) *Dataset {
+	n := 0
+	for i := range eps {
+		n += len(eps[i].X)
+	}
+	ds := &Dataset{Schema: schema, X: make([][]float64, 0, n), Y: make([]float64, 0, n)}
+	for i := range eps {
+		ep := &eps[i]
+		for k := range ep.X {
+			ds.X = append(ds.X, ep.X[k])
+			ds.Y = append(ds.Y, target(ep, k))
+		}
+	}
+	return ds
+}
+
+// GapTarget labels a tick with the gap if submitted then (seconds).
+func GapTarget(ep *ChainEpisode, k int) float64 { return ep.Gap[k] }
+
+// WaitTarget labels a tick with the successor's wait if submitted then
+// (seconds): gap + the predecessor's remaining time.
+func WaitTarget(ep *ChainEpisode, k int) float64 { return ep.Gap[k] + ep.Left(k) }
+
+// SafeTarget labels a tick 1 when submitting then is safe (gap ≥ SafeGapThreshold), else 0.
+func SafeTarget(ep *ChainEpisode, k int) float64 {
+	if ep.Gap[k] >= SafeGapThreshold.Seconds() {
+		return 1
+	}
+	return 0
+}
+
+// EpisodeScores returns the decision score of m under rule at every tick of ep.
+func EpisodeScores(m Model, rule DecisionRule, ep *ChainEpisode) ([]float64, error) {
+	out := make([]float64, len(ep.X))
+	if err := m.PredictBatch(ep.X, out); err != nil {
+		return nil, err
+	}
+	task := m.Meta().Task
+	for k := range out {
+		out[k] = rule.Score(task, out[k], ep.Left(k))
+	}
+	return out, nil
+}
+
+// FirstAtLeast returns the first tick whose score reaches th, or −1 (the
+// policy never submits: the deadline submission applies).
+func FirstAtLeast(scores []float64, th float64) int {
+	for k, s := range scores {
+		if s >= th {
+			return k
+		}
+	}
+	return -1
+}
+
+// GapSummary summarises outcomes of one policy (gaps in hours).
+type GapSummary struct {
+	N                int     `json:"n"`                  // hand-offs
+	MeanAbsGapH      float64 `json:"mean_abs_gap_h"`     // mean |gap|: the published symmetric cost / 60
+	MeanCost         float64 `json:"mean_cost"`          // mean GapCost
+	MeanInterruptH   float64 `json:"mean_interrupt_h"`   // mean of max(gap, 0)
+	P90InterruptH    float64 `json:"p90_interrupt_h"`    // 90th percentile of max(gap, 0)
+	MeanOverlapH     float64 `json:"mean_overlap_h"`     // mean of max(−gap, 0)
+	P90OverlapH      float64 `json:"p90_overlap_h"`      // 90th percentile of max(−gap, 0)
+	ZeroInterruption float64 `json:"zero_interruption"`  // share with gap ≤ 0
+	WithinHour       float64 `json:"within_hour"`        // share with |gap| ≤ 1 h
+	Censored         int     `json:"censored,omitempty"` // successors not started by the horizon (gap is a lower bound)
+}
+
+// Summarise computes a GapSummary of gaps (seconds) with per-hand-off GPUs for the cost.
+func Summarise(gaps []float64, gpus []int, censored []bool, cost GapCost) GapSummary {
+	s := GapSummary{N: len(gaps)}
+	if len(gaps) == 0 {
+		return s
+	}
+	intr := make([]float64, len(gaps))
+	ovl := make([]float64, len(gaps))
+	for i, g := range gaps {
+		h := g / 3600
+		s.MeanAbsGapH += math.Abs(h)
+		s.MeanCost += cost.Cost(time.Duration(g*float64(time.Second)), gpus[i])
+		intr[i], ovl[i] = math.Max(h, 0), math.Max(-h, 0)
+		if g <= 0 {
+			s.ZeroInterruption++
+		}
+		if math.Abs(g) <= 3600 {
+			s.WithinHour++
+		}
+		if censored != nil && censored[i] {
+			s.Censored++
+		}
+	}
+	n := float64(len(gaps))
+	s.MeanAbsGapH /= n
+	s.MeanCost /= n
+	s.ZeroInterruption /= n
+	s.WithinHour /= n
+	s.MeanInterruptH = Mean(intr)
+	s.MeanOverlapH = Mean(ovl)
+	sort.Float64s(intr)
+	sort.Float64s(ovl)
+	s.P90InterruptH = Percentile(intr, 0.9)
+	s.P90OverlapH = Percentile(ovl, 0.9)
+	return s
+}
+
+// TableOutcomes plays a decision rule on every episode exactly (the table
+// holds the outcome of submitting at each tick): submitAt returns the tick
+// the policy submits at, or −1 for never (the deadline submission).
+func TableOutcomes(eps []ChainEpisode, submitAt func(ep *ChainEpisode) (int, error)) (gaps []float64, gpus []int, censored []bool, err error) {
+	for i := range eps {
+		ep := &eps[i]
+		k, err := submitAt(ep)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		g, c := ep.Outcome(k)
+		gaps, gpus, censored = append(gaps, g), append(gpus, ep.GPUs), append(censored, c)
+	}
+	return gaps, gpus, censored, nil
+}
+
+// ReactiveLoad returns each episode's load class by its reactive gap
+// ("low" ≤ 2 h, "medium" ≤ 12 h, "heavy"), the published classes.
+func ReactiveLoad(ep *ChainEpisode) string {
+	switch h := ep.Reactive / 3600; {
+	case h <= 2:
+		return "low"
+	case h <= 12:
+		return "medium"
+	}
+	return "heavy"
+}
+
+// TuneThreshold picks, among candidates, the threshold whose first-reach
+// submissions minimise the mean cost over episodes (scores[i] for eps[i]);
+// ties go to the smaller threshold. It returns the threshold and its mean cost.
+func TuneThreshold(eps []ChainEpisode, scores [][]float64, candidates []float64, cost GapCost) (float64, float64) {
+	// Running maxima make "first tick reaching th" a binary search.
+	pm := make([][]float64, len(scores))
+	for i, s := range scores {
+		pm[i] = make([]float64, len(s))
+		m := math.Inf(-1)
+		for k, v := range s {
+			m = math.Max(m, v)
+			pm[i][k] = m
+		}
+	}
+	best, bestCost := math.NaN(), math.Inf(1)
+	cands := slices.Clone(candidates)
+	slices.Sort(cands)
+	for _, th := range cands {
+		total := 0.0
+		for i := range eps {
+			k, found := sort.Find(len(pm[i]), func(j int) int {
+				if pm[i][j] >= th {
+					return 0
+				}
+				return 1
+			})
+			if !found {
+				k = -1
+			}
+			g, _ := eps[i].Outcome(k)
+			total += cost.Cost(time.Duration(g*float64(time.Second)), eps[i].GPUs)
+		}
+		if c := total / float64(len(eps)); c < bestCost {
+			best, bestCost = th, c
+		}
+	}
+	return best, bestCost
+}
+
+// thresholdGrid returns candidates from lo to hi in steps of step.
+func thresholdGrid(lo, hi, step float64) []float64 {
+	var out []float64
+	for v := lo; v <= hi+step/2; v += step {
+		out = append(out, v)
+	}
+	return out
+}
+
+// SplitByTime splits episodes (in injection order) into the earlier
+// 1−share and the later share by injection time; ties stay together.
+func SplitByTime(eps []ChainEpisode, share float64) (early, late []ChainEpisode) {
+	if share <= 0 || len(eps) < 2 {
+		return eps, nil
+	}
+	idx := make([]int, len(eps))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return eps[idx[a]].Inject.Before(eps[idx[b]].Inject) })
+	cut := int(math.Round(float64(len(eps)) * (1 - share)))
+	cut = min(max(cut, 1), len(eps)-1)
+	for cut < len(eps) && cut > 0 && eps[idx[cut]].Inject.Equal(eps[idx[cut-1]].Inject) {
+		cut++
+	}
+	for k, i := range idx {
+		if k < cut {
+			early = append(early, eps[i])
+		} else {
+			late = append(late, eps[i])
+		}
+	}
+	return early, late
+}

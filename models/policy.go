@@ -1,0 +1,136 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Learned policy names: each is loaded from MODELS_DIR/<name>/.
+var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), string(KindXGB), string(KindDQN), string(KindPG)}
+
+// ProvisionerBaselines are the baselines the provisioner itself implements
+// (provisioner.BaselinePolicy); the registry delegates these names.
+var ProvisionerBaselines = []string{"reactive", "dependency", "lead", "start-estimate"}
+
+// ErrUnknownPolicy: a name the registry does not know.
+var ErrUnknownPolicy = errors.New("unknown policy")
+
+// ErrNoModel: a learned policy whose model directory does not exist.
+var ErrNoModel = errors.New("no trained model")
+
+// PolicyOptions configure PolicyFactory.
+type PolicyOptions struct {
+	// Probe answers the oracle's questions; only the simulator harness has
+	// one. Without it "oracle" is refused (ErrNoProbe).
+	Probe OracleProbe
+	// Tick is the decision interval the oracle looks ahead by (default 10 min).
+	Tick time.Duration
+	// Lead is the harness's forced submission before the predecessor's end (default 1 min).
+	Lead time.Duration
+	// Baseline builds the provisioner's own baselines (reactive,
+	// dependency, lead, start-estimate); the default is
+	// provisioner.BaselinePolicy where this build has it.
+	Baseline func(name string) (provisioner.Policy, error)
+	// Average and Quantile override the baselines' parameters (zero: defaults).
+	Average  AveragePolicy
+	Quantile QuantilePolicy
+}
+
+// PolicyNames lists every name the registry resolves, sorted.
+func PolicyNames() []string {
+	n := append([]string{PolicyAverage, PolicyQuantile, PolicyOracle}, learnedPolicies...)
+	n = append(n, ProvisionerBaselines...)
+	sort.Strings(n)
+	return n
+}
+
+// IsLearned reports whether name is a learned policy (loaded from a model directory).
+func IsLearned(name string) bool {
+	for _, n := range learnedPolicies {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// PolicyFactory resolves registry names to policies: the learned ones (rf,
+// rf-golearn, rf-xgb, xgb, dqn, pg) from modelsDir/<name>/ (each model is
+// read once and shared by the policies built from it), average, quantile
+// and oracle from this package, and reactive, dependency, lead and
+// start-estimate from the provisioner's baselines. The result is safe for
+// concurrent use.
+func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFactory {
+	var mu sync.Mutex
+	cache := map[string]Model{}
+	if opts.Baseline == nil {
+		opts.Baseline = defaultBaseline
+	}
+	return func(name string) (provisioner.Policy, error) {
+		switch name {
+		case PolicyAverage:
+			p := opts.Average
+			return &p, nil
+		case PolicyQuantile:
+			p := opts.Quantile
+			return &p, nil
+		case PolicyOracle:
+			return NewOracle(opts.Probe, opts.Tick, opts.Lead)
+		}
+		for _, b := range ProvisionerBaselines {
+			if name == b {
+				if opts.Baseline == nil {
+					return nil, fmt.Errorf("policy %q: %w: the provisioner's baselines are not in this build", name, ErrUnknownPolicy)
+				}
+				return opts.Baseline(name)
+			}
+		}
+		if !IsLearned(name) {
+			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownPolicy, name, PolicyNames())
+		}
+		mu.Lock()
+		m, ok := cache[name]
+		mu.Unlock()
+		if !ok {
+			var err error
+			if m, err = LoadPolicyModel(modelsDir, name); err != nil {
+				return nil, err
+			}
+			mu.Lock()
+			cache[name] = m
+			mu.Unlock()
+		}
+		return NewModelPolicy(name, m)
+	}
+}
+
+// LoadPolicyModel reads the model of learned policy name from
+// modelsDir/<name>/ and checks that its kind fits the name (rf may hold
+// either forest).
+func LoadPolicyModel(modelsDir, name string) (Model, error) {
+	if modelsDir == "" {
+		return nil, fmt.Errorf("policy %q: %w: no models directory given (train one with mirage train --out DIR)", name, ErrNoModel)
+	}
+	dir := filepath.Join(modelsDir, name)
+	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err != nil {
+		return nil, fmt.Errorf("policy %q: %w in %s (train it with mirage train --model %s --out %s)", name, ErrNoModel, dir, name, modelsDir)
+	}
+	m, err := Load(dir, Schema())
+	if err != nil {
+		return nil, fmt.Errorf("policy %q: %w", name, err)
+	}
+	k := m.Meta().Kind
+	want := ResolveKind(name)
+	okKind := k == want || (name == "rf" && (k == KindRFXGB || k == KindRFGolearn))
+	if !okKind {
+		return nil, fmt.Errorf("policy %q: %s holds a %s model, want %s", name, dir, k, want)
+	}
+	return m, nil
+}

@@ -1,0 +1,544 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// metaSetter is implemented by the models of this package so training can
+// record the decision rule and metrics after the fit.
+type metaSetter interface{ setMeta(Meta) }
+
+func (m *XGBModel) setMeta(meta Meta)       { m.meta = meta }
+func (m *RFGolearnModel) setMeta(meta Meta) { m.meta = meta }
+func (m *PolicyNetModel) setMeta(meta Meta) { m.meta = meta }
+func (m *MLPModel) setMeta(meta Meta)       { m.meta = meta }
+func updateMeta(m Model, f func(*Meta)) error {
+	s, ok := m.(metaSetter)
+	if !ok {
+		return fmt.Errorf("model %T cannot record metadata", m)
+	}
+	meta := m.Meta()
+	f(&meta)
+	s.setMeta(meta)
+	return nil
+}
+
+// PolicyTrainOptions control TrainPolicy.
+type PolicyTrainOptions struct {
+	Seed        uint64                              // seed of every fit (recorded)
+	Cost        GapCost                             // tuning objective and RL reward (zero: DefaultGapCost)
+	CalibShare  float64                             // latest share of training episodes held out to tune the decision threshold (default 0.2)
+	Target      string                              // xgb regression target: TargetWait (default) or TargetGap
+	XGB         *XGBParams                          // xgb parameters (nil: DefaultXGBParams)
+	RFXGB       *XGBParams                          // rf-xgb parameters (nil: DefaultRFXGBParams)
+	Golearn     GolearnRFParams                     // rf-golearn parameters
+	GolearnRows int                                 // rows subsampled for rf-golearn (default 20000; golearn is slow, see facts)
+	RL          RLOptions                           // dqn and pg
+	Meta        Meta                                // trace and windows to record (kind, task, schema are filled in)
+	Protocol    Protocol                            // protocol of the data (for a live RL environment's episode length)
+	Progress    func(stage string, done, total int) // optional progress
+}
+
+func (o *PolicyTrainOptions) protocolLimit() time.Duration {
+	if o.Protocol.Limit > 0 {
+		return o.Protocol.Limit
+	}
+	return DefaultProtocol().Limit
+}
+
+func (o *PolicyTrainOptions) protocolTick() time.Duration {
+	if o.Protocol.Tick > 0 {
+		return o.Protocol.Tick
+	}
+	return DefaultProtocol().Tick
+}
+
+func (o *PolicyTrainOptions) defaults() {
+	if o.Cost == (GapCost{}) {
+		o.Cost = DefaultGapCost
+	}
+	if o.CalibShare <= 0 {
+		o.CalibShare = 0.2
+	}
+	if o.Target == "" {
+		o.Target = TargetWait
+	}
+	if o.GolearnRows <= 0 {
+		o.GolearnRows = 20000
+	}
+}
+
+// TrainPolicy trains the learned policy name (rf, rf-xgb, rf-golearn, xgb,
+// dqn, pg) on the training episodes and returns its model with a tuned
+// decision rule and validation metrics in meta.json:
+//
+//  1. The training episodes are split by time: the latest CalibShare is the
+//     calibration split.
+//  2. Trees (rf-*, xgb) are fitted on the earlier part; their decision
+//     threshold is the one that minimises the mean GapCost on the
+//     calibration split, played exactly on its episode tables (the first
+//     tick whose score reaches the threshold; the deadline otherwise). The
+//     model is then refitted on all training episodes with that threshold.
+//  3. dqn and pg learn on the earlier part's episode tables (TableEnv: the
+//     simulator's outcomes, see ChainEpisode); the network that did best on
+//     the calibration split is kept, and decides greedily (threshold 0).
+//
+// valid (may be nil) gives the validation metrics: prediction error and
+// the outcome of the policy on every validation episode.
+func TrainPolicy(name string, train, valid *ChainData, o PolicyTrainOptions) (Model, error) {
+	o.defaults()
+	if train == nil || len(train.Episodes) < 2 {
+		return nil, errors.New("train policy: need at least two training episodes")
+	}
+	if err := CheckSchema(train.Schema, Schema()); err != nil {
+		return nil, fmt.Errorf("train policy: training data: %w", err)
+	}
+	if valid != nil {
+		if err := CheckSchema(valid.Schema, Schema()); err != nil {
+			return nil, fmt.Errorf("train policy: validation data: %w", err)
+		}
+	}
+	kind := ResolveKind(name)
+	early, calib := SplitByTime(train.Episodes, o.CalibShare)
+	meta := o.Meta
+	meta.Kind, meta.Seed, meta.Schema = kind, o.Seed, train.Schema
+	var (
+		m    Model
+		rule DecisionRule
+		err  error
+	)
+	switch kind {
+	case KindXGB, KindRFXGB, KindRFGolearn:
+		m, rule, err = trainTreePolicy(kind, early, calib, train.Episodes, meta, &o)
+	case KindDQN, KindPG:
+		m, rule, err = trainRLPolicy(kind, early, calib, meta, &o)
+	default:
+		return nil, fmt.Errorf("train policy: %w %q (learned policies: %v)", ErrUnknownKind, name, learnedPolicies)
+	}
+	if err != nil {
+		return nil, err
+	}
+	metrics := map[string]float64{}
+	for k, v := range m.Meta().Metrics {
+		metrics[k] = v
+	}
+	if err := policyMetrics(metrics, "calib_", m, rule, calib, o.Cost); err != nil {
+		return nil, err
+	}
+	if valid != nil && len(valid.Episodes) > 0 {
+		if err := policyMetrics(metrics, "valid_", m, rule, valid.Episodes, o.Cost); err != nil {
+			return nil, err
+		}
+	}
+	err = updateMeta(m, func(mt *Meta) {
+		mt.Decision = &rule
+		mt.Metrics = metrics
+		mt.Trace, mt.Windows, mt.Seed, mt.Created = meta.Trace, meta.Windows, o.Seed, meta.Created
+		if mt.Params == nil {
+			mt.Params = map[string]string{}
+		}
+		mt.Params["calib_share"] = strconv.FormatFloat(o.CalibShare, 'g', -1, 64)
+		mt.Params["cost"] = fmt.Sprintf("interruption %g/h, overlap %g/h + %g/GPU-h", o.Cost.InterruptionPerHour, o.Cost.OverlapPerHour, o.Cost.OverlapPerGPUHour)
+		mt.TrainRows = rowsOf(train.Episodes)
+	})
+	return m, err
+}
+
+func rowsOf(eps []ChainEpisode) int {
+	n := 0
+	for i := range eps {
+		n += len(eps[i].X)
+	}
+	return n
+}
+
+// policyMetrics adds the outcome of m's rule on eps (and its prediction error) under prefix.
+func policyMetrics(metrics map[string]float64, prefix string, m Model, rule DecisionRule, eps []ChainEpisode, cost GapCost) error {
+	if len(eps) == 0 {
+		return nil
+	}
+	task := m.Meta().Task
+	var pred, yv []float64
+	gaps, gpus, cens, err := TableOutcomes(eps, func(ep *ChainEpisode) (int, error) {
+		raw := make([]float64, len(ep.X))
+		if err := m.PredictBatch(ep.X, raw); err != nil {
+			return 0, err
+		}
+		sc := make([]float64, len(raw))
+		for k := range raw {
+			sc[k] = rule.Score(task, raw[k], ep.Left(k))
+			switch task {
+			case Regression:
+				pred, yv = append(pred, sc[k]), append(yv, ep.Gap[k])
+			case Classification:
+				pred, yv = append(pred, raw[k]), append(yv, SafeTarget(ep, k))
+			}
+		}
+		return FirstAtLeast(sc, rule.Threshold), nil
+	})
+	if err != nil {
+		return err
+	}
+	s := Summarise(gaps, gpus, cens, cost)
+	metrics[prefix+"episodes"] = float64(s.N)
+	metrics[prefix+"mean_abs_gap_h"] = s.MeanAbsGapH
+	metrics[prefix+"mean_cost"] = s.MeanCost
+	metrics[prefix+"mean_interrupt_h"] = s.MeanInterruptH
+	metrics[prefix+"p90_interrupt_h"] = s.P90InterruptH
+	metrics[prefix+"mean_overlap_h"] = s.MeanOverlapH
+	metrics[prefix+"p90_overlap_h"] = s.P90OverlapH
+	metrics[prefix+"zero_interruption"] = s.ZeroInterruption
+	metrics[prefix+"within_hour"] = s.WithinHour
+	rg, rgp, rc, _ := TableOutcomes(eps, func(*ChainEpisode) (int, error) { return -1, nil })
+	metrics[prefix+"reactive_mean_abs_gap_h"] = Summarise(rg, rgp, rc, cost).MeanAbsGapH
+	switch task {
+	case Regression:
+		metrics[prefix+"gap_mae_h"] = MAE(pred, yv) / 3600
+		metrics[prefix+"gap_rmse_h"] = RMSE(pred, yv) / 3600
+	case Classification:
+		metrics[prefix+"accuracy"] = Accuracy(pred, yv)
+		metrics[prefix+"auc"] = AUC(pred, yv)
+	}
+	return nil
+}
+
+// trainTreePolicy fits a tree model on early, tunes its threshold on calib, refits on all.
+func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *PolicyTrainOptions) (Model, DecisionRule, error) {
+	schema := meta.Schema
+	fit := func(eps []ChainEpisode, stage string) (Model, error) {
+		if o.Progress != nil {
+			o.Progress(stage, 0, 1)
+			defer o.Progress(stage, 1, 1)
+		}
+		switch kind {
+		case KindXGB:
+			p := DefaultXGBParams()
+			if o.XGB != nil {
+				p = *o.XGB
+			}
+			p.Seed = o.Seed
+			target := WaitTarget
+			if o.Target == TargetGap {
+				target = GapTarget
+			}
+			return TrainXGB(Rows(eps, schema, target), p, meta)
+		case KindRFXGB:
+			p := DefaultRFXGBParams()
+			if o.RFXGB != nil {
+				p = *o.RFXGB
+			}
+			p.Seed = o.Seed
+			return TrainXGB(Rows(eps, schema, SafeTarget), p, meta)
+		default:
+			ds := subsampleRows(Rows(eps, schema, SafeTarget), o.GolearnRows, o.Seed)
+			return TrainRFGolearn(ds, o.Golearn, meta)
+		}
+	}
+	m0, err := fit(early, "fit on the earlier training split")
+	if err != nil {
+		return nil, DecisionRule{}, err
+	}
+	rule := DefaultDecisionRule(m0.Meta().Task)
+	var grid []float64
+	if kind == KindXGB {
+		rule.Target = o.Target
+		grid = thresholdGrid(-12*3600, 6*3600, 300) // −12 h … +6 h of predicted gap, 5-minute steps
+	} else {
+		grid = thresholdGrid(0.02, 0.98, 0.01)
+	}
+	if len(calib) > 0 {
+		scores := make([][]float64, len(calib))
+		for i := range calib {
+			if scores[i], err = EpisodeScores(m0, rule, &calib[i]); err != nil {
+				return nil, DecisionRule{}, err
+			}
+		}
+		th, c := TuneThreshold(calib, scores, grid, o.Cost)
+		rule.Threshold = th
+		rule.Tuned = fmt.Sprintf("min mean cost %.2f on the calibration split (%d episodes, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
+	}
+	m, err := fit(all, "refit on all training episodes")
+	if err != nil {
+		return nil, DecisionRule{}, err
+	}
+	return m, rule, nil
+}
+
+// subsampleRows keeps at most n rows, drawn without replacement from seed (order kept).
+func subsampleRows(ds *Dataset, n int, seed uint64) *Dataset {
+	if len(ds.X) <= n {
+		return ds
+	}
+	r := rand.New(rand.NewPCG(seed, 0x73756273))
+	idx := r.Perm(len(ds.X))[:n]
+	keep := make([]bool, len(ds.X))
+	for _, i := range idx {
+		keep[i] = true
+	}
+	out := &Dataset{Schema: ds.Schema}
+	for i := range ds.X {
+		if keep[i] {
+			out.X, out.Y = append(out.X, ds.X[i]), append(out.Y, ds.Y[i])
+		}
+	}
+	return out
+}
+
+// RLOptions control the dqn and pg learners on the episode tables.
+type RLOptions struct {
+	Steps           int                         // dqn: environment steps (default 150000)
+	Iterations      int                         // pg: updates (default 800)
+	EpisodesPerIter int                         // pg: episodes per update (default 16)
+	Hidden          []int                       // hidden layers (default [64 64])
+	LearningRate    float64                     // Adam (default 5e-4 dqn, 1e-3 pg)
+	Entropy         float64                     // pg entropy bonus (default 0.1, as published)
+	Evals           int                         // checkpoint evaluations on the calibration split (default 20)
+	FullStarts      bool                        // start every episode at the predecessor's start (default: exploring starts at a uniform tick)
+	Env             Env                         // train on this environment (e.g. a SimEnv, live in the simulator) instead of the episode tables of the earlier training split
+	Log             func(msg string, kv ...any) // optional progress log
+}
+
+func (o *RLOptions) defaults(kind Kind) {
+	if o.Steps <= 0 {
+		o.Steps = 150000
+	}
+	if o.Iterations <= 0 {
+		o.Iterations = 800
+	}
+	if o.EpisodesPerIter <= 0 {
+		o.EpisodesPerIter = 16
+	}
+	if o.Hidden == nil {
+		o.Hidden = []int{64, 64}
+	}
+	if o.LearningRate <= 0 {
+		o.LearningRate = 5e-4
+		if kind == KindPG {
+			o.LearningRate = 1e-3
+		}
+	}
+	if o.Entropy <= 0 {
+		o.Entropy = 0.1
+	}
+	if o.Evals <= 0 {
+		o.Evals = 20
+	}
+}
+
+// TableEnv is the chain environment played on episode tables: each Reset
+// picks an episode (and, with exploring starts, a tick to start from; a
+// chain that waited until then is in exactly that state, since waiting does
+// not change the cluster); wait moves to the next tick with reward 0;
+// submit ends the episode with reward −Cost(gap)/Scale; waiting past the
+// last tick ends it with the deadline (reactive) submission's reward.
+type TableEnv struct {
+	Episodes       []ChainEpisode // the tables
+	Cost           GapCost        // reward = −Cost/Scale
+	Scale          float64        // reward divisor (default Cost.InterruptionPerHour: rewards in hours)
+	ExploringStart bool           // start at a uniform tick instead of tick 0
+	rng            *rand.Rand
+	ep             *ChainEpisode
+	k              int
+	// LastGap is the gap (seconds) of the last finished episode.
+	LastGap float64
+}
+
+// NewTableEnv returns an environment over eps drawing episodes from seed.
+func NewTableEnv(eps []ChainEpisode, cost GapCost, exploring bool, seed uint64) *TableEnv {
+	sc := cost.InterruptionPerHour
+	if sc <= 0 {
+		sc = 1
+	}
+	return &TableEnv{Episodes: eps, Cost: cost, Scale: sc, ExploringStart: exploring, rng: rand.New(rand.NewPCG(seed, 0x656e76))}
+}
+
+// Reset implements Env.
+func (e *TableEnv) Reset() ([]float64, error) {
+	if len(e.Episodes) == 0 {
+		return nil, errors.New("table env: no episodes")
+	}
+	e.ep = &e.Episodes[e.rng.IntN(len(e.Episodes))]
+	if len(e.ep.X) == 0 {
+		return nil, errors.New("table env: episode without ticks")
+	}
+	e.k = 0
+	if e.ExploringStart {
+		e.k = e.rng.IntN(len(e.ep.X))
+	}
+	return e.ep.X[e.k], nil
+}
+
+// Step implements Env.
+func (e *TableEnv) Step(a int) ([]float64, float64, bool, error) {
+	if e.ep == nil {
+		return nil, 0, true, errors.New("table env: Step before Reset")
+	}
+	if a == ActionSubmit {
+		return nil, e.finish(e.k), true, nil
+	}
+	e.k++
+	if e.k >= len(e.ep.X) {
+		return nil, e.finish(-1), true, nil
+	}
+	return e.ep.X[e.k], 0, false, nil
+}
+
+func (e *TableEnv) finish(k int) float64 {
+	g, _ := e.ep.Outcome(k)
+	e.LastGap = g
+	e.ep = nil
+	return -e.Cost.Cost(time.Duration(g*float64(time.Second)), e.epGPUs()) / e.Scale
+}
+
+func (e *TableEnv) epGPUs() int {
+	if e.ep == nil {
+		return 0
+	}
+	return e.ep.GPUs
+}
+
+// trainRLPolicy trains dqn or pg on early's tables and keeps the network that did best on calib.
+func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyTrainOptions) (Model, DecisionRule, error) {
+	ro := o.RL
+	ro.defaults(kind)
+	start := time.Now() // wall time, meta.json only
+	var rows [][]float64
+	for i := range early {
+		rows = append(rows, early[i].X...)
+	}
+	if len(rows) == 0 {
+		return nil, DecisionRule{}, errors.New("train rl: no training ticks")
+	}
+	sc := FitScaler(rows)
+	w := len(rows[0])
+	evalSet := calib
+	if len(evalSet) == 0 {
+		evalSet = early
+	}
+	mk := func(net *MLP) (*PolicyNetModel, error) {
+		mt := meta
+		return NewPolicyNetModel(net, &sc, mt)
+	}
+	rule := DecisionRule{Threshold: 0, Tuned: "greedy (preference ≥ 0); the network kept is the checkpoint with the lowest mean cost on the calibration split"}
+	evaluate := func(net *MLP) (float64, error) {
+		pm, err := mk(net)
+		if err != nil {
+			return 0, err
+		}
+		gaps, gpus, cens, err := TableOutcomes(evalSet, func(ep *ChainEpisode) (int, error) {
+			s, err := EpisodeScores(pm, rule, ep)
+			if err != nil {
+				return 0, err
+			}
+			return FirstAtLeast(s, 0), nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		return Summarise(gaps, gpus, cens, o.Cost).MeanCost, nil
+	}
+	var env Env = NewTableEnv(early, o.Cost, !ro.FullStarts, o.Seed)
+	envName := "tables of the probed training chains (TableEnv)"
+	if ro.Env != nil {
+		env, envName = ro.Env, fmt.Sprintf("%T", ro.Env)
+	}
+	var best *MLP
+	bestCost := math.Inf(1)
+	checkpoint := func(net *MLP, at int) error {
+		c, err := evaluate(net)
+		if err != nil {
+			return err
+		}
+		if ro.Log != nil {
+			ro.Log("rl checkpoint", "kind", kind, "at", at, "calib_mean_cost", c)
+		}
+		if c < bestCost {
+			best, bestCost = net.Clone(), c
+		}
+		return nil
+	}
+	maxSteps := 1
+	for i := range early {
+		maxSteps = max(maxSteps, len(early[i].X)+1)
+	}
+	if ro.Env != nil {
+		maxSteps = int(o.protocolLimit()/o.protocolTick()) + 2
+	}
+	params := map[string]string{"hidden": fmt.Sprint(ro.Hidden), "learning_rate": strconv.FormatFloat(ro.LearningRate, 'g', -1, 64),
+		"gamma": "1", "exploring_starts": strconv.FormatBool(!ro.FullStarts), "reward": "−cost/" + strconv.FormatFloat(o.Cost.InterruptionPerHour, 'g', -1, 64), "env": envName}
+	switch kind {
+	case KindDQN:
+		d, err := NewDQN(w, 2, DQNConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Batch: 64, ReplaySize: 200000,
+			Warmup: 2000, TargetEvery: 1000, Epsilon: EpsilonSchedule{Start: 1, End: 0.05, Steps: ro.Steps / 2}, Seed: o.Seed, In: &sc})
+		if err != nil {
+			return nil, DecisionRule{}, err
+		}
+		every := max(ro.Steps/ro.Evals, 1)
+		next := every
+		for steps := 0; steps < ro.Steps; {
+			_, n, err := d.RunEpisode(env, true, maxSteps)
+			if err != nil {
+				return nil, DecisionRule{}, fmt.Errorf("dqn: %w", err)
+			}
+			steps += n
+			if o.Progress != nil {
+				o.Progress("dqn steps", min(steps, ro.Steps), ro.Steps)
+			}
+			if steps >= next {
+				if err := checkpoint(d.Network(), steps); err != nil {
+					return nil, DecisionRule{}, err
+				}
+				next += every
+			}
+		}
+		params["steps"] = strconv.Itoa(ro.Steps)
+		params["batch"], params["replay"], params["target_every"], params["epsilon"] = "64", "200000", "1000", fmt.Sprintf("1→0.05 over %d steps", ro.Steps/2)
+	case KindPG:
+		p, err := NewPG(w, 2, PGConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Entropy: ro.Entropy, Batch: 256, Seed: o.Seed, In: &sc})
+		if err != nil {
+			return nil, DecisionRule{}, err
+		}
+		every := max(ro.Iterations/ro.Evals, 1)
+		for it := 1; it <= ro.Iterations; it++ {
+			eps := make([]Episode, 0, ro.EpisodesPerIter)
+			for i := 0; i < ro.EpisodesPerIter; i++ {
+				ep, err := p.Play(env, false, maxSteps)
+				if err != nil {
+					return nil, DecisionRule{}, fmt.Errorf("pg: %w", err)
+				}
+				eps = append(eps, ep)
+			}
+			if _, err := p.Update(eps); err != nil {
+				return nil, DecisionRule{}, fmt.Errorf("pg: %w", err)
+			}
+			if o.Progress != nil {
+				o.Progress("pg updates", it, ro.Iterations)
+			}
+			if it%every == 0 || it == ro.Iterations {
+				if err := checkpoint(p.Network(), it); err != nil {
+					return nil, DecisionRule{}, err
+				}
+			}
+		}
+		params["iterations"], params["episodes_per_iteration"] = strconv.Itoa(ro.Iterations), strconv.Itoa(ro.EpisodesPerIter)
+		params["entropy"] = strconv.FormatFloat(ro.Entropy, 'g', -1, 64)
+	}
+	if best == nil {
+		return nil, DecisionRule{}, errors.New("train rl: no checkpoint")
+	}
+	m, err := mk(best)
+	if err != nil {
+		return nil, DecisionRule{}, err
+	}
+	err = updateMeta(m, func(mt *Meta) {
+		mt.Params = params
+		mt.TrainSeconds = time.Since(start).Seconds()
+		mt.Metrics = map[string]float64{"calib_best_checkpoint_cost": bestCost}
+	})
+	return m, rule, err
+}

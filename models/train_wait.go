@@ -1,0 +1,195 @@
+package models
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// WaitTrainOptions control TrainWaitPredictor.
+type WaitTrainOptions struct {
+	Seed     uint64                              // seed of the fits
+	Params   func(q float64) XGBParams           // parameters per quantile (nil: DefaultQuantileParams)
+	Meta     Meta                                // trace and windows to record
+	Unit     float64                             // the target is log1p(wait/Unit) (default 60 s)
+	Progress func(stage string, done, total int) // optional
+}
+
+// WaitMetrics compares predicted waits (the p50) with simulated ones.
+type WaitMetrics struct {
+	N            int     `json:"n"`                          // jobs
+	MedianAbsErr float64 `json:"median_abs_err_s"`           // median |predicted − simulated|, seconds
+	Within10m    float64 `json:"within_10m"`                 // share with |error| ≤ 10 min
+	Within1h     float64 `json:"within_1h"`                  // share with |error| ≤ 1 h
+	Coverage     float64 `json:"coverage_p10_p90,omitempty"` // share of simulated waits inside [p10, p90] (the predictor only)
+}
+
+// ScoreWaits computes WaitMetrics of predictions pred (seconds) against
+// simulated waits y; lo/hi (may be nil) give the interval for Coverage.
+func ScoreWaits(pred, y, lo, hi []float64) WaitMetrics {
+	m := WaitMetrics{N: len(y)}
+	if len(y) == 0 {
+		return m
+	}
+	errs := make([]float64, len(y))
+	for i := range y {
+		e := math.Abs(pred[i] - y[i])
+		errs[i] = e
+		if e <= 600 {
+			m.Within10m++
+		}
+		if e <= 3600 {
+			m.Within1h++
+		}
+		if lo != nil && y[i] >= lo[i] && y[i] <= hi[i] {
+			m.Coverage++
+		}
+	}
+	sort.Float64s(errs)
+	n := float64(len(y))
+	m.MedianAbsErr = Percentile(errs, 0.5)
+	m.Within10m /= n
+	m.Within1h /= n
+	m.Coverage /= n
+	return m
+}
+
+// WaitReport is the validation of a wait predictor against Slurm's own
+// backfill estimate on the same jobs.
+type WaitReport struct {
+	All         WaitMetrics `json:"all"`          // the predictor on every validation job
+	Estimated   WaitMetrics `json:"estimated"`    // the predictor on the jobs Slurm gave an estimate for
+	Slurm       WaitMetrics `json:"slurm"`        // Slurm's estimate on those same jobs
+	Queued      WaitMetrics `json:"queued"`       // the predictor on the jobs still pending after Slurm's first backfill pass
+	SlurmQueued WaitMetrics `json:"slurm_queued"` // Slurm's estimate on those jobs
+	NoEstimate  int         `json:"no_estimate"`  // jobs Slurm gave no estimate for (N/A in squeue --start)
+}
+
+// TrainWaitPredictor fits quantile XGBoost models of the wait (p10, p50,
+// p90) on log1p(wait/Unit) — quantiles are preserved by the monotone
+// transform, and the log keeps the heavy tail from swamping short waits —
+// and, with valid, reports them against Slurm's estimate.
+func TrainWaitPredictor(train, valid *WaitData, o WaitTrainOptions) (*WaitPredictor, *WaitReport, error) {
+	if train == nil || len(train.Samples) == 0 {
+		return nil, nil, errors.New("train wait predictor: no training samples")
+	}
+	if err := CheckSchema(train.Schema, Schema()); err != nil {
+		return nil, nil, fmt.Errorf("train wait predictor: %w", err)
+	}
+	if o.Unit <= 0 {
+		o.Unit = 60
+	}
+	if o.Params == nil {
+		o.Params = DefaultQuantileParams
+	}
+	ds := train.Dataset()
+	for i, y := range ds.Y {
+		ds.Y[i] = math.Log1p(math.Max(y, 0) / o.Unit)
+	}
+	var ms [3]Model
+	for i, q := range WaitQuantiles {
+		if o.Progress != nil {
+			o.Progress("wait quantile "+waitDirs[i], i, len(WaitQuantiles))
+		}
+		p := o.Params(q)
+		p.Seed = o.Seed
+		meta := o.Meta
+		meta.Kind, meta.Seed = KindXGB, o.Seed
+		m, err := TrainXGB(ds, p, meta)
+		if err != nil {
+			return nil, nil, fmt.Errorf("train wait predictor %s: %w", waitDirs[i], err)
+		}
+		if err := updateMeta(m, func(mt *Meta) {
+			if mt.Output == nil {
+				mt.Output = &OutputTransform{Scale: 1}
+			}
+			mt.Output.Expm1Unit = o.Unit
+			mt.Params["target"] = "log1p(wait/" + strconv.FormatFloat(o.Unit, 'g', -1, 64) + "s)"
+			mt.Params["wait_quantile"] = strconv.FormatFloat(q, 'g', -1, 64)
+		}); err != nil {
+			return nil, nil, err
+		}
+		ms[i] = m
+	}
+	w, err := NewWaitPredictor(ms[0], ms[1], ms[2])
+	if err != nil {
+		return nil, nil, err
+	}
+	if valid == nil || len(valid.Samples) == 0 {
+		return w, nil, nil
+	}
+	rep, err := w.Validate(valid)
+	if err != nil {
+		return nil, nil, err
+	}
+	metrics := rep.Flat()
+	for _, m := range w.Models {
+		if err := updateMeta(m, func(mt *Meta) { mt.Metrics = metrics }); err != nil {
+			return nil, nil, err
+		}
+	}
+	return w, rep, nil
+}
+
+// Validate scores the predictor on a dataset (with Slurm's estimates when recorded).
+func (w *WaitPredictor) Validate(d *WaitData) (*WaitReport, error) {
+	if err := CheckSchema(d.Schema, Schema()); err != nil {
+		return nil, fmt.Errorf("validate wait predictor: %w", err)
+	}
+	n := len(d.Samples)
+	var q [3][]float64
+	for i, m := range w.Models {
+		q[i] = make([]float64, n)
+		for k := range d.Samples {
+			v, err := m.Predict(d.Samples[k].X)
+			if err != nil {
+				return nil, err
+			}
+			q[i][k] = math.Max(v, 0)
+		}
+	}
+	y := make([]float64, n)
+	for k := range d.Samples {
+		y[k] = d.Samples[k].Wait
+		s := []float64{q[0][k], q[1][k], q[2][k]}
+		sort.Float64s(s)
+		q[0][k], q[1][k], q[2][k] = s[0], s[1], s[2]
+	}
+	rep := &WaitReport{All: ScoreWaits(q[1], y, q[0], q[2])}
+	var pe, ye, se, pq, yq, sq []float64
+	for k, s := range d.Samples {
+		if !s.HasEst {
+			rep.NoEstimate++
+			continue
+		}
+		pe, ye, se = append(pe, q[1][k]), append(ye, y[k]), append(se, s.Est)
+		if s.Queued {
+			pq, yq, sq = append(pq, q[1][k]), append(yq, y[k]), append(sq, s.Est)
+		}
+	}
+	rep.Estimated = ScoreWaits(pe, ye, nil, nil)
+	rep.Slurm = ScoreWaits(se, ye, nil, nil)
+	rep.Queued = ScoreWaits(pq, yq, nil, nil)
+	rep.SlurmQueued = ScoreWaits(sq, yq, nil, nil)
+	return rep, nil
+}
+
+// Flat renders the report as meta.json metrics.
+func (r *WaitReport) Flat() map[string]float64 {
+	out := map[string]float64{"valid_no_estimate": float64(r.NoEstimate)}
+	put := func(p string, m WaitMetrics) {
+		out[p+"n"] = float64(m.N)
+		out[p+"median_abs_err_s"] = m.MedianAbsErr
+		out[p+"within_10m"] = m.Within10m
+		out[p+"within_1h"] = m.Within1h
+	}
+	put("valid_", r.All)
+	out["valid_coverage_p10_p90"] = r.All.Coverage
+	put("valid_estimated_", r.Estimated)
+	put("valid_slurm_", r.Slurm)
+	put("valid_queued_", r.Queued)
+	put("valid_slurm_queued_", r.SlurmQueued)
+	return out
+}

@@ -1,0 +1,676 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Clock is the Client's time source: Now for snapshots and sacct windows,
+// After for the waits between retries.
+type Clock interface {
+	provisioner.Clock
+	After(d time.Duration) <-chan time.Time
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns the current wall-clock time.
+func (RealClock) Now() time.Time { return time.Now() }
+
+// After waits on the wall clock.
+func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// RetryPolicy bounds the retries of transient failures (controller or
+// slurmdbd unreachable, socket timeouts, per-call timeouts of queries).
+// Waits double from Initial up to Max. Rejections, permission errors, MUNGE
+// failures and missing commands are never retried.
+type RetryPolicy struct {
+	Attempts int           // runs in total, first included (default 3; 1 disables retries)
+	Initial  time.Duration // first wait (default 1 s)
+	Max      time.Duration // longest wait (default 8 s)
+}
+
+// Output formats for Config.SacctFormat.
+const (
+	FormatAuto = ""     // JSON where it is complete, text otherwise (see Config.SacctFormat)
+	FormatJSON = "json" // always --json (falls back to text only when --json is unavailable)
+	FormatText = "text" // always the text formats
+)
+
+// Signal scopes for Config.SignalScope.
+const (
+	SignalFull  = "full"  // scancel --full: the batch script and every step (default)
+	SignalBatch = "batch" // scancel --batch: the batch script's processes only
+	SignalSteps = "steps" // scancel without either flag: job steps (srun) only, not the batch script
+)
+
+// Config configures a Client. The zero value works on a login node where
+// the Slurm commands are on PATH and SLURM_CONF (or /etc/slurm) is set up.
+type Config struct {
+	SlurmConf string                   // slurm.conf exported as SLURM_CONF to every command ("" = inherit)
+	Path      string                   // PATH for finding and running the commands ("" = inherit)
+	Timeout   time.Duration            // per call (default 30 s)
+	Timeouts  map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
+	Retry     RetryPolicy              // retries of transient failures
+	Users     []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
+	TZ        string                   // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
+	Output    string                   // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
+	// SacctFormat chooses sacct's output: FormatAuto (the default) reads
+	// --json, except on Slurm 22.05 whose sacct --json reports every exit code
+	// as 0 (seen on the test cluster, kept in testdata): there it reads
+	// --parsable2. FormatJSON and FormatText force one.
+	SacctFormat string
+	TextOnly    bool         // never ask squeue/sinfo for --json
+	SignalScope string       // which processes Signal reaches (default SignalFull)
+	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path and TZ)
+	Clock       Clock        // time source (default RealClock)
+	Logger      *slog.Logger // warnings about fallbacks and retries (default slog.Default())
+}
+
+// Client is mirage's Slurm backend: it implements provisioner.Cluster and
+// provisioner.HistorySource through the Slurm commands. It is safe for
+// concurrent use.
+type Client struct {
+	cfg    Config
+	loc    *time.Location
+	runner Runner
+	clock  Clock
+	log    *slog.Logger
+
+	mu      sync.Mutex
+	noJSON  map[string]bool // commands found without usable --json
+	warned  map[string]bool // unknown versions already logged
+	version *Version        // from `sinfo --version`, once known
+}
+
+var (
+	_ provisioner.Cluster       = (*Client)(nil)
+	_ provisioner.HistorySource = (*Client)(nil)
+)
+
+// New checks cfg and returns a Client. It runs nothing.
+func New(cfg Config) (*Client, error) {
+	if cfg.TZ == "" {
+		cfg.TZ = "UTC"
+	}
+	loc, err := time.LoadLocation(cfg.TZ)
+	if err != nil || cfg.TZ == "Local" {
+		return nil, fmt.Errorf("slurm: time zone %q: want an IANA name such as UTC or Europe/Berlin", cfg.TZ)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Retry.Attempts <= 0 {
+		cfg.Retry.Attempts = 3
+	}
+	if cfg.Retry.Initial <= 0 {
+		cfg.Retry.Initial = time.Second
+	}
+	if cfg.Retry.Max < cfg.Retry.Initial {
+		cfg.Retry.Max = max(8*time.Second, cfg.Retry.Initial)
+	}
+	switch cfg.SacctFormat {
+	case FormatAuto, FormatJSON, FormatText:
+	default:
+		return nil, fmt.Errorf("slurm: sacct format %q: want %q, %q or empty (auto)", cfg.SacctFormat, FormatJSON, FormatText)
+	}
+	switch cfg.SignalScope {
+	case "":
+		cfg.SignalScope = SignalFull
+	case SignalFull, SignalBatch, SignalSteps:
+	default:
+		return nil, fmt.Errorf("slurm: signal scope %q: want %q, %q or %q", cfg.SignalScope, SignalFull, SignalBatch, SignalSteps)
+	}
+	c := &Client{cfg: cfg, loc: loc, runner: cfg.Runner, clock: cfg.Clock, log: cfg.Logger,
+		noJSON: map[string]bool{}, warned: map[string]bool{}}
+	if c.runner == nil {
+		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ}
+	}
+	if c.clock == nil {
+		c.clock = RealClock{}
+	}
+	if c.log == nil {
+		c.log = slog.Default()
+	}
+	return c, nil
+}
+
+// Config returns the effective configuration (defaults filled in).
+func (c *Client) Config() Config { return c.cfg }
+
+// Location is the zone text times are read in.
+func (c *Client) Location() *time.Location { return c.loc }
+
+// runOpts tunes one run.
+type runOpts struct {
+	// mayRetry decides, for a transient failure, whether running again is
+	// safe (nil: always, for queries).
+	mayRetry func(stderr []byte) bool
+	// check reads the output of a run that exited 0. A *JSONError it
+	// returns (22.05 reports an unreachable slurmctld this way, exit 0) is
+	// treated as a failure of the command: classified and retried. Other
+	// errors are returned as they are.
+	check func(stdout []byte) error
+	// stderrErrors treats "error:" lines on stderr as a failure even when
+	// the command exits 0 (scancel does so for an unknown job id).
+	stderrErrors bool
+}
+
+// errExitZero marks a command that exited 0 but reported an error.
+var errExitZero = errors.New("exited 0 but reported an error")
+
+// run runs one command with the per-call timeout and the retry policy.
+func (c *Client) run(ctx context.Context, name string, args []string, o runOpts) ([]byte, error) {
+	timeout := c.cfg.Timeout
+	if t, ok := c.cfg.Timeouts[name]; ok && t > 0 {
+		timeout = t
+	}
+	wait := c.cfg.Retry.Initial
+	for attempt := 1; ; attempt++ {
+		cctx, cancel := context.WithTimeout(ctx, timeout)
+		out, stderr, err := c.runner.Run(cctx, name, args)
+		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		var jerr *JSONError
+		if err == nil && !timedOut && o.stderrErrors && bytes.Contains(stderr, []byte("error:")) {
+			err = errExitZero
+		}
+		if err == nil && !timedOut {
+			if o.check == nil {
+				return out, nil
+			}
+			cerr := o.check(out)
+			if !errors.As(cerr, &jerr) {
+				return out, cerr
+			}
+			err = jerr
+			stderr = append(append(stderr, '\n'), jerr.Error()...)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		kind, transient := classify(name, stderr, err)
+		switch {
+		case timedOut:
+			kind, transient = ErrTimeout, true
+		case kind == nil && jerr != nil:
+			kind, transient = ErrControllerDown, true
+		}
+		msg := trimStderr(stderr)
+		if timedOut {
+			msg = fmt.Sprintf("no answer within %s (per-call timeout; raise Config.Timeouts[%q])", timeout, name)
+		}
+		cerr := &CommandError{Cmd: name, Args: args, Stderr: msg, Kind: kind, Err: err, Attempts: attempt, raw: stderr}
+		if !transient || attempt >= c.cfg.Retry.Attempts || (o.mayRetry != nil && !o.mayRetry(stderr)) {
+			return nil, cerr
+		}
+		c.log.Warn("slurm: transient failure, retrying", "cmd", name, "attempt", attempt, "wait", wait, "err", cerr.Error())
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: %w (while waiting to retry after: %v)", name, ctx.Err(), cerr)
+		case <-c.clock.After(wait):
+		}
+		wait = min(2*wait, c.cfg.Retry.Max)
+	}
+}
+
+// jsonOff reports whether cmd is known to lack usable --json.
+func (c *Client) jsonOff(cmd string) bool {
+	if c.cfg.TextOnly {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.noJSON[cmd]
+}
+
+// disableJSON remembers that cmd has no usable --json and logs it once.
+func (c *Client) disableJSON(cmd string, why error) {
+	c.mu.Lock()
+	first := !c.noJSON[cmd]
+	c.noJSON[cmd] = true
+	c.mu.Unlock()
+	if first {
+		c.log.Warn("slurm: falling back to text output", "cmd", cmd, "reason", why.Error())
+	}
+}
+
+// noteVersion logs once when a JSON document comes from a release this
+// package was not written against (it is still read by field name).
+func (c *Client) noteVersion(cmd string, v Version) {
+	if v.Known() || v.Major == 0 {
+		return
+	}
+	c.mu.Lock()
+	first := !c.warned[cmd]
+	c.warned[cmd] = true
+	c.mu.Unlock()
+	if first {
+		c.log.Warn("slurm: JSON from an untested Slurm release, reading fields by name",
+			"cmd", cmd, "version", v.String(), "tested", fmt.Sprintf("%d.%02d-%d.%02d", minMajor, minMinor, maxMajor, maxMinor))
+	}
+}
+
+// JobFilter selects jobs; empty fields match everything. Slurm 22.05's
+// `squeue --json` ignores -u/-t/-j/-p, so filtering is done here, in Go.
+type JobFilter struct {
+	IDs        []string               // job ids ("123", "7_3"); an array task also matches its array id "7"
+	Users      []string               // user names
+	States     []provisioner.JobState // states
+	Names      []string               // job names (exact)
+	Partitions []string               // partitions
+	Accounts   []string               // accounts
+}
+
+// match reports whether j passes the filter.
+func (f *JobFilter) match(j *provisioner.Job) bool {
+	in := func(list []string, v string) bool { return len(list) == 0 || slices.Contains(list, v) }
+	if len(f.IDs) > 0 {
+		base, _, _ := strings.Cut(j.ID, "_")
+		if !slices.Contains(f.IDs, j.ID) && !slices.Contains(f.IDs, base) {
+			return false
+		}
+	}
+	return in(f.Users, j.User) && in(f.Names, j.Name) && in(f.Partitions, j.Partition) &&
+		in(f.Accounts, j.Account) && (len(f.States) == 0 || slices.Contains(f.States, j.State))
+}
+
+// Jobs lists the jobs slurmctld holds (pending, running, and finished ones
+// younger than MinJobAge) that pass f, from `squeue --json`, or from
+// `squeue -O` text when JSON is unavailable.
+func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]provisioner.Job, error) {
+	jobs, err := c.allJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := jobs[:0]
+	for i := range jobs {
+		if f.match(&jobs[i]) {
+			out = append(out, jobs[i])
+		}
+	}
+	return out, nil
+}
+
+func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
+	if !c.jsonOff("squeue") {
+		var jobs []provisioner.Job
+		var v Version
+		_, err := c.run(ctx, "squeue", []string{"--json"}, runOpts{check: func(out []byte) error {
+			var perr error
+			jobs, v, perr = ParseSqueueJSON(out)
+			return perr
+		}})
+		switch {
+		case err == nil:
+			c.noteVersion("squeue", v)
+			return jobs, nil
+		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
+			c.disableJSON("squeue", err)
+		default:
+			return nil, err
+		}
+	}
+	out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "-O", SqueueFormat}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return ParseSqueueText(out, c.loc)
+}
+
+// Job returns one job from squeue, or an error wrapping provisioner.ErrNotFound
+// when slurmctld no longer holds it (use Accounting for finished jobs).
+func (c *Client) Job(ctx context.Context, id string) (*provisioner.Job, error) {
+	if err := validJobID(id); err != nil {
+		return nil, err
+	}
+	jobs, err := c.Jobs(ctx, JobFilter{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range jobs {
+		if jobs[i].ID == id {
+			return &jobs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("slurm: job %s not in squeue (finished jobs leave after MinJobAge; see sacct): %w", id, provisioner.ErrNotFound)
+}
+
+// Nodes lists nodes with CPU and GPU totals and use, from `sinfo -N --json`,
+// or from `sinfo -N -O` text when JSON is unavailable.
+func (c *Client) Nodes(ctx context.Context) ([]provisioner.Node, error) {
+	if !c.jsonOff("sinfo") {
+		var nodes []provisioner.Node
+		var v Version
+		_, err := c.run(ctx, "sinfo", []string{"-N", "--json"}, runOpts{check: func(out []byte) error {
+			var perr error
+			nodes, v, perr = ParseSinfoJSON(out)
+			return perr
+		}})
+		switch {
+		case err == nil:
+			c.noteVersion("sinfo", v)
+			return nodes, nil
+		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
+			c.disableJSON("sinfo", err)
+		default:
+			return nil, err
+		}
+	}
+	out, err := c.run(ctx, "sinfo", []string{"--noheader", "--Node", "--all", "-O", NodesFormat}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return ParseNodesText(out)
+}
+
+// Partitions lists partitions with limits and member nodes (`sinfo -o`).
+func (c *Client) Partitions(ctx context.Context) ([]Partition, error) {
+	out, err := c.run(ctx, "sinfo", []string{"--noheader", "--all", "-o", partitionFormat}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return ParsePartitionsText(out)
+}
+
+// Snapshot implements provisioner.Cluster: nodes from sinfo and jobs from
+// squeue (Config.Users, when set, keeps only those users' jobs), stamped
+// with the Client's clock.
+func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
+	jobs, err := c.Jobs(ctx, JobFilter{Users: c.cfg.Users})
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := c.Nodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &provisioner.Snapshot{Time: c.clock.Now(), Nodes: nodes, Jobs: jobs}, nil
+}
+
+// StartEstimates returns the scheduler's estimated start of pending jobs
+// (`squeue --start`); jobs without an estimate yet are absent.
+func (c *Client) StartEstimates(ctx context.Context) (map[string]time.Time, error) {
+	out, err := c.run(ctx, "squeue", []string{"--start", "--noheader", "-o", StartFormat}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartText(out, c.loc)
+}
+
+// ScontrolJob returns `scontrol show job -o ID` as Key=Value fields, or an
+// error wrapping provisioner.ErrNotFound for a job slurmctld no longer holds.
+func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string, error) {
+	if err := validJobID(id); err != nil {
+		return nil, err
+	}
+	out, err := c.run(ctx, "scontrol", []string{"show", "job", "-o", id}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ParseScontrolJob(out)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, fmt.Errorf("slurm: job %s: %w", id, provisioner.ErrNotFound)
+	}
+	return recs[0], nil
+}
+
+// Submit implements provisioner.Cluster with `sbatch --parsable` and the
+// argument list from SbatchArgs. A refusal by Slurm is a *RejectedError
+// (wrapping provisioner.ErrRejected) with Slurm's reason.
+//
+// sbatch is retried only when it failed to connect to the controller, i.e.
+// when nothing can have been submitted. After a timeout or a lost answer
+// ("Socket timed out") the job may exist although no id came back;
+// submitting again could run the segment twice. The error is returned
+// instead, and the caller (the chains layer) finds and adopts the job by
+// the tag in its comment (provisioner.Tag) on its next pass.
+func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	args, err := SbatchArgs(req, c.cfg.Output)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.run(ctx, "sbatch", args, runOpts{mayRetry: connectFailed})
+	if err != nil {
+		// Slurm refused the job: an unclassified failure with a reason, an
+		// unknown job id in a dependency, or an account the user may not use.
+		var ce *CommandError
+		if errors.As(err, &ce) && ce.Err != nil && (ce.Kind == nil ||
+			errors.Is(ce.Kind, provisioner.ErrNotFound) || errors.Is(ce.Kind, ErrPermission)) {
+			if reason := rejection(ce.raw); reason != "" {
+				return "", &RejectedError{Reason: reason, Stderr: string(ce.raw)}
+			}
+		}
+		return "", err
+	}
+	return ParseSbatch(out)
+}
+
+// Cancel implements provisioner.Cluster (`scancel -v ID`). Cancelling a job
+// that already ended but that slurmctld still holds (MinJobAge) succeeds;
+// an id slurmctld does not know (never existed, or ended longer ago) gives
+// an error wrapping provisioner.ErrNotFound. (22.05's scancel exits 0 and
+// prints nothing for an unknown id; with -v it names the error on stderr,
+// which is what is read.) Callers that only want the job gone can treat
+// both as done.
+func (c *Client) Cancel(ctx context.Context, jobID string) error {
+	if err := validJobID(jobID); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, "scancel", []string{"-v", jobID}, runOpts{stderrErrors: true})
+	if errors.Is(err, ErrJobFinished) {
+		return nil
+	}
+	return err
+}
+
+// Signal implements provisioner.Cluster (`scancel --signal=SIG --full ID` by
+// default; see Config.SignalScope). With --full the batch script and all its
+// steps receive the signal, so a script that traps it (trap ... USR1) can
+// checkpoint, and so can programs started with srun. A job that is not
+// running any more gives an error wrapping provisioner.ErrNotFound
+// (ErrJobFinished while it is completing).
+func (c *Client) Signal(ctx context.Context, jobID string, signal string) error {
+	if err := validJobID(jobID); err != nil {
+		return err
+	}
+	signal = strings.ToUpper(strings.TrimSpace(signal))
+	if err := validSignal(signal); err != nil {
+		return fmt.Errorf("slurm: %w", err)
+	}
+	args := []string{"--signal=" + signal}
+	switch c.cfg.SignalScope {
+	case SignalFull:
+		args = append(args, "--full")
+	case SignalBatch:
+		args = append(args, "--batch")
+	}
+	_, err := c.run(ctx, "scancel", append(args, jobID), runOpts{stderrErrors: true})
+	return err
+}
+
+// AccountingQuery selects sacct records. Start and End are always passed
+// (-S/-E): without them sacct silently limits itself to jobs since midnight.
+type AccountingQuery struct {
+	Start, End time.Time // window (jobs eligible or running in it); End zero = now
+	IDs        []string  // job ids (-j); nil = all
+	Users      []string  // users; nil = every user (-a)
+}
+
+// Accounting lists job allocations from sacct (one record per job; steps
+// left out): --json, or --parsable2 (see Config.SacctFormat). When slurmdbd
+// is unreachable the error wraps provisioner.ErrNoAccounting: the live view
+// (Snapshot) still works and callers should carry on without history.
+func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provisioner.Job, error) {
+	if q.End.IsZero() {
+		q.End = c.clock.Now()
+	}
+	if q.Start.IsZero() || !q.Start.Before(q.End) {
+		return nil, fmt.Errorf("slurm: sacct window %s..%s: want start before end", q.Start, q.End)
+	}
+	for _, id := range q.IDs {
+		if err := validJobID(id); err != nil {
+			return nil, err
+		}
+	}
+	const layout = "2006-01-02T15:04:05"
+	args := []string{"--allocations", "-S", q.Start.In(c.loc).Format(layout), "-E", q.End.In(c.loc).Format(layout)}
+	if len(q.IDs) > 0 {
+		args = append(args, "-j", strings.Join(q.IDs, ","))
+	}
+	if len(q.Users) > 0 {
+		args = append(args, "-u", strings.Join(q.Users, ","))
+	} else {
+		args = append(args, "--allusers")
+	}
+	var jobs []provisioner.Job
+	useJSON, err := c.sacctJSON(ctx)
+	if err != nil {
+		return nil, accountingErr(err)
+	}
+	if useJSON {
+		var v Version
+		_, err := c.run(ctx, "sacct", append(args, "--json"), runOpts{check: func(out []byte) error {
+			var perr error
+			jobs, v, perr = ParseSacctJSON(out)
+			return perr
+		}})
+		switch {
+		case err == nil:
+			c.noteVersion("sacct", v)
+		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
+			c.disableJSON("sacct", err)
+			useJSON = false
+		default:
+			return nil, accountingErr(err)
+		}
+	}
+	if !useJSON {
+		out, err := c.run(ctx, "sacct", append(args, "--parsable2", "--noheader", "--delimiter="+Sep, "-o", strings.Join(SacctFields, ",")), runOpts{})
+		if err != nil {
+			return nil, accountingErr(err)
+		}
+		if jobs, err = ParseSacctParsable(out, c.loc); err != nil {
+			return nil, err
+		}
+	}
+	// sacct --json ignores -u in 22.05; filter here for every format.
+	f := JobFilter{Users: q.Users, IDs: q.IDs}
+	out := jobs[:0]
+	for i := range jobs {
+		if f.match(&jobs[i]) {
+			out = append(out, jobs[i])
+		}
+	}
+	return out, nil
+}
+
+// accountingErr makes sure an unreachable slurmdbd reads as ErrNoAccounting.
+func accountingErr(err error) error {
+	if errors.Is(err, provisioner.ErrNoAccounting) {
+		return fmt.Errorf("slurm: accounting (slurmdbd) unavailable, history skipped: %w", err)
+	}
+	return err
+}
+
+// sacctJSON decides whether sacct is read as JSON.
+func (c *Client) sacctJSON(ctx context.Context) (bool, error) {
+	switch {
+	case c.cfg.SacctFormat == FormatText, c.jsonOff("sacct"):
+		return false, nil
+	case c.cfg.SacctFormat == FormatJSON:
+		return true, nil
+	}
+	v, err := c.SlurmVersion(ctx)
+	if err != nil {
+		return false, err
+	}
+	// 22.05's sacct --json reports every exit code as 0.
+	return v.Major*100+v.Minor > 2205, nil
+}
+
+// SlurmVersion returns the release of the Slurm commands (`sinfo --version`,
+// asked once).
+func (c *Client) SlurmVersion(ctx context.Context) (Version, error) {
+	c.mu.Lock()
+	if c.version != nil {
+		v := *c.version
+		c.mu.Unlock()
+		return v, nil
+	}
+	c.mu.Unlock()
+	out, err := c.run(ctx, "sinfo", []string{"--version"}, runOpts{})
+	if err != nil {
+		return Version{}, err
+	}
+	v, err := ParseVersionText(out)
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	c.version = &v
+	c.mu.Unlock()
+	return v, nil
+}
+
+// ParseVersionText reads `sinfo --version` output: "slurm 23.11.4" or
+// Debian's "slurm-wlm 22.05.8".
+func ParseVersionText(b []byte) (Version, error) {
+	f := strings.Fields(string(b))
+	if len(f) < 2 {
+		return Version{}, fmt.Errorf("slurm --version: unexpected output %q", strings.TrimSpace(string(b)))
+	}
+	var v Version
+	v.Release = f[len(f)-1]
+	if n, _ := fmt.Sscanf(v.Release, "%d.%d.%d", &v.Major, &v.Minor, &v.Micro); n < 2 {
+		return Version{}, fmt.Errorf("slurm --version: unexpected release %q", v.Release)
+	}
+	return v, nil
+}
+
+// History implements provisioner.HistorySource: allocations that started or
+// ended at or after since, every user (or Config.Users), oldest start first
+// (never-started ones, e.g. cancelled while pending, by end). It wraps
+// provisioner.ErrNoAccounting when slurmdbd is down.
+func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	now := c.clock.Now()
+	if !since.Before(now) {
+		return nil, nil
+	}
+	jobs, err := c.Accounting(ctx, AccountingQuery{Start: since, End: now, Users: c.cfg.Users})
+	if err != nil {
+		return nil, err
+	}
+	out := jobs[:0]
+	for _, j := range jobs {
+		if (!j.Start.IsZero() && !j.Start.Before(since)) || (!j.End.IsZero() && !j.End.Before(since)) {
+			out = append(out, j)
+		}
+	}
+	key := func(j *provisioner.Job) time.Time {
+		if !j.Start.IsZero() {
+			return j.Start
+		}
+		return j.End
+	}
+	slices.SortStableFunc(out, func(a, b provisioner.Job) int {
+		if c := key(&a).Compare(key(&b)); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return out, nil
+}

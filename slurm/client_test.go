@@ -1,0 +1,568 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// call is one command the fake runner saw.
+type call struct {
+	name string
+	args []string
+}
+
+// reply is what the fake runner answers.
+type reply struct {
+	out, stderr string
+	err         error
+	block       bool // wait until the context ends (a hung command)
+}
+
+// fakeRunner answers commands from a script of replies per command name
+// (the last reply repeats) and records every call.
+type fakeRunner struct {
+	mu      sync.Mutex
+	replies map[string][]reply
+	calls   []call
+}
+
+func (f *fakeRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
+	f.mu.Lock()
+	f.calls = append(f.calls, call{name, slices.Clone(args)})
+	rs := f.replies[name]
+	var r reply
+	switch len(rs) {
+	case 0:
+		f.mu.Unlock()
+		return nil, nil, fmt.Errorf("fake: no reply for %s", name)
+	case 1:
+		r = rs[0]
+	default:
+		r, f.replies[name] = rs[0], rs[1:]
+	}
+	f.mu.Unlock()
+	if r.block {
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
+	}
+	return []byte(r.out), []byte(r.stderr), r.err
+}
+
+func (f *fakeRunner) count(name string) int {
+	n := 0
+	for _, c := range f.calls {
+		if c.name == name {
+			n++
+		}
+	}
+	return n
+}
+
+// fakeClock is a fixed clock whose After fires at once and records the waits.
+type fakeClock struct {
+	now   time.Time
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time { return c.now }
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+// exitErr is a non-zero exit as exec reports it.
+var exitErr = &exec.ExitError{}
+
+func newTestClient(t *testing.T, r *fakeRunner, mod func(*Config)) (*Client, *fakeClock) {
+	t.Helper()
+	clk := &fakeClock{now: time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)}
+	cfg := Config{Runner: r, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, clk
+}
+
+func readTestdata(t testing.TB, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{
+		{TZ: "Mars/Olympus"},
+		{TZ: "Local"},
+		{SacctFormat: "xml"},
+		{SignalScope: "all"},
+	} {
+		if _, err := New(cfg); err == nil {
+			t.Errorf("New(%+v) accepted a bad config", cfg)
+		}
+	}
+	c, err := New(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.Config()
+	// Defaults documented on Config and RetryPolicy.
+	if got.TZ != "UTC" || got.Timeout != 30*time.Second || got.Retry.Attempts != 3 ||
+		got.Retry.Initial != time.Second || got.Retry.Max != 8*time.Second || got.SignalScope != SignalFull {
+		t.Errorf("defaults = %+v", got)
+	}
+}
+
+func TestRetryTransientQueryWithBackoff(t *testing.T) {
+	down := reply{stderr: "slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n", err: exitErr}
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {down, down, down, down}}}
+	c, clk := newTestClient(t, r, func(c *Config) {
+		c.Retry = RetryPolicy{Attempts: 4, Initial: time.Second, Max: 3 * time.Second}
+	})
+	_, err := c.Jobs(context.Background(), JobFilter{})
+	if !errors.Is(err, ErrControllerDown) || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrControllerDown wrapping ErrUnavailable", err)
+	}
+	if n := r.count("squeue"); n != 4 {
+		t.Errorf("squeue ran %d times, want 4 (Attempts)", n)
+	}
+	// Waits double from Initial and stop at Max: 1 s, 2 s, then 4 s capped to 3 s.
+	want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}
+	if !slices.Equal(clk.waits, want) {
+		t.Errorf("waits = %v, want %v", clk.waits, want)
+	}
+	if !strings.Contains(err.Error(), "after 4 attempts") || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Errorf("message %q lacks attempts or Slurm's words", err)
+	}
+}
+
+func TestRetryRecovers(t *testing.T) {
+	down := reply{stderr: "squeue: error: Socket timed out on send/recv operation", err: exitErr}
+	ok := reply{out: readTestdata(t, "squeue-22.05.json")}
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {down, ok}}}
+	c, clk := newTestClient(t, r, nil)
+	jobs, err := c.Jobs(context.Background(), JobFilter{})
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("Jobs after one transient failure: %d jobs, %v", len(jobs), err)
+	}
+	if len(clk.waits) != 1 || clk.waits[0] != time.Second {
+		t.Errorf("waits = %v, want one of 1 s", clk.waits)
+	}
+}
+
+func TestNoRetryForPermanentFailures(t *testing.T) {
+	cases := []struct {
+		name string
+		r    reply
+		want error
+	}{
+		{"munge", reply{stderr: "squeue: error: Munge encode failed: Failed to access \"/run/munge/munge.socket.2\": No such file or directory\nsqueue: error: authentication: Socket communication error", err: exitErr}, ErrMungeDown},
+		{"permission", reply{stderr: "squeue: error: Access/permission denied", err: exitErr}, ErrPermission},
+		{"missing", reply{err: &exec.Error{Name: "squeue", Err: exec.ErrNotFound}}, ErrNotInstalled},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRunner{replies: map[string][]reply{"squeue": {tc.r}}}
+			c, clk := newTestClient(t, r, nil)
+			_, err := c.Jobs(context.Background(), JobFilter{})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if n := r.count("squeue"); n != 1 || len(clk.waits) != 0 {
+				t.Errorf("ran %d times with waits %v; permanent failures must not be retried", n, clk.waits)
+			}
+		})
+	}
+}
+
+func TestPerCallTimeout(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {{block: true}}}}
+	c, _ := newTestClient(t, r, func(c *Config) {
+		c.Timeout = time.Hour
+		c.Timeouts = map[string]time.Duration{"squeue": 20 * time.Millisecond}
+		c.Retry.Attempts = 2
+	})
+	start := time.Now()
+	_, err := c.Jobs(context.Background(), JobFilter{})
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrTimeout", err)
+	}
+	if r.count("squeue") != 2 {
+		t.Errorf("a timed-out query runs again: got %d runs, want 2", r.count("squeue"))
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("the per-command timeout of 20 ms was not applied")
+	}
+}
+
+func TestCallerCancelStopsRetries(t *testing.T) {
+	down := reply{stderr: "Unable to contact slurm controller (connect failure)", err: exitErr}
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {down}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	clk := &blockingClock{}
+	c, err := New(Config{Runner: r, Clock: clk, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for !clk.waiting() {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err = c.Jobs(ctx, JobFilter{})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if r.count("squeue") != 1 {
+		t.Errorf("ran %d times after cancel, want 1", r.count("squeue"))
+	}
+}
+
+// blockingClock's After never fires.
+type blockingClock struct {
+	mu sync.Mutex
+	w  bool
+}
+
+func (c *blockingClock) Now() time.Time { return time.Unix(0, 0) }
+func (c *blockingClock) After(time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.w = true
+	c.mu.Unlock()
+	return make(chan time.Time)
+}
+func (c *blockingClock) waiting() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.w }
+
+func TestSubmitRetriesOnlyWhenNothingWasSent(t *testing.T) {
+	req := provisioner.SubmitRequest{Script: "/tmp/job.sh", Name: "seg"}
+	cases := []struct {
+		name      string
+		replies   []reply
+		wantRuns  int
+		wantID    string
+		wantErrIs error
+	}{
+		{
+			name: "connect failure is retried",
+			replies: []reply{
+				{stderr: "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)", err: exitErr},
+				{out: "42\n"},
+			},
+			wantRuns: 2, wantID: "42",
+		},
+		{
+			// The request may have reached slurmctld: a second sbatch could submit the segment twice.
+			name:      "socket timeout is not retried",
+			replies:   []reply{{stderr: "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation", err: exitErr}, {out: "43\n"}},
+			wantRuns:  1,
+			wantErrIs: ErrControllerDown,
+		},
+		{
+			name:      "per-call timeout is not retried",
+			replies:   []reply{{block: true}, {out: "44\n"}},
+			wantRuns:  1,
+			wantErrIs: ErrTimeout,
+		},
+		{
+			name:      "rejection is not retried",
+			replies:   []reply{{stderr: "sbatch: error: Batch job submission failed: Requested time limit is invalid (missing or exceeds some limit)\n", err: exitErr}},
+			wantRuns:  1,
+			wantErrIs: provisioner.ErrRejected,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &fakeRunner{replies: map[string][]reply{"sbatch": tc.replies}}
+			c, _ := newTestClient(t, r, func(c *Config) { c.Timeouts = map[string]time.Duration{"sbatch": 20 * time.Millisecond} })
+			id, err := c.Submit(context.Background(), req)
+			if r.count("sbatch") != tc.wantRuns {
+				t.Errorf("sbatch ran %d times, want %d", r.count("sbatch"), tc.wantRuns)
+			}
+			if tc.wantErrIs != nil {
+				if !errors.Is(err, tc.wantErrIs) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErrIs)
+				}
+				return
+			}
+			if err != nil || id != tc.wantID {
+				t.Fatalf("Submit = %q, %v; want %q", id, err, tc.wantID)
+			}
+		})
+	}
+}
+
+func TestSubmitRejectedCarriesSlurmReason(t *testing.T) {
+	stderr := readTestdata(t, "sbatch-reject-account-22.05.txt")
+	r := &fakeRunner{replies: map[string][]reply{"sbatch": {{stderr: stderr, err: exitErr}}}}
+	c, _ := newTestClient(t, r, nil)
+	_, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Account: "nosuchaccount"})
+	var rej *RejectedError
+	if !errors.As(err, &rej) {
+		t.Fatalf("err = %v (%T), want *RejectedError", err, err)
+	}
+	if rej.Reason != "Invalid account or account/partition combination specified" {
+		t.Errorf("reason = %q", rej.Reason)
+	}
+}
+
+func TestSubmitBadRequestRunsNothing(t *testing.T) {
+	r := &fakeRunner{}
+	c, _ := newTestClient(t, r, nil)
+	_, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Env: map[string]string{"A": "1,2"}})
+	if !errors.Is(err, ErrBadRequest) || !errors.Is(err, provisioner.ErrRejected) {
+		t.Fatalf("err = %v, want ErrBadRequest", err)
+	}
+	if len(r.calls) != 0 {
+		t.Errorf("ran %v for a refused request", r.calls)
+	}
+}
+
+func TestCancelAndSignal(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{"scancel": {
+		{stderr: "scancel: Terminating job 5"},
+		{stderr: "scancel: Terminating job 5\nscancel: error: Kill job error on job id 5: Job/step already completing or completed"}, // exit 0
+		{},
+		{stderr: "scancel: error: Kill job error on job id 5: Job/step already completing or completed", err: exitErr},
+		{stderr: "scancel: error: Kill job error on job id 99999: Invalid job id specified"}, // exit 0, as scancel does
+	}}}
+	c, _ := newTestClient(t, r, nil)
+	ctx := context.Background()
+	if err := c.Cancel(ctx, "5"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Cancel(ctx, "5"); err != nil {
+		t.Errorf("cancelling a finished job: %v, want nil", err)
+	}
+	if err := c.Signal(ctx, "7_3", "usr1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Signal(ctx, "5", "USR1"); !errors.Is(err, ErrJobFinished) || !errors.Is(err, provisioner.ErrNotFound) {
+		t.Errorf("signal to a finished job: %v, want ErrJobFinished", err)
+	}
+	if err := c.Cancel(ctx, "99999"); !errors.Is(err, provisioner.ErrNotFound) {
+		t.Errorf("cancel of an unknown job: %v, want ErrNotFound", err)
+	}
+	want := [][]string{{"-v", "5"}, {"-v", "5"}, {"--signal=USR1", "--full", "7_3"}, {"--signal=USR1", "--full", "5"}, {"-v", "99999"}}
+	for i, w := range want {
+		if !slices.Equal(r.calls[i].args, w) {
+			t.Errorf("call %d: scancel %q, want %q", i, r.calls[i].args, w)
+		}
+	}
+	for _, bad := range []string{"--user=root", "-1", "", "12;rm", "1 2"} {
+		if err := c.Cancel(ctx, bad); err == nil {
+			t.Errorf("Cancel(%q) accepted a malformed id", bad)
+		}
+	}
+	for _, bad := range []string{"-9", "USR1 --full", "", "$(x)"} {
+		if err := c.Signal(ctx, "5", bad); err == nil {
+			t.Errorf("Signal(%q) accepted a malformed signal", bad)
+		}
+	}
+	if len(r.calls) != 5 {
+		t.Errorf("malformed ids or signals reached scancel: %v", r.calls[5:])
+	}
+}
+
+func TestSignalScopes(t *testing.T) {
+	for scope, want := range map[string][]string{
+		SignalBatch: {"--signal=TERM", "--batch", "9"},
+		SignalSteps: {"--signal=TERM", "9"},
+	} {
+		r := &fakeRunner{replies: map[string][]reply{"scancel": {{}}}}
+		c, _ := newTestClient(t, r, func(c *Config) { c.SignalScope = scope })
+		if err := c.Signal(context.Background(), "9", "TERM"); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(r.calls[0].args, want) {
+			t.Errorf("scope %s: scancel %q, want %q", scope, r.calls[0].args, want)
+		}
+	}
+}
+
+func TestJSONFallsBackToText(t *testing.T) {
+	noJSON := reply{stderr: "squeue: unrecognized option '--json'\nTry \"squeue --help\" for more information", err: exitErr}
+	text := reply{out: readTestdata(t, "squeue-22.05.txt")}
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {noJSON, text, text}}}
+	c, _ := newTestClient(t, r, nil)
+	for i := 0; i < 2; i++ {
+		jobs, err := c.Jobs(context.Background(), JobFilter{})
+		if err != nil || len(jobs) == 0 {
+			t.Fatalf("round %d: %d jobs, %v", i, len(jobs), err)
+		}
+	}
+	// First round: --json, then text; second round: text straight away.
+	if r.count("squeue") != 3 || r.calls[0].args[0] != "--json" || r.calls[2].args[0] == "--json" {
+		t.Errorf("calls = %v", r.calls)
+	}
+}
+
+func TestUnknownSchemaFallsBackToText(t *testing.T) {
+	future := reply{out: `{"meta":{"plugin":{"data_parser":"data_parser/v0.0.99"},"slurm":{"version":{"major":"31","minor":"05","micro":"0"},"release":"31.05.0"}},"queue":[]}`}
+	text := reply{out: readTestdata(t, "squeue-22.05.txt")}
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {future, text}}}
+	var logs strings.Builder
+	c, _ := newTestClient(t, r, func(c *Config) { c.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	if _, err := c.Jobs(context.Background(), JobFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "31.05.0") || !strings.Contains(logs.String(), "falling back to text") {
+		t.Errorf("the fallback does not name the version: %s", logs.String())
+	}
+}
+
+func TestSnapshotFiltersUsersInGo(t *testing.T) {
+	// 22.05's squeue --json ignores -u: the Client must filter. The recorded
+	// document has only root's jobs, so asking for "alice" must leave none.
+	r := &fakeRunner{replies: map[string][]reply{
+		"squeue": {{out: readTestdata(t, "squeue-22.05.json")}},
+		"sinfo":  {{out: readTestdata(t, "sinfo-22.05.json")}},
+	}}
+	c, clk := newTestClient(t, r, func(c *Config) { c.Users = []string{"alice"} })
+	snap, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Jobs) != 0 || len(snap.Nodes) != 4 || !snap.Time.Equal(clk.now) {
+		t.Errorf("snapshot: %d jobs, %d nodes, time %v", len(snap.Jobs), len(snap.Nodes), snap.Time)
+	}
+	c2, _ := newTestClient(t, r, func(c *Config) { c.Users = []string{"root"} })
+	snap, err = c2.Snapshot(context.Background())
+	if err != nil || len(snap.Jobs) == 0 {
+		t.Fatalf("root's jobs: %d, %v", len(snap.Jobs), err)
+	}
+}
+
+func TestAccountingArgsAndDegrade(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{
+		"sinfo": {{out: "slurm-wlm 22.05.8\n"}},
+		"sacct": {
+			{out: readTestdata(t, "sacct-22.05.txt")},
+			{stderr: readTestdata(t, "fail-slurmdbd-sacct-22.05.txt"), err: exitErr},
+		},
+	}}
+	c, clk := newTestClient(t, r, func(c *Config) { c.TZ = "Europe/Berlin"; c.Retry.Attempts = 2 })
+	since := clk.now.Add(-2 * time.Hour)
+	jobs, err := c.History(context.Background(), since)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) == 0 {
+		t.Fatal("no history")
+	}
+	args := r.calls[1].args
+	// 22.05: --parsable2 (its JSON loses exit codes); times in the configured
+	// zone: 06:00 UTC is 07:00 in Berlin in November (CET, UTC+1), so -S is
+	// 04:00 UTC = 05:00 CET and -E 07:00 CET.
+	for _, w := range []string{"--allocations", "--allusers", "--parsable2", "-S", "2026-11-23T05:00:00", "-E", "2026-11-23T07:00:00"} {
+		if !slices.Contains(args, w) {
+			t.Errorf("sacct args %q lack %q", args, w)
+		}
+	}
+	if slices.Contains(args, "--json") {
+		t.Errorf("22.05 must not use sacct --json: %q", args)
+	}
+	_, err = c.History(context.Background(), since)
+	if !errors.Is(err, provisioner.ErrNoAccounting) {
+		t.Fatalf("slurmdbd down: err = %v, want ErrNoAccounting", err)
+	}
+	if n := r.count("sacct"); n != 3 {
+		t.Errorf("sacct ran %d times, want 3 (1 + 2 attempts with slurmdbd down)", n)
+	}
+	if r.count("sinfo") != 1 {
+		t.Errorf("the version is asked once, got %d", r.count("sinfo"))
+	}
+}
+
+func TestAccountingUsesJSONOnLaterReleases(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{
+		"sinfo": {{out: "slurm 24.05.3\n"}},
+		"sacct": {{out: readTestdata(t, "sacct-24.05.json")}},
+	}}
+	c, clk := newTestClient(t, r, nil)
+	jobs, err := c.Accounting(context.Background(), AccountingQuery{Start: clk.now.Add(-time.Hour)})
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("%d jobs, %v", len(jobs), err)
+	}
+	if !slices.Contains(r.calls[1].args, "--json") {
+		t.Errorf("24.05: want sacct --json, got %q", r.calls[1].args)
+	}
+}
+
+func TestAccountingRefusesBadWindow(t *testing.T) {
+	c, clk := newTestClient(t, &fakeRunner{}, nil)
+	if _, err := c.Accounting(context.Background(), AccountingQuery{Start: clk.now, End: clk.now.Add(-time.Minute)}); err == nil {
+		t.Error("accepted an empty window")
+	}
+	if _, err := c.Accounting(context.Background(), AccountingQuery{}); err == nil {
+		t.Error("accepted a window without a start (sacct would silently use midnight)")
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	// The real ExecRunner with a PATH holding no Slurm commands.
+	c, err := New(Config{Path: t.TempDir(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Snapshot(context.Background())
+	if !errors.Is(err, ErrNotInstalled) || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrNotInstalled", err)
+	}
+	if !strings.Contains(err.Error(), "slurm-client") {
+		t.Errorf("message %q does not say what to install", err)
+	}
+}
+
+func TestExecRunnerPassesArgumentsVerbatim(t *testing.T) {
+	// /bin/echo through the real runner: one argument stays one argument and
+	// nothing in it is interpreted; SLURM_CONF, TZ and SLURM_TIME_FORMAT are
+	// set, SQUEUE_FORMAT is removed.
+	t.Setenv("SQUEUE_FORMAT", "%i")
+	r := &ExecRunner{SlurmConf: "/x/slurm.conf", TZ: "Europe/Berlin"}
+	arg := "$(touch pwned) `id`; echo \"q\" 'x' | cat"
+	out, _, err := r.Run(context.Background(), "/bin/echo", []string{arg})
+	if err != nil || strings.TrimSpace(string(out)) != arg {
+		t.Fatalf("echo printed %q, %v", out, err)
+	}
+	out, _, err = r.Run(context.Background(), "/usr/bin/env", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := string(out)
+	for _, want := range []string{"SLURM_CONF=/x/slurm.conf\n", "TZ=Europe/Berlin\n", "SLURM_TIME_FORMAT=standard\n"} {
+		if !strings.Contains(env, want) {
+			t.Errorf("environment lacks %q", want)
+		}
+	}
+	if strings.Contains(env, "SQUEUE_FORMAT") {
+		t.Error("SQUEUE_FORMAT reached the command")
+	}
+	if m, _ := filepath.Glob("pwned*"); len(m) > 0 {
+		t.Errorf("something ran: %v", m)
+	}
+}

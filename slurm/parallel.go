@@ -1,0 +1,178 @@
+package slurm
+
+import (
+	"bytes"
+	"errors"
+	"runtime"
+	"sync/atomic"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// parallelMin is the size of a job list from which it is read by two
+// goroutines (tests force both paths through the parsers' minParallel).
+const parallelMin = 8 << 20
+
+// readJobList reads a JSON array of job records into jobs: read fills a
+// record from the scanner, conv turns it into a Job (expanding host lists
+// against hb).
+//
+// Large lists are split in two: a second goroutine starts at a guessed
+// element boundary in the middle (the first element's first key, preceded
+// by '{' and ','), while this one parses from the start. The guess is used
+// only if this goroutine's own parse reaches exactly that boundary and the
+// second one finished cleanly; otherwise parsing simply continues here, so
+// the result is always what a sequential parse gives (the fuzz targets
+// compare both).
+func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*scanner, *R) error,
+	conv func(*R, *hostBudget) (provisioner.Job, error)) ([]provisioner.Job, error) {
+	var out jobChunks
+	var rec R
+	one := func(s *scanner, out *jobChunks, hb *hostBudget) error {
+		if err := read(s, &rec); err != nil {
+			return err
+		}
+		var err error
+		*out.next(), err = conv(&rec, hb)
+		return err
+	}
+	if s.null() {
+		return out.all(), nil
+	}
+	if err := s.expect('['); err != nil {
+		return nil, err
+	}
+	if s.peek() == ']' {
+		s.i++
+		return out.all(), nil
+	}
+	split := -1
+	var second *halfResult
+	if len(s.b)-s.i >= minParallel && runtime.GOMAXPROCS(0) > 1 {
+		split, second = startSecondHalf(s, read, conv)
+	}
+	for {
+		s.ws()
+		if second != nil && s.i > split {
+			second.stop.Store(true) // passed the guess without landing on it
+			second = nil
+		}
+		if err := one(s, &out, hb); err != nil {
+			if second != nil {
+				second.stop.Store(true)
+			}
+			return nil, err
+		}
+		switch s.peek() {
+		case ',':
+			if second != nil && s.i == split {
+				<-second.done
+				if second.err == nil && hb.left-(maxDocHosts-second.hb.left) >= 0 {
+					hb.left -= maxDocHosts - second.hb.left
+					out.appendAll(&second.out)
+					s.i = second.end
+					return out.all(), nil
+				}
+				second = nil // the second half failed: read it here, so errors come out as they would in order
+			}
+			s.i++
+		case ']':
+			s.i++
+			if second != nil {
+				second.stop.Store(true)
+			}
+			return out.all(), nil
+		default:
+			if second != nil {
+				second.stop.Store(true)
+			}
+			return nil, s.errorf("want ',' or ']' in array")
+		}
+	}
+}
+
+// halfResult is what the second goroutine produced.
+type halfResult struct {
+	out  jobChunks
+	hb   *hostBudget
+	end  int // offset just after the closing ']'
+	err  error
+	stop atomic.Bool
+	done chan struct{}
+}
+
+// startSecondHalf guesses an element boundary in the middle of the list that
+// starts at s.i and parses from there to the end in a new goroutine. It
+// returns the offset of the ',' before the guessed element (or -1).
+func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
+	conv func(*R, *hostBudget) (provisioner.Job, error)) (int, *halfResult) {
+	// The first element's first key, e.g. "account".
+	probe := &scanner{b: s.b, i: s.i}
+	if probe.peek() != '{' {
+		return -1, nil
+	}
+	probe.i++
+	if probe.peek() != '"' {
+		return -1, nil
+	}
+	keyStart := probe.i
+	if _, _, err := probe.rawString(); err != nil {
+		return -1, nil
+	}
+	key := s.b[keyStart:probe.i]
+	mid := s.i + (len(s.b)-s.i)/2
+	at := bytes.Index(s.b[mid:], key)
+	if at < 0 {
+		return -1, nil
+	}
+	at += mid
+	// Walk back: white space, '{', white space, ','.
+	back := func(i int) int {
+		for i >= 0 && (s.b[i] == ' ' || s.b[i] == '\n' || s.b[i] == '\t' || s.b[i] == '\r') {
+			i--
+		}
+		return i
+	}
+	brace := back(at - 1)
+	if brace < 0 || s.b[brace] != '{' {
+		return -1, nil
+	}
+	comma := back(brace - 1)
+	if comma < 0 || s.b[comma] != ',' {
+		return -1, nil
+	}
+	h := &halfResult{hb: newHostBudget(), done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		t := &scanner{b: s.b, i: brace}
+		var rec R
+		for !h.stop.Load() {
+			if err := read(t, &rec); err != nil {
+				h.err = err
+				return
+			}
+			j, err := conv(&rec, h.hb)
+			if err != nil {
+				h.err = err
+				return
+			}
+			*h.out.next() = j
+			switch t.peek() {
+			case ',':
+				t.i++
+				t.ws()
+			case ']':
+				h.end = t.i + 1
+				return
+			default:
+				h.err = t.errorf("want ',' or ']' in array")
+				return
+			}
+		}
+		h.err = errStopped
+	}()
+	return comma, h
+}
+
+// errStopped marks a second half that was abandoned.
+var errStopped = errors.New("second half abandoned")
