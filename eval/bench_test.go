@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -19,8 +20,11 @@ func BenchmarkChainRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	from := jobs[0].Submit
-	setup := ChainSetup{Jobs: jobs, Sim: sim.LS6(), Cell: "bench", LoadScale: 1, K: 2, From: from, Until: from.Add(7 * 24 * time.Hour),
+	sc, err := models.NewScenario("bench", jobs, sim.LS6())
+	if err != nil {
+		b.Fatal(err)
+	}
+	setup := ChainSetup{Scenario: sc, Cell: "bench", LoadScale: 1, K: 2, Until: sc.First.Add(9 * 24 * time.Hour),
 		Nodes: []int{1}, Policies: []string{provisioner.PolicyStartEstimate}, Workers: 1}
 	if err := setup.defaults(); err != nil {
 		b.Fatal(err)

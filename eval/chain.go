@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
-	"github.com/mirage-gpu/mirage/traces"
 )
 
-// Defaults of the chain protocol (those of the published pair protocol).
+// Defaults of the chain protocol (those of the published pair protocol;
+// the horizon is counted from the chain's K limits).
 const (
 	DefaultWarmup   = 48 * time.Hour   // no chain is injected during the first two days
 	DefaultInterval = 4 * time.Hour    // one chain per size every 4 hours of trace time
@@ -47,13 +48,12 @@ func ParseChainProtocol(s string) (int, bool) {
 
 // ChainSetup configures one cell of the chain-K protocol.
 type ChainSetup struct {
-	Jobs        []traces.Job              // the trace (already load-scaled)
-	Sim         sim.Config                // the simulated cluster
+	Scenario    *models.Scenario          // the trace prepared for replay (already load-scaled) and the cluster
 	Cell        string                    // Sample.Cell of the results
 	LoadScale   float64                   // recorded in the samples
 	K           int                       // segments per chain (≥ 2)
-	From, Until time.Time                 // window; chains are injected from From+Warmup until before Until (zero: the trace's first and last submit)
-	Warmup      time.Duration             // default DefaultWarmup
+	From, Until time.Time                 // chains are injected in [max(From, first start + Warmup), Until) (zero Until: the last submit), as in the pair protocol
+	Warmup      time.Duration             // after the trace's first recorded start, default DefaultWarmup
 	Interval    time.Duration             // default DefaultInterval
 	Limit       time.Duration             // per-segment limit, default DefaultLimit
 	Nodes       []int                     // sizes, default 1 and 8
@@ -70,10 +70,11 @@ func (c *ChainSetup) defaults() error {
 	if c.K < 2 {
 		return fmt.Errorf("%w: chain protocol needs K ≥ 2 segments, got %d", ErrBadSetup, c.K)
 	}
-	if len(c.Jobs) == 0 {
+	if c.Scenario == nil || len(c.Scenario.Specs) == 0 {
 		return fmt.Errorf("%w: empty trace", ErrBadSetup)
 	}
-	if len(c.Sim.Nodes) == 0 {
+	nodes := c.Scenario.Config.Nodes
+	if len(nodes) == 0 {
 		return fmt.Errorf("%w: the simulated cluster has no nodes", ErrBadSetup)
 	}
 	if c.Warmup <= 0 {
@@ -89,12 +90,12 @@ func (c *ChainSetup) defaults() error {
 		c.Nodes = []int{1, 8}
 	}
 	for _, n := range c.Nodes {
-		if n < 1 || n > len(c.Sim.Nodes) {
-			return fmt.Errorf("%w: %d nodes per segment on a %d-node cluster", ErrBadSetup, n, len(c.Sim.Nodes))
+		if n < 1 || n > len(nodes) {
+			return fmt.Errorf("%w: %d nodes per segment on a %d-node cluster", ErrBadSetup, n, len(nodes))
 		}
 	}
 	if c.GPUsPerNode <= 0 {
-		c.GPUsPerNode = c.Sim.Nodes[0].GPUs
+		c.GPUsPerNode = nodes[0].GPUs
 	}
 	if c.Cycle <= 0 {
 		c.Cycle = DefaultCycle
@@ -105,52 +106,41 @@ func (c *ChainSetup) defaults() error {
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
-	if c.From.IsZero() || c.Until.IsZero() {
-		first, last := c.Jobs[0].Submit, c.Jobs[0].Submit
-		for i := range c.Jobs {
-			if s := c.Jobs[i].Submit; !s.IsZero() {
-				if s.Before(first) || first.IsZero() {
-					first = s
-				}
-				if s.After(last) {
-					last = s
-				}
-			}
-		}
-		if c.From.IsZero() {
-			c.From = first
-		}
-		if c.Until.IsZero() {
-			c.Until = last
-		}
+	if c.Until.IsZero() {
+		c.Until = c.Scenario.Last
 	}
-	if !c.From.Add(c.Warmup).Before(c.Until) {
-		return fmt.Errorf("%w: window %s … %s leaves no time after the %s warm-up", ErrBadSetup,
-			c.From.UTC().Format(time.RFC3339), c.Until.UTC().Format(time.RFC3339), c.Warmup)
+	if len(c.Injections()) == 0 {
+		return fmt.Errorf("%w: no injection in [%s, %s) after the %s warm-up from the first start %s", ErrBadSetup,
+			c.From.UTC().Format(time.RFC3339), c.Until.UTC().Format(time.RFC3339), c.Warmup, c.Scenario.First.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
 
-// Injections lists the injection times of the setup's window.
+// Injections lists the injection times: every Interval from the later of
+// From and the first recorded start + Warmup, before Until.
 func (c *ChainSetup) Injections() []time.Time {
+	start := c.Scenario.First.Add(c.Warmup)
+	if c.From.After(start) {
+		start = c.From
+	}
 	var out []time.Time
-	for t := c.From.Add(c.Warmup); t.Before(c.Until); t = t.Add(c.Interval) {
+	for t := start; t.Before(c.Until); t = t.Add(c.Interval) {
 		out = append(out, t.UTC())
 	}
 	return out
 }
 
-// simCluster gives the simulator the HistorySource the engine reads.
-type simCluster struct{ *sim.Sim }
+// chainCluster gives the simulator the HistorySource the engine reads.
+type chainCluster struct{ *sim.Sim }
 
-func (c simCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+func (c chainCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	return c.Sim.History(since), nil
 }
 
-// simClock is the simulator's logical clock as the engine's Clock.
-type simClock struct{ s *sim.Sim }
+// chainClock is the simulator's logical clock as the engine's Clock.
+type chainClock struct{ s *sim.Sim }
 
-func (c simClock) Now() time.Time { return c.s.Now() }
+func (c chainClock) Now() time.Time { return c.s.Now() }
 
 // chainTask is one chain under one policy, run on its own fork.
 type chainTask struct {
@@ -195,15 +185,9 @@ func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasu
 			return nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
 		}
 	}
-	base, err := sim.New(setup.Sim)
+	base, err := setup.Scenario.NewSim() // recorded holds already folded into submit times
 	if err != nil {
 		return nil, nil, fmt.Errorf("chain protocol: %w", err)
-	}
-	// Jobs with recorded holds replay from their estimated eligible time, as in `mirage sim`.
-	_, eligible := sim.Holds(setup.Jobs, sim.HoldOptions{Nodes: len(setup.Sim.Nodes)})
-	specs, _, _ := sim.FromTraces(setup.Jobs, eligible)
-	if err := base.Load(specs); err != nil {
-		return nil, nil, fmt.Errorf("chain protocol: load trace: %w", err)
 	}
 	// A no-op decision callback keeps the replay's clock running through
 	// quiet stretches, so Run(at) always reaches at (forks replace it).
@@ -335,7 +319,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	if err := st.PutChain(ctx, &ch); err != nil {
 		return fail(err)
 	}
-	eng := &provisioner.Engine{Cluster: simCluster{f}, Store: st, Clock: simClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
+	eng := &provisioner.Engine{Cluster: chainCluster{f}, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
 		return fail(err)
 	}

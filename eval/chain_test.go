@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -14,12 +15,22 @@ import (
 
 var chainT0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
-func chainCluster(nodes int) sim.Config {
+func chainTestCluster(nodes int) sim.Config {
 	cfg := sim.Defaults()
 	for i := 1; i <= nodes; i++ {
 		cfg.Nodes = append(cfg.Nodes, sim.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, GPUs: 4})
 	}
 	return cfg
+}
+
+// chainScenario prepares jobs for replay on a cluster of nodes 4-GPU nodes.
+func chainScenario(t *testing.T, nodes int, jobs ...traces.Job) *models.Scenario {
+	t.Helper()
+	sc, err := models.NewScenario("test", jobs, chainTestCluster(nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
 
 func traceJob(id string, submit time.Time, wait, run, limit time.Duration, nodes int) traces.Job {
@@ -41,7 +52,8 @@ func TestParseChainProtocol(t *testing.T) {
 
 // TestRunChainsEmptyCluster: an empty 4-node cluster, chains of 3 segments
 // of 55 min (each uses its limit), decisions every 10 min from injection.
-// Injections at T = t0+1h and t0+3h (warm-up 1 h, interval 2 h, window 5 h).
+// Injections at T = t0+1h and t0+3h (warm-up 1 h from the first start at
+// t0, interval 2 h, window 5 h).
 // Worked out by hand (as in the provisioner's own simulator test):
 //
 //	reactive:   seg0 T–T+55; seen ended at T+60 → seg1 T+60–T+115; at T+120 → seg2. Gaps +5 min, +5 min.
@@ -49,8 +61,8 @@ func TestParseChainProtocol(t *testing.T) {
 //	dependency: seg1 submitted at T+10 with afterany:seg0, released at T+55: gap 0; seg2 likewise.
 func TestRunChainsEmptyCluster(t *testing.T) {
 	setup := ChainSetup{
-		Jobs: []traces.Job{traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)},
-		Sim:  chainCluster(4), Cell: "empty", LoadScale: 1, K: 3,
+		Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+		Cell:     "empty", LoadScale: 1, K: 3,
 		From: chainT0, Until: chainT0.Add(5 * time.Hour), Warmup: time.Hour, Interval: 2 * time.Hour,
 		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour,
 		Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead, provisioner.PolicyDependency},
@@ -100,11 +112,11 @@ func TestRunChainsEmptyCluster(t *testing.T) {
 func TestRunChainsCensored(t *testing.T) {
 	T := chainT0.Add(time.Hour)
 	setup := ChainSetup{
-		Jobs: []traces.Job{
+		Scenario: chainScenario(t, 1,
 			traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1),
 			traceJob("2", T.Add(50*time.Minute), 5*time.Minute, 100*time.Hour, 100*time.Hour, 1),
-		},
-		Sim: chainCluster(1), Cell: "c", LoadScale: 1, K: 2,
+		),
+		Cell: "c", LoadScale: 1, K: 2,
 		From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
 		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Policies: []string{Reference},
 	}
@@ -121,11 +133,11 @@ func TestRunChainsCensored(t *testing.T) {
 }
 
 func TestRunChainsBadSetup(t *testing.T) {
-	ok := ChainSetup{Jobs: []traces.Job{traceJob("1", chainT0, 0, time.Minute, time.Hour, 1)}, Sim: chainCluster(2), K: 2,
+	ok := ChainSetup{Scenario: chainScenario(t, 2, traceJob("1", chainT0, 0, time.Minute, time.Hour, 1)), K: 2,
 		From: chainT0, Until: chainT0.Add(10 * time.Hour), Warmup: time.Hour, Nodes: []int{1}, Policies: []string{Reference}}
 	cases := map[string]func(*ChainSetup){
 		"K 1":            func(s *ChainSetup) { s.K = 1 },
-		"no jobs":        func(s *ChainSetup) { s.Jobs = nil },
+		"no trace":       func(s *ChainSetup) { s.Scenario = nil },
 		"too many nodes": func(s *ChainSetup) { s.Nodes = []int{8} },
 		"window":         func(s *ChainSetup) { s.Until = chainT0.Add(30 * time.Minute) },
 		"policy":         func(s *ChainSetup) { s.Policies = []string{"no-such-policy"} },

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -28,14 +29,14 @@ type Experiment struct {
 	Policies   []string      `yaml:"policies"`    // policies in display order
 	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
 	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
-	From       time.Time     `yaml:"from"`        // evaluation window start (default: first submit)
+	From       time.Time     `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up)
 	Until      time.Time     `yaml:"until"`       // evaluation window end (default: last submit)
 	Nodes      []int         `yaml:"nodes"`       // segment sizes (default 1, 8)
 	Limit      time.Duration `yaml:"limit"`       // per-segment limit (default 48h)
-	Warmup     time.Duration `yaml:"warmup"`      // default 48h
+	Warmup     time.Duration `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
 	Interval   time.Duration `yaml:"interval"`    // default 4h
 	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
-	Horizon    time.Duration `yaml:"horizon"`     // cut-off after K limits (default 7 days)
+	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
 	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
 	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
 	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
@@ -79,9 +80,9 @@ func (e *Experiment) Normalize() error {
 		}
 	}
 	if e.Protocol == "" {
-		e.Protocol = "pair"
+		e.Protocol = ProtocolPair
 	}
-	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != "pair" {
+	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair {
 		return fmt.Errorf("%w: protocol %q: want pair or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
 	}
 	if len(e.Nodes) == 0 {
@@ -195,41 +196,49 @@ func (e *Experiment) SimConfig() (sim.Config, error) {
 	return cfg, nil
 }
 
-// Runtime is what a run needs beyond the experiment: the policy registry,
-// the version and command line for provenance, progress, and caches shared
-// by the cells of one process (traces read once, the reference policy run
+// Runtime is what a run needs beyond the experiment: the version and
+// command line for provenance, progress, and caches shared by the cells of
+// one process (each trace read and prepared once, the reference policy run
 // once per trace and load scale).
 type Runtime struct {
 	Version  string                               // mirage version for provenance
 	Command  []string                             // command line for provenance
-	Factory  provisioner.PolicyFactory            // policy registry; nil: provisioner.BaselinePolicy
 	Workers  int                                  // parallel simulations per cell (0: GOMAXPROCS)
 	Progress func(cell CellSpec, done, total int) // progress within a cell
+	// Policies builds the policy registry of one simulation worker; probe
+	// answers the oracle's questions (pair protocol only; nil elsewhere).
+	// Default: models.PolicyFactory over the experiment's models directory.
+	Policies func(e *Experiment, probe models.OracleProbe) provisioner.PolicyFactory
 
-	mu     sync.Mutex
-	traces map[string]*loadedTrace
-	refs   map[string][]Sample // reference samples by Sample.Cell
+	mu        sync.Mutex
+	scenarios map[string]*loadedTrace
+	refs      map[string][]Sample // reference samples by Sample.Cell
 }
 
 type loadedTrace struct {
-	jobs []traces.Job
-	ref  TraceRef
+	sc  *models.Scenario
+	ref TraceRef
 }
 
-// ErrTrace wraps trace reading errors (malformed input).
+// ErrTrace wraps trace reading errors (unreadable or malformed input).
 var ErrTrace = errors.New("trace")
 
-func (rt *Runtime) trace(path string, format string) (*loadedTrace, error) {
+// scenario reads a trace once and prepares it for replay on the experiment's cluster.
+func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	if t, ok := rt.traces[path]; ok {
+	if t, ok := rt.scenarios[path]; ok {
 		return t, nil
+	}
+	cfg, err := e.SimConfig()
+	if err != nil {
+		return nil, err
 	}
 	ref, err := HashTrace(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
-	r, err := traces.Open(path, traces.Options{Format: traces.Format(format)})
+	r, err := traces.Open(path, traces.Options{Format: traces.Format(e.Format)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
@@ -245,61 +254,56 @@ func (rt *Runtime) trace(path string, format string) (*loadedTrace, error) {
 		return nil, fmt.Errorf("%w: %s: no jobs", ErrTrace, path)
 	}
 	ref.Jobs = len(jobs)
-	t := &loadedTrace{jobs: jobs, ref: ref}
-	if rt.traces == nil {
-		rt.traces = map[string]*loadedTrace{}
+	sc, err := models.NewScenario(traceLabel(path), jobs, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
-	rt.traces[path] = t
+	sc.Jobs = nil // only the replay specs are needed here
+	t := &loadedTrace{sc: sc, ref: ref}
+	if rt.scenarios == nil {
+		rt.scenarios = map[string]*loadedTrace{}
+	}
+	rt.scenarios[path] = t
 	return t, nil
 }
 
-// window resolves the evaluation window on the unscaled trace, so every
-// load scale of a trace injects at the same times.
-func (e *Experiment) window(jobs []traces.Job) (from, until time.Time) {
-	from, until = e.From, e.Until
-	var first, last time.Time
-	for i := range jobs {
-		s := jobs[i].Submit
-		if s.IsZero() {
-			continue
-		}
-		if first.IsZero() || s.Before(first) {
-			first = s
-		}
-		if s.After(last) {
-			last = s
-		}
+func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner.PolicyFactory {
+	if rt.Policies != nil {
+		return rt.Policies(e, probe)
 	}
-	if from.IsZero() {
+	return models.PolicyFactory(e.Models, models.PolicyOptions{Probe: probe, Tick: e.Cycle})
+}
+
+// window is the evaluation window of a prepared trace: injections in
+// [from, until), from no earlier than the first recorded start + warm-up.
+func (e *Experiment) window(sc *models.Scenario) (from, until time.Time) {
+	from, until = e.From, e.Until
+	if first := sc.First.Add(e.Warmup); from.Before(first) {
 		from = first
 	}
 	if until.IsZero() {
-		until = last
+		until = sc.Last
 	}
 	return from.UTC(), until.UTC()
 }
 
 // RunCell runs one cell: the trace scaled to the cell's load, the cell's
-// policy and the reference policy (reactive, for the load classes; reused
-// from an earlier cell of the same trace and scale in this process) under
-// the experiment's protocol. It returns the cell's report.
+// policy and the reference policy (reactive, for the reduction; reused from
+// an earlier cell of the same trace and scale in this process) under the
+// experiment's protocol. It returns the cell's report.
 func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Report, error) {
 	if err := e.Normalize(); err != nil {
 		return nil, err
 	}
-	tr, err := rt.trace(c.Trace, e.Format)
+	tr, err := rt.scenario(e, c.Trace)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := e.SimConfig()
-	if err != nil {
-		return nil, err
-	}
-	scaled, err := ScaleLoad(tr.jobs, c.LoadScale, e.Seed, 0)
+	scaled, err := ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
-	from, until := e.window(tr.jobs)
+	from, until := e.window(tr.sc)
 	rt.mu.Lock()
 	ref, haveRef := rt.refs[c.Cell]
 	rt.mu.Unlock()
@@ -310,37 +314,70 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	}
 	params := map[string]string{
 		"preset": e.Preset, "warmup": e.Warmup.String(), "interval": e.Interval.String(), "limit": e.Limit.String(),
-		"cycle": e.Cycle.String(), "nodes": joinInts(e.Nodes),
+		"cycle": e.Cycle.String(), "nodes": joinInts(e.Nodes), "horizon": e.Horizon.String(),
 	}
 	if e.SlurmConf != "" {
 		params["slurm_conf"] = e.SlurmConf
 	}
+	if tr.sc.Oversized > 0 {
+		params["oversized_jobs_dropped"] = strconv.Itoa(tr.sc.Oversized)
+	}
+	var progress func(done, total int)
+	if rt.Progress != nil {
+		progress = func(done, total int) { rt.Progress(c, done, total) }
+	}
 	var samples []Sample
-	switch k, isChain := ParseChainProtocol(e.Protocol); {
-	case isChain:
+	if k, isChain := ParseChainProtocol(e.Protocol); isChain {
 		setup := ChainSetup{
-			Jobs: scaled, Sim: cfg, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
+			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon,
-			Policies: run, Factory: rt.Factory, Workers: rt.Workers,
-		}
-		if rt.Progress != nil {
-			setup.Progress = func(done, total int) { rt.Progress(c, done, total) }
+			Policies: run, Factory: rt.policies(e, nil), Workers: rt.Workers, Progress: progress,
 		}
 		var unmeasured map[string]int
 		samples, unmeasured, err = RunChains(ctx, setup)
 		if err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 		}
-		params["horizon"] = e.Horizon.String()
 		params["injections"] = strconv.Itoa(len(setup.Injections()))
 		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
-	default:
-		return nil, fmt.Errorf("%w: protocol %q is not available in this build (use chain-K)", ErrBadSetup, e.Protocol)
+	} else {
+		proto := models.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
+		if err := proto.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		}
+		points := proto.Injections(scaled, from, until)
+		if len(points) == 0 {
+			return nil, fmt.Errorf("%w: no injection in [%s, %s)", ErrBadSetup, from.Format(time.RFC3339), until.Format(time.RFC3339))
+		}
+		for _, p := range run { // unknown names and missing models are setup errors, found before any simulation
+			if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
+				return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			}
+		}
+		samples, err = RunPairs(ctx, PairConfig{
+			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
+			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
+		}
+		n := 0
+		for i := range samples {
+			samples[i].LoadScale = c.LoadScale
+			if samples[i].Policy == c.Policy {
+				n++
+			}
+		}
+		params["lead"] = proto.Lead.String()
+		params["injections"] = strconv.Itoa(len(points))
+		params["unmeasured"] = strconv.Itoa(len(points)*len(e.Nodes) - n)
 	}
 	var refSamples, out []Sample
 	for _, s := range samples {
 		if s.Policy == Reference {
 			refSamples = append(refSamples, s)
+		} else {
+			out = append(out, s)
 		}
 	}
 	if haveRef {
@@ -353,13 +390,13 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		rt.refs[c.Cell] = refSamples
 		rt.mu.Unlock()
 	}
-	for _, s := range samples {
-		if s.Policy != Reference {
-			out = append(out, s)
-		}
-	}
 	out = append(out, refSamples...)
-	ClassifyByReference(out)
+	if e.Protocol != ProtocolPair {
+		// chain-K: classes from the reactive policy's gap on the same hand-off
+		// (the pair harness sets them from the published 1-minute-early
+		// reactive submission itself).
+		ClassifyByReference(out)
+	}
 	cellPolicies := []string{c.Policy}
 	if c.Policy != Reference {
 		cellPolicies = append(cellPolicies, Reference)
@@ -368,10 +405,10 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		Mirage:  rt.Version,
 		Command: rt.Command,
 		Traces:  []TraceRef{tr.ref},
-		Windows: []Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: from, Until: from.Add(e.Warmup)}},
+		Windows: []Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
 		Cells: []CellInfo{{
 			Name: c.Name, Cell: c.Cell, Trace: c.Trace, Protocol: e.Protocol, LoadScale: c.LoadScale, Policies: cellPolicies,
-			Seeds: map[string]uint64{"load": e.Seed, "sim": cfg.Seed}, Params: params,
+			Seeds: map[string]uint64{"load": e.Seed, "sim": scaled.Config.Seed}, Params: params,
 		}},
 	}
 	if m, err := e.modelRef(c.Policy); err != nil {

@@ -223,9 +223,16 @@ func tinyTrace(t testing.TB, dir string) (string, []traces.Job) {
 // the merge of its cells run in separate processes (fresh runtimes, no
 // shared caches), as job-array tasks run them.
 func TestRunAllEqualsSeparateCells(t *testing.T) {
+	for _, protocol := range []string{"chain-2", "pair"} {
+		t.Run(protocol, func(t *testing.T) { runAllEqualsSeparateCells(t, protocol) })
+	}
+}
+
+func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 	dir := t.TempDir()
 	tinyTrace(t, dir)
 	body := strings.Replace(sweepYAML, "from: 2026-01-05T00:00:00Z\nuntil: 2026-01-07T00:00:00Z\n", "", 1)
+	body = strings.Replace(body, "protocol: chain-2", "protocol: "+protocol, 1)
 	e, err := ParseSweep(writeSweep(t, dir, body))
 	if err != nil {
 		t.Fatal(err)
@@ -259,13 +266,13 @@ func TestRunAllEqualsSeparateCells(t *testing.T) {
 	if string(a) != string(b) {
 		t.Fatal("merged cells differ from the single-process run")
 	}
-	// Something was measured and classified.
+	// Something was measured (two policies × two scales) and classified.
 	t.Logf("%d samples", len(whole.Samples))
 	if len(whole.Samples) == 0 || len(whole.Provenance.Cells) != 4 {
 		t.Fatalf("%d samples, %d cells", len(whole.Samples), len(whole.Provenance.Cells))
 	}
 	for _, s := range whole.Samples {
-		if s.LoadClass == "" || s.Protocol != "chain-2" || s.Segment != 1 {
+		if s.LoadClass == "" || s.Protocol != protocol || s.Segment != 1 || (s.LoadScale != 0.5 && s.LoadScale != 1.5) {
 			t.Errorf("sample %+v", s)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -151,4 +153,56 @@ func countWith(js []traces.Job, suffix string) int {
 		}
 	}
 	return n
+}
+
+func TestScaleScenario(t *testing.T) {
+	sc, err := models.NewScenario("t", loadTrace(2000), sim.LS6())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, err := ScaleScenario(sc, 1, 1, 0); err != nil || same != sc {
+		t.Errorf("scale 1: %p %v, want the scenario itself", same, err)
+	}
+	if _, err := ScaleScenario(sc, -1, 1, 0); !errors.Is(err, ErrBadScale) {
+		t.Errorf("scale -1: %v", err)
+	}
+	thin, err := ScaleScenario(sc, 0.5, 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Binomial(2000, 0.5): sd ≈ 22; allow 5 sd.
+	if n := len(thin.Specs); n < 890 || n > 1110 || thin.Scale != 0.5 || thin.Name != "t×0.5" || len(sc.Specs) != 2000 {
+		t.Errorf("thinned to %d specs, scale %v, name %q (original %d)", n, thin.Scale, thin.Name, len(sc.Specs))
+	}
+	rep, err := ScaleScenario(sc, 2, 2, 10*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Specs) != 4000 {
+		t.Fatalf("replicated to %d specs, want 4000", len(rep.Specs))
+	}
+	orig := map[string]sim.JobSpec{}
+	for _, s := range sc.Specs {
+		orig[s.ID] = s
+	}
+	for i, s := range rep.Specs {
+		if i > 0 && s.Submit.Before(rep.Specs[i-1].Submit) {
+			t.Fatalf("specs not in submit order at %d", i)
+		}
+		id, k, isCopy := strings.Cut(s.ID, "+r")
+		o := orig[id]
+		if !isCopy {
+			continue
+		}
+		if k != "1" || s.Runtime != o.Runtime || s.Nodes != o.Nodes || s.User != o.User {
+			t.Errorf("copy %s differs from its original beyond the submit time", s.ID)
+		}
+		if d := s.Submit.Sub(o.Submit); d < -10*time.Minute || d > 10*time.Minute {
+			t.Errorf("copy %s shifted %v", s.ID, d)
+		}
+	}
+	// The replay loads: ids are unique and the simulator takes the specs.
+	if _, err := rep.NewSim(); err != nil {
+		t.Errorf("replicated scenario does not load: %v", err)
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/eval"
@@ -63,14 +62,23 @@ policy, the gap between each predecessor's end and its successor's start
 
   pair      the published one: a predecessor and a successor with a 48-hour
             limit each, used fully, injected every 4 hours of trace time after
-            a 2-day warm-up, for 1- and 8-node jobs
+            a 2-day warm-up, for 1- and 8-node jobs; each policy decides every
+            10 minutes through the provisioner engine; a successor not yet
+            submitted 1 minute before the predecessor's end is submitted then
+            (that forced submission is the published reactive baseline and
+            sets the load class)
   chain-K   chains of K such segments driven by the provisioner engine (the
-            daemon's code) every 10 minutes; also reports the total
-            interruption per chain
+            daemon's code) every 10 minutes, segment 0 submitted at injection;
+            also reports the total interruption per chain
+
+Policies: reactive, dependency, lead, start-estimate (the provisioner's
+baselines), average, quantile, oracle (pair only: it looks ahead in the
+simulator) and the learned rf, rf-xgb, rf-golearn, xgb, dqn, pg, read from
+--models DIR/NAME (mirage train --out DIR).
 
 Load is scaled by thinning (--load-scale < 1) or replicating (> 1) the
 trace's arrivals, seeded. Hand-offs are classed low/medium/heavy by the
-reactive policy's gap (≤ 2 h, 2–12 h, > 12 h). The report (report.html,
+reactive gap (≤ 2 h, 2–12 h, > 12 h). The report (report.html,
 report.md, report.json in --out) gives, per policy, job size and load class,
 the gap distribution, interruption and overlap, wasted GPU-hours, the shares
 with zero interruption and within an hour, the reduction against reactive
@@ -84,8 +92,9 @@ in this process); --cell N runs only cell N and writes OUT/cells/cell-N.json;
 --emit-array writes OUT/eval-array.sbatch, a Slurm job array with one cell
 per task, for "sbatch OUT/eval-array.sbatch"; then "mirage eval merge --out
 OUT OUT/cells" joins the cells into the report.`,
-		Example: `  mirage eval --trace ls6.log.gz --policies reactive,dependency,start-estimate \
-      --from 2023-02-01 --until 2023-03-01 --protocol chain-2 --out report/
+		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
+  mirage eval --trace ls6.log.gz --policies reactive,average,quantile,xgb,rf,dqn,pg,oracle --models models/ \
+      --from 2023-02-01 --until 2023-03-01 --out report/
   mirage eval --sweep sweeps/ls6.yaml --emit-array && sbatch eval-out/eval-array.sbatch
   mirage eval merge --out eval-out eval-out/cells`,
 		Args: cobra.NoArgs,
@@ -103,14 +112,14 @@ OUT OUT/cells" joins the cells into the report.`,
 	f.StringVar(&o.format, "format", "", "trace format (default: sniffed)")
 	f.StringSliceVar(&o.policies, "policies", nil, "policies, in report order (reactive is always run as the reference)")
 	f.StringVar(&o.models, "models", "", "directory of trained models, one sub-directory per learned policy (mirage train --out)")
-	f.StringVar(&o.from, "from", "", "evaluation window start, RFC 3339 or YYYY-MM-DD (default: the trace's first submit)")
-	f.StringVar(&o.until, "until", "", "evaluation window end (default: the trace's last submit)")
+	f.StringVar(&o.from, "from", "", "first injection not before, RFC 3339 or YYYY-MM-DD (default and earliest: the trace's first start + --warmup)")
+	f.StringVar(&o.until, "until", "", "injections before (default: the trace's last submit)")
 	f.IntSliceVar(&o.nodes, "nodes", []int{1, 8}, "nodes per segment")
 	f.DurationVar(&o.limit, "limit", eval.DefaultLimit, "time limit of every segment (used fully)")
-	f.DurationVar(&o.warmup, "warmup", eval.DefaultWarmup, "no injection during this first part of the window")
+	f.DurationVar(&o.warmup, "warmup", eval.DefaultWarmup, "no injection before the trace's first start + this")
 	f.DurationVar(&o.interval, "interval", eval.DefaultInterval, "trace time between injections")
 	f.DurationVar(&o.cycle, "cycle", eval.DefaultCycle, "decision period")
-	f.DurationVar(&o.horizon, "horizon", eval.DefaultHorizon, "simulated time after K limits before an unstarted successor is cut off (censored)")
+	f.DurationVar(&o.horizon, "horizon", eval.DefaultHorizon, "a successor not started this long after its predecessor's end (pair) or the chain's K limits (chain-K) is cut off (censored)")
 	f.Float64SliceVar(&o.loadScales, "load-scale", []float64{1}, "arrival scalings: <1 thins, >1 replicates (seeded)")
 	f.StringVar(&o.protocol, "protocol", "pair", "pair or chain-K (K ≥ 2 segments)")
 	f.StringVar(&o.preset, "preset", "ls6", "simulated cluster preset: ls6 or default")
@@ -127,8 +136,8 @@ OUT OUT/cells" joins the cells into the report.`,
 	return cmd
 }
 
-// parseWhen reads RFC 3339 or a UTC date.
-func parseWhen(flag, s string) (time.Time, error) {
+// parseEvalTime reads RFC 3339 or a UTC date.
+func parseEvalTime(flag, s string) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
@@ -170,11 +179,11 @@ func (o *evalOptions) experiment() (*eval.Experiment, error) {
 	if len(o.traces) == 0 || len(o.policies) == 0 || o.out == "" {
 		return nil, withCode(exitUsage, errors.New("need --trace, --policies and --out (or --sweep FILE)"))
 	}
-	from, err := parseWhen("from", o.from)
+	from, err := parseEvalTime("from", o.from)
 	if err != nil {
 		return nil, err
 	}
-	until, err := parseWhen("until", o.until)
+	until, err := parseEvalTime("until", o.until)
 	if err != nil {
 		return nil, err
 	}
@@ -212,12 +221,8 @@ func runEval(ctx context.Context, out io.Writer, o *evalOptions) error {
 	if o.emitArray {
 		return emitArray(out, o, e)
 	}
-	factory, err := evalPolicyFactory(e.Models)
-	if err != nil {
-		return withCode(exitBadInput, err)
-	}
-	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Factory: factory, Workers: o.workers}
-	bar := &countBar{w: o.progress}
+	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Workers: o.workers}
+	bar := newCountBar(o.progress, "") // train.go's terminal bar
 	if o.progress != nil {
 		rt.Progress = func(c eval.CellSpec, done, total int) { bar.update(done, total) }
 	}
@@ -261,8 +266,8 @@ func writeReport(out io.Writer, asJSON bool, r *eval.Report, dir string) error {
 	return printPaths(out, asJSON, map[string]string{"json": paths[0], "markdown": paths[1], "html": paths[2]}, r)
 }
 
-// headline is one policy's overall figures in the --json output.
-type headline struct {
+// evalHeadline is one policy's overall figures in the --json output.
+type evalHeadline struct {
 	Protocol         string   `json:"protocol"`
 	LoadScale        float64  `json:"load_scale"`
 	Policy           string   `json:"policy"`
@@ -277,13 +282,13 @@ func printPaths(out io.Writer, asJSON bool, paths map[string]string, r *eval.Rep
 		v := struct {
 			Paths    map[string]string `json:"paths"`
 			Samples  int               `json:"samples,omitempty"`
-			Headline []headline        `json:"headline,omitempty"`
+			Headline []evalHeadline    `json:"headline,omitempty"`
 		}{Paths: paths}
 		if r != nil {
 			v.Samples = len(r.Samples)
 			for _, g := range r.Groups {
 				if g.Nodes == 0 && g.LoadClass == eval.AllClasses {
-					v.Headline = append(v.Headline, headline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
+					v.Headline = append(v.Headline, evalHeadline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
 				}
 			}
 		}
@@ -324,28 +329,4 @@ func emitArray(out io.Writer, o *evalOptions, e *eval.Experiment) error {
 		return err
 	}
 	return printPaths(out, o.json, map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}, nil)
-}
-
-// countBar draws "label [####....] 40% 12/30" on a terminal.
-type countBar struct {
-	w     io.Writer
-	label string
-	drawn bool
-}
-
-func (b *countBar) update(done, total int) {
-	if b == nil || b.w == nil || total <= 0 {
-		return
-	}
-	pct := 100 * done / total
-	n := pct / 4
-	fmt.Fprintf(b.w, "\r\033[K%s [%s%s] %3d%% %d/%d", b.label, strings.Repeat("#", n), strings.Repeat(".", 25-n), pct, done, total)
-	b.drawn = true
-}
-
-func (b *countBar) done() {
-	if b != nil && b.w != nil && b.drawn {
-		fmt.Fprint(b.w, "\r\033[K")
-		b.drawn = false
-	}
 }

@@ -219,3 +219,41 @@ func TestEvalEmitArray(t *testing.T) {
 		t.Errorf("bad partition: exit %d: %s", code, stderr)
 	}
 }
+
+// TestEvalCommandPair runs the published pair protocol (the default) with
+// the provisioner's baselines, the models package's average and oracle.
+func TestEvalCommandPair(t *testing.T) {
+	tr, _ := synthFile(t)
+	out := filepath.Join(t.TempDir(), "pair")
+	_, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,average,oracle", "--nodes", "1,4",
+		"--limit", "6h", "--warmup", "12h", "--interval", "12h", "--load-scale", "1,1.5", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range r.Samples {
+		count[fmt.Sprintf("%s x%g", s.Policy, s.LoadScale)]++
+		if s.Protocol != "pair" || s.Segment != 1 || s.LoadClass == "" {
+			t.Fatalf("sample %+v", s)
+		}
+	}
+	// Every policy measured on the same hand-offs at each scale.
+	for _, sc := range []string{"x1", "x1.5"} {
+		n := count["reactive "+sc]
+		if n == 0 || count["average "+sc] != n || count["oracle "+sc] != n {
+			t.Errorf("samples per policy at %s: %v", sc, count)
+		}
+	}
+	if _, stderr, code := runMirage(t, "eval", "verify", out); code != 0 {
+		t.Errorf("verify: %s", stderr)
+	}
+	// Learned policies need their models: a clear error before any simulation.
+	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "mirage train") {
+		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
+	}
+}
