@@ -288,7 +288,7 @@ func TestLS6SweepFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(e.Cells()) != len(e.Policies) || e.Protocol != "chain-2" || e.Limit != 48*time.Hour || e.Warmup != 48*time.Hour ||
+	if len(e.Cells()) != len(e.Policies) || e.Protocol != "pair" || !strings.HasSuffix(e.Models, "/ls6-models") || e.Limit != 48*time.Hour || e.Warmup != 48*time.Hour ||
 		e.Interval != 4*time.Hour || !reflect.DeepEqual(e.Nodes, []int{1, 8}) || !e.From.Equal(time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC)) {
 		t.Errorf("sweep %+v", e)
 	}
