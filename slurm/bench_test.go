@@ -63,20 +63,24 @@ func TestParallelReadingMatchesSequential(t *testing.T) {
 	// sequential error), parse the same with one goroutine or two.
 	for _, rec := range []string{"squeue-22.05.json", "squeue-24.11.json"} {
 		doc := genSqueueJSON(t, rec, 3000)
-		sameAsParallel(t, doc, parseSqueueJSON)
 		broken := bytes.Clone(doc)
 		i := bytes.LastIndex(broken, []byte(`"job_id"`))
 		broken[i+1] = 'X' // "Xob_id": an unknown key, still valid
-		sameAsParallel(t, broken, parseSqueueJSON)
-		broken[len(broken)*3/4] = '}' // a syntax error in the second half
-		sameAsParallel(t, broken, parseSqueueJSON)
+		broken2 := bytes.Clone(broken)
+		broken2[len(broken2)*3/4] = '}' // a syntax error in the second half
+		for _, mode := range []int{0, splitInline} {
+			sameAsParallel(t, doc, parseSqueueJSON, mode)
+			sameAsParallel(t, broken, parseSqueueJSON, mode)
+			sameAsParallel(t, broken2, parseSqueueJSON, mode)
+		}
 		seq, _, _ := parseSqueueJSON(doc, math.MaxInt)
 		if len(seq) != 3000 {
 			t.Fatalf("%s: %d jobs", rec, len(seq))
 		}
 	}
 	sacct := genSacctJSON(t, 3000)
-	sameAsParallel(t, sacct, parseSacctJSON)
+	sameAsParallel(t, sacct, parseSacctJSON, 0)
+	sameAsParallel(t, sacct, parseSacctJSON, splitInline)
 }
 
 // genSacctJSON repeats the recorded sacct --json jobs n times.

@@ -2,8 +2,11 @@ package slurm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -174,40 +177,48 @@ func (s *scanner) rawString() (raw []byte, escaped bool, err error) {
 	b := s.b
 	start := s.i + 1 // after the opening quote
 	i := start
-	// Short strings (most keys and values) end within a few bytes: a plain
-	// loop beats IndexByte's setup there; longer ones continue with it.
-	for lim := min(len(b), start+24); i < lim; i++ {
+	// Eight bytes at a time: the lowest byte that is '"' or '\' decides
+	// (most keys and values are short, where this beats IndexByte's setup).
+	for i+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[i:])
+		m := zeroBytes(x^(swarLo*'"')) | zeroBytes(x^(swarLo*'\\'))
+		if m == 0 {
+			i += 8
+			continue
+		}
+		i += bits.TrailingZeros64(m) / 8
+		if b[i] == '"' {
+			s.i = i + 1
+			return b[start:i], escaped, nil
+		}
+		escaped = true
+		i += 2 // the backslash and the byte it escapes
+	}
+	for i < len(b) {
 		switch b[i] {
 		case '"':
 			s.i = i + 1
 			return b[start:i], escaped, nil
 		case '\\':
 			escaped = true
-			i++ // skip the escaped byte
+			i++
 		}
-	}
-	for i < len(b) {
-		j := bytes.IndexByte(b[i:], '"')
-		if j < 0 {
-			break
-		}
-		end := i + j
-		// Count the backslashes before the quote: odd means escaped.
-		n := 0
-		for k := end - 1; k >= start && b[k] == '\\'; k-- {
-			n++
-		}
-		if n%2 == 0 {
-			s.i = end + 1
-			raw = b[start:end]
-			return raw, escaped || bytes.IndexByte(raw, '\\') >= 0, nil
-		}
-		escaped = true
-		i = end + 1
+		i++
 	}
 	s.i = len(b)
 	return nil, false, s.errorf("unterminated string")
 }
+
+// SWAR constants: swarLo has 0x01 in every byte.
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// zeroBytes has the high bit set in (at least) the lowest zero byte of x;
+// bits above the lowest zero byte may be false positives, so only the
+// lowest set bit is used.
+func zeroBytes(x uint64) uint64 { return (x - swarLo) &^ x & swarHi }
 
 // checkString rejects control characters in a kept string (as encoding/json does).
 func (s *scanner) checkString(raw []byte) error {
@@ -353,12 +364,10 @@ func (s *scanner) num() (flexNum, error) {
 		if esc {
 			str = unescape(raw)
 		}
-		if str == "" {
-			return flexNum{}, nil
-		}
-		n, ok := parseNum(str)
+		n, ok := parseNum(strings.TrimSpace(str))
 		if !ok {
-			return flexNum{}, s.errorf("number %q", str)
+			// "", "N/A", "UNLIMITED": a value Slurm could not give as a number reads as unset.
+			return flexNum{}, nil
 		}
 		return flexNum{N: n, Set: true}, nil
 	case c == 'n', c == 't', c == 'f':

@@ -10,8 +10,14 @@ import (
 )
 
 // parallelMin is the size of a job list from which it is read by two
-// goroutines (tests force both paths through the parsers' minParallel).
+// goroutines. Tests choose through the parsers' minParallel: math.MaxInt
+// never splits, 0 always splits, and splitInline (negative) always splits but
+// reads the second half on the calling goroutine first, which makes the
+// result independent of scheduling (the fuzz targets need that).
 const parallelMin = 8 << 20
+
+// splitInline forces the split without a second goroutine (tests).
+const splitInline = -1
 
 // readJobList reads a JSON array of job records into jobs: read fills a
 // record from the scanner, conv turns it into a Job (expanding host lists
@@ -48,8 +54,11 @@ func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*
 	}
 	split := -1
 	var second *halfResult
-	if len(s.b)-s.i >= minParallel && runtime.GOMAXPROCS(0) > 1 {
-		split, second = startSecondHalf(s, read, conv)
+	switch {
+	case minParallel == splitInline:
+		split, second = startSecondHalf(s, read, conv, true)
+	case len(s.b)-s.i >= minParallel && runtime.GOMAXPROCS(0) > 1:
+		split, second = startSecondHalf(s, read, conv, false)
 	}
 	for {
 		s.ws()
@@ -105,7 +114,7 @@ type halfResult struct {
 // starts at s.i and parses from there to the end in a new goroutine. It
 // returns the offset of the ',' before the guessed element (or -1).
 func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
-	conv func(*R, *hostBudget) (provisioner.Job, error)) (int, *halfResult) {
+	conv func(*R, *hostBudget) (provisioner.Job, error), inline bool) (int, *halfResult) {
 	// The first element's first key, e.g. "account".
 	probe := &scanner{b: s.b, i: s.i}
 	if probe.peek() != '{' {
@@ -142,7 +151,7 @@ func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
 		return -1, nil
 	}
 	h := &halfResult{hb: newHostBudget(), done: make(chan struct{})}
-	go func() {
+	work := func() {
 		defer close(h.done)
 		t := &scanner{b: s.b, i: brace}
 		var rec R
@@ -170,7 +179,12 @@ func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
 			}
 		}
 		h.err = errStopped
-	}()
+	}
+	if inline {
+		work()
+	} else {
+		go work()
+	}
 	return comma, h
 }
 
