@@ -22,7 +22,7 @@ var (
 	testScErr  error
 )
 
-// testScenario: 12 days of synthetic LS6-like jobs on 24 LS6 nodes (so chains queue).
+// testScenario: 12 days of synthetic LS6-like jobs on 40 LS6 nodes (so chains queue).
 func testScenario(t testing.TB) *models.Scenario {
 	t.Helper()
 	testScOnce.Do(func() {
@@ -32,7 +32,7 @@ func testScenario(t testing.TB) *models.Scenario {
 			return
 		}
 		cfg := sim.LS6()
-		cfg.Nodes = cfg.Nodes[:24]
+		cfg.Nodes = cfg.Nodes[:40]
 		testSc, testScErr = models.NewScenario("synth-ls6", jobs, cfg)
 	})
 	if testScErr != nil {

@@ -90,6 +90,11 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //     job running to its limit (see planWaits): ahead of all pending jobs
 //     and behind them (conservative backfill), and each minus the
 //     predecessor's time left (the gap those plans imply).
+//   - scheduler estimates (v2; squeue --start, the simulator's backfill
+//     plan; zeros where the backend has none): the share of pending jobs
+//     with an estimated start, the latest estimated start among pending jobs
+//     of the successor's node count (its queue would be behind them) and
+//     among all pending jobs, in hours from now (≥ 0).
 func Features(obs *provisioner.Observation) ([]float64, error) {
 	return AppendFeatures(make([]float64, 0, NumFeatures()), obs)
 }
@@ -198,6 +203,11 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 		acctRunGPUs, acctJobs     float64
 		acctPend, samePartPend    float64
 	)
+	// One backing array for the seven distributions (each at most len(Jobs)).
+	nj := len(snap.Jobs)
+	back := make([]float64, 7*nj)
+	pendLimit, pendWait = back[0:0:nj], back[nj:nj:2*nj]
+	runLimit, runWait, runRun, runLeft = back[2*nj:2*nj:3*nj], back[3*nj:3*nj:4*nj], back[4*nj:4*nj:5*nj], back[5*nj:5*nj:6*nj]
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		switch j.State {
@@ -358,4 +368,25 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("plan_wait_last_h", last/3600)
 	w.add("plan_gap_first_h", first/3600-left)
 	w.add("plan_gap_last_h", last/3600-left)
+
+	var withEst, shapeMax, allMax float64
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if j.State != provisioner.StatePending || j.EstStart.IsZero() {
+			continue
+		}
+		withEst++
+		h := math.Max(0, hours(j.EstStart.Sub(now)))
+		allMax = math.Max(allMax, h)
+		if j.Nodes == obs.Successor.Nodes && (partition == "" || j.Partition == partition) {
+			shapeMax = math.Max(shapeMax, h)
+		}
+	}
+	estShare := 0.0
+	if nPend > 0 {
+		estShare = withEst / float64(nPend)
+	}
+	w.add("est_pending_share", estShare)
+	w.add("est_shape_latest_h", shapeMax)
+	w.add("est_latest_h", allMax)
 }

@@ -16,16 +16,30 @@ const planHorizon = 14 * 24 * 3600
 // order (Slurm's bf_max_job_test plays the same role).
 const planMaxPending = 200
 
-// profile is a step function of free capacity over time: free[i] holds on [t[i], t[i+1]).
+// profile is a step function of free capacity over time: free[i] holds on
+// [t[i], t[i+1]). Reservations only lower it, so the steps before lo, all
+// with nothing free, can never fit a job and are skipped.
 type profile struct {
 	t    []int64
 	free []int64
+	lo   int
 }
 
-// newProfile starts with free capacity at now and releases of running jobs.
-func newProfile(now, free int64, releases [][2]int64) *profile {
-	sort.Slice(releases, func(a, b int) bool { return releases[a][0] < releases[b][0] })
-	p := &profile{t: []int64{now}, free: []int64{free}}
+// newProfile starts with free capacity at now and releases of running
+// jobs; room is the number of reservations to make room for.
+func newProfile(now, free int64, releases [][2]int64, room int) *profile {
+	slices.SortFunc(releases, func(a, b [2]int64) int {
+		switch {
+		case a[0] < b[0]:
+			return -1
+		case a[0] > b[0]:
+			return 1
+		}
+		return 0
+	})
+	n := len(releases) + 2*room + 2
+	p := &profile{t: make([]int64, 1, n), free: make([]int64, 1, n)}
+	p.t[0], p.free[0] = now, free
 	for _, r := range releases {
 		at := max(r[0], now)
 		last := len(p.t) - 1
@@ -42,7 +56,10 @@ func newProfile(now, free int64, releases [][2]int64) *profile {
 // earliest returns the first time ≥ now at which need fits for dur.
 func (p *profile) earliest(need, dur int64) int64 {
 	n := len(p.t)
-	for i := 0; i < n; {
+	for p.lo < n-1 && p.free[p.lo] <= 0 {
+		p.lo++
+	}
+	for i := p.lo; i < n; {
 		start := p.t[i]
 		end := start + dur
 		ok := true
@@ -124,8 +141,8 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 	}
 	t0 := now.Unix()
 	used := int64(0)
-	var releases [][2]int64
-	var pend []*provisioner.Job
+	releases := make([][2]int64, 0, len(snap.Jobs))
+	pend := make([]*provisioner.Job, 0, len(snap.Jobs))
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if partition != "" && j.Partition != partition {
@@ -152,7 +169,7 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 	}
 	free := max(capacity-used, 0)
 	dur := int64(succLimit / time.Second)
-	p := newProfile(t0, free, releases)
+	p := newProfile(t0, free, releases, min(len(pend), planMaxPending))
 	if s := p.earliest(sn, dur); s >= 0 {
 		first = float64(s - t0)
 	} else {

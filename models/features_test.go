@@ -63,6 +63,9 @@ func testObservation() *provisioner.Observation {
 		testJob("h4").pending(3 * testHour).build(),                // never started: ignored
 		testJob("h5").running(1*testHour, -1*testHour).build(),     // starts in the future: ignored
 	}
+	// Scheduler estimates (squeue --start): p1 in 1.5 h, p2 in 3 h.
+	snap.Jobs[0].EstStart = testT0.Add(90 * time.Minute)
+	snap.Jobs[1].EstStart = testT0.Add(3 * testHour)
 	pred := snap.Job("r1")
 	return &provisioner.Observation{
 		Now:         testT0,
@@ -110,6 +113,8 @@ func TestFeaturesHandComputed(t *testing.T) {
 		// Behind it: p2 (8 GPUs, 4 h, older) takes [0, 4 h), p1 (4 GPUs, 2 h) [2 h, 4 h); 12 free from 4 h → waits 4 h.
 		// The predecessor r1 has 2 h left.
 		"plan_wait_first_h": 0, "plan_wait_last_h": 4, "plan_gap_first_h": -2, "plan_gap_last_h": 2,
+		// 2 of 3 pending jobs have estimates; of the successor's shape (1 node, partition gpu) only p1 (1.5 h); latest p2 (3 h).
+		"est_pending_share": 2.0 / 3, "est_shape_latest_h": 1.5, "est_latest_h": 3,
 	}
 	if len(want) != len(fields) {
 		t.Errorf("test covers %d of %d fields", len(want), len(fields))
@@ -166,8 +171,8 @@ func TestSchemaNamesUnique(t *testing.T) {
 		}
 		seen[f] = true
 	}
-	if len(s.Fields) != 69 {
-		t.Errorf("schema v%d has %d fields, want 69 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
+	if len(s.Fields) != 72 {
+		t.Errorf("schema v%d has %d fields, want 72 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
 	}
 }
 

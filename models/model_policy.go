@@ -33,10 +33,38 @@ const (
 // the score is the predicted gap in seconds (regression; from the
 // predicted wait when Target is TargetWait), P(safe) (classification) or
 // the preference for submitting (dqn, pg).
+//
+// BySize, when set, overrides Threshold by chain size (nodes per
+// segment): the entry with the nearest size applies (the smaller on ties).
+// Chains of different sizes face different regimes (a one-node successor
+// usually takes its predecessor's node as it ends, an eight-node one waits
+// for a reservation), and one threshold cannot serve both.
 type DecisionRule struct {
-	Target    string  `json:"target,omitempty"` // regression target: TargetGap (default) or TargetWait
-	Threshold float64 `json:"threshold"`        // submit when score ≥ Threshold
-	Tuned     string  `json:"tuned,omitempty"`  // how Threshold was chosen (e.g. "min mean cost on the calibration split")
+	Target    string          `json:"target,omitempty"`  // regression target: TargetGap (default) or TargetWait
+	Threshold float64         `json:"threshold"`         // submit when score ≥ Threshold
+	BySize    []SizeThreshold `json:"by_size,omitempty"` // per chain size, overriding Threshold
+	Tuned     string          `json:"tuned,omitempty"`   // how the thresholds were chosen (e.g. "min mean cost on the calibration split")
+}
+
+// SizeThreshold is the threshold for chains of one size.
+type SizeThreshold struct {
+	Nodes     int     `json:"nodes"`     // nodes per segment
+	Threshold float64 `json:"threshold"` // submit when score ≥ Threshold
+}
+
+// For returns the threshold for chains of nodes nodes.
+func (r DecisionRule) For(nodes int) float64 {
+	best, bestD := r.Threshold, -1
+	for _, st := range r.BySize {
+		d := st.Nodes - nodes
+		if d < 0 {
+			d = -d
+		}
+		if bestD < 0 || d < bestD || (d == bestD && st.Nodes < nodes) {
+			best, bestD = st.Threshold, d
+		}
+	}
+	return best
 }
 
 // DefaultDecisionRule is the published rule for a task: regression submits
@@ -74,8 +102,8 @@ func (r DecisionRule) Score(task Task, y, leftSec float64) float64 {
 	return y
 }
 
-// Submit reports whether a score reaches the threshold.
-func (r DecisionRule) Submit(score float64) bool { return score >= r.Threshold }
+// Submit reports whether a score reaches the threshold for chains of nodes nodes.
+func (r DecisionRule) Submit(score float64, nodes int) bool { return score >= r.For(nodes) }
 
 // ModelPolicy turns a trained Model into a provisioner.Policy: features from
 // the observation, one prediction, one decision by the model's DecisionRule
@@ -126,7 +154,12 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	left := math.Max(0, expectedEnd(obs.Predecessor).Sub(obs.Now).Seconds())
 	score := p.Rule.Score(task, y, left)
 	d := provisioner.Decision{Action: provisioner.Wait, Score: score}
-	submit := p.Rule.Submit(score)
+	nodes := obs.Successor.Nodes
+	if nodes == 0 && obs.Chain != nil {
+		nodes = obs.Chain.Nodes
+	}
+	th := p.Rule.For(nodes)
+	submit := score >= th
 	if submit {
 		d.Action = provisioner.SubmitNow
 	}
@@ -134,13 +167,13 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	cmp := map[bool]string{true: "≥", false: "<"}[submit]
 	switch task {
 	case Preference:
-		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.PolicyName, score, cmp, p.Rule.Threshold, verb)
+		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.PolicyName, score, cmp, th, verb)
 	case Classification:
-		d.Reason = fmt.Sprintf("%s: P(safe)=%.2f %s %.2f: %s", p.PolicyName, score, cmp, p.Rule.Threshold, verb)
+		d.Reason = fmt.Sprintf("%s: P(safe)=%.2f %s %.2f: %s", p.PolicyName, score, cmp, th, verb)
 	default:
 		gap := time.Duration(score * float64(time.Second)).Round(time.Minute)
-		th := time.Duration(p.Rule.Threshold * float64(time.Second)).Round(time.Minute)
-		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.PolicyName, gap, cmp, th, verb)
+		thd := time.Duration(th * float64(time.Second)).Round(time.Minute)
+		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.PolicyName, gap, cmp, thd, verb)
 	}
 	return d, nil
 }

@@ -95,6 +95,12 @@ type DQNConfig struct {
 	Epsilon      EpsilonSchedule // exploration (default 1 → 0.05 over 10000 steps)
 	Seed         uint64          // seed of weights, replay and exploration
 	In           *Scaler         // optional input standardisation (fit on a sample of states)
+	// Double uses Double DQN targets (van Hasselt et al., 2016): the online
+	// network picks the next action, the target network values it, which
+	// removes the upward bias of max over noisy estimates; with γ = 1 over
+	// hundreds of steps that bias otherwise makes waiting look better than
+	// any submission.
+	Double bool
 }
 
 // DQN is a Deep Q-Network: an online MLP trained on replayed transitions
@@ -109,6 +115,7 @@ type DQN struct {
 	batch          []Transition
 	bx, by, bm     [][]float64
 	sbuf, qbuf     []float64
+	obuf           []float64
 }
 
 // NewDQN returns a learner for states of width inputs and actions discrete actions.
@@ -203,7 +210,16 @@ func (d *DQN) Observe(t Transition) (float64, error) {
 				return 0, err
 			}
 			d.qbuf = q
-			y += d.cfg.Gamma * q[argmax(q)]
+			a := argmax(q)
+			if d.cfg.Double {
+				qo, err := d.online.Forward(d.sbuf, d.obuf)
+				if err != nil {
+					return 0, err
+				}
+				d.obuf = qo
+				a = argmax(qo)
+			}
+			y += d.cfg.Gamma * q[a]
 		}
 		for a := range d.by[i] {
 			d.by[i][a], d.bm[i][a] = 0, 0

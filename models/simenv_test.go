@@ -13,11 +13,12 @@ import (
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// testSimConfig is the LS6 preset cut to 24 nodes, so that the synthetic
-// LS6-like load (sized for 72) queues and chains see long waits.
+// testSimConfig is the LS6 preset cut to 40 nodes, so that the synthetic
+// LS6-like load (sized for 72) queues: of the 80 test chains (days 2–12),
+// 38 are low, 18 medium and 24 heavy by their reactive gap.
 func testSimConfig() sim.Config {
 	c := sim.LS6()
-	c.Nodes = c.Nodes[:24]
+	c.Nodes = c.Nodes[:40]
 	return c
 }
 
@@ -27,7 +28,7 @@ var (
 	testScenarioErr  error
 )
 
-// testScenario is 16 days of synthetic LS6-like jobs on 24 nodes.
+// testScenario is 16 days of synthetic LS6-like jobs on 40 nodes.
 func testScenario(t testing.TB) *Scenario {
 	t.Helper()
 	testScenarioOnce.Do(func() {
@@ -44,9 +45,9 @@ func testScenario(t testing.TB) *Scenario {
 	return testScenarioVal
 }
 
-// testProtocol is a fast protocol for tests: 12 h segments, decisions every 30 min, chains of 1 and 4 nodes every 12 h.
+// testProtocol is a fast protocol for tests: 12 h segments, decisions every 30 min, chains of 1 and 4 nodes every 6 h.
 func testProtocol() Protocol {
-	return Protocol{Every: 12 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
+	return Protocol{Every: 6 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
 }
 
 func TestProtocolInjections(t *testing.T) {
@@ -115,7 +116,7 @@ func sqrtInt(n int) int {
 	return r
 }
 
-// testChainData generates (once) the chain dataset of days 3–9 of the test scenario.
+// testChainData generates (once) the chain dataset of days 2–12 of the test scenario (80 chains).
 var (
 	testChainOnce sync.Once
 	testChainVal  *ChainData
@@ -126,7 +127,7 @@ func testChainData(t testing.TB) *ChainData {
 	t.Helper()
 	sc := testScenario(t)
 	testChainOnce.Do(func() {
-		testChainVal, testChainErr = GenerateChainData(context.Background(), sc, GenOptions{Protocol: testProtocol(), Until: sc.First.Add(9 * 24 * time.Hour)})
+		testChainVal, testChainErr = GenerateChainData(context.Background(), sc, GenOptions{Protocol: testProtocol(), Until: sc.First.Add(12 * 24 * time.Hour)})
 	})
 	if testChainErr != nil {
 		t.Fatal(testChainErr)
@@ -147,8 +148,8 @@ func TestChainDataDeterministicAcrossWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(a.Episodes) != 8 { // 4 injections (every 12 h over 2 days) × 2 sizes
-		t.Fatalf("%d episodes, want 8", len(a.Episodes))
+	if len(a.Episodes) != 16 { // 8 injections (every 6 h over 2 days) × 2 sizes
+		t.Fatalf("%d episodes, want 16", len(a.Episodes))
 	}
 	if !reflect.DeepEqual(a.Episodes, b.Episodes) || a.Probes != b.Probes {
 		t.Error("1 and 3 workers gave different datasets")
@@ -159,8 +160,8 @@ func TestChainDataDeterministicAcrossWorkers(t *testing.T) {
 			t.Fatalf("episode shape: %d ticks, tick %s, run %s", len(ep.X), ep.Tick, ep.PredEnd.Sub(ep.PredStart))
 		}
 	}
-	if a.Probes != 8*25 {
-		t.Errorf("%d probes, want 200", a.Probes)
+	if a.Probes != 16*25 {
+		t.Errorf("%d probes, want 400", a.Probes)
 	}
 }
 
@@ -255,7 +256,9 @@ type testHistory struct {
 	err  error
 }
 
-func (h testHistory) History(context.Context, time.Time) ([]provisioner.Job, error) { return h.jobs, h.err }
+func (h testHistory) History(context.Context, time.Time) ([]provisioner.Job, error) {
+	return h.jobs, h.err
+}
 
 func TestSimEnvMatchesTableEnv(t *testing.T) {
 	sc := testScenario(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -34,7 +35,8 @@ type PolicyTrainOptions struct {
 	Cost        GapCost                             // tuning objective and RL reward (zero: DefaultGapCost)
 	CalibShare  float64                             // latest share of training episodes held out to tune the decision threshold (default 0.2)
 	Target      string                              // xgb regression target: TargetWait (default) or TargetGap
-	XGB         *XGBParams                          // xgb parameters (nil: DefaultXGBParams)
+	XGBLoss     string                              // xgb loss: LossQuantileDecision (default) or LossSquared
+	XGB         *XGBParams                          // xgb parameters (nil: DefaultQuantileParams, or DefaultXGBParams for LossSquared)
 	RFXGB       *XGBParams                          // rf-xgb parameters (nil: DefaultRFXGBParams)
 	Golearn     GolearnRFParams                     // rf-golearn parameters
 	GolearnRows int                                 // rows subsampled for rf-golearn (default 20000; golearn is slow, see facts)
@@ -68,9 +70,37 @@ func (o *PolicyTrainOptions) defaults() {
 	if o.Target == "" {
 		o.Target = TargetWait
 	}
+	if o.XGBLoss == "" {
+		o.XGBLoss = LossQuantileDecision
+	}
 	if o.GolearnRows <= 0 {
 		o.GolearnRows = 20000
 	}
+}
+
+// xgb losses of PolicyTrainOptions.XGBLoss.
+const (
+	// LossQuantileDecision regresses the quantile of the target at which
+	// the decision is optimal (DecisionQuantile): with a cost a per hour of
+	// interruption and b per hour of overlap, submitting now beats waiting
+	// a little longer exactly when P(wait > time left) ≥ b/(a+b), i.e. when
+	// the a/(a+b) quantile of the wait reaches the time left — the median
+	// for the symmetric default. The mean (squared loss) is pulled up by
+	// the heavy tail of waits and submits too early in quiet periods.
+	LossQuantileDecision = "quantile"
+	// LossSquared regresses the mean (squared error).
+	LossSquared = "squared"
+)
+
+// DecisionQuantile is a/(a+b) for the cost: a the cost of an hour of
+// interruption, b of an hour of overlap of a segment of gpus GPUs.
+func DecisionQuantile(c GapCost, gpus int) float64 {
+	a := c.InterruptionPerHour
+	b := c.OverlapPerHour + c.OverlapPerGPUHour*float64(gpus)
+	if a+b <= 0 {
+		return 0.5
+	}
+	return min(max(a/(a+b), 0.05), 0.95)
 }
 
 // TrainPolicy trains the learned policy name (rf, rf-xgb, rf-golearn, xgb,
@@ -179,7 +209,7 @@ func policyMetrics(metrics map[string]float64, prefix string, m Model, rule Deci
 				pred, yv = append(pred, raw[k]), append(yv, SafeTarget(ep, k))
 			}
 		}
-		return FirstAtLeast(sc, rule.Threshold), nil
+		return FirstAtLeast(sc, rule.For(ep.Nodes)), nil
 	})
 	if err != nil {
 		return err
@@ -217,16 +247,7 @@ func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *
 		}
 		switch kind {
 		case KindXGB:
-			p := DefaultXGBParams()
-			if o.XGB != nil {
-				p = *o.XGB
-			}
-			p.Seed = o.Seed
-			target := WaitTarget
-			if o.Target == TargetGap {
-				target = GapTarget
-			}
-			return TrainXGB(Rows(eps, schema, target), p, meta)
+			return fitXGBPolicy(eps, schema, meta, o)
 		case KindRFXGB:
 			p := DefaultRFXGBParams()
 			if o.RFXGB != nil {
@@ -260,7 +281,35 @@ func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *
 		}
 		th, c := TuneThreshold(calib, scores, grid, o.Cost)
 		rule.Threshold = th
-		rule.Tuned = fmt.Sprintf("min mean cost %.2f on the calibration split (%d episodes, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
+		rule.Tuned = fmt.Sprintf("min mean cost %.2f on the calibration split (%d chains, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
+		// Per chain size, where the calibration split has enough chains of it.
+		bySize := map[int][]int{}
+		for i := range calib {
+			bySize[calib[i].Nodes] = append(bySize[calib[i].Nodes], i)
+		}
+		sizes := make([]int, 0, len(bySize))
+		for n := range bySize {
+			sizes = append(sizes, n)
+		}
+		sort.Ints(sizes)
+		total := 0.0
+		for _, n := range sizes {
+			idx := bySize[n]
+			if len(idx) < minSizeChains || len(sizes) < 2 {
+				continue
+			}
+			eps := make([]ChainEpisode, len(idx))
+			sc := make([][]float64, len(idx))
+			for j, i := range idx {
+				eps[j], sc[j] = calib[i], scores[i]
+			}
+			t, cn := TuneThreshold(eps, sc, grid, o.Cost)
+			rule.BySize = append(rule.BySize, SizeThreshold{Nodes: n, Threshold: t})
+			total += cn * float64(len(idx))
+		}
+		if len(rule.BySize) > 0 {
+			rule.Tuned += fmt.Sprintf("; per chain size: mean cost %.2f", total/float64(len(calib)))
+		}
 	}
 	m, err := fit(all, "refit on all training episodes")
 	if err != nil {
@@ -268,6 +317,65 @@ func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *
 	}
 	return m, rule, nil
 }
+
+// fitXGBPolicy fits the xgb policy's regression: the decision quantile
+// (or the mean) of the successor's wait if submitted now — on
+// log1p(wait/60 s), which quantiles are invariant to and which keeps the
+// heavy tail from dominating — or of the gap.
+func fitXGBPolicy(eps []ChainEpisode, schema SchemaID, meta Meta, o *PolicyTrainOptions) (Model, error) {
+	if o.XGBLoss != LossQuantileDecision && o.XGBLoss != LossSquared {
+		return nil, fmt.Errorf("train xgb: loss %q: want %s or %s", o.XGBLoss, LossQuantileDecision, LossSquared)
+	}
+	var gpus []float64
+	for i := range eps {
+		gpus = append(gpus, float64(eps[i].GPUs))
+	}
+	sort.Float64s(gpus)
+	q := DecisionQuantile(o.Cost, int(Percentile(gpus, 0.5)))
+	var p XGBParams
+	switch {
+	case o.XGB != nil:
+		p = *o.XGB
+	case o.XGBLoss == LossQuantileDecision:
+		p = DefaultQuantileParams(q)
+	default:
+		p = DefaultXGBParams()
+	}
+	if o.XGBLoss == LossQuantileDecision {
+		p.Quantile = q
+	} else {
+		p.Quantile = 0
+	}
+	p.Seed = o.Seed
+	const unit = 60.0
+	logWait := o.Target == TargetWait && o.XGBLoss == LossQuantileDecision
+	target := GapTarget
+	switch {
+	case logWait:
+		target = func(ep *ChainEpisode, k int) float64 { return math.Log1p(math.Max(WaitTarget(ep, k), 0) / unit) }
+	case o.Target == TargetWait:
+		target = WaitTarget
+	}
+	m, err := TrainXGB(Rows(eps, schema, target), p, meta)
+	if err != nil {
+		return nil, err
+	}
+	err = updateMeta(m, func(mt *Meta) {
+		mt.Params["loss"] = o.XGBLoss
+		mt.Params["target"] = o.Target
+		if logWait {
+			if mt.Output == nil {
+				mt.Output = &OutputTransform{Scale: 1}
+			}
+			mt.Output.Expm1Unit = unit
+			mt.Params["target"] = "log1p(wait/60s)"
+		}
+	})
+	return m, err
+}
+
+// minSizeChains is how many calibration chains of one size a per-size threshold needs.
+const minSizeChains = 20
 
 // subsampleRows keeps at most n rows, drawn without replacement from seed (order kept).
 func subsampleRows(ds *Dataset, n int, seed uint64) *Dataset {
@@ -292,6 +400,7 @@ func subsampleRows(ds *Dataset, n int, seed uint64) *Dataset {
 // RLOptions control the dqn and pg learners on the episode tables.
 type RLOptions struct {
 	Steps           int                         // dqn: environment steps (default 150000)
+	TargetEvery     int                         // dqn: learning steps between target-network copies (default 500)
 	Iterations      int                         // pg: updates (default 800)
 	EpisodesPerIter int                         // pg: episodes per update (default 16)
 	Hidden          []int                       // hidden layers (default [64 64])
@@ -309,6 +418,9 @@ func (o *RLOptions) defaults(kind Kind) {
 	}
 	if o.Iterations <= 0 {
 		o.Iterations = 800
+	}
+	if o.TargetEvery <= 0 {
+		o.TargetEvery = 500
 	}
 	if o.EpisodesPerIter <= 0 {
 		o.EpisodesPerIter = 16
@@ -474,7 +586,7 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 	switch kind {
 	case KindDQN:
 		d, err := NewDQN(w, 2, DQNConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Batch: 64, ReplaySize: 200000,
-			Warmup: 2000, TargetEvery: 1000, Epsilon: EpsilonSchedule{Start: 1, End: 0.05, Steps: ro.Steps / 2}, Seed: o.Seed, In: &sc})
+			Warmup: 2000, TargetEvery: ro.TargetEvery, Epsilon: EpsilonSchedule{Start: 1, End: 0.05, Steps: ro.Steps / 2}, Seed: o.Seed, In: &sc, Double: true})
 		if err != nil {
 			return nil, DecisionRule{}, err
 		}
@@ -497,7 +609,8 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 			}
 		}
 		params["steps"] = strconv.Itoa(ro.Steps)
-		params["batch"], params["replay"], params["target_every"], params["epsilon"] = "64", "200000", "1000", fmt.Sprintf("1→0.05 over %d steps", ro.Steps/2)
+		params["batch"], params["replay"], params["target_every"], params["epsilon"] = "64", "200000", strconv.Itoa(ro.TargetEvery), fmt.Sprintf("1→0.05 over %d steps", ro.Steps/2)
+		params["double"] = "true"
 	case KindPG:
 		p, err := NewPG(w, 2, PGConfig{Hidden: ro.Hidden, LearningRate: ro.LearningRate, Gamma: 1, Entropy: ro.Entropy, Batch: 256, Seed: o.Seed, In: &sc})
 		if err != nil {

@@ -1,0 +1,169 @@
+package models
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// BenchmarkProbe is one probe of dataset generation: fork a running
+// chain's simulator (synthetic LS6-like trace on 40 nodes), submit the
+// successor and run until it starts.
+func BenchmarkProbe(b *testing.B) {
+	sc := testScenario(b)
+	p := testProtocol().WithDefaults(sc.Config)
+	base, err := sc.NewSim()
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := sc.First.Add(5 * 24 * time.Hour)
+	base.Run(at)
+	c, err := StartChain(base, p, at, 4, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c.Advance(c.TickTime(12))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Probe(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "probes/s")
+}
+
+// BenchmarkGenerateChainData generates one day of chains (4 injections × 2
+// sizes × 25 probes) on all cores; probes/s is the dataset generation rate.
+func BenchmarkGenerateChainData(b *testing.B) {
+	sc := testScenario(b)
+	o := GenOptions{Protocol: testProtocol(), From: sc.First.Add(5 * 24 * time.Hour), Until: sc.First.Add(6 * 24 * time.Hour)}
+	probes := 0
+	for b.Loop() {
+		d, err := GenerateChainData(context.Background(), sc, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		probes += d.Probes
+	}
+	b.ReportMetric(float64(probes)/b.Elapsed().Seconds(), "probes/s")
+}
+
+// benchObservation is an observation of a running 4-node chain in the synthetic scenario.
+func benchObservation(b *testing.B) *provisioner.Observation {
+	sc := testScenario(b)
+	p := testProtocol().WithDefaults(sc.Config)
+	base, err := sc.NewSim()
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := sc.First.Add(8 * 24 * time.Hour)
+	base.Run(at)
+	c, err := StartChain(base, p, at, 4, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	obs, err := c.Observe(c.TickTime(6))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return obs
+}
+
+// BenchmarkDecide is one decision of each policy on a busy-cluster
+// observation (features from the snapshot and 24 h of history, then the
+// model): the per-decision latency of the daemon. Learned models report
+// their file size and live heap.
+func BenchmarkDecide(b *testing.B) {
+	obs := benchObservation(b)
+	ms := testPolicies(b)
+	names := make([]string, 0, len(ms))
+	for n := range ms {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			pol, err := NewModelPolicy(name, ms[name])
+			if err != nil {
+				b.Fatal(err)
+			}
+			mem := testModelMemory(b, ms[name])
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := pol.Decide(obs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			mem()
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+		})
+	}
+	for _, pol := range []provisioner.Policy{&AveragePolicy{}, &QuantilePolicy{}} {
+		b.Run(pol.Name(), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := pol.Decide(obs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+		})
+	}
+}
+
+// BenchmarkPredict is the model alone on one feature vector (Decide minus the features).
+func BenchmarkPredict(b *testing.B) {
+	x, err := Features(benchObservation(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ms := testPolicies(b)
+	names := make([]string, 0, len(ms))
+	for n := range ms {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ms[name].Predict(x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
+		})
+	}
+}
+
+// BenchmarkFeaturesSim computes the features of the busy-cluster observation.
+func BenchmarkFeaturesSim(b *testing.B) {
+	obs := benchObservation(b)
+	dst := make([]float64, 0, NumFeatures())
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if dst, err = AppendFeatures(dst[:0], obs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTrainPolicy trains each learned policy on the synthetic chains
+// (60 training chains, 1,440 rows; RL budgets as in the tests).
+func BenchmarkTrainPolicy(b *testing.B) {
+	train, _ := testSplit(b)
+	for _, name := range []string{"xgb", "rf-xgb", "rf-golearn", "dqn", "pg"} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				o := PolicyTrainOptions{Seed: 7, RL: RLOptions{Steps: 20000, Iterations: 150, Hidden: []int{32, 32}, Evals: 10}}
+				if _, err := TrainPolicy(name, train, nil, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
