@@ -112,7 +112,7 @@ OUT OUT/cells" joins the cells into the report.`,
 	f.StringVar(&o.format, "format", "", "trace format (default: sniffed)")
 	f.StringSliceVar(&o.policies, "policies", nil, "policies, in report order (reactive is always run as the reference)")
 	f.StringVar(&o.models, "models", "", "directory of trained models, one sub-directory per learned policy (mirage train --out)")
-	f.StringVar(&o.from, "from", "", "first injection not before, RFC 3339 or YYYY-MM-DD (default and earliest: the trace's first start + --warmup)")
+	f.StringVar(&o.from, "from", "", "first injection not before, RFC 3339 or YYYY-MM-DD in UTC (default and earliest: the trace's first start + --warmup)")
 	f.StringVar(&o.until, "until", "", "injections before (default: the trace's last submit)")
 	f.IntSliceVar(&o.nodes, "nodes", []int{1, 8}, "nodes per segment")
 	f.DurationVar(&o.limit, "limit", eval.DefaultLimit, "time limit of every segment (used fully)")
