@@ -27,8 +27,9 @@ test:
 unit:
 	$(GO) test -tags "$(GOTAGS)" ./...
 
+# The main job: synthetic LS6-like trace -> replay evaluation -> report (TRACE=path for a real trace).
 demo: deps build
-	./scripts/demo.sh
+	TRACE="$(TRACE)" OUT="$(OUT)" ./scripts/demo.sh
 
 bench:
 	$(GO) test -tags "$(GOTAGS)" -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt

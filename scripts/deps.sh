@@ -11,6 +11,8 @@ PKGS=(
   slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server gettext-base
   # real etcd for the kube-apiserver (scripts/k8s-up.sh)
   etcd-server openssl
+  # headless browser for the HTML report's acceptance test (eval)
+  chromium
 )
 
 missing=()

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mirage-gpu/mirage/eval"
+)
+
+// TestDemoScript runs scripts/demo.sh (what make demo runs after building)
+// on a short synthetic trace: it must end by printing the report's path,
+// and the report's numbers must equal those in its JSON.
+func TestDemoScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds mirage and runs the demo script")
+	}
+	bin := buildMirage(t)
+	tr, _ := synthFile(t)
+	out := filepath.Join(t.TempDir(), "demo out")
+	cmd := exec.Command("../../scripts/demo.sh")
+	cmd.Env = append(os.Environ(), "MIRAGE="+bin, "TRACE="+tr, "OUT="+out)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("demo.sh: %v\n%s", err, b)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	want := "report: " + filepath.Join(out, "report", "report.html")
+	if last := lines[len(lines)-1]; last != want {
+		t.Fatalf("last line %q, want %q\n%s", last, want, b)
+	}
+	if !strings.Contains(string(b), "numbers in report.html and report.md match report.json") {
+		t.Errorf("the demo did not check its report:\n%s", b)
+	}
+	n, err := eval.VerifyReport(filepath.Join(out, "report"))
+	if err != nil || n == 0 {
+		t.Errorf("VerifyReport: %d numbers, %v", n, err)
+	}
+}

@@ -1,0 +1,259 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mirage-gpu/mirage/eval"
+)
+
+// tinySweep writes a 3-day synthetic trace and a sweep over it: chain-2,
+// 1-node chains of 2 h every 6 h after a 12 h warm-up, two policies at
+// two load scales (4 cells). It returns the sweep path.
+func tinySweep(t *testing.T, extra string) string {
+	t.Helper()
+	tr, _ := synthFile(t)
+	dir := t.TempDir()
+	sweep := filepath.Join(dir, "sweep.yaml")
+	body := fmt.Sprintf(`title: tiny sweep
+traces: [%q]
+policies: [reactive, start-estimate]
+load_scales: [0.8, 1.2]
+protocol: chain-2
+nodes: [1]
+limit: 2h
+warmup: 12h
+interval: 6h
+horizon: 12h
+seed: 3
+out: out
+%s`, tr, extra)
+	if err := os.WriteFile(sweep, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return sweep
+}
+
+// readReportJSON reads a report and blanks the command line (the one field
+// that differs between ways of producing the same report).
+func readReportJSON(t *testing.T, path string) string {
+	t.Helper()
+	r, err := eval.ReadReportFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Provenance.Command = nil
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestEvalCommandFlags(t *testing.T) {
+	tr, _ := synthFile(t)
+	out := filepath.Join(t.TempDir(), "rep")
+	stdout, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,lead,dependency", "--protocol", "chain-3",
+		"--nodes", "1,8", "--limit", "3h", "--warmup", "12h", "--interval", "8h", "--load-scale", "1", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	want := strings.Join([]string{filepath.Join(out, "report.html"), filepath.Join(out, "report.md"), filepath.Join(out, "report.json")}, "\n") + "\n"
+	if stdout != want {
+		t.Errorf("stdout %q, want the three paths %q", stdout, want)
+	}
+	if stderr != "" {
+		t.Errorf("stderr off a terminal: %q", stderr)
+	}
+	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 policies × 2 sizes, each chain of 3 segments gives hand-offs 1 and 2.
+	segs := map[int]int{}
+	for _, s := range r.Samples {
+		segs[s.Segment]++
+		if s.Protocol != "chain-3" || (s.Nodes != 1 && s.Nodes != 8) {
+			t.Fatalf("sample %+v", s)
+		}
+	}
+	if segs[1] == 0 || segs[1] != segs[2] || len(segs) != 2 || segs[1]%6 != 0 {
+		t.Errorf("hand-offs by segment %v (want equal counts of 1 and 2, a multiple of 3 policies × 2 sizes)", segs)
+	}
+	if r.Provenance.Mirage == "" || len(r.Provenance.Command) == 0 || r.Provenance.Traces[0].Path != tr || len(r.Provenance.Windows) != 2 {
+		t.Errorf("provenance %+v", r.Provenance)
+	}
+	// The report's numbers equal those in its JSON.
+	vout, stderr, code := runMirage(t, "eval", "verify", out)
+	if code != 0 || !strings.HasSuffix(vout, " numbers in report.html and report.md match report.json\n") {
+		t.Errorf("verify: exit %d: %s%s", code, vout, stderr)
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "report.md"))
+	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(strings.Replace(string(md), "| reactive | ", "| reactive | 9", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runMirage(t, "eval", "verify", out); code != exitBadInput || !strings.Contains(stderr, "does not match") {
+		t.Errorf("verify of an edited report: exit %d: %s", code, stderr)
+	}
+
+	// --json prints the paths and the headline.
+	stdout, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "reactive", "--protocol", "chain-2", "--nodes", "1",
+		"--limit", "2h", "--warmup", "12h", "--interval", "12h", "--out", out, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var js struct {
+		Paths    map[string]string `json:"paths"`
+		Headline []struct {
+			Policy string `json:"policy"`
+			N      int    `json:"n"`
+		} `json:"headline"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &js); err != nil || js.Paths["html"] != filepath.Join(out, "report.html") || len(js.Headline) != 1 || js.Headline[0].N == 0 {
+		t.Errorf("--json output %s (%v)", stdout, err)
+	}
+}
+
+func TestEvalCommandBadInput(t *testing.T) {
+	tr, _ := synthFile(t)
+	bad := filepath.Join(t.TempDir(), "bad.csv")
+	_ = os.WriteFile(bad, []byte("id,submit\nx,notatime\n"), 0o644)
+	badSweep := filepath.Join(t.TempDir(), "s.yaml")
+	_ = os.WriteFile(badSweep, []byte("traces: [a]\npolicies: [reactive]\nbogus: 1\n"), 0o644)
+	out := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		code int
+		msg  string
+	}{
+		{"no out", []string{"eval", "--trace", tr, "--policies", "reactive"}, exitUsage, "need --trace, --policies and --out"},
+		{"protocol", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--protocol", "chain-1"}, exitUsage, "protocol"},
+		{"from", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--from", "yesterday"}, exitUsage, "--from"},
+		{"policy", []string{"eval", "--trace", tr, "--policies", "nosuch", "--out", out, "--protocol", "chain-2", "--nodes", "1"}, exitUsage, "nosuch"},
+		{"trace", []string{"eval", "--trace", bad, "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, exitBadInput, "bad.csv"},
+		{"missing trace", []string{"eval", "--trace", "/nonexistent.csv", "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, exitBadInput, "nonexistent"},
+		{"sweep", []string{"eval", "--sweep", badSweep}, exitBadInput, "bogus"},
+		{"sweep and flags", []string{"eval", "--sweep", badSweep, "--policies", "x"}, exitUsage, "cannot be combined"},
+		{"cell without sweep", []string{"eval", "--cell", "1", "--trace", tr, "--policies", "reactive", "--out", out}, exitUsage, "need --sweep"},
+		{"cell range", []string{"eval", "--sweep", tinySweep(t, ""), "--cell", "4"}, exitUsage, "cells 0 to 3"},
+		{"merge nothing", []string{"eval", "merge", "--out", out, t.TempDir()}, exitBadInput, "no *.json"},
+		{"merge not a report", []string{"eval", "merge", "--out", out, badSweep}, exitBadInput, "report"},
+	}
+	for _, c := range cases {
+		_, stderr, code := runMirage(t, c.args...)
+		if code != c.code || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%s: exit %d, stderr %q; want %d mentioning %q", c.name, code, stderr, c.code, c.msg)
+		}
+	}
+}
+
+// TestEvalSweepCellsMergeEqualsSingle runs a sweep's cells one by one (as
+// array tasks do, each a fresh command), merges them, and compares with
+// the single-process run of the same sweep.
+func TestEvalSweepCellsMergeEqualsSingle(t *testing.T) {
+	sweep := tinySweep(t, "")
+	cellsOut := filepath.Join(t.TempDir(), "cells-run")
+	for i := range 4 {
+		stdout, stderr, code := runMirage(t, "eval", "--sweep", sweep, "--cell", fmt.Sprint(i), "--out", cellsOut)
+		if code != 0 {
+			t.Fatalf("cell %d: exit %d: %s", i, code, stderr)
+		}
+		if want := eval.CellFile(cellsOut, i) + "\n"; stdout != want {
+			t.Errorf("cell %d printed %q, want %q", i, stdout, want)
+		}
+	}
+	merged := filepath.Join(t.TempDir(), "merged")
+	if _, stderr, code := runMirage(t, "eval", "merge", "--out", merged, filepath.Join(cellsOut, "cells")); code != 0 {
+		t.Fatalf("merge: exit %d: %s", code, stderr)
+	}
+	single := filepath.Join(t.TempDir(), "single")
+	if _, stderr, code := runMirage(t, "eval", "--sweep", sweep, "--out", single); code != 0 {
+		t.Fatalf("single: exit %d: %s", code, stderr)
+	}
+	a, b := readReportJSON(t, filepath.Join(merged, "report.json")), readReportJSON(t, filepath.Join(single, "report.json"))
+	if a != b {
+		t.Fatal("merged report differs from the single-process report")
+	}
+	r, _ := eval.ReadReportFile(filepath.Join(single, "report.json"))
+	if len(r.Provenance.Cells) != 4 || len(r.Samples) == 0 {
+		t.Errorf("%d cells, %d samples", len(r.Provenance.Cells), len(r.Samples))
+	}
+	// Merging a cell twice is refused.
+	if _, stderr, code := runMirage(t, "eval", "merge", "--out", merged, filepath.Join(cellsOut, "cells"), eval.CellFile(cellsOut, 0)); code != exitBadInput || !strings.Contains(stderr, "appears in reports") {
+		t.Errorf("duplicate cell: exit %d: %s", code, stderr)
+	}
+}
+
+func TestEvalEmitArray(t *testing.T) {
+	sweep := tinySweep(t, "slurm:\n  partition: debug\n  time: \"00:04:00\"\n  cpus: 1\n")
+	out := filepath.Join(t.TempDir(), "arr")
+	stdout, stderr, code := runMirage(t, "eval", "--sweep", sweep, "--emit-array", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	script := filepath.Join(out, "eval-array.sbatch")
+	if stdout != script+"\n" {
+		t.Errorf("stdout %q", stdout)
+	}
+	b, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#SBATCH --array=0-3\n", "#SBATCH --partition=debug\n", " eval --sweep " + sweep + " --cell \"$SLURM_ARRAY_TASK_ID\""} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("script lacks %q:\n%s", want, b)
+		}
+	}
+	for _, d := range []string{"logs", "cells"} {
+		if st, err := os.Stat(filepath.Join(out, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s not created: %v", d, err)
+		}
+	}
+	bad := tinySweep(t, "slurm:\n  partition: \"debug --wrap=x\"\n")
+	if _, stderr, code := runMirage(t, "eval", "--sweep", bad, "--emit-array", "--out", out); code != exitBadInput || !strings.Contains(stderr, "partition") {
+		t.Errorf("bad partition: exit %d: %s", code, stderr)
+	}
+}
+
+// TestEvalCommandPair runs the published pair protocol (the default) with
+// the provisioner's baselines, the models package's average and oracle.
+func TestEvalCommandPair(t *testing.T) {
+	tr, _ := synthFile(t)
+	out := filepath.Join(t.TempDir(), "pair")
+	_, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,average,oracle", "--nodes", "1,4",
+		"--limit", "6h", "--warmup", "12h", "--interval", "12h", "--load-scale", "1,1.5", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, s := range r.Samples {
+		count[fmt.Sprintf("%s x%g", s.Policy, s.LoadScale)]++
+		if s.Protocol != "pair" || s.Segment != 1 || s.LoadClass == "" {
+			t.Fatalf("sample %+v", s)
+		}
+	}
+	// Every policy measured on the same hand-offs at each scale.
+	for _, sc := range []string{"x1", "x1.5"} {
+		n := count["reactive "+sc]
+		if n == 0 || count["average "+sc] != n || count["oracle "+sc] != n {
+			t.Errorf("samples per policy at %s: %v", sc, count)
+		}
+	}
+	if _, stderr, code := runMirage(t, "eval", "verify", out); code != 0 {
+		t.Errorf("verify: %s", stderr)
+	}
+	// Learned policies need their models: a clear error before any simulation.
+	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
+	if code != exitUsage || !strings.Contains(stderr, "mirage train") {
+		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
+	}
+}

@@ -1,0 +1,404 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+)
+
+// Defaults of the chain protocol (those of the published pair protocol;
+// the horizon is counted from the chain's K limits).
+const (
+	DefaultWarmup   = 48 * time.Hour   // no chain is injected during the first two days
+	DefaultInterval = 4 * time.Hour    // one chain per size every 4 hours of trace time
+	DefaultLimit    = 48 * time.Hour   // each segment's limit, used fully
+	DefaultCycle    = 10 * time.Minute // the daemon's decision period
+	DefaultHorizon  = 7 * 24 * time.Hour
+	chainAccount    = "mirage-eval"
+)
+
+// ErrBadSetup is returned for an experiment setup that cannot run.
+var ErrBadSetup = errors.New("bad experiment setup")
+
+// ChainProtocol names the K-segment protocol: "chain-K".
+func ChainProtocol(k int) string { return "chain-" + strconv.Itoa(k) }
+
+// ParseChainProtocol reads "chain-K" (K ≥ 2) and returns K.
+func ParseChainProtocol(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, "chain-")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(rest)
+	if err != nil || k < 2 || k > 1000 {
+		return 0, false
+	}
+	return k, true
+}
+
+// ChainSetup configures one cell of the chain-K protocol.
+type ChainSetup struct {
+	Scenario    *models.Scenario          // the trace prepared for replay (already load-scaled) and the cluster
+	Cell        string                    // Sample.Cell of the results
+	LoadScale   float64                   // recorded in the samples
+	K           int                       // segments per chain (≥ 2)
+	From, Until time.Time                 // chains are injected in [max(From, first start + Warmup), Until) (zero Until: the last submit), as in the pair protocol
+	Warmup      time.Duration             // after the trace's first recorded start, default DefaultWarmup
+	Interval    time.Duration             // default DefaultInterval
+	Limit       time.Duration             // per-segment limit, default DefaultLimit
+	Nodes       []int                     // sizes, default 1 and 8
+	GPUsPerNode int                       // default: the first node's GPUs
+	Cycle       time.Duration             // decision period, default DefaultCycle
+	Horizon     time.Duration             // simulated time after K limits before an unfinished chain is cut off (censored), default DefaultHorizon
+	Policies    []string                  // policies to run (include reactive: the load-class reference)
+	Factory     provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
+	Workers     int                       // parallel forks, default GOMAXPROCS
+	Progress    func(done, total int)     // called after each chain run, from one goroutine
+}
+
+func (c *ChainSetup) defaults() error {
+	if c.K < 2 {
+		return fmt.Errorf("%w: chain protocol needs K ≥ 2 segments, got %d", ErrBadSetup, c.K)
+	}
+	if c.Scenario == nil || len(c.Scenario.Specs) == 0 {
+		return fmt.Errorf("%w: empty trace", ErrBadSetup)
+	}
+	nodes := c.Scenario.Config.Nodes
+	if len(nodes) == 0 {
+		return fmt.Errorf("%w: the simulated cluster has no nodes", ErrBadSetup)
+	}
+	if c.Warmup <= 0 {
+		c.Warmup = DefaultWarmup
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.Limit <= 0 {
+		c.Limit = DefaultLimit
+	}
+	if len(c.Nodes) == 0 {
+		c.Nodes = []int{1, 8}
+	}
+	for _, n := range c.Nodes {
+		if n < 1 || n > len(nodes) {
+			return fmt.Errorf("%w: %d nodes per segment on a %d-node cluster", ErrBadSetup, n, len(nodes))
+		}
+	}
+	if c.GPUsPerNode <= 0 {
+		c.GPUsPerNode = nodes[0].GPUs
+	}
+	if c.Cycle <= 0 {
+		c.Cycle = DefaultCycle
+	}
+	if c.Horizon <= 0 {
+		c.Horizon = DefaultHorizon
+	}
+	if c.Workers <= 0 {
+		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Until.IsZero() {
+		c.Until = c.Scenario.Last
+	}
+	if len(c.Injections()) == 0 {
+		return fmt.Errorf("%w: no injection in [%s, %s) after the %s warm-up from the first start %s", ErrBadSetup,
+			c.From.UTC().Format(time.RFC3339), c.Until.UTC().Format(time.RFC3339), c.Warmup, c.Scenario.First.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// Injections lists the injection times: every Interval from the later of
+// From and the first recorded start + Warmup, before Until.
+func (c *ChainSetup) Injections() []time.Time {
+	start := c.Scenario.First.Add(c.Warmup)
+	if c.From.After(start) {
+		start = c.From
+	}
+	var out []time.Time
+	for t := start; t.Before(c.Until); t = t.Add(c.Interval) {
+		out = append(out, t.UTC())
+	}
+	return out
+}
+
+// chainCluster gives the simulator the HistorySource the engine reads.
+type chainCluster struct{ *sim.Sim }
+
+func (c chainCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	return c.Sim.History(since), nil
+}
+
+// chainClock is the simulator's logical clock as the engine's Clock.
+type chainClock struct{ s *sim.Sim }
+
+func (c chainClock) Now() time.Time { return c.s.Now() }
+
+// chainTask is one chain under one policy, run on its own fork.
+type chainTask struct {
+	slot   int // index of the result
+	fork   *sim.Sim
+	inject time.Time
+	chain  string
+	nodes  int
+	policy string
+}
+
+// chainOutcome is the samples of one task (hand-offs 1..K−1; unmeasurable ones left out).
+type chainOutcome struct {
+	samples []Sample
+	err     error
+}
+
+// RunChains runs the chain-K protocol: from From+Warmup, every Interval
+// of trace time until Until, for each size, a chain of K segments (limit
+// Limit, each running its full limit) is registered with the provisioner
+// Engine on a fork of the trace replay and driven by the daemon's cycle
+// every Cycle with a MemStore, once per policy — the same code path as
+// on Slurm. Each successor's gap is measured on the simulator's record:
+// successor start − predecessor end. A successor not started when the run
+// is cut off (K limits plus Horizon after injection) gives a censored
+// sample whose gap runs to the cut-off; a hand-off whose predecessor never
+// ended is not measurable and left out (counted per policy in
+// unmeasured). Load
+// classes are set by ClassifyByReference when reactive is among the
+// policies; otherwise the caller classifies (it may hold reactive's
+// samples from another run).
+func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasured map[string]int, err error) {
+	if err := setup.defaults(); err != nil {
+		return nil, nil, err
+	}
+	pols := setup.Policies
+	if len(pols) == 0 {
+		return nil, nil, fmt.Errorf("%w: no policies", ErrBadSetup)
+	}
+	for _, p := range pols { // fail early on unknown names
+		if _, err := newPolicyCache(setup.Factory).get(p); err != nil {
+			return nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
+		}
+	}
+	base, err := setup.Scenario.NewSim() // recorded holds already folded into submit times
+	if err != nil {
+		return nil, nil, fmt.Errorf("chain protocol: %w", err)
+	}
+	// A no-op decision callback keeps the replay's clock running through
+	// quiet stretches, so Run(at) always reaches at (forks replace it).
+	base.OnTick(time.Hour, func(time.Time, provisioner.Cluster) {})
+	injections := setup.Injections()
+	total := len(injections) * len(setup.Nodes) * len(pols)
+	outcomes := make([]chainOutcome, total)
+	tasks := make(chan chainTask, setup.Workers)
+	done := make(chan int, setup.Workers)
+	var wg sync.WaitGroup
+	for range setup.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cache := newPolicyCache(setup.Factory) // per worker: policies need not be safe for concurrent use
+			for t := range tasks {
+				outcomes[t.slot] = runChainTask(ctx, &setup, cache, t)
+				done <- t.slot
+			}
+		}()
+	}
+	// Feed tasks in trace order: advance the replay to each injection and fork it.
+	feedErr := make(chan error, 1)
+	go func() {
+		defer close(tasks)
+		slot := 0
+		for i, at := range injections {
+			if err := ctx.Err(); err != nil {
+				feedErr <- err
+				return
+			}
+			base.Run(at)
+			for _, n := range setup.Nodes {
+				for _, p := range pols {
+					tasks <- chainTask{slot: slot, fork: base.Fork(), inject: at, chain: fmt.Sprintf("k%04d-n%d", i, n), nodes: n, policy: p}
+					slot++
+				}
+			}
+		}
+		feedErr <- nil
+	}()
+	go func() { wg.Wait(); close(done) }()
+	finished := 0
+	for range done {
+		finished++
+		if setup.Progress != nil {
+			setup.Progress(finished, total)
+		}
+	}
+	if err := <-feedErr; err != nil {
+		return nil, nil, err
+	}
+	unmeasured = map[string]int{}
+	for i, o := range outcomes {
+		if o.err != nil {
+			return nil, nil, o.err
+		}
+		samples = append(samples, o.samples...)
+		unmeasured[pols[i%len(pols)]] += setup.K - 1 - len(o.samples) // slots run policies innermost
+	}
+	ClassifyByReference(samples)
+	return samples, unmeasured, nil
+}
+
+// ClassifyByReference sets each sample's load class from the reference
+// (reactive) policy's gap on the same hand-off (same cell, protocol, load
+// scale, chain, segment and size); samples without a reference keep theirs.
+func ClassifyByReference(samples []Sample) {
+	type key struct {
+		h        handoffKey
+		protocol string
+		scale    float64
+	}
+	ref := map[key]time.Duration{}
+	for i := range samples {
+		if s := &samples[i]; s.Policy == Reference {
+			ref[key{handoffOf(s), s.Protocol, s.LoadScale}] = s.Gap
+		}
+	}
+	for i := range samples {
+		s := &samples[i]
+		if g, ok := ref[key{handoffOf(s), s.Protocol, s.LoadScale}]; ok {
+			samples[i].LoadClass = LoadClassOf(g)
+		}
+	}
+}
+
+// policyCache builds each policy once (Engine.Step asks the factory on every cycle).
+type policyCache struct {
+	factory provisioner.PolicyFactory
+	m       map[string]policyOrErr
+}
+
+type policyOrErr struct {
+	p   provisioner.Policy
+	err error
+}
+
+func newPolicyCache(f provisioner.PolicyFactory) *policyCache {
+	return &policyCache{factory: f, m: map[string]policyOrErr{}}
+}
+
+func (c *policyCache) get(name string) (provisioner.Policy, error) {
+	if e, ok := c.m[name]; ok {
+		return e.p, e.err
+	}
+	var e policyOrErr
+	if c.factory != nil {
+		e.p, e.err = c.factory(name)
+	} else {
+		e.p, e.err = provisioner.BaselinePolicy(name)
+	}
+	c.m[name] = e
+	return e.p, e.err
+}
+
+func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t chainTask) chainOutcome {
+	f := t.fork
+	f.OnProgress(nil)
+	st := provisioner.NewMemStore()
+	ch := provisioner.Chain{
+		ID: t.chain, Name: "mirage-eval", Script: "/dev/null", Policy: t.policy, Segments: setup.K,
+		Account: chainAccount, TimeLimit: setup.Limit, Nodes: t.nodes, GPUs: t.nodes * setup.GPUsPerNode,
+		State: provisioner.ChainActive, Created: t.inject,
+	}
+	fail := func(err error) chainOutcome {
+		return chainOutcome{err: fmt.Errorf("chain %s (%s, %d nodes, injected %s): %w", t.chain, t.policy, t.nodes, t.inject.Format(time.RFC3339), err)}
+	}
+	if err := st.PutChain(ctx, &ch); err != nil {
+		return fail(err)
+	}
+	eng := &provisioner.Engine{Cluster: chainCluster{f}, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
+	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
+		return fail(err)
+	}
+	var cycleErr error
+	f.OnTick(setup.Cycle, func(time.Time, provisioner.Cluster) {
+		if cycleErr != nil {
+			return
+		}
+		if _, err := eng.Cycle(ctx); err != nil {
+			cycleErr = fmt.Errorf("cycle at %s: %w", f.Now().Format(time.RFC3339), err)
+		}
+	})
+	deadline := t.inject.Add(time.Duration(setup.K)*setup.Limit + setup.Horizon)
+	step := max(setup.Limit/4, time.Hour)
+	for f.Now().Before(deadline) {
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+		f.Run(minTime(f.Now().Add(step), deadline))
+		if cycleErr != nil {
+			return fail(cycleErr)
+		}
+		c, err := st.Chain(ctx, ch.ID)
+		if err != nil {
+			return fail(err)
+		}
+		if c.State != provisioner.ChainActive {
+			if c.State != provisioner.ChainDone {
+				return fail(fmt.Errorf("chain ended %s: %s", c.State, c.Reason))
+			}
+			break
+		}
+	}
+	// The simulator's record of the chain's jobs: per segment, the attempt that started first.
+	type run struct{ start, end time.Time }
+	runs := map[int]run{}
+	for _, j := range f.History(t.inject) {
+		tag, ok := provisioner.ParseTag(j.Comment)
+		if !ok || tag.Chain != ch.ID {
+			continue
+		}
+		if r, seen := runs[tag.Segment]; !seen || j.Start.Before(r.start) {
+			runs[tag.Segment] = run{j.Start, j.End}
+		}
+	}
+	submits := map[int]int{}
+	evs, err := st.Events(ctx, ch.ID)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range evs {
+		if e.Kind == provisioner.EventSubmitted {
+			submits[e.Segment]++
+		}
+	}
+	var out []Sample
+	cut := f.Now()
+	for k := 1; k < setup.K; k++ {
+		pred, ok := runs[k-1]
+		if !ok || pred.end.IsZero() {
+			continue // the predecessor never ended: not measurable
+		}
+		s := Sample{
+			Policy: t.policy, Cell: setup.Cell, Protocol: ChainProtocol(setup.K), ChainID: ch.ID, Segment: k,
+			Inject: t.inject, Nodes: t.nodes, GPUs: ch.GPUs, LoadScale: setup.LoadScale, Submits: submits[k],
+		}
+		if succ, ok := runs[k]; ok {
+			s.Gap = succ.start.Sub(pred.end)
+		} else {
+			s.Gap, s.Censored = cut.Sub(pred.end), true
+		}
+		out = append(out, s)
+	}
+	return chainOutcome{samples: out}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

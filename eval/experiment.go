@@ -1,0 +1,465 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
+)
+
+// Experiment is a whole evaluation: traces × load scales × policies under
+// one protocol. A sweep file holds one (ParseSweep); `mirage eval` builds
+// one from its flags. Its cells are independent and can run as job-array
+// tasks; Merge joins their reports.
+type Experiment struct {
+	Title      string        `yaml:"title"`       // report title
+	Traces     []string      `yaml:"traces"`      // trace files (any format mirage traces reads)
+	Format     string        `yaml:"format"`      // trace format (default: sniffed)
+	Policies   []string      `yaml:"policies"`    // policies in display order
+	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
+	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
+	From       time.Time     `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up)
+	Until      time.Time     `yaml:"until"`       // evaluation window end (default: last submit)
+	Nodes      []int         `yaml:"nodes"`       // segment sizes (default 1, 8)
+	Limit      time.Duration `yaml:"limit"`       // per-segment limit (default 48h)
+	Warmup     time.Duration `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
+	Interval   time.Duration `yaml:"interval"`    // default 4h
+	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
+	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
+	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
+	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
+	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
+	Models     string        `yaml:"models"`      // directory of trained models (one sub-directory per policy)
+	Bootstrap  Bootstrap     `yaml:"bootstrap"`   // confidence intervals
+	Out        string        `yaml:"out"`         // output directory (cells/ and the merged report)
+	Slurm      ArrayOptions  `yaml:"slurm"`       // job-array settings for --emit-array
+}
+
+// CellSpec is one cell: one trace at one load scale under one policy.
+type CellSpec struct {
+	Index     int     // position in Experiment.Cells (the array task id)
+	Name      string  // unique name: CELL/POLICY
+	Cell      string  // Sample.Cell: TRACE/xSCALE/PROTOCOL (shared by the policies of one trace and scale)
+	Trace     string  // trace path
+	Policy    string  // the cell's policy
+	LoadScale float64 // arrival scaling
+}
+
+// Normalize fills defaults and validates; it is idempotent.
+func (e *Experiment) Normalize() error {
+	if len(e.Traces) == 0 {
+		return fmt.Errorf("%w: no traces", ErrBadSetup)
+	}
+	if len(e.Policies) == 0 {
+		return fmt.Errorf("%w: no policies", ErrBadSetup)
+	}
+	seen := map[string]bool{}
+	for _, p := range e.Policies {
+		if p == "" || seen[p] || strings.ContainsAny(p, "/ \t\n") {
+			return fmt.Errorf("%w: policy names must be unique, non-empty, without '/' or spaces: %q", ErrBadSetup, p)
+		}
+		seen[p] = true
+	}
+	if len(e.LoadScales) == 0 {
+		e.LoadScales = []float64{1}
+	}
+	for _, s := range e.LoadScales {
+		if _, err := ScaleLoad(nil, s, 0, 0); err != nil {
+			return fmt.Errorf("%w: load scale: %v", ErrBadSetup, err)
+		}
+	}
+	if e.Protocol == "" {
+		e.Protocol = ProtocolPair
+	}
+	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair {
+		return fmt.Errorf("%w: protocol %q: want pair or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+	}
+	if len(e.Nodes) == 0 {
+		e.Nodes = []int{1, 8}
+	}
+	for _, n := range e.Nodes {
+		if n < 1 {
+			return fmt.Errorf("%w: nodes per segment must be ≥ 1, got %d", ErrBadSetup, n)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"limit", &e.Limit, DefaultLimit}, {"warmup", &e.Warmup, DefaultWarmup}, {"interval", &e.Interval, DefaultInterval},
+		{"cycle", &e.Cycle, DefaultCycle}, {"horizon", &e.Horizon, DefaultHorizon}} {
+		if *d.v < 0 {
+			return fmt.Errorf("%w: %s must not be negative, got %s", ErrBadSetup, d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if !e.From.IsZero() && !e.Until.IsZero() && !e.From.Before(e.Until) {
+		return fmt.Errorf("%w: from %s is not before until %s", ErrBadSetup, e.From.Format(time.RFC3339), e.Until.Format(time.RFC3339))
+	}
+	if e.Preset == "" {
+		e.Preset = "ls6"
+	}
+	if e.Seed == 0 {
+		e.Seed = 1
+	}
+	if e.Bootstrap.Seed == 0 {
+		e.Bootstrap.Seed = e.Seed
+	}
+	if e.Bootstrap.Below == 0 {
+		e.Bootstrap.Below = DefaultBootstrapBelow
+	}
+	if e.Bootstrap.Resamples <= 0 {
+		e.Bootstrap.Resamples = DefaultResamples
+	}
+	if e.Bootstrap.Level <= 0 || e.Bootstrap.Level >= 1 {
+		e.Bootstrap.Level = DefaultLevel
+	}
+	if e.Title == "" {
+		e.Title = "mirage replay evaluation"
+	}
+	return nil
+}
+
+// traceLabel is a short, path-safe name of a trace file: its base name
+// without extensions.
+func traceLabel(path string) string {
+	b := filepath.Base(path)
+	if i := strings.IndexByte(b, '.'); i > 0 {
+		b = b[:i]
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, b)
+}
+
+// Cells lists the experiment's cells in a fixed order (trace, load
+// scale, policy): cell i is array task i.
+func (e *Experiment) Cells() []CellSpec {
+	labels := make([]string, len(e.Traces))
+	count := map[string]int{}
+	for i, t := range e.Traces {
+		labels[i] = traceLabel(t)
+		count[labels[i]]++
+	}
+	for i := range labels {
+		if count[labels[i]] > 1 {
+			labels[i] = fmt.Sprintf("t%d-%s", i+1, labels[i])
+		}
+	}
+	var out []CellSpec
+	for ti, t := range e.Traces {
+		for _, s := range e.LoadScales {
+			cell := fmt.Sprintf("%s/x%s/%s", labels[ti], strconv.FormatFloat(s, 'g', -1, 64), e.Protocol)
+			for _, p := range e.Policies {
+				out = append(out, CellSpec{Index: len(out), Name: cell + "/" + p, Cell: cell, Trace: t, Policy: p, LoadScale: s})
+			}
+		}
+	}
+	return out
+}
+
+// SimConfig builds the simulated cluster: the preset, then the slurm.conf if given.
+func (e *Experiment) SimConfig() (sim.Config, error) {
+	cfg, err := sim.Preset(e.Preset)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+	}
+	if e.SlurmConf != "" {
+		fh, err := os.Open(e.SlurmConf)
+		if err != nil {
+			return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		}
+		defer fh.Close()
+		if cfg, err = sim.ParseSlurmConf(fh, cfg); err != nil {
+			return cfg, fmt.Errorf("%w: %s: %v", ErrBadSetup, e.SlurmConf, err)
+		}
+	}
+	if len(cfg.Nodes) == 0 {
+		return cfg, fmt.Errorf("%w: the simulated cluster has no nodes (preset %q, slurm.conf %q)", ErrBadSetup, e.Preset, e.SlurmConf)
+	}
+	return cfg, nil
+}
+
+// Runtime is what a run needs beyond the experiment: the version and
+// command line for provenance, progress, and caches shared by the cells of
+// one process (each trace read and prepared once, the reference policy run
+// once per trace and load scale).
+type Runtime struct {
+	Version  string                               // mirage version for provenance
+	Command  []string                             // command line for provenance
+	Workers  int                                  // parallel simulations per cell (0: GOMAXPROCS)
+	Progress func(cell CellSpec, done, total int) // progress within a cell
+	// Policies builds the policy registry of one simulation worker; probe
+	// answers the oracle's questions (pair protocol only; nil elsewhere).
+	// Default: models.PolicyFactory over the experiment's models directory.
+	Policies func(e *Experiment, probe models.OracleProbe) provisioner.PolicyFactory
+
+	mu        sync.Mutex
+	scenarios map[string]*loadedTrace
+	refs      map[string][]Sample // reference samples by Sample.Cell
+}
+
+type loadedTrace struct {
+	sc  *models.Scenario
+	ref TraceRef
+}
+
+// ErrTrace wraps trace reading errors (unreadable or malformed input).
+var ErrTrace = errors.New("trace")
+
+// scenario reads a trace once and prepares it for replay on the experiment's cluster.
+func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if t, ok := rt.scenarios[path]; ok {
+		return t, nil
+	}
+	cfg, err := e.SimConfig()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := HashTrace(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+	}
+	r, err := traces.Open(path, traces.Options{Format: traces.Format(e.Format)})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+	}
+	defer r.Close()
+	var jobs []traces.Job
+	for j, err := range traces.All(r) {
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrTrace, err)
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil, fmt.Errorf("%w: %s: no jobs", ErrTrace, path)
+	}
+	ref.Jobs = len(jobs)
+	sc, err := models.NewScenario(traceLabel(path), jobs, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
+	}
+	sc.Jobs = nil // only the replay specs are needed here
+	t := &loadedTrace{sc: sc, ref: ref}
+	if rt.scenarios == nil {
+		rt.scenarios = map[string]*loadedTrace{}
+	}
+	rt.scenarios[path] = t
+	return t, nil
+}
+
+func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner.PolicyFactory {
+	if rt.Policies != nil {
+		return rt.Policies(e, probe)
+	}
+	return models.PolicyFactory(e.Models, models.PolicyOptions{Probe: probe, Tick: e.Cycle})
+}
+
+// window is the evaluation window of a prepared trace: injections in
+// [from, until), from no earlier than the first recorded start + warm-up.
+func (e *Experiment) window(sc *models.Scenario) (from, until time.Time) {
+	from, until = e.From, e.Until
+	if first := sc.First.Add(e.Warmup); from.Before(first) {
+		from = first
+	}
+	if until.IsZero() {
+		until = sc.Last
+	}
+	return from.UTC(), until.UTC()
+}
+
+// RunCell runs one cell: the trace scaled to the cell's load, the cell's
+// policy and the reference policy (reactive, for the reduction; reused from
+// an earlier cell of the same trace and scale in this process) under the
+// experiment's protocol. It returns the cell's report.
+func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Report, error) {
+	if err := e.Normalize(); err != nil {
+		return nil, err
+	}
+	tr, err := rt.scenario(e, c.Trace)
+	if err != nil {
+		return nil, err
+	}
+	scaled, err := ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+	}
+	from, until := e.window(tr.sc)
+	rt.mu.Lock()
+	ref, haveRef := rt.refs[c.Cell]
+	rt.mu.Unlock()
+	haveRef = haveRef && c.Policy != Reference
+	run := []string{c.Policy}
+	if c.Policy != Reference && !haveRef {
+		run = append(run, Reference)
+	}
+	params := map[string]string{
+		"preset": e.Preset, "warmup": e.Warmup.String(), "interval": e.Interval.String(), "limit": e.Limit.String(),
+		"cycle": e.Cycle.String(), "nodes": joinInts(e.Nodes), "horizon": e.Horizon.String(),
+	}
+	if e.SlurmConf != "" {
+		params["slurm_conf"] = e.SlurmConf
+	}
+	if tr.sc.Oversized > 0 {
+		params["oversized_jobs_dropped"] = strconv.Itoa(tr.sc.Oversized)
+	}
+	var progress func(done, total int)
+	if rt.Progress != nil {
+		progress = func(done, total int) { rt.Progress(c, done, total) }
+	}
+	var samples []Sample
+	if k, isChain := ParseChainProtocol(e.Protocol); isChain {
+		setup := ChainSetup{
+			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
+			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon,
+			Policies: run, Factory: rt.policies(e, nil), Workers: rt.Workers, Progress: progress,
+		}
+		var unmeasured map[string]int
+		samples, unmeasured, err = RunChains(ctx, setup)
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
+		}
+		params["injections"] = strconv.Itoa(len(setup.Injections()))
+		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
+	} else {
+		proto := models.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
+		if err := proto.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		}
+		points := proto.Injections(scaled, from, until)
+		if len(points) == 0 {
+			return nil, fmt.Errorf("%w: no injection in [%s, %s)", ErrBadSetup, from.Format(time.RFC3339), until.Format(time.RFC3339))
+		}
+		for _, p := range run { // unknown names and missing models are setup errors, found before any simulation
+			if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
+				return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			}
+		}
+		samples, err = RunPairs(ctx, PairConfig{
+			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
+			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
+		})
+		if err != nil {
+			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
+		}
+		n := 0
+		for i := range samples {
+			samples[i].LoadScale = c.LoadScale
+			if samples[i].Policy == c.Policy {
+				n++
+			}
+		}
+		params["lead"] = proto.Lead.String()
+		params["injections"] = strconv.Itoa(len(points))
+		params["unmeasured"] = strconv.Itoa(len(points)*len(e.Nodes) - n)
+	}
+	var refSamples, out []Sample
+	for _, s := range samples {
+		if s.Policy == Reference {
+			refSamples = append(refSamples, s)
+		} else {
+			out = append(out, s)
+		}
+	}
+	if haveRef {
+		refSamples = ref
+	} else {
+		rt.mu.Lock()
+		if rt.refs == nil {
+			rt.refs = map[string][]Sample{}
+		}
+		rt.refs[c.Cell] = refSamples
+		rt.mu.Unlock()
+	}
+	out = append(out, refSamples...)
+	if e.Protocol != ProtocolPair {
+		// chain-K: classes from the reactive policy's gap on the same hand-off
+		// (the pair harness sets them from the published 1-minute-early
+		// reactive submission itself).
+		ClassifyByReference(out)
+	}
+	cellPolicies := []string{c.Policy}
+	if c.Policy != Reference {
+		cellPolicies = append(cellPolicies, Reference)
+	}
+	prov := Provenance{
+		Mirage:  rt.Version,
+		Command: rt.Command,
+		Traces:  []TraceRef{tr.ref},
+		Windows: []Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
+		Cells: []CellInfo{{
+			Name: c.Name, Cell: c.Cell, Trace: c.Trace, Protocol: e.Protocol, LoadScale: c.LoadScale, Policies: cellPolicies,
+			Seeds: map[string]uint64{"load": e.Seed, "sim": scaled.Config.Seed}, Params: params,
+		}},
+	}
+	if m, err := e.modelRef(c.Policy); err != nil {
+		return nil, err
+	} else if m != nil {
+		prov.Models = append(prov.Models, *m)
+	}
+	return NewReport(e.Title, e.Policies, prov, out, e.Bootstrap)
+}
+
+// modelRef reads MODELS/POLICY/meta.json when it exists.
+func (e *Experiment) modelRef(policy string) (*ModelRef, error) {
+	if e.Models == "" {
+		return nil, nil
+	}
+	dir := filepath.Join(e.Models, policy)
+	if _, err := os.Stat(filepath.Join(dir, "meta.json")); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	m, err := ReadModelRef(policy, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+	}
+	return &m, nil
+}
+
+// RunAll runs every cell in one process and merges their reports; the
+// result equals the merge of the same cells run as job-array tasks.
+func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Report, error) {
+	if err := e.Normalize(); err != nil {
+		return nil, err
+	}
+	cells := e.Cells()
+	reports := make([]*Report, 0, len(cells))
+	for i, c := range cells {
+		if onCell != nil {
+			onCell(c, i, len(cells))
+		}
+		r, err := RunCell(ctx, e, c, rt)
+		if err != nil {
+			return nil, err
+		}
+		reports = append(reports, r)
+	}
+	return Merge(e.Title, rt.Command, reports...)
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}

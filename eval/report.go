@@ -1,0 +1,344 @@
+package eval
+
+import (
+	"bytes"
+	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mirage-gpu/mirage/traces"
+)
+
+// ReportSchema is the version of the report JSON layout.
+const ReportSchema = 1
+
+// ErrBadReport is returned for report JSON that cannot be used (wrong
+// schema, inconsistent cells).
+var ErrBadReport = errors.New("bad report")
+
+// TraceRef identifies a trace file by path and content.
+type TraceRef struct {
+	Path   string `json:"path"`           // as given on the command line
+	SHA256 string `json:"sha256"`         // hex digest of the file's bytes
+	Jobs   int    `json:"jobs,omitempty"` // jobs read, if known
+}
+
+// Window is a named span of trace time (evaluation window, warm-up, or a
+// model's training and validation windows).
+type Window struct {
+	Name  string    `json:"name"`
+	From  time.Time `json:"from"`
+	Until time.Time `json:"until"`
+}
+
+// ModelRef records a trained model used by a policy: its directory and the
+// content of its meta.json (kind, schema, trace, windows, seed, parameters,
+// library versions), decoded generically so any version of the file is kept.
+type ModelRef struct {
+	Policy string         `json:"policy"`
+	Dir    string         `json:"dir"`
+	Meta   map[string]any `json:"meta,omitempty"`
+}
+
+// CellInfo describes one experiment cell as run (one array task of a
+// sweep, or one unit of a single-process run).
+type CellInfo struct {
+	Name      string            `json:"name"`     // unique, e.g. "synth/xgb/x1.2/pair"
+	Cell      string            `json:"cell"`     // Sample.Cell of its samples
+	Trace     string            `json:"trace"`    // trace path
+	Protocol  string            `json:"protocol"` // "pair" or "chain-K"
+	LoadScale float64           `json:"load_scale"`
+	Policies  []string          `json:"policies"`         // policies whose samples the cell produced (reference included)
+	Seeds     map[string]uint64 `json:"seeds,omitempty"`  // seeds used (sim, load, ...)
+	Params    map[string]string `json:"params,omitempty"` // protocol parameters (interval, warm-up, limit, nodes, ...)
+}
+
+// Provenance is what makes a report reproducible.
+type Provenance struct {
+	Mirage  string     `json:"mirage"`            // mirage version
+	Command []string   `json:"command,omitempty"` // command line that produced the report
+	Traces  []TraceRef `json:"traces"`
+	Windows []Window   `json:"windows,omitempty"`
+	Models  []ModelRef `json:"models,omitempty"`
+	Cells   []CellInfo `json:"cells"`
+}
+
+// Bootstrap records how confidence intervals were computed.
+type Bootstrap struct {
+	Below     int     `json:"below"`     // groups with fewer hand-offs get intervals
+	Resamples int     `json:"resamples"` // resamples per interval
+	Level     float64 `json:"level"`     // two-sided confidence level
+	Seed      uint64  `json:"seed"`      // seed
+}
+
+// Report is a complete evaluation: provenance, the samples, and the metrics
+// computed from them. Its JSON form round-trips, and Markdown and HTML are
+// rendered from it alone.
+type Report struct {
+	Schema     int          `json:"schema"`
+	Title      string       `json:"title"`
+	Policies   []string     `json:"policies"` // display order
+	Provenance Provenance   `json:"provenance"`
+	Bootstrap  Bootstrap    `json:"bootstrap"`
+	Groups     []GroupStats `json:"groups"`
+	Samples    []Sample     `json:"samples"`
+}
+
+// NewReport computes the metrics of samples and assembles a report. The
+// samples are copied, put in canonical order (cell, protocol, scale, policy,
+// size, chain, segment) with times in UTC, and checked for duplicates.
+func NewReport(title string, policies []string, prov Provenance, samples []Sample, b Bootstrap) (*Report, error) {
+	s, err := canonicalSamples(samples)
+	if err != nil {
+		return nil, err
+	}
+	if b.Below == 0 {
+		b.Below = DefaultBootstrapBelow
+	}
+	if b.Resamples <= 0 {
+		b.Resamples = DefaultResamples
+	}
+	if b.Level <= 0 || b.Level >= 1 {
+		b.Level = DefaultLevel
+	}
+	r := &Report{Schema: ReportSchema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
+	r.Groups = Compute(s, MetricsOptions{Policies: policies, BootstrapBelow: b.Below, Resamples: b.Resamples, Level: b.Level, Seed: b.Seed})
+	if r.Groups == nil {
+		r.Groups = []GroupStats{}
+	}
+	return r, nil
+}
+
+// sampleKey identifies a sample: one policy on one hand-off.
+type sampleKey struct {
+	cell, protocol string
+	scale          float64
+	policy, chain  string
+	nodes, segment int
+}
+
+func canonicalSamples(in []Sample) ([]Sample, error) {
+	out := make([]Sample, 0, len(in))
+	seen := map[sampleKey]int{}
+	for _, s := range in {
+		s.Inject = s.Inject.UTC()
+		k := sampleKey{s.Cell, s.Protocol, s.LoadScale, s.Policy, s.ChainID, s.Nodes, s.Segment}
+		if i, ok := seen[k]; ok {
+			if out[i] != s {
+				return nil, fmt.Errorf("%w: two different outcomes for policy %s, cell %s, chain %s, segment %d (gaps %v and %v): the cells disagree; were they run with different seeds or versions?",
+					ErrBadReport, s.Policy, s.Cell, s.ChainID, s.Segment, out[i].Gap, s.Gap)
+			}
+			continue // the same hand-off from two cells (the reference policy runs in every cell)
+		}
+		seen[k] = len(out)
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Sample) int {
+		return cmp.Or(
+			strings.Compare(a.Cell, b.Cell), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.LoadScale, b.LoadScale),
+			strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.ChainID, b.ChainID),
+			cmp.Compare(a.Segment, b.Segment))
+	})
+	return out, nil
+}
+
+// canonicalProvenance sorts and de-duplicates the lists and puts times in UTC.
+func canonicalProvenance(p Provenance) Provenance {
+	p.Command = slices.Clone(p.Command)
+	p.Traces = slices.Clone(p.Traces)
+	slices.SortFunc(p.Traces, func(a, b TraceRef) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA256, b.SHA256))
+	})
+	p.Traces = slices.CompactFunc(p.Traces, func(a, b TraceRef) bool { return a == b })
+	p.Windows = slices.Clone(p.Windows)
+	for i := range p.Windows {
+		p.Windows[i].From, p.Windows[i].Until = p.Windows[i].From.UTC(), p.Windows[i].Until.UTC()
+	}
+	slices.SortFunc(p.Windows, func(a, b Window) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), a.From.Compare(b.From), a.Until.Compare(b.Until))
+	})
+	p.Windows = slices.CompactFunc(p.Windows, func(a, b Window) bool { return a == b })
+	p.Models = slices.Clone(p.Models)
+	slices.SortFunc(p.Models, func(a, b ModelRef) int {
+		return cmp.Or(strings.Compare(a.Policy, b.Policy), strings.Compare(a.Dir, b.Dir))
+	})
+	p.Models = slices.CompactFunc(p.Models, func(a, b ModelRef) bool { return a.Policy == b.Policy && a.Dir == b.Dir })
+	p.Cells = slices.Clone(p.Cells)
+	slices.SortFunc(p.Cells, func(a, b CellInfo) int { return strings.Compare(a.Name, b.Name) })
+	p.Cells = slices.CompactFunc(p.Cells, func(a, b CellInfo) bool { return a.Name == b.Name })
+	if p.Traces == nil {
+		p.Traces = []TraceRef{}
+	}
+	if p.Cells == nil {
+		p.Cells = []CellInfo{}
+	}
+	return p
+}
+
+// Merge joins reports of cells (job-array tasks) into one: samples are
+// concatenated (the reference policy's samples, run in every cell, are kept
+// once; a hand-off with two different outcomes is an error), provenance
+// lists are united, and the metrics are recomputed. All reports must share
+// the schema, mirage version and bootstrap settings; title, policy order
+// and command come from the first unless given.
+func Merge(title string, command []string, reports ...*Report) (*Report, error) {
+	if len(reports) == 0 {
+		return nil, fmt.Errorf("%w: nothing to merge", ErrBadReport)
+	}
+	first := reports[0]
+	var samples []Sample
+	prov := Provenance{Mirage: first.Provenance.Mirage, Command: command}
+	var policies []string
+	cellNames := map[string]int{}
+	for i, r := range reports {
+		if r.Schema != ReportSchema {
+			return nil, fmt.Errorf("%w: report %d has schema %d, want %d", ErrBadReport, i+1, r.Schema, ReportSchema)
+		}
+		if r.Bootstrap != first.Bootstrap {
+			return nil, fmt.Errorf("%w: report %d was computed with bootstrap %+v, report 1 with %+v", ErrBadReport, i+1, r.Bootstrap, first.Bootstrap)
+		}
+		if r.Provenance.Mirage != first.Provenance.Mirage {
+			return nil, fmt.Errorf("%w: report %d is from mirage %s, report 1 from %s", ErrBadReport, i+1, r.Provenance.Mirage, first.Provenance.Mirage)
+		}
+		for _, c := range r.Provenance.Cells {
+			if j, ok := cellNames[c.Name]; ok && j != i {
+				return nil, fmt.Errorf("%w: cell %q appears in reports %d and %d", ErrBadReport, c.Name, j+1, i+1)
+			}
+			cellNames[c.Name] = i
+		}
+		samples = append(samples, r.Samples...)
+		prov.Traces = append(prov.Traces, r.Provenance.Traces...)
+		prov.Windows = append(prov.Windows, r.Provenance.Windows...)
+		prov.Models = append(prov.Models, r.Provenance.Models...)
+		prov.Cells = append(prov.Cells, r.Provenance.Cells...)
+		for _, p := range r.Policies {
+			if !slices.Contains(policies, p) {
+				policies = append(policies, p)
+			}
+		}
+	}
+	if title == "" {
+		title = first.Title
+	}
+	return NewReport(title, policies, prov, samples, first.Bootstrap)
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", " ")
+	return enc.Encode(r)
+}
+
+// ReadReport decodes a report written by WriteJSON and checks its schema.
+func ReadReport(rd io.Reader, name string) (*Report, error) {
+	dec := json.NewDecoder(rd)
+	dec.DisallowUnknownFields()
+	var r Report
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v (is it a report.json written by mirage eval?)", ErrBadReport, name, err)
+	}
+	if r.Schema != ReportSchema {
+		return nil, fmt.Errorf("%w: %s: schema %d, this mirage reads %d", ErrBadReport, name, r.Schema, ReportSchema)
+	}
+	return &r, nil
+}
+
+// ReadReportFile reads a report JSON file.
+func ReadReportFile(path string) (*Report, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return ReadReport(fh, path)
+}
+
+// Report file names inside an output directory.
+const (
+	HTMLFile     = "report.html"
+	MarkdownFile = "report.md"
+	JSONFile     = "report.json"
+)
+
+// WriteFiles writes report.html, report.md and report.json into dir
+// (created if needed), each atomically, and returns their paths.
+func (r *Report) WriteFiles(dir string) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	var paths []string
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{JSONFile, r.WriteJSON}, {MarkdownFile, r.WriteMarkdown}, {HTMLFile, r.WriteHTML}} {
+		p := filepath.Join(dir, f.name)
+		if err := traces.WriteFileAtomic(p, f.write); err != nil {
+			return paths, fmt.Errorf("report: %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+// HashTrace returns a TraceRef for a file: its path and the SHA-256 of its bytes.
+func HashTrace(path string) (TraceRef, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return TraceRef{}, err
+	}
+	defer fh.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fh); err != nil {
+		return TraceRef{}, fmt.Errorf("hash %s: %w", path, err)
+	}
+	return TraceRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// ReadModelRef reads dir/meta.json for the report's provenance.
+func ReadModelRef(policy, dir string) (ModelRef, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil {
+		return ModelRef{}, fmt.Errorf("model of %s: %w", policy, err)
+	}
+	m := ModelRef{Policy: policy, Dir: dir}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&m.Meta); err != nil {
+		return ModelRef{}, fmt.Errorf("model of %s: %s: %w", policy, filepath.Join(dir, "meta.json"), err)
+	}
+	return m, nil
+}
+
+// experiments lists the (protocol, load scale) pairs of the groups in order.
+func (r *Report) experiments() []GroupKey {
+	var out []GroupKey
+	for _, g := range r.Groups {
+		k := GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// seedsSummary lists the seeds of the cells, as "name=value" sorted.
+func (r *Report) seedsSummary() []string {
+	set := map[string]bool{}
+	for _, c := range r.Provenance.Cells {
+		for k, v := range c.Seeds {
+			set[fmt.Sprintf("%s=%d", k, v)] = true
+		}
+	}
+	set[fmt.Sprintf("bootstrap=%d", r.Bootstrap.Seed)] = true
+	return slices.Sorted(maps.Keys(set))
+}

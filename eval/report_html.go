@@ -1,0 +1,112 @@
+package eval
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"html/template"
+	"io"
+)
+
+// htmlTemplate is the self-contained report page: inline CSS, plots as
+// data: URIs, no scripts, no external assets.
+var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 75em; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.85em; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; }
+th { background: #f3f3f3; }
+td.label { text-align: left; }
+.ci { color: #666; font-size: 0.9em; }
+figure { margin: 1em 0 2em; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { color: #555; font-size: 0.9em; }
+dl.prov dt { font-weight: bold; margin-top: 0.4em; }
+dl.prov dd { margin-left: 1.5em; font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
+details pre { white-space: pre-wrap; font-size: 0.8em; }
+</style>
+</head>
+<body>
+<h1>{{.Title}}</h1>
+<p>Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy &gt; 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.</p>
+<h2>Provenance</h2>
+<dl class="prov">
+{{range .Provenance}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>
+{{end}}{{if .Cells}}<dt>cells</dt>{{range .Cells}}<dd>{{.}}</dd>{{end}}{{end}}
+{{range .Models}}<dt>model {{.Policy}}</dt><dd>{{.Dir}}<details><summary>meta.json</summary><pre>{{.Meta}}</pre></details></dd>
+{{end}}</dl>
+{{range .Experiments}}
+<h2>{{.Title}}</h2>
+{{range .Figures}}<figure id="{{.ID}}">
+<img src="{{.Src}}" alt="{{.Title}}" width="{{.Width}}" height="{{.Height}}">
+<figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
+</figure>
+{{end}}
+{{range .Tables}}{{if .Rows}}<h3>{{.Title}}</h3>
+<table id="{{.ID}}">
+<thead><tr>{{range .Heads}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range .}}{{if .Key}}<td data-k="{{.Key}}" data-v="{{.Value}}">{{.Text}}{{with .CI}} <span class="ci">[<span data-k="{{.LoKey}}" data-v="{{.Lo}}">{{.LoText}}</span>–<span data-k="{{.HiKey}}" data-v="{{.Hi}}">{{.HiText}}</span>]</span>{{end}}</td>{{else}}<td class="label">{{.Text}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody>
+</table>
+{{end}}{{end}}
+{{else}}<p>No samples.</p>
+{{end}}
+</body>
+</html>
+`))
+
+type figureView struct {
+	ID, Title, Caption string
+	Src                template.URL
+	Width, Height      int
+}
+
+type experimentView struct {
+	Title   string
+	Figures []figureView
+	Tables  []tableView
+}
+
+type modelView struct {
+	Policy, Dir, Meta string
+}
+
+type htmlView struct {
+	Title       string
+	Provenance  []provenanceView
+	Cells       []string
+	Models      []modelView
+	Experiments []experimentView
+}
+
+// WriteHTML renders the report as one self-contained HTML page with the
+// figures embedded as SVG data: URIs.
+func (r *Report) WriteHTML(w io.Writer) error {
+	v := htmlView{Title: r.Title, Provenance: r.provenanceLines(), Cells: r.cellLines()}
+	for _, m := range r.Provenance.Models {
+		meta, _ := json.MarshalIndent(m.Meta, "", "  ")
+		v.Models = append(v.Models, modelView{m.Policy, m.Dir, string(meta)})
+	}
+	for _, e := range r.experiments() {
+		ev := experimentView{Title: e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale), Tables: r.tables(e)}
+		figs, err := r.figuresOf(e)
+		if err != nil {
+			return err
+		}
+		for _, f := range figs {
+			ev.Figures = append(ev.Figures, figureView{
+				ID: f.ID, Title: f.Title, Caption: f.Caption,
+				// The SVG is generated here (gonum/plot), not user input.
+				Src:   template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(f.SVG)),
+				Width: int(figW.Dots(96)), Height: int(figH.Dots(96)),
+			})
+		}
+		v.Experiments = append(v.Experiments, ev)
+	}
+	return htmlTemplate.Execute(w, v)
+}

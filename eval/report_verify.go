@@ -1,0 +1,276 @@
+package eval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// ErrMismatch is returned by VerifyReport when a rendered number differs
+// from report.json.
+var ErrMismatch = errors.New("report does not match its JSON")
+
+// VerifyReport checks that every number report.html and report.md in dir
+// show equals the figure in report.json. It reads the JSON generically
+// (not through Report) and formats each figure by its field's unit
+// (hours 2 decimals, shares as percent with 1 decimal, counts whole,
+// GPU-hours 1 decimal), so it checks the renderers rather than repeating
+// them. It returns how many numbers it checked.
+func VerifyReport(dir string) (int, error) {
+	js, err := os.ReadFile(filepath.Join(dir, JSONFile))
+	if err != nil {
+		return 0, err
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return 0, fmt.Errorf("%w: %s: %v", ErrBadReport, JSONFile, err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		return 0, err
+	}
+	md, err := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	nh, err := verifyHTML(doc, string(html))
+	errs = append(errs, err)
+	nm, err := verifyMarkdown(doc, string(md))
+	errs = append(errs, err)
+	return nh + nm, errors.Join(errs...)
+}
+
+// jsonPath resolves "groups.3.ci.reduction.lo" in decoded JSON.
+func jsonPath(doc any, path string) (any, bool) {
+	cur := doc
+	for _, part := range strings.Split(path, ".") {
+		switch v := cur.(type) {
+		case map[string]any:
+			var ok bool
+			if cur, ok = v[part]; !ok {
+				return nil, false
+			}
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil, false
+			}
+			cur = v[i]
+		default:
+			return nil, false
+		}
+	}
+	return cur, cur != nil
+}
+
+// expectText formats a JSON figure as a reader should see it, by field name.
+func expectText(field string, v float64) string {
+	switch field {
+	case "zero_interruption", "within_hour", "reduction":
+		return fmt.Sprintf("%.1f%%", 100*v)
+	case "n", "censored", "submits", "chains":
+		return fmt.Sprintf("%.0f", v)
+	case "wasted_gpu_h":
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// fieldOf is the figure's field name in a JSON path ("ci.reduction.lo" → "reduction").
+func fieldOf(path string) string {
+	parts := strings.Split(path, ".")
+	f := parts[len(parts)-1]
+	if (f == "lo" || f == "hi") && len(parts) >= 2 {
+		f = parts[len(parts)-2]
+	}
+	return f
+}
+
+var htmlCellRE = regexp.MustCompile(`data-k="([^"]+)" data-v="([^"]+)">([^<]*)`)
+
+func verifyHTML(doc map[string]any, html string) (int, error) {
+	var errs []error
+	seen := map[string]bool{}
+	for _, m := range htmlCellRE.FindAllStringSubmatch(html, -1) {
+		key, val, text := m[1], m[2], strings.TrimSpace(m[3])
+		seen[key] = true
+		jv, ok := jsonPath(doc, key)
+		f, isNum := jv.(float64)
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%w: HTML shows %s = %s, not in the JSON", ErrMismatch, key, val))
+		case !isNum:
+			errs = append(errs, fmt.Errorf("%w: %s is %T in the JSON", ErrMismatch, key, jv))
+		case val != strconv.FormatFloat(f, 'g', -1, 64):
+			errs = append(errs, fmt.Errorf("%w: %s: HTML value %s, JSON %v", ErrMismatch, key, val, f))
+		case text != expectText(fieldOf(key), f):
+			errs = append(errs, fmt.Errorf("%w: %s: HTML shows %q, JSON %v reads %q", ErrMismatch, key, text, f, expectText(fieldOf(key), f)))
+		}
+	}
+	groups, _ := doc["groups"].([]any)
+	for i := range groups {
+		if k := fmt.Sprintf("groups.%d.interruption_mean_h", i); !seen[k] {
+			errs = append(errs, fmt.Errorf("%w: group %d missing from the HTML", ErrMismatch, i))
+		}
+	}
+	return len(seen), errors.Join(errs...)
+}
+
+// markdownFields maps the Markdown column headers to JSON fields.
+var markdownFields = map[string]string{
+	"n": "n", "censored": "censored", "interruption mean (h)": "interruption_mean_h", "median (h)": "interruption_median_h", "p90 (h)": "interruption_p90_h",
+	"overlap mean (h)": "overlap_mean_h", "overlap p90 (h)": "overlap_p90_h", "wasted GPU-h": "wasted_gpu_h",
+	"zero interruption": "zero_interruption", "within 1 h": "within_hour", `mean \|gap\| (h)`: "mean_abs_gap_h",
+	"reduction vs reactive": "reduction", "sbatch calls": "submits", "chains": "chains",
+	"chain interruption mean (h)": "chain_interruption_mean_h", "chain median (h)": "chain_interruption_median_h", "chain p90 (h)": "chain_interruption_p90_h",
+}
+
+// gapTable is the title of the gap-distribution table, whose columns
+// "min (h)", "p5 (h)", ... are the quantiles in gap_h.
+const gapTable = "### Signed gap distribution"
+
+// ciFields are the figures that may carry an interval in brackets.
+var ciFields = map[string]bool{"interruption_mean_h": true, "zero_interruption": true, "within_hour": true, "mean_abs_gap_h": true, "reduction": true}
+
+var mdExperimentRE = regexp.MustCompile(`^## (\S+) protocol, load ×(\S+)$`)
+
+func splitMDRow(line string) []string {
+	line = strings.TrimSpace(line)
+	line = strings.TrimPrefix(strings.TrimSuffix(line, "|"), "|")
+	// split on | not preceded by a backslash
+	var cells []string
+	var cur strings.Builder
+	for i := 0; i < len(line); i++ {
+		if line[i] == '\\' && i+1 < len(line) && line[i+1] == '|' {
+			cur.WriteString(`\|`)
+			i++
+			continue
+		}
+		if line[i] == '|' {
+			cells = append(cells, strings.TrimSpace(cur.String()))
+			cur.Reset()
+			continue
+		}
+		cur.WriteByte(line[i])
+	}
+	return append(cells, strings.TrimSpace(cur.String()))
+}
+
+func verifyMarkdown(doc map[string]any, md string) (int, error) {
+	groups, _ := doc["groups"].([]any)
+	find := func(protocol, scale, policy string, nodes int, class string) int {
+		for i, g := range groups {
+			m, _ := g.(map[string]any)
+			s, _ := m["load_scale"].(float64)
+			n, _ := m["nodes"].(float64)
+			if m["protocol"] == protocol && strconv.FormatFloat(s, 'g', -1, 64) == scale && m["policy"] == policy && int(n) == nodes && m["load_class"] == class {
+				return i
+			}
+		}
+		return -1
+	}
+	var errs []error
+	checked := 0
+	var protocol, scale string
+	var heads []string
+	inGap := false
+	rowsSeen, gapSeen := map[int]bool{}, map[int]bool{} // metric rows, gap-distribution rows
+	for ln, line := range strings.Split(md, "\n") {
+		if m := mdExperimentRE.FindStringSubmatch(line); m != nil {
+			protocol, scale, heads = m[1], m[2], nil
+			continue
+		}
+		if strings.HasPrefix(line, "### ") {
+			inGap = strings.HasPrefix(line, gapTable)
+		}
+		if !strings.HasPrefix(line, "|") || protocol == "" {
+			heads = nil
+			continue
+		}
+		cells := splitMDRow(line)
+		if heads == nil {
+			heads = cells
+			continue
+		}
+		if strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		if len(cells) != len(heads) {
+			errs = append(errs, fmt.Errorf("%w: report.md line %d has %d cells, its header %d", ErrMismatch, ln+1, len(cells), len(heads)))
+			continue
+		}
+		nodes, class, first := 0, AllClasses, 1
+		if len(heads) > 2 && heads[1] == "size" && heads[2] == "load class" {
+			first = 3
+			class = cells[2]
+			if cells[1] != "all" {
+				if _, err := fmt.Sscanf(cells[1], "%d", &nodes); err != nil {
+					errs = append(errs, fmt.Errorf("%w: report.md line %d: size %q", ErrMismatch, ln+1, cells[1]))
+					continue
+				}
+			}
+		}
+		gi := find(protocol, scale, strings.ReplaceAll(cells[0], `\|`, "|"), nodes, class)
+		if gi < 0 {
+			errs = append(errs, fmt.Errorf("%w: report.md line %d: no group %s ×%s %s %d %s in the JSON", ErrMismatch, ln+1, protocol, scale, cells[0], nodes, class))
+			continue
+		}
+		if inGap {
+			gapSeen[gi] = true
+		} else {
+			rowsSeen[gi] = true
+		}
+		for ci := first; ci < len(cells); ci++ {
+			field, ok := markdownFields[heads[ci]]
+			if inGap {
+				field, ok = "gap_h."+strings.TrimSuffix(heads[ci], " (h)"), strings.HasSuffix(heads[ci], " (h)")
+			}
+			if !ok {
+				errs = append(errs, fmt.Errorf("%w: report.md line %d: unknown column %q", ErrMismatch, ln+1, heads[ci]))
+				continue
+			}
+			text, ci2, hasCI := strings.Cut(cells[ci], " [")
+			key := fmt.Sprintf("groups.%d.%s", gi, field)
+			jv, ok := jsonPath(doc, key)
+			if !ok {
+				if text != "–" {
+					errs = append(errs, fmt.Errorf("%w: report.md line %d shows %s = %q, not in the JSON", ErrMismatch, ln+1, key, text))
+				}
+				continue
+			}
+			f, _ := jv.(float64)
+			if want := expectText(fieldOf(field), f); text != want {
+				errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %v reads %q", ErrMismatch, ln+1, key, text, f, want))
+			}
+			checked++
+			if hasCI {
+				lo, hi, _ := strings.Cut(strings.TrimSuffix(ci2, "]"), "–")
+				for _, b := range []struct{ end, text string }{{"lo", lo}, {"hi", hi}} {
+					ck := fmt.Sprintf("groups.%d.ci.%s.%s", gi, field, b.end)
+					cv, ok := jsonPath(doc, ck)
+					cf, _ := cv.(float64)
+					if !ok || !ciFields[field] || b.text != expectText(field, cf) {
+						errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %v", ErrMismatch, ln+1, ck, b.text, cv))
+					}
+					checked++
+				}
+			}
+		}
+	}
+	for i, g := range groups {
+		if !rowsSeen[i] {
+			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md", ErrMismatch, i))
+		}
+		m, _ := g.(map[string]any)
+		if n, _ := m["nodes"].(float64); n == 0 && m["load_class"] == AllClasses && !gapSeen[i] {
+			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md's gap distribution", ErrMismatch, i))
+		}
+	}
+	return checked, errors.Join(errs...)
+}
