@@ -164,12 +164,18 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	if s == "" {
 		return time.Time{}, nil
 	}
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
+	inRange := func(t time.Time) (time.Time, error) {
+		if t.Year() < 1970 {
+			return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want a time from 1970 on (trace times are Unix times)", flag, s))
+		}
 		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return inRange(t)
 	}
 	for _, layout := range []string{"2006-01-02", "2006-01-02T15:04", "2006-01-02T15:04:05", "2006-01-02 15:04"} {
 		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
-			return t, nil
+			return inRange(t)
 		}
 	}
 	return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want RFC 3339 or YYYY-MM-DD[THH:MM[:SS]] (in the trace's zone)", flag, s))
