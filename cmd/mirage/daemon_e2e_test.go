@@ -49,6 +49,9 @@ func TestMain(m *testing.M) {
 	if e2eBin != "" {
 		_ = os.RemoveAll(filepath.Dir(e2eBin)) // the binary built for the e2e tests
 	}
+	if trainTmp != "" {
+		_ = os.RemoveAll(trainTmp) // the models trained once for the train tests
+	}
 	os.Exit(code)
 }
 

@@ -26,6 +26,7 @@ type trainFixture struct {
 
 var (
 	trainOnce sync.Once
+	trainTmp  string // removed by TestMain
 	trainFix  trainFixture
 	trainErr  error
 	trainCode int
@@ -39,6 +40,7 @@ func trainedFixture(t *testing.T) trainFixture {
 			trainErr = err
 			return
 		}
+		trainTmp = tmp
 		trainFix.trace = filepath.Join(tmp, "synth.log")
 		if _, se, code := runMirage(t, "traces", "synth", "--like", "ls6", "--days", "10", "--seed", "5", "--out", trainFix.trace); code != 0 {
 			trainErr = errors.New("synth: " + se)
