@@ -30,10 +30,10 @@ for f in "$MIRAGE_TEST_DIR"/*/env.sh; do
   [ -f "$f" ] && . "$f"
 done
 
-# The Slurm outage tests stop slurmctld and slurmdbd for a few seconds: run
+# The Slurm outage tests stop slurmctld, slurmdbd and munged for a few seconds: run
 # them alone, before the packages that use Slurm run in parallel.
 echo "== slurm outage tests"
-MIRAGE_TEST_SLURM_OUTAGES=1 go test -tags "$GOTAGS" -count=1 -run 'TestIntegration(ControllerDown|AccountingDown)' ./slurm/
+MIRAGE_TEST_SLURM_OUTAGES=1 go test -tags "$GOTAGS" -count=1 -run 'TestIntegration(ControllerDown|AccountingDown|MungeDown)' ./slurm/
 
 echo "== go test (tags: $GOTAGS)"
 go test -tags "$GOTAGS" -count=1 -timeout 40m ./...

@@ -165,6 +165,37 @@ func (it *itest) ctl(action, daemon string) {
 	}
 }
 
+// healthy waits until every node of the loopback cluster responds (sinfo
+// shows no "*" and no unknown/down state), so that an outage test leaves the
+// cluster as it found it: a registration or ping that fails during an outage
+// otherwise marks nodes not responding until slurmctld's next ping, up to
+// SlurmdTimeout/3 (100 s) later. After 10 s it nudges once with `scontrol
+// reconfigure`, which makes every slurmd register again.
+func (it *itest) healthy() {
+	it.t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	nudged := time.Now().Add(10 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		cmd := exec.Command("sinfo", "-h", "-N", "-o", "%N %T")
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+it.conf)
+		out, err := cmd.Output()
+		last = strings.TrimSpace(string(out))
+		if err == nil && last != "" && !strings.ContainsAny(last, "*") &&
+			!strings.Contains(last, "unknown") && !strings.Contains(last, "down") && !strings.Contains(last, "not_responding") {
+			return
+		}
+		if !nudged.IsZero() && time.Now().After(nudged) {
+			rc := exec.Command("scontrol", "reconfigure")
+			rc.Env = cmd.Env
+			_ = rc.Run() // best effort: the wait below decides
+			nudged = time.Time{}
+		}
+		time.Sleep(time.Second)
+	}
+	it.t.Fatalf("loopback cluster not healthy 3 min after the outage test: sinfo:\n%s", last)
+}
+
 // slurmCtl runs scripts/slurm-ctl.sh (safe to call from any goroutine).
 func slurmCtl(conf, action, daemon string) error {
 	// slurm.conf lives in STATE/etc: the script finds everything from STATE.
@@ -196,6 +227,8 @@ func needOutages(t *testing.T) {
 func TestIntegrationControllerDown(t *testing.T) {
 	needOutages(t)
 	it := newITest(t, func(c *Config) { c.Retry.Attempts = 1 })
+	it.healthy()
+	t.Cleanup(it.healthy) // runs after the restarts below (cleanups run last-in first-out)
 	job := it.submit(provisioner.SubmitRequest{Name: "survivor", Script: it.script("long.sh", "sleep 300"), TimeLimit: 3 * time.Minute})
 	it.waitJob(job, time.Minute, "running", running)
 
@@ -249,6 +282,8 @@ func TestIntegrationControllerDown(t *testing.T) {
 func TestIntegrationAccountingDown(t *testing.T) {
 	needOutages(t)
 	it := newITest(t, func(c *Config) { c.Retry.Attempts = 1 })
+	it.healthy()
+	t.Cleanup(it.healthy) // runs after the restarts below (cleanups run last-in first-out)
 	it.ctl("stop", "slurmdbd")
 	t.Cleanup(func() { it.ctl("start", "slurmdbd") })
 	_, err := it.c.History(it.ctx, time.Now().Add(-time.Hour))
@@ -262,6 +297,44 @@ func TestIntegrationAccountingDown(t *testing.T) {
 	}
 	id := it.submit(provisioner.SubmitRequest{Name: "no-dbd", Script: it.script("t.sh", "true"), TimeLimit: time.Minute})
 	it.waitJob(id, time.Minute, "finished", func(j *provisioner.Job) bool { return j.State.Finished() })
+}
+
+// TestIntegrationMungeDown: with munged stopped every command fails on
+// authentication; the Client says so (ErrMungeDown: not retried, not a
+// rejection) and works again once munged is back.
+func TestIntegrationMungeDown(t *testing.T) {
+	needOutages(t)
+	it := newITest(t, func(c *Config) { c.Retry.Attempts = 1 })
+	it.healthy()
+	t.Cleanup(it.healthy) // runs after the restarts below (cleanups run last-in first-out)
+	it.ctl("stop", "munged")
+	restarted := false
+	t.Cleanup(func() {
+		if !restarted {
+			it.ctl("start", "munged")
+		}
+	})
+	_, err := it.c.Snapshot(it.ctx)
+	if !errors.Is(err, ErrMungeDown) || !errors.Is(err, provisioner.ErrUnavailable) {
+		t.Fatalf("snapshot with munged stopped: %v, want ErrMungeDown", err)
+	}
+	t.Logf("documented error: %v", err)
+	var rej *RejectedError
+	if _, err := it.c.Submit(it.ctx, provisioner.SubmitRequest{Script: it.script("t.sh", "true"), WorkDir: it.dir}); !errors.Is(err, ErrMungeDown) || errors.As(err, &rej) {
+		t.Fatalf("sbatch with munged stopped: %v, want ErrMungeDown (not a rejection)", err)
+	}
+	it.ctl("start", "munged")
+	restarted = true
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err = it.c.Snapshot(it.ctx); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if err != nil {
+		t.Fatalf("snapshot 30 s after munged restarted: %v", err)
+	}
 }
 
 func TestIntegrationSubmitGPUs(t *testing.T) {
