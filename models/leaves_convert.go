@@ -29,6 +29,8 @@ const (
 	treeSizeLeafVectorOff  = 20
 	nodeSize               = 20 // parent, cleft, cright i32, sindex u32, info (leaf value or split threshold) f32
 	nodeCLeftOff           = 4
+	nodeCRightOff          = 8
+	nodeSIndexOff          = 12
 	nodeInfoOff            = 16
 	nodeStatSize           = 16 // loss_chg, sum_hess, base_weight f32, leaf_child_cnt i32
 	maxReasonableTreeCount = 1 << 24
@@ -170,8 +172,19 @@ func ConvertXGB17ForLeaves(raw []byte) ([]byte, XGBHeader, error) {
 		}
 		for i := 0; i < nn; i++ {
 			np := pos + i*nodeSize
-			if int32(le.Uint32(out[np+nodeCLeftOff:])) == -1 {
+			cl := int32(le.Uint32(out[np+nodeCLeftOff:]))
+			if cl == -1 {
 				continue // leaf: info is the leaf value
+			}
+			// leaves indexes children and features without bounds checks:
+			// XGBoost allocates a node's children after it, and splits only
+			// on the model's features.
+			cr := int32(le.Uint32(out[np+nodeCRightOff:]))
+			if int(cl) <= i || int(cl) >= nn || int(cr) <= i || int(cr) >= nn || cl == cr {
+				return nil, hd, fmt.Errorf("%w: tree %d node %d has children %d and %d (want two distinct nodes after it, below %d)", ErrBadModel, t, i, cl, cr, nn)
+			}
+			if f := le.Uint32(out[np+nodeSIndexOff:]) & (1<<31 - 1); int(f) >= hd.NumFeature {
+				return nil, hd, fmt.Errorf("%w: tree %d node %d splits on feature %d of %d", ErrBadModel, t, i, f, hd.NumFeature)
 			}
 			th := math.Float32frombits(le.Uint32(out[np+nodeInfoOff:]))
 			le.PutUint32(out[np+nodeInfoOff:], math.Float32bits(math.Nextafter32(th, float32(math.Inf(-1)))))

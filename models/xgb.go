@@ -90,9 +90,9 @@ func NewXGBModel(raw []byte, meta Meta) (*XGBModel, error) {
 		return nil, err
 	}
 	logistic := hd.Objective == "binary:logistic" || hd.Objective == "reg:logistic"
-	ens, err := leaves.XGEnsembleFromReader(bufio.NewReader(bytes.NewReader(conv)), logistic)
+	ens, err := leavesLoad(conv, logistic)
 	if err != nil {
-		return nil, fmt.Errorf("leaves: %w", err)
+		return nil, err
 	}
 	if logistic {
 		meta.Task = Classification
@@ -160,4 +160,20 @@ func loadXGB(dir string, meta Meta) (Model, error) {
 func init() {
 	RegisterLoader(KindXGB, loadXGB)
 	RegisterLoader(KindRFXGB, loadXGB)
+}
+
+// leavesLoad reads a converted model with leaves. leaves trusts the file's
+// structure (ConvertXGB17ForLeaves checks what it knows leaves indexes
+// blindly); a panic inside it still becomes an ErrBadModel, not a crash.
+func leavesLoad(conv []byte, logistic bool) (ens *leaves.Ensemble, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ens, err = nil, fmt.Errorf("%w: leaves could not read the converted model: %v", ErrBadModel, r)
+		}
+	}()
+	ens, err = leaves.XGEnsembleFromReader(bufio.NewReader(bytes.NewReader(conv)), logistic)
+	if err != nil {
+		return nil, fmt.Errorf("leaves: %w", err)
+	}
+	return ens, nil
 }
