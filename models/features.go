@@ -24,7 +24,7 @@ const FeatureSchemaName = "mirage-chain"
 
 // FeatureSchemaVersion is the current version; bump it on any change to
 // computeFeatures (meaning, order or count of fields).
-const FeatureSchemaVersion = 2
+const FeatureSchemaVersion = 3
 
 // Percentiles used for every distribution feature (the published design's 0/25/50/75/100).
 var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
@@ -90,6 +90,16 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //     job running to its limit (see planWaits): ahead of all pending jobs
 //     and behind them (conservative backfill), and each minus the
 //     predecessor's time left (the gap those plans imply).
+//   - plan places (v3): the same plan with the successor behind the upper
+//     half of the pending jobs, and behind the pending jobs an estimate of
+//     its own priority puts ahead of it (ownPlace: the priority its
+//     account's pending jobs would have at age zero).
+//   - expected-runtime plan (v3): the median share of their limit that the
+//     jobs of the history which ended in the last 24 hours ran for (0 when
+//     fewer than 10 ended), and the four plan places again with every
+//     job running for that share of its limit (its user's median when the
+//     user has 3 such jobs; the successor keeps its whole limit, as Slurm
+//     plans it).
 //   - scheduler estimates (v2; squeue --start, the simulator's backfill
 //     plan; zeros where the backend has none): the share of pending jobs
 //     with an estimated start, the latest estimated start among pending jobs
@@ -364,11 +374,29 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	if p := obs.Predecessor; p != nil && p.State == provisioner.StateRunning {
 		left = math.Max(0, hours(p.TimeLimit-p.Elapsed(now)))
 	}
-	first, last := planWaits(snap, now, partition, obs.Successor.Nodes, obs.Successor.GPUs, succLimit)
-	w.add("plan_wait_first_h", first/3600)
-	w.add("plan_wait_last_h", last/3600)
-	w.add("plan_gap_first_h", first/3600-left)
-	w.add("plan_gap_last_h", last/3600-left)
+	shape := planShape{partition: partition, account: account, nodes: obs.Successor.Nodes, gpus: obs.Successor.GPUs, limit: succLimit}
+	pl := planWaits(snap, now, shape, nil)
+	w.add("plan_wait_first_h", pl.first/3600)
+	w.add("plan_wait_last_h", pl.last/3600)
+	w.add("plan_gap_first_h", pl.first/3600-left)
+	w.add("plan_gap_last_h", pl.last/3600-left)
+	w.add("plan_wait_mid_h", pl.mid/3600)
+	w.add("plan_wait_own_h", pl.own/3600)
+	frac, byUser := runtimeFractions(obs.History, now)
+	ex := planWaits(snap, now, shape, func(j *provisioner.Job) float64 {
+		if f, ok := byUser[j.User]; ok {
+			return f
+		}
+		if frac == 0 {
+			return 1
+		}
+		return frac
+	})
+	w.add("hist_runtime_frac", frac)
+	w.add("plan_exp_first_h", ex.first/3600)
+	w.add("plan_exp_mid_h", ex.mid/3600)
+	w.add("plan_exp_own_h", ex.own/3600)
+	w.add("plan_exp_last_h", ex.last/3600)
 
 	var withEst, shapeMax, allMax float64
 	for i := range snap.Jobs {
@@ -390,4 +418,36 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("est_pending_share", estShare)
 	w.add("est_shape_latest_h", shapeMax)
 	w.add("est_latest_h", allMax)
+}
+
+// runtimeFractions is the median share of their time limit that the jobs
+// of history which ended in (now − historyHorizon, now] ran for, overall
+// (0, unknown, with fewer than 10 such jobs) and per user with at least 3,
+// each in [0.05, 1].
+func runtimeFractions(hist []provisioner.Job, now time.Time) (float64, map[string]float64) {
+	var all []float64
+	users := map[string][]float64{}
+	for i := range hist {
+		j := &hist[i]
+		if j.End.IsZero() || j.Start.IsZero() || j.End.After(now) || now.Sub(j.End) >= historyHorizon || j.TimeLimit <= 0 {
+			continue
+		}
+		f := j.End.Sub(j.Start).Seconds() / j.TimeLimit.Seconds()
+		all = append(all, f)
+		users[j.User] = append(users[j.User], f)
+	}
+	med := func(r []float64) float64 {
+		sort.Float64s(r)
+		return math.Min(1, math.Max(0.05, Percentile(r, 0.5)))
+	}
+	byUser := make(map[string]float64, len(users))
+	for u, r := range users {
+		if len(r) >= 3 {
+			byUser[u] = med(r)
+		}
+	}
+	if len(all) < 10 {
+		return 0, byUser
+	}
+	return med(all), byUser
 }

@@ -98,21 +98,38 @@ func (p *profile) reserve(start, dur, need int64) {
 	}
 }
 
-// planWaits estimates, from the snapshot alone and with every job running
-// to its time limit, how long a job needing the successor's resources for
-// its limit would wait if submitted now: first when it would be the
-// highest-priority pending job (only running jobs are in its way), last
-// when it would be the lowest (every pending job, in priority order, is
-// first placed at its earliest start: conservative backfill). Capacity is
-// aggregated over the partition's schedulable nodes, in GPUs (or in nodes
-// when the partition has no GPUs), which is exact for whole-node clusters
-// and ignores fragmentation otherwise. Both are in seconds, capped at
-// planHorizon; zero without a snapshot or a successor shape.
-func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succNodes, succGPUs int, succLimit time.Duration) (first, last float64) {
+// planShape is the job whose wait a plan estimates.
+type planShape struct {
+	partition string        // its partition ("" = every node)
+	account   string        // its account (for its place among pending jobs)
+	nodes     int           // nodes
+	gpus      int           // GPUs
+	limit     time.Duration // time limit
+}
+
+// planResult holds a plan's waits for the shape, in seconds capped at
+// planHorizon: first when the job would be the highest-priority pending
+// job, mid behind the upper half of the pending jobs (by priority), own
+// behind every pending job of its account (they are older, so with the
+// same fair share they rank higher; first when the account has none) and
+// last behind every pending job.
+type planResult struct{ first, mid, own, last float64 }
+
+// planWaits estimates, from the snapshot alone, how long a job of shape s
+// would wait if submitted now, at several places in the priority order
+// (planResult): pending jobs ahead of it are placed at their earliest
+// start in priority order (conservative backfill). Jobs run for frac of
+// their time limit (1: to the limit, as Slurm plans; a running job past
+// that fraction ends a minute from now); the job itself needs its whole
+// limit. Capacity is aggregated over the partition's schedulable nodes, in
+// GPUs (or in nodes when the partition has no GPUs), which is exact for
+// whole-node clusters and ignores fragmentation otherwise. All zero
+// without a snapshot or a shape.
+func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func(*provisioner.Job) float64) planResult {
 	var gpuCap, nodeCap int64
 	// A node that lists no partitions (Kubernetes) belongs to every partition.
 	inPart := func(parts []string) bool {
-		return partition == "" || len(parts) == 0 || slices.Contains(parts, partition)
+		return s.partition == "" || len(parts) == 0 || slices.Contains(parts, s.partition)
 	}
 	for i := range snap.Nodes {
 		n := &snap.Nodes[i]
@@ -132,12 +149,18 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 		}
 		return int64(nodes)
 	}
-	sn := need(succNodes, succGPUs)
-	if capacity == 0 || sn <= 0 || succLimit <= 0 {
-		return 0, 0
+	sn := need(s.nodes, s.gpus)
+	if capacity == 0 || sn <= 0 || s.limit <= 0 {
+		return planResult{}
 	}
 	if sn > capacity {
-		return planHorizon, planHorizon
+		return planResult{planHorizon, planHorizon, planHorizon, planHorizon}
+	}
+	scaled := func(j *provisioner.Job) int64 {
+		if frac == nil {
+			return max(int64(j.TimeLimit/time.Second), 60)
+		}
+		return max(int64(frac(j)*j.TimeLimit.Seconds()), 60)
 	}
 	t0 := now.Unix()
 	used := int64(0)
@@ -145,7 +168,7 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 	pend := make([]*provisioner.Job, 0, len(snap.Jobs))
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
-		if partition != "" && j.Partition != partition {
+		if s.partition != "" && j.Partition != s.partition {
 			continue
 		}
 		switch j.State {
@@ -155,9 +178,9 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 				continue
 			}
 			used += r
-			end := j.Start.Add(j.TimeLimit).Unix()
+			end := j.Start.Unix() + scaled(j)
 			if end <= t0 {
-				end = t0 + 60 // over its limit: about to be killed
+				end = t0 + 60 // over its (expected) limit: about to end
 			}
 			releases = append(releases, [2]int64{end, r})
 		case provisioner.StatePending:
@@ -168,13 +191,16 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 		}
 	}
 	free := max(capacity-used, 0)
-	dur := int64(succLimit / time.Second)
+	dur := int64(s.limit / time.Second)
 	p := newProfile(t0, free, releases, min(len(pend), planMaxPending))
-	if s := p.earliest(sn, dur); s >= 0 {
-		first = float64(s - t0)
-	} else {
-		first = planHorizon
+	at := func() float64 {
+		if st := p.earliest(sn, dur); st >= 0 {
+			return float64(min(st-t0, planHorizon))
+		}
+		return planHorizon
 	}
+	var r planResult
+	r.first = at()
 	sort.SliceStable(pend, func(a, b int) bool {
 		if pend[a].Priority != pend[b].Priority {
 			return pend[a].Priority > pend[b].Priority
@@ -187,20 +213,93 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, partition string, succ
 	if len(pend) > planMaxPending {
 		pend = pend[:planMaxPending]
 	}
-	for _, j := range pend {
-		r := min(need(j.Nodes, j.GPUs), capacity)
-		d := int64(j.TimeLimit / time.Second)
-		if d <= 0 {
+	own := ownPlace(pend, now, s.account)
+	r.own = r.first
+	mid := len(pend) / 2
+	for k, j := range pend {
+		if k == mid {
+			r.mid = at()
+		}
+		rn := min(need(j.Nodes, j.GPUs), capacity)
+		d := scaled(j)
+		if j.TimeLimit <= 0 {
 			d = 3600
 		}
-		if s := p.earliest(r, d); s >= 0 {
-			p.reserve(s, d, r)
+		if st := p.earliest(rn, d); st >= 0 {
+			p.reserve(st, d, rn)
+		}
+		if k+1 == own {
+			r.own = at()
 		}
 	}
-	if s := p.earliest(sn, dur); s >= 0 {
-		last = float64(s - t0)
-	} else {
-		last = planHorizon
+	r.last = at()
+	if len(pend) == 0 {
+		r.mid = r.last
 	}
-	return min(first, planHorizon), min(last, planHorizon)
+	return r
+}
+
+// ownPlace estimates how many of pend (sorted by priority, highest first)
+// a new job of account would rank behind. Priority grows with age at a
+// rate fitted within accounts (Slurm's age factor: linear up to
+// PriorityMaxAge); a pending job's priority minus its age term is what a
+// new job of its account would get. The new job's estimate is the mean of
+// those over its account's pending jobs, or their median over all pending
+// jobs when its account has none.
+func ownPlace(pend []*provisioner.Job, now time.Time, account string) int {
+	if len(pend) == 0 {
+		return 0
+	}
+	type acc struct{ n, sx, sy, sxx, sxy float64 }
+	groups := map[string]*acc{}
+	age := func(j *provisioner.Job) float64 {
+		t := j.Submit
+		if !j.Eligible.IsZero() {
+			t = j.Eligible
+		}
+		return max(now.Sub(t).Hours(), 0)
+	}
+	for _, j := range pend {
+		g := groups[j.Account]
+		if g == nil {
+			g = &acc{}
+			groups[j.Account] = g
+		}
+		x, y := age(j), float64(j.Priority)
+		g.n++
+		g.sx += x
+		g.sy += y
+		g.sxx += x * x
+		g.sxy += x * y
+	}
+	var cxx, cxy float64 // within-account (co)variances
+	for _, g := range groups {
+		if g.n < 2 {
+			continue
+		}
+		cxx += g.sxx - g.sx*g.sx/g.n
+		cxy += g.sxy - g.sx*g.sy/g.n
+	}
+	slope := 0.0
+	if cxx > 0 {
+		slope = max(cxy/cxx, 0)
+	}
+	var est float64
+	if g := groups[account]; account != "" && g != nil {
+		est = (g.sy - slope*g.sx) / g.n
+	} else {
+		base := make([]float64, len(pend))
+		for k, j := range pend {
+			base[k] = float64(j.Priority) - slope*age(j)
+		}
+		sort.Float64s(base)
+		est = Percentile(base, 0.5)
+	}
+	n := 0
+	for _, j := range pend {
+		if float64(j.Priority) >= est {
+			n++
+		}
+	}
+	return n
 }

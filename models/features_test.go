@@ -113,6 +113,12 @@ func TestFeaturesHandComputed(t *testing.T) {
 		// Behind it: p2 (8 GPUs, 4 h, older) takes [0, 4 h), p1 (4 GPUs, 2 h) [2 h, 4 h); 12 free from 4 h → waits 4 h.
 		// The predecessor r1 has 2 h left.
 		"plan_wait_first_h": 0, "plan_wait_last_h": 4, "plan_gap_first_h": -2, "plan_gap_last_h": 2,
+		// Behind the upper half (p2 only): 0 GPUs free until r1 frees 4 at +2 h, then 4 then 12 → waits 2 h.
+		// Own place: no account has two pending jobs (no age slope), so account A's estimate is p1's
+		// priority (0); both pending jobs (priority 0, older) rank ahead → behind both: 4 h.
+		"plan_wait_mid_h": 2, "plan_wait_own_h": 4,
+		// No history job has ended: the share is unknown (0) and the expected-runtime plan is the limit plan.
+		"hist_runtime_frac": 0, "plan_exp_first_h": 0, "plan_exp_mid_h": 2, "plan_exp_own_h": 4, "plan_exp_last_h": 4,
 		// 2 of 3 pending jobs have estimates; of the successor's shape (1 node, partition gpu) only p1 (1.5 h); latest p2 (3 h).
 		"est_pending_share": 2.0 / 3, "est_shape_latest_h": 1.5, "est_latest_h": 3,
 	}
@@ -171,8 +177,8 @@ func TestSchemaNamesUnique(t *testing.T) {
 		}
 		seen[f] = true
 	}
-	if len(s.Fields) != 72 {
-		t.Errorf("schema v%d has %d fields, want 72 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
+	if len(s.Fields) != 79 {
+		t.Errorf("schema v%d has %d fields, want 79 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
 	}
 }
 
@@ -228,5 +234,110 @@ func BenchmarkFeatures(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestOwnPlace: priorities grow 100 per hour of age within accounts A
+// (ages 10, 6, 2 h: 1100, 700, 300) and B (4, 1 h: 1200, 900); C has one
+// job (5 h: 1000). At age zero A's jobs would have 100, B's 800, C's 500.
+// A new job ranks behind every pending job with a priority at least its
+// estimate.
+func TestOwnPlace(t *testing.T) {
+	mk := func(id, acct string, ageH float64, prio int64) *provisioner.Job {
+		j := testJob(id).pending(time.Duration(ageH*float64(time.Hour))).acct(acct, "gpu").build()
+		j.Priority = prio
+		return &j
+	}
+	pend := []*provisioner.Job{
+		mk("b1", "B", 4, 1200), mk("a1", "A", 10, 1100), mk("c1", "C", 5, 1000),
+		mk("b2", "B", 1, 900), mk("a3", "A", 6, 700), mk("a2", "A", 2, 300),
+	}
+	for _, tt := range []struct {
+		acct string
+		want int
+	}{
+		{"A", 6}, // 100: behind all
+		{"B", 4}, // 800: behind 1200, 1100, 1000, 900
+		{"C", 5}, // 500: ahead of 300 only
+		// No pending job: the median of the age-zero priorities
+		// [100 100 100 500 800 800] is 300 (rank 2.5), behind all six.
+		{"D", 6},
+		{"", 6},
+	} {
+		if got := ownPlace(pend, testT0, tt.acct); got != tt.want {
+			t.Errorf("ownPlace(%q) = %d, want %d", tt.acct, got, tt.want)
+		}
+	}
+	if got := ownPlace(nil, testT0, "A"); got != 0 {
+		t.Errorf("no pending jobs: %d, want 0", got)
+	}
+}
+
+// TestPlanWaitsExpectedRuntime: one 8-GPU node; r runs 8 GPUs, started 1 h
+// ago with a 10 h limit; p (8 GPUs, 4 h) is pending. The successor needs
+// the node for 2 h.
+func TestPlanWaitsExpectedRuntime(t *testing.T) {
+	snap := &provisioner.Snapshot{Time: testT0,
+		Nodes: []provisioner.Node{testNode("n1", provisioner.NodeUp, 8, 8, 0)},
+		Jobs: []provisioner.Job{
+			testJob("r").running(2*testHour, 1*testHour).limit(10*testHour).nodes(1, 8).build(),
+			testJob("p").pending(1*testHour).limit(4*testHour).nodes(1, 8).build(),
+		}}
+	shape := planShape{nodes: 1, gpus: 8, limit: 2 * testHour}
+	half := func(*provisioner.Job) float64 { return 0.5 }
+	h := func(x float64) float64 { return x * 3600 }
+	// To the limits: r ends at +9 h; p takes [9, 13) h.
+	if got, want := planWaits(snap, testT0, shape, nil), (planResult{first: h(9), mid: h(9), own: h(13), last: h(13)}); got != want {
+		t.Errorf("limits: %+v, want %+v", got, want)
+	}
+	// Half the limits: r ends at −1 h + 5 h = +4 h; p runs 2 h: [4, 6) h.
+	if got, want := planWaits(snap, testT0, shape, half), (planResult{first: h(4), mid: h(4), own: h(6), last: h(6)}); got != want {
+		t.Errorf("half: %+v, want %+v", got, want)
+	}
+	// r started 6 h ago: at half its limit it is overdue and ends a minute from now.
+	snap.Jobs[0].Start = testT0.Add(-6 * testHour)
+	if got, want := planWaits(snap, testT0, shape, half), (planResult{first: 60, mid: 60, own: 60 + h(2), last: 60 + h(2)}); got != want {
+		t.Errorf("overdue: %+v, want %+v", got, want)
+	}
+}
+
+// TestRuntimeFractions: median share of the limit among jobs that ended in
+// the last 24 hours, overall (≥ 10 jobs) and per user (≥ 3), in [0.05, 1].
+func TestRuntimeFractions(t *testing.T) {
+	ended := func(user string, frac float64, endAgo time.Duration) provisioner.Job {
+		start := testT0.Add(-endAgo - time.Duration(frac*10*float64(time.Hour)))
+		return provisioner.Job{User: user, Start: start, End: testT0.Add(-endAgo), TimeLimit: 10 * testHour}
+	}
+	var hist []provisioner.Job
+	for _, f := range []float64{0.2, 0.4, 0.6} {
+		hist = append(hist, ended("u1", f, testHour))
+	}
+	for _, f := range []float64{1, 1, 1, 0.5, 0.5, 0.1, 0.3} {
+		hist = append(hist, ended("u3", f, 2*testHour))
+	}
+	for _, f := range []float64{0.01, 0.01, 0.02} {
+		hist = append(hist, ended("u4", f, 3*testHour))
+	}
+	hist = append(hist,
+		ended("u2", 0.9, testHour),                                           // one job: no per-user share
+		ended("u1", 0.05, 25*testHour),                                       // ended over 24 h ago: ignored
+		testJob("run").running(2*testHour, testHour).limit(testHour).build(), // still running: ignored
+	)
+	// 14 shares: sorted .01 .01 .02 .1 .2 .3 .4 .5 .5 .6 .9 1 1 1 → median (.4+.5)/2.
+	all, users := runtimeFractions(hist, testT0)
+	if math.Abs(all-0.45) > 1e-9 {
+		t.Errorf("overall %v, want 0.45", all)
+	}
+	want := map[string]float64{"u1": 0.4, "u3": 0.5, "u4": 0.05}
+	if len(users) != len(want) {
+		t.Errorf("users %v, want %v", users, want)
+	}
+	for u, w := range want {
+		if math.Abs(users[u]-w) > 1e-9 {
+			t.Errorf("user %s: %v, want %v", u, users[u], w)
+		}
+	}
+	if all, _ := runtimeFractions(hist[:9], testT0); all != 0 {
+		t.Errorf("9 ended jobs: %v, want 0 (unknown)", all)
 	}
 }
