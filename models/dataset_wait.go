@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -158,4 +159,108 @@ func (d *WaitData) Dataset() *Dataset {
 		ds.X[i], ds.Y[i] = d.Samples[i].X, d.Samples[i].Wait
 	}
 	return ds
+}
+
+// WithSeed returns the scenario with another simulator seed: the same
+// recorded load, replayed with other scheduling-latency draws.
+func (sc *Scenario) WithSeed(seed uint64) *Scenario {
+	out := *sc
+	out.Config.Seed = seed
+	return &out
+}
+
+// GenerateWaitReplicas generates the wait dataset of replicas replays of
+// the scenario, with simulator seeds sc.Config.Seed, +1, …, concurrently
+// on up to workers goroutines (≤ 0: one per replica), and returns their
+// samples concatenated in replica order. Each replay is deterministic, so
+// the result is too. The replicas differ only where the latency draws
+// change the schedule: training on several keeps a predictor from fitting
+// one replay's accidents (on LS6 with the v3 features, February
+// validation, seeds 1–5: one replay gave 2.71–3.81× lower median error
+// than Slurm's estimate, five replays 3.00–3.63×).
+func GenerateWaitReplicas(ctx context.Context, sc *Scenario, o WaitGenOptions, replicas, workers int) (*WaitData, error) {
+	if replicas <= 1 {
+		return GenerateWaitData(ctx, sc, o)
+	}
+	if workers <= 0 || workers > replicas {
+		workers = replicas
+	}
+	start := time.Now() // wall time, reported only
+	parts := make([]*WaitData, replicas)
+	errs := make([]error, replicas)
+	done := make([]int, replicas)
+	total := make([]int, replicas)
+	var mu sync.Mutex
+	progress := o.Progress
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range next {
+				ro := o
+				ro.Progress = func(d, t int) {
+					mu.Lock()
+					done[k], total[k] = d, t
+					mu.Unlock()
+				}
+				parts[k], errs[k] = GenerateWaitData(ctx, sc.WithSeed(sc.Config.Seed+uint64(k)), ro)
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for k := 0; k < replicas; k++ {
+			select {
+			case next <- k:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	if progress != nil {
+		tick := time.NewTicker(200 * time.Millisecond)
+		finished := make(chan struct{})
+		go func() { wg.Wait(); close(finished) }()
+	loop:
+		for {
+			select {
+			case <-tick.C:
+				mu.Lock()
+				d, t := 0, 0
+				for k := range done {
+					d += done[k]
+					t = max(t, total[k]) // every replica has the same jobs
+				}
+				mu.Unlock()
+				if t > 0 {
+					progress(d, t*replicas)
+				}
+			case <-finished:
+				break loop
+			}
+		}
+		tick.Stop()
+	} else {
+		wg.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for k, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("wait replica %d: %w", k, err)
+		}
+	}
+	out := *parts[0]
+	out.Samples = nil
+	for _, p := range parts {
+		out.Samples = append(out.Samples, p.Samples...)
+	}
+	out.Seconds = time.Since(start).Seconds()
+	if progress != nil {
+		progress(len(out.Samples), len(out.Samples))
+	}
+	return &out, nil
 }

@@ -27,33 +27,34 @@ func init() { register(newTrainCmd) }
 
 // trainOptions are the flags of mirage train.
 type trainOptions struct {
-	trace      string
-	model      []string
-	out        string
-	preset     string
-	slurmConf  string
-	from       string
-	trainUntil string
-	until      string
-	seed       uint64
-	nodes      []int
-	every      time.Duration
-	warmUp     time.Duration
-	tick       time.Duration
-	limit      time.Duration
-	scales     []float64
-	workers    int
-	cache      string
-	costIntr   float64
-	costOvl    float64
-	costOvlGPU float64
-	dqnSteps   int
-	pgIters    int
-	target     string
-	json       bool
-	traceOpts  traceFlags
-	progress   io.Writer // stderr when it is a terminal, else nil
-	now        func() time.Time
+	trace        string
+	model        []string
+	out          string
+	preset       string
+	slurmConf    string
+	from         string
+	trainUntil   string
+	until        string
+	seed         uint64
+	waitReplicas int
+	nodes        []int
+	every        time.Duration
+	warmUp       time.Duration
+	tick         time.Duration
+	limit        time.Duration
+	scales       []float64
+	workers      int
+	cache        string
+	costIntr     float64
+	costOvl      float64
+	costOvlGPU   float64
+	dqnSteps     int
+	pgIters      int
+	target       string
+	json         bool
+	traceOpts    traceFlags
+	progress     io.Writer // stderr when it is a terminal, else nil
+	now          func() time.Time
 }
 
 func newTrainCmd() *cobra.Command {
@@ -88,7 +89,8 @@ windows, seed, library versions, decision rule, validation metrics):
               chains (waiting does not change the cluster, so each chain's
               probes are exactly its environment)
   wait        the wait predictor of mirage predict-wait (p10/p50/p90 quantile
-              XGBoost on every recorded job's submission)
+              XGBoost on every recorded job's submission, in --wait-replicas
+              replays of the training window with different simulator seeds)
 
 --scales adds training chains from the trace with arrivals scaled up (each
 job replayed again with that probability, 0–1 h later), so the policies see
@@ -127,6 +129,7 @@ Datasets use all cores (--workers) and are deterministic for --seed.`,
 	f.IntVar(&o.dqnSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
 	f.IntVar(&o.pgIters, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
 	f.StringVar(&o.target, "target", models.TargetWait, "xgb regression target: wait or gap")
+	f.IntVar(&o.waitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
 	f.BoolVar(&o.json, "json", false, "print the trained models' metadata as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
@@ -258,6 +261,9 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	}
 	if !r.tu.IsZero() && !r.until.IsZero() && !r.until.After(r.tu) {
 		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
+	}
+	if o.waitReplicas < 1 || o.waitReplicas > 64 {
+		return withCode(exitUsage, fmt.Errorf("--wait-replicas %d: want 1–64", o.waitReplicas))
 	}
 	for _, s := range o.scales {
 		if s < 1 || s > 16 {
@@ -461,10 +467,10 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 	if end.IsZero() {
 		end = r.until
 	}
-	gen := func(label string, o models.WaitGenOptions) (*models.WaitData, error) {
+	gen := func(label string, o models.WaitGenOptions, replicas int) (*models.WaitData, error) {
 		bar := newCountBar(r.o.progress, "wait dataset "+label)
 		o.Progress = bar.update
-		d, err := models.GenerateWaitData(ctx, r.sc, o)
+		d, err := models.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
 		bar.done()
 		if err != nil {
 			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
@@ -472,13 +478,13 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 		fmt.Fprintf(r.errw, "wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
 		return d, nil
 	}
-	train, err := gen("train", models.WaitGenOptions{From: r.from, Until: end})
+	train, err := gen("train", models.WaitGenOptions{From: r.from, Until: end}, r.o.waitReplicas)
 	if err != nil {
 		return trainedModel{}, err
 	}
 	var valid *models.WaitData
 	if !r.tu.IsZero() {
-		if valid, err = gen("validation", models.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}); err != nil {
+		if valid, err = gen("validation", models.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}, 1); err != nil {
 			return trainedModel{}, err
 		}
 	}
