@@ -1,11 +1,13 @@
 package models
 
 import (
+	"cmp"
 	"errors"
 	"hash/fnv"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -375,7 +377,8 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 		left = math.Max(0, hours(p.TimeLimit-p.Elapsed(now)))
 	}
 	shape := planShape{partition: partition, account: account, nodes: obs.Successor.Nodes, gpus: obs.Successor.GPUs, limit: succLimit}
-	pl := planWaits(snap, now, shape, nil)
+	planner := newPlanner(snap, now, shape)
+	pl := planner.plan(nil)
 	w.add("plan_wait_first_h", pl.first/3600)
 	w.add("plan_wait_last_h", pl.last/3600)
 	w.add("plan_gap_first_h", pl.first/3600-left)
@@ -383,7 +386,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("plan_wait_mid_h", pl.mid/3600)
 	w.add("plan_wait_own_h", pl.own/3600)
 	frac, byUser := runtimeFractions(obs.History, now)
-	ex := planWaits(snap, now, shape, func(j *provisioner.Job) float64 {
+	ex := planner.plan(func(j *provisioner.Job) float64 {
 		if f, ok := byUser[j.User]; ok {
 			return f
 		}
@@ -425,8 +428,12 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 // (0, unknown, with fewer than 10 such jobs) and per user with at least 3,
 // each in [0.05, 1].
 func runtimeFractions(hist []provisioner.Job, now time.Time) (float64, map[string]float64) {
+	type ended struct {
+		user string
+		f    float64
+	}
 	var all []float64
-	users := map[string][]float64{}
+	var byEnd []ended
 	for i := range hist {
 		j := &hist[i]
 		if j.End.IsZero() || j.Start.IsZero() || j.End.After(now) || now.Sub(j.End) >= historyHorizon || j.TimeLimit <= 0 {
@@ -434,20 +441,40 @@ func runtimeFractions(hist []provisioner.Job, now time.Time) (float64, map[strin
 		}
 		f := j.End.Sub(j.Start).Seconds() / j.TimeLimit.Seconds()
 		all = append(all, f)
-		users[j.User] = append(users[j.User], f)
+		byEnd = append(byEnd, ended{j.User, f})
 	}
-	med := func(r []float64) float64 {
-		sort.Float64s(r)
-		return math.Min(1, math.Max(0.05, Percentile(r, 0.5)))
+	med := func(sorted []float64) float64 {
+		return math.Min(1, math.Max(0.05, Percentile(sorted, 0.5)))
 	}
-	byUser := make(map[string]float64, len(users))
-	for u, r := range users {
-		if len(r) >= 3 {
-			byUser[u] = med(r)
+	// Group by user (sorted by user, then share), one median per user.
+	slices.SortFunc(byEnd, func(a, b ended) int {
+		if c := strings.Compare(a.user, b.user); c != 0 {
+			return c
 		}
+		return cmp.Compare(a.f, b.f)
+	})
+	var byUser map[string]float64
+	fs := make([]float64, 0, len(byEnd))
+	for lo := 0; lo < len(byEnd); {
+		hi := lo
+		for hi < len(byEnd) && byEnd[hi].user == byEnd[lo].user {
+			hi++
+		}
+		if hi-lo >= 3 {
+			fs = fs[:0]
+			for _, e := range byEnd[lo:hi] {
+				fs = append(fs, e.f)
+			}
+			if byUser == nil {
+				byUser = map[string]float64{}
+			}
+			byUser[byEnd[lo].user] = med(fs)
+		}
+		lo = hi
 	}
 	if len(all) < 10 {
 		return 0, byUser
 	}
+	slices.Sort(all)
 	return med(all), byUser
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -23,6 +24,11 @@ type profile struct {
 	t    []int64
 	free []int64
 	lo   int
+	// since remembers earliest's last answer per (need, dur): reservations
+	// only lower free capacity, so the next answer is never earlier and the
+	// scan may start there (identical shapes are common: job arrays, and
+	// the plan's own shape, asked at several places).
+	since map[[2]int64]int64
 }
 
 // newProfile starts with free capacity at now and releases of running
@@ -59,7 +65,26 @@ func (p *profile) earliest(need, dur int64) int64 {
 	for p.lo < n-1 && p.free[p.lo] <= 0 {
 		p.lo++
 	}
-	for i := p.lo; i < n; {
+	key := [2]int64{need, dur}
+	from := p.lo
+	if t, ok := p.since[key]; ok {
+		if t < 0 {
+			return -1 // it did not fit then; it cannot now
+		}
+		from = max(from, sort.Search(n, func(k int) bool { return p.t[k] >= t }))
+	}
+	st := p.scan(from, need, dur)
+	if p.since == nil {
+		p.since = map[[2]int64]int64{}
+	}
+	p.since[key] = st
+	return st
+}
+
+// scan is earliest from step i on.
+func (p *profile) scan(i int, need, dur int64) int64 {
+	n := len(p.t)
+	for i < n {
 		start := p.t[i]
 		end := start + dur
 		ok := true
@@ -119,13 +144,39 @@ type planResult struct{ first, mid, own, last float64 }
 // would wait if submitted now, at several places in the priority order
 // (planResult): pending jobs ahead of it are placed at their earliest
 // start in priority order (conservative backfill). Jobs run for frac of
-// their time limit (1: to the limit, as Slurm plans; a running job past
+// their time limit (nil: to the limit, as Slurm plans; a running job past
 // that fraction ends a minute from now); the job itself needs its whole
 // limit. Capacity is aggregated over the partition's schedulable nodes, in
 // GPUs (or in nodes when the partition has no GPUs), which is exact for
 // whole-node clusters and ignores fragmentation otherwise. All zero
 // without a snapshot or a shape.
 func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func(*provisioner.Job) float64) planResult {
+	return newPlanner(snap, now, s).plan(frac)
+}
+
+// planner holds what every plan of one shape on one snapshot shares: the
+// partition's capacity, its running jobs, its pending jobs in priority
+// order (at most planMaxPending) and the shape's own place among them, so
+// that plans with different runtimes (planner.plan) pay for them once.
+type planner struct {
+	t0       int64
+	useGPUs  bool
+	capacity int64
+	sn, dur  int64 // the shape's need and duration (seconds)
+	running  []*provisioner.Job
+	pend     []*provisioner.Job
+	own      int
+	result   *planResult // fixed answer (no capacity or shape, or never fits)
+}
+
+func (pl *planner) need(nodes, gpus int) int64 {
+	if pl.useGPUs {
+		return int64(gpus)
+	}
+	return int64(nodes)
+}
+
+func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape) *planner {
 	var gpuCap, nodeCap int64
 	// A node that lists no partitions (Kubernetes) belongs to every partition.
 	inPart := func(parts []string) bool {
@@ -138,34 +189,19 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func
 			nodeCap++
 		}
 	}
-	useGPUs := gpuCap > 0
-	capacity := nodeCap
-	if useGPUs {
-		capacity = gpuCap
+	pl := &planner{t0: now.Unix(), useGPUs: gpuCap > 0, capacity: nodeCap, dur: int64(s.limit / time.Second)}
+	if pl.useGPUs {
+		pl.capacity = gpuCap
 	}
-	need := func(nodes, gpus int) int64 {
-		if useGPUs {
-			return int64(gpus)
-		}
-		return int64(nodes)
+	pl.sn = pl.need(s.nodes, s.gpus)
+	if pl.capacity == 0 || pl.sn <= 0 || s.limit <= 0 {
+		pl.result = &planResult{}
+		return pl
 	}
-	sn := need(s.nodes, s.gpus)
-	if capacity == 0 || sn <= 0 || s.limit <= 0 {
-		return planResult{}
+	if pl.sn > pl.capacity {
+		pl.result = &planResult{planHorizon, planHorizon, planHorizon, planHorizon}
+		return pl
 	}
-	if sn > capacity {
-		return planResult{planHorizon, planHorizon, planHorizon, planHorizon}
-	}
-	scaled := func(j *provisioner.Job) int64 {
-		if frac == nil {
-			return max(int64(j.TimeLimit/time.Second), 60)
-		}
-		return max(int64(frac(j)*j.TimeLimit.Seconds()), 60)
-	}
-	t0 := now.Unix()
-	used := int64(0)
-	releases := make([][2]int64, 0, len(snap.Jobs))
-	pend := make([]*provisioner.Job, 0, len(snap.Jobs))
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if s.partition != "" && j.Partition != s.partition {
@@ -173,54 +209,75 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func
 		}
 		switch j.State {
 		case provisioner.StateRunning:
-			r := need(j.Nodes, j.GPUs)
-			if r <= 0 {
-				continue
+			if pl.need(j.Nodes, j.GPUs) > 0 {
+				pl.running = append(pl.running, j)
 			}
-			used += r
-			end := j.Start.Unix() + scaled(j)
-			if end <= t0 {
-				end = t0 + 60 // over its (expected) limit: about to end
-			}
-			releases = append(releases, [2]int64{end, r})
 		case provisioner.StatePending:
-			if j.Reason == "Dependency" || need(j.Nodes, j.GPUs) <= 0 {
-				continue
+			if j.Reason != "Dependency" && pl.need(j.Nodes, j.GPUs) > 0 {
+				pl.pend = append(pl.pend, j)
 			}
-			pend = append(pend, j)
 		}
 	}
-	free := max(capacity-used, 0)
-	dur := int64(s.limit / time.Second)
-	p := newProfile(t0, free, releases, min(len(pend), planMaxPending))
+	slices.SortStableFunc(pl.pend, func(a, b *provisioner.Job) int {
+		switch {
+		case a.Priority != b.Priority:
+			if a.Priority > b.Priority {
+				return -1
+			}
+			return 1
+		case !a.Submit.Equal(b.Submit):
+			return a.Submit.Compare(b.Submit)
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	if len(pl.pend) > planMaxPending {
+		pl.pend = pl.pend[:planMaxPending]
+	}
+	pl.own = ownPlace(pl.pend, now, s.account)
+	return pl
+}
+
+// plan runs one conservative-backfill plan with jobs running for frac of
+// their limits (nil: the whole limit).
+func (pl *planner) plan(frac func(*provisioner.Job) float64) planResult {
+	if pl.result != nil {
+		return *pl.result
+	}
+	scaled := func(j *provisioner.Job) int64 {
+		if frac == nil {
+			return max(int64(j.TimeLimit/time.Second), 60)
+		}
+		return max(int64(frac(j)*j.TimeLimit.Seconds()), 60)
+	}
+	t0 := pl.t0
+	used := int64(0)
+	releases := make([][2]int64, 0, len(pl.running))
+	for _, j := range pl.running {
+		r := pl.need(j.Nodes, j.GPUs)
+		used += r
+		end := j.Start.Unix() + scaled(j)
+		if end <= t0 {
+			end = t0 + 60 // over its (expected) limit: about to end
+		}
+		releases = append(releases, [2]int64{end, r})
+	}
+	free := max(pl.capacity-used, 0)
+	p := newProfile(t0, free, releases, len(pl.pend))
 	at := func() float64 {
-		if st := p.earliest(sn, dur); st >= 0 {
+		if st := p.earliest(pl.sn, pl.dur); st >= 0 {
 			return float64(min(st-t0, planHorizon))
 		}
 		return planHorizon
 	}
 	var r planResult
 	r.first = at()
-	sort.SliceStable(pend, func(a, b int) bool {
-		if pend[a].Priority != pend[b].Priority {
-			return pend[a].Priority > pend[b].Priority
-		}
-		if !pend[a].Submit.Equal(pend[b].Submit) {
-			return pend[a].Submit.Before(pend[b].Submit)
-		}
-		return pend[a].ID < pend[b].ID
-	})
-	if len(pend) > planMaxPending {
-		pend = pend[:planMaxPending]
-	}
-	own := ownPlace(pend, now, s.account)
 	r.own = r.first
-	mid := len(pend) / 2
-	for k, j := range pend {
+	mid := len(pl.pend) / 2
+	for k, j := range pl.pend {
 		if k == mid {
 			r.mid = at()
 		}
-		rn := min(need(j.Nodes, j.GPUs), capacity)
+		rn := min(pl.need(j.Nodes, j.GPUs), pl.capacity)
 		d := scaled(j)
 		if j.TimeLimit <= 0 {
 			d = 3600
@@ -228,12 +285,12 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func
 		if st := p.earliest(rn, d); st >= 0 {
 			p.reserve(st, d, rn)
 		}
-		if k+1 == own {
+		if k+1 == pl.own {
 			r.own = at()
 		}
 	}
 	r.last = at()
-	if len(pend) == 0 {
+	if len(pl.pend) == 0 {
 		r.mid = r.last
 	}
 	return r
