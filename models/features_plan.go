@@ -24,11 +24,6 @@ type profile struct {
 	t    []int64
 	free []int64
 	lo   int
-	// since remembers earliest's last answer per (need, dur): reservations
-	// only lower free capacity, so the next answer is never earlier and the
-	// scan may start there (identical shapes are common: job arrays, and
-	// the plan's own shape, asked at several places).
-	since map[[2]int64]int64
 }
 
 // newProfile starts with free capacity at now and releases of running
@@ -65,26 +60,7 @@ func (p *profile) earliest(need, dur int64) int64 {
 	for p.lo < n-1 && p.free[p.lo] <= 0 {
 		p.lo++
 	}
-	key := [2]int64{need, dur}
-	from := p.lo
-	if t, ok := p.since[key]; ok {
-		if t < 0 {
-			return -1 // it did not fit then; it cannot now
-		}
-		from = max(from, sort.Search(n, func(k int) bool { return p.t[k] >= t }))
-	}
-	st := p.scan(from, need, dur)
-	if p.since == nil {
-		p.since = map[[2]int64]int64{}
-	}
-	p.since[key] = st
-	return st
-}
-
-// scan is earliest from step i on.
-func (p *profile) scan(i int, need, dur int64) int64 {
-	n := len(p.t)
-	for i < n {
+	for i := p.lo; i < n; {
 		start := p.t[i]
 		end := start + dur
 		ok := true

@@ -23,9 +23,10 @@ func bruteEarliest(p *profile, need, dur int64) int64 {
 	return -1
 }
 
-// TestProfileEarliestMatchesBruteForce plans random queues with the
-// remembered scans of profile.earliest and checks every answer against a
-// brute-force search of the same profile, so the memo never changes a plan.
+// TestProfileEarliestMatchesBruteForce plans random queues with
+// profile.earliest (which skips the leading steps with nothing free and
+// jumps past a step that does not fit) and checks every answer against a
+// brute-force search of the same profile.
 func TestProfileEarliestMatchesBruteForce(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := 0; trial < 300; trial++ {
