@@ -1,13 +1,11 @@
 package models
 
 import (
-	"cmp"
 	"errors"
 	"hash/fnv"
 	"math"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -385,7 +383,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 	w.add("plan_gap_last_h", pl.last/3600-left)
 	w.add("plan_wait_mid_h", pl.mid/3600)
 	w.add("plan_wait_own_h", pl.own/3600)
-	frac, byUser := runtimeFractions(obs.History, now)
+	frac, byUser := runtimeFractions(obs.History, snap.Jobs, now)
 	ex := planner.plan(func(j *provisioner.Job) float64 {
 		if f, ok := byUser[j.User]; ok {
 			return f
@@ -425,15 +423,16 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 
 // runtimeFractions is the median share of their time limit that the jobs
 // of history which ended in (now − historyHorizon, now] ran for, overall
-// (0, unknown, with fewer than 10 such jobs) and per user with at least 3,
-// each in [0.05, 1].
-func runtimeFractions(hist []provisioner.Job, now time.Time) (float64, map[string]float64) {
-	type ended struct {
-		user string
-		f    float64
+// (0, unknown, with fewer than 10 such jobs) and for each user of jobs
+// (the snapshot's) with at least 3, each in [0.05, 1]. Only the users of
+// jobs are kept apart: the history holds thousands of jobs on a busy
+// cluster, and this runs on every decision.
+func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map[string]float64) {
+	users := map[string][]float64{}
+	for i := range jobs {
+		users[jobs[i].User] = nil
 	}
-	var all []float64
-	var byEnd []ended
+	all := make([]float64, 0, len(hist))
 	for i := range hist {
 		j := &hist[i]
 		if j.End.IsZero() || j.Start.IsZero() || j.End.After(now) || now.Sub(j.End) >= historyHorizon || j.TimeLimit <= 0 {
@@ -441,40 +440,22 @@ func runtimeFractions(hist []provisioner.Job, now time.Time) (float64, map[strin
 		}
 		f := j.End.Sub(j.Start).Seconds() / j.TimeLimit.Seconds()
 		all = append(all, f)
-		byEnd = append(byEnd, ended{j.User, f})
+		if r, ok := users[j.User]; ok {
+			users[j.User] = append(r, f)
+		}
 	}
-	med := func(sorted []float64) float64 {
-		return math.Min(1, math.Max(0.05, Percentile(sorted, 0.5)))
+	med := func(r []float64) float64 {
+		slices.Sort(r)
+		return math.Min(1, math.Max(0.05, Percentile(r, 0.5)))
 	}
-	// Group by user (sorted by user, then share), one median per user.
-	slices.SortFunc(byEnd, func(a, b ended) int {
-		if c := strings.Compare(a.user, b.user); c != 0 {
-			return c
+	byUser := make(map[string]float64, len(users))
+	for u, r := range users {
+		if len(r) >= 3 {
+			byUser[u] = med(r)
 		}
-		return cmp.Compare(a.f, b.f)
-	})
-	var byUser map[string]float64
-	fs := make([]float64, 0, len(byEnd))
-	for lo := 0; lo < len(byEnd); {
-		hi := lo
-		for hi < len(byEnd) && byEnd[hi].user == byEnd[lo].user {
-			hi++
-		}
-		if hi-lo >= 3 {
-			fs = fs[:0]
-			for _, e := range byEnd[lo:hi] {
-				fs = append(fs, e.f)
-			}
-			if byUser == nil {
-				byUser = map[string]float64{}
-			}
-			byUser[byEnd[lo].user] = med(fs)
-		}
-		lo = hi
 	}
 	if len(all) < 10 {
 		return 0, byUser
 	}
-	slices.Sort(all)
 	return med(all), byUser
 }

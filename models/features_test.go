@@ -324,11 +324,13 @@ func TestRuntimeFractions(t *testing.T) {
 		testJob("run").running(2*testHour, testHour).limit(testHour).build(), // still running: ignored
 	)
 	// 14 shares: sorted .01 .01 .02 .1 .2 .3 .4 .5 .5 .6 .9 1 1 1 → median (.4+.5)/2.
-	all, users := runtimeFractions(hist, testT0)
+	// The snapshot's users: u4 has no job in it, u5 no ended job.
+	jobs := []provisioner.Job{{User: "u1"}, {User: "u2"}, {User: "u3"}, {User: "u3"}, {User: "u5"}}
+	all, users := runtimeFractions(hist, jobs, testT0)
 	if math.Abs(all-0.45) > 1e-9 {
 		t.Errorf("overall %v, want 0.45", all)
 	}
-	want := map[string]float64{"u1": 0.4, "u3": 0.5, "u4": 0.05}
+	want := map[string]float64{"u1": 0.4, "u3": 0.5}
 	if len(users) != len(want) {
 		t.Errorf("users %v, want %v", users, want)
 	}
@@ -337,7 +339,10 @@ func TestRuntimeFractions(t *testing.T) {
 			t.Errorf("user %s: %v, want %v", u, users[u], w)
 		}
 	}
-	if all, _ := runtimeFractions(hist[:9], testT0); all != 0 {
+	if _, users := runtimeFractions(hist, append(jobs, provisioner.Job{User: "u4"}), testT0); math.Abs(users["u4"]-0.05) > 1e-9 {
+		t.Errorf("user u4: %v, want 0.05 (0.02 raised to the floor)", users["u4"])
+	}
+	if all, _ := runtimeFractions(hist[:9], jobs, testT0); all != 0 {
 		t.Errorf("9 ended jobs: %v, want 0 (unknown)", all)
 	}
 }
