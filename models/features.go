@@ -433,9 +433,10 @@ func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map
 		users[jobs[i].User] = nil
 	}
 	all := make([]float64, 0, len(hist))
+	since := now.Add(-historyHorizon) // ended after since, at or before now
 	for i := range hist {
 		j := &hist[i]
-		if j.End.IsZero() || j.Start.IsZero() || j.End.After(now) || now.Sub(j.End) >= historyHorizon || j.TimeLimit <= 0 {
+		if !j.End.After(since) || j.End.After(now) || j.Start.IsZero() || j.TimeLimit <= 0 {
 			continue
 		}
 		f := j.End.Sub(j.Start).Seconds() / j.TimeLimit.Seconds()
