@@ -178,6 +178,8 @@ func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape) *planner
 		pl.result = &planResult{planHorizon, planHorizon, planHorizon, planHorizon}
 		return pl
 	}
+	pl.running = make([]*provisioner.Job, 0, len(snap.Jobs))
+	pl.pend = make([]*provisioner.Job, 0, len(snap.Jobs))
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if s.partition != "" && j.Partition != s.partition {
