@@ -428,10 +428,13 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 // jobs are kept apart: the history holds thousands of jobs on a busy
 // cluster, and this runs on every decision.
 func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map[string]float64) {
-	users := map[string][]float64{}
+	group := map[string]int{} // user → index into shares
 	for i := range jobs {
-		users[jobs[i].User] = nil
+		if _, ok := group[jobs[i].User]; !ok {
+			group[jobs[i].User] = len(group)
+		}
 	}
+	shares := make([][]float64, len(group))
 	all := make([]float64, 0, len(hist))
 	since := now.Add(-historyHorizon) // ended after since, at or before now
 	for i := range hist {
@@ -441,18 +444,18 @@ func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map
 		}
 		f := j.End.Sub(j.Start).Seconds() / j.TimeLimit.Seconds()
 		all = append(all, f)
-		if r, ok := users[j.User]; ok {
-			users[j.User] = append(r, f)
+		if k, ok := group[j.User]; ok {
+			shares[k] = append(shares[k], f)
 		}
 	}
 	med := func(r []float64) float64 {
 		slices.Sort(r)
 		return math.Min(1, math.Max(0.05, Percentile(r, 0.5)))
 	}
-	byUser := make(map[string]float64, len(users))
-	for u, r := range users {
-		if len(r) >= 3 {
-			byUser[u] = med(r)
+	byUser := make(map[string]float64, len(group))
+	for u, k := range group {
+		if len(shares[k]) >= 3 {
+			byUser[u] = med(shares[k])
 		}
 	}
 	if len(all) < 10 {
