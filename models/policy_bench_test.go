@@ -222,6 +222,8 @@ func BenchmarkDecideLS6(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(len(obs.Snapshot.Pending())), "pending")
+		b.ReportMetric(float64(len(obs.History)), "history")
+		b.ReportMetric(float64(len(obs.Snapshot.Jobs)), "jobs")
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
 	})
 	for _, name := range learnedPolicies {
