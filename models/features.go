@@ -338,26 +338,21 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 
 	// History: the last historyWindow jobs that started in (now − historyHorizon, now], by start time.
 	starts := w.buf[:0]
-	var recent []*provisioner.Job
+	recent := make([]*provisioner.Job, 0, len(obs.History))
+	since := now.Add(-historyHorizon)
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
+		if j.Start.After(since) && !j.Start.After(now) { // a zero Start is before since
 			recent = append(recent, j)
 		}
 	}
-	sort.SliceStable(recent, func(a, b int) bool { return recent[a].Start.Before(recent[b].Start) })
+	day := float64(len(recent)) // every start of the last 24 hours
+	slices.SortStableFunc(recent, func(a, b *provisioner.Job) int { return a.Start.Compare(b.Start) })
 	if len(recent) > historyWindow {
 		recent = recent[len(recent)-historyWindow:]
 	}
-	var day float64
 	for _, j := range recent {
 		starts = append(starts, hours(j.Waited(now)))
-	}
-	for i := range obs.History {
-		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(now) && now.Sub(j.Start) < historyHorizon {
-			day++
-		}
 	}
 	mean := 0.0
 	if len(starts) > 0 {
