@@ -115,6 +115,8 @@ func TestTrainBadInput(t *testing.T) {
 		{[]string{"--model", "xgb", "--train-until", "2022-11-03", "--until", "2022-11-02"}, exitUsage, "is not after"},
 		{[]string{"--model", "xgb", "--scales", "0.5"}, exitUsage, "--scales"},
 		{[]string{"--model", "xgb", "--target", "both"}, exitUsage, "--target"},
+		{[]string{"--model", "wait", "--wait-replicas", "0"}, exitUsage, "--wait-replicas 0"},
+		{[]string{"--model", "wait", "--wait-replicas", "65"}, exitUsage, "--wait-replicas 65"},
 		{[]string{"--model", "xgb", "--from", "2030-01-01"}, exitUsage, "no injection points"},
 	}
 	for _, tt := range tests {
