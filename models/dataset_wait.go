@@ -177,7 +177,9 @@ func (sc *Scenario) WithSeed(seed uint64) *Scenario {
 // change the schedule: training on several keeps a predictor from fitting
 // one replay's accidents (on LS6 with the v3 features, February
 // validation, seeds 1–5: one replay gave 2.71–3.81× lower median error
-// than Slurm's estimate, five replays 3.00–3.63×).
+// than Slurm's estimate, five replays 3.00–3.63×). With more than one
+// replica, o.Progress is called from the worker goroutines, serialised
+// (as GenerateChainData does), with the jobs of every replica.
 func GenerateWaitReplicas(ctx context.Context, sc *Scenario, o WaitGenOptions, replicas, workers int) (*WaitData, error) {
 	if replicas <= 1 {
 		return GenerateWaitData(ctx, sc, o)
@@ -188,63 +190,42 @@ func GenerateWaitReplicas(ctx context.Context, sc *Scenario, o WaitGenOptions, r
 	start := time.Now() // wall time, reported only
 	parts := make([]*WaitData, replicas)
 	errs := make([]error, replicas)
-	done := make([]int, replicas)
-	total := make([]int, replicas)
-	var mu sync.Mutex
-	progress := o.Progress
+	done := make([]int, replicas) // jobs done per replica, for progress
+	var progMu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for k := range next {
 				ro := o
-				ro.Progress = func(d, t int) {
-					mu.Lock()
-					done[k], total[k] = d, t
-					mu.Unlock()
+				if o.Progress != nil {
+					ro.Progress = func(d, total int) {
+						progMu.Lock()
+						defer progMu.Unlock()
+						done[k] = d
+						sum := 0
+						for _, n := range done {
+							sum += n
+						}
+						o.Progress(sum, total*replicas) // every replica has the same jobs
+					}
 				}
 				parts[k], errs[k] = GenerateWaitData(ctx, sc.WithSeed(sc.Config.Seed+uint64(k)), ro)
 			}
 		}()
 	}
-	go func() {
-		defer close(next)
-		for k := 0; k < replicas; k++ {
-			select {
-			case next <- k:
-			case <-ctx.Done():
-				return
-			}
+feed:
+	for k := range replicas {
+		select {
+		case next <- k:
+		case <-ctx.Done():
+			break feed
 		}
-	}()
-	if progress != nil {
-		tick := time.NewTicker(200 * time.Millisecond)
-		finished := make(chan struct{})
-		go func() { wg.Wait(); close(finished) }()
-	loop:
-		for {
-			select {
-			case <-tick.C:
-				mu.Lock()
-				d, t := 0, 0
-				for k := range done {
-					d += done[k]
-					t = max(t, total[k]) // every replica has the same jobs
-				}
-				mu.Unlock()
-				if t > 0 {
-					progress(d, t*replicas)
-				}
-			case <-finished:
-				break loop
-			}
-		}
-		tick.Stop()
-	} else {
-		wg.Wait()
 	}
+	close(next)
+	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -259,8 +240,5 @@ func GenerateWaitReplicas(ctx context.Context, sc *Scenario, o WaitGenOptions, r
 		out.Samples = append(out.Samples, p.Samples...)
 	}
 	out.Seconds = time.Since(start).Seconds()
-	if progress != nil {
-		progress(len(out.Samples), len(out.Samples))
-	}
 	return &out, nil
 }

@@ -87,7 +87,7 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //     hours before now): mean wait (the `average` baseline), median and 90th
 //     percentile wait, and the number of those starts (all of the last 24 hours').
 //   - plan (v2): the successor's wait as planned from the snapshot with every
-//     job running to its limit (see planWaits): ahead of all pending jobs
+//     job running to its limit (see planner): ahead of all pending jobs
 //     and behind them (conservative backfill), and each minus the
 //     predecessor's time left (the gap those plans imply).
 //   - plan places (v3): the same plan with the successor behind the upper
@@ -420,8 +420,9 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 // of history which ended in (now − historyHorizon, now] ran for, overall
 // (0, unknown, with fewer than 10 such jobs) and for each user of jobs
 // (the snapshot's) with at least 3, each in [0.05, 1]. Only the users of
-// jobs are kept apart: the history holds thousands of jobs on a busy
-// cluster, and this runs on every decision.
+// jobs are kept apart, as only they are planned: this runs on every
+// decision (183 history jobs and 82 snapshot jobs on the LS6 state of
+// BenchmarkDecideLS6).
 func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map[string]float64) {
 	group := map[string]int{} // user → index into shares
 	for i := range jobs {

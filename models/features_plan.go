@@ -111,29 +111,21 @@ type planShape struct {
 // planResult holds a plan's waits for the shape, in seconds capped at
 // planHorizon: first when the job would be the highest-priority pending
 // job, mid behind the upper half of the pending jobs (by priority), own
-// behind every pending job of its account (they are older, so with the
-// same fair share they rank higher; first when the account has none) and
-// last behind every pending job.
+// behind the pending jobs its estimated priority ranks below (ownPlace;
+// first when none) and last behind every pending job.
 type planResult struct{ first, mid, own, last float64 }
 
-// planWaits estimates, from the snapshot alone, how long a job of shape s
+// planner estimates, from the snapshot alone, how long a job of one shape
 // would wait if submitted now, at several places in the priority order
 // (planResult): pending jobs ahead of it are placed at their earliest
-// start in priority order (conservative backfill). Jobs run for frac of
-// their time limit (nil: to the limit, as Slurm plans; a running job past
-// that fraction ends a minute from now); the job itself needs its whole
-// limit. Capacity is aggregated over the partition's schedulable nodes, in
-// GPUs (or in nodes when the partition has no GPUs), which is exact for
-// whole-node clusters and ignores fragmentation otherwise. All zero
-// without a snapshot or a shape.
-func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func(*provisioner.Job) float64) planResult {
-	return newPlanner(snap, now, s).plan(frac)
-}
-
-// planner holds what every plan of one shape on one snapshot shares: the
-// partition's capacity, its running jobs, its pending jobs in priority
-// order (at most planMaxPending) and the shape's own place among them, so
-// that plans with different runtimes (planner.plan) pay for them once.
+// start in priority order (conservative backfill). Capacity is aggregated
+// over the partition's schedulable nodes, in GPUs (or in nodes when the
+// partition has no GPUs), which is exact for whole-node clusters and
+// ignores fragmentation otherwise; all waits are zero without a snapshot
+// or a shape. It holds what every plan of the shape shares — capacity,
+// running jobs, pending jobs in priority order (at most planMaxPending)
+// and the shape's own place among them — so that plans with different
+// runtimes (planner.plan) pay for them once.
 type planner struct {
 	t0       int64
 	useGPUs  bool
@@ -216,7 +208,9 @@ func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape) *planner
 }
 
 // plan runs one conservative-backfill plan with jobs running for frac of
-// their limits (nil: the whole limit).
+// their time limit (nil: to the limit, as Slurm plans; a running job past
+// that share ends a minute from now); the shape itself needs its whole
+// limit.
 func (pl *planner) plan(frac func(*provisioner.Job) float64) planResult {
 	if pl.result != nil {
 		return *pl.result

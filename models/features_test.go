@@ -237,6 +237,12 @@ func BenchmarkFeatures(b *testing.B) {
 	}
 }
 
+// planWaits is one plan of shape s on snap (the planner's own entry point
+// for a single plan).
+func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func(*provisioner.Job) float64) planResult {
+	return newPlanner(snap, now, s).plan(frac)
+}
+
 // TestOwnPlace: priorities grow 100 per hour of age within accounts A
 // (ages 10, 6, 2 h: 1100, 700, 300) and B (4, 1 h: 1200, 900); C has one
 // job (5 h: 1000). At age zero A's jobs would have 100, B's 800, C's 500.
