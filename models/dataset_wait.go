@@ -87,7 +87,7 @@ func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*Wai
 	}
 	cfg := sc.Config
 	settle := cfg.BFInterval + cfg.SchedLatency + 2*time.Second
-	out := &WaitData{Schema: Schema(), Trace: sc.Name, From: o.From, Until: o.Until, Samples: make([]WaitSample, len(specs))}
+	out := &WaitData{Schema: WaitSchema(), Trace: sc.Name, From: o.From, Until: o.Until, Samples: make([]WaitSample, len(specs))}
 	var lastAt time.Time
 	var obsSnap *provisioner.Snapshot
 	var obsHist []provisioner.Job
@@ -107,7 +107,7 @@ func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*Wai
 			lastAt = at
 		}
 		req := waitRequest(sp)
-		x, err := Features(WaitObservation(at, obsSnap, obsHist, req))
+		x, err := WaitFeatures(WaitObservation(at, obsSnap, obsHist, req))
 		if err != nil {
 			return nil, err
 		}
@@ -175,7 +175,7 @@ func (sc *Scenario) WithSeed(seed uint64) *Scenario {
 // samples concatenated in replica order. Each replay is deterministic, so
 // the result is too. The replicas differ only where the latency draws
 // change the schedule: training on several keeps a predictor from fitting
-// one replay's accidents (on LS6 with the v3 features, February
+// one replay's accidents (on LS6 with the wait schema, February
 // validation, seeds 1–5: one replay gave 2.71–3.81× lower median error
 // than Slurm's estimate, five replays 3.00–3.63×). With more than one
 // replica, o.Progress is called from the worker goroutines, serialised

@@ -19,12 +19,22 @@ type SchemaID struct {
 	Fields  []string `json:"fields,omitempty"` // field names, in vector order
 }
 
-// FeatureSchemaName is the family name of the features computed here.
+// FeatureSchemaName is the family name of the chain policies' features.
 const FeatureSchemaName = "mirage-chain"
 
-// FeatureSchemaVersion is the current version; bump it on any change to
-// computeFeatures (meaning, order or count of fields).
-const FeatureSchemaVersion = 3
+// FeatureSchemaVersion is the chain schema's current version; bump it on
+// any change to computeFeatures that touches its fields (meaning, order or
+// count). v4 is v2's 72 fields again (v3 added the wait fields below, which
+// cost a third of a decision and did not help the chain policies).
+const FeatureSchemaVersion = 4
+
+// WaitSchemaName is the family name of the wait predictor's features: the
+// chain fields plus the plan places and expected-runtime plans (the v3
+// fields of the chain schema, which the wait predictor is trained on).
+const WaitSchemaName = "mirage-wait"
+
+// WaitSchemaVersion is the wait schema's current version.
+const WaitSchemaVersion = 1
 
 // Percentiles used for every distribution feature (the published design's 0/25/50/75/100).
 var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
@@ -41,30 +51,58 @@ const historyWindow = 100
 // the features do not depend on how much history a backend hands over.
 const historyHorizon = 24 * time.Hour
 
-var schemaV1 = func() SchemaID {
+// schemaOf names the fields computeFeatures writes for one family.
+func schemaOf(name string, version int, wait bool) SchemaID {
 	w := &featureWriter{names: []string{}}
-	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}})
-	return SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion, Fields: w.names}
-}()
+	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}}, wait)
+	return SchemaID{Name: name, Version: version, Fields: w.names}
+}
 
-// Schema returns the current feature schema (name, version, field names).
-func Schema() SchemaID {
-	s := schemaV1
+var (
+	chainSchema = schemaOf(FeatureSchemaName, FeatureSchemaVersion, false)
+	waitSchema  = schemaOf(WaitSchemaName, WaitSchemaVersion, true)
+)
+
+func cloneSchema(s SchemaID) SchemaID {
 	s.Fields = slices.Clone(s.Fields)
 	return s
 }
 
-// NumFeatures is the length of a feature vector of the current schema.
-func NumFeatures() int { return len(schemaV1.Fields) }
+// Schema returns the chain policies' feature schema (name, version, field names).
+func Schema() SchemaID { return cloneSchema(chainSchema) }
+
+// WaitSchema returns the wait predictor's feature schema.
+func WaitSchema() SchemaID { return cloneSchema(waitSchema) }
+
+// CurrentSchema returns the schema this build computes for a family name
+// (a model's Meta.Schema.Name); false for an unknown family.
+func CurrentSchema(name string) (SchemaID, bool) {
+	switch name {
+	case FeatureSchemaName:
+		return Schema(), true
+	case WaitSchemaName:
+		return WaitSchema(), true
+	}
+	return SchemaID{}, false
+}
+
+// NumFeatures is the length of a chain feature vector.
+func NumFeatures() int { return len(chainSchema.Fields) }
+
+// NumWaitFeatures is the length of a wait feature vector.
+func NumWaitFeatures() int { return len(waitSchema.Fields) }
 
 // ErrNoSnapshot: an observation without a cluster snapshot.
 var ErrNoSnapshot = errors.New("observation has no snapshot")
 
-// Features computes the current schema's feature vector from one
+// Features computes the chain schema's feature vector from one
 // observation. It is pure: the same observation gives the same vector, from
 // the simulator and from squeue/sacct alike. All durations are in hours.
+// WaitFeatures computes the wait schema's vector: the same fields with the
+// wait-only ones (marked "wait schema") inserted before the scheduler
+// estimates.
 //
-// Fields, in order (see Schema().Fields for the names):
+// Fields, in order (see Schema().Fields and WaitSchema().Fields for the names):
 //   - pending jobs: count, requested nodes (sum), requested GPUs (sum), and
 //     the 0/25/50/75/100th percentiles of time limit and time waited. (Time
 //     run of a pending job is always zero, so unlike the published design it
@@ -86,21 +124,21 @@ var ErrNoSnapshot = errors.New("observation has no snapshot")
 //   - history (Observation.History, the last 100 jobs that started in the 24
 //     hours before now): mean wait (the `average` baseline), median and 90th
 //     percentile wait, and the number of those starts (all of the last 24 hours').
-//   - plan (v2): the successor's wait as planned from the snapshot with every
+//   - plan: the successor's wait as planned from the snapshot with every
 //     job running to its limit (see planner): ahead of all pending jobs
 //     and behind them (conservative backfill), and each minus the
 //     predecessor's time left (the gap those plans imply).
-//   - plan places (v3): the same plan with the successor behind the upper
+//   - plan places (wait schema): the same plan with the successor behind the upper
 //     half of the pending jobs, and behind the pending jobs an estimate of
 //     its own priority puts ahead of it (ownPlace: the priority its
 //     account's pending jobs would have at age zero).
-//   - expected-runtime plan (v3): the median share of their limit that the
+//   - expected-runtime plan (wait schema): the median share of their limit that the
 //     jobs of the history which ended in the last 24 hours ran for (0 when
 //     fewer than 10 ended), and the four plan places again with every
 //     job running for that share of its limit (its user's median when the
 //     user has 3 such jobs; the successor keeps its whole limit, as Slurm
 //     plans it).
-//   - scheduler estimates (v2; squeue --start, the simulator's backfill
+//   - scheduler estimates (squeue --start, the simulator's backfill
 //     plan; zeros where the backend has none): the share of pending jobs
 //     with an estimated start, the latest estimated start among pending jobs
 //     of the successor's node count (its queue would be behind them) and
@@ -112,11 +150,25 @@ func Features(obs *provisioner.Observation) ([]float64, error) {
 // AppendFeatures appends the feature vector of obs to dst and returns it
 // (allocation-free when dst has room).
 func AppendFeatures(dst []float64, obs *provisioner.Observation) ([]float64, error) {
+	return appendFeatures(dst, obs, false)
+}
+
+// WaitFeatures computes the wait schema's feature vector (see Features).
+func WaitFeatures(obs *provisioner.Observation) ([]float64, error) {
+	return AppendWaitFeatures(make([]float64, 0, NumWaitFeatures()), obs)
+}
+
+// AppendWaitFeatures is AppendFeatures for the wait schema.
+func AppendWaitFeatures(dst []float64, obs *provisioner.Observation) ([]float64, error) {
+	return appendFeatures(dst, obs, true)
+}
+
+func appendFeatures(dst []float64, obs *provisioner.Observation, wait bool) ([]float64, error) {
 	if obs == nil || obs.Snapshot == nil {
 		return dst, ErrNoSnapshot
 	}
 	w := &featureWriter{vals: dst}
-	computeFeatures(w, obs)
+	computeFeatures(w, obs, wait)
 	return w.vals, nil
 }
 
@@ -141,8 +193,17 @@ func (w *featureWriter) add(name string, v float64) {
 func (w *featureWriter) addPercentiles(prefix string, vals []float64) {
 	sort.Float64s(vals)
 	for _, q := range featurePercentiles {
-		w.add(prefix+"_p"+itoa(int(q*100)), Percentile(vals, q))
+		w.add(w.name(prefix, "_p", int(q*100)), Percentile(vals, q))
 	}
+}
+
+// name is prefix+sep+i when the writer collects names, else "" (building
+// names on every vector was a measurable share of its cost).
+func (w *featureWriter) name(prefix, sep string, i int) string {
+	if w.names == nil {
+		return ""
+	}
+	return prefix + sep + itoa(i)
 }
 
 // Percentile returns the q-quantile (0 ≤ q ≤ 1) of sorted values with linear
@@ -185,8 +246,9 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// computeFeatures is the single definition of the schema: field order here is the vector order.
-func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
+// computeFeatures is the single definition of both schemas (the wait
+// schema when wait is set): field order here is the vector order.
+func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) {
 	snap := obs.Snapshot
 	now := obs.Now
 	if now.IsZero() {
@@ -328,7 +390,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 		bucket = int(h.Sum32() % partitionBuckets)
 	}
 	for b := 0; b < partitionBuckets; b++ {
-		w.add("partition_hash_"+itoa(b), b2f(b == bucket))
+		w.add(w.name("partition_hash", "_", b), b2f(b == bucket))
 	}
 	partShare := 0.0
 	if nPend > 0 {
@@ -370,29 +432,31 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation) {
 		left = math.Max(0, hours(p.TimeLimit-p.Elapsed(now)))
 	}
 	shape := planShape{partition: partition, account: account, nodes: obs.Successor.Nodes, gpus: obs.Successor.GPUs, limit: succLimit}
-	planner := newPlanner(snap, now, shape)
+	planner := newPlanner(snap, now, shape, wait)
 	pl := planner.plan(nil)
 	w.add("plan_wait_first_h", pl.first/3600)
 	w.add("plan_wait_last_h", pl.last/3600)
 	w.add("plan_gap_first_h", pl.first/3600-left)
 	w.add("plan_gap_last_h", pl.last/3600-left)
-	w.add("plan_wait_mid_h", pl.mid/3600)
-	w.add("plan_wait_own_h", pl.own/3600)
-	frac, byUser := runtimeFractions(obs.History, snap.Jobs, now)
-	ex := planner.plan(func(j *provisioner.Job) float64 {
-		if f, ok := byUser[j.User]; ok {
-			return f
-		}
-		if frac == 0 {
-			return 1
-		}
-		return frac
-	})
-	w.add("hist_runtime_frac", frac)
-	w.add("plan_exp_first_h", ex.first/3600)
-	w.add("plan_exp_mid_h", ex.mid/3600)
-	w.add("plan_exp_own_h", ex.own/3600)
-	w.add("plan_exp_last_h", ex.last/3600)
+	if wait {
+		w.add("plan_wait_mid_h", pl.mid/3600)
+		w.add("plan_wait_own_h", pl.own/3600)
+		frac, byUser := runtimeFractions(obs.History, snap.Jobs, now)
+		ex := planner.plan(func(j *provisioner.Job) float64 {
+			if f, ok := byUser[j.User]; ok {
+				return f
+			}
+			if frac == 0 {
+				return 1
+			}
+			return frac
+		})
+		w.add("hist_runtime_frac", frac)
+		w.add("plan_exp_first_h", ex.first/3600)
+		w.add("plan_exp_mid_h", ex.mid/3600)
+		w.add("plan_exp_own_h", ex.own/3600)
+		w.add("plan_exp_last_h", ex.last/3600)
+	}
 
 	var withEst, shapeMax, allMax float64
 	for i := range snap.Jobs {

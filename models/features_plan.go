@@ -112,7 +112,8 @@ type planShape struct {
 // planHorizon: first when the job would be the highest-priority pending
 // job, mid behind the upper half of the pending jobs (by priority), own
 // behind the pending jobs its estimated priority ranks below (ownPlace;
-// first when none) and last behind every pending job.
+// first when none) and last behind every pending job; a planner not asked
+// for places leaves mid 0 and own first.
 type planResult struct{ first, mid, own, last float64 }
 
 // planner estimates, from the snapshot alone, how long a job of one shape
@@ -124,8 +125,8 @@ type planResult struct{ first, mid, own, last float64 }
 // ignores fragmentation otherwise; all waits are zero without a snapshot
 // or a shape. It holds what every plan of the shape shares — capacity,
 // running jobs, pending jobs in priority order (at most planMaxPending)
-// and the shape's own place among them — so that plans with different
-// runtimes (planner.plan) pay for them once.
+// and the shape's own place among them (only when asked for: places) — so
+// that plans with different runtimes (planner.plan) pay for them once.
 type planner struct {
 	t0       int64
 	useGPUs  bool
@@ -133,6 +134,7 @@ type planner struct {
 	sn, dur  int64 // the shape's need and duration (seconds)
 	running  []*provisioner.Job
 	pend     []*provisioner.Job
+	places   bool // compute mid and own (else they are 0 and first)
 	own      int
 	result   *planResult // fixed answer (no capacity or shape, or never fits)
 }
@@ -144,7 +146,7 @@ func (pl *planner) need(nodes, gpus int) int64 {
 	return int64(nodes)
 }
 
-func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape) *planner {
+func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape, places bool) *planner {
 	var gpuCap, nodeCap int64
 	// A node that lists no partitions (Kubernetes) belongs to every partition.
 	inPart := func(parts []string) bool {
@@ -203,7 +205,10 @@ func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape) *planner
 	if len(pl.pend) > planMaxPending {
 		pl.pend = pl.pend[:planMaxPending]
 	}
-	pl.own = ownPlace(pl.pend, now, s.account)
+	if places {
+		pl.places = true
+		pl.own = ownPlace(pl.pend, now, s.account)
+	}
 	return pl
 }
 
@@ -245,6 +250,9 @@ func (pl *planner) plan(frac func(*provisioner.Job) float64) planResult {
 	r.first = at()
 	r.own = r.first
 	mid := len(pl.pend) / 2
+	if !pl.places {
+		mid = -1
+	}
 	for k, j := range pl.pend {
 		if k == mid {
 			r.mid = at()
@@ -262,7 +270,7 @@ func (pl *planner) plan(frac func(*provisioner.Job) float64) planResult {
 		}
 	}
 	r.last = at()
-	if len(pl.pend) == 0 {
+	if len(pl.pend) == 0 && pl.places {
 		r.mid = r.last
 	}
 	return r

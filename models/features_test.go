@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,17 +78,46 @@ func testObservation() *provisioner.Observation {
 	}
 }
 
+// waitOnlyFields are the wait schema's fields that the chain schema lacks, in order.
+var waitOnlyFields = []string{"plan_wait_mid_h", "plan_wait_own_h", "hist_runtime_frac", "plan_exp_first_h", "plan_exp_mid_h", "plan_exp_own_h", "plan_exp_last_h"}
+
 func TestFeaturesHandComputed(t *testing.T) {
-	got, err := Features(testObservation())
-	if err != nil {
-		t.Fatal(err)
+	want := handFeatures()
+	for _, tc := range []struct {
+		name   string
+		schema SchemaID
+		f      func(*provisioner.Observation) ([]float64, error)
+	}{{"chain", Schema(), Features}, {"wait", WaitSchema(), WaitFeatures}} {
+		got, err := tc.f(testObservation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fields := tc.schema.Fields
+		if len(got) != len(fields) {
+			t.Fatalf("%s: got %d values for %d fields", tc.name, len(got), len(fields))
+		}
+		covered := 0
+		for i, f := range fields {
+			w, ok := want[f]
+			if !ok {
+				t.Errorf("%s: field %s not covered by the test", tc.name, f)
+				continue
+			}
+			covered++
+			if math.Abs(got[i]-w) > 1e-9 {
+				t.Errorf("%s: %s = %v, want %v", tc.name, f, got[i], w)
+			}
+		}
+		if tc.name == "wait" && covered != len(want) {
+			t.Errorf("wait schema has %d of the test's %d fields", covered, len(want))
+		}
 	}
-	fields := Schema().Fields
-	if len(got) != len(fields) {
-		t.Fatalf("got %d values for %d fields", len(got), len(fields))
-	}
-	// Worked out by hand in the comments of testObservation (hours).
-	want := map[string]float64{
+}
+
+// handFeatures is every field's value for testObservation, worked out by
+// hand in its comments (hours).
+func handFeatures() map[string]float64 {
+	return map[string]float64{
 		"pending_count": 3, "pending_nodes": 4, "pending_gpus": 12,
 		// limits sorted [2 4 10]: p25 at rank 0.5 → 3, p75 at rank 1.5 → 7
 		"pending_limit_h_p0": 2, "pending_limit_h_p25": 3, "pending_limit_h_p50": 4, "pending_limit_h_p75": 7, "pending_limit_h_p100": 10,
@@ -122,32 +152,32 @@ func TestFeaturesHandComputed(t *testing.T) {
 		// 2 of 3 pending jobs have estimates; of the successor's shape (1 node, partition gpu) only p1 (1.5 h); latest p2 (3 h).
 		"est_pending_share": 2.0 / 3, "est_shape_latest_h": 1.5, "est_latest_h": 3,
 	}
-	if len(want) != len(fields) {
-		t.Errorf("test covers %d of %d fields", len(want), len(fields))
-	}
-	for i, f := range fields {
-		w, ok := want[f]
-		if !ok {
-			t.Errorf("field %s not covered by the test", f)
-			continue
-		}
-		if math.Abs(got[i]-w) > 1e-9 {
-			t.Errorf("%s = %v, want %v", f, got[i], w)
-		}
-	}
 }
 
 func TestFeaturesEmptyAndErrors(t *testing.T) {
 	if _, err := Features(&provisioner.Observation{}); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("err = %v, want ErrNoSnapshot", err)
 	}
-	got, err := Features(&provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: testT0}})
+	if _, err := WaitFeatures(nil); !errors.Is(err, ErrNoSnapshot) {
+		t.Fatalf("wait: err = %v, want ErrNoSnapshot", err)
+	}
+	empty := &provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: testT0}}
+	got, err := Features(empty)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range got {
 		if v != 0 {
 			t.Errorf("empty observation: %s = %v, want 0", Schema().Fields[i], v)
+		}
+	}
+	got, err = WaitFeatures(empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != 0 {
+			t.Errorf("empty observation, wait: %s = %v, want 0", WaitSchema().Fields[i], v)
 		}
 	}
 }
@@ -166,19 +196,62 @@ func TestFeaturesPure(t *testing.T) {
 }
 
 func TestSchemaNamesUnique(t *testing.T) {
-	s := Schema()
-	if s.Name != FeatureSchemaName || s.Version != FeatureSchemaVersion {
-		t.Fatalf("schema id %s v%d", s.Name, s.Version)
-	}
-	seen := map[string]bool{}
-	for _, f := range s.Fields {
-		if seen[f] || strings.TrimSpace(f) == "" {
-			t.Errorf("field %q duplicated or empty", f)
+	for _, tc := range []struct {
+		s       SchemaID
+		name    string
+		version int
+		width   int
+	}{{Schema(), FeatureSchemaName, FeatureSchemaVersion, 72}, {WaitSchema(), WaitSchemaName, WaitSchemaVersion, 79}} {
+		s := tc.s
+		if s.Name != tc.name || s.Version != tc.version {
+			t.Fatalf("schema id %s v%d, want %s v%d", s.Name, s.Version, tc.name, tc.version)
 		}
-		seen[f] = true
+		seen := map[string]bool{}
+		for _, f := range s.Fields {
+			if seen[f] || strings.TrimSpace(f) == "" {
+				t.Errorf("%s: field %q duplicated or empty", s.Name, f)
+			}
+			seen[f] = true
+		}
+		if len(s.Fields) != tc.width {
+			t.Errorf("%s v%d has %d fields, want %d (bump its version when this changes)", s.Name, s.Version, len(s.Fields), tc.width)
+		}
+		if cur, ok := CurrentSchema(s.Name); !ok || CheckSchema(cur, s) != nil {
+			t.Errorf("CurrentSchema(%q) = %v, %v", s.Name, cur.Version, ok)
+		}
 	}
-	if len(s.Fields) != 79 {
-		t.Errorf("schema v%d has %d fields, want 79 (bump FeatureSchemaVersion when this changes)", s.Version, len(s.Fields))
+	if _, ok := CurrentSchema("mirage-other"); ok {
+		t.Error("CurrentSchema knows an unknown family")
+	}
+	// The wait schema is the chain schema with the wait-only fields
+	// inserted after plan_gap_last_h, in that order.
+	chain, wait := Schema().Fields, WaitSchema().Fields
+	k := slices.Index(chain, "plan_gap_last_h") + 1
+	if k == 0 {
+		t.Fatal("chain schema lacks plan_gap_last_h")
+	}
+	want := slices.Concat(chain[:k], waitOnlyFields, chain[k:])
+	if !slices.Equal(wait, want) {
+		t.Errorf("wait fields %v,\nwant %v", wait, want)
+	}
+}
+
+func TestWaitFeaturesExtendChainFeatures(t *testing.T) {
+	// On a busy snapshot, every chain field has the same value in the wait vector.
+	obs := testBigObservation()
+	c, err := Features(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := WaitFeatures(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf := WaitSchema().Fields
+	for i, f := range Schema().Fields {
+		if j := slices.Index(wf, f); j < 0 || w[j] != c[i] {
+			t.Errorf("%s: chain %v, wait %v", f, c[i], w[max(j, 0)])
+		}
 	}
 }
 
@@ -225,12 +298,20 @@ func testBigObservation() *provisioner.Observation {
 }
 
 func BenchmarkFeatures(b *testing.B) {
+	benchFeatures(b, AppendFeatures)
+}
+
+func BenchmarkWaitFeatures(b *testing.B) {
+	benchFeatures(b, AppendWaitFeatures)
+}
+
+func benchFeatures(b *testing.B, f func([]float64, *provisioner.Observation) ([]float64, error)) {
 	obs := testBigObservation()
-	dst := make([]float64, 0, NumFeatures())
+	dst := make([]float64, 0, NumWaitFeatures())
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		dst, err = AppendFeatures(dst[:0], obs)
+		dst, err = f(dst[:0], obs)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -240,7 +321,7 @@ func BenchmarkFeatures(b *testing.B) {
 // planWaits is one plan of shape s on snap (the planner's own entry point
 // for a single plan).
 func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func(*provisioner.Job) float64) planResult {
-	return newPlanner(snap, now, s).plan(frac)
+	return newPlanner(snap, now, s, true).plan(frac)
 }
 
 // TestOwnPlace: priorities grow 100 per hour of age within accounts A

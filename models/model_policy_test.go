@@ -14,9 +14,15 @@ type testFixedModel struct {
 	task  Task
 	value float64
 	width int
+	wait  bool // on the wait schema (else the chain schema)
 }
 
-func (f *testFixedModel) Meta() Meta { return Meta{Kind: "fixed", Task: f.task, Schema: Schema()} }
+func (f *testFixedModel) Meta() Meta {
+	if f.wait {
+		return Meta{Kind: "fixed", Task: f.task, Schema: WaitSchema()}
+	}
+	return Meta{Kind: "fixed", Task: f.task, Schema: Schema()}
+}
 func (f *testFixedModel) Predict(x []float64) (float64, error) {
 	f.width = len(x)
 	return f.value, nil

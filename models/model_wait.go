@@ -23,13 +23,13 @@ type WaitEstimate struct {
 
 // WaitPredictor answers "how long would a job of this shape wait if
 // submitted now": three regression models of the wait in seconds (quantile
-// XGBoost, see DefaultQuantileParams) on the chain feature schema, with the
+// XGBoost, see DefaultQuantileParams) on the wait feature schema, with the
 // job as the successor and no predecessor (pred_present = 0).
 type WaitPredictor struct {
 	Models [3]Model // p10, p50, p90
 }
 
-// NewWaitPredictor checks that the three models use the current schema and
+// NewWaitPredictor checks that the three models use the current wait schema and
 // are regressions.
 func NewWaitPredictor(p10, p50, p90 Model) (*WaitPredictor, error) {
 	w := &WaitPredictor{Models: [3]Model{p10, p50, p90}}
@@ -37,7 +37,7 @@ func NewWaitPredictor(p10, p50, p90 Model) (*WaitPredictor, error) {
 		if m == nil {
 			return nil, fmt.Errorf("wait predictor: %s model missing", waitDirs[i])
 		}
-		if err := CheckSchema(m.Meta().Schema, Schema()); err != nil {
+		if err := CheckSchema(m.Meta().Schema, WaitSchema()); err != nil {
 			return nil, fmt.Errorf("wait predictor %s: %w", waitDirs[i], err)
 		}
 		if m.Meta().Task != Regression {
@@ -61,7 +61,7 @@ func SaveWaitPredictor(dir string, w *WaitPredictor) error {
 func LoadWaitPredictor(dir string) (*WaitPredictor, error) {
 	var ms [3]Model
 	for i, d := range waitDirs {
-		m, err := Load(filepath.Join(dir, d), Schema())
+		m, err := Load(filepath.Join(dir, d), WaitSchema())
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +81,7 @@ func WaitObservation(now time.Time, snap *provisioner.Snapshot, history []provis
 // models can cross) and clamped at zero.
 func (w *WaitPredictor) Predict(obs *provisioner.Observation) (WaitEstimate, error) {
 	var buf [128]float64
-	x, err := AppendFeatures(buf[:0], obs)
+	x, err := AppendWaitFeatures(buf[:0], obs)
 	if err != nil {
 		return WaitEstimate{}, fmt.Errorf("predict wait: %w", err)
 	}

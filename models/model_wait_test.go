@@ -1,6 +1,7 @@
 package models
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +10,8 @@ import (
 )
 
 func TestWaitPredictorSortsAndClamps(t *testing.T) {
-	w, err := NewWaitPredictor(&testFixedModel{task: Regression, value: 600}, &testFixedModel{task: Regression, value: -5}, &testFixedModel{task: Regression, value: 7200})
+	p50 := &testFixedModel{task: Regression, value: -5, wait: true}
+	w, err := NewWaitPredictor(&testFixedModel{task: Regression, value: 600, wait: true}, p50, &testFixedModel{task: Regression, value: 7200, wait: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,7 +25,15 @@ func TestWaitPredictorSortsAndClamps(t *testing.T) {
 	if got != want {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
-	if _, err := NewWaitPredictor(&testFixedModel{task: Classification}, &testFixedModel{task: Regression}, &testFixedModel{task: Regression}); err == nil || !strings.Contains(err.Error(), "p10") {
+	if p50.width != 79 {
+		t.Errorf("the models saw %d features, want the wait schema's 79", p50.width)
+	}
+	if _, err := NewWaitPredictor(&testFixedModel{task: Classification, wait: true}, &testFixedModel{task: Regression, wait: true}, &testFixedModel{task: Regression, wait: true}); err == nil || !strings.Contains(err.Error(), "p10") {
 		t.Errorf("classification model accepted: %v", err)
+	}
+	// A model of the chain schema is refused, naming both schemas.
+	_, err = NewWaitPredictor(&testFixedModel{task: Regression, wait: true}, &testFixedModel{task: Regression}, &testFixedModel{task: Regression, wait: true})
+	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "p50") || !strings.Contains(err.Error(), "mirage-chain") || !strings.Contains(err.Error(), "mirage-wait") {
+		t.Errorf("chain-schema model: %v", err)
 	}
 }

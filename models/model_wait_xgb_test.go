@@ -11,7 +11,7 @@ import (
 
 func TestWaitPredictorSaveLoad(t *testing.T) {
 	// Synthetic rows of the real schema's width; wait grows with column 0.
-	X, y, _ := testSynth(1500, NumFeatures(), 41)
+	X, y, _ := testSynth(1500, NumWaitFeatures(), 41)
 	for i := range y {
 		y[i] = 600 * (X[i][0] + 1)
 	}
@@ -19,7 +19,7 @@ func TestWaitPredictorSaveLoad(t *testing.T) {
 	for i, q := range WaitQuantiles {
 		p := DefaultQuantileParams(q)
 		p.Rounds, p.MinChildWeight, p.Seed, p.Threads = 50, 20, 41, 2
-		m, err := TrainXGB(&Dataset{Schema: Schema(), X: X, Y: y}, p, Meta{Kind: KindXGB, Seed: 41})
+		m, err := TrainXGB(&Dataset{Schema: WaitSchema(), X: X, Y: y}, p, Meta{Kind: KindXGB, Seed: 41})
 		if err != nil {
 			t.Fatal(err)
 		}

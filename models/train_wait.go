@@ -87,7 +87,7 @@ func TrainWaitPredictor(train, valid *WaitData, o WaitTrainOptions) (*WaitPredic
 	if train == nil || len(train.Samples) == 0 {
 		return nil, nil, errors.New("train wait predictor: no training samples")
 	}
-	if err := CheckSchema(train.Schema, Schema()); err != nil {
+	if err := CheckSchema(train.Schema, WaitSchema()); err != nil {
 		return nil, nil, fmt.Errorf("train wait predictor: %w", err)
 	}
 	if o.Unit <= 0 {
@@ -147,7 +147,7 @@ func TrainWaitPredictor(train, valid *WaitData, o WaitTrainOptions) (*WaitPredic
 
 // Validate scores the predictor on a dataset (with Slurm's estimates when recorded).
 func (w *WaitPredictor) Validate(d *WaitData) (*WaitReport, error) {
-	if err := CheckSchema(d.Schema, Schema()); err != nil {
+	if err := CheckSchema(d.Schema, WaitSchema()); err != nil {
 		return nil, fmt.Errorf("validate wait predictor: %w", err)
 	}
 	n := len(d.Samples)

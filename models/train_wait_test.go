@@ -59,7 +59,7 @@ func TestWaitPredictorOnSimulatedJobs(t *testing.T) {
 		t.Error("an observation without a snapshot must be refused")
 	}
 	// Every sample's features are the observation one second before its arrival.
-	if got := valid.Samples[0].X; len(got) != NumFeatures() {
+	if got := valid.Samples[0].X; len(got) != NumWaitFeatures() {
 		t.Errorf("feature width %d", len(got))
 	}
 	if m := w.Models[1].Meta(); m.Output == nil || m.Output.Expm1Unit != 60 || m.Params["wait_quantile"] != "0.5" || m.Metrics["valid_n"] != float64(len(valid.Samples)) {

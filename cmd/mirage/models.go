@@ -125,15 +125,27 @@ func runModelsLs(w io.Writer, o *modelsLsOptions) error {
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tKIND\tSCHEMA\tTRACE\tTRAINED ON\tROWS\tVALIDATION")
-	cur := models.Schema()
 	for _, m := range ms {
-		schema := fmt.Sprintf("v%d", m.Meta.Schema.Version)
-		if models.CheckSchema(m.Meta.Schema, cur) != nil {
+		schema := fmt.Sprintf("%s v%d", strings.TrimPrefix(m.Meta.Schema.Name, "mirage-"), m.Meta.Schema.Version)
+		if staleSchema(m.Meta.Schema) != "" {
 			schema += " (stale)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.Name, m.Meta.Kind, schema, orDash(m.Meta.Trace), window(m.Meta.Windows.TrainFrom, m.Meta.Windows.TrainUntil), m.Meta.TrainRows, headline(m.Name, m.Meta))
 	}
 	return tw.Flush()
+}
+
+// staleSchema says why a model's feature schema is not the one this build
+// computes for its family ("" when it is).
+func staleSchema(s models.SchemaID) string {
+	cur, ok := models.CurrentSchema(s.Name)
+	switch {
+	case !ok:
+		return fmt.Sprintf(" — stale: this mirage has no %q features; retrain", s.Name)
+	case models.CheckSchema(s, cur) != nil:
+		return fmt.Sprintf(" — stale: this mirage computes %s v%d; retrain", cur.Name, cur.Version)
+	}
+	return ""
 }
 
 func orDash(s string) string {
@@ -221,11 +233,7 @@ func writeMeta(w io.Writer, dir string, m models.Meta) {
 	kv := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	kv("model", dir)
 	kv("kind", string(m.Kind)+" ("+string(m.Task)+")")
-	stale := ""
-	if models.CheckSchema(m.Schema, models.Schema()) != nil {
-		stale = fmt.Sprintf(" — stale: this mirage computes v%d; retrain", models.FeatureSchemaVersion)
-	}
-	kv("features", fmt.Sprintf("%s v%d, %d fields%s", m.Schema.Name, m.Schema.Version, len(m.Schema.Fields), stale))
+	kv("features", fmt.Sprintf("%s v%d, %d fields%s", m.Schema.Name, m.Schema.Version, len(m.Schema.Fields), staleSchema(m.Schema)))
 	kv("trace", orDash(m.Trace))
 	kv("training", window(m.Windows.TrainFrom, m.Windows.TrainUntil))
 	kv("validation", window(m.Windows.ValidFrom, m.Windows.ValidUntil))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -149,7 +150,8 @@ func TestModelsLsShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 3 {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}
-	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Version != models.FeatureSchemaVersion || ents[1].Meta.Params["wait_quantile"] != "0.5" {
+	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Name != "mirage-chain" || ents[2].Meta.Schema.Version != models.FeatureSchemaVersion ||
+		ents[1].Meta.Params["wait_quantile"] != "0.5" || ents[1].Meta.Schema.Name != "mirage-wait" || ents[1].Meta.Schema.Version != models.WaitSchemaVersion {
 		t.Errorf("ls --json entries %+v", ents)
 	}
 	out, _, code = runMirage(t, "models", "show", filepath.Join(fx.dir, "xgb"))
@@ -167,6 +169,33 @@ func TestModelsLsShow(t *testing.T) {
 	var w map[string]models.Meta
 	if err := json.Unmarshal([]byte(out), &w); err != nil || w["p90"].Params["wait_quantile"] != "0.9" {
 		t.Errorf("show --json wait: %v\n%s", err, out)
+	}
+	// A model of an older chain schema is listed as stale, and show names the current one.
+	old := filepath.Join(t.TempDir(), "old")
+	if err := os.CopyFS(filepath.Join(old, "xgb"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
+		t.Fatal(err)
+	}
+	mb, err := os.ReadFile(filepath.Join(old, "xgb", models.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(mb, &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["schema"].(map[string]any)["version"] = 3
+	if mb, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, "xgb", models.MetaFile), mb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runMirage(t, "models", "ls", old); code != 0 || !strings.Contains(out, "chain v3 (stale)") {
+		t.Errorf("ls of a v3 model: exit %d\n%s", code, out)
+	}
+	want := fmt.Sprintf("stale: this mirage computes mirage-chain v%d; retrain", models.FeatureSchemaVersion)
+	if out, _, code := runMirage(t, "models", "show", filepath.Join(old, "xgb")); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("show of a v3 model: exit %d, want %q in\n%s", code, want, out)
 	}
 	if _, stderr, code := runMirage(t, "models", "ls", filepath.Join(fx.dir, "nope")); code != exitBadInput || !strings.Contains(stderr, "does not exist") {
 		t.Errorf("missing dir: exit %d %q", code, stderr)
