@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -167,16 +168,29 @@ func appendFeatures(dst []float64, obs *provisioner.Observation, wait bool) ([]f
 	if obs == nil || obs.Snapshot == nil {
 		return dst, ErrNoSnapshot
 	}
-	w := &featureWriter{vals: dst}
+	sc := scratchPool.Get().(*featureScratch)
+	w := &featureWriter{vals: dst, scratch: sc}
 	computeFeatures(w, obs, wait)
+	clear(sc.recent) // drop the pointers into obs
+	scratchPool.Put(sc)
 	return w.vals, nil
 }
 
+// featureScratch is the working memory of one feature vector, reused
+// between vectors (a daemon computes one per chain every cycle).
+type featureScratch struct {
+	dists  []float64          // the seven job distributions
+	starts []float64          // recent waits
+	recent []*provisioner.Job // recent starts
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(featureScratch) }}
+
 // featureWriter collects values, and names when names is non-nil.
 type featureWriter struct {
-	vals  []float64
-	names []string
-	buf   []float64 // scratch for percentiles
+	vals    []float64
+	names   []string
+	scratch *featureScratch // nil: allocate
 }
 
 func (w *featureWriter) add(name string, v float64) {
@@ -278,7 +292,14 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	)
 	// One backing array for the seven distributions (each at most len(Jobs)).
 	nj := len(snap.Jobs)
-	back := make([]float64, 7*nj)
+	sc := w.scratch
+	if sc == nil {
+		sc = new(featureScratch)
+	}
+	if cap(sc.dists) < 7*nj {
+		sc.dists = make([]float64, 7*nj)
+	}
+	back := sc.dists[:7*nj]
 	pendLimit, pendWait = back[0:0:nj], back[nj:nj:2*nj]
 	runLimit, runWait, runRun, runLeft = back[2*nj:2*nj:3*nj], back[3*nj:3*nj:4*nj], back[4*nj:4*nj:5*nj], back[5*nj:5*nj:6*nj]
 	for i := range snap.Jobs {
@@ -399,8 +420,8 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	w.add("partition_pending_share", partShare)
 
 	// History: the last historyWindow jobs that started in (now − historyHorizon, now], by start time.
-	starts := w.buf[:0]
-	recent := make([]*provisioner.Job, 0, len(obs.History))
+	starts := sc.starts[:0]
+	recent := sc.recent[:0]
 	since := now.Add(-historyHorizon)
 	for i := range obs.History {
 		j := &obs.History[i]
@@ -425,7 +446,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	w.add("hist_wait_p50_h", Percentile(starts, 0.5))
 	w.add("hist_wait_p90_h", Percentile(starts, 0.9))
 	w.add("hist_starts_24h", day)
-	w.buf = starts
+	sc.starts, sc.recent = starts, recent
 
 	left := 0.0
 	if p := obs.Predecessor; p != nil && p.State == provisioner.StateRunning {
