@@ -163,8 +163,10 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	if submit {
 		d.Action = provisioner.SubmitNow
 	}
-	verb := map[bool]string{true: "submit", false: "wait"}[submit]
-	cmp := map[bool]string{true: "≥", false: "<"}[submit]
+	verb, cmp := "wait", "<"
+	if submit {
+		verb, cmp = "submit", "≥"
+	}
 	switch task {
 	case Preference:
 		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.PolicyName, score, cmp, th, verb)
