@@ -429,6 +429,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 			recent = append(recent, j)
 		}
 	}
+	sc.recent = recent          // kept whole: trimmed below
 	day := float64(len(recent)) // every start of the last 24 hours
 	slices.SortStableFunc(recent, func(a, b *provisioner.Job) int { return a.Start.Compare(b.Start) })
 	if len(recent) > historyWindow {
@@ -446,7 +447,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	w.add("hist_wait_p50_h", Percentile(starts, 0.5))
 	w.add("hist_wait_p90_h", Percentile(starts, 0.9))
 	w.add("hist_starts_24h", day)
-	sc.starts, sc.recent = starts, recent
+	sc.starts = starts
 
 	left := 0.0
 	if p := obs.Predecessor; p != nil && p.State == provisioner.StateRunning {

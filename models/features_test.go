@@ -433,3 +433,23 @@ func TestRuntimeFractions(t *testing.T) {
 		t.Errorf("9 ended jobs: %v, want 0 (unknown)", all)
 	}
 }
+
+func TestFeaturesAfterBiggerObservation(t *testing.T) {
+	// Vectors reuse their working memory: a small observation right after a
+	// big one (more jobs, more history) still gets its hand-computed values.
+	want := handFeatures()
+	for k := 0; k < 3; k++ {
+		if _, err := WaitFeatures(testBigObservation()); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Features(testObservation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, f := range Schema().Fields {
+			if math.Abs(got[i]-want[f]) > 1e-9 {
+				t.Fatalf("round %d: %s = %v, want %v", k, f, got[i], want[f])
+			}
+		}
+	}
+}
