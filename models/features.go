@@ -54,7 +54,7 @@ const historyHorizon = 24 * time.Hour
 
 // schemaOf names the fields computeFeatures writes for one family.
 func schemaOf(name string, version int, wait bool) SchemaID {
-	w := &featureWriter{names: []string{}}
+	w := &featureWriter{names: []string{}, scratch: new(featureScratch)}
 	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}}, wait)
 	return SchemaID{Name: name, Version: version, Fields: w.names}
 }
@@ -190,7 +190,7 @@ var scratchPool = sync.Pool{New: func() any { return new(featureScratch) }}
 type featureWriter struct {
 	vals    []float64
 	names   []string
-	scratch *featureScratch // nil: allocate
+	scratch *featureScratch // working memory (from scratchPool)
 }
 
 func (w *featureWriter) add(name string, v float64) {
@@ -293,9 +293,6 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	// One backing array for the seven distributions (each at most len(Jobs)).
 	nj := len(snap.Jobs)
 	sc := w.scratch
-	if sc == nil {
-		sc = new(featureScratch)
-	}
 	if cap(sc.dists) < 7*nj {
 		sc.dists = make([]float64, 7*nj)
 	}
