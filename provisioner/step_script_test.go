@@ -2,6 +2,7 @@ package provisioner_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -48,7 +49,8 @@ import (
 //	                           request: each submission's request)
 //	cycle now=T [crash=POINT]  run one Engine cycle (memory store, the scripted
 //	                           backend) at T, optionally crashing at a fault point;
-//	                           print the backend calls and the report
+//	                           print the backend calls, the report and the
+//	                           cycle's error with the sentinels it wraps
 //	store                      print the stored chains, segments, decisions and events
 func TestStepScripts(t *testing.T) {
 	datadriven.Walk(t, "testdata/step", func(t *testing.T, path string) {
@@ -291,9 +293,26 @@ func (d *stepDriver) cycle(t *testing.T, td *datadriven.TestData) (out string) {
 		b.WriteByte('\n')
 	}
 	if err != nil {
-		fmt.Fprintf(&b, "error: %v\n", err)
+		fmt.Fprintf(&b, "error%s: %v\n", sentinels(err), err)
 	}
 	return b.String()
+}
+
+// sentinels names the backend sentinel errors err wraps, as " [name...]".
+func sentinels(err error) string {
+	var names []string
+	for _, s := range []struct {
+		name string
+		err  error
+	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}} {
+		if errors.Is(err, s.err) {
+			names = append(names, s.name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " [" + strings.Join(names, " ") + "]"
 }
 
 func (d *stepDriver) writeCalls(b *strings.Builder) {
