@@ -3,6 +3,7 @@ module github.com/mirage-gpu/mirage
 go 1.26.8
 
 require (
+	github.com/cockroachdb/datadriven v1.0.3
 	github.com/dmitryikh/leaves v0.0.0-20230708180554-25d19a787328
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/sjwhitworth/golearn v0.0.0-20221228163002-74ae077eafb2

@@ -1,0 +1,109 @@
+package provisioner
+
+// Tests of the baseline policies. Step and the Engine are told as stories
+// in testdata/step (step_script_test.go).
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
+
+func min_(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+
+// jb is a small job builder.
+type jb struct{ j Job }
+
+func job(id string) *jb              { return &jb{Job{ID: id, State: StatePending, Nodes: 1, TimeLimit: time.Hour}} }
+func (b *jb) state(s JobState) *jb   { b.j.State = s; return b }
+func (b *jb) submit(t time.Time) *jb { b.j.Submit = t; return b }
+func (b *jb) start(t time.Time) *jb  { b.j.Start = t; return b }
+func (b *jb) est(t time.Time) *jb    { b.j.EstStart = t; return b }
+func (b *jb) shape(n, g int) *jb     { b.j.Nodes, b.j.GPUs = n, g; return b }
+func (b *jb) partition(p string) *jb { b.j.Partition = p; return b }
+func (b *jb) build() Job             { return b.j }
+func jobs(bs ...*jb) (out []Job) {
+	for _, b := range bs {
+		out = append(out, b.j)
+	}
+	return
+}
+func chain(policy string, n, retries int) Chain {
+	return Chain{ID: "c1", Name: "train", Script: "/home/u/train.sbatch", Policy: policy, Segments: n, MaxRetries: retries,
+		Partition: "gpu", TimeLimit: time.Hour, Nodes: 1, GPUs: 4, State: ChainActive, Created: t0}
+}
+
+func TestStartEstimate(t *testing.T) {
+	p, err := BaselinePolicy(PolicyStartEstimate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pred := job("10").state(StateRunning).start(t0).build() // limit end 09:00
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	cases := []struct {
+		name    string
+		now     time.Time
+		live    []Job
+		history []Job
+		want    Action
+		score   float64
+	}{
+		// now 08:25, R = 35 min; estimate 08:55 → W = 30 min ≥ R − 10 = 25: submit; score W − R = −300 s.
+		{"scheduler estimate covers the remaining time", min_(25),
+			jobs(job("20").shape(1, 4).partition("gpu").est(min_(55)), job("21").shape(2, 8).partition("gpu").est(min_(200))), nil, SubmitNow, -300},
+		// estimate 08:45 → W = 20 min < 25: wait; score −900 s.
+		{"scheduler estimate too early", min_(25), jobs(job("20").shape(1, 4).partition("gpu").est(min_(45))), nil, Wait, -900},
+		// no successor-shaped estimate; waits 10, 20, 40 min → median 20 min; R at 08:35 = 25 min; 20 ≥ 15: submit; score −300.
+		{"median of recent waits", min_(35), nil, jobs(
+			job("1").submit(min_(-10)).start(t0), job("2").submit(min_(-20)).start(t0), job("3").submit(min_(-40)).start(t0)), SubmitNow, -300},
+		// same waits at 08:25: R = 35, 20 < 25: wait.
+		{"median of recent waits, too early", min_(25), nil, jobs(
+			job("1").submit(min_(-10)).start(t0), job("2").submit(min_(-20)).start(t0), job("3").submit(min_(-40)).start(t0)), Wait, -900},
+		// nothing known: W = 0: submit once R ≤ 10 min (08:50).
+		{"no information before the slack", min_(49), nil, nil, Wait, -660},
+		{"no information at the slack", min_(50), nil, nil, SubmitNow, -600},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pr := pred
+			d, err := p.Decide(&Observation{Now: c.now, Snapshot: &Snapshot{Jobs: c.live}, History: c.history, Predecessor: &pr, Successor: succ})
+			if err != nil || d.Action != c.want || d.Score != c.score {
+				t.Errorf("got %s (score %v, %q), %v; want %s (score %v)", d.Action, d.Score, d.Reason, err, c.want, c.score)
+			}
+		})
+	}
+}
+
+func TestBaselineCommonRules(t *testing.T) {
+	for _, name := range BaselineNames() {
+		p, err := BaselinePolicy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := job("1").state(StateTimeout).build()
+		if d, _ := p.Decide(&Observation{Now: t0, Predecessor: &ended}); d.Action != SubmitNow {
+			t.Errorf("%s with an ended predecessor: %s", name, d.Action)
+		}
+		pending := job("1").build()
+		if d, _ := p.Decide(&Observation{Now: t0, Predecessor: &pending}); d.Action != Wait {
+			t.Errorf("%s with a pending predecessor: %s, want wait", name, d.Action)
+		}
+	}
+	if _, err := BaselinePolicy("xgb"); !errors.Is(err, ErrUnknownPolicy) {
+		t.Errorf("unknown policy: %v", err)
+	}
+	if _, err := BaselinePolicy(PolicyLead, WithLead(-time.Minute)); err == nil {
+		t.Error("negative lead accepted")
+	}
+	// The published reactive variant: lead 1 minute. Limit end 09:00: wait at 08:58, submit at 08:59.
+	p, _ := BaselinePolicy(PolicyLead, WithLead(time.Minute))
+	run := job("1").state(StateRunning).start(t0).build()
+	if d, _ := p.Decide(&Observation{Now: min_(58), Predecessor: &run}); d.Action != Wait {
+		t.Errorf("lead 1m at 08:58: %s", d.Action)
+	}
+	if d, _ := p.Decide(&Observation{Now: min_(59), Predecessor: &run}); d.Action != SubmitNow {
+		t.Errorf("lead 1m at 08:59: %s", d.Action)
+	}
+}
