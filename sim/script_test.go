@@ -108,7 +108,7 @@ func (r *scriptRun) exec(t *testing.T, cmd string, args []string) string {
 			}
 		}
 	case "node":
-		names, err := ExpandHostlist(name)
+		names, err := expandHostlist(name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +119,7 @@ func (r *scriptRun) exec(t *testing.T, cmd string, args []string) string {
 		p := PartitionConfig{Name: name, Exclusive: m["exclusive"] != "no", MaxTime: sec(atoi(t, m["maxtime"])), Default: len(r.cfg.Partitions) == 0}
 		if m["nodes"] != "" {
 			var err error
-			if p.Nodes, err = ExpandHostlist(m["nodes"]); err != nil {
+			if p.Nodes, err = expandHostlist(m["nodes"]); err != nil {
 				t.Fatal(err)
 			}
 		}
