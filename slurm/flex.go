@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // flexNum is a number as Slurm prints it: plain (22.05) or as
@@ -26,7 +28,7 @@ func (f flexNum) unix() time.Time {
 // minutes converts a limit in minutes; unset, infinite, or beyond 100 years
 // (an overflow of time.Duration otherwise) is 0: no limit.
 func (f flexNum) minutes() time.Duration {
-	if !f.Set || f.Infinite || f.N <= 0 || f.N > maxDurationSec/60 {
+	if !f.Set || f.Infinite || f.N <= 0 || f.N > int64(slurmfmt.MaxDuration/time.Minute) {
 		return 0
 	}
 	return time.Duration(f.N) * time.Minute
