@@ -198,3 +198,15 @@ func FormatDuration(d time.Duration) string {
 	}
 	return fmt.Sprintf("%02d:%02d:%02d", h, m, s)
 }
+
+// Slurm's sentinels for an unset and an unlimited 32-bit number (slurm.h
+// NO_VAL and INFINITE). Slurm 22.05's JSON prints them as plain numbers
+// (a time of 4294967294 is "no time", not a date in 2106; a time limit of
+// 4294967295 minutes is UNLIMITED); 23.02 and later wrap every number in
+// {"set","infinite","number"} instead. The 64-bit ones (NO_VAL64,
+// INFINITE64) are larger still: callers treat any value from NoVal up as a
+// sentinel.
+const (
+	NoVal    = 0xfffffffe
+	Infinite = 0xffffffff
+)
