@@ -52,7 +52,7 @@ func GPUsFromGRES(s string) (total int, typ string, err error) {
 		}
 		if !ok {
 			if err == nil {
-				err = fmt.Errorf("%w: GPU entry %q: want gpu[:TYPE][:COUNT]", ErrGRES, e)
+				err = fmt.Errorf("%w: GPU entry %q: want gpu[:TYPE][:COUNT] with a GPU count of 0 or more", ErrGRES, e)
 			}
 			continue
 		}
