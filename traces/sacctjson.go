@@ -91,7 +91,9 @@ func (r *sacctJSONReader) Next() (Job, error) {
 			case "meta":
 				var m sacctMeta
 				if err := r.dec.Decode(&m); err != nil {
-					return Job{}, r.syntax(fmt.Errorf("meta: %w", err))
+					// %v, not %w: a malformed version number must not surface as a
+					// row's ParseError (it has no row); it is a header error.
+					return Job{}, r.syntax(fmt.Errorf("meta: %v", err))
 				}
 				if err := r.checkVersion(m); err != nil {
 					return Job{}, err
