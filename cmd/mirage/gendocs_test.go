@@ -1,0 +1,84 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// cliReference is the committed command reference, relative to this package.
+const cliReference = "../../docs/reference/cli"
+
+// TestDocsReferenceCurrent regenerates the command reference into a temporary
+// directory and fails when docs/reference/cli differs: run make docs.
+func TestDocsReferenceCurrent(t *testing.T) {
+	dir := t.TempDir()
+	root := newRootCmd(io.Discard, io.Discard)
+	root.SetArgs([]string{"gen-docs", "--dir", dir})
+	if err := root.Execute(); err != nil {
+		t.Fatalf("gen-docs: %v", err)
+	}
+	want := readPages(t, dir)
+	got := readPages(t, cliReference)
+	for name, page := range want {
+		old, ok := got[name]
+		switch {
+		case !ok:
+			t.Errorf("docs/reference/cli/%s is missing: run make docs", name)
+		case !bytes.Equal(old, page):
+			t.Errorf("docs/reference/cli/%s is out of date: run make docs", name)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("docs/reference/cli/%s documents no command: run make docs (it removes stale pages)", name)
+		}
+	}
+}
+
+// TestGenDocsHidden: gen-docs is for make docs, not for users' help or the reference.
+func TestGenDocsHidden(t *testing.T) {
+	dir := t.TempDir()
+	root := newRootCmd(io.Discard, io.Discard)
+	root.SetArgs([]string{"gen-docs", "--dir", dir})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	pages := readPages(t, dir)
+	if _, ok := pages["mirage_gen-docs.md"]; ok {
+		t.Error("the hidden gen-docs command has a reference page")
+	}
+	for _, name := range []string{"mirage.md", "mirage_submit.md", "mirage_daemon.md", "mirage_eval_merge.md"} {
+		if _, ok := pages[name]; !ok {
+			t.Errorf("no page %s among %v", name, slices.Sorted(maps.Keys(pages)))
+		}
+	}
+	for name, page := range pages {
+		for _, bad := range []string{"Auto generated", os.Getenv("HOME") + "/"} {
+			if bad != "/" && bytes.Contains(page, []byte(bad)) {
+				t.Errorf("%s contains %q (machine- or date-dependent)", name, bad)
+			}
+		}
+	}
+}
+
+func readPages(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string][]byte, len(paths))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[filepath.Base(p)] = b
+	}
+	return out
+}
