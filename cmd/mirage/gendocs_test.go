@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 // cliReference is the committed command reference, relative to this package.
@@ -79,6 +83,78 @@ func readPages(t *testing.T, dir string) map[string][]byte {
 			t.Fatal(err)
 		}
 		out[filepath.Base(p)] = b
+	}
+	return out
+}
+
+// TestDocsLinks checks that every relative link in README.md and docs/ names
+// an existing file and, with #anchor, a heading of that file.
+func TestDocsLinks(t *testing.T) {
+	files := []string{"../../README.md"}
+	err := filepath.WalkDir("../../docs", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			path, anchor, _ := strings.Cut(target, "#")
+			dest := f
+			if path != "" {
+				dest = filepath.Join(filepath.Dir(f), path)
+			}
+			st, err := os.Stat(dest)
+			if err != nil {
+				t.Errorf("%s: link %s: %v", f, target, err)
+				continue
+			}
+			if anchor != "" && !st.IsDir() && !slices.Contains(headingAnchors(t, dest), anchor) {
+				t.Errorf("%s: link %s: no heading #%s in %s", f, target, anchor, dest)
+			}
+		}
+	}
+}
+
+// headingAnchors lists the anchors GitHub gives a Markdown file's headings.
+func headingAnchors(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	inCode := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			inCode = !inCode
+		}
+		if inCode || !strings.HasPrefix(line, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(line, "#")))
+		var s strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				s.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				s.WriteRune(r)
+			}
+		}
+		out = append(out, s.String())
 	}
 	return out
 }
