@@ -48,7 +48,7 @@ func TestFidelityLS6(t *testing.T) {
 	for _, s := range rep.Stats {
 		t.Logf("%+v", s)
 	}
-	// the calibration target of issue 3 (figures in the README)
+	// the calibration target of issue 3 (figures in docs/results/fidelity.md)
 	if ks := rep.Stats[0].KS; ks > 0.15 {
 		t.Errorf("KS distance %.3f > 0.15", ks)
 	}
