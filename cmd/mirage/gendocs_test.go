@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/spf13/cobra"
 )
 
 // cliReference is the committed command reference, relative to this package.
@@ -157,4 +159,21 @@ func headingAnchors(t *testing.T, path string) []string {
 		out = append(out, s.String())
 	}
 	return out
+}
+
+// TestHelpDocsPointers: every docs page a command's help points to exists.
+func TestHelpDocsPointers(t *testing.T) {
+	page := regexp.MustCompile(`docs/[A-Za-z0-9/._-]+\.md`)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, p := range page.FindAllString(c.Long, -1) {
+			if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+				t.Errorf("mirage %s: help points to %s: %v", c.CommandPath(), p, err)
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(io.Discard, io.Discard))
 }
