@@ -94,7 +94,7 @@ func LS6() Config {
 	// of them: the trace shows at most 80 busy at once (p90 75), the rest
 	// serving gpu-a100-dev, reservations or down. The usable count is
 	// calibrated on the shared LS6 cut: 72 minimises the KS distance of
-	// simulated and recorded waits (sweep 64–80 in the README).
+	// simulated and recorded waits (sweep 64–80 in docs/results/fidelity.md).
 	for i := 1; i <= 72; i++ {
 		c.Nodes = append(c.Nodes, NodeConfig{Name: fmt.Sprintf("c%03d", i), CPUs: 128, GPUs: 3, GPUType: "a100"})
 	}
@@ -106,7 +106,7 @@ func LS6() Config {
 		Default:     true,
 	}}
 	// TACC publishes no PriorityWeight* values. Calibrated on the shared LS6
-	// cut (README fidelity table): age 1000, size 100, fair-share 500 over
+	// cut (docs/results/fidelity.md): age 1000, size 100, fair-share 500 over
 	// Slurm's default 7-day half-life gave KS 0.087; heavier fair-share
 	// (2000, 5000) lowers the p90 error but raises KS to 0.12–0.13.
 	c.PriorityWeightAge = 1000
