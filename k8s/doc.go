@@ -16,7 +16,7 @@
 //   - Reclaim: a checkpoint signal (annotation mirage.io/checkpoint-requested,
 //     plus an optional HTTP hook), then eviction through the Eviction API
 //     (policy/v1) with a grace period.
-//   - TeamCluster: Client with the team rules (provisioner.TeamRules built for
+//   - TeamCluster: Client with the team rules (team.Rules built for
 //     a non-queueing backend). Its Submit/Place takes the inventory, asks the
 //     rules, and deploys within quota, deploys borrowed work (label and
 //     priority class) on idle GPUs, or performs a reclaim plan — checkpoint

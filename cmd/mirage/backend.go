@@ -16,6 +16,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
@@ -101,7 +102,7 @@ func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 // applies the team rules (team = account; borrowed work gets the rules'
 // preemptible QOS).
 func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		r, err := loadRules(o.rules, true) // Slurm queues what cannot start yet
 		if err != nil {
@@ -155,7 +156,7 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 // borrowed QOS and packing hints on the request.
 type slurmTeamCluster struct {
 	*slurm.Client
-	rules *provisioner.TeamRules
+	rules *team.Rules
 }
 
 // TeamRules returns the rules for the engine's admission step.

@@ -19,6 +19,8 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 func init() { register(newK8sCmd) }
@@ -152,8 +154,8 @@ var k8sTeamQuota func(team string) (gpus int, ok bool)
 // job-size mix cannot use (the ATC'23 measure, provisioner.Fragmentation).
 // Without team rules the mix is one job of the reference size, which makes
 // FRAG the free GPUs of nodes that cannot fit such a job.
-func nodeFragmentation(s *provisioner.Snapshot, mix provisioner.Mix) map[string]float64 {
-	st := provisioner.PlaceStateFromSnapshot(s)
+func nodeFragmentation(s *provisioner.Snapshot, mix placement.Mix) map[string]float64 {
+	st := placement.FromSnapshot(s)
 	_, _, per := st.Fragmentation(mix)
 	out := make(map[string]float64, len(per))
 	for i, f := range per {
@@ -213,7 +215,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	if o.jobSize < 0 {
 		return withCode(exitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
 	}
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		if rules, err = loadRules(o.rules, false); err != nil {
 			return err
@@ -275,7 +277,7 @@ func teamNames(inv *k8s.Inventory) string {
 }
 
 // view computes the printed figures (fragmentation and quota through the hooks).
-func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *provisioner.TeamRules) inventoryView {
+func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *team.Rules) inventoryView {
 	size := o.jobSize
 	if size == 0 {
 		size = commonJobSize(inv)
@@ -283,14 +285,14 @@ func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *provisioner.TeamRul
 	s := inv.Snapshot()
 	v := inventoryView{Time: inv.Time.UTC().Format("2006-01-02T15:04:05Z"), JobSize: size,
 		Nodes: []nodeView{}, Teams: []teamView{}}
-	mix := provisioner.Mix{Classes: []provisioner.MixClass{{GPUMilli: size * provisioner.MilliGPU, Weight: 1}}}
+	mix := placement.Mix{Classes: []placement.MixClass{{GPUMilli: size * placement.MilliGPU, Weight: 1}}}
 	quota := k8sTeamQuota
 	if rules != nil {
 		rs := k8s.RulesSnapshot(inv, rules)
 		cfg := rules.Config()
 		if o.jobSize == 0 {
-			mix = provisioner.MixFromJobs(provisioner.PlaceStateFromSnapshot(rs), rs, nil,
-				inv.Time.Add(-time.Duration(cfg.Placement.HistoryWindow)), provisioner.MixOptions{PriorJobs: cfg.Placement.PriorJobs})
+			mix = placement.MixFromJobs(placement.FromSnapshot(rs), rs, nil,
+				inv.Time.Add(-time.Duration(cfg.Placement.HistoryWindow)), placement.MixOptions{PriorJobs: cfg.Placement.PriorJobs})
 			v.Mix = mix.String()
 		}
 		quota = func(team string) (int, bool) {

@@ -13,7 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -81,15 +82,15 @@ the last 1000 arrivals only.`,
 
 // packList is the outcome for one pod list.
 type packList struct {
-	File     string                    `json:"file"`
-	Pods     int                       `json:"pods"`
-	GPUPods  int                       `json:"gpu_pods"`
-	Sharing  int                       `json:"sharing_pods"`
-	Typed    int                       `json:"typed_pods"`
-	Skipped  int                       `json:"skipped_rows,omitempty"`
-	EvalMix  provisioner.Mix           `json:"eval_mix"`
-	Results  []*provisioner.PackResult `json:"results"`
-	WallSecs float64                   `json:"wall_seconds"`
+	File     string             `json:"file"`
+	Pods     int                `json:"pods"`
+	GPUPods  int                `json:"gpu_pods"`
+	Sharing  int                `json:"sharing_pods"`
+	Typed    int                `json:"typed_pods"`
+	Skipped  int                `json:"skipped_rows,omitempty"`
+	EvalMix  placement.Mix      `json:"eval_mix"`
+	Results  []*eval.PackResult `json:"results"`
+	WallSecs float64            `json:"wall_seconds"`
 }
 
 // packReport is the JSON output.
@@ -108,13 +109,13 @@ func runPackEval(out io.Writer, o *packEvalOptions) error {
 	if o.until <= 0 || o.points <= 0 {
 		return withCode(exitUsage, errors.New("--until and --points must be positive"))
 	}
-	mode := provisioner.PackMode(o.mode)
-	if mode != provisioner.PackFill && mode != provisioner.PackReplay {
+	mode := eval.PackMode(o.mode)
+	if mode != eval.PackFill && mode != eval.PackReplay {
 		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", o.mode))
 	}
-	var policies []provisioner.PlacePolicy
+	var policies []placement.Policy
 	for _, p := range o.policies {
-		pol, err := provisioner.ParsePlacePolicy(strings.TrimSpace(p))
+		pol, err := placement.ParsePolicy(strings.TrimSpace(p))
 		if err != nil {
 			return withCode(exitUsage, fmt.Errorf("--policies: %w", err))
 		}
@@ -125,24 +126,24 @@ func runPackEval(out io.Writer, o *packEvalOptions) error {
 		return err
 	}
 	capMilli, _ := st.Totals()
-	rep := packReport{Nodes: o.nodes, NodeN: nNodes, GPUs: float64(capMilli) / provisioner.MilliGPU, Mode: o.mode,
+	rep := packReport{Nodes: o.nodes, NodeN: nNodes, GPUs: float64(capMilli) / placement.MilliGPU, Mode: o.mode,
 		Until: o.until, Seed: o.seed, Policies: o.policies}
 	for _, file := range o.pods {
 		pods, pl, err := loadPackPods(file, o.skipBad)
 		if err != nil {
 			return err
 		}
-		ds := make([]provisioner.Demand, len(pods))
+		ds := make([]placement.Demand, len(pods))
 		for i := range pods {
 			ds[i] = pods[i].Demand
 		}
-		mix := provisioner.LearnMix(ds, provisioner.Mix{}, provisioner.MixOptions{MaxClasses: 64})
+		mix := placement.LearnMix(ds, placement.Mix{}, placement.MixOptions{MaxClasses: 64})
 		mix.Source = fmt.Sprintf("%s (%d pods)", filepath.Base(file), len(pods))
 		pl.EvalMix = mix
 		wall := time.Now() // reporting only
 		for _, pol := range policies {
 			bar := &packBar{w: o.progress, label: filepath.Base(file) + " " + string(pol)}
-			res, err := provisioner.PackEval(st, pods, pol, provisioner.PackOptions{Mode: mode, Until: o.until, Seed: o.seed,
+			res, err := eval.Pack(st, pods, pol, eval.PackOptions{Mode: mode, Until: o.until, Seed: o.seed,
 				Points: o.points, EvalMix: &mix, Progress: bar.update})
 			bar.done()
 			if err != nil {
@@ -162,7 +163,7 @@ func runPackEval(out io.Writer, o *packEvalOptions) error {
 }
 
 // loadPackNodes reads an openb node list into a placement state.
-func loadPackNodes(path string) (*provisioner.PlaceState, int, error) {
+func loadPackNodes(path string) (*placement.State, int, error) {
 	nodes, err := traces.ReadNodes(path)
 	if err != nil {
 		var pe *traces.ParseError
@@ -177,14 +178,14 @@ func loadPackNodes(path string) (*provisioner.PlaceState, int, error) {
 	if len(nodes) == 0 {
 		return nil, 0, withCode(exitBadInput, fmt.Errorf("%s: no nodes", path))
 	}
-	pn := make([]provisioner.PlaceNode, len(nodes))
+	pn := make([]placement.Node, len(nodes))
 	for i, n := range nodes {
-		pn[i] = provisioner.PlaceNode{Name: n.Name, GPUType: n.Model, Schedulable: true, CPUMilli: n.CPUMilli, GPUFree: make([]int, n.GPUs)}
+		pn[i] = placement.Node{Name: n.Name, GPUType: n.Model, Schedulable: true, CPUMilli: n.CPUMilli, GPUFree: make([]int, n.GPUs)}
 		for g := range pn[i].GPUFree {
-			pn[i].GPUFree[g] = provisioner.MilliGPU
+			pn[i].GPUFree[g] = placement.MilliGPU
 		}
 	}
-	st, err := provisioner.NewPlaceState(pn)
+	st, err := placement.NewState(pn)
 	if err != nil {
 		return nil, 0, withCode(exitBadInput, fmt.Errorf("%s: %w", path, err))
 	}
@@ -195,19 +196,19 @@ func loadPackNodes(path string) (*provisioner.PlaceState, int, error) {
 }
 
 // loadPackPods reads an openb pod list: every pod asking for a GPU or a CPU.
-func loadPackPods(path string, skipBad bool) ([]provisioner.PackPod, *packList, error) {
+func loadPackPods(path string, skipBad bool) ([]eval.PackPod, *packList, error) {
 	r, err := traces.Open(path, traces.Options{Format: traces.FormatOpenB, SkipBad: skipBad})
 	if err != nil {
 		return nil, nil, traceErr(err)
 	}
 	defer r.Close()
 	pl := &packList{File: path}
-	var pods []provisioner.PackPod
+	var pods []eval.PackPod
 	for j, err := range traces.All(r) {
 		if err != nil {
 			return nil, nil, traceErr(err)
 		}
-		d := provisioner.Demand{GPUMilli: j.GPUs * provisioner.MilliGPU, CPUMilli: j.CPUs * 1000}
+		d := placement.Demand{GPUMilli: j.GPUs * placement.MilliGPU, CPUMilli: j.CPUs * 1000}
 		if j.GPUMilli > 0 {
 			d.GPUMilli = j.GPUMilli
 			pl.Sharing++
@@ -222,7 +223,7 @@ func loadPackPods(path string, skipBad bool) ([]provisioner.PackPod, *packList, 
 		if d.GPUMilli > 0 {
 			pl.GPUPods++
 		}
-		pods = append(pods, provisioner.PackPod{Name: j.ID, Demand: d, Arrive: j.Submit.Sub(time.Unix(0, 0)), Runtime: j.Runtime()})
+		pods = append(pods, eval.PackPod{Name: j.ID, Demand: d, Arrive: j.Submit.Sub(time.Unix(0, 0)), Runtime: j.Runtime()})
 	}
 	pl.Skipped = r.Skipped()
 	pl.Pods = len(pods)
@@ -236,7 +237,7 @@ func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 func printPackReport(w io.Writer, rep *packReport) error {
 	fmt.Fprintf(w, "cluster: %s — %d nodes, %.0f GPUs; mode %s", rep.Nodes, rep.NodeN, rep.GPUs, rep.Mode)
-	if rep.Mode == string(provisioner.PackFill) {
+	if rep.Mode == string(eval.PackFill) {
 		fmt.Fprintf(w, " until %.0f%% of capacity has arrived", 100*rep.Until)
 		if rep.Seed != 0 {
 			fmt.Fprintf(w, " (arrival order shuffled, seed %d)", rep.Seed)
@@ -262,7 +263,7 @@ func printPackReport(w io.Writer, rep *packReport) error {
 			continue
 		}
 		x := "ARRIVED"
-		if rep.Mode == string(provisioner.PackReplay) {
+		if rep.Mode == string(eval.PackReplay) {
 			x = "HOURS"
 		}
 		fmt.Fprintf(w, "fragmented share of capacity (free GPUs the pod mix cannot use) along the run:\n")
@@ -275,7 +276,7 @@ func printPackReport(w io.Writer, rep *packReport) error {
 		n := len(pl.Results[0].Curve)
 		for i := 0; i < n; i++ {
 			p := pl.Results[0].Curve[i]
-			if rep.Mode == string(provisioner.PackReplay) {
+			if rep.Mode == string(eval.PackReplay) {
 				fmt.Fprintf(tw, "%.0f\t", p.Time)
 			} else {
 				fmt.Fprintf(tw, "%s\t", pct(p.Arrived))

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 const packNodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,4,A100\nn2,64000,262144,4,A100\n"
@@ -64,7 +64,7 @@ c1,2000,1024,0,0,,BE,Running,3,9,3
 		t.Fatalf("report %+v", rep)
 	}
 	// Two half GPUs on one device (frag-aware keeps whole GPUs free): 1 GPU of 8 allocated.
-	if r := l.Results[0]; r.Policy != provisioner.FragAware || r.Placed != 3 || r.Failed != 0 || r.End.Allocated != 0.125 {
+	if r := l.Results[0]; r.Policy != placement.FragAware || r.Placed != 3 || r.Failed != 0 || r.End.Allocated != 0.125 {
 		t.Errorf("result %+v", r)
 	}
 }

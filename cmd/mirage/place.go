@@ -18,6 +18,8 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 func init() { register(newPlaceCmd) }
@@ -91,16 +93,16 @@ rules' placement policy.`,
 }
 
 // loadRules reads and parses a team rules file.
-func loadRules(path string, queueing bool) (*provisioner.TeamRules, error) {
+func loadRules(path string, queueing bool) (*team.Rules, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("team rules: %w", err))
 	}
-	cfg, err := provisioner.ParseTeamConfig(data, path)
+	cfg, err := team.ParseConfig(data, path)
 	if err != nil {
 		return nil, withCode(exitBadInput, err)
 	}
-	r, err := provisioner.NewTeamRules(cfg, queueing)
+	r, err := team.NewRules(cfg, queueing)
 	if err != nil {
 		return nil, withCode(exitBadInput, err)
 	}
@@ -133,8 +135,8 @@ func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: nodes[%d]: no name", path, i))
 		case seen[n.Name]:
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s listed twice", path, n.Name))
-		case n.GPUs > provisioner.MaxNodeGPUs:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: %d GPUs, more than %d", path, n.Name, n.GPUs, provisioner.MaxNodeGPUs))
+		case n.GPUs > placement.MaxNodeGPUs:
+			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: %d GPUs, more than %d", path, n.Name, n.GPUs, placement.MaxNodeGPUs))
 		case n.GPUs < 0 || n.GPUsUsed < 0 || n.GPUsUsed > n.GPUs:
 			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: gpusUsed %d of gpus %d", path, n.Name, n.GPUsUsed, n.GPUs))
 		}
@@ -161,22 +163,22 @@ func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
 
 // placeView is the JSON output of "mirage place".
 type placeView struct {
-	Source    string                   `json:"source"`
-	Team      string                   `json:"team"`
-	Demand    string                   `json:"demand"`
-	Verdict   string                   `json:"verdict"`
-	Reason    string                   `json:"reason"`
-	Usage     *provisioner.TeamUsage   `json:"usage,omitempty"`
-	Policy    string                   `json:"policy"`
-	Nodes     []string                 `json:"nodes"`
-	QOS       string                   `json:"qos,omitempty"`
-	NodeList  []string                 `json:"node_list,omitempty"`
-	Exclude   []string                 `json:"exclude,omitempty"`
-	Mix       string                   `json:"mix"`
-	Ranked    []candidateView          `json:"candidates"`
-	Rejected  map[string]int           `json:"rejected"`
-	RejectedN []provisioner.Rejection  `json:"rejected_nodes,omitempty"`
-	Reclaim   *provisioner.ReclaimPlan `json:"reclaim,omitempty"`
+	Source    string                `json:"source"`
+	Team      string                `json:"team"`
+	Demand    string                `json:"demand"`
+	Verdict   string                `json:"verdict"`
+	Reason    string                `json:"reason"`
+	Usage     *team.Usage           `json:"usage,omitempty"`
+	Policy    string                `json:"policy"`
+	Nodes     []string              `json:"nodes"`
+	QOS       string                `json:"qos,omitempty"`
+	NodeList  []string              `json:"node_list,omitempty"`
+	Exclude   []string              `json:"exclude,omitempty"`
+	Mix       string                `json:"mix"`
+	Ranked    []candidateView       `json:"candidates"`
+	Rejected  map[string]int        `json:"rejected"`
+	RejectedN []placement.Rejection `json:"rejected_nodes,omitempty"`
+	Reclaim   *team.ReclaimPlan     `json:"reclaim,omitempty"`
 }
 
 type candidateView struct {
@@ -195,12 +197,12 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		return withCode(exitUsage, errors.New("give --snapshot or --kubeconfig, not both"))
 	}
 	if o.policy != "" {
-		if _, err := provisioner.ParsePlacePolicy(o.policy); err != nil {
+		if _, err := placement.ParsePolicy(o.policy); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
 		}
 	}
 	queueing := o.snapshot != ""
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		var err error
 		if rules, err = loadRules(o.rules, queueing); err != nil {
@@ -208,8 +210,8 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		}
 		if o.policy != "" {
 			cfg := rules.Config()
-			cfg.Placement.Policy = provisioner.PlacePolicy(o.policy)
-			if rules, err = provisioner.NewTeamRules(cfg, queueing); err != nil {
+			cfg.Placement.Policy = placement.Policy(o.policy)
+			if rules, err = team.NewRules(cfg, queueing); err != nil {
 				return withCode(exitBadInput, err)
 			}
 		}
@@ -251,7 +253,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	if rules == nil {
 		return placeOnly(w, o, snap, now, req, v)
 	}
-	d, err := rules.Decide(provisioner.DecideInput{Now: now, Snapshot: snap, Request: &req, Checkpoints: checkpoints, Explain: true})
+	d, err := rules.Decide(team.DecideInput{Now: now, Snapshot: snap, Request: &req, Checkpoints: checkpoints, Explain: true})
 	if err != nil {
 		return placeErr(err)
 	}
@@ -261,7 +263,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	v.Policy = string(cfg.Placement.Policy)
 	if d.Placement != nil {
 		fillPlacement(&v, d.Placement, o.all)
-	} else if d.Verdict == provisioner.VerdictDefer {
+	} else if d.Verdict == team.VerdictDefer {
 		v.Nodes, v.Rejected = []string{}, map[string]int{}
 	}
 	return printPlace(w, &v, o)
@@ -269,20 +271,20 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 
 // placeOnly shows the placement without team rules.
 func placeOnly(w io.Writer, o *placeOptions, snap *provisioner.Snapshot, now time.Time, req provisioner.SubmitRequest, v placeView) error {
-	d, err := provisioner.DemandOf(&req)
+	d, err := placement.DemandOf(&req)
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}
-	st := provisioner.PlaceStateFromSnapshot(snap)
+	st := placement.FromSnapshot(snap)
 	if err := st.CheckFits(d); err != nil {
 		return placeErr(err)
 	}
-	pol := provisioner.FragAware
+	pol := placement.FragAware
 	if o.policy != "" {
-		pol = provisioner.PlacePolicy(o.policy)
+		pol = placement.Policy(o.policy)
 	}
-	mix := provisioner.MixFromJobs(st, snap, nil, now.Add(-provisioner.DefaultMixWindow), provisioner.MixOptions{})
-	p, err := provisioner.Place(st, d, pol, provisioner.PlaceOptions{Mix: &mix, Explain: true})
+	mix := placement.MixFromJobs(st, snap, nil, now.Add(-team.DefaultMixWindow), placement.MixOptions{})
+	p, err := placement.Place(st, d, pol, placement.Options{Mix: &mix, Explain: true})
 	if err != nil {
 		return placeErr(err)
 	}
@@ -297,7 +299,7 @@ func placeOnly(w io.Writer, o *placeOptions, snap *provisioner.Snapshot, now tim
 }
 
 // fillPlacement copies the placement's nodes, candidates and rejections.
-func fillPlacement(v *placeView, p *provisioner.Placement, all bool) {
+func fillPlacement(v *placeView, p *placement.Result, all bool) {
 	v.Nodes, v.Rejected = p.NodeNames(), p.Rejected
 	for i, c := range p.Ranked {
 		if !all && i >= 5 {
@@ -313,8 +315,8 @@ func fillPlacement(v *placeView, p *provisioner.Placement, all bool) {
 // placeErr maps the rules' errors to exit codes.
 func placeErr(err error) error {
 	switch {
-	case errors.Is(err, provisioner.ErrUnknownTeam), errors.Is(err, provisioner.ErrJobTooLarge), errors.Is(err, provisioner.ErrBadDemand),
-		errors.Is(err, provisioner.ErrQuotaExceedsCluster), errors.Is(err, provisioner.ErrTeamConfig), errors.Is(err, provisioner.ErrUnknownNode):
+	case errors.Is(err, team.ErrUnknownTeam), errors.Is(err, placement.ErrJobTooLarge), errors.Is(err, placement.ErrBadDemand),
+		errors.Is(err, team.ErrQuotaExceedsCluster), errors.Is(err, team.ErrConfig), errors.Is(err, placement.ErrUnknownNode):
 		return withCode(exitBadInput, err)
 	}
 	return k8sErr(err)
@@ -384,13 +386,13 @@ func printPlace(w io.Writer, v *placeView, o *placeOptions) error {
 		fmt.Fprintf(w, "\nreclaim plan: %s\n", p.Reason)
 		for i, s := range p.Steps {
 			switch s.Kind {
-			case provisioner.StepSignal:
+			case team.StepSignal:
 				fmt.Fprintf(w, "  %d. signal %s %s (checkpoint)\n", i+1, s.JobID, s.Signal)
-			case provisioner.StepWait:
+			case team.StepWait:
 				fmt.Fprintf(w, "  %d. wait %s (grace period)\n", i+1, s.Grace)
-			case provisioner.StepEvict:
+			case team.StepEvict:
 				fmt.Fprintf(w, "  %d. evict %s — %s\n", i+1, s.JobID, s.Reason)
-			case provisioner.StepPlace:
+			case team.StepPlace:
 				fmt.Fprintf(w, "  %d. place on %s\n", i+1, s.Node)
 			}
 		}

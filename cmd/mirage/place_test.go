@@ -19,7 +19,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 // writeFile writes a test input and returns its path.
@@ -264,8 +264,8 @@ func FuzzParseSnapshot(f *testing.F) {
 			}
 			return
 		}
-		st := provisioner.PlaceStateFromSnapshot(s)
-		if _, err := provisioner.Place(st, provisioner.Demand{GPUMilli: 1000}, provisioner.FragAware, provisioner.PlaceOptions{}); err != nil {
+		st := placement.FromSnapshot(s)
+		if _, err := placement.Place(st, placement.Demand{GPUMilli: 1000}, placement.FragAware, placement.Options{}); err != nil {
 			t.Fatalf("place on a parsed snapshot: %v", err)
 		}
 	})
