@@ -38,15 +38,16 @@ var ErrNotBorrowed = errors.New("reclaim victim is not borrowed work")
 // TeamCluster is the Kubernetes backend with the team rules applied: its
 // Submit takes the inventory, asks the rules (quota, borrowing, packing),
 // reclaims borrowed work when a team under its quota needs room, and
-// deploys onto the chosen node. It implements provisioner.Cluster; the rules
-// must be built for a non-queueing backend (team.NewRules(cfg, false)).
+// deploys onto the chosen node. It implements provisioner.RulesCluster; the
+// rules must be built for a non-queueing backend (team.NewRules(cfg, false)).
+// slurm.TeamCluster is its Slurm counterpart.
 type TeamCluster struct {
 	*Client
 	Rules *team.Rules
 	Log   *slog.Logger // decision log (default slog.Default())
 }
 
-var _ provisioner.Cluster = (*TeamCluster)(nil)
+var _ provisioner.RulesCluster = (*TeamCluster)(nil)
 
 // NewTeamCluster wraps a client with the team rules. The client's borrowed
 // QOS becomes the rules' (so borrowed submissions get the borrowed label and

@@ -98,7 +98,7 @@ func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 // newSlurmBackend builds the Slurm client: SLURM_CONF from --slurm-conf or
 // the environment, the commands from --slurm-bin before PATH, each command
 // bounded by --slurm-timeout and killed if mirage dies (so a crashed daemon
-// leaves no sbatch running). With --rules it is wrapped so the engine
+// leaves no sbatch running). With --rules it is wrapped (slurm.TeamCluster) so the engine
 // applies the team rules (team = account; borrowed work gets the rules'
 // preemptible QOS).
 func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
@@ -147,26 +147,14 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 	if rules == nil {
 		return cl, nil
 	}
-	return &slurmTeamCluster{Client: cl, rules: rules}, nil
+	return slurm.NewTeamCluster(cl, rules), nil
 }
-
-// slurmTeamCluster is the Slurm backend under team rules. Slurm queues work
-// and preempts by QOS itself, so the rules act at admission only: the
-// engine asks them before each submission (TeamRules), and they set the
-// borrowed QOS and packing hints on the request.
-type slurmTeamCluster struct {
-	*slurm.Client
-	rules *team.Rules
-}
-
-// TeamRules returns the rules for the engine's admission step.
-func (c *slurmTeamCluster) TeamRules() provisioner.Rules { return c.rules }
 
 // engineRules are the team rules the engine consults before each
-// submission: the backend's own when it applies them (Kubernetes), else
-// deps.rules.
+// submission: the backend's own when it carries them (slurm.TeamCluster,
+// k8s.TeamCluster), else deps.rules.
 func engineRules(cl provisioner.Cluster) provisioner.Rules {
-	if rc, ok := cl.(interface{ TeamRules() provisioner.Rules }); ok {
+	if rc, ok := cl.(provisioner.RulesCluster); ok {
 		return rc.TeamRules()
 	}
 	return deps.rules
