@@ -358,3 +358,53 @@ func TestMixFromJobsDedup(t *testing.T) {
 		}
 	}
 }
+
+// Filter asks Place's filter node by node: Reason as Place records it, Holds
+// ignoring only the GPUs in use.
+func TestFilter(t *testing.T) {
+	st := state(t, pnode("a-busy", 8).free(0, 0, 0, 0, 0, 0, 0, 0), pnode("b-down", 8).down(), pnode("c-ok", 8),
+		pnode("d-small", 2), pnode("e-excluded", 8))
+	f, err := st.Filter(gpus(4), nil, []string{"e-excluded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReason := []string{ReasonGPUs, ReasonNotSchedulable, "", ReasonTooSmall, ReasonExcluded}
+	wantHolds := []bool{true, false, true, false, false}
+	for i := range st.Len() {
+		if r, h := f.Reason(i), f.Holds(i); r != wantReason[i] || h != wantHolds[i] {
+			t.Errorf("%s: reason %q holds %v, want %q %v", st.Name(i), r, h, wantReason[i], wantHolds[i])
+		}
+	}
+	if st.WholeFree(0) != 0 || st.WholeFree(2) != 8 {
+		t.Errorf("whole free %d, %d", st.WholeFree(0), st.WholeFree(2))
+	}
+	if _, err := st.Filter(gpus(1), []string{"zz"}, nil); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("unknown node: %v", err)
+	}
+}
+
+// The reference-size measures behind the Kubernetes inventory: the most
+// common running request (ties: the larger), and FRAG per node under one
+// job size (free GPUs of the nodes where it does not fit).
+func TestSizeMixAndCommonJobSize(t *testing.T) {
+	jobs := []provisioner.Job{
+		{State: provisioner.StateRunning, GPUs: 2}, {State: provisioner.StateRunning, GPUs: 4},
+		{State: provisioner.StateRunning, GPUs: 2}, {State: provisioner.StateRunning, GPUs: 4},
+		{State: provisioner.StatePending, GPUs: 8}, {State: provisioner.StateRunning},
+	}
+	if got := CommonJobSize(jobs); got != 4 {
+		t.Errorf("common size %d, want 4 (tie of 2 and 4)", got)
+	}
+	if got := CommonJobSize(nil); got != 1 {
+		t.Errorf("common size of nothing %d, want 1", got)
+	}
+	s := &provisioner.Snapshot{Nodes: []provisioner.Node{
+		{Name: "n1", State: provisioner.NodeUp, GPUs: 8, GPUsUsed: 5},
+		{Name: "n2", State: provisioner.NodeUp, GPUs: 8, GPUsUsed: 2},
+		{Name: "n3", State: provisioner.NodeDrained, GPUs: 8},
+	}}
+	got := FragmentationByNode(s, SizeMix(4))
+	if got["n1"] != 3 || got["n2"] != 0 || got["n3"] != 0 || len(got) != 3 {
+		t.Errorf("fragmentation %v, want n1 3 (3 free < 4), n2 0, n3 0 (drained)", got)
+	}
+}

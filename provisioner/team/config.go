@@ -78,6 +78,10 @@ type Quota struct {
 	BorrowLimit *int           `json:"borrowLimit,omitempty"` // most GPUs the team may hold as borrowed work (nil = no limit)
 }
 
+// Free is what is left of the quota when the team's own (not borrowed) work
+// holds used GPUs; never negative.
+func (q *Quota) Free(used int) int { return max(q.GPUs-used, 0) }
+
 // BorrowingConfig says how idle quota is lent and reclaimed.
 type BorrowingConfig struct {
 	Enabled *bool    `json:"enabled,omitempty"` // default true

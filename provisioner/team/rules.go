@@ -243,8 +243,7 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 	if history == nil {
 		history = r.history
 	}
-	mix := placement.MixFromJobs(st, snap, history, in.Now.Add(-time.Duration(r.cfg.Placement.HistoryWindow)),
-		placement.MixOptions{PriorJobs: r.cfg.Placement.PriorJobs})
+	mix := r.mix(st, snap, history, in.Now)
 	dec := &Decision{Team: q.Name, Demand: d, Mix: mix}
 	policy := r.cfg.Placement.Policy
 	opts := placement.Options{NodeList: req.NodeList, Exclude: req.Exclude, Mix: &mix, Explain: in.Explain}
@@ -329,6 +328,20 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 		over, dec.QOS, r.cfg.Borrowing.Signal, time.Duration(r.cfg.Borrowing.Grace), p.Reason)
 	r.hint(dec, st, d, opts, req)
 	return dec, nil
+}
+
+// Mix is the job-size mix the rules' frag-aware placement measures against
+// at now: learned from the snapshot's running and pending jobs and the
+// history given by WithHistory, over the placement window of the rules
+// file, blended with the power-of-two default (placement.MixFromJobs).
+func (r *Rules) Mix(snap *provisioner.Snapshot, now time.Time) placement.Mix {
+	return r.mix(placement.FromSnapshot(snap), snap, r.history, now)
+}
+
+// mix is Mix on a state already built from snap, with this history.
+func (r *Rules) mix(st *placement.State, snap *provisioner.Snapshot, history []provisioner.Job, now time.Time) placement.Mix {
+	return placement.MixFromJobs(st, snap, history, now.Add(-time.Duration(r.cfg.Placement.HistoryWindow)),
+		placement.MixOptions{PriorJobs: r.cfg.Placement.PriorJobs})
 }
 
 // hint sets packing hints on a queueing backend's request where they help:

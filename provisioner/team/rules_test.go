@@ -2,6 +2,7 @@ package team
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -383,5 +384,27 @@ func TestHints(t *testing.T) {
 	k.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n2"}) {
 		t.Errorf("kubernetes: %v", req.NodeList)
+	}
+}
+
+// Quota.Free and Rules.Mix, the figures the Kubernetes inventory shows.
+func TestQuotaFreeAndMix(t *testing.T) {
+	q := Quota{Name: "a", GPUs: 20}
+	if q.Free(15) != 5 || q.Free(25) != 0 {
+		t.Errorf("free %d, %d", q.Free(15), q.Free(25))
+	}
+	r := rules(t, twoTeams, true)
+	b := cluster(4, 10)
+	b.run("1", "team-a", 3, "n1")
+	// One running 3-GPU job over the default {1,2,4,8} of 20 pseudo-jobs.
+	m := r.Mix(b.s, rt0)
+	for _, c := range m.Classes {
+		want := 5.0 / 21
+		if c.GPUMilli == 3000 {
+			want = 1.0 / 21
+		}
+		if math.Abs(c.Weight-want) > 1e-12 {
+			t.Errorf("class %d: %v, want %v (mix %v)", c.GPUMilli, c.Weight, want, m)
+		}
 	}
 }
