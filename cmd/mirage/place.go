@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -115,78 +114,11 @@ func loadSnapshot(path string) (*provisioner.Snapshot, error) {
 	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot: %w", err))
 	}
-	return parseSnapshot(data, path)
-}
-
-// parseSnapshot parses and checks a snapshot; path names it in errors.
-func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
-	var s provisioner.Snapshot
-	if err := yaml.Unmarshal(data, &s); err != nil {
-		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: %w", path, err))
+	s, err := team.ParseSnapshot(data, path)
+	if err != nil {
+		return nil, withCode(exitBadInput, err)
 	}
-	if len(s.Nodes) == 0 {
-		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: no nodes (want a \"nodes:\" list)", path))
-	}
-	seen := map[string]bool{}
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		switch {
-		case n.Name == "":
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: nodes[%d]: no name", path, i))
-		case seen[n.Name]:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s listed twice", path, n.Name))
-		case n.GPUs > placement.MaxNodeGPUs:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: %d GPUs, more than %d", path, n.Name, n.GPUs, placement.MaxNodeGPUs))
-		case n.GPUs < 0 || n.GPUsUsed < 0 || n.GPUsUsed > n.GPUs:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: gpusUsed %d of gpus %d", path, n.Name, n.GPUsUsed, n.GPUs))
-		}
-		seen[n.Name] = true
-		switch n.State {
-		case "":
-			n.State = provisioner.NodeUp
-		case provisioner.NodeUp, provisioner.NodeDrained, provisioner.NodeDown, provisioner.NodeReserved:
-		default:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: state %q (want up, drained, down or reserved)", path, n.Name, n.State))
-		}
-	}
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		j.State = provisioner.JobState(strings.ToUpper(string(j.State)))
-		for _, n := range j.NodeList {
-			if !seen[n] {
-				return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: job %s runs on unknown node %s", path, j.ID, n))
-			}
-		}
-	}
-	return &s, nil
-}
-
-// placeView is the JSON output of "mirage place".
-type placeView struct {
-	Source    string                `json:"source"`
-	Team      string                `json:"team"`
-	Demand    string                `json:"demand"`
-	Verdict   string                `json:"verdict"`
-	Reason    string                `json:"reason"`
-	Usage     *team.Usage           `json:"usage,omitempty"`
-	Policy    string                `json:"policy"`
-	Nodes     []string              `json:"nodes"`
-	QOS       string                `json:"qos,omitempty"`
-	NodeList  []string              `json:"node_list,omitempty"`
-	Exclude   []string              `json:"exclude,omitempty"`
-	Mix       string                `json:"mix"`
-	Ranked    []candidateView       `json:"candidates"`
-	Rejected  map[string]int        `json:"rejected"`
-	RejectedN []placement.Rejection `json:"rejected_nodes,omitempty"`
-	Reclaim   *team.ReclaimPlan     `json:"reclaim,omitempty"`
-}
-
-type candidateView struct {
-	Node      string  `json:"node"`
-	Score     float64 `json:"score"`
-	Norm      float64 `json:"normalised"`
-	FragDelta float64 `json:"frag_delta"`
-	FreeAfter float64 `json:"free_after"`
+	return s, nil
 }
 
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
@@ -216,21 +148,19 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 			}
 		}
 	}
-	req := provisioner.SubmitRequest{Name: "mirage-place", Account: o.team, GPUs: o.gpus, Nodes: o.nodes, GPUType: o.gpuType, Dependency: o.dep}
-	v := placeView{Team: o.team}
-	var snap *provisioner.Snapshot
-	var now time.Time
-	var checkpoints map[string]time.Time
+	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all,
+		Request: provisioner.SubmitRequest{Name: "mirage-place", Account: o.team, GPUs: o.gpus, Nodes: o.nodes, GPUType: o.gpuType, Dependency: o.dep}}
+	var source string
 	if o.snapshot != "" {
 		s, err := loadSnapshot(o.snapshot)
 		if err != nil {
 			return err
 		}
-		snap, now = s, o.now()
+		in.Snapshot, in.Now = s, o.now()
 		if !s.Time.IsZero() {
-			now = s.Time
+			in.Now = s.Time
 		}
-		v.Source = "snapshot " + o.snapshot + " (judged as Slurm: queued when nothing fits now)"
+		source = "snapshot " + o.snapshot + " (judged as Slurm: queued when nothing fits now)"
 	} else {
 		cfg, err := o.config()
 		if err != nil {
@@ -244,72 +174,18 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		if err != nil {
 			return k8sErr(err)
 		}
-		snap, now, checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
+		in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
 		if rules != nil {
-			snap = k8s.RulesSnapshot(inv, rules)
+			in.Snapshot = k8s.RulesSnapshot(inv, rules)
 		}
-		v.Source = "kubernetes " + o.kubeconfig + " (judged as mirage's Kubernetes mode)"
+		source = "kubernetes " + o.kubeconfig + " (judged as mirage's Kubernetes mode)"
 	}
-	if rules == nil {
-		return placeOnly(w, o, snap, now, req, v)
-	}
-	d, err := rules.Decide(team.DecideInput{Now: now, Snapshot: snap, Request: &req, Checkpoints: checkpoints, Explain: true})
+	v, err := team.Explain(in)
 	if err != nil {
 		return placeErr(err)
 	}
-	v.Demand, v.Verdict, v.Reason, v.Usage = d.Demand.String(), string(d.Verdict), d.Reason, &d.Usage
-	v.Mix, v.Reclaim, v.NodeList, v.Exclude, v.QOS = d.Mix.String(), d.Reclaim, req.NodeList, req.Exclude, d.QOS
-	cfg := rules.Config()
-	v.Policy = string(cfg.Placement.Policy)
-	if d.Placement != nil {
-		fillPlacement(&v, d.Placement, o.all)
-	} else if d.Verdict == team.VerdictDefer {
-		v.Nodes, v.Rejected = []string{}, map[string]int{}
-	}
-	return printPlace(w, &v, o)
-}
-
-// placeOnly shows the placement without team rules.
-func placeOnly(w io.Writer, o *placeOptions, snap *provisioner.Snapshot, now time.Time, req provisioner.SubmitRequest, v placeView) error {
-	d, err := placement.DemandOf(&req)
-	if err != nil {
-		return withCode(exitBadInput, err)
-	}
-	st := placement.FromSnapshot(snap)
-	if err := st.CheckFits(d); err != nil {
-		return placeErr(err)
-	}
-	pol := placement.FragAware
-	if o.policy != "" {
-		pol = placement.Policy(o.policy)
-	}
-	mix := placement.MixFromJobs(st, snap, nil, now.Add(-team.DefaultMixWindow), placement.MixOptions{})
-	p, err := placement.Place(st, d, pol, placement.Options{Mix: &mix, Explain: true})
-	if err != nil {
-		return placeErr(err)
-	}
-	v.Demand, v.Policy, v.Mix = d.String(), string(pol), mix.String()
-	v.Verdict = "placed"
-	if !p.OK() {
-		v.Verdict = "no-room"
-	}
-	v.Reason = p.Reason + " (no --rules: quotas not checked)"
-	fillPlacement(&v, p, o.all)
-	return printPlace(w, &v, o)
-}
-
-// fillPlacement copies the placement's nodes, candidates and rejections.
-func fillPlacement(v *placeView, p *placement.Result, all bool) {
-	v.Nodes, v.Rejected = p.NodeNames(), p.Rejected
-	for i, c := range p.Ranked {
-		if !all && i >= 5 {
-			break
-		}
-		v.Ranked = append(v.Ranked, candidateView{c.Node, c.Score, c.Norm, c.FragDelta, c.FreeAfter})
-	}
-	if all {
-		v.RejectedN = p.Rejections
-	}
+	v.Source = source
+	return printPlace(w, v, o)
 }
 
 // placeErr maps the rules' errors to exit codes.
@@ -322,10 +198,10 @@ func placeErr(err error) error {
 	return k8sErr(err)
 }
 
-func printPlace(w io.Writer, v *placeView, o *placeOptions) error {
+func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {
 	if o.json {
 		if v.Ranked == nil {
-			v.Ranked = []candidateView{}
+			v.Ranked = []team.RankedNode{}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

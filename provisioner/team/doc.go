@@ -8,7 +8,9 @@
 // ReclaimPlan) and implements provisioner.Rules for the engine (Admit), so
 // the same rules act in the simulator, on Slurm and on Kubernetes.
 // PlanReclaim chooses which borrowed jobs to stop, by criteria listed on it
-// and ending in the node name.
+// and ending in the node name. Explain is the dry run behind "mirage place"
+// (on a cluster view from a backend or from a hand-written snapshot,
+// ParseSnapshot).
 //
 // Everything here is pure: decisions rewrite the request (QOS, packing
 // hints) but perform nothing; callers (the engine, slurm.TeamCluster,
