@@ -581,12 +581,12 @@ type Filter struct {
 
 // Filter compiles a demand for asking which nodes pass the filter. An
 // unknown node in either list is an error (ErrUnknownNode), as in Place.
-func (st *State) Filter(d Demand, nodeList, exclude []string) (*Filter, error) {
+func (st *State) Filter(d Demand, nodeList, exclude []string) (Filter, error) {
 	allow, why, err := st.allowMask(nodeList, exclude)
 	if err != nil {
-		return nil, err
+		return Filter{}, err
 	}
-	return &Filter{st: st, c: st.compile(d), allow: allow, why: why}, nil
+	return Filter{st: st, c: st.compile(d), allow: allow, why: why}, nil
 }
 
 // Reason returns "" when node i passes the filter, else the constant
