@@ -107,7 +107,7 @@ func (inv *Inventory) View(o ViewOptions) *InventoryView {
 			if nv.MIG == nil {
 				nv.MIG = map[string]MIGView{}
 			}
-			nv.MIG[name] = MIGView{Allocatable: c.Allocatable, Used: c.Used}
+			nv.MIG[name] = MIGView(c)
 		}
 		v.Nodes = append(v.Nodes, nv)
 		v.Total += n.GPUs
