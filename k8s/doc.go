@@ -7,7 +7,9 @@
 //     resources nvidia.com/mig-*), the GPU product (label nvidia.com/gpu.product),
 //     cordoned and not-ready nodes, and the GPUs requested by every pod bound to
 //     a node, attributed to teams. BuildInventory is a pure function of Node and
-//     Pod objects; Inventory.Snapshot converts it to a provisioner.Snapshot.
+//     Pod objects; Inventory.Snapshot converts it to a provisioner.Snapshot, and
+//     Inventory.View computes the figures of "mirage k8s inventory" (FRAG
+//     under a job-size mix, free quota per team).
 //   - Deploy: a bare Pod bound to the chosen node (spec.nodeName) or a batch/v1
 //     Job whose pod template requires that node (node affinity on
 //     metadata.name), labelled with team, borrowed and chain, with a priority
@@ -16,7 +18,7 @@
 //   - Reclaim: a checkpoint signal (annotation mirage.io/checkpoint-requested,
 //     plus an optional HTTP hook), then eviction through the Eviction API
 //     (policy/v1) with a grace period.
-//   - TeamCluster: Client with the team rules (provisioner.TeamRules built for
+//   - TeamCluster: Client with the team rules (team.Rules built for
 //     a non-queueing backend). Its Submit/Place takes the inventory, asks the
 //     rules, and deploys within quota, deploys borrowed work (label and
 //     priority class) on idle GPUs, or performs a reclaim plan — checkpoint

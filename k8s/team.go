@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 // ErrDeferred is returned by TeamCluster.Submit when the submission cannot
@@ -37,21 +38,22 @@ var ErrNotBorrowed = errors.New("reclaim victim is not borrowed work")
 // TeamCluster is the Kubernetes backend with the team rules applied: its
 // Submit takes the inventory, asks the rules (quota, borrowing, packing),
 // reclaims borrowed work when a team under its quota needs room, and
-// deploys onto the chosen node. It implements provisioner.Cluster; the rules
-// must be built for a non-queueing backend (NewTeamRules(cfg, false)).
+// deploys onto the chosen node. It implements provisioner.RulesCluster; the
+// rules must be built for a non-queueing backend (team.NewRules(cfg, false)).
+// slurm.TeamCluster is its Slurm counterpart.
 type TeamCluster struct {
 	*Client
-	Rules *provisioner.TeamRules
+	Rules *team.Rules
 	Log   *slog.Logger // decision log (default slog.Default())
 }
 
-var _ provisioner.Cluster = (*TeamCluster)(nil)
+var _ provisioner.RulesCluster = (*TeamCluster)(nil)
 
 // NewTeamCluster wraps a client with the team rules. The client's borrowed
 // QOS becomes the rules' (so borrowed submissions get the borrowed label and
 // priority class) and, when the client lists no teams, the rules' teams
 // become its known teams.
-func NewTeamCluster(c *Client, rules *provisioner.TeamRules) *TeamCluster {
+func NewTeamCluster(c *Client, rules *team.Rules) *TeamCluster {
 	cfg := rules.Config()
 	c.cfg.BorrowedQOS = cfg.Borrowing.QOS
 	if len(c.cfg.Teams) == 0 {
@@ -70,7 +72,7 @@ func (tc *TeamCluster) log() *slog.Logger {
 // RulesSnapshot is the inventory as the team rules see it: borrowed pods
 // (label mirage.io/borrowed=true) carry the rules' borrowed QOS, the mark
 // the rules recognise on every backend.
-func RulesSnapshot(inv *Inventory, rules *provisioner.TeamRules) *provisioner.Snapshot {
+func RulesSnapshot(inv *Inventory, rules *team.Rules) *provisioner.Snapshot {
 	s := inv.Snapshot()
 	qos := rules.Config().Borrowing.QOS
 	for i := range s.Jobs {
@@ -94,12 +96,12 @@ func (tc *TeamCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, err
 
 // Plan is the dry run: the team rules' decision for req on the current
 // inventory, without changing anything. req is not modified.
-func (tc *TeamCluster) Plan(ctx context.Context, req provisioner.SubmitRequest) (*provisioner.TeamDecision, *Inventory, error) {
+func (tc *TeamCluster) Plan(ctx context.Context, req provisioner.SubmitRequest) (*team.Decision, *Inventory, error) {
 	inv, err := tc.Inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	d, err := tc.Rules.Decide(provisioner.DecideInput{Now: tc.cfg.Clock.Now(), Snapshot: RulesSnapshot(inv, tc.Rules),
+	d, err := tc.Rules.Decide(team.DecideInput{Now: tc.cfg.Clock.Now(), Snapshot: RulesSnapshot(inv, tc.Rules),
 		Request: &req, Checkpoints: inv.Checkpoints})
 	if err != nil {
 		return nil, inv, err
@@ -109,12 +111,12 @@ func (tc *TeamCluster) Plan(ctx context.Context, req provisioner.SubmitRequest) 
 
 // PlaceResult reports what Place did.
 type PlaceResult struct {
-	Decision *provisioner.TeamDecision // the rules' decision
-	JobID    string                    // the deployed job ("" when deferred)
-	Node     string                    // where it went
-	Borrowed bool                      // deployed as borrowed work
-	Evicted  []*EvictResult            // the reclaim's evictions, by victim
-	Log      []string                  // what was done, in order
+	Decision *team.Decision // the rules' decision
+	JobID    string         // the deployed job ("" when deferred)
+	Node     string         // where it went
+	Borrowed bool           // deployed as borrowed work
+	Evicted  []*EvictResult // the reclaim's evictions, by victim
+	Log      []string       // what was done, in order
 }
 
 // Place admits, places, reclaims if needed and deploys one submission:
@@ -141,17 +143,17 @@ func (tc *TeamCluster) Place(ctx context.Context, req provisioner.SubmitRequest)
 	}
 	logf("%s: %s", d.Verdict, d.Reason)
 	switch d.Verdict {
-	case provisioner.VerdictAdmit, provisioner.VerdictBorrow:
+	case team.VerdictAdmit, team.VerdictBorrow:
 		r := req
 		r.NodeList = d.Placement.NodeNames()
 		switch {
-		case d.Verdict == provisioner.VerdictBorrow:
+		case d.Verdict == team.VerdictBorrow:
 			r.QOS = d.QOS
 		case r.QOS == tc.Rules.Config().Borrowing.QOS:
 			r.QOS = "" // within quota now (an earlier Admit may have said borrow): never deployed as borrowed work
 		}
 		return tc.deploy(ctx, res, r, logf)
-	case provisioner.VerdictReclaim:
+	case team.VerdictReclaim:
 		if err := tc.reclaim(ctx, res, d.Reclaim, logf); err != nil {
 			return res, err
 		}
@@ -191,7 +193,7 @@ func (tc *TeamCluster) deploy(ctx context.Context, res *PlaceResult, req provisi
 }
 
 // reclaim performs a reclaim plan's signal, wait and evict steps.
-func (tc *TeamCluster) reclaim(ctx context.Context, res *PlaceResult, plan *provisioner.ReclaimPlan, logf func(string, ...any)) error {
+func (tc *TeamCluster) reclaim(ctx context.Context, res *PlaceResult, plan *team.ReclaimPlan, logf func(string, ...any)) error {
 	// Every victim must still be borrowed work, checked on fresh objects.
 	for _, v := range plan.Victims {
 		ref, err := ParseRef(v.JobID)
@@ -211,7 +213,7 @@ func (tc *TeamCluster) reclaim(ctx context.Context, res *PlaceResult, plan *prov
 	}
 	var signal string
 	for _, s := range plan.Steps {
-		if s.Kind == provisioner.StepSignal {
+		if s.Kind == team.StepSignal {
 			signal = s.Signal
 		}
 	}
@@ -263,9 +265,9 @@ func (tc *TeamCluster) reclaim(ctx context.Context, res *PlaceResult, plan *prov
 }
 
 // stepGrace is the plan's grace period (its wait step).
-func stepGrace(plan *provisioner.ReclaimPlan) time.Duration {
+func stepGrace(plan *team.ReclaimPlan) time.Duration {
 	for _, s := range plan.Steps {
-		if s.Kind == provisioner.StepWait {
+		if s.Kind == team.StepWait {
 			return s.Grace
 		}
 	}

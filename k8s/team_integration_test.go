@@ -22,6 +22,8 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 // teamEnv is one scenario's cluster: 4 × 10 GPUs and a TeamCluster on it.
@@ -54,7 +56,7 @@ func (te *teamEnv) place(name, team string, gpus int) (*PlaceResult, error) {
 }
 
 // mustPlace submits and expects a deployed job with the given verdict.
-func (te *teamEnv) mustPlace(name, team string, gpus int, verdict provisioner.Verdict) *PlaceResult {
+func (te *teamEnv) mustPlace(name, team string, gpus int, verdict team.Verdict) *PlaceResult {
 	te.t.Helper()
 	res, err := te.place(name, team, gpus)
 	if err != nil {
@@ -116,7 +118,7 @@ func podName(t *testing.T, id string) string {
 func TestIntegrationTeamsGreedy(t *testing.T) {
 	te := newTeamEnv(t, "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\nborrowing: {enabled: false}\n", nil)
 	for i, name := range []string{"a1", "a2", "a3", "a4"} {
-		te.mustPlace(name, "team-a", 5, provisioner.VerdictAdmit)
+		te.mustPlace(name, "team-a", 5, team.VerdictAdmit)
 		if got := te.perTeam()["team-a"]; got != 5*(i+1) {
 			t.Fatalf("after %s team A holds %d GPUs, want %d", name, got, 5*(i+1))
 		}
@@ -131,7 +133,7 @@ func TestIntegrationTeamsGreedy(t *testing.T) {
 		t.Fatalf("%d pods after A's deferred jobs, want 4", n)
 	}
 	for _, name := range []string{"b1", "b2", "b3", "b4"} {
-		te.mustPlace(name, "team-b", 5, provisioner.VerdictAdmit)
+		te.mustPlace(name, "team-b", 5, team.VerdictAdmit)
 	}
 	if got := te.perTeam(); got["team-a"] != 20 || got["team-b"] != 20 {
 		t.Errorf("GPUs per team %v, want A 20 and B 20", got)
@@ -171,7 +173,7 @@ func TestIntegrationTeamsFragmentation(t *testing.T) {
 		t.Run(tc.policy, func(t *testing.T) {
 			te := newTeamEnv(t, "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\nplacement: {policy: "+tc.policy+"}\n", nil)
 			for _, name := range []string{"a1", "a2", "a3", "a4", "a5", "a6"} {
-				te.mustPlace(name, "team-a", 3, provisioner.VerdictAdmit)
+				te.mustPlace(name, "team-a", 3, team.VerdictAdmit)
 			}
 			if got := te.usedPerNode(); !slices.Equal(got, tc.want) {
 				t.Fatalf("A's jobs per node %v, want %v", got, tc.want)
@@ -194,7 +196,7 @@ func TestIntegrationTeamsFragmentation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Node != te.nodes[tc.bNode] || res.Decision.Verdict != provisioner.VerdictAdmit {
+			if res.Node != te.nodes[tc.bNode] || res.Decision.Verdict != team.VerdictAdmit {
 				t.Errorf("B's job on %s (%s), want %s", res.Node, res.Decision.Reason, te.nodes[tc.bNode])
 			}
 			p, err := te.e.Admin.CoreV1().Pods(te.e.Namespace).Get(context.Background(), podName(t, res.JobID), metav1.GetOptions{})
@@ -237,18 +239,18 @@ func TestIntegrationTeamsIdleQuotaReclaim(t *testing.T) {
 	for _, s := range []struct {
 		name, team string
 		gpus       int
-		verdict    provisioner.Verdict
+		verdict    team.Verdict
 		node       string
 	}{
-		{"b1", "team-b", 2, provisioner.VerdictAdmit, n1},
-		{"a1", "team-a", 5, provisioner.VerdictAdmit, n1},
-		{"a2", "team-a", 5, provisioner.VerdictAdmit, n2},
-		{"a3", "team-a", 5, provisioner.VerdictAdmit, n2},
-		{"a4", "team-a", 5, provisioner.VerdictAdmit, n3},
-		{"a5", "team-a", 5, provisioner.VerdictBorrow, n3},
-		{"a6", "team-a", 5, provisioner.VerdictBorrow, n4},
-		{"a7", "team-a", 3, provisioner.VerdictBorrow, n1},
-		{"a8", "team-a", 5, provisioner.VerdictBorrow, n4},
+		{"b1", "team-b", 2, team.VerdictAdmit, n1},
+		{"a1", "team-a", 5, team.VerdictAdmit, n1},
+		{"a2", "team-a", 5, team.VerdictAdmit, n2},
+		{"a3", "team-a", 5, team.VerdictAdmit, n2},
+		{"a4", "team-a", 5, team.VerdictAdmit, n3},
+		{"a5", "team-a", 5, team.VerdictBorrow, n3},
+		{"a6", "team-a", 5, team.VerdictBorrow, n4},
+		{"a7", "team-a", 3, team.VerdictBorrow, n1},
+		{"a8", "team-a", 5, team.VerdictBorrow, n4},
 	} {
 		res := te.mustPlace(s.name, s.team, s.gpus, s.verdict)
 		if res.Node != s.node {
@@ -322,7 +324,7 @@ func TestIntegrationTeamsIdleQuotaReclaim(t *testing.T) {
 		if o.err != nil {
 			t.Fatalf("%s: %v", bName, o.err)
 		}
-		if o.res.Decision.Verdict != provisioner.VerdictReclaim || o.res.Node != node || o.res.Borrowed {
+		if o.res.Decision.Verdict != team.VerdictReclaim || o.res.Node != node || o.res.Borrowed {
 			t.Errorf("%s: %s on %s borrowed %t (%s)", bName, o.res.Decision.Verdict, o.res.Node, o.res.Borrowed, o.res.Decision.Reason)
 		}
 		if vs := o.res.Decision.Reclaim.Victims; len(vs) != 1 || podName(t, vs[0].JobID) != ids[victim] {
@@ -360,15 +362,15 @@ func TestIntegrationTeamsIdleQuotaReclaim(t *testing.T) {
 // with ErrUnavailable naming it.
 func TestIntegrationTeamsBadInput(t *testing.T) {
 	te := newTeamEnv(t, "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\n", nil)
-	te.mustPlace("a1", "team-a", 4, provisioner.VerdictAdmit)
-	if _, err := te.place("z", "team-z", 1); !errors.Is(err, provisioner.ErrUnknownTeam) {
+	te.mustPlace("a1", "team-a", 4, team.VerdictAdmit)
+	if _, err := te.place("z", "team-z", 1); !errors.Is(err, team.ErrUnknownTeam) {
 		t.Errorf("unknown team: %v", err)
 	}
-	if _, err := te.place("big", "team-b", 12); !errors.Is(err, provisioner.ErrJobTooLarge) || !strings.Contains(err.Error(), "has 10 GPUs") {
+	if _, err := te.place("big", "team-b", 12); !errors.Is(err, placement.ErrJobTooLarge) || !strings.Contains(err.Error(), "has 10 GPUs") {
 		t.Errorf("12 GPUs: %v", err)
 	}
 	over := NewTeamCluster(client(t, te.e, Config{Namespace: te.e.Namespace}), teamRules(t, "teams: [{name: team-a, gpus: 30}, {name: team-b, gpus: 30}]"))
-	if _, err := over.Place(context.Background(), provisioner.SubmitRequest{Name: "q", Account: "team-a", GPUs: 1}); !errors.Is(err, provisioner.ErrQuotaExceedsCluster) ||
+	if _, err := over.Place(context.Background(), provisioner.SubmitRequest{Name: "q", Account: "team-a", GPUs: 1}); !errors.Is(err, team.ErrQuotaExceedsCluster) ||
 		!strings.Contains(err.Error(), "60 GPUs (team-a 30 + team-b 30) but the cluster has 40") {
 		t.Errorf("quotas above the cluster: %v", err)
 	}

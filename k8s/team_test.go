@@ -22,16 +22,18 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 // teamRules parses a rules file for Kubernetes (not queueing).
-func teamRules(t testing.TB, yaml string) *provisioner.TeamRules {
+func teamRules(t testing.TB, yaml string) *team.Rules {
 	t.Helper()
-	cfg, err := provisioner.ParseTeamConfig([]byte(yaml), "rules.yaml")
+	cfg, err := team.ParseConfig([]byte(yaml), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := provisioner.NewTeamRules(cfg, false)
+	r, err := team.NewRules(cfg, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestTeamClusterAdmitBorrowDefer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Decision.Verdict != provisioner.VerdictAdmit || res.Node != "n3" || res.Borrowed {
+	if res.Decision.Verdict != team.VerdictAdmit || res.Node != "n3" || res.Borrowed {
 		t.Errorf("a3: %s on %s borrowed %t (%s)", res.Decision.Verdict, res.Node, res.Borrowed, res.Decision.Reason)
 	}
 	res, err = tc.Place(ctx, provisioner.SubmitRequest{Name: "a4", Account: "team-a", GPUs: 4})
@@ -121,7 +123,7 @@ func TestTeamClusterAdmitBorrowDefer(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := podsOf(t, cs)[strings.TrimPrefix(res.JobID, "pod/ns/")]
-	if res.Decision.Verdict != provisioner.VerdictBorrow || !res.Borrowed || p.Labels[LabelBorrowed] != "true" ||
+	if res.Decision.Verdict != team.VerdictBorrow || !res.Borrowed || p.Labels[LabelBorrowed] != "true" ||
 		p.Spec.PriorityClassName != "mirage-borrowed" || p.Spec.NodeName != res.Node {
 		t.Errorf("a4: %s %+v, pod labels %v class %q node %q", res.Decision.Verdict, res, p.Labels, p.Spec.PriorityClassName, p.Spec.NodeName)
 	}
@@ -154,7 +156,7 @@ func TestTeamClusterReclaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Decision.Verdict != provisioner.VerdictReclaim || res.Node != "n4" || res.Borrowed {
+	if res.Decision.Verdict != team.VerdictReclaim || res.Node != "n4" || res.Borrowed {
 		t.Fatalf("b3: %+v (%s)", res, res.Decision.Reason)
 	}
 	if ev := evictions(cs); len(ev) != 1 || ev[0] != "a3" {
@@ -238,9 +240,9 @@ func TestTeamClusterBadInput(t *testing.T) {
 		req   provisioner.SubmitRequest
 		want  error
 	}{
-		{"unknown team", rules2x20, provisioner.SubmitRequest{Name: "z", Account: "team-z", GPUs: 1}, provisioner.ErrUnknownTeam},
-		{"too large", rules2x20, provisioner.SubmitRequest{Name: "b", Account: "team-b", GPUs: 12}, provisioner.ErrJobTooLarge},
-		{"quotas", "teams: [{name: team-a, gpus: 30}, {name: team-b, gpus: 30}]", provisioner.SubmitRequest{Name: "b", Account: "team-b", GPUs: 1}, provisioner.ErrQuotaExceedsCluster},
+		{"unknown team", rules2x20, provisioner.SubmitRequest{Name: "z", Account: "team-z", GPUs: 1}, team.ErrUnknownTeam},
+		{"too large", rules2x20, provisioner.SubmitRequest{Name: "b", Account: "team-b", GPUs: 12}, placement.ErrJobTooLarge},
+		{"quotas", "teams: [{name: team-a, gpus: 30}, {name: team-b, gpus: 30}]", provisioner.SubmitRequest{Name: "b", Account: "team-b", GPUs: 1}, team.ErrQuotaExceedsCluster},
 	} {
 		c, cs := fakeTeamCluster(t, tc.rules, victim)
 		if _, err := c.Place(ctx, tc.req); !errors.Is(err, tc.want) {

@@ -1,8 +1,6 @@
 package provisioner
 
 import (
-	"context"
-	"errors"
 	"time"
 )
 
@@ -81,19 +79,6 @@ type Decision struct {
 	Features string
 }
 
-// Policy decides, for one chain at one instant, whether to submit its successor.
-type Policy interface {
-	// Name is the policy's registry name ("reactive", "xgb", ...).
-	Name() string
-	// Decide looks at one observation and returns a decision. It must not
-	// perform I/O nor keep per-call state that changes later decisions
-	// unless documented.
-	Decide(obs *Observation) (Decision, error)
-}
-
-// ErrChainNotFound is returned by a Store for an unknown chain id.
-var ErrChainNotFound = errors.New("chain not found")
-
 // DecisionRecord is one entry of the decision log.
 type DecisionRecord struct {
 	Time     time.Time // when decided
@@ -121,23 +106,4 @@ type DecisionRecord struct {
 func (d *DecisionRecord) Coalesces(prev *DecisionRecord) bool {
 	return d.Action == Wait && d.Error == "" && prev.Action == Wait && prev.Error == "" &&
 		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy
-}
-
-// Store is durable chain state (SQLite in production, memory in the simulator).
-type Store interface {
-	// Chains lists chains; with activeOnly only ChainActive ones.
-	Chains(ctx context.Context, activeOnly bool) ([]Chain, error)
-	// Chain returns one chain or ErrChainNotFound.
-	Chain(ctx context.Context, id string) (*Chain, error)
-	// Segments returns a chain's segments in order.
-	Segments(ctx context.Context, chainID string) ([]Segment, error)
-	// PutChain inserts or updates a chain.
-	PutChain(ctx context.Context, c *Chain) error
-	// PutSegment inserts or updates a segment (keyed by chain, index, attempt).
-	PutSegment(ctx context.Context, s *Segment) error
-	// Record appends to the decision log. A wait that Coalesces with the
-	// chain's latest record may be folded into it (its Count grows, Last
-	// becomes d.Time), so a chain waiting for hours keeps one row, not one
-	// per cycle; every other decision is a row of its own.
-	Record(ctx context.Context, d *DecisionRecord) error
 }

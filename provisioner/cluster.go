@@ -1,8 +1,6 @@
 package provisioner
 
 import (
-	"context"
-	"errors"
 	"time"
 )
 
@@ -167,30 +165,4 @@ type SubmitRequest struct {
 	Exclude    []string          // placement hint: not these nodes
 	Env        map[string]string // extra environment for the job
 	WorkDir    string            // working directory
-}
-
-// Errors a Cluster reports for expected conditions.
-var (
-	ErrRejected     = errors.New("submission rejected")    // the backend refused the job
-	ErrUnavailable  = errors.New("backend unavailable")    // controller/API server not reachable
-	ErrNotFound     = errors.New("job not found")          // no such job
-	ErrNoAccounting = errors.New("accounting unavailable") // history (sacct) unavailable; live view still works
-)
-
-// Cluster is the port every backend implements: the simulator, Slurm (CLI)
-// and Kubernetes (client-go).
-type Cluster interface {
-	// Snapshot returns the current view of nodes and jobs.
-	Snapshot(ctx context.Context) (*Snapshot, error)
-	// Submit submits a job and returns its id; rejections wrap ErrRejected.
-	Submit(ctx context.Context, req SubmitRequest) (string, error)
-	// Cancel cancels a job.
-	Cancel(ctx context.Context, jobID string) error
-	// Signal sends a signal (e.g. "USR1") to a running job.
-	Signal(ctx context.Context, jobID string, signal string) error
-}
-
-// Clock supplies "now"; logic never calls time.Now directly.
-type Clock interface {
-	Now() time.Time
 }

@@ -1,8 +1,10 @@
 // Package provisioner is mirage's domain core: the types every backend speaks
 // (cluster snapshots, jobs, nodes, chains and segments, actions), the ports
-// that backends and stores implement (Cluster, Policy, Store) and the pure
-// decision logic that reconciles chains and decides when to pre-submit each
-// successor.
+// that backends, stores, policies and team rules implement (all in
+// ports.go: Cluster, HistorySource, Clock, Rules, Policy, Store, ...) and the
+// pure decision logic that reconciles chains and decides when to pre-submit
+// each successor (Step), with the Engine that applies it and the baseline
+// policies.
 //
 // Contract: nothing in this package performs I/O, reads the wall clock or
 // imports an adapter (sim, slurm, k8s) or a model. The decision step takes a
@@ -10,11 +12,8 @@
 // in the caller performs them. The same code therefore decides in the
 // simulator, on Slurm and on Kubernetes.
 //
-// The team rules live here too, pure like the rest: TeamRules (quota per
-// team from a YAML/JSON file, admission as admit/queue/reclaim/borrow/defer
-// with a reason; it implements Rules), Place (the placement pipeline:
-// filter → score → normalise → pick, policies first-fit, best-fit, spread and
-// the ATC'23 fragmentation-aware one, GPU sharing and GPU types), PlanReclaim
-// (which borrowed jobs to stop, and the steps) and PackEval (the packing
-// replay behind mirage pack-eval). Callers perform what they decide.
+// Team rules and placement live in the subpackages team (quota, borrowing,
+// reclaim; it implements Rules) and placement (where a job goes, and GPU
+// fragmentation). This package imports neither: the engine consults team
+// rules only through the Rules port.
 package provisioner

@@ -1,8 +1,6 @@
 package provisioner
 
 import (
-	"context"
-	"errors"
 	"time"
 )
 
@@ -45,12 +43,6 @@ const (
 	StateAbandoned  JobState = "ABANDONED"  // a submission that left no job: not an attempt
 )
 
-// ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
-// backend created nothing (a deferral, a request refused before it was
-// sent), so the engine may decide again at once instead of waiting for the
-// submission's grace.
-var ErrNotSubmitted = errors.New("nothing was submitted")
-
 // EventKind names an entry of the event log.
 type EventKind string
 
@@ -80,28 +72,6 @@ type Event struct {
 	Kind    EventKind // what happened
 	Detail  string    // human-readable detail
 	Value   float64   // a figure (the gap in seconds for EventGap)
-}
-
-// EventStore is implemented by stores that keep an event log beside the
-// decision log (MemStore, the SQLite store).
-type EventStore interface {
-	// AddEvent appends an event.
-	AddEvent(ctx context.Context, e *Event) error
-	// Events lists a chain's events, oldest first ("" lists cluster-wide ones).
-	Events(ctx context.Context, chainID string) ([]Event, error)
-}
-
-// DecisionLog is implemented by stores that can read their decision log back.
-type DecisionLog interface {
-	// Decisions lists a chain's decisions, oldest first.
-	Decisions(ctx context.Context, chainID string) ([]DecisionRecord, error)
-}
-
-// TxStore is implemented by stores that can group writes atomically. The
-// Store handed to fn writes inside the transaction (and implements
-// EventStore when the outer store does); an error from fn rolls back.
-type TxStore interface {
-	InTx(ctx context.Context, fn func(Store) error) error
 }
 
 // ChainRecord is a stored chain with its segments, ordered by index then attempt.

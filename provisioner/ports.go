@@ -2,11 +2,45 @@ package provisioner
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
+	"errors"
 	"time"
 )
+
+// The ports: every interface through which the core meets the outside
+// world, in one place. Backends (the simulator, Slurm, Kubernetes) implement
+// Cluster and HistorySource; stores (memory, SQLite) implement Store and
+// optionally EventStore, DecisionLog and TxStore; policies implement
+// Policy; team rules implement Rules. Within this package only MemStore
+// (the store ports) and the baselines (Policy) implement any.
+
+// ---- the cluster ----
+
+// Cluster is the port every backend implements: the simulator, Slurm (CLI)
+// and Kubernetes (client-go).
+type Cluster interface {
+	// Snapshot returns the current view of nodes and jobs.
+	Snapshot(ctx context.Context) (*Snapshot, error)
+	// Submit submits a job and returns its id; rejections wrap ErrRejected.
+	Submit(ctx context.Context, req SubmitRequest) (string, error)
+	// Cancel cancels a job.
+	Cancel(ctx context.Context, jobID string) error
+	// Signal sends a signal (e.g. "USR1") to a running job.
+	Signal(ctx context.Context, jobID string, signal string) error
+}
+
+// Errors a Cluster reports for expected conditions.
+var (
+	ErrRejected     = errors.New("submission rejected")    // the backend refused the job
+	ErrUnavailable  = errors.New("backend unavailable")    // controller/API server not reachable
+	ErrNotFound     = errors.New("job not found")          // no such job
+	ErrNoAccounting = errors.New("accounting unavailable") // history (sacct) unavailable; live view still works
+)
+
+// ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
+// backend created nothing (a deferral, a request refused before it was
+// sent), so the engine may decide again at once instead of waiting for the
+// submission's grace.
+var ErrNotSubmitted = errors.New("nothing was submitted")
 
 // HistorySource lists recently started or finished jobs (sacct on Slurm, the
 // simulator's record, finished pods on Kubernetes) for Observation.History.
@@ -17,10 +51,12 @@ type HistorySource interface {
 	History(ctx context.Context, since time.Time) ([]Job, error)
 }
 
-// PolicyFactory builds a policy by registry name ("reactive", "xgb", ...).
-// The models package provides the full registry; the provisioner's own
-// baselines are available through BaselinePolicy.
-type PolicyFactory func(name string) (Policy, error)
+// Clock supplies "now"; logic never calls time.Now directly.
+type Clock interface {
+	Now() time.Time
+}
+
+// ---- team rules ----
 
 // Admission is the team rules' answer for one submission.
 type Admission struct {
@@ -37,61 +73,74 @@ type Rules interface {
 	Admit(now time.Time, snap *Snapshot, req *SubmitRequest) (Admission, error)
 }
 
-// TagPrefix starts the tag mirage puts in every job it submits (the Slurm
-// comment, a Kubernetes annotation), so chains can be rebuilt from the
-// backend alone.
-const TagPrefix = "mirage:"
-
-// Tag identifies one submitted segment of a chain.
-type Tag struct {
-	Chain   string // chain id
-	Segment int    // 0-based segment index
-	Attempt int    // 0 for the first try, then retries
+// RulesCluster is a Cluster that applies team rules itself and hands them
+// to the engine (slurm.TeamCluster, k8s.TeamCluster), so that the engine's
+// admission step consults the same rules the backend applies.
+type RulesCluster interface {
+	Cluster
+	// TeamRules returns the rules the engine consults before each submission.
+	TeamRules() Rules
 }
 
-// String renders the tag as "mirage:CHAIN/SEGMENT.ATTEMPT", e.g. "mirage:c-20261123-ab12cd/3.0".
-func (t Tag) String() string {
-	return TagPrefix + t.Chain + "/" + strconv.Itoa(t.Segment) + "." + strconv.Itoa(t.Attempt)
+// ---- policies ----
+
+// Policy decides, for one chain at one instant, whether to submit its successor.
+type Policy interface {
+	// Name is the policy's registry name ("reactive", "xgb", ...).
+	Name() string
+	// Decide looks at one observation and returns a decision. It must not
+	// perform I/O nor keep per-call state that changes later decisions
+	// unless documented.
+	Decide(obs *Observation) (Decision, error)
 }
 
-// ParseTag finds a tag in a job comment (it may be surrounded by other
-// text, separated by spaces or commas). ok is false when there is none.
-func ParseTag(comment string) (t Tag, ok bool) {
-	i := strings.Index(comment, TagPrefix)
-	if i < 0 {
-		return Tag{}, false
-	}
-	s := comment[i+len(TagPrefix):]
-	if j := strings.IndexAny(s, " ,;\t\n"); j >= 0 {
-		s = s[:j]
-	}
-	slash := strings.LastIndexByte(s, '/')
-	if slash <= 0 {
-		return Tag{}, false
-	}
-	seg, att, found := strings.Cut(s[slash+1:], ".")
-	if !found {
-		return Tag{}, false
-	}
-	var err error
-	t.Chain = s[:slash]
-	if t.Segment, err = strconv.Atoi(seg); err != nil || t.Segment < 0 {
-		return Tag{}, false
-	}
-	if t.Attempt, err = strconv.Atoi(att); err != nil || t.Attempt < 0 {
-		return Tag{}, false
-	}
-	if strings.ContainsAny(t.Chain, "/ ") {
-		return Tag{}, false
-	}
-	return t, true
+// PolicyFactory builds a policy by registry name ("reactive", "xgb", ...).
+// The models package provides the full registry; the provisioner's own
+// baselines are available through BaselinePolicy.
+type PolicyFactory func(name string) (Policy, error)
+
+// ---- stores ----
+
+// Store is durable chain state (SQLite in production, memory in the simulator).
+type Store interface {
+	// Chains lists chains; with activeOnly only ChainActive ones.
+	Chains(ctx context.Context, activeOnly bool) ([]Chain, error)
+	// Chain returns one chain or ErrChainNotFound.
+	Chain(ctx context.Context, id string) (*Chain, error)
+	// Segments returns a chain's segments in order.
+	Segments(ctx context.Context, chainID string) ([]Segment, error)
+	// PutChain inserts or updates a chain.
+	PutChain(ctx context.Context, c *Chain) error
+	// PutSegment inserts or updates a segment (keyed by chain, index, attempt).
+	PutSegment(ctx context.Context, s *Segment) error
+	// Record appends to the decision log. A wait that Coalesces with the
+	// chain's latest record may be folded into it (its Count grows, Last
+	// becomes d.Time), so a chain waiting for hours keeps one row, not one
+	// per cycle; every other decision is a row of its own.
+	Record(ctx context.Context, d *DecisionRecord) error
 }
 
-// MustTag is Tag.String for a chain id known to be valid; it panics on an id
-// containing '/' or spaces (a broken invariant: ids are generated by mirage).
-func MustTag(chain string, segment, attempt int) string {
-	if chain == "" || strings.ContainsAny(chain, "/ ,;\t\n") {
-		panic(fmt.Sprintf("provisioner: invalid chain id %q", chain))
-	}
-	return Tag{Chain: chain, Segment: segment, Attempt: attempt}.String()
+// ErrChainNotFound is returned by a Store for an unknown chain id.
+var ErrChainNotFound = errors.New("chain not found")
+
+// EventStore is implemented by stores that keep an event log beside the
+// decision log (MemStore, the SQLite store).
+type EventStore interface {
+	// AddEvent appends an event.
+	AddEvent(ctx context.Context, e *Event) error
+	// Events lists a chain's events, oldest first ("" lists cluster-wide ones).
+	Events(ctx context.Context, chainID string) ([]Event, error)
+}
+
+// DecisionLog is implemented by stores that can read their decision log back.
+type DecisionLog interface {
+	// Decisions lists a chain's decisions, oldest first.
+	Decisions(ctx context.Context, chainID string) ([]DecisionRecord, error)
+}
+
+// TxStore is implemented by stores that can group writes atomically. The
+// Store handed to fn writes inside the transaction (and implements
+// EventStore when the outer store does); an error from fn rolls back.
+type TxStore interface {
+	InTx(ctx context.Context, fn func(Store) error) error
 }

@@ -3,7 +3,9 @@
 // returns the project's own types: Client implements provisioner.Cluster
 // (Snapshot, Submit, Cancel, Signal) and provisioner.HistorySource (History),
 // plus Jobs, Job, Nodes, Partitions, StartEstimates, ScontrolJob and
-// Accounting.
+// Accounting. TeamCluster is a Client under the team rules (package
+// provisioner/team): it hands them to the engine, which applies them before
+// each submission (provisioner.RulesCluster), as k8s.TeamCluster does.
 //
 // Contract:
 //

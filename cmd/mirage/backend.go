@@ -16,6 +16,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
@@ -97,11 +98,11 @@ func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 // newSlurmBackend builds the Slurm client: SLURM_CONF from --slurm-conf or
 // the environment, the commands from --slurm-bin before PATH, each command
 // bounded by --slurm-timeout and killed if mirage dies (so a crashed daemon
-// leaves no sbatch running). With --rules it is wrapped so the engine
+// leaves no sbatch running). With --rules it is wrapped (slurm.TeamCluster) so the engine
 // applies the team rules (team = account; borrowed work gets the rules'
 // preemptible QOS).
 func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		r, err := loadRules(o.rules, true) // Slurm queues what cannot start yet
 		if err != nil {
@@ -146,26 +147,14 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 	if rules == nil {
 		return cl, nil
 	}
-	return &slurmTeamCluster{Client: cl, rules: rules}, nil
+	return slurm.NewTeamCluster(cl, rules), nil
 }
-
-// slurmTeamCluster is the Slurm backend under team rules. Slurm queues work
-// and preempts by QOS itself, so the rules act at admission only: the
-// engine asks them before each submission (TeamRules), and they set the
-// borrowed QOS and packing hints on the request.
-type slurmTeamCluster struct {
-	*slurm.Client
-	rules *provisioner.TeamRules
-}
-
-// TeamRules returns the rules for the engine's admission step.
-func (c *slurmTeamCluster) TeamRules() provisioner.Rules { return c.rules }
 
 // engineRules are the team rules the engine consults before each
-// submission: the backend's own when it applies them (Kubernetes), else
-// deps.rules.
+// submission: the backend's own when it carries them (slurm.TeamCluster,
+// k8s.TeamCluster), else deps.rules.
 func engineRules(cl provisioner.Cluster) provisioner.Rules {
-	if rc, ok := cl.(interface{ TeamRules() provisioner.Rules }); ok {
+	if rc, ok := cl.(provisioner.RulesCluster); ok {
 		return rc.TeamRules()
 	}
 	return deps.rules

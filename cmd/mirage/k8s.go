@@ -13,12 +13,12 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 func init() { register(newK8sCmd) }
@@ -145,62 +145,6 @@ func defaultKubeconfig() string {
 // nil, or ok=false, prints "-".
 var k8sTeamQuota func(team string) (gpus int, ok bool)
 
-// nodeFragmentation is the FRAG column: per node, the free GPUs that the
-// job-size mix cannot use (the ATC'23 measure, provisioner.Fragmentation).
-// Without team rules the mix is one job of the reference size, which makes
-// FRAG the free GPUs of nodes that cannot fit such a job.
-func nodeFragmentation(s *provisioner.Snapshot, mix provisioner.Mix) map[string]float64 {
-	st := provisioner.PlaceStateFromSnapshot(s)
-	_, _, per := st.Fragmentation(mix)
-	out := make(map[string]float64, len(per))
-	for i, f := range per {
-		out[st.Node(i).Name] = math.Round(f*10) / 10
-	}
-	return out
-}
-
-// inventoryView is the JSON shape of the inventory.
-type inventoryView struct {
-	Time     string     `json:"time"`
-	JobSize  int        `json:"job_size"`
-	Nodes    []nodeView `json:"nodes"`
-	Teams    []teamView `json:"teams"`
-	Total    int        `json:"total"`
-	Used     int        `json:"used"`
-	Borrowed int        `json:"borrowed"`
-	Free     int        `json:"free"`
-	Frag     float64    `json:"fragmented"`
-	Mix      string     `json:"mix,omitempty"`
-}
-
-type nodeView struct {
-	Name     string             `json:"name"`
-	State    string             `json:"state"`
-	GPUType  string             `json:"gpu_type,omitempty"`
-	Total    int                `json:"total"`
-	Used     int                `json:"used"`
-	Borrowed int                `json:"borrowed"`
-	Free     int                `json:"free"`
-	Frag     float64            `json:"fragmented"`
-	ByTeam   map[string]int     `json:"by_team,omitempty"`
-	MIG      map[string]migView `json:"mig,omitempty"`
-}
-
-type migView struct {
-	Allocatable int64 `json:"allocatable"`
-	Used        int64 `json:"used"`
-}
-
-type teamView struct {
-	Team     string `json:"team"`
-	Quota    *int   `json:"quota,omitempty"`
-	Used     int    `json:"used"`
-	Borrowed int    `json:"borrowed"`
-	Free     *int   `json:"free,omitempty"`
-	Pods     int    `json:"pods"`
-	Pending  int    `json:"pending"`
-}
-
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {
 	cfg, err := o.config()
 	if err != nil {
@@ -210,7 +154,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	if o.jobSize < 0 {
 		return withCode(exitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
 	}
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		if rules, err = loadRules(o.rules, false); err != nil {
 			return err
@@ -236,7 +180,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, teamNames(inv)))
 		}
 	}
-	v := view(inv, o, rules)
+	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: k8sTeamQuota})
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -271,87 +215,7 @@ func teamNames(inv *k8s.Inventory) string {
 	return strings.Join(names, ", ")
 }
 
-// view computes the printed figures (fragmentation and quota through the hooks).
-func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *provisioner.TeamRules) inventoryView {
-	size := o.jobSize
-	if size == 0 {
-		size = commonJobSize(inv)
-	}
-	s := inv.Snapshot()
-	v := inventoryView{Time: inv.Time.UTC().Format("2006-01-02T15:04:05Z"), JobSize: size,
-		Nodes: []nodeView{}, Teams: []teamView{}}
-	mix := provisioner.Mix{Classes: []provisioner.MixClass{{GPUMilli: size * provisioner.MilliGPU, Weight: 1}}}
-	quota := k8sTeamQuota
-	if rules != nil {
-		rs := k8s.RulesSnapshot(inv, rules)
-		cfg := rules.Config()
-		if o.jobSize == 0 {
-			mix = provisioner.MixFromJobs(provisioner.PlaceStateFromSnapshot(rs), rs, nil,
-				inv.Time.Add(-time.Duration(cfg.Placement.HistoryWindow)), provisioner.MixOptions{PriorJobs: cfg.Placement.PriorJobs})
-			v.Mix = mix.String()
-		}
-		quota = func(team string) (int, bool) {
-			if q := cfg.Team(team); q != nil {
-				return q.GPUs, true
-			}
-			return 0, false
-		}
-	}
-	frag := nodeFragmentation(s, mix)
-	for _, n := range inv.Nodes {
-		if o.team != "" && n.ByTeam[o.team] == 0 {
-			continue
-		}
-		nv := nodeView{Name: n.Name, State: string(n.State), GPUType: n.GPUType, Total: n.GPUs, Used: n.Used,
-			Borrowed: n.Borrowed, Free: n.Free, Frag: frag[n.Name], ByTeam: n.ByTeam}
-		for name, c := range n.MIG {
-			if nv.MIG == nil {
-				nv.MIG = map[string]migView{}
-			}
-			nv.MIG[name] = migView{Allocatable: c.Allocatable, Used: c.Used}
-		}
-		v.Nodes = append(v.Nodes, nv)
-		v.Total += n.GPUs
-		v.Used += n.Used
-		v.Borrowed += n.Borrowed
-		v.Free += n.Free
-		v.Frag += nv.Frag
-	}
-	for _, t := range inv.Teams {
-		if o.team != "" && t.Team != o.team {
-			continue
-		}
-		tv := teamView{Team: t.Team, Used: t.Used, Borrowed: t.Borrowed, Pods: t.Pods, Pending: t.Pending}
-		if quota != nil {
-			if q, ok := quota(t.Team); ok {
-				free := max(q-(t.Used-t.Borrowed), 0)
-				tv.Quota, tv.Free = &q, &free
-			}
-		}
-		v.Teams = append(v.Teams, tv)
-	}
-	return v
-}
-
-// commonJobSize is the most common GPU request among running GPU pods (ties:
-// the larger), or 1 when there are none.
-func commonJobSize(inv *k8s.Inventory) int {
-	count := map[int]int{}
-	for _, j := range inv.Jobs {
-		if j.State == provisioner.StateRunning && j.GPUs > 0 {
-			count[j.GPUs]++
-		}
-	}
-	best, bestN := 1, 0
-	for size, n := range count {
-		if n > bestN || n == bestN && size > best {
-			best, bestN = size, n
-		}
-	}
-	return best
-}
-
-func printInventory(w io.Writer, v inventoryView) error {
+func printInventory(w io.Writer, v *k8s.InventoryView) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tGPU-TYPE\tTOTAL\tUSED\tBORROWED\tFREE\tFRAG\t")
 	for _, n := range v.Nodes {
@@ -372,7 +236,7 @@ func printInventory(w io.Writer, v inventoryView) error {
 	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEAM\tQUOTA\tUSED\tBORROWED\tFREE\tPODS\tPENDING\t")
-	teams := append([]teamView(nil), v.Teams...)
+	teams := append([]k8s.TeamView(nil), v.Teams...)
 	sort.Slice(teams, func(a, b int) bool { return teams[a].Team < teams[b].Team })
 	for _, t := range teams {
 		name := t.Team

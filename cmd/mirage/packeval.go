@@ -1,20 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-gpu/mirage/provisioner"
-	"github.com/mirage-gpu/mirage/traces"
+	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 func init() { register(newPackEvalCmd) }
@@ -58,7 +56,7 @@ docs/guide/team-rules.md.`,
 			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
 				o.progress = cmd.ErrOrStderr()
 			}
-			return runPackEval(cmd.OutOrStdout(), o)
+			return runPackEval(cmd.Context(), cmd.OutOrStdout(), o)
 		},
 	}
 	f := cmd.Flags()
@@ -76,224 +74,41 @@ docs/guide/team-rules.md.`,
 	return cmd
 }
 
-// packList is the outcome for one pod list.
-type packList struct {
-	File     string                    `json:"file"`
-	Pods     int                       `json:"pods"`
-	GPUPods  int                       `json:"gpu_pods"`
-	Sharing  int                       `json:"sharing_pods"`
-	Typed    int                       `json:"typed_pods"`
-	Skipped  int                       `json:"skipped_rows,omitempty"`
-	EvalMix  provisioner.Mix           `json:"eval_mix"`
-	Results  []*provisioner.PackResult `json:"results"`
-	WallSecs float64                   `json:"wall_seconds"`
-}
-
-// packReport is the JSON output.
-type packReport struct {
-	Nodes    string     `json:"nodes"`
-	NodeN    int        `json:"node_count"`
-	GPUs     float64    `json:"gpus"`
-	Mode     string     `json:"mode"`
-	Until    float64    `json:"until"`
-	Seed     uint64     `json:"seed"`
-	Policies []string   `json:"policies"`
-	Lists    []packList `json:"pod_lists"`
-}
-
-func runPackEval(out io.Writer, o *packEvalOptions) error {
+func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 	if o.until <= 0 || o.points <= 0 {
 		return withCode(exitUsage, errors.New("--until and --points must be positive"))
 	}
-	mode := provisioner.PackMode(o.mode)
-	if mode != provisioner.PackFill && mode != provisioner.PackReplay {
+	mode := eval.PackMode(o.mode)
+	if mode != eval.PackFill && mode != eval.PackReplay {
 		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", o.mode))
 	}
-	var policies []provisioner.PlacePolicy
+	spec := eval.PackSpec{Nodes: o.nodes, Pods: o.pods, Mode: mode, Until: o.until, Seed: o.seed, Points: o.points, SkipBad: o.skipBad}
 	for _, p := range o.policies {
-		pol, err := provisioner.ParsePlacePolicy(strings.TrimSpace(p))
+		pol, err := placement.ParsePolicy(strings.TrimSpace(p))
 		if err != nil {
 			return withCode(exitUsage, fmt.Errorf("--policies: %w", err))
 		}
-		policies = append(policies, pol)
+		spec.Policies = append(spec.Policies, pol)
 	}
-	st, nNodes, err := loadPackNodes(o.nodes)
-	if err != nil {
-		return err
+	if o.progress != nil {
+		spec.Progress = &packBar{w: o.progress}
 	}
-	capMilli, _ := st.Totals()
-	rep := packReport{Nodes: o.nodes, NodeN: nNodes, GPUs: float64(capMilli) / provisioner.MilliGPU, Mode: o.mode,
-		Until: o.until, Seed: o.seed, Policies: o.policies}
-	for _, file := range o.pods {
-		pods, pl, err := loadPackPods(file, o.skipBad)
-		if err != nil {
-			return err
-		}
-		ds := make([]provisioner.Demand, len(pods))
-		for i := range pods {
-			ds[i] = pods[i].Demand
-		}
-		mix := provisioner.LearnMix(ds, provisioner.Mix{}, provisioner.MixOptions{MaxClasses: 64})
-		mix.Source = fmt.Sprintf("%s (%d pods)", filepath.Base(file), len(pods))
-		pl.EvalMix = mix
-		wall := time.Now() // reporting only
-		for _, pol := range policies {
-			bar := &packBar{w: o.progress, label: filepath.Base(file) + " " + string(pol)}
-			res, err := provisioner.PackEval(st, pods, pol, provisioner.PackOptions{Mode: mode, Until: o.until, Seed: o.seed,
-				Points: o.points, EvalMix: &mix, Progress: bar.update})
-			bar.done()
-			if err != nil {
-				return withCode(exitBadInput, fmt.Errorf("%s: %w", file, err))
-			}
-			pl.Results = append(pl.Results, res)
-		}
-		pl.WallSecs = time.Since(wall).Seconds()
-		rep.Lists = append(rep.Lists, *pl)
+	rep, err := eval.RunPack(ctx, spec)
+	switch {
+	case errors.Is(err, eval.ErrPackInput):
+		return withCode(exitBadInput, err)
+	case err != nil:
+		return traceErr(err)
 	}
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	return printPackReport(out, &rep)
+	return rep.WriteText(out)
 }
 
-// loadPackNodes reads an openb node list into a placement state.
-func loadPackNodes(path string) (*provisioner.PlaceState, int, error) {
-	nodes, err := traces.ReadNodes(path)
-	if err != nil {
-		var pe *traces.ParseError
-		if errors.As(err, &pe) || errors.Is(err, traces.ErrMalformed) {
-			return nil, 0, withCode(exitBadInput, err)
-		}
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, 0, withCode(exitBadInput, err)
-		}
-		return nil, 0, err
-	}
-	if len(nodes) == 0 {
-		return nil, 0, withCode(exitBadInput, fmt.Errorf("%s: no nodes", path))
-	}
-	pn := make([]provisioner.PlaceNode, len(nodes))
-	for i, n := range nodes {
-		pn[i] = provisioner.PlaceNode{Name: n.Name, GPUType: n.Model, Schedulable: true, CPUMilli: n.CPUMilli, GPUFree: make([]int, n.GPUs)}
-		for g := range pn[i].GPUFree {
-			pn[i].GPUFree[g] = provisioner.MilliGPU
-		}
-	}
-	st, err := provisioner.NewPlaceState(pn)
-	if err != nil {
-		return nil, 0, withCode(exitBadInput, fmt.Errorf("%s: %w", path, err))
-	}
-	if c, _ := st.Totals(); c == 0 {
-		return nil, 0, withCode(exitBadInput, fmt.Errorf("%s: no GPUs on any node", path))
-	}
-	return st, len(nodes), nil
-}
-
-// loadPackPods reads an openb pod list: every pod asking for a GPU or a CPU.
-func loadPackPods(path string, skipBad bool) ([]provisioner.PackPod, *packList, error) {
-	r, err := traces.Open(path, traces.Options{Format: traces.FormatOpenB, SkipBad: skipBad})
-	if err != nil {
-		return nil, nil, traceErr(err)
-	}
-	defer r.Close()
-	pl := &packList{File: path}
-	var pods []provisioner.PackPod
-	for j, err := range traces.All(r) {
-		if err != nil {
-			return nil, nil, traceErr(err)
-		}
-		d := provisioner.Demand{GPUMilli: j.GPUs * provisioner.MilliGPU, CPUMilli: j.CPUs * 1000}
-		if j.GPUMilli > 0 {
-			d.GPUMilli = j.GPUMilli
-			pl.Sharing++
-		}
-		if j.GPUType != "" {
-			d.GPUTypes = strings.Split(j.GPUType, "|")
-			pl.Typed++
-		}
-		if d.GPUMilli == 0 && d.CPUMilli == 0 {
-			continue
-		}
-		if d.GPUMilli > 0 {
-			pl.GPUPods++
-		}
-		pods = append(pods, provisioner.PackPod{Name: j.ID, Demand: d, Arrive: j.Submit.Sub(time.Unix(0, 0)), Runtime: j.Runtime()})
-	}
-	pl.Skipped = r.Skipped()
-	pl.Pods = len(pods)
-	if len(pods) == 0 {
-		return nil, nil, withCode(exitBadInput, fmt.Errorf("%s: no pods asking for GPUs or CPUs", path))
-	}
-	return pods, pl, nil
-}
-
-func pct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
-
-func printPackReport(w io.Writer, rep *packReport) error {
-	fmt.Fprintf(w, "cluster: %s — %d nodes, %.0f GPUs; mode %s", rep.Nodes, rep.NodeN, rep.GPUs, rep.Mode)
-	if rep.Mode == string(provisioner.PackFill) {
-		fmt.Fprintf(w, " until %.0f%% of capacity has arrived", 100*rep.Until)
-		if rep.Seed != 0 {
-			fmt.Fprintf(w, " (arrival order shuffled, seed %d)", rep.Seed)
-		}
-	}
-	fmt.Fprintln(w)
-	for _, pl := range rep.Lists {
-		fmt.Fprintf(w, "\n%s: %d pods (%d with GPUs, %d sharing a GPU, %d with a GPU-type constraint)\n", pl.File, pl.Pods, pl.GPUPods, pl.Sharing, pl.Typed)
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "POLICY\tFIRST-FAIL-AT\tUNALLOC-AT-FAIL\tFRAG-AT-FAIL\tFAILED\tUNALLOC-END\tFRAG-END\tMAX-ALLOC\t")
-		for _, r := range pl.Results {
-			at, ua, fr := "none", "-", "-"
-			if f := r.FirstFailure; f != nil {
-				at, ua, fr = pct(f.Arrived), pct(f.Unallocated), pct(f.Fragmented)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.Policy, at, ua, fr, r.Failed, pct(r.End.Unallocated), pct(r.End.Fragmented), pct(r.MaxAlloc))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-		fmt.Fprintln(w, "(shares of GPU capacity; FIRST-FAIL-AT: arrived GPU demand when placement first failed)")
-		if len(pl.Results) == 0 || len(pl.Results[0].Curve) == 0 {
-			continue
-		}
-		x := "ARRIVED"
-		if rep.Mode == string(provisioner.PackReplay) {
-			x = "HOURS"
-		}
-		fmt.Fprintf(w, "fragmented share of capacity (free GPUs the pod mix cannot use) along the run:\n")
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprint(tw, x+"\t")
-		for _, r := range pl.Results {
-			fmt.Fprintf(tw, "%s\t", r.Policy)
-		}
-		fmt.Fprintln(tw)
-		n := len(pl.Results[0].Curve)
-		for i := 0; i < n; i++ {
-			p := pl.Results[0].Curve[i]
-			if rep.Mode == string(provisioner.PackReplay) {
-				fmt.Fprintf(tw, "%.0f\t", p.Time)
-			} else {
-				fmt.Fprintf(tw, "%s\t", pct(p.Arrived))
-			}
-			for _, r := range pl.Results {
-				if i < len(r.Curve) {
-					fmt.Fprintf(tw, "%s\t", pct(r.Curve[i].Fragmented))
-				} else {
-					fmt.Fprint(tw, "-\t")
-				}
-			}
-			fmt.Fprintln(tw)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// packBar draws a one-line progress bar on a terminal.
+// packBar draws a one-line progress bar on a terminal (eval.PackProgress).
 type packBar struct {
 	w     io.Writer
 	label string
@@ -301,7 +116,9 @@ type packBar struct {
 	drawn bool
 }
 
-func (b *packBar) update(done, total int) {
+func (b *packBar) Start(label string) { b.label, b.last, b.drawn = label, 0, false }
+
+func (b *packBar) Update(done, total int) {
 	if b == nil || b.w == nil || total <= 0 {
 		return
 	}
@@ -314,7 +131,7 @@ func (b *packBar) update(done, total int) {
 	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%%", b.label, strings.Repeat("#", n), strings.Repeat(".", 25-n), p)
 }
 
-func (b *packBar) done() {
+func (b *packBar) Done() {
 	if b != nil && b.w != nil && b.drawn {
 		fmt.Fprint(b.w, "\r\033[K")
 	}

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 const packNodes = "sn,cpu_milli,memory_mib,gpu,model\nn1,64000,262144,4,A100\nn2,64000,262144,4,A100\n"
@@ -27,7 +29,7 @@ func TestPackEvalTable(t *testing.T) {
 	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", packPods)},
 		policies: []string{"best-fit", "spread"}, mode: "fill", until: 1, points: 2}
 	var out bytes.Buffer
-	if err := runPackEval(&out, o); err != nil {
+	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -52,10 +54,10 @@ c1,2000,1024,0,0,,BE,Running,3,9,3
 	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", pods)},
 		policies: []string{"frag-aware"}, mode: "replay", until: 1, points: 3, json: true}
 	var out bytes.Buffer
-	if err := runPackEval(&out, o); err != nil {
+	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
 	}
-	var rep packReport
+	var rep eval.PackReport
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ c1,2000,1024,0,0,,BE,Running,3,9,3
 		t.Fatalf("report %+v", rep)
 	}
 	// Two half GPUs on one device (frag-aware keeps whole GPUs free): 1 GPU of 8 allocated.
-	if r := l.Results[0]; r.Policy != provisioner.FragAware || r.Placed != 3 || r.Failed != 0 || r.End.Allocated != 0.125 {
+	if r := l.Results[0]; r.Policy != placement.FragAware || r.Placed != 3 || r.Failed != 0 || r.End.Allocated != 0.125 {
 		t.Errorf("result %+v", r)
 	}
 }
@@ -91,7 +93,7 @@ func TestPackEvalBadInput(t *testing.T) {
 		{"no GPUs", packEvalOptions{nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "no GPUs"},
 		{"bad pods", packEvalOptions{nodes: nodes, pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "num_gpu"},
 	} {
-		err := runPackEval(&bytes.Buffer{}, &tc.o)
+		err := runPackEval(context.Background(), &bytes.Buffer{}, &tc.o)
 		if code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v (code %d), want %d and %q", tc.name, err, code(err), tc.code, tc.want)
 		}

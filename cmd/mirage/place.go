@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 func init() { register(newPlaceCmd) }
@@ -92,16 +93,16 @@ docs/reference/rules-file.md.`,
 }
 
 // loadRules reads and parses a team rules file.
-func loadRules(path string, queueing bool) (*provisioner.TeamRules, error) {
+func loadRules(path string, queueing bool) (*team.Rules, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("team rules: %w", err))
 	}
-	cfg, err := provisioner.ParseTeamConfig(data, path)
+	cfg, err := team.ParseConfig(data, path)
 	if err != nil {
 		return nil, withCode(exitBadInput, err)
 	}
-	r, err := provisioner.NewTeamRules(cfg, queueing)
+	r, err := team.NewRules(cfg, queueing)
 	if err != nil {
 		return nil, withCode(exitBadInput, err)
 	}
@@ -114,78 +115,11 @@ func loadSnapshot(path string) (*provisioner.Snapshot, error) {
 	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot: %w", err))
 	}
-	return parseSnapshot(data, path)
-}
-
-// parseSnapshot parses and checks a snapshot; path names it in errors.
-func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
-	var s provisioner.Snapshot
-	if err := yaml.Unmarshal(data, &s); err != nil {
-		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: %w", path, err))
+	s, err := team.ParseSnapshot(data, path)
+	if err != nil {
+		return nil, withCode(exitBadInput, err)
 	}
-	if len(s.Nodes) == 0 {
-		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: no nodes (want a \"nodes:\" list)", path))
-	}
-	seen := map[string]bool{}
-	for i := range s.Nodes {
-		n := &s.Nodes[i]
-		switch {
-		case n.Name == "":
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: nodes[%d]: no name", path, i))
-		case seen[n.Name]:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s listed twice", path, n.Name))
-		case n.GPUs > provisioner.MaxNodeGPUs:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: %d GPUs, more than %d", path, n.Name, n.GPUs, provisioner.MaxNodeGPUs))
-		case n.GPUs < 0 || n.GPUsUsed < 0 || n.GPUsUsed > n.GPUs:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: gpusUsed %d of gpus %d", path, n.Name, n.GPUsUsed, n.GPUs))
-		}
-		seen[n.Name] = true
-		switch n.State {
-		case "":
-			n.State = provisioner.NodeUp
-		case provisioner.NodeUp, provisioner.NodeDrained, provisioner.NodeDown, provisioner.NodeReserved:
-		default:
-			return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: node %s: state %q (want up, drained, down or reserved)", path, n.Name, n.State))
-		}
-	}
-	for i := range s.Jobs {
-		j := &s.Jobs[i]
-		j.State = provisioner.JobState(strings.ToUpper(string(j.State)))
-		for _, n := range j.NodeList {
-			if !seen[n] {
-				return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: job %s runs on unknown node %s", path, j.ID, n))
-			}
-		}
-	}
-	return &s, nil
-}
-
-// placeView is the JSON output of "mirage place".
-type placeView struct {
-	Source    string                   `json:"source"`
-	Team      string                   `json:"team"`
-	Demand    string                   `json:"demand"`
-	Verdict   string                   `json:"verdict"`
-	Reason    string                   `json:"reason"`
-	Usage     *provisioner.TeamUsage   `json:"usage,omitempty"`
-	Policy    string                   `json:"policy"`
-	Nodes     []string                 `json:"nodes"`
-	QOS       string                   `json:"qos,omitempty"`
-	NodeList  []string                 `json:"node_list,omitempty"`
-	Exclude   []string                 `json:"exclude,omitempty"`
-	Mix       string                   `json:"mix"`
-	Ranked    []candidateView          `json:"candidates"`
-	Rejected  map[string]int           `json:"rejected"`
-	RejectedN []provisioner.Rejection  `json:"rejected_nodes,omitempty"`
-	Reclaim   *provisioner.ReclaimPlan `json:"reclaim,omitempty"`
-}
-
-type candidateView struct {
-	Node      string  `json:"node"`
-	Score     float64 `json:"score"`
-	Norm      float64 `json:"normalised"`
-	FragDelta float64 `json:"frag_delta"`
-	FreeAfter float64 `json:"free_after"`
+	return s, nil
 }
 
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
@@ -196,12 +130,12 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		return withCode(exitUsage, errors.New("give --snapshot or --kubeconfig, not both"))
 	}
 	if o.policy != "" {
-		if _, err := provisioner.ParsePlacePolicy(o.policy); err != nil {
+		if _, err := placement.ParsePolicy(o.policy); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
 		}
 	}
 	queueing := o.snapshot != ""
-	var rules *provisioner.TeamRules
+	var rules *team.Rules
 	if o.rules != "" {
 		var err error
 		if rules, err = loadRules(o.rules, queueing); err != nil {
@@ -209,27 +143,25 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		}
 		if o.policy != "" {
 			cfg := rules.Config()
-			cfg.Placement.Policy = provisioner.PlacePolicy(o.policy)
-			if rules, err = provisioner.NewTeamRules(cfg, queueing); err != nil {
+			cfg.Placement.Policy = placement.Policy(o.policy)
+			if rules, err = team.NewRules(cfg, queueing); err != nil {
 				return withCode(exitBadInput, err)
 			}
 		}
 	}
-	req := provisioner.SubmitRequest{Name: "mirage-place", Account: o.team, GPUs: o.gpus, Nodes: o.nodes, GPUType: o.gpuType, Dependency: o.dep}
-	v := placeView{Team: o.team}
-	var snap *provisioner.Snapshot
-	var now time.Time
-	var checkpoints map[string]time.Time
+	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all,
+		Request: provisioner.SubmitRequest{Name: "mirage-place", Account: o.team, GPUs: o.gpus, Nodes: o.nodes, GPUType: o.gpuType, Dependency: o.dep}}
+	var source string
 	if o.snapshot != "" {
 		s, err := loadSnapshot(o.snapshot)
 		if err != nil {
 			return err
 		}
-		snap, now = s, o.now()
+		in.Snapshot, in.Now = s, o.now()
 		if !s.Time.IsZero() {
-			now = s.Time
+			in.Now = s.Time
 		}
-		v.Source = "snapshot " + o.snapshot + " (judged as Slurm: queued when nothing fits now)"
+		source = "snapshot " + o.snapshot + " (judged as Slurm: queued when nothing fits now)"
 	} else {
 		cfg, err := o.config()
 		if err != nil {
@@ -243,88 +175,34 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		if err != nil {
 			return k8sErr(err)
 		}
-		snap, now, checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
+		in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
 		if rules != nil {
-			snap = k8s.RulesSnapshot(inv, rules)
+			in.Snapshot = k8s.RulesSnapshot(inv, rules)
 		}
-		v.Source = "kubernetes " + o.kubeconfig + " (judged as mirage's Kubernetes mode)"
+		source = "kubernetes " + o.kubeconfig + " (judged as mirage's Kubernetes mode)"
 	}
-	if rules == nil {
-		return placeOnly(w, o, snap, now, req, v)
-	}
-	d, err := rules.Decide(provisioner.DecideInput{Now: now, Snapshot: snap, Request: &req, Checkpoints: checkpoints, Explain: true})
+	v, err := team.Explain(in)
 	if err != nil {
 		return placeErr(err)
 	}
-	v.Demand, v.Verdict, v.Reason, v.Usage = d.Demand.String(), string(d.Verdict), d.Reason, &d.Usage
-	v.Mix, v.Reclaim, v.NodeList, v.Exclude, v.QOS = d.Mix.String(), d.Reclaim, req.NodeList, req.Exclude, d.QOS
-	cfg := rules.Config()
-	v.Policy = string(cfg.Placement.Policy)
-	if d.Placement != nil {
-		fillPlacement(&v, d.Placement, o.all)
-	} else if d.Verdict == provisioner.VerdictDefer {
-		v.Nodes, v.Rejected = []string{}, map[string]int{}
-	}
-	return printPlace(w, &v, o)
-}
-
-// placeOnly shows the placement without team rules.
-func placeOnly(w io.Writer, o *placeOptions, snap *provisioner.Snapshot, now time.Time, req provisioner.SubmitRequest, v placeView) error {
-	d, err := provisioner.DemandOf(&req)
-	if err != nil {
-		return withCode(exitBadInput, err)
-	}
-	st := provisioner.PlaceStateFromSnapshot(snap)
-	if err := st.CheckFits(d); err != nil {
-		return placeErr(err)
-	}
-	pol := provisioner.FragAware
-	if o.policy != "" {
-		pol = provisioner.PlacePolicy(o.policy)
-	}
-	mix := provisioner.MixFromJobs(st, snap, nil, now.Add(-provisioner.DefaultMixWindow), provisioner.MixOptions{})
-	p, err := provisioner.Place(st, d, pol, provisioner.PlaceOptions{Mix: &mix, Explain: true})
-	if err != nil {
-		return placeErr(err)
-	}
-	v.Demand, v.Policy, v.Mix = d.String(), string(pol), mix.String()
-	v.Verdict = "placed"
-	if !p.OK() {
-		v.Verdict = "no-room"
-	}
-	v.Reason = p.Reason + " (no --rules: quotas not checked)"
-	fillPlacement(&v, p, o.all)
-	return printPlace(w, &v, o)
-}
-
-// fillPlacement copies the placement's nodes, candidates and rejections.
-func fillPlacement(v *placeView, p *provisioner.Placement, all bool) {
-	v.Nodes, v.Rejected = p.NodeNames(), p.Rejected
-	for i, c := range p.Ranked {
-		if !all && i >= 5 {
-			break
-		}
-		v.Ranked = append(v.Ranked, candidateView{c.Node, c.Score, c.Norm, c.FragDelta, c.FreeAfter})
-	}
-	if all {
-		v.RejectedN = p.Rejections
-	}
+	v.Source = source
+	return printPlace(w, v, o)
 }
 
 // placeErr maps the rules' errors to exit codes.
 func placeErr(err error) error {
 	switch {
-	case errors.Is(err, provisioner.ErrUnknownTeam), errors.Is(err, provisioner.ErrJobTooLarge), errors.Is(err, provisioner.ErrBadDemand),
-		errors.Is(err, provisioner.ErrQuotaExceedsCluster), errors.Is(err, provisioner.ErrTeamConfig), errors.Is(err, provisioner.ErrUnknownNode):
+	case errors.Is(err, team.ErrUnknownTeam), errors.Is(err, placement.ErrJobTooLarge), errors.Is(err, placement.ErrBadDemand),
+		errors.Is(err, team.ErrQuotaExceedsCluster), errors.Is(err, team.ErrConfig), errors.Is(err, placement.ErrUnknownNode):
 		return withCode(exitBadInput, err)
 	}
 	return k8sErr(err)
 }
 
-func printPlace(w io.Writer, v *placeView, o *placeOptions) error {
+func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {
 	if o.json {
 		if v.Ranked == nil {
-			v.Ranked = []candidateView{}
+			v.Ranked = []team.RankedNode{}
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -385,13 +263,13 @@ func printPlace(w io.Writer, v *placeView, o *placeOptions) error {
 		fmt.Fprintf(w, "\nreclaim plan: %s\n", p.Reason)
 		for i, s := range p.Steps {
 			switch s.Kind {
-			case provisioner.StepSignal:
+			case team.StepSignal:
 				fmt.Fprintf(w, "  %d. signal %s %s (checkpoint)\n", i+1, s.JobID, s.Signal)
-			case provisioner.StepWait:
+			case team.StepWait:
 				fmt.Fprintf(w, "  %d. wait %s (grace period)\n", i+1, s.Grace)
-			case provisioner.StepEvict:
+			case team.StepEvict:
 				fmt.Fprintf(w, "  %d. evict %s — %s\n", i+1, s.JobID, s.Reason)
-			case provisioner.StepPlace:
+			case team.StepPlace:
 				fmt.Fprintf(w, "  %d. place on %s\n", i+1, s.Node)
 			}
 		}

@@ -19,7 +19,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 // writeFile writes a test input and returns its path.
@@ -86,7 +86,7 @@ func TestPlaceSnapshotAdmitJSON(t *testing.T) {
 	if err := runPlace(context.Background(), o, &out); err != nil {
 		t.Fatal(err)
 	}
-	var v placeView
+	var v team.Explanation
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
@@ -102,7 +102,7 @@ func TestPlaceSnapshotAdmitJSON(t *testing.T) {
 	if err := runPlace(context.Background(), o, &out); err != nil {
 		t.Fatal(err)
 	}
-	v = placeView{}
+	v = team.Explanation{}
 	if err := json.Unmarshal(out.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestPlaceIntegrationKubernetes(t *testing.T) {
 	if code := exitCode(root.ExecuteContext(context.Background()), &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
-	var v placeView
+	var v team.Explanation
 	if err := json.Unmarshal(stdout.Bytes(), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -247,26 +247,4 @@ func TestPlaceIntegrationKubernetes(t *testing.T) {
 	if err != nil || len(pods.Items) != 6 {
 		t.Errorf("%d pods (%v), want the 6 there were", len(pods.Items), err)
 	}
-}
-
-// FuzzParseSnapshot: a snapshot file either parses into nodes the placement
-// accepts (then placing a job does not panic) or fails as bad input.
-func FuzzParseSnapshot(f *testing.F) {
-	f.Add([]byte(fragSnapshot))
-	f.Add([]byte(`{"nodes":[{"name":"n1","gpus":8,"state":"drained"}],"jobs":[{"id":"1","state":"pending","gpus":2}]}`))
-	f.Add([]byte("nodes: [{name: n1, gpus: 2, gpusUsed: 3}]"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		s, err := parseSnapshot(data, "fuzz.yaml")
-		if err != nil {
-			var ee *exitError
-			if !errors.As(err, &ee) || ee.code != exitBadInput {
-				t.Fatalf("error without exit code 3: %v", err)
-			}
-			return
-		}
-		st := provisioner.PlaceStateFromSnapshot(s)
-		if _, err := provisioner.Place(st, provisioner.Demand{GPUMilli: 1000}, provisioner.FragAware, provisioner.PlaceOptions{}); err != nil {
-			t.Fatalf("place on a parsed snapshot: %v", err)
-		}
-	})
 }

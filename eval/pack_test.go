@@ -1,12 +1,36 @@
-package provisioner
+package eval
 
 import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// gpus is a demand of n whole GPUs on one node.
+func gpus(n int) placement.Demand { return placement.Demand{GPUMilli: n * placement.MilliGPU} }
+
+// pnode is a schedulable node with n entirely free GPUs.
+func pnode(name string, n int) placement.Node {
+	nd := placement.Node{Name: name, Schedulable: true, GPUFree: make([]int, n)}
+	for i := range nd.GPUFree {
+		nd.GPUFree[i] = placement.MilliGPU
+	}
+	return nd
+}
+
+// state builds a placement state from nodes.
+func state(t testing.TB, nodes ...placement.Node) *placement.State {
+	t.Helper()
+	st, err := placement.NewState(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
 
 // Fill mode on 2 nodes × 4 GPUs with pods of 2, 2 and 4 GPUs (8 GPUs arrive:
 // 100% of capacity).
@@ -25,7 +49,7 @@ func TestPackEvalFill(t *testing.T) {
 		{Name: "p3", Demand: gpus(4), Arrive: 3 * time.Second},
 	}
 	st := state(t, pnode("n1", 4), pnode("n2", 4))
-	sp, err := PackEval(st, pods, Spread, PackOptions{Points: 4})
+	sp, err := Pack(st, pods, placement.Spread, PackOptions{Points: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +61,7 @@ func TestPackEvalFill(t *testing.T) {
 	if len(sp.Curve) != 4 || !near(sp.Curve[0].Arrived, 0.25) || !near(sp.End.Allocated, 0.5) || sp.End.FailedGPUs != 4 {
 		t.Errorf("spread curve %+v end %+v", sp.Curve, sp.End)
 	}
-	bf, err := PackEval(st, pods, BestFit, PackOptions{})
+	bf, err := Pack(st, pods, placement.BestFit, PackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +73,7 @@ func TestPackEvalFill(t *testing.T) {
 		t.Errorf("state changed: %d free", free)
 	}
 	// Until 2: the list is cycled (6 arrivals, 16 GPUs asked of 8).
-	bf2, _ := PackEval(st, pods, BestFit, PackOptions{Until: 2})
+	bf2, _ := Pack(st, pods, placement.BestFit, PackOptions{Until: 2})
 	if bf2.Arrivals != 6 || bf2.Placed != 3 || bf2.FirstFailed != "p1 (2 GPUs)" || !near(bf2.FirstFailure.Unallocated, 0) {
 		t.Errorf("cycled: %+v", bf2)
 	}
@@ -63,7 +87,7 @@ func TestPackEvalReplay(t *testing.T) {
 		{Name: "p2", Demand: gpus(4), Arrive: 5 * time.Second, Runtime: time.Second},
 		{Name: "p3", Demand: gpus(4), Arrive: 10 * time.Second},
 	}
-	r, err := PackEval(state(t, pnode("n1", 4)), pods, FirstFit, PackOptions{Mode: PackReplay})
+	r, err := Pack(state(t, pnode("n1", 4)), pods, placement.FirstFit, PackOptions{Mode: PackReplay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,16 +100,16 @@ func TestPackEvalReplay(t *testing.T) {
 // best-fit (two per GPU); spread puts the first two on different GPUs, the
 // third and fourth then fill them: also full. A whole-GPU pod fifth fails.
 func TestPackEvalSharing(t *testing.T) {
-	half := Demand{GPUMilli: 500}
+	half := placement.Demand{GPUMilli: 500}
 	pods := []PackPod{{Name: "h1", Demand: half}, {Name: "h2", Demand: half, Arrive: 1}, {Name: "w", Demand: gpus(1), Arrive: 2},
 		{Name: "h3", Demand: half, Arrive: 3}}
 	// best-fit: h1 GPU0, h2 GPU0 (least room), w GPU1, h3 fails (none left).
-	r, _ := PackEval(state(t, pnode("n1", 2)), pods, BestFit, PackOptions{Mode: PackReplay})
+	r, _ := Pack(state(t, pnode("n1", 2)), pods, placement.BestFit, PackOptions{Mode: PackReplay})
 	if r.Placed != 3 || r.FirstFailed != "h3 (0.5 GPU)" {
 		t.Errorf("best-fit sharing: %+v", r)
 	}
 	// spread: h1 GPU0, h2 GPU1 (most room), w fails (no whole GPU), h3 fits.
-	r, _ = PackEval(state(t, pnode("n1", 2)), pods, Spread, PackOptions{Mode: PackReplay})
+	r, _ = Pack(state(t, pnode("n1", 2)), pods, placement.Spread, PackOptions{Mode: PackReplay})
 	if r.Placed != 3 || r.FirstFailed != "w (1 GPU)" || !near(r.FirstFailure.Unallocated, 0.5) {
 		t.Errorf("spread sharing: %+v", r)
 	}

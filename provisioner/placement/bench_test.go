@@ -1,10 +1,9 @@
-package provisioner
+package placement
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 )
 
 // openbLike builds a 1,213-node cluster with the openb GPU node mix (README
@@ -12,7 +11,7 @@ import (
 // on 39, V100M16×4 on 28, V100M32×8 on 21, V100M16×1 on 19, T4×4 on 17,
 // V100M32×4 on 9, V100M16×8 on 8, P100×1 on 3, A10×1 on 2), about half of
 // its GPU capacity in use, partly by GPU-sharing pods (seeded).
-func openbLike(tb testing.TB, seed uint64) *PlaceState {
+func openbLike(tb testing.TB, seed uint64) *State {
 	groups := []struct {
 		model string
 		gpus  int
@@ -20,10 +19,10 @@ func openbLike(tb testing.TB, seed uint64) *PlaceState {
 	}{{"G2", 8, 549}, {"T4", 2, 387}, {"P100", 2, 131}, {"G3", 8, 39}, {"V100M16", 4, 28}, {"V100M32", 8, 21},
 		{"V100M16", 1, 19}, {"T4", 4, 17}, {"V100M32", 4, 9}, {"V100M16", 8, 8}, {"P100", 1, 3}, {"A10", 1, 2}}
 	rng := rand.New(rand.NewPCG(seed, 8))
-	var nodes []PlaceNode
+	var nodes []Node
 	for _, g := range groups {
 		for range g.nodes {
-			n := PlaceNode{Name: fmt.Sprintf("node-%04d", len(nodes)), GPUType: g.model, Schedulable: true,
+			n := Node{Name: fmt.Sprintf("node-%04d", len(nodes)), GPUType: g.model, Schedulable: true,
 				CPUMilli: 96000, CPUUsed: rng.IntN(48) * 1000, GPUFree: make([]int, g.gpus)}
 			for i := range n.GPUFree {
 				switch r := rng.Float64(); {
@@ -38,7 +37,7 @@ func openbLike(tb testing.TB, seed uint64) *PlaceState {
 			nodes = append(nodes, n)
 		}
 	}
-	st, err := NewPlaceState(nodes)
+	st, err := NewState(nodes)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -80,55 +79,17 @@ func openbMix() *Mix {
 func BenchmarkPlace1213(b *testing.B) {
 	st := openbLike(b, 1)
 	mix := openbMix()
-	for _, pol := range PlacePolicies {
+	for _, pol := range Policies {
 		for _, d := range []Demand{{GPUMilli: 1000, CPUMilli: 8000}, {GPUMilli: 500, CPUMilli: 4000}} {
 			b.Run(fmt.Sprintf("%s/%s", pol, d), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					p, err := Place(st, d, pol, PlaceOptions{Mix: mix})
+					p, err := Place(st, d, pol, Options{Mix: mix})
 					if err != nil || !p.OK() {
 						b.Fatal(err, p.Reason)
 					}
 				}
 			})
-		}
-	}
-}
-
-// BenchmarkDecide1213 is one whole team-rules decision (quota check against
-// the cluster, usage, job-size mix learned from 3,000 running jobs, frag-aware
-// placement, hints) on a 1,213-node snapshot with 8 GPUs per node.
-func BenchmarkDecide1213(b *testing.B) {
-	rng := rand.New(rand.NewPCG(2, 8))
-	s := &Snapshot{Time: rt0}
-	for i := range 1213 {
-		s.Nodes = append(s.Nodes, Node{Name: fmt.Sprintf("node-%04d", i), State: NodeUp, GPUs: 8})
-	}
-	teams := []string{"team-a", "team-b", "team-c", "team-d"}
-	for i := range 3000 {
-		n := &s.Nodes[rng.IntN(len(s.Nodes))]
-		g := []int{1, 1, 1, 2, 2, 4, 8}[rng.IntN(7)]
-		if n.GPUsUsed+g > n.GPUs {
-			continue
-		}
-		n.GPUsUsed += g
-		s.Jobs = append(s.Jobs, Job{ID: fmt.Sprint(i), Account: teams[i%4], State: StateRunning, GPUs: g, Nodes: 1,
-			NodeList: []string{n.Name}, QOS: "normal", Start: rt0.Add(-time.Hour)})
-	}
-	cfg, err := ParseTeamConfig([]byte("teams: [{name: team-a, gpus: 2400}, {name: team-b, gpus: 2400}, {name: team-c, gpus: 2400}, {name: team-d, gpus: 2400}]"), "bench")
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := NewTeamRules(cfg, true)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		req := SubmitRequest{Account: "team-b", GPUs: 4}
-		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: s, Request: &req})
-		if err != nil || d.Verdict != VerdictAdmit {
-			b.Fatal(err, d)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package provisioner
+package team
 
 import (
 	"cmp"
@@ -7,6 +7,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 // ErrNoReclaim is returned when reclaiming borrowed work cannot make room
@@ -48,28 +51,28 @@ type ReclaimStep struct {
 // ReclaimPlan is how to make room for one job of a team under its quota by
 // stopping borrowed work.
 type ReclaimPlan struct {
-	Team      string        // the team the room is for
-	Demand    Demand        // the job's demand
-	Node      string        // where the job goes once the victims are gone
-	Victims   []Victim      // the jobs to stop: the minimal set
-	FreedGPUs int           // GPUs the victims hold in total
-	Steps     []ReclaimStep // signal each victim, wait the grace period, evict each, place
-	Reason    string        // one-line summary
+	Team      string           // the team the room is for
+	Demand    placement.Demand // the job's demand
+	Node      string           // where the job goes once the victims are gone
+	Victims   []Victim         // the jobs to stop: the minimal set
+	FreedGPUs int              // GPUs the victims hold in total
+	Steps     []ReclaimStep    // signal each victim, wait the grace period, evict each, place
+	Reason    string           // one-line summary
 }
 
 // ReclaimInput is what PlanReclaim looks at.
 type ReclaimInput struct {
-	Now         time.Time            // decision time
-	Snapshot    *Snapshot            // the cluster now
-	Team        string               // the team under its quota that needs room
-	Demand      Demand               // the job's per-node demand (single-node jobs)
-	IsBorrowed  func(*Job) bool      // which running jobs are borrowed work (the only possible victims)
-	Checkpoints map[string]time.Time // last checkpoint per job id, when known (else its start)
-	Signal      string               // checkpoint signal (default "USR1")
-	Grace       time.Duration        // grace period between the signal and the eviction
-	NodeList    []string             // only these nodes (empty = any)
-	Exclude     []string             // never these nodes
-	MaxVictims  int                  // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
+	Now         time.Time                   // decision time
+	Snapshot    *provisioner.Snapshot       // the cluster now
+	Team        string                      // the team under its quota that needs room
+	Demand      placement.Demand            // the job's per-node demand (single-node jobs)
+	IsBorrowed  func(*provisioner.Job) bool // which running jobs are borrowed work (the only possible victims)
+	Checkpoints map[string]time.Time        // last checkpoint per job id, when known (else its start)
+	Signal      string                      // checkpoint signal (default "USR1")
+	Grace       time.Duration               // grace period between the signal and the eviction
+	NodeList    []string                    // only these nodes (empty = any)
+	Exclude     []string                    // never these nodes
+	MaxVictims  int                         // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
 }
 
 // reclaimCost orders candidate victim sets: the documented criteria of
@@ -107,8 +110,8 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if d.nodes() > 1 {
-		return nil, fmt.Errorf("%w: %s spans %d nodes; reclaim plans single-node jobs", ErrNoReclaim, d, d.nodes())
+	if d.NodeCount() > 1 {
+		return nil, fmt.Errorf("%w: %s spans %d nodes; reclaim plans single-node jobs", ErrNoReclaim, d, d.NodeCount())
 	}
 	if in.Signal == "" {
 		in.Signal = "USR1"
@@ -116,12 +119,16 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 	if in.MaxVictims <= 0 {
 		in.MaxVictims = 16
 	}
-	st := PlaceStateFromSnapshot(in.Snapshot)
-	allow, _, err := st.allowMask(in.NodeList, in.Exclude)
+	st := placement.FromSnapshot(in.Snapshot)
+	filter, err := st.Filter(d, in.NodeList, in.Exclude)
 	if err != nil {
 		return nil, err
 	}
-	c := st.compile(d)
+	// whole GPUs that must be free on the node (snapshot states count whole GPUs)
+	need := 0
+	if d.GPUMilli > 0 {
+		need = max(d.WholeGPUs(), 1)
+	}
 	// Borrowed running jobs by node.
 	type cand struct {
 		v        Victim
@@ -131,7 +138,7 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 	byNode := map[int][]cand{}
 	for i := range in.Snapshot.Jobs {
 		j := &in.Snapshot.Jobs[i]
-		if j.State != StateRunning || j.GPUs <= 0 || !in.IsBorrowed(j) {
+		if j.State != provisioner.StateRunning || j.GPUs <= 0 || !in.IsBorrowed(j) {
 			continue
 		}
 		since := j.Start
@@ -144,7 +151,7 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		}
 		per := j.GPUs / max(len(j.NodeList), 1)
 		for _, name := range j.NodeList {
-			ni, ok := st.index[name]
+			ni, ok := st.Index(name)
 			if !ok {
 				continue
 			}
@@ -160,19 +167,13 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 	found := false
 	borrowedSeen := 0
 	for ni, cands := range byNode {
-		s := &st.sum[ni]
-		if allow != nil && !allow[ni] || !s.up || !c.typeOK(s.typ) || !st.capacityOK(ni, &c) || c.cpu > s.cpuFree {
+		if !filter.Holds(ni) {
 			continue
 		}
 		for _, x := range cands {
 			borrowedSeen += x.perNode
 		}
-		// whole GPUs free now on this node (snapshot states count whole GPUs)
-		freeNow := int(s.nFull)
-		need := max(int(c.whole), 1)
-		if c.milli == 0 {
-			need = 0
-		}
+		freeNow := st.WholeFree(ni)
 		if freeNow >= need {
 			continue // fits without a reclaim: not this function's business
 		}
@@ -182,7 +183,7 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		})
 		consider := func(set []cand) {
 			freedHere := 0
-			cost := reclaimCost{node: st.names[ni], victims: len(set)}
+			cost := reclaimCost{node: st.Name(ni), victims: len(set)}
 			for k, x := range set {
 				freedHere += x.perNode
 				cost.freed += x.v.GPUs

@@ -1,4 +1,4 @@
-package provisioner
+package placement
 
 import (
 	"errors"
@@ -7,13 +7,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// node builds a PlaceNode with n entirely free GPUs.
-type nodeB struct{ PlaceNode }
+var rt0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
+
+// node builds a Node with n entirely free GPUs.
+type nodeB struct{ Node }
 
 func pnode(name string, gpus int) *nodeB {
-	n := &nodeB{PlaceNode{Name: name, Schedulable: true, GPUFree: make([]int, gpus)}}
+	n := &nodeB{Node{Name: name, Schedulable: true, GPUFree: make([]int, gpus)}}
 	for i := range n.GPUFree {
 		n.GPUFree[i] = MilliGPU
 	}
@@ -24,13 +28,13 @@ func (n *nodeB) down() *nodeB               { n.Schedulable = false; return n }
 func (n *nodeB) free(f ...int) *nodeB       { n.GPUFree = f; return n }
 func (n *nodeB) cpu(total, used int) *nodeB { n.CPUMilli, n.CPUUsed = total, used; return n }
 
-func state(t testing.TB, nodes ...*nodeB) *PlaceState {
+func state(t testing.TB, nodes ...*nodeB) *State {
 	t.Helper()
-	ps := make([]PlaceNode, len(nodes))
+	ps := make([]Node, len(nodes))
 	for i, n := range nodes {
-		ps[i] = n.PlaceNode
+		ps[i] = n.Node
 	}
-	st, err := NewPlaceState(ps)
+	st, err := NewState(ps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +44,12 @@ func state(t testing.TB, nodes ...*nodeB) *PlaceState {
 func gpus(n int) Demand { return Demand{GPUMilli: n * MilliGPU} }
 
 // four10 is the cluster: 4 nodes × 10 GPUs.
-func four10(t testing.TB) *PlaceState {
+func four10(t testing.TB) *State {
 	return state(t, pnode("n1", 10), pnode("n2", 10), pnode("n3", 10), pnode("n4", 10))
 }
 
 // used returns the GPUs in use per node (whole GPUs, rounded).
-func used(st *PlaceState) []int {
+func used(st *State) []int {
 	out := make([]int, st.Len())
 	for i := range out {
 		n := st.Node(i)
@@ -58,7 +62,7 @@ func used(st *PlaceState) []int {
 	return out
 }
 
-func mustPlace(t testing.TB, st *PlaceState, d Demand, p PlacePolicy, o PlaceOptions) *Placement {
+func mustPlace(t testing.TB, st *State, d Demand, p Policy, o Options) *Result {
 	t.Helper()
 	pl, err := Place(st, d, p, o)
 	if err != nil {
@@ -79,13 +83,13 @@ func mustPlace(t testing.TB, st *PlaceState, d Demand, p PlacePolicy, o PlaceOpt
 // first-fit: the same, by node order.
 // frag-aware, default mix {1,2,4,8 GPUs, ¼ each}: F(free f) on a node with only
 // whole free GPUs is ¼·f per class size above f: F(10)=0, F(7)=¼·7 (8 does not
-// fit) = 1.75, F(4)=¼·4 = 1 (8), F(1)=¼·1·3 = 0.75 (2,4,8). Job 1: every node
-// +1.75 → n1 by name. Job 2: n1 7→4 is 1−1.75 = −0.75 < +1.75 → n1. Job 3:
-// n1 4→1 is 0.75−1 = −0.25 → n1. Job 4: n1 cannot; n2..n4 tie at +1.75 → n2;
+// fit) = 1.75, F(4)=¼·4 = 1 (8), F(1)=¼·1·3 = 0.75 (2,4,8). provisioner.Job 1: every node
+// +1.75 → n1 by name. provisioner.Job 2: n1 7→4 is 1−1.75 = −0.75 < +1.75 → n1. provisioner.Job 3:
+// n1 4→1 is 0.75−1 = −0.25 → n1. provisioner.Job 4: n1 cannot; n2..n4 tie at +1.75 → n2;
 // then n2 as n1: 9/9/0/0. Then B's 8-GPU job fits n3 or n4 (tie → n3).
 func TestPlaceFragmentationScenario(t *testing.T) {
 	for _, tc := range []struct {
-		policy PlacePolicy
+		policy Policy
 		want   []int
 		bNode  string // where B's 8-GPU job goes ("" = nowhere)
 	}{
@@ -97,7 +101,7 @@ func TestPlaceFragmentationScenario(t *testing.T) {
 		t.Run(string(tc.policy), func(t *testing.T) {
 			st := four10(t)
 			for i := range 6 {
-				p := mustPlace(t, st, gpus(3), tc.policy, PlaceOptions{})
+				p := mustPlace(t, st, gpus(3), tc.policy, Options{})
 				if !p.OK() {
 					t.Fatalf("job %d not placed: %s", i+1, p.Reason)
 				}
@@ -106,7 +110,7 @@ func TestPlaceFragmentationScenario(t *testing.T) {
 			if got := used(st); !slices.Equal(got, tc.want) {
 				t.Fatalf("used %v, want %v", got, tc.want)
 			}
-			p := mustPlace(t, st, gpus(8), tc.policy, PlaceOptions{Explain: true})
+			p := mustPlace(t, st, gpus(8), tc.policy, Options{Explain: true})
 			got := ""
 			if p.OK() {
 				got = p.Assignments[0].Name
@@ -175,7 +179,7 @@ func TestFragmentationMeasure(t *testing.T) {
 func TestPlaceFractional(t *testing.T) {
 	d := Demand{GPUMilli: 250}
 	for _, tc := range []struct {
-		policy PlacePolicy
+		policy Policy
 		mix    *Mix
 		gpu    int
 		delta  float64
@@ -187,7 +191,7 @@ func TestPlaceFractional(t *testing.T) {
 		{FragAware, &Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 1}}}, 1, -0.25},
 	} {
 		st := state(t, pnode("n", 3).free(1000, 300, 700))
-		p := mustPlace(t, st, d, tc.policy, PlaceOptions{Mix: tc.mix})
+		p := mustPlace(t, st, d, tc.policy, Options{Mix: tc.mix})
 		if !p.OK() || !slices.Equal(p.Assignments[0].GPUs, []int{tc.gpu}) || p.Assignments[0].Milli != 250 {
 			t.Errorf("%s: %+v, want GPU %d", tc.policy, p.Assignments, tc.gpu)
 			continue
@@ -206,7 +210,7 @@ func TestPlaceFractional(t *testing.T) {
 	}
 	// A 0.8 share fits no device of [0.3, 0.7]: not enough free GPUs.
 	st := state(t, pnode("n", 2).free(300, 700))
-	if p := mustPlace(t, st, Demand{GPUMilli: 800}, FragAware, PlaceOptions{}); p.OK() || p.Rejected[ReasonGPUs] != 1 {
+	if p := mustPlace(t, st, Demand{GPUMilli: 800}, FragAware, Options{}); p.OK() || p.Rejected[ReasonGPUs] != 1 {
 		t.Errorf("0.8 share on [0.3, 0.7]: %+v", p)
 	}
 }
@@ -223,7 +227,7 @@ func TestPlaceFilterReasons(t *testing.T) {
 		pnode("g-ok", 8).typ("A100").cpu(16000, 0),
 	)
 	d := Demand{GPUMilli: 4000, CPUMilli: 4000, GPUTypes: []string{"A100"}}
-	p := mustPlace(t, st, d, BestFit, PlaceOptions{Exclude: []string{"f-excluded"}, Explain: true})
+	p := mustPlace(t, st, d, BestFit, Options{Exclude: []string{"f-excluded"}, Explain: true})
 	want := []Rejection{
 		{"a-down", ReasonNotSchedulable}, {"b-v100", ReasonGPUType}, {"c-small", ReasonTooSmall},
 		{"d-busy", ReasonGPUs}, {"e-cpu", ReasonCPUs}, {"f-excluded", ReasonExcluded},
@@ -235,17 +239,17 @@ func TestPlaceFilterReasons(t *testing.T) {
 		t.Errorf("placement %+v", p)
 	}
 	// A node list restricts; an unknown node is an error.
-	p = mustPlace(t, st, gpus(1), FirstFit, PlaceOptions{NodeList: []string{"d-busy"}})
+	p = mustPlace(t, st, gpus(1), FirstFit, Options{NodeList: []string{"d-busy"}})
 	if !p.OK() || p.Assignments[0].Name != "d-busy" || p.Rejected[ReasonNotListed] != 6 {
 		t.Errorf("node list: %+v", p)
 	}
-	if _, err := Place(st, gpus(1), FirstFit, PlaceOptions{NodeList: []string{"zz"}}); !errors.Is(err, ErrUnknownNode) {
+	if _, err := Place(st, gpus(1), FirstFit, Options{NodeList: []string{"zz"}}); !errors.Is(err, ErrUnknownNode) {
 		t.Errorf("unknown node: %v", err)
 	}
-	if _, err := Place(st, gpus(1), "worst-fit", PlaceOptions{}); !errors.Is(err, ErrBadPolicy) {
+	if _, err := Place(st, gpus(1), "worst-fit", Options{}); !errors.Is(err, ErrBadPolicy) {
 		t.Errorf("bad policy: %v", err)
 	}
-	if _, err := Place(st, Demand{GPUMilli: 1500}, FirstFit, PlaceOptions{}); !errors.Is(err, ErrBadDemand) {
+	if _, err := Place(st, Demand{GPUMilli: 1500}, FirstFit, Options{}); !errors.Is(err, ErrBadDemand) {
 		t.Errorf("1.5 GPUs: %v", err)
 	}
 }
@@ -254,21 +258,21 @@ func TestPlaceFilterReasons(t *testing.T) {
 // second criterion is free CPU.
 func TestPlaceDeterministicTieBreak(t *testing.T) {
 	a := state(t, pnode("n3", 8), pnode("n1", 8), pnode("n2", 8))
-	for _, pol := range []PlacePolicy{BestFit, Spread, FragAware} {
-		if p := mustPlace(t, a, gpus(2), pol, PlaceOptions{}); p.Assignments[0].Name != "n1" {
+	for _, pol := range []Policy{BestFit, Spread, FragAware} {
+		if p := mustPlace(t, a, gpus(2), pol, Options{}); p.Assignments[0].Name != "n1" {
 			t.Errorf("%s: tie went to %s, want n1", pol, p.Assignments[0].Name)
 		}
 	}
 	// first-fit follows the state's order instead.
-	if p := mustPlace(t, a, gpus(2), FirstFit, PlaceOptions{}); p.Assignments[0].Name != "n3" {
+	if p := mustPlace(t, a, gpus(2), FirstFit, Options{}); p.Assignments[0].Name != "n3" {
 		t.Errorf("first-fit: %s, want n3 (first in order)", p.Assignments[0].Name)
 	}
 	// Same GPUs left: best-fit prefers the node with fewer CPUs left.
 	b := state(t, pnode("n1", 8).cpu(32000, 0), pnode("n2", 8).cpu(32000, 16000))
-	if p := mustPlace(t, b, gpus(2), BestFit, PlaceOptions{}); p.Assignments[0].Name != "n2" {
+	if p := mustPlace(t, b, gpus(2), BestFit, Options{}); p.Assignments[0].Name != "n2" {
 		t.Errorf("best-fit CPU tie: %s, want n2", p.Assignments[0].Name)
 	}
-	if p := mustPlace(t, b, gpus(2), Spread, PlaceOptions{}); p.Assignments[0].Name != "n1" {
+	if p := mustPlace(t, b, gpus(2), Spread, Options{}); p.Assignments[0].Name != "n1" {
 		t.Errorf("spread CPU tie: %s, want n1", p.Assignments[0].Name)
 	}
 }
@@ -279,13 +283,13 @@ func TestPlaceMultiNode(t *testing.T) {
 	st := state(t, pnode("n1", 8), pnode("n2", 8).free(1000, 1000, 1000, 1000, 0, 0, 0, 0),
 		pnode("n3", 8).free(1000, 1000, 1000, 1000, 1000, 1000, 0, 0), pnode("n4", 8).free(1000, 1000, 0, 0, 0, 0, 0, 0))
 	d := Demand{GPUMilli: 4000, Nodes: 2}
-	if p := mustPlace(t, st, d, BestFit, PlaceOptions{}); !slices.Equal(p.NodeNames(), []string{"n2", "n3"}) {
+	if p := mustPlace(t, st, d, BestFit, Options{}); !slices.Equal(p.NodeNames(), []string{"n2", "n3"}) {
 		t.Errorf("best-fit: %v", p.NodeNames())
 	}
-	if p := mustPlace(t, st, d, Spread, PlaceOptions{}); !slices.Equal(p.NodeNames(), []string{"n1", "n3"}) {
+	if p := mustPlace(t, st, d, Spread, Options{}); !slices.Equal(p.NodeNames(), []string{"n1", "n3"}) {
 		t.Errorf("spread: %v", p.NodeNames())
 	}
-	if p := mustPlace(t, st, Demand{GPUMilli: 4000, Nodes: 4}, BestFit, PlaceOptions{}); p.OK() || !strings.Contains(p.Reason, "3 nodes can take a share, 4 needed") {
+	if p := mustPlace(t, st, Demand{GPUMilli: 4000, Nodes: 4}, BestFit, Options{}); p.OK() || !strings.Contains(p.Reason, "3 nodes can take a share, 4 needed") {
 		t.Errorf("4 nodes: %+v", p)
 	}
 }
@@ -338,8 +342,8 @@ func TestLearnMix(t *testing.T) {
 // again, running. One observation of 3 GPUs: weight 1/21 as in TestLearnMix.
 func TestMixFromJobsDedup(t *testing.T) {
 	st := four10(t)
-	snap := &Snapshot{Jobs: []Job{{ID: "1", State: StateRunning, GPUs: 3, Nodes: 1}}}
-	hist := []Job{
+	snap := &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "1", State: provisioner.StateRunning, GPUs: 3, Nodes: 1}}}
+	hist := []provisioner.Job{
 		{ID: "0", GPUs: 8, Nodes: 1, Start: rt0.Add(-10 * 24 * time.Hour), End: rt0.Add(-9 * 24 * time.Hour)},
 		{ID: "1", GPUs: 3, Nodes: 1, Start: rt0.Add(-time.Hour)},
 	}
@@ -352,5 +356,55 @@ func TestMixFromJobsDedup(t *testing.T) {
 		if math.Abs(c.Weight-want) > 1e-12 {
 			t.Errorf("class %d: %v, want %v (mix %v)", c.GPUMilli, c.Weight, want, m)
 		}
+	}
+}
+
+// Filter asks Place's filter node by node: Reason as Place records it, Holds
+// ignoring only the GPUs in use.
+func TestFilter(t *testing.T) {
+	st := state(t, pnode("a-busy", 8).free(0, 0, 0, 0, 0, 0, 0, 0), pnode("b-down", 8).down(), pnode("c-ok", 8),
+		pnode("d-small", 2), pnode("e-excluded", 8))
+	f, err := st.Filter(gpus(4), nil, []string{"e-excluded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantReason := []string{ReasonGPUs, ReasonNotSchedulable, "", ReasonTooSmall, ReasonExcluded}
+	wantHolds := []bool{true, false, true, false, false}
+	for i := range st.Len() {
+		if r, h := f.Reason(i), f.Holds(i); r != wantReason[i] || h != wantHolds[i] {
+			t.Errorf("%s: reason %q holds %v, want %q %v", st.Name(i), r, h, wantReason[i], wantHolds[i])
+		}
+	}
+	if st.WholeFree(0) != 0 || st.WholeFree(2) != 8 {
+		t.Errorf("whole free %d, %d", st.WholeFree(0), st.WholeFree(2))
+	}
+	if _, err := st.Filter(gpus(1), []string{"zz"}, nil); !errors.Is(err, ErrUnknownNode) {
+		t.Errorf("unknown node: %v", err)
+	}
+}
+
+// The reference-size measures behind the Kubernetes inventory: the most
+// common running request (ties: the larger), and FRAG per node under one
+// job size (free GPUs of the nodes where it does not fit).
+func TestSizeMixAndCommonJobSize(t *testing.T) {
+	jobs := []provisioner.Job{
+		{State: provisioner.StateRunning, GPUs: 2}, {State: provisioner.StateRunning, GPUs: 4},
+		{State: provisioner.StateRunning, GPUs: 2}, {State: provisioner.StateRunning, GPUs: 4},
+		{State: provisioner.StatePending, GPUs: 8}, {State: provisioner.StateRunning},
+	}
+	if got := CommonJobSize(jobs); got != 4 {
+		t.Errorf("common size %d, want 4 (tie of 2 and 4)", got)
+	}
+	if got := CommonJobSize(nil); got != 1 {
+		t.Errorf("common size of nothing %d, want 1", got)
+	}
+	s := &provisioner.Snapshot{Nodes: []provisioner.Node{
+		{Name: "n1", State: provisioner.NodeUp, GPUs: 8, GPUsUsed: 5},
+		{Name: "n2", State: provisioner.NodeUp, GPUs: 8, GPUsUsed: 2},
+		{Name: "n3", State: provisioner.NodeDrained, GPUs: 8},
+	}}
+	got := FragmentationByNode(s, SizeMix(4))
+	if got["n1"] != 3 || got["n2"] != 0 || got["n3"] != 0 || len(got) != 3 {
+		t.Errorf("fragmentation %v, want n1 3 (3 free < 4), n2 0, n3 0 (drained)", got)
 	}
 }

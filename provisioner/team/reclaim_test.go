@@ -1,13 +1,16 @@
-package provisioner
+package team
 
 import (
 	"errors"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
-func isBorrowed(j *Job) bool { return j.QOS == DefaultBorrowedQOS }
+func isBorrowed(j *provisioner.Job) bool { return j.QOS == DefaultBorrowedQOS }
 
 func victims(p *ReclaimPlan) []string {
 	var ids []string
@@ -116,7 +119,7 @@ func TestPlanReclaimOnlyBorrowed(t *testing.T) {
 	b := cluster(3, 10)
 	b.run("own", "team-a", 10, "n1")
 	b.borrowed("bw", "team-a", 10, "n2")
-	b.s.Nodes[1].State = NodeDrained
+	b.s.Nodes[1].State = provisioner.NodeDrained
 	b.borrowed("bx", "team-a", 10, "n3")
 	_, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(2), IsBorrowed: isBorrowed, Exclude: []string{"n3"}})
 	if !errors.Is(err, ErrNoReclaim) {
@@ -126,9 +129,9 @@ func TestPlanReclaimOnlyBorrowed(t *testing.T) {
 	if err != nil || !slices.Equal(victims(p), []string{"bx"}) {
 		t.Errorf("plan %+v %v, want bx", p, err)
 	}
-	if _, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Demand: Demand{GPUMilli: 2000, Nodes: 2}, IsBorrowed: isBorrowed}); !errors.Is(err, ErrNoReclaim) {
+	if _, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Demand: placement.Demand{GPUMilli: 2000, Nodes: 2}, IsBorrowed: isBorrowed}); !errors.Is(err, ErrNoReclaim) {
 		t.Errorf("multi-node: %v", err)
 	}
 }
 
-func gpus1(n int) Demand { return Demand{GPUMilli: n * MilliGPU} }
+func gpus1(n int) placement.Demand { return placement.Demand{GPUMilli: n * placement.MilliGPU} }

@@ -1,4 +1,4 @@
-package provisioner
+package eval
 
 import (
 	"cmp"
@@ -8,14 +8,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 // PackPod is one arrival of a packing replay (a pod of the openb traces).
 type PackPod struct {
-	Name    string        // pod name
-	Demand  Demand        // what it asks of its one node
-	Arrive  time.Duration // arrival, since the start of the trace (orders the arrivals)
-	Runtime time.Duration // how long it holds its resources in replay mode (0 = until the end)
+	Name    string           // pod name
+	Demand  placement.Demand // what it asks of its one node
+	Arrive  time.Duration    // arrival, since the start of the trace (orders the arrivals)
+	Runtime time.Duration    // how long it holds its resources in replay mode (0 = until the end)
 }
 
 // PackMode says how a packing replay treats time.
@@ -40,7 +42,7 @@ type PackOptions struct {
 	MixEvery  int                   // frag-aware relearns the job-size mix every this many arrivals (default 50)
 	MixWindow int                   // ... from this many most recent arrivals (default 1000)
 	Points    int                   // points on the curve (default 20)
-	EvalMix   *Mix                  // the mix every policy's fragmentation is measured under (default: the whole pod list's)
+	EvalMix   *placement.Mix        // the mix every policy's fragmentation is measured under (default: the whole pod list's)
 	Progress  func(done, total int) // called as arrivals are processed (nil = none)
 }
 
@@ -60,24 +62,24 @@ type PackPoint struct {
 
 // PackResult is one policy's replay.
 type PackResult struct {
-	Policy       PlacePolicy `json:"policy"`
-	Mode         PackMode    `json:"mode"`
-	Seed         uint64      `json:"seed"`
-	Capacity     float64     `json:"capacity_gpus"`
-	Arrivals     int         `json:"arrivals"`
-	Placed       int         `json:"placed"`
-	Failed       int         `json:"failed"`
-	FirstFailure *PackPoint  `json:"first_failure"` // the state just before the first pod that could not be placed (nil: none failed)
-	FirstFailed  string      `json:"first_failed"`  // that pod and its demand
-	Curve        []PackPoint `json:"curve"`
-	End          PackPoint   `json:"end"`
-	MaxAlloc     float64     `json:"max_allocated"` // the largest allocated share reached
+	Policy       placement.Policy `json:"policy"`
+	Mode         PackMode         `json:"mode"`
+	Seed         uint64           `json:"seed"`
+	Capacity     float64          `json:"capacity_gpus"`
+	Arrivals     int              `json:"arrivals"`
+	Placed       int              `json:"placed"`
+	Failed       int              `json:"failed"`
+	FirstFailure *PackPoint       `json:"first_failure"` // the state just before the first pod that could not be placed (nil: none failed)
+	FirstFailed  string           `json:"first_failed"`  // that pod and its demand
+	Curve        []PackPoint      `json:"curve"`
+	End          PackPoint        `json:"end"`
+	MaxAlloc     float64          `json:"max_allocated"` // the largest allocated share reached
 }
 
 // departure is a placed pod's release in replay mode.
 type departure struct {
 	at int64
-	a  Assignment
+	a  placement.Assignment
 }
 
 type departures []departure
@@ -93,15 +95,15 @@ func (h *departures) Pop() any {
 	return x
 }
 
-// PackEval replays pod arrivals onto a cluster under one placement policy
+// Pack replays pod arrivals onto a cluster under one placement policy
 // and measures, as the ATC'23 work does, the share of GPUs left unallocated
 // when placement first fails and the fragmentation along the way. The
 // frag-aware policy learns its job-size mix from the recent arrivals only
 // (MixWindow, relearned every MixEvery arrivals, over the power-of-two
 // default); all policies are measured under the same evaluation mix.
 // The state is not modified (the replay works on a clone).
-func PackEval(initial *PlaceState, pods []PackPod, policy PlacePolicy, o PackOptions) (*PackResult, error) {
-	if _, err := ParsePlacePolicy(string(policy)); err != nil {
+func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o PackOptions) (*PackResult, error) {
+	if _, err := placement.ParsePolicy(string(policy)); err != nil {
 		return nil, err
 	}
 	if len(pods) == 0 {
@@ -135,14 +137,14 @@ func PackEval(initial *PlaceState, pods []PackPod, policy PlacePolicy, o PackOpt
 	if capMilli == 0 {
 		return nil, errors.New("pack-eval: the cluster has no GPUs")
 	}
-	capacity := float64(capMilli) / MilliGPU
+	capacity := float64(capMilli) / placement.MilliGPU
 	evalMix := o.EvalMix
 	if evalMix == nil {
-		ds := make([]Demand, len(pods))
+		ds := make([]placement.Demand, len(pods))
 		for i := range pods {
 			ds[i] = pods[i].Demand
 		}
-		m := LearnMix(ds, Mix{}, MixOptions{MaxClasses: 64})
+		m := placement.LearnMix(ds, placement.Mix{}, placement.MixOptions{MaxClasses: 64})
 		m.Source = fmt.Sprintf("the whole pod list (%d pods)", len(pods))
 		evalMix = &m
 	}
@@ -157,20 +159,20 @@ func PackEval(initial *PlaceState, pods []PackPod, policy PlacePolicy, o PackOpt
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 	}
 	res := &PackResult{Policy: policy, Mode: o.Mode, Seed: o.Seed, Capacity: capacity}
-	def := DefaultMix(st)
+	def := placement.DefaultMix(st)
 	mix := def
-	var recent []Demand
+	var recent []placement.Demand
 	var deps departures
 	arrivedMilli := 0.0
 	var failedMilli float64
 	point := func(now time.Duration) PackPoint {
 		_, free := st.Totals()
 		frag, _, _ := st.Fragmentation(*evalMix)
-		p := PackPoint{Arrivals: res.Arrivals, Arrived: arrivedMilli / MilliGPU / capacity, Time: now.Hours(),
+		p := PackPoint{Arrivals: res.Arrivals, Arrived: arrivedMilli / placement.MilliGPU / capacity, Time: now.Hours(),
 			Allocated: 1 - float64(free)/float64(capMilli), Unallocated: float64(free) / float64(capMilli),
-			Fragmented: frag / capacity, Failed: res.Failed, FailedGPUs: failedMilli / MilliGPU}
+			Fragmented: frag / capacity, Failed: res.Failed, FailedGPUs: failedMilli / placement.MilliGPU}
 		if free > 0 {
-			p.FragOfFree = frag / (float64(free) / MilliGPU)
+			p.FragOfFree = frag / (float64(free) / placement.MilliGPU)
 		}
 		return p
 	}
@@ -223,14 +225,14 @@ func PackEval(initial *PlaceState, pods []PackPod, policy PlacePolicy, o PackOpt
 				st.Release(d.a)
 			}
 		}
-		if policy == FragAware && k%o.MixEvery == 0 && k > 0 {
-			mix = LearnMix(recent, def, MixOptions{})
+		if policy == placement.FragAware && k%o.MixEvery == 0 && k > 0 {
+			mix = placement.LearnMix(recent, def, placement.MixOptions{})
 		}
 		recent = append(recent, pod.Demand)
 		if len(recent) > o.MixWindow {
 			recent = recent[len(recent)-o.MixWindow:]
 		}
-		p, err := Place(st, pod.Demand, policy, PlaceOptions{Mix: &mix})
+		p, err := placement.Place(st, pod.Demand, policy, placement.Options{Mix: &mix})
 		if err != nil {
 			return nil, fmt.Errorf("pack-eval: pod %s: %w", pod.Name, err)
 		}

@@ -1,4 +1,4 @@
-package provisioner
+package placement
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // The fragmentation measure of "Beware of Fragmentation: Scheduling
@@ -60,7 +62,7 @@ func (m Mix) String() string {
 // GPUs per node in the openb, Philly and Helios traces), and weighing them
 // equally gives the large sizes — the ones fragmentation hurts — a voice
 // even where small jobs are the most common.
-func DefaultMix(st *PlaceState) Mix {
+func DefaultMix(st *State) Mix {
 	largest := 1
 	for i := range st.names {
 		largest = max(largest, st.gpus(i))
@@ -74,6 +76,31 @@ func DefaultMix(st *PlaceState) Mix {
 	}
 	m.Source = "default: powers of two up to " + strconv.Itoa(largest) + " GPUs, equally likely"
 	return m
+}
+
+// SizeMix is the mix of one job size: whole-GPU jobs of gpus GPUs per node,
+// nothing else. Under it a node's fragmentation is its free GPUs when such a
+// job does not fit there, else its partly used GPUs' free share.
+func SizeMix(gpus int) Mix {
+	return Mix{Classes: []MixClass{{GPUMilli: gpus * MilliGPU, Weight: 1}}}
+}
+
+// CommonJobSize is the most common GPU request among the running jobs that
+// ask for GPUs (ties: the larger), or 1 when there are none.
+func CommonJobSize(jobs []provisioner.Job) int {
+	count := map[int]int{}
+	for _, j := range jobs {
+		if j.State == provisioner.StateRunning && j.GPUs > 0 {
+			count[j.GPUs]++
+		}
+	}
+	best, bestN := 1, 0
+	for size, n := range count {
+		if n > bestN || n == bestN && size > best {
+			best, bestN = size, n
+		}
+	}
+	return best
 }
 
 // MixOptions tune LearnMix.
@@ -189,7 +216,7 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 // every job that ran or waited at or after since (running and pending jobs
 // of the snapshot, started or finished jobs of the history), each job id
 // counted once, blended with DefaultMix of the state.
-func MixFromJobs(st *PlaceState, snap *Snapshot, history []Job, since time.Time, o MixOptions) Mix {
+func MixFromJobs(st *State, snap *provisioner.Snapshot, history []provisioner.Job, since time.Time, o MixOptions) Mix {
 	// History and snapshot may list the same job: count it once.
 	var seen map[string]bool
 	if len(history) > 0 {
@@ -200,7 +227,7 @@ func MixFromJobs(st *PlaceState, snap *Snapshot, history []Job, since time.Time,
 		n += len(snap.Jobs)
 	}
 	ds := make([]Demand, 0, n)
-	add := func(j *Job) {
+	add := func(j *provisioner.Job) {
 		if j.GPUs <= 0 || seen != nil && j.ID != "" && seen[j.ID] {
 			return
 		}
@@ -221,7 +248,7 @@ func MixFromJobs(st *PlaceState, snap *Snapshot, history []Job, since time.Time,
 	}
 	if snap != nil {
 		for i := range snap.Jobs {
-			if j := &snap.Jobs[i]; j.State == StateRunning || j.State == StatePending {
+			if j := &snap.Jobs[i]; j.State == provisioner.StateRunning || j.State == provisioner.StatePending {
 				add(j)
 			}
 		}
@@ -242,7 +269,7 @@ type fclass struct {
 	w float64
 }
 
-func compileMix(st *PlaceState, m *Mix) *fragModel {
+func compileMix(st *State, m *Mix) *fragModel {
 	fm := &fragModel{classes: make([]fclass, 0, len(m.Classes))}
 	for _, c := range m.Classes {
 		if c.Weight <= 0 {
@@ -287,13 +314,13 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 }
 
 // before is node i's F_n(M) as it stands.
-func (fm *fragModel) before(st *PlaceState, i int) float64 {
+func (fm *fragModel) before(st *State, i int) float64 {
 	return fm.frag(&st.sum[i], st.free[st.off[i]:st.off[i+1]])
 }
 
 // after is node i's F_n(M) if milli were taken from each of the GPUs listed
 // and cpu from its CPUs.
-func (fm *fragModel) after(st *PlaceState, i int, gpus []int, milli, cpu int32) float64 {
+func (fm *fragModel) after(st *State, i int, gpus []int, milli, cpu int32) float64 {
 	s := st.sum[i]
 	free := st.free[st.off[i]:st.off[i+1]]
 	var buf [64]int32
@@ -328,7 +355,7 @@ func (fm *fragModel) after(st *PlaceState, i int, gpus []int, milli, cpu int32) 
 // capacity Σ_n F_n(M) over schedulable nodes and the free capacity there,
 // both in GPUs, and each schedulable node's F_n(M) by node index (0 for the
 // others).
-func (st *PlaceState) Fragmentation(m Mix) (frag, free float64, perNode []float64) {
+func (st *State) Fragmentation(m Mix) (frag, free float64, perNode []float64) {
 	fm := compileMix(st, &m)
 	perNode = make([]float64, len(st.names))
 	for i := range st.sum {
@@ -342,4 +369,17 @@ func (st *PlaceState) Fragmentation(m Mix) (frag, free float64, perNode []float6
 		free += float64(s.totalFree) / MilliGPU
 	}
 	return frag, free, perNode
+}
+
+// FragmentationByNode is each node's expected fragmentation F_n(M) under the
+// mix, in GPUs, by node name, for a snapshot (see State.Fragmentation; nodes
+// that are not up count 0).
+func FragmentationByNode(s *provisioner.Snapshot, m Mix) map[string]float64 {
+	st := FromSnapshot(s)
+	_, _, per := st.Fragmentation(m)
+	out := make(map[string]float64, len(per))
+	for i, f := range per {
+		out[st.names[i]] = f
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package provisioner_test
+package team_test
 
 // The three scenarios of issue 8 on the Slurm side, with the simulator
 // standing in for slurmctld: team = Slurm account, the team rules consulted
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -32,8 +33,8 @@ var day0 = time.Date(2026, 11, 23, 8, 0, 0, 0, time.UTC)
 type slurmEnv struct {
 	t     *testing.T
 	s     *sim.Sim
-	rules *provisioner.TeamRules // nil: no rules (plain Slurm)
-	ids   map[string]string      // name → sim job id
+	rules *team.Rules       // nil: no rules (plain Slurm)
+	ids   map[string]string // name → sim job id
 }
 
 func newSlurmEnv(t *testing.T, rulesYAML string) *slurmEnv {
@@ -56,11 +57,11 @@ func newSlurmEnv(t *testing.T, rulesYAML string) *slurmEnv {
 	s.SetStart(day0)
 	e := &slurmEnv{t: t, s: s, ids: map[string]string{}}
 	if rulesYAML != "" {
-		c, err := provisioner.ParseTeamConfig([]byte(rulesYAML), "rules.yaml")
+		c, err := team.ParseConfig([]byte(rulesYAML), "rules.yaml")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.rules, err = provisioner.NewTeamRules(c, true); err != nil {
+		if e.rules, err = team.NewRules(c, true); err != nil {
 			t.Fatal(err)
 		}
 	}

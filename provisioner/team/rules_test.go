@@ -1,39 +1,43 @@
-package provisioner
+package team
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
 var rt0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 
 // snapB builds snapshots: nodes, and running jobs that add to their node's use.
-type snapB struct{ s *Snapshot }
+type snapB struct{ s *provisioner.Snapshot }
 
 func cluster(nodes int, gpus int) *snapB {
-	b := &snapB{&Snapshot{Time: rt0}}
+	b := &snapB{&provisioner.Snapshot{Time: rt0}}
 	for i := 1; i <= nodes; i++ {
-		b.s.Nodes = append(b.s.Nodes, Node{Name: "n" + string(rune('0'+i)), State: NodeUp, GPUs: gpus})
+		b.s.Nodes = append(b.s.Nodes, provisioner.Node{Name: "n" + string(rune('0'+i)), State: provisioner.NodeUp, GPUs: gpus})
 	}
 	return b
 }
 
 // run adds a running job on one node and returns it for further tuning.
-func (b *snapB) run(id, team string, gpus int, node string) *Job {
+func (b *snapB) run(id, team string, gpus int, node string) *provisioner.Job {
 	for i := range b.s.Nodes {
 		if b.s.Nodes[i].Name == node {
 			b.s.Nodes[i].GPUsUsed += gpus
 		}
 	}
-	b.s.Jobs = append(b.s.Jobs, Job{ID: id, Account: team, State: StateRunning, GPUs: gpus, Nodes: 1,
+	b.s.Jobs = append(b.s.Jobs, provisioner.Job{ID: id, Account: team, State: provisioner.StateRunning, GPUs: gpus, Nodes: 1,
 		NodeList: []string{node}, Start: rt0.Add(-time.Hour), QOS: "normal"})
 	return &b.s.Jobs[len(b.s.Jobs)-1]
 }
 
-func (b *snapB) borrowed(id, team string, gpus int, node string) *Job {
+func (b *snapB) borrowed(id, team string, gpus int, node string) *provisioner.Job {
 	j := b.run(id, team, gpus, node)
 	j.QOS = DefaultBorrowedQOS
 	return j
@@ -49,13 +53,13 @@ func (b *snapB) used() []int {
 }
 
 // rules parses a rules file for the tests.
-func rules(t testing.TB, yaml string, queueing bool) *TeamRules {
+func rules(t testing.TB, yaml string, queueing bool) *Rules {
 	t.Helper()
-	cfg, err := ParseTeamConfig([]byte(yaml), "test.yaml")
+	cfg, err := ParseConfig([]byte(yaml), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewTeamRules(cfg, queueing)
+	r, err := NewRules(cfg, queueing)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,8 +72,8 @@ teams:
   - {name: team-b, gpus: 20}
 `
 
-func TestParseTeamConfig(t *testing.T) {
-	cfg, err := ParseTeamConfig([]byte(`
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
 teams:
   - name: team-a
     gpus: 20
@@ -88,7 +92,7 @@ placement:
 		t.Fatal(err)
 	}
 	if cfg.Team("team-a").GPUTypes["A100"] != 12 || *cfg.Team("team-a").BorrowLimit != 10 || time.Duration(cfg.Borrowing.Grace) != 30*time.Second ||
-		cfg.Borrowing.QOS != "scavenger" || cfg.Placement.Policy != BestFit || cfg.Placement.Hints != HintsNever {
+		cfg.Borrowing.QOS != "scavenger" || cfg.Placement.Policy != placement.BestFit || cfg.Placement.Hints != HintsNever {
 		t.Errorf("parsed %+v", cfg)
 	}
 	// defaults
@@ -97,7 +101,7 @@ placement:
 		t.Errorf("defaults %+v", cfg)
 	}
 	// JSON is YAML too.
-	if _, err := ParseTeamConfig([]byte(`{"teams":[{"name":"x","gpus":1}]}`), "rules.json"); err != nil {
+	if _, err := ParseConfig([]byte(`{"teams":[{"name":"x","gpus":1}]}`), "rules.json"); err != nil {
 		t.Errorf("JSON: %v", err)
 	}
 	for _, tc := range []struct{ name, yaml, want string }{
@@ -111,9 +115,9 @@ placement:
 		{"grace", "teams: [{name: a, gpus: 1}]\nborrowing: {grace: soon}", "want a duration"},
 		{"not yaml", "teams: [", "rules.yaml"},
 	} {
-		_, err := ParseTeamConfig([]byte(tc.yaml), "rules.yaml")
-		if !errors.Is(err, ErrTeamConfig) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "rules.yaml") {
-			t.Errorf("%s: %v, want ErrTeamConfig mentioning %q and the file", tc.name, err, tc.want)
+		_, err := ParseConfig([]byte(tc.yaml), "rules.yaml")
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "rules.yaml") {
+			t.Errorf("%s: %v, want ErrConfig mentioning %q and the file", tc.name, err, tc.want)
 		}
 	}
 }
@@ -134,14 +138,14 @@ func TestCheckCluster(t *testing.T) {
 		t.Errorf("24+24 of 40: %v", err)
 	}
 	// Every decision reports it: nothing is admitted under broken quotas.
-	if _, err := over.Admit(rt0, s, &SubmitRequest{Account: "team-a", GPUs: 1}); !errors.Is(err, ErrQuotaExceedsCluster) {
+	if _, err := over.Admit(rt0, s, &provisioner.SubmitRequest{Account: "team-a", GPUs: 1}); !errors.Is(err, ErrQuotaExceedsCluster) {
 		t.Errorf("admit under broken quotas: %v", err)
 	}
 	if err := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]\novercommit: true", true).cfg.CheckCluster(s); err != nil {
 		t.Errorf("overcommit allowed: %v", err)
 	}
 	err = rules(t, "teams: [{name: a, gpus: 8, gpuTypes: {H100: 8}}]", true).cfg.CheckCluster(s)
-	if !errors.Is(err, ErrTeamConfig) || !strings.Contains(err.Error(), `no GPUs of that type (types: A100)`) {
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `no GPUs of that type (types: A100)`) {
 		t.Errorf("unknown type: %v", err)
 	}
 	err = rules(t, "teams: [{name: a, gpus: 30, gpuTypes: {A100: 30}}, {name: b, gpus: 10, gpuTypes: {A100: 10}}]", true).cfg.CheckCluster(s)
@@ -153,25 +157,25 @@ func TestCheckCluster(t *testing.T) {
 func TestDecideBadInput(t *testing.T) {
 	r := rules(t, twoTeams, false)
 	b := cluster(4, 10)
-	_, err := r.Admit(rt0, b.s, &SubmitRequest{Account: "team-z", GPUs: 1})
+	_, err := r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-z", GPUs: 1})
 	if !errors.Is(err, ErrUnknownTeam) || !strings.Contains(err.Error(), `"team-z": the team rules know team-a, team-b`) {
 		t.Errorf("unknown team: %v", err)
 	}
-	_, err = r.Admit(rt0, b.s, &SubmitRequest{Account: "team-a", GPUs: 12})
-	if !errors.Is(err, ErrJobTooLarge) || !strings.Contains(err.Error(), "largest node (n1) has 10 GPUs") {
+	_, err = r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-a", GPUs: 12})
+	if !errors.Is(err, placement.ErrJobTooLarge) || !strings.Contains(err.Error(), "largest node (n1) has 10 GPUs") {
 		t.Errorf("12 GPUs on 10-GPU nodes: %v", err)
 	}
-	_, err = r.Admit(rt0, b.s, &SubmitRequest{Account: "team-a", GPUs: 7, Nodes: 2})
-	if !errors.Is(err, ErrBadDemand) {
+	_, err = r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-a", GPUs: 7, Nodes: 2})
+	if !errors.Is(err, placement.ErrBadDemand) {
 		t.Errorf("7 GPUs over 2 nodes: %v", err)
 	}
 }
 
 // place applies a decision to the snapshot as the backend would: the job
 // runs on the chosen node, borrowed when the QOS says so.
-func (b *snapB) apply(t testing.TB, r *TeamRules, id, team string, gpus int) *TeamDecision {
+func (b *snapB) apply(t testing.TB, r *Rules, id, team string, gpus int) *Decision {
 	t.Helper()
-	req := &SubmitRequest{Name: id, Account: team, GPUs: gpus}
+	req := &provisioner.SubmitRequest{Name: id, Account: team, GPUs: gpus}
 	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +250,7 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 			t.Fatalf("B's job %d: %s", i, d.Reason)
 		}
 	}
-	req := &SubmitRequest{Account: "team-b", GPUs: 5, QOS: "normal"}
+	req := &provisioner.SubmitRequest{Account: "team-b", GPUs: 5, QOS: "normal"}
 	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +264,7 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 	if req.QOS != "normal" || len(req.NodeList) != 0 {
 		t.Errorf("request rewritten on a reclaim: %+v", req)
 	}
-	a, err := r.Admit(rt0, b.s, &SubmitRequest{Account: "team-b", GPUs: 5})
+	a, err := r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-b", GPUs: 5})
 	if err != nil || !a.Allow || a.Borrowed {
 		t.Errorf("admission %+v %v", a, err)
 	}
@@ -269,9 +273,9 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
 		full.run("x-"+n, "team-a", 10, n) // team A over its quota, but not as borrowed work
 	}
-	decide := func(r *TeamRules, team string, gpus int) *TeamDecision {
+	decide := func(r *Rules, team string, gpus int) *Decision {
 		t.Helper()
-		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: full.s, Request: &SubmitRequest{Account: team, GPUs: gpus}})
+		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: full.s, Request: &provisioner.SubmitRequest{Account: team, GPUs: gpus}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,11 +299,11 @@ func TestBorrowLimit(t *testing.T) {
 	b := cluster(4, 10)
 	b.run("a1", "a", 4, "n1")
 	b.borrowed("a2", "a", 4, "n1")
-	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
+	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "a", GPUs: 2}})
 	if d.Verdict != VerdictBorrow {
 		t.Errorf("4 + 2 borrowed ≤ 6: %s %s", d.Verdict, d.Reason)
 	}
-	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 3}})
+	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "a", GPUs: 3}})
 	if d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "borrow limit 6 reached (4 borrowed)") {
 		t.Errorf("4 + 3 borrowed > 6: %s %s", d.Verdict, d.Reason)
 	}
@@ -314,12 +318,12 @@ func TestUsageReplacementAndQueued(t *testing.T) {
 	b.run("100", "team-a", 8, "n1")
 	b.run("101", "team-a", 8, "n2")
 	b.run("102", "team-a", 4, "n3")
-	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "team-a", GPUs: 8, Dependency: "afterany:100"}})
+	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "team-a", GPUs: 8, Dependency: "afterany:100"}})
 	if err != nil || d.Verdict == VerdictDefer || d.Verdict == VerdictBorrow || d.Usage.Used != 12 || d.Usage.Replaced != 8 {
 		t.Errorf("successor: %v %s %+v", err, d.Verdict, d.Usage)
 	}
-	b.s.Jobs = append(b.s.Jobs, Job{ID: "103", Account: "team-b", State: StatePending, GPUs: 6},
-		Job{ID: "104", Account: "team-b", State: StatePending, GPUs: 6, Depend: "afterok:103", Reason: "Dependency"})
+	b.s.Jobs = append(b.s.Jobs, provisioner.Job{ID: "103", Account: "team-b", State: provisioner.StatePending, GPUs: 6},
+		provisioner.Job{ID: "104", Account: "team-b", State: provisioner.StatePending, GPUs: 6, Depend: "afterok:103", Reason: "Dependency"})
 	u := r.Usage(b.s)
 	if u[1].Used != 6 || u[1].Queued != 6 {
 		t.Errorf("B %+v: the pending job counts, its dependent successor does not", u[1])
@@ -336,12 +340,12 @@ func TestTypeQuota(t *testing.T) {
 	}
 	b.run("a1", "a", 3, "n1")
 	// 3 used on A100: another 2 on A100 would be 5 > 4, so it goes to V100 within quota.
-	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2}})
+	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "a", GPUs: 2}})
 	if d.Verdict != VerdictAdmit || d.Placement.Assignments[0].Name != "n3" {
 		t.Errorf("2 GPUs: %s on %v (%s)", d.Verdict, d.Placement.NodeNames(), d.Reason)
 	}
 	// Asking for A100 explicitly: over the A100 quota → borrowed.
-	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &SubmitRequest{Account: "a", GPUs: 2, GPUType: "A100"}})
+	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "a", GPUs: 2, GPUType: "A100"}})
 	if d.Verdict != VerdictBorrow || !strings.Contains(d.Reason, "over its GPU-type quotas") {
 		t.Errorf("2 A100: %s %s", d.Verdict, d.Reason)
 	}
@@ -358,27 +362,49 @@ func TestHints(t *testing.T) {
 	b.run("x", "team-b", 2, "n1")
 	b.run("y", "team-b", 7, "n2")
 	r := rules(t, twoTeams+"placement: {policy: best-fit}\n", true)
-	req := &SubmitRequest{Account: "team-a", GPUs: 3}
+	req := &provisioner.SubmitRequest{Account: "team-a", GPUs: 3}
 	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if d.Placement.Assignments[0].Name != "n2" || !slices.Equal(req.Exclude, []string{"n1"}) || len(req.NodeList) != 0 {
 		t.Errorf("3 GPUs: %v, exclude %v, list %v (%s)", d.Placement.NodeNames(), req.Exclude, req.NodeList, d.Reason)
 	}
-	req = &SubmitRequest{Account: "team-a", GPUs: 9}
+	req = &provisioner.SubmitRequest{Account: "team-a", GPUs: 9}
 	d, _ = r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if d.Placement.Assignments[0].Name != "n3" || len(req.Exclude)+len(req.NodeList) != 0 || !strings.Contains(d.Reason, "no packing hint") {
 		t.Errorf("9 GPUs: exclude %v list %v (%s)", req.Exclude, req.NodeList, d.Reason)
 	}
 	always := rules(t, twoTeams+"placement: {policy: best-fit, hints: always}\n", true)
-	req = &SubmitRequest{Account: "team-a", GPUs: 9}
+	req = &provisioner.SubmitRequest{Account: "team-a", GPUs: 9}
 	always.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n3"}) {
 		t.Errorf("always: %v", req.NodeList)
 	}
 	// Kubernetes (not queueing) always gets the node.
 	k := rules(t, twoTeams+"placement: {policy: best-fit, hints: never}\n", false)
-	req = &SubmitRequest{Account: "team-a", GPUs: 3}
+	req = &provisioner.SubmitRequest{Account: "team-a", GPUs: 3}
 	k.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n2"}) {
 		t.Errorf("kubernetes: %v", req.NodeList)
+	}
+}
+
+// Quota.Free and Rules.Mix, the figures the Kubernetes inventory shows.
+func TestQuotaFreeAndMix(t *testing.T) {
+	q := Quota{Name: "a", GPUs: 20}
+	if q.Free(15) != 5 || q.Free(25) != 0 {
+		t.Errorf("free %d, %d", q.Free(15), q.Free(25))
+	}
+	r := rules(t, twoTeams, true)
+	b := cluster(4, 10)
+	b.run("1", "team-a", 3, "n1")
+	// One running 3-GPU job over the default {1,2,4,8} of 20 pseudo-jobs.
+	m := r.Mix(b.s, rt0)
+	for _, c := range m.Classes {
+		want := 5.0 / 21
+		if c.GPUMilli == 3000 {
+			want = 1.0 / 21
+		}
+		if math.Abs(c.Weight-want) > 1e-12 {
+			t.Errorf("class %d: %v, want %v (mix %v)", c.GPUMilli, c.Weight, want, m)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package provisioner
+package placement
 
 import (
 	"errors"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // MilliGPU is one whole GPU in the placement's unit (thousandths of a GPU),
@@ -32,6 +34,9 @@ type Demand struct {
 
 // nodes is the node count with the zero value meaning one.
 func (d Demand) nodes() int { return max(d.Nodes, 1) }
+
+// NodeCount is the number of nodes the demand spans (Nodes, with 0 meaning 1).
+func (d Demand) NodeCount() int { return d.nodes() }
 
 // WholeGPUs is the number of whole GPUs per node (0 for a fractional or GPU-less demand).
 func (d Demand) WholeGPUs() int {
@@ -82,7 +87,7 @@ func (d Demand) String() string {
 
 // DemandOf is the per-node demand of a submission: its GPUs spread evenly
 // over its nodes (as Slurm's --gpus with --nodes), restricted to its GPU type.
-func DemandOf(req *SubmitRequest) (Demand, error) {
+func DemandOf(req *provisioner.SubmitRequest) (Demand, error) {
 	d := Demand{Nodes: max(req.Nodes, 1)}
 	if req.GPUs < 0 {
 		return d, fmt.Errorf("%w: %d GPUs", ErrBadDemand, req.GPUs)
@@ -99,7 +104,7 @@ func DemandOf(req *SubmitRequest) (Demand, error) {
 
 // JobDemand is the per-node demand of a job in a snapshot or history
 // (GPUs rounded up per node).
-func JobDemand(j *Job) Demand {
+func JobDemand(j *provisioner.Job) Demand {
 	n := max(j.Nodes, 1)
 	d := Demand{Nodes: n, GPUMilli: (j.GPUs + n - 1) / n * MilliGPU}
 	if j.GPUType != "" {
@@ -108,8 +113,8 @@ func JobDemand(j *Job) Demand {
 	return d
 }
 
-// PlaceNode is one node as the placement sees it.
-type PlaceNode struct {
+// Node is one node as the placement sees it.
+type Node struct {
 	Name        string // node name
 	GPUType     string // GPU type (product); "" when unknown
 	Schedulable bool   // up and accepting work
@@ -118,11 +123,11 @@ type PlaceNode struct {
 	GPUFree     []int  // free thousandths of each GPU device (1000 = unused)
 }
 
-// PlaceState is a cluster as the placement sees it: per node, free
+// State is a cluster as the placement sees it: per node, free
 // thousandths of every GPU, free CPU, GPU type and schedulability. It is
 // mutable (Assign, Release) so that replays and what-if probes can place
 // job after job; Clone copies it.
-type PlaceState struct {
+type State struct {
 	names  []string
 	types  []string // GPU type names, by id
 	typeID map[string]int16
@@ -144,10 +149,10 @@ type nodeSum struct {
 	partial   int32 // Σ free thousandths of partially used GPUs
 }
 
-// NewPlaceState builds a state from nodes; names must be unique and every
+// NewState builds a state from nodes; names must be unique and every
 // GPU's free share within [0, 1000].
-func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
-	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, len(nodes))}
+func NewState(nodes []Node) (*State, error) {
+	st := &State{typeID: map[string]int16{}, index: make(map[string]int, len(nodes))}
 	st.names = make([]string, len(nodes))
 	st.sum = make([]nodeSum, len(nodes))
 	st.off = make([]int32, len(nodes)+1)
@@ -196,13 +201,13 @@ func NewPlaceState(nodes []PlaceNode) (*PlaceState, error) {
 // reporting more (no real node does) is modelled with this many.
 const MaxNodeGPUs = 4096
 
-// PlaceStateFromSnapshot builds the state of a snapshot: each node's first
+// FromSnapshot builds the state of a snapshot: each node's first
 // GPUsUsed devices in use, the rest free (snapshots count whole GPUs); only
 // up nodes are schedulable. A node listed twice keeps its first entry; GPU
 // counts are capped at MaxNodeGPUs.
-func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
+func FromSnapshot(s *provisioner.Snapshot) *State {
 	n := len(s.Nodes)
-	st := &PlaceState{typeID: map[string]int16{}, index: make(map[string]int, n),
+	st := &State{typeID: map[string]int16{}, index: make(map[string]int, n),
 		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n)}
 	total := 0
 	for i := range s.Nodes {
@@ -225,7 +230,7 @@ func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
 			}
 			st.free = append(st.free, f)
 		}
-		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == NodeUp, cpuFree: math.MaxInt32}
+		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == provisioner.NodeUp, cpuFree: math.MaxInt32}
 		var cpuCap int32
 		if nd.CPUs > 0 {
 			cpuCap = int32(nd.CPUs * 1000)
@@ -241,7 +246,7 @@ func PlaceStateFromSnapshot(s *Snapshot) *PlaceState {
 	return st
 }
 
-func (st *PlaceState) typeOf(t string) int16 {
+func (st *State) typeOf(t string) int16 {
 	id, ok := st.typeID[t]
 	if !ok {
 		id = int16(len(st.types))
@@ -252,7 +257,7 @@ func (st *PlaceState) typeOf(t string) int16 {
 }
 
 // refresh recomputes node i's cached figures from its GPUs.
-func (st *PlaceState) refresh(i int) {
+func (st *State) refresh(i int) {
 	s := &st.sum[i]
 	s.totalFree, s.nFull, s.maxFree, s.partial = 0, 0, 0, 0
 	for _, f := range st.free[st.off[i]:st.off[i+1]] {
@@ -267,7 +272,7 @@ func (st *PlaceState) refresh(i int) {
 }
 
 // Clone returns an independent copy.
-func (st *PlaceState) Clone() *PlaceState {
+func (st *State) Clone() *State {
 	c := *st
 	c.sum = slices.Clone(st.sum)
 	c.free = slices.Clone(st.free)
@@ -280,18 +285,24 @@ func (st *PlaceState) Clone() *PlaceState {
 }
 
 // Len is the number of nodes.
-func (st *PlaceState) Len() int { return len(st.names) }
+func (st *State) Len() int { return len(st.names) }
+
+// Name returns node i's name.
+func (st *State) Name(i int) string { return st.names[i] }
+
+// WholeFree returns the number of node i's GPUs that are entirely free.
+func (st *State) WholeFree(i int) int { return int(st.sum[i].nFull) }
 
 // Index returns the index of a node by name.
-func (st *PlaceState) Index(name string) (int, bool) {
+func (st *State) Index(name string) (int, bool) {
 	i, ok := st.index[name]
 	return i, ok
 }
 
-// Node returns node i as a PlaceNode (a copy).
-func (st *PlaceState) Node(i int) PlaceNode {
+// Node returns node i as a Node (a copy).
+func (st *State) Node(i int) Node {
 	s := &st.sum[i]
-	n := PlaceNode{Name: st.names[i], GPUType: st.types[s.typ], Schedulable: s.up, CPUMilli: int(st.cpuCap[i])}
+	n := Node{Name: st.names[i], GPUType: st.types[s.typ], Schedulable: s.up, CPUMilli: int(st.cpuCap[i])}
 	if n.CPUMilli > 0 {
 		n.CPUUsed = n.CPUMilli - int(s.cpuFree)
 	}
@@ -303,7 +314,7 @@ func (st *PlaceState) Node(i int) PlaceNode {
 
 // Totals returns the GPU capacity of all nodes and the free share on
 // schedulable nodes, in thousandths of a GPU.
-func (st *PlaceState) Totals() (capacity, free int) {
+func (st *State) Totals() (capacity, free int) {
 	for i := range st.sum {
 		capacity += int(st.off[i+1]-st.off[i]) * MilliGPU
 		if st.sum[i].up {
@@ -314,7 +325,7 @@ func (st *PlaceState) Totals() (capacity, free int) {
 }
 
 // SetSchedulable marks a node up or not (a cordon in a what-if probe).
-func (st *PlaceState) SetSchedulable(i int, up bool) { st.sum[i].up = up }
+func (st *State) SetSchedulable(i int, up bool) { st.sum[i].up = up }
 
 // Assignment is where one node's share of a job goes.
 type Assignment struct {
@@ -327,7 +338,7 @@ type Assignment struct {
 
 // Assign takes an assignment's resources from the state. It panics if the
 // assignment does not fit (a broken invariant: it came from Place).
-func (st *PlaceState) Assign(a Assignment) {
+func (st *State) Assign(a Assignment) {
 	free := st.free[st.off[a.Node]:st.off[a.Node+1]]
 	for _, g := range a.GPUs {
 		if free[g] < int32(a.Milli) {
@@ -342,7 +353,7 @@ func (st *PlaceState) Assign(a Assignment) {
 }
 
 // Release gives an assignment's resources back.
-func (st *PlaceState) Release(a Assignment) {
+func (st *State) Release(a Assignment) {
 	free := st.free[st.off[a.Node]:st.off[a.Node+1]]
 	for _, g := range a.GPUs {
 		free[g] = min(free[g]+int32(a.Milli), MilliGPU)
@@ -353,35 +364,35 @@ func (st *PlaceState) Release(a Assignment) {
 	st.refresh(a.Node)
 }
 
-// PlacePolicy names a placement policy.
-type PlacePolicy string
+// Policy names a placement policy.
+type Policy string
 
 // Placement policies. Each ranks the nodes that pass the filter; the
 // comparator of each is documented on its constant.
 const (
 	// FirstFit takes the first node in the state's order (Slurm's
 	// cons_tres with equal node weights). Criteria: node order.
-	FirstFit PlacePolicy = "first-fit"
+	FirstFit Policy = "first-fit"
 	// BestFit takes the node left with the fewest free GPUs. Criteria: least
 	// free GPU share after placement, then least free CPU after, then node name.
-	BestFit PlacePolicy = "best-fit"
+	BestFit Policy = "best-fit"
 	// Spread takes the node left with the most free GPUs (the Kubernetes
 	// default scheduler's LeastAllocated). Criteria: most free GPU share after
 	// placement, then most free CPU after, then node name.
-	Spread PlacePolicy = "spread"
+	Spread Policy = "spread"
 	// FragAware takes the node whose expected fragmentation grows least (the
 	// ATC'23 fragmentation gradient descent). Criteria: smallest increase of
 	// the node's fragmentation under the job-size mix, then least free GPU
 	// share after placement (best fit), then node name.
-	FragAware PlacePolicy = "frag-aware"
+	FragAware Policy = "frag-aware"
 )
 
-// PlacePolicies lists the policies, for help texts.
-var PlacePolicies = []PlacePolicy{FirstFit, BestFit, Spread, FragAware}
+// Policies lists the policies, for help texts.
+var Policies = []Policy{FirstFit, BestFit, Spread, FragAware}
 
-// ParsePlacePolicy checks a policy name.
-func ParsePlacePolicy(s string) (PlacePolicy, error) {
-	for _, p := range PlacePolicies {
+// ParsePolicy checks a policy name.
+func ParsePolicy(s string) (Policy, error) {
+	for _, p := range Policies {
 		if string(p) == s {
 			return p, nil
 		}
@@ -402,8 +413,8 @@ const (
 	ReasonNotChosen      = "ranked below the chosen" // passed the filter, lost on score (explanations only)
 )
 
-// PlaceOptions tune one placement.
-type PlaceOptions struct {
+// Options tune one placement.
+type Options struct {
 	NodeList []string // only these nodes (empty = any)
 	Exclude  []string // never these nodes
 	Mix      *Mix     // job-size mix for frag-aware (nil = DefaultMix of the state)
@@ -426,10 +437,10 @@ type Rejection struct {
 	Reason string // one of the Reason constants
 }
 
-// Placement is the outcome of one placement: the chosen nodes or why none,
+// Result is the outcome of one placement: the chosen nodes or why none,
 // with the filter's rejections and the scores.
-type Placement struct {
-	Policy      PlacePolicy    // policy used
+type Result struct {
+	Policy      Policy         // policy used
 	Demand      Demand         // what was placed
 	Assignments []Assignment   // one per node, best first; empty when the job cannot be placed
 	Chosen      []Candidate    // the chosen nodes' scores, aligned with Assignments
@@ -441,10 +452,10 @@ type Placement struct {
 }
 
 // OK reports whether the job was placed.
-func (p *Placement) OK() bool { return len(p.Assignments) > 0 }
+func (p *Result) OK() bool { return len(p.Assignments) > 0 }
 
 // NodeNames returns the chosen nodes' names.
-func (p *Placement) NodeNames() []string {
+func (p *Result) NodeNames() []string {
 	out := make([]string, len(p.Assignments))
 	for i, a := range p.Assignments {
 		out[i] = a.Name
@@ -460,7 +471,7 @@ type cdemand struct {
 	allowed []bool // by type id; nil = any
 }
 
-func (st *PlaceState) compile(d Demand) cdemand {
+func (st *State) compile(d Demand) cdemand {
 	c := cdemand{cpu: int32(d.CPUMilli)}
 	switch {
 	case d.Fractional():
@@ -483,10 +494,10 @@ func (st *PlaceState) compile(d Demand) cdemand {
 func (c *cdemand) typeOK(t int16) bool { return c.allowed == nil || c.allowed[t] }
 
 // gpus is the number of GPU devices on node i.
-func (st *PlaceState) gpus(i int) int { return int(st.off[i+1] - st.off[i]) }
+func (st *State) gpus(i int) int { return int(st.off[i+1] - st.off[i]) }
 
 // capacityOK reports whether node i could ever hold the demand (ignoring use).
-func (st *PlaceState) capacityOK(i int, c *cdemand) bool {
+func (st *State) capacityOK(i int, c *cdemand) bool {
 	switch {
 	case c.whole > 0:
 		return st.gpus(i) >= int(c.whole)
@@ -508,7 +519,7 @@ func (s *nodeSum) fitsGPU(c *cdemand) bool {
 }
 
 // filter returns "" when node i passes, else the reason it is rejected.
-func (st *PlaceState) filter(i int, c *cdemand, allow []bool) string {
+func (st *State) filter(i int, c *cdemand, allow []bool) string {
 	s := &st.sum[i]
 	switch {
 	case allow != nil && !allow[i]:
@@ -529,7 +540,7 @@ func (st *PlaceState) filter(i int, c *cdemand, allow []bool) string {
 
 // allowMask turns a node list and exclusion list into a mask (nil = all
 // allowed) and the reason for the nodes it rejects.
-func (st *PlaceState) allowMask(list, exclude []string) ([]bool, []string, error) {
+func (st *State) allowMask(list, exclude []string) ([]bool, []string, error) {
 	if len(list) == 0 && len(exclude) == 0 {
 		return nil, nil, nil
 	}
@@ -558,6 +569,44 @@ func (st *PlaceState) allowMask(list, exclude []string) ([]bool, []string, error
 	return allow, why, nil
 }
 
+// Filter is the filter stage of Place on its own: a demand compiled
+// against a state with a node list and an exclusion list, asked node by
+// node. It reads the state as it is when asked (Assign and Release show).
+type Filter struct {
+	st    *State
+	c     cdemand
+	allow []bool   // nil = every node listed
+	why   []string // the reason for the nodes allow rejects
+}
+
+// Filter compiles a demand for asking which nodes pass the filter. An
+// unknown node in either list is an error (ErrUnknownNode), as in Place.
+func (st *State) Filter(d Demand, nodeList, exclude []string) (Filter, error) {
+	allow, why, err := st.allowMask(nodeList, exclude)
+	if err != nil {
+		return Filter{}, err
+	}
+	return Filter{st: st, c: st.compile(d), allow: allow, why: why}, nil
+}
+
+// Reason returns "" when node i passes the filter, else the constant
+// reason Place records for it.
+func (f *Filter) Reason(i int) string {
+	r := f.st.filter(i, &f.c, f.allow)
+	if r == ReasonNotListed && f.why != nil {
+		r = f.why[i]
+	}
+	return r
+}
+
+// Holds reports whether node i could take the demand once GPUs on it are
+// freed: listed and not excluded, schedulable, GPU type allowed, enough
+// GPUs in all and enough free CPU. Only the GPUs in use are ignored.
+func (f *Filter) Holds(i int) bool {
+	s := &f.st.sum[i]
+	return (f.allow == nil || f.allow[i]) && s.up && f.c.typeOK(s.typ) && f.st.capacityOK(i, &f.c) && f.c.cpu <= s.cpuFree
+}
+
 // pick chooses the GPUs of node i for the demand under the policy and
 // returns them with the node's fragmentation increase (frag-aware only).
 // Whole GPUs: the lowest-numbered entirely free devices (all equivalent).
@@ -565,7 +614,7 @@ func (st *PlaceState) allowMask(list, exclude []string) ([]bool, []string, error
 // best-fit the device with the least room that suffices, spread the one with
 // the most room, frag-aware the device whose use grows the node's
 // fragmentation least (ties: least room, then lowest number).
-func (st *PlaceState) pick(i int, c *cdemand, policy PlacePolicy, fm *fragModel, buf []int) ([]int, float64) {
+func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int) ([]int, float64) {
 	free := st.free[st.off[i]:st.off[i+1]]
 	gpus := buf[:0]
 	var before float64
@@ -637,7 +686,7 @@ const fragEps = 1e-9
 
 // better reports whether candidate a ranks above b under the policy (the
 // comparators documented on the policy constants).
-func better(policy PlacePolicy, a, b *Candidate, names []string) bool {
+func better(policy Policy, a, b *Candidate, names []string) bool {
 	switch policy {
 	case FirstFit:
 		return a.Index < b.Index
@@ -675,12 +724,12 @@ func cpuTie(s *nodeSum, cpu int32) float64 {
 // normalise (scores to [0, 1] over the candidates) and pick (the best
 // Demand.Nodes distinct nodes under the policy's comparator, ties broken by
 // node name). It does not change the state: Assign the result to commit it.
-// A job no node can take now is not an error: the Placement says why.
-func Place(st *PlaceState, d Demand, policy PlacePolicy, o PlaceOptions) (*Placement, error) {
+// A job no node can take now is not an error: the Result says why.
+func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 	if err := d.Validate(); err != nil {
 		return nil, err
 	}
-	if _, err := ParsePlacePolicy(string(policy)); err != nil {
+	if _, err := ParsePolicy(string(policy)); err != nil {
 		return nil, err
 	}
 	allow, why, err := st.allowMask(o.NodeList, o.Exclude)
@@ -697,7 +746,7 @@ func Place(st *PlaceState, d Demand, policy PlacePolicy, o PlaceOptions) (*Place
 		}
 		fm = compileMix(st, mix)
 	}
-	p := &Placement{Policy: policy, Demand: d, Rejected: map[string]int{}}
+	p := &Result{Policy: policy, Demand: d, Rejected: map[string]int{}}
 	k := d.nodes()
 	top := make([]Candidate, 0, k+1)
 	var all []Candidate
@@ -788,7 +837,7 @@ func Place(st *PlaceState, d Demand, policy PlacePolicy, o PlaceOptions) (*Place
 }
 
 // placedReason summarises a successful placement.
-func placedReason(p *Placement) string {
+func placedReason(p *Result) string {
 	c := p.Chosen[0]
 	s := fmt.Sprintf("%s on %s by %s among %d candidate nodes", p.Demand, strings.Join(p.NodeNames(), ","), p.Policy, p.Candidates)
 	switch p.Policy {
@@ -801,7 +850,7 @@ func placedReason(p *Placement) string {
 }
 
 // noPlaceReason explains why no placement was found, by filter reason.
-func (st *PlaceState) noPlaceReason(p *Placement, k int) string {
+func (st *State) noPlaceReason(p *Result, k int) string {
 	reasons := make([]string, 0, len(p.Rejected))
 	for r := range p.Rejected {
 		reasons = append(reasons, r)
@@ -826,7 +875,7 @@ func (st *PlaceState) noPlaceReason(p *Placement, k int) string {
 // CheckFits returns ErrJobTooLarge when no node of the state could ever hold
 // the demand, whatever runs on it (capacity and GPU type only, schedulable
 // or not), naming the largest node.
-func (st *PlaceState) CheckFits(d Demand) error {
+func (st *State) CheckFits(d Demand) error {
 	if err := d.Validate(); err != nil {
 		return err
 	}

@@ -1,0 +1,18 @@
+// Package placement decides where one job goes on a cluster of GPU nodes,
+// and measures how fragmented the cluster's free GPUs are.
+//
+// Contract: State is the cluster as the placement sees it (free thousandths
+// of every GPU, free CPU, GPU type and schedulability per node; built from a
+// provisioner.Snapshot by FromSnapshot or from nodes by NewState). Place runs
+// the pipeline filter → score → normalise → pick for one Demand under one
+// Policy (first-fit, best-fit, spread, or frag-aware: the fragmentation
+// gradient of "Beware of Fragmentation", ATC'23); every rejected node is
+// counted under a constant Reason, every comparator lists its criteria and
+// ends in the node name, so equal inputs give equal placements. Place never
+// changes the state: the caller Assigns (or Releases) the result. The
+// job-size Mix that frag-aware and Fragmentation measure against is learned
+// from jobs (LearnMix, MixFromJobs) over a power-of-two default.
+//
+// The package is pure: no I/O, no clock, no randomness. It imports only the
+// provisioner's types; quotas, borrowing and reclaim live in package team.
+package placement

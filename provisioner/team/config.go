@@ -1,0 +1,285 @@
+package team
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/placement"
+)
+
+// Errors of the team rules.
+var (
+	ErrConfig              = errors.New("invalid team rules")             // the configuration file is malformed or inconsistent
+	ErrUnknownTeam         = errors.New("unknown team")                   // a submission names a team the rules do not know
+	ErrQuotaExceedsCluster = errors.New("team quotas exceed the cluster") // nominal GPUs add up to more than the cluster has
+)
+
+// Duration is a time.Duration written as a Go duration string ("30s", "2h")
+// in the team rules file.
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("want a duration such as \"30s\" or \"2h\", got %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("want a duration such as \"30s\" or \"2h\", got %q", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Config is the team rules file (YAML or JSON; see ParseConfig):
+//
+//	teams:                      # one entry per team (Slurm account / Kubernetes team)
+//	  - name: team-a
+//	    gpus: 20                # nominal GPUs: the quota
+//	    gpuTypes: {A100: 12}    # optional: nominal GPUs per GPU type (types not listed: 0)
+//	    borrowLimit: 10         # optional: at most this many GPUs held as borrowed work
+//	  - name: team-b
+//	    gpus: 20
+//	overcommit: false           # allow quotas that add up to more than the cluster
+//	borrowing:
+//	  enabled: true             # over-quota work may use idle GPUs as borrowed work
+//	  qos: preemptible          # QOS of borrowed submissions (Slurm preempts it; Kubernetes: borrowed label)
+//	  markers: [mirage-borrowed] # other QOS / priority-class names that mark borrowed work
+//	  grace: 60s                # grace between the checkpoint signal and the eviction
+//	  signal: USR1              # checkpoint signal
+//	placement:
+//	  policy: frag-aware        # first-fit, best-fit, spread or frag-aware
+//	  hints: auto               # Slurm --nodelist/--exclude hints: auto, always or never
+//	  historyWindow: 168h       # jobs this recent shape the job-size mix
+//	  priorJobs: 20             # weight of the default mix, in pseudo-jobs
+type Config struct {
+	Teams      []Quota         `json:"teams"`
+	Overcommit bool            `json:"overcommit,omitempty"`
+	Borrowing  BorrowingConfig `json:"borrowing"`
+	Placement  PlacementConfig `json:"placement"`
+}
+
+// Quota is one team's nominal GPUs.
+type Quota struct {
+	Name        string         `json:"name"`                  // team name (Slurm account, Kubernetes team label or namespace mapping)
+	GPUs        int            `json:"gpus"`                  // nominal GPUs in total
+	GPUTypes    map[string]int `json:"gpuTypes,omitempty"`    // nominal GPUs per GPU type; when set, other types have none
+	BorrowLimit *int           `json:"borrowLimit,omitempty"` // most GPUs the team may hold as borrowed work (nil = no limit)
+}
+
+// Free is what is left of the quota when the team's own (not borrowed) work
+// holds used GPUs; never negative.
+func (q *Quota) Free(used int) int { return max(q.GPUs-used, 0) }
+
+// BorrowingConfig says how idle quota is lent and reclaimed.
+type BorrowingConfig struct {
+	Enabled *bool    `json:"enabled,omitempty"` // default true
+	QOS     string   `json:"qos,omitempty"`     // default "preemptible"
+	Markers []string `json:"markers,omitempty"` // default ["mirage-borrowed"] (the Kubernetes adapter's priority class)
+	Grace   Duration `json:"grace,omitempty"`   // default 60s
+	Signal  string   `json:"signal,omitempty"`  // default "USR1"
+}
+
+// PlacementConfig chooses the packing policy and how it is applied.
+type PlacementConfig struct {
+	Policy        placement.Policy `json:"policy,omitempty"`        // default frag-aware
+	Hints         HintMode         `json:"hints,omitempty"`         // default auto
+	HistoryWindow Duration         `json:"historyWindow,omitempty"` // default 168h
+	PriorJobs     float64          `json:"priorJobs,omitempty"`     // default 20
+}
+
+// HintMode says when the rules put packing hints (NodeList/Exclude) on a
+// submission to a backend that places jobs itself (Slurm).
+type HintMode string
+
+// Hint modes.
+const (
+	HintsAuto   HintMode = "auto"   // only where the policy's node differs from the backend's own first fit
+	HintsAlways HintMode = "always" // always pin the chosen nodes
+	HintsNever  HintMode = "never"  // never
+)
+
+// Defaults of the team rules file.
+const (
+	DefaultBorrowedQOS    = "preemptible"
+	DefaultBorrowedMarker = "mirage-borrowed"
+	DefaultGrace          = 60 * time.Second
+	DefaultSignal         = "USR1"
+	DefaultMixWindow      = 7 * 24 * time.Hour
+	// maxExcludeHint is the longest exclusion list used as a hint; beyond it
+	// the chosen nodes are pinned with a node list instead.
+	maxExcludeHint = 8
+)
+
+// ParseConfig reads a team rules file (YAML or JSON; unknown fields are
+// errors, to catch typos), fills in defaults and validates what can be
+// checked without a cluster. name is used in error messages.
+func ParseConfig(data []byte, name string) (Config, error) {
+	var c Config
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		return c, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	if err := c.normalize(); err != nil {
+		return c, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	return c, nil
+}
+
+// normalize fills defaults and checks the file on its own.
+func (c *Config) normalize() error {
+	if len(c.Teams) == 0 {
+		return errors.New("no teams: list at least one under \"teams\"")
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Teams {
+		where := fmt.Sprintf("teams[%d]", i)
+		if t.Name == "" {
+			return fmt.Errorf("%s: name is empty", where)
+		}
+		where += " (" + t.Name + ")"
+		if seen[t.Name] {
+			return fmt.Errorf("%s: team listed twice", where)
+		}
+		seen[t.Name] = true
+		if t.GPUs < 0 {
+			return fmt.Errorf("%s: gpus %d: must be ≥ 0", where, t.GPUs)
+		}
+		for typ, n := range t.GPUTypes {
+			if typ == "" {
+				return fmt.Errorf("%s: gpuTypes: empty type name", where)
+			}
+			if n < 0 || n > t.GPUs {
+				return fmt.Errorf("%s: gpuTypes %s: %d: must be between 0 and the team's gpus (%d)", where, typ, n, t.GPUs)
+			}
+		}
+		if t.BorrowLimit != nil && *t.BorrowLimit < 0 {
+			return fmt.Errorf("%s: borrowLimit %d: must be ≥ 0", where, *t.BorrowLimit)
+		}
+	}
+	b := &c.Borrowing
+	if b.Enabled == nil {
+		yes := true
+		b.Enabled = &yes
+	}
+	if b.QOS == "" {
+		b.QOS = DefaultBorrowedQOS
+	}
+	if b.Markers == nil {
+		b.Markers = []string{DefaultBorrowedMarker}
+	}
+	if b.Grace < 0 {
+		return fmt.Errorf("borrowing.grace %s: must be ≥ 0", time.Duration(b.Grace))
+	}
+	if b.Grace == 0 {
+		b.Grace = Duration(DefaultGrace)
+	}
+	if b.Signal == "" {
+		b.Signal = DefaultSignal
+	}
+	p := &c.Placement
+	if p.Policy == "" {
+		p.Policy = placement.FragAware
+	}
+	if _, err := placement.ParsePolicy(string(p.Policy)); err != nil {
+		return fmt.Errorf("placement.policy: %v", err)
+	}
+	switch p.Hints {
+	case "":
+		p.Hints = HintsAuto
+	case HintsAuto, HintsAlways, HintsNever:
+	default:
+		return fmt.Errorf("placement.hints %q: want auto, always or never", p.Hints)
+	}
+	if p.HistoryWindow < 0 || p.PriorJobs < 0 {
+		return errors.New("placement: historyWindow and priorJobs must be ≥ 0")
+	}
+	if p.HistoryWindow == 0 {
+		p.HistoryWindow = Duration(DefaultMixWindow)
+	}
+	if p.PriorJobs == 0 {
+		p.PriorJobs = 20
+	}
+	return nil
+}
+
+// Team returns a team's quota, or nil.
+func (c *Config) Team(name string) *Quota {
+	for i := range c.Teams {
+		if c.Teams[i].Name == name {
+			return &c.Teams[i]
+		}
+	}
+	return nil
+}
+
+// TeamNames lists the teams, sorted.
+func (c *Config) TeamNames() []string {
+	out := make([]string, len(c.Teams))
+	for i, t := range c.Teams {
+		out[i] = t.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckCluster validates the quotas against a cluster: the nominal GPUs of
+// all teams must not add up to more than the GPUs of all its nodes (nor, per
+// GPU type, to more than it has of that type) unless overcommit is set; a
+// GPU type named in a quota must exist in the cluster.
+func (c *Config) CheckCluster(snap *provisioner.Snapshot) error {
+	capacity, byType := 0, map[string]int{}
+	for i := range snap.Nodes {
+		capacity += snap.Nodes[i].GPUs
+		byType[snap.Nodes[i].GPUType] += snap.Nodes[i].GPUs
+	}
+	sum, sumType := 0, map[string]int{}
+	parts := make([]string, 0, len(c.Teams))
+	for _, t := range c.Teams {
+		sum += t.GPUs
+		parts = append(parts, fmt.Sprintf("%s %d", t.Name, t.GPUs))
+		for typ, n := range t.GPUTypes {
+			if _, ok := byType[typ]; !ok {
+				return fmt.Errorf("%w: team %s: gpuTypes names %q, but the cluster has no GPUs of that type (types: %s)",
+					ErrConfig, t.Name, typ, strings.Join(typeNames(byType), ", "))
+			}
+			sumType[typ] += n
+		}
+	}
+	if c.Overcommit {
+		return nil
+	}
+	if sum > capacity {
+		return fmt.Errorf("%w: quotas add up to %d GPUs (%s) but the cluster has %d; lower them or set overcommit: true",
+			ErrQuotaExceedsCluster, sum, strings.Join(parts, " + "), capacity)
+	}
+	for _, typ := range typeNames(sumType) {
+		if sumType[typ] > byType[typ] {
+			return fmt.Errorf("%w: quotas for GPU type %s add up to %d but the cluster has %d of them; lower them or set overcommit: true",
+				ErrQuotaExceedsCluster, typ, sumType[typ], byType[typ])
+		}
+	}
+	return nil
+}
+
+func typeNames(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		if t == "" {
+			t = "(untyped)"
+		}
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
