@@ -21,9 +21,7 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-func init() { register(newK8sCmd) }
-
-func newK8sCmd() *cobra.Command {
+func newK8sCmd(factory *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Kubernetes: GPU inventory per node and per team",
@@ -36,7 +34,7 @@ labelled mirage.io/borrowed=true.
 
 mirage needs only the permissions in scripts/k8s/rbac/.`,
 	}
-	cmd.AddCommand(newK8sInventoryCmd())
+	cmd.AddCommand(newK8sInventoryCmd(factory, nil))
 	return cmd
 }
 
@@ -100,10 +98,14 @@ type k8sInventoryOptions struct {
 	jobSize int      // job size for the fragmentation column (0 = most common request)
 	rules   string   // team rules file: quotas and the learned job-size mix
 	json    bool
+	// teamQuota supplies a team's nominal GPUs (its quota) for the TOTAL and
+	// FREE columns of the team table when no rules file is given; nil, or
+	// ok=false, prints "-".
+	teamQuota func(team string) (gpus int, ok bool)
 }
 
-func newK8sInventoryCmd() *cobra.Command {
-	o := &k8sInventoryOptions{}
+func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error) *cobra.Command {
+	o := &k8sInventoryOptions{teamQuota: factory.TeamQuota}
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
@@ -119,7 +121,10 @@ Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
 (nominal GPUs, free quota) come from the team rules when configured, "-" otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runK8sInventory(cmd.Context(), o, cmd.OutOrStdout())
+			if runF != nil {
+				return runF(o)
+			}
+			return runK8sInventory(cmd.Context(), o, factory.Out)
 		},
 	}
 	o.k8sFlags.add(cmd)
@@ -142,11 +147,6 @@ func defaultKubeconfig() string {
 	}
 	return ""
 }
-
-// k8sTeamQuota is the hook through which the team rules supply a team's
-// nominal GPUs (its quota) for the TOTAL and FREE columns of the team table;
-// nil, or ok=false, prints "-".
-var k8sTeamQuota func(team string) (gpus int, ok bool)
 
 // nodeFragmentation is the FRAG column: per node, the free GPUs that the
 // job-size mix cannot use (the ATC'23 measure, provisioner.Fragmentation).
@@ -284,7 +284,7 @@ func view(inv *k8s.Inventory, o *k8sInventoryOptions, rules *provisioner.TeamRul
 	v := inventoryView{Time: inv.Time.UTC().Format("2006-01-02T15:04:05Z"), JobSize: size,
 		Nodes: []nodeView{}, Teams: []teamView{}}
 	mix := provisioner.Mix{Classes: []provisioner.MixClass{{GPUMilli: size * provisioner.MilliGPU, Weight: 1}}}
-	quota := k8sTeamQuota
+	quota := o.teamQuota
 	if rules != nil {
 		rs := k8s.RulesSnapshot(inv, rules)
 		cfg := rules.Config()

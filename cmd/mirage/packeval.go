@@ -13,11 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/traces"
 )
-
-func init() { register(newPackEvalCmd) }
 
 // packEvalOptions are the flags of "mirage pack-eval".
 type packEvalOptions struct {
@@ -33,7 +32,7 @@ type packEvalOptions struct {
 	progress io.Writer // stderr on a terminal, else nil
 }
 
-func newPackEvalCmd() *cobra.Command {
+func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.Command {
 	o := &packEvalOptions{}
 	cmd := &cobra.Command{
 		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
@@ -58,10 +57,11 @@ the fragmentation along the way. frag-aware learns its own job-size mix from
 the last 1000 arrivals only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
-				o.progress = cmd.ErrOrStderr()
+			o.progress = factory.progress()
+			if runF != nil {
+				return runF(o)
 			}
-			return runPackEval(cmd.OutOrStdout(), o)
+			return runPackEval(factory.Out, o)
 		},
 	}
 	f := cmd.Flags()
@@ -141,10 +141,10 @@ func runPackEval(out io.Writer, o *packEvalOptions) error {
 		pl.EvalMix = mix
 		wall := time.Now() // reporting only
 		for _, pol := range policies {
-			bar := &packBar{w: o.progress, label: filepath.Base(file) + " " + string(pol)}
+			bar := term.NewProgress(o.progress, filepath.Base(file)+" "+string(pol))
 			res, err := provisioner.PackEval(st, pods, pol, provisioner.PackOptions{Mode: mode, Until: o.until, Seed: o.seed,
-				Points: o.points, EvalMix: &mix, Progress: bar.update})
-			bar.done()
+				Points: o.points, EvalMix: &mix, Progress: bar.Update})
+			bar.Done()
 			if err != nil {
 				return withCode(exitBadInput, fmt.Errorf("%s: %w", file, err))
 			}
@@ -294,31 +294,4 @@ func printPackReport(w io.Writer, rep *packReport) error {
 		}
 	}
 	return nil
-}
-
-// packBar draws a one-line progress bar on a terminal.
-type packBar struct {
-	w     io.Writer
-	label string
-	last  int
-	drawn bool
-}
-
-func (b *packBar) update(done, total int) {
-	if b == nil || b.w == nil || total <= 0 {
-		return
-	}
-	p := min(100, 100*done/total)
-	if b.drawn && p == b.last {
-		return
-	}
-	b.last, b.drawn = p, true
-	n := p / 4
-	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%%", b.label, strings.Repeat("#", n), strings.Repeat(".", 25-n), p)
-}
-
-func (b *packBar) done() {
-	if b != nil && b.w != nil && b.drawn {
-		fmt.Fprint(b.w, "\r\033[K")
-	}
 }

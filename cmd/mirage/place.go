@@ -14,13 +14,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
-
-func init() { register(newPlaceCmd) }
 
 // placeOptions are the flags of "mirage place".
 type placeOptions struct {
@@ -38,7 +35,7 @@ type placeOptions struct {
 	now      func() time.Time // decision time for snapshot files (tests fix it)
 }
 
-func newPlaceCmd() *cobra.Command {
+func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Command {
 	o := &placeOptions{now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
@@ -70,7 +67,10 @@ Without --rules only the placement is shown (no quota). --policy overrides the
 rules' placement policy.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPlace(cmd.Context(), o, cmd.OutOrStdout())
+			if runF != nil {
+				return runF(o)
+			}
+			return runPlace(cmd.Context(), o, factory.Out)
 		},
 	}
 	o.k8sFlags.add(cmd)
@@ -118,10 +118,11 @@ func loadSnapshot(path string) (*provisioner.Snapshot, error) {
 
 // parseSnapshot parses and checks a snapshot; path names it in errors.
 func parseSnapshot(data []byte, path string) (*provisioner.Snapshot, error) {
-	var s provisioner.Snapshot
-	if err := yaml.Unmarshal(data, &s); err != nil {
+	sf, err := provisioner.DecodeSnapshot(data)
+	if err != nil {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: %w", path, err))
 	}
+	s := *sf.Snapshot
 	if len(s.Nodes) == 0 {
 		return nil, withCode(exitBadInput, fmt.Errorf("snapshot %s: no nodes (want a \"nodes:\" list)", path))
 	}

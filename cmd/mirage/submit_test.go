@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseSlurmTime(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in   string
 		want time.Duration
@@ -42,6 +43,7 @@ func TestParseSlurmTime(t *testing.T) {
 }
 
 func TestParseSbatchArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		want jobShape
@@ -77,6 +79,7 @@ func TestParseSbatchArgs(t *testing.T) {
 }
 
 func TestParseSbatchScript(t *testing.T) {
+	t.Parallel()
 	script := "#!/bin/bash\n#SBATCH -t 2:00:00 # two hours\n\n# a comment\n#SBATCH --gres=gpu:2\n#SBATCH -N 2\necho hi\n#SBATCH -p ignored\n"
 	sh, err := parseSbatchScript(strings.NewReader(script))
 	// the last #SBATCH comes after the first command: sbatch ignores it
@@ -120,6 +123,7 @@ func FuzzParseSlurmTime(f *testing.F) {
 }
 
 func TestSubmitBadInput(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	good := e.script(t, "ok.sbatch", "-t 55")
 	noShebang := filepath.Join(e.dir, "plain.txt")
@@ -169,6 +173,7 @@ func TestSubmitBadInput(t *testing.T) {
 }
 
 func TestSubmitRegistersAndSubmits(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	script := e.script(t, "train.sbatch", "-t 55", "-N 1", "--gres=gpu:4", "-J trainer")
 	out, stderr, code := e.run(t, "submit", script, "--segments", "3", "--policy", "reactive", "--", "-p", "batch", "--mem=4G")
@@ -214,8 +219,9 @@ func (rejectingBackend) Submit(context.Context, provisioner.SubmitRequest) (stri
 }
 
 func TestSubmitRejected(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
-	deps.backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
+	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
 	script := e.script(t, "x.sbatch")
 	_, stderr, code := e.run(t, "submit", script, "--", "-p", "nope")
 	if code != exitRejected || !strings.Contains(stderr, "invalid partition specified: nope") || !strings.Contains(stderr, "chain marked failed") {
