@@ -17,4 +17,11 @@
 // the ATC'23 fragmentation-aware one, GPU sharing and GPU types), PlanReclaim
 // (which borrowed jobs to stop, and the steps) and PackEval (the packing
 // replay behind mirage pack-eval). Callers perform what they decide.
+//
+// Beside the Engine, which applies the decision step through the ports, the
+// chain operations of the command line act through the same ports, so the
+// CLI only binds flags, wires and prints: RegisterChain and SubmitFirst
+// (mirage submit), Daemon (the cycle loop), CancelChain, RecoverChains,
+// Handoff, and the read-only views ChainStatus and ChainLog with the one gap
+// rule (Gap, Gaps) that reconcile records. DecodeSnapshot reads snapshot files.
 package provisioner
