@@ -14,6 +14,14 @@
 //
 // Team rules and placement live in the subpackages team (quota, borrowing,
 // reclaim; it implements Rules) and placement (where a job goes, and GPU
-// fragmentation). This package imports neither: the engine consults team
-// rules only through the Rules port.
+// fragmentation); the packing replay behind mirage pack-eval is eval.Pack.
+// This package imports neither: the engine consults team rules only
+// through the Rules port.
+//
+// Beside the Engine, which applies the decision step through the ports, the
+// chain operations of the command line act through the same ports, so the
+// CLI only binds flags, wires and prints: RegisterChain and SubmitFirst
+// (mirage submit), Daemon (the cycle loop), CancelChain, RecoverChains,
+// Handoff, and the read-only views ChainStatus and ChainLog with the one gap
+// rule (Gap, Gaps) that reconcile records. DecodeSnapshot reads snapshot files.
 package provisioner

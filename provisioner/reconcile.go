@@ -248,13 +248,13 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool, grace time.Duration
 		if succ == nil || pred == nil {
 			break
 		}
-		if succ.Start.IsZero() || pred.End.IsZero() || !pred.State.Finished() {
+		gap, known := Gap(*pred, *succ)
+		if !known {
 			continue
 		}
 		if w.knewGap(succ, pred) {
 			continue // recorded when it became known
 		}
-		gap := succ.Start.Sub(pred.End)
 		kind := "interruption"
 		if gap < 0 {
 			kind = "overlap"
@@ -268,7 +268,11 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool, grace time.Duration
 func (w *chainWork) knewGap(succ, pred *Segment) bool {
 	os, okS := w.orig[segKey{succ.Index, succ.Attempt}]
 	op, okP := w.orig[segKey{pred.Index, pred.Attempt}]
-	return okS && okP && !os.Start.IsZero() && !op.End.IsZero() && op.State.Finished()
+	if !okS || !okP {
+		return false
+	}
+	_, known := Gap(op, os)
+	return known
 }
 
 // final returns the last attempt of segment index, or nil.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,34 +43,15 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
 }
 
-// chainDeps are what the chain commands take from the outside world, in
-// one place so tests can replace them (a simulator or a fake backend, a
-// logical clock).
-type chainDeps struct {
-	backend  func(o *backendOptions) (provisioner.Cluster, error) // the cluster
-	clock    provisioner.Clock                                    // decision time
-	seed     func() uint64                                        // seed of chain ids
-	policies provisioner.PolicyFactory                            // policy registry
-	rules    provisioner.Rules                                    // team rules (nil: none)
-	sleep    func(ctx context.Context, d time.Duration) error     // waiting (handoff, daemon interval)
-}
-
-var deps = chainDeps{
-	backend:  newBackend,
-	clock:    wallClock{},
-	seed:     cryptoSeed,
-	policies: func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) },
-	sleep:    sleepCtx,
-}
-
 // newBackend builds the cluster backend: Slurm through its commands (with
 // --rules, the engine applies the team rules before each submission), or
 // Kubernetes through client-go with the team rules applied at submission
-// (k8s.TeamCluster: quota, packing, borrowing, reclaim).
-func newBackend(o *backendOptions) (provisioner.Cluster, error) {
+// (k8s.TeamCluster: quota, packing, borrowing, reclaim). getenv is the
+// environment (SLURM_CONF, PATH).
+func newBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
 	switch o.kind {
 	case "", "slurm":
-		return newSlurmBackend(o)
+		return newSlurmBackend(o, getenv)
 	case "kubernetes", "k8s":
 		if o.rules == "" {
 			return nil, withCode(exitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
@@ -101,7 +80,7 @@ func newBackend(o *backendOptions) (provisioner.Cluster, error) {
 // leaves no sbatch running). With --rules it is wrapped (slurm.TeamCluster) so the engine
 // applies the team rules (team = account; borrowed work gets the rules'
 // preemptible QOS).
-func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
+func newSlurmBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
 	var rules *team.Rules
 	if o.rules != "" {
 		r, err := loadRules(o.rules, true) // Slurm queues what cannot start yet
@@ -115,7 +94,7 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 	}
 	conf := o.slurmConf
 	if conf == "" {
-		conf = os.Getenv("SLURM_CONF")
+		conf = getenv("SLURM_CONF")
 	}
 	if conf != "" {
 		abs, err := filepath.Abs(conf)
@@ -127,7 +106,7 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 		}
 		conf = abs
 	}
-	path := ""
+	bin := ""
 	if o.slurmBin != "" {
 		dir, err := filepath.Abs(o.slurmBin)
 		if err != nil {
@@ -136,11 +115,9 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return nil, withCode(exitBadInput, fmt.Errorf("--slurm-bin %s: not a directory", o.slurmBin))
 		}
-		path = dir + string(os.PathListSeparator) + os.Getenv("PATH")
+		bin = dir
 	}
-	const tz = "UTC"
-	cl, err := slurm.New(slurm.Config{SlurmConf: conf, Path: path, Timeout: o.timeout, TZ: tz,
-		Runner: &slurm.ExecRunner{SlurmConf: conf, Path: path, TZ: tz, DieWithParent: true}})
+	cl, err := slurm.Open(slurm.Options{SlurmConf: conf, Bin: bin, Timeout: o.timeout, DieWithParent: true, Getenv: getenv})
 	if err != nil {
 		return nil, withCode(exitUsage, err)
 	}
@@ -151,36 +128,13 @@ func newSlurmBackend(o *backendOptions) (provisioner.Cluster, error) {
 }
 
 // engineRules are the team rules the engine consults before each
-// submission: the backend's own when it carries them (slurm.TeamCluster,
-// k8s.TeamCluster), else deps.rules.
+// submission: the backend's own when it applies them (Slurm with --rules,
+// Kubernetes), else none.
 func engineRules(cl provisioner.Cluster) provisioner.Rules {
 	if rc, ok := cl.(provisioner.RulesCluster); ok {
 		return rc.TeamRules()
 	}
-	return deps.rules
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now().UTC() }
-
-func cryptoSeed() uint64 {
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return uint64(time.Now().UnixNano())
-	}
-	return binary.LittleEndian.Uint64(b[:])
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return nil
 }
 
 // stateOptions locate the state directory.
@@ -271,8 +225,8 @@ func stateErr(err error) error {
 // MIRAGE_TEST_PAUSE_AT=POINT:DURATION sleeps there.
 const crashExitCode = 99
 
-func faultHook() func(point string) {
-	crash, pause := os.Getenv("MIRAGE_TEST_CRASH_AT"), os.Getenv("MIRAGE_TEST_PAUSE_AT")
+func faultHook(getenv func(string) string) func(point string) {
+	crash, pause := getenv("MIRAGE_TEST_CRASH_AT"), getenv("MIRAGE_TEST_PAUSE_AT")
 	if crash == "" && pause == "" {
 		return nil
 	}
@@ -306,8 +260,8 @@ func faultHook() func(point string) {
 
 // newEngine wires the engine for the chain commands; grace is
 // --submit-grace (0: provisioner.DefaultSubmitGrace).
-func newEngine(cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: deps.clock, Policies: deps.policies, Rules: engineRules(cl), Fault: faultHook(),
+func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: f.clock(), Policies: f.Policies, Rules: engineRules(cl), Fault: faultHook(f.Getenv),
 		SubmitGrace: grace}
 }
 
@@ -316,4 +270,10 @@ func addSubmitGrace(cmd *cobra.Command, v *time.Duration) {
 	cmd.Flags().DurationVar(v, "submit-grace", provisioner.DefaultSubmitGrace,
 		"how long a submission whose outcome was never recorded (mirage stopped mid-sbatch, or sbatch gave no answer) holds its chain "+
 			"before it is taken as not done; longer than the Slurm command timeout")
+}
+
+// liveSlurm is predict-wait's live cluster: the Slurm client of its
+// flags, read-only (squeue, sinfo, sacct).
+func liveSlurm(o *predictWaitOptions, getenv func(string) string) (*slurm.Client, error) {
+	return slurm.Open(slurm.Options{SlurmConf: o.slurmConf, Bin: o.slurmBin, Timeout: o.slurmTimeout, Getenv: getenv})
 }

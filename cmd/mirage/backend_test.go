@@ -22,17 +22,14 @@ func (b simBackend) History(ctx context.Context, since time.Time) ([]provisioner
 	return b.Sim.History(since), nil
 }
 
-type simNow struct{ s *sim.Sim }
-
-func (c simNow) Now() time.Time { return c.s.Now() }
-
 // chainEnv runs the chain commands against an empty 4-node simulated
 // cluster whose clock starts at chainT0; waiting (the daemon's interval,
 // handoff's polling) advances the simulator.
 type chainEnv struct {
 	s     *sim.Sim
-	state string // --state directory
-	dir   string // scratch directory
+	f     *Factory // the simulator as backend, clock and waiting
+	state string   // --state directory
+	dir   string   // scratch directory
 }
 
 func newChainEnv(t *testing.T) *chainEnv {
@@ -49,17 +46,16 @@ func newChainEnv(t *testing.T) *chainEnv {
 	// A no-op decision callback keeps bounded runs going to their end
 	// (without one the simulator stops when it has nothing left to do).
 	s.OnTick(time.Minute, func(time.Time, provisioner.Cluster) {})
-	old := deps
-	t.Cleanup(func() { deps = old })
-	deps.backend = func(*backendOptions) (provisioner.Cluster, error) { return simBackend{s}, nil }
-	deps.clock = simNow{s}
-	deps.seed = func() uint64 { return 42 }
-	deps.sleep = func(ctx context.Context, d time.Duration) error {
+	f := testFactory(nil)
+	f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return simBackend{s}, nil }
+	f.Now = s.Now
+	f.Seed = func() uint64 { return 42 }
+	f.Sleep = func(ctx context.Context, d time.Duration) error {
 		s.Run(s.Now().Add(d))
 		return nil
 	}
 	dir := t.TempDir()
-	return &chainEnv{s: s, state: filepath.Join(dir, "state"), dir: dir}
+	return &chainEnv{s: s, f: f, state: filepath.Join(dir, "state"), dir: dir}
 }
 
 // script writes a batch script with the given #SBATCH lines.
@@ -85,10 +81,10 @@ func (e *chainEnv) run(t *testing.T, args ...string) (string, string, int) {
 	for i, a := range full {
 		if a == "--" {
 			full = append(full[:i:i], append([]string{"--state", e.state}, full[i:]...)...)
-			return runMirage(t, full...)
+			return runWith(t, e.f, full...)
 		}
 	}
-	return runMirage(t, append(full, "--state", e.state)...)
+	return runWith(t, e.f, append(full, "--state", e.state)...)
 }
 
 var chainIDRe = regexp.MustCompile(`c-\d{8}-[0-9a-f]{6}`)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -15,10 +14,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newDaemonCmd) }
-
 // daemonOptions are the flags of mirage daemon.
 type daemonOptions struct {
+	f         *Factory
 	once      bool
 	interval  time.Duration
 	json      bool
@@ -28,8 +26,8 @@ type daemonOptions struct {
 	backend   backendOptions
 }
 
-func newDaemonCmd() *cobra.Command {
-	o := &daemonOptions{}
+func newDaemonCmd(f *Factory, runF func(*daemonOptions) error) *cobra.Command {
+	o := &daemonOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "daemon [--once | --interval 10m]",
 		Short: "Reconcile every chain with the cluster and submit successors when their policies say so",
@@ -52,15 +50,18 @@ cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon
 			if o.interval <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
-			return runDaemon(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return daemonRun(cmd.Context(), o)
 		},
 	}
-	f := cmd.Flags()
-	f.BoolVar(&o.once, "once", false, "run one cycle and exit (for cron)")
-	f.DurationVar(&o.interval, "interval", 10*time.Minute, "time between cycles")
-	f.BoolVar(&o.json, "json", false, "print each cycle's report as JSON")
-	f.IntVar(&o.maxCycles, "max-cycles", 0, "stop after this many cycles (0: until signalled)")
-	_ = f.MarkHidden("max-cycles")
+	fl := cmd.Flags()
+	fl.BoolVar(&o.once, "once", false, "run one cycle and exit (for cron)")
+	fl.DurationVar(&o.interval, "interval", 10*time.Minute, "time between cycles")
+	fl.BoolVar(&o.json, "json", false, "print each cycle's report as JSON")
+	fl.IntVar(&o.maxCycles, "max-cycles", 0, "stop after this many cycles (0: until signalled)")
+	_ = fl.MarkHidden("max-cycles")
 	addSubmitGrace(cmd, &o.grace)
 	o.state.add(cmd)
 	o.backend.add(cmd)
@@ -93,8 +94,8 @@ type submissionJSON struct {
 	Error   string `json:"error,omitempty"`
 }
 
-func runDaemon(ctx context.Context, out io.Writer, o *daemonOptions) error {
-	cl, err := deps.backend(&o.backend)
+func daemonRun(ctx context.Context, o *daemonOptions) error {
+	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -107,31 +108,19 @@ func runDaemon(ctx context.Context, out io.Writer, o *daemonOptions) error {
 		return err
 	}
 	defer st.Close()
-	eng := newEngine(cl, st, o.grace)
+	eng := newEngine(o.f, cl, st, o.grace)
 	lockPath := filepath.Join(dir, state.LockName)
-	for cycle := 1; ; cycle++ {
-		err := daemonCycle(ctx, out, o, eng, lockPath)
-		if o.once {
-			return err
-		}
-		if err != nil {
-			slog.Error("daemon cycle failed; trying again next cycle", "err", err)
-		}
-		if o.maxCycles > 0 && cycle >= o.maxCycles {
-			return nil
-		}
-		if err := deps.sleep(ctx, o.interval); err != nil {
-			return nil // signalled: stop between cycles
-		}
-	}
+	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
+		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })
 }
 
 // daemonCycle runs one locked cycle and prints its report.
-func daemonCycle(ctx context.Context, out io.Writer, o *daemonOptions, eng *provisioner.Engine, lockPath string) error {
+func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, lockPath string) error {
+	out := o.f.Out
 	lk, err := state.TryLock(lockPath)
 	if errors.Is(err, state.ErrHeld) {
 		if o.json {
-			return printJSON(out, cycleJSON{Time: deps.clock.Now(), Acted: false, Error: err.Error()})
+			return printJSON(out, cycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
 		return werr

@@ -37,7 +37,7 @@ import (
 // waiting for Slurm, not on the CPU, so unless -test.parallel was given
 // they may all run at once (the default, GOMAXPROCS, is 2 on the test
 // machine, which would run them two by two for about three times as long).
-// Only the tests in daemon_e2e_test.go call t.Parallel.
+// Every test calls t.Parallel.
 func TestMain(m *testing.M) {
 	flag.Parse()
 	explicit := false
@@ -916,7 +916,7 @@ func TestE2ERecover(t *testing.T) {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
 	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json")
-	var rec []recovered
+	var rec []provisioner.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)
 	}

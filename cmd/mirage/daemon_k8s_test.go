@@ -28,6 +28,7 @@ import (
 // running (bound pods) and submits nothing more (reactive waits for the end).
 // Team names carry the test namespace so that parallel tests cannot share them.
 func TestDaemonKubernetesMode(t *testing.T) {
+	t.Parallel()
 	e := k8stest.New(t)
 	teamA, teamB := "a-"+e.Namespace, "b-"+e.Namespace
 	var nodes []string

@@ -22,6 +22,7 @@ import (
 // sim-2 09:00–09:55; at 10:00 → sim-3 10:00–10:55; at 11:00 the chain is
 // done. Gaps +5 min and +5 min.
 func TestChainLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	script := e.script(t, "x.sbatch", "-t 55")
 	id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive", "--", "-p", "batch")
@@ -111,6 +112,7 @@ interruption 10m0s in total, overlap 0s in total
 }
 
 func TestUnknownChain(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	e.run(t, "status") // creates the database
 	for _, cmd := range []string{"status", "log", "cancel"} {
@@ -122,6 +124,7 @@ func TestUnknownChain(t *testing.T) {
 }
 
 func TestDaemonLockHeld(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
 	lk, err := state.TryLock(filepath.Join(e.state, state.LockName))
@@ -145,6 +148,7 @@ func TestDaemonLockHeld(t *testing.T) {
 }
 
 func TestCorruptDatabase(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	if err := os.MkdirAll(e.state, 0o700); err != nil {
 		t.Fatal(err)
@@ -166,6 +170,7 @@ func TestCorruptDatabase(t *testing.T) {
 }
 
 func TestCancelChain(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--until-done")
 	e.s.Run(chainT0.Add(10 * time.Minute))
@@ -192,6 +197,7 @@ func TestCancelChain(t *testing.T) {
 // chain from the tagged jobs and the daemon finishes it without submitting
 // any segment twice.
 func TestRecover(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	script := e.script(t, "x.sbatch", "-t 55")
 	id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive")

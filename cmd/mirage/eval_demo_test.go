@@ -14,6 +14,7 @@ import (
 // on a short synthetic trace: it must end by printing the report's path,
 // and the report's numbers must equal those in its JSON.
 func TestDemoScript(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds mirage and runs the demo script")
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,7 @@ import (
 
 // evalMergeOptions are the flags of mirage eval merge.
 type evalMergeOptions struct {
+	f     *Factory
 	out   string
 	title string
 	json  bool
@@ -21,8 +21,8 @@ type evalMergeOptions struct {
 	argv  []string
 }
 
-func newEvalMergeCmd() *cobra.Command {
-	o := &evalMergeOptions{}
+func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Command {
+	o := &evalMergeOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR PATH...",
 		Short: "Join cells' report JSON (job-array outputs) into one report",
@@ -35,7 +35,10 @@ twice, or two cells disagreeing on the same hand-off, is an error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths, o.argv = args, os.Args
-			return runEvalMerge(cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return evalMergeRun(o)
 		},
 	}
 	cmd.Flags().StringVar(&o.out, "out", "", "output directory (required)")
@@ -45,7 +48,7 @@ twice, or two cells disagreeing on the same hand-off, is an error.`,
 	return cmd
 }
 
-func runEvalMerge(out io.Writer, o *evalMergeOptions) error {
+func evalMergeRun(o *evalMergeOptions) error {
 	var files []string
 	for _, p := range o.paths {
 		st, err := os.Stat(p)
@@ -81,5 +84,5 @@ func runEvalMerge(out io.Writer, o *evalMergeOptions) error {
 	if err != nil {
 		return evalErr(err)
 	}
-	return writeReport(out, o.json, r, o.out)
+	return writeReport(o.f.Out, o.json, r, o.out)
 }

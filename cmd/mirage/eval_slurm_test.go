@@ -46,6 +46,7 @@ func slurmCmd(ctx context.Context, conf, name string, args ...string) *exec.Cmd 
 // cell with the mirage binary, and the merge of the cells' JSON equals the
 // report of the same sweep run in one process.
 func TestEvalArrayOnSlurm(t *testing.T) {
+	t.Parallel()
 	conf := testenv.SlurmConf(t)
 	bin := buildMirage(t)
 	sweep := tinySweep(t, fmt.Sprintf("slurm:\n  partition: debug\n  time: \"00:04:00\"\n  cpus: 1\n  mirage: %q\n", bin))

@@ -55,6 +55,7 @@ func readReportJSON(t *testing.T, path string) string {
 }
 
 func TestEvalCommandFlags(t *testing.T) {
+	t.Parallel()
 	tr, _ := synthFile(t)
 	out := filepath.Join(t.TempDir(), "rep")
 	stdout, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,lead,dependency", "--protocol", "chain-3",
@@ -119,6 +120,7 @@ func TestEvalCommandFlags(t *testing.T) {
 }
 
 func TestEvalCommandBadInput(t *testing.T) {
+	t.Parallel()
 	tr, _ := synthFile(t)
 	bad := filepath.Join(t.TempDir(), "bad.csv")
 	_ = os.WriteFile(bad, []byte("id,submit\nx,notatime\n"), 0o644)
@@ -156,6 +158,7 @@ func TestEvalCommandBadInput(t *testing.T) {
 // array tasks do, each a fresh command), merges them, and compares with
 // the single-process run of the same sweep.
 func TestEvalSweepCellsMergeEqualsSingle(t *testing.T) {
+	t.Parallel()
 	sweep := tinySweep(t, "")
 	cellsOut := filepath.Join(t.TempDir(), "cells-run")
 	for i := range 4 {
@@ -190,6 +193,7 @@ func TestEvalSweepCellsMergeEqualsSingle(t *testing.T) {
 }
 
 func TestEvalEmitArray(t *testing.T) {
+	t.Parallel()
 	sweep := tinySweep(t, "slurm:\n  partition: debug\n  time: \"00:04:00\"\n  cpus: 1\n")
 	out := filepath.Join(t.TempDir(), "arr")
 	stdout, stderr, code := runMirage(t, "eval", "--sweep", sweep, "--emit-array", "--out", out)
@@ -223,6 +227,7 @@ func TestEvalEmitArray(t *testing.T) {
 // TestEvalCommandPair runs the published pair protocol (the default) with
 // the provisioner's baselines, the models package's average and oracle.
 func TestEvalCommandPair(t *testing.T) {
+	t.Parallel()
 	tr, _ := synthFile(t)
 	out := filepath.Join(t.TempDir(), "pair")
 	_, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,average,oracle", "--nodes", "1,4",

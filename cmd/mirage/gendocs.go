@@ -8,8 +8,6 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-func init() { register(newGenDocsCmd) }
-
 // newGenDocsCmd is the hidden command behind "make docs": it writes one
 // Markdown page per command of the tree into --dir (docs/reference/cli).
 // The pages carry no generation date and no machine-dependent defaults, so

@@ -23,7 +23,7 @@ const cliReference = "../../docs/reference/cli"
 // directory and fails when docs/reference/cli differs: run make docs.
 func TestDocsReferenceCurrent(t *testing.T) {
 	dir := t.TempDir()
-	root := newRootCmd(io.Discard, io.Discard)
+	root := newRootCmd(testFactory(nil))
 	root.SetArgs([]string{"gen-docs", "--dir", dir})
 	if err := root.Execute(); err != nil {
 		t.Fatalf("gen-docs: %v", err)
@@ -49,7 +49,7 @@ func TestDocsReferenceCurrent(t *testing.T) {
 // TestGenDocsHidden: gen-docs is for make docs, not for users' help or the reference.
 func TestGenDocsHidden(t *testing.T) {
 	dir := t.TempDir()
-	root := newRootCmd(io.Discard, io.Discard)
+	root := newRootCmd(testFactory(nil))
 	root.SetArgs([]string{"gen-docs", "--dir", dir})
 	if err := root.Execute(); err != nil {
 		t.Fatal(err)
@@ -175,5 +175,5 @@ func TestHelpDocsPointers(t *testing.T) {
 			walk(sub)
 		}
 	}
-	walk(newRootCmd(io.Discard, io.Discard))
+	walk(newRootCmd(testFactory(nil)))
 }

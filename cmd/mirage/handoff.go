@@ -4,29 +4,22 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newHandoffCmd) }
-
 // handoffOptions are the flags of mirage handoff.
 type handoffOptions struct {
-	job     string
-	signal  string
-	grace   time.Duration
-	poll    time.Duration
-	settle  time.Duration
-	cancel  bool
+	f       *Factory
+	handoff provisioner.HandoffOptions
 	backend backendOptions
 }
 
-func newHandoffCmd() *cobra.Command {
-	o := &handoffOptions{}
+func newHandoffCmd(f *Factory, runF func(*handoffOptions) error) *cobra.Command {
+	o := &handoffOptions{f: f}
+	h := &o.handoff
 	cmd := &cobra.Command{
 		Use:   "handoff [--signal USR1] [--grace 5m] [--cancel]",
 		Short: "From a segment's job script: ask the predecessor to checkpoint and exit, and wait for it",
@@ -45,97 +38,39 @@ predecessor has run for --settle (default 10s) before it signals.`,
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.job == "" {
-				o.job = os.Getenv(provisioner.EnvPrevJob)
+			if h.Job == "" {
+				h.Job = f.Getenv(provisioner.EnvPrevJob)
 			}
-			if o.grace < 0 || o.settle < 0 || o.poll <= 0 {
+			if h.Grace < 0 || h.Settle < 0 || h.Poll <= 0 {
 				return withCode(exitUsage, errors.New("--grace and --settle must not be negative and --poll must be positive"))
 			}
-			return runHandoff(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return handoffRun(cmd.Context(), o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.job, "job", "", "predecessor job id (default: $MIRAGE_PREV_JOB)")
-	f.StringVar(&o.signal, "signal", "USR1", "signal asking the predecessor to checkpoint and exit")
-	f.DurationVar(&o.grace, "grace", 5*time.Minute, "how long to wait for the predecessor to end")
-	f.DurationVar(&o.poll, "poll", 5*time.Second, "how often to look whether it has ended")
-	f.DurationVar(&o.settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap)")
-	f.BoolVar(&o.cancel, "cancel", false, "cancel the predecessor if it still runs after the grace time")
+	fl := cmd.Flags()
+	fl.StringVar(&h.Job, "job", "", "predecessor job id (default: $MIRAGE_PREV_JOB)")
+	fl.StringVar(&h.Signal, "signal", "USR1", "signal asking the predecessor to checkpoint and exit")
+	fl.DurationVar(&h.Grace, "grace", 5*time.Minute, "how long to wait for the predecessor to end")
+	fl.DurationVar(&h.Poll, "poll", 5*time.Second, "how often to look whether it has ended")
+	fl.DurationVar(&h.Settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap)")
+	fl.BoolVar(&h.Cancel, "cancel", false, "cancel the predecessor if it still runs after the grace time")
 	o.backend.add(cmd)
 	return cmd
 }
 
-func runHandoff(ctx context.Context, out io.Writer, o *handoffOptions) error {
-	if o.job == "" {
+func handoffRun(ctx context.Context, o *handoffOptions) error {
+	out := o.f.Out
+	if o.handoff.Job == "" {
 		_, err := fmt.Fprintln(out, "no predecessor ($MIRAGE_PREV_JOB is empty): nothing to hand off")
 		return err
 	}
-	cl, err := deps.backend(&o.backend)
+	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
-	pred, err := liveJob(ctx, cl, o.job)
-	if err != nil {
-		return stateErr(err)
-	}
-	if pred == nil || pred.State.Finished() {
-		_, err := fmt.Fprintf(out, "predecessor %s is not running: nothing to hand off\n", o.job)
-		return err
-	}
-	if !pred.Start.IsZero() {
-		if young := o.settle - deps.clock.Now().Sub(pred.Start); young > 0 {
-			if err := deps.sleep(ctx, young); err != nil {
-				return err
-			}
-		}
-	}
-	if err := cl.Signal(ctx, o.job, o.signal); err != nil {
-		if errors.Is(err, provisioner.ErrNotFound) {
-			_, err := fmt.Fprintf(out, "predecessor %s ended before the signal: nothing to hand off\n", o.job)
-			return err
-		}
-		return stateErr(fmt.Errorf("signal %s to predecessor %s: %w", o.signal, o.job, err))
-	}
-	start := deps.clock.Now()
-	fmt.Fprintf(out, "sent SIG%s to predecessor %s; waiting up to %s for it to end\n", o.signal, o.job, o.grace)
-	for {
-		running, err := stillRunning(ctx, cl, o.job)
-		if err != nil {
-			return stateErr(err)
-		}
-		waited := deps.clock.Now().Sub(start)
-		if !running {
-			_, err := fmt.Fprintf(out, "predecessor %s ended after %s: hand-off complete\n", o.job, waited.Round(time.Second))
-			return err
-		}
-		if waited >= o.grace {
-			break
-		}
-		if err := deps.sleep(ctx, min(o.poll, o.grace-waited)); err != nil {
-			return err
-		}
-	}
-	if o.cancel {
-		if err := cl.Cancel(ctx, o.job); err != nil && !errors.Is(err, provisioner.ErrNotFound) {
-			return stateErr(fmt.Errorf("cancel predecessor %s after the grace time: %w", o.job, err))
-		}
-		_, err := fmt.Fprintf(out, "predecessor %s still ran after %s: cancelled\n", o.job, o.grace)
-		return err
-	}
-	return fmt.Errorf("predecessor %s still runs after %s (it may not trap SIG%s; use --cancel to cancel it then)", o.job, o.grace, o.signal)
-}
-
-// stillRunning reports whether the job is pending or running in the live view.
-func stillRunning(ctx context.Context, cl provisioner.Cluster, id string) (bool, error) {
-	j, err := liveJob(ctx, cl, id)
-	return j != nil && !j.State.Finished(), err
-}
-
-// liveJob is the job in the live view, nil when the view no longer lists it.
-func liveJob(ctx context.Context, cl provisioner.Cluster, id string) (*provisioner.Job, error) {
-	snap, err := cl.Snapshot(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("cluster snapshot: %w", err)
-	}
-	return snap.Job(id), nil
+	say := func(line string) { fmt.Fprintln(out, line) }
+	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, say))
 }

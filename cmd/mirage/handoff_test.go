@@ -47,60 +47,60 @@ func (h *handoffCluster) Signal(_ context.Context, id, sig string) error {
 	return nil
 }
 
-func withHandoffCluster(t *testing.T, endAfter time.Duration) *handoffCluster {
-	old := deps
-	t.Cleanup(func() { deps = old })
+// withHandoffCluster returns the cluster and a world around it whose
+// environment is env and whose waiting advances the fake clock.
+func withHandoffCluster(endAfter time.Duration, env map[string]string) (*handoffCluster, *Factory) {
 	clk := &fakeClock{t: chainT0}
 	h := &handoffCluster{clock: clk, endAfter: endAfter}
-	deps.backend = func(*backendOptions) (provisioner.Cluster, error) { return h, nil }
-	deps.clock = clk
-	deps.sleep = func(_ context.Context, d time.Duration) error { clk.t = clk.t.Add(d); return nil }
-	return h
+	f := testFactory(env)
+	f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return h, nil }
+	f.Now = clk.Now
+	f.Sleep = func(_ context.Context, d time.Duration) error { clk.t = clk.t.Add(d); return nil }
+	return h, f
 }
 
 func TestHandoff(t *testing.T) {
+	t.Parallel()
 	// The predecessor exits 12 s after SIGUSR1; polls at 5 s, 10 s, 15 s: seen ended at 15 s.
-	h := withHandoffCluster(t, 12*time.Second)
-	t.Setenv(provisioner.EnvPrevJob, "7")
-	out, stderr, code := runMirage(t, "handoff", "--grace", "1m", "--poll", "5s")
+	h, f := withHandoffCluster(12*time.Second, map[string]string{provisioner.EnvPrevJob: "7"})
+	out, stderr, code := runWith(t, f, "handoff", "--grace", "1m", "--poll", "5s")
 	want := "sent SIGUSR1 to predecessor 7; waiting up to 1m0s for it to end\npredecessor 7 ended after 15s: hand-off complete\n"
 	if code != 0 || out != want || strings.Join(h.signals, ",") != "7:USR1@0s" {
 		t.Fatalf("exit %d, out %q (want %q), err %q, signals %v", code, out, want, stderr, h.signals)
 	}
 
 	// It ignores the signal: after the 20 s grace, exit 1; with --cancel, cancelled.
-	h = withHandoffCluster(t, 0)
-	_, stderr, code = runMirage(t, "handoff", "--job", "7", "--signal", "TERM", "--grace", "20s", "--poll", "5s")
+	h, f = withHandoffCluster(0, nil)
+	_, stderr, code = runWith(t, f, "handoff", "--job", "7", "--signal", "TERM", "--grace", "20s", "--poll", "5s")
 	if code != exitFailure || !strings.Contains(stderr, "predecessor 7 still runs after 20s (it may not trap SIGTERM") || len(h.cancelled) != 0 {
 		t.Fatalf("ignored signal: exit %d, %q", code, stderr)
 	}
-	h = withHandoffCluster(t, 0)
-	out, _, code = runMirage(t, "handoff", "--job", "7", "--grace", "20s", "--cancel")
+	h, f = withHandoffCluster(0, nil)
+	out, _, code = runWith(t, f, "handoff", "--job", "7", "--grace", "20s", "--cancel")
 	if code != 0 || !strings.HasSuffix(out, "predecessor 7 still ran after 20s: cancelled\n") || strings.Join(h.cancelled, ",") != "7" {
 		t.Fatalf("--cancel: exit %d, %q, cancelled %v", code, out, h.cancelled)
 	}
 
 	// No predecessor, or one that is not running: nothing to do.
-	withHandoffCluster(t, 0)
-	t.Setenv(provisioner.EnvPrevJob, "")
-	if out, _, code := runMirage(t, "handoff"); code != 0 || !strings.Contains(out, "nothing to hand off") {
+	_, f = withHandoffCluster(0, map[string]string{provisioner.EnvPrevJob: ""})
+	if out, _, code := runWith(t, f, "handoff"); code != 0 || !strings.Contains(out, "nothing to hand off") {
 		t.Errorf("no predecessor: exit %d %q", code, out)
 	}
-	h = withHandoffCluster(t, 0)
-	if out, _, code := runMirage(t, "handoff", "--job", "99"); code != 0 || out != "predecessor 99 is not running: nothing to hand off\n" || len(h.signals) != 0 {
+	h, f = withHandoffCluster(0, nil)
+	if out, _, code := runWith(t, f, "handoff", "--job", "99"); code != 0 || out != "predecessor 99 is not running: nothing to hand off\n" || len(h.signals) != 0 {
 		t.Errorf("finished predecessor: exit %d %q signals %v", code, out, h.signals)
 	}
 
 	// A predecessor that started 3 s ago may not have set its trap: with the
 	// default --settle 10s the signal goes out 7 s later; --settle 0 sends at once.
-	h = withHandoffCluster(t, 2*time.Second)
+	h, f = withHandoffCluster(2*time.Second, nil)
 	h.started = chainT0.Add(-3 * time.Second)
-	if out, _, code := runMirage(t, "handoff", "--job", "7", "--poll", "1s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@7s" || !strings.Contains(out, "ended after 2s") {
+	if out, _, code := runWith(t, f, "handoff", "--job", "7", "--poll", "1s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@7s" || !strings.Contains(out, "ended after 2s") {
 		t.Errorf("young predecessor: exit %d %q signals %v", code, out, h.signals)
 	}
-	h = withHandoffCluster(t, 2*time.Second)
+	h, f = withHandoffCluster(2*time.Second, nil)
 	h.started = chainT0.Add(-3 * time.Second)
-	if _, _, code := runMirage(t, "handoff", "--job", "7", "--settle", "0s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@0s" {
+	if _, _, code := runWith(t, f, "handoff", "--job", "7", "--settle", "0s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@0s" {
 		t.Errorf("--settle 0: exit %d signals %v", code, h.signals)
 	}
 }

@@ -21,9 +21,7 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
-func init() { register(newK8sCmd) }
-
-func newK8sCmd() *cobra.Command {
+func newK8sCmd(factory *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Kubernetes: GPU inventory per node and per team",
@@ -33,7 +31,7 @@ needs only the permissions in scripts/k8s/rbac/.
 
 The Kubernetes mode in full: docs/guide/kubernetes.md.`,
 	}
-	cmd.AddCommand(newK8sInventoryCmd())
+	cmd.AddCommand(newK8sInventoryCmd(factory, nil))
 	return cmd
 }
 
@@ -97,10 +95,14 @@ type k8sInventoryOptions struct {
 	jobSize int      // job size for the fragmentation column (0 = most common request)
 	rules   string   // team rules file: quotas and the learned job-size mix
 	json    bool
+	// teamQuota supplies a team's nominal GPUs (its quota) for the TOTAL and
+	// FREE columns of the team table when no rules file is given; nil, or
+	// ok=false, prints "-".
+	teamQuota func(team string) (gpus int, ok bool)
 }
 
-func newK8sInventoryCmd() *cobra.Command {
-	o := &k8sInventoryOptions{}
+func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error) *cobra.Command {
+	o := &k8sInventoryOptions{teamQuota: factory.TeamQuota}
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
@@ -116,7 +118,10 @@ Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
 (nominal GPUs, free quota) come from the team rules when configured, "-" otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runK8sInventory(cmd.Context(), o, cmd.OutOrStdout())
+			if runF != nil {
+				return runF(o)
+			}
+			return runK8sInventory(cmd.Context(), o, factory.Out)
 		},
 	}
 	o.k8sFlags.add(cmd)
@@ -139,11 +144,6 @@ func defaultKubeconfig() string {
 	}
 	return ""
 }
-
-// k8sTeamQuota is the hook through which the team rules supply a team's
-// nominal GPUs (its quota) for the TOTAL and FREE columns of the team table;
-// nil, or ok=false, prints "-".
-var k8sTeamQuota func(team string) (gpus int, ok bool)
 
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {
 	cfg, err := o.config()
@@ -180,7 +180,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, teamNames(inv)))
 		}
 	}
-	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: k8sTeamQuota})
+	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
 	if o.json {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

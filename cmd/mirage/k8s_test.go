@@ -61,6 +61,7 @@ func fakeInventoryOptions() *k8sInventoryOptions {
 }
 
 func TestK8sInventoryTable(t *testing.T) {
+	t.Parallel()
 	o := fakeInventoryOptions()
 	o.jobSize = 8
 	var out bytes.Buffer
@@ -86,12 +87,11 @@ team-b  -      0     0         -     0     1
 }
 
 func TestK8sInventoryJSONAndHooks(t *testing.T) {
+	t.Parallel()
 	o := fakeInventoryOptions() // job size defaults to the most common request: 3
 	o.json = true
 	o.team = "team-a"
-	old := k8sTeamQuota
-	k8sTeamQuota = func(team string) (int, bool) { return 20, team == "team-a" }
-	defer func() { k8sTeamQuota = old }()
+	o.teamQuota = func(team string) (int, bool) { return 20, team == "team-a" }
 	var out bytes.Buffer
 	if err := runK8sInventory(context.Background(), o, &out); err != nil {
 		t.Fatal(err)
@@ -109,6 +109,7 @@ func TestK8sInventoryJSONAndHooks(t *testing.T) {
 }
 
 func TestK8sInventoryBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	o := fakeInventoryOptions()
 	o.team = "team-z"
@@ -137,7 +138,9 @@ func TestK8sInventoryBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	root := newRootCmd(&stdout, &stderr)
+	f := testFactory(nil)
+	f.Out, f.ErrOut = &stdout, &stderr
+	root := newRootCmd(f)
 	root.SetArgs([]string{"k8s", "inventory", "--kubeconfig", kc})
 	code := exitCode(root.ExecuteContext(ctx), &stderr)
 	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) {
@@ -154,6 +157,7 @@ func TestK8sInventoryBadInput(t *testing.T) {
 // the larger size first.) Team A: quota 20,
 // 18 used of which 3 borrowed → 15 against its quota, 5 free.
 func TestK8sInventoryRules(t *testing.T) {
+	t.Parallel()
 	o := fakeInventoryOptions()
 	o.rules = writeFile(t, "rules.yaml", "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]")
 	var out bytes.Buffer

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"text/tabwriter"
 	"time"
 
@@ -11,18 +10,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newLogCmd) }
-
 // logOptions are the flags of mirage log.
 type logOptions struct {
+	f      *Factory
 	chain  string
 	json   bool
 	events bool
 	state  stateOptions
 }
 
-func newLogCmd() *cobra.Command {
-	o := &logOptions{}
+func newLogCmd(f *Factory, runF func(*logOptions) error) *cobra.Command {
+	o := &logOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "log CHAIN",
 		Short: "Show a chain's decisions with their reasons (and, with --events, what happened to its jobs)",
@@ -36,7 +34,10 @@ chain that waits for days keeps a short log.
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chain = args[0]
-			return runLog(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return logRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
@@ -69,26 +70,18 @@ type eventJSON struct {
 	Value   float64   `json:"value"`
 }
 
-func runLog(ctx context.Context, out io.Writer, o *logOptions) error {
+func logRun(ctx context.Context, o *logOptions) error {
+	out := o.f.Out
 	st, err := o.state.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	c, err := st.Chain(ctx, o.chain)
+	lg, err := provisioner.ChainLog(ctx, st, o.chain, o.events)
 	if err != nil {
 		return stateErr(err)
 	}
-	ds, err := st.Decisions(ctx, c.ID)
-	if err != nil {
-		return stateErr(err)
-	}
-	var evs []provisioner.Event
-	if o.events {
-		if evs, err = st.Events(ctx, c.ID); err != nil {
-			return stateErr(err)
-		}
-	}
+	c, ds, evs := &lg.Chain, lg.Decisions, lg.Events
 	if o.json {
 		v := struct {
 			Chain     string         `json:"chain"`

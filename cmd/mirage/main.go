@@ -18,14 +18,14 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd(os.Stdout, os.Stderr).ExecuteContext(ctx)
+	f := newFactory()
+	err := execute(ctx, newRootCmd(f), os.Args[1:])
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(exitCode(err, f.ErrOut))
 }
 
-// newRootCmd builds the command tree; stdout and stderr are injected so tests
-// can capture exact output.
-func newRootCmd(stdout, stderr io.Writer) *cobra.Command {
+// newRootCmd builds the command tree on the factory's streams and world.
+func newRootCmd(f *Factory) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "mirage",
 		Short: "Proactive provisioner for chains of GPU jobs on Slurm and Kubernetes",
@@ -37,20 +37,44 @@ policies that decide when to submit in a trace-driven Slurm simulator.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
-	root.SetErr(stderr)
-	root.AddCommand(newVersionCmd())
-	for _, add := range subcommands {
-		root.AddCommand(add())
-	}
+	root.SetIn(f.In)
+	root.SetOut(f.Out)
+	root.SetErr(f.ErrOut)
+	root.AddCommand(
+		newVersionCmd(f, nil),
+		newSubmitCmd(f, nil),
+		newDaemonCmd(f, nil),
+		newStatusCmd(f, nil),
+		newLogCmd(f, nil),
+		newCancelCmd(f, nil),
+		newRecoverCmd(f, nil),
+		newHandoffCmd(f, nil),
+		newTracesCmd(f),
+		newSimCmd(f, nil),
+		newTrainCmd(f, nil),
+		newModelsCmd(f),
+		newPredictWaitCmd(f, nil),
+		newEvalCmd(f, nil),
+		newPlaceCmd(f, nil),
+		newPackEvalCmd(f, nil),
+		newK8sCmd(f),
+		newGenDocsCmd(),
+	)
+	typeUsageErrors(root)
 	return root
 }
 
-// subcommands lets each command file register itself from an init function,
-// so that adding a command touches one file.
-var subcommands []func() *cobra.Command
-
-func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+// execute runs the command line args on root.
+func execute(ctx context.Context, root *cobra.Command, args []string) error {
+	root.SetArgs(args)
+	cmd, err := root.ExecuteContextC(ctx)
+	var fe *flagError
+	if err != nil && cmd == root && !errors.As(err, &fe) {
+		// The root runs nothing: its only own error is an unknown command.
+		return &flagError{err}
+	}
+	return err
+}
 
 // exitError carries a specific exit code.
 type exitError struct {
@@ -87,12 +111,13 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stderr, "mirage:", err)
 	var ee *exitError
+	var fe *flagError
 	switch {
 	case errors.As(err, &ee):
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case isUsageError(err):
+	case errors.As(err, &fe):
 		return exitUsage
 	}
 	return exitFailure

@@ -17,9 +17,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newModelsCmd) }
-
-func newModelsCmd() *cobra.Command {
+func newModelsCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "models",
 		Short: "List and inspect trained models",
@@ -28,7 +26,7 @@ mirage train writes them) or show one model's metadata: kind, feature schema,
 trace, training and validation windows, seed, parameters, library versions,
 decision rule and validation metrics.`,
 	}
-	cmd.AddCommand(newModelsLsCmd(), newModelsShowCmd())
+	cmd.AddCommand(newModelsLsCmd(f, nil), newModelsShowCmd(f, nil))
 	return cmd
 }
 
@@ -86,7 +84,7 @@ type modelsLsOptions struct {
 	json bool
 }
 
-func newModelsLsCmd() *cobra.Command {
+func newModelsLsCmd(f *Factory, runF func(*modelsLsOptions) error) *cobra.Command {
 	o := &modelsLsOptions{}
 	cmd := &cobra.Command{
 		Use:   "ls DIR",
@@ -99,7 +97,10 @@ this mirage computes is marked "(stale)": it will be refused until retrained.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			return runModelsLs(cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runModelsLs(f.Out, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
@@ -174,7 +175,7 @@ type modelsShowOptions struct {
 	json bool
 }
 
-func newModelsShowCmd() *cobra.Command {
+func newModelsShowCmd(f *Factory, runF func(*modelsShowOptions) error) *cobra.Command {
 	o := &modelsShowOptions{}
 	cmd := &cobra.Command{
 		Use:   "show DIR/NAME",
@@ -186,7 +187,10 @@ meta.json as stored (for a wait predictor: its p10, p50 and p90 models).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.dir = args[0]
-			return runModelsShow(cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runModelsShow(f.Out, o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print meta.json")

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
-
-func init() { register(newPackEvalCmd) }
 
 // packEvalOptions are the flags of "mirage pack-eval".
 type packEvalOptions struct {
@@ -31,7 +29,7 @@ type packEvalOptions struct {
 	progress io.Writer // stderr on a terminal, else nil
 }
 
-func newPackEvalCmd() *cobra.Command {
+func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.Command {
 	o := &packEvalOptions{}
 	cmd := &cobra.Command{
 		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
@@ -53,10 +51,11 @@ Methodology: docs/guide/training-and-evaluation.md; placement policies:
 docs/guide/team-rules.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
-				o.progress = cmd.ErrOrStderr()
+			o.progress = factory.progress()
+			if runF != nil {
+				return runF(o)
 			}
-			return runPackEval(cmd.Context(), cmd.OutOrStdout(), o)
+			return runPackEval(cmd.Context(), factory.Out, o)
 		},
 	}
 	f := cmd.Flags()
@@ -91,7 +90,7 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 		spec.Policies = append(spec.Policies, pol)
 	}
 	if o.progress != nil {
-		spec.Progress = &packBar{w: o.progress}
+		spec.Progress = term.NewProgress(o.progress, "")
 	}
 	rep, err := eval.RunPack(ctx, spec)
 	switch {
@@ -106,33 +105,4 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 		return enc.Encode(rep)
 	}
 	return rep.WriteText(out)
-}
-
-// packBar draws a one-line progress bar on a terminal (eval.PackProgress).
-type packBar struct {
-	w     io.Writer
-	label string
-	last  int
-	drawn bool
-}
-
-func (b *packBar) Start(label string) { b.label, b.last, b.drawn = label, 0, false }
-
-func (b *packBar) Update(done, total int) {
-	if b == nil || b.w == nil || total <= 0 {
-		return
-	}
-	p := min(100, 100*done/total)
-	if b.drawn && p == b.last {
-		return
-	}
-	b.last, b.drawn = p, true
-	n := p / 4
-	fmt.Fprintf(b.w, "\r%s [%s%s] %3d%%", b.label, strings.Repeat("#", n), strings.Repeat(".", 25-n), p)
-}
-
-func (b *packBar) Done() {
-	if b != nil && b.w != nil && b.drawn {
-		fmt.Fprint(b.w, "\r\033[K")
-	}
 }

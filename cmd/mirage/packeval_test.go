@@ -26,6 +26,7 @@ p3,4000,1024,4,1000,,LS,Running,30,100,30
 `
 
 func TestPackEvalTable(t *testing.T) {
+	t.Parallel()
 	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", packPods)},
 		policies: []string{"best-fit", "spread"}, mode: "fill", until: 1, points: 2}
 	var out bytes.Buffer
@@ -46,6 +47,7 @@ func TestPackEvalTable(t *testing.T) {
 }
 
 func TestPackEvalJSONSharingAndTypes(t *testing.T) {
+	t.Parallel()
 	pods := `name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time
 h1,1000,1024,1,500,,LS,Running,1,9,1
 h2,1000,1024,1,500,V100|A100,LS,Running,2,9,2
@@ -72,6 +74,7 @@ c1,2000,1024,0,0,,BE,Running,3,9,3
 }
 
 func TestPackEvalBadInput(t *testing.T) {
+	t.Parallel()
 	code := func(err error) int {
 		var ee *exitError
 		if errors.As(err, &ee) {

@@ -21,8 +21,6 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
-func init() { register(newPlaceCmd) }
-
 // placeOptions are the flags of "mirage place".
 type placeOptions struct {
 	k8sFlags
@@ -39,7 +37,7 @@ type placeOptions struct {
 	now      func() time.Time // decision time for snapshot files (tests fix it)
 }
 
-func newPlaceCmd() *cobra.Command {
+func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Command {
 	o := &placeOptions{now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
@@ -72,7 +70,10 @@ rules' placement policy. Team rules: docs/guide/team-rules.md; the rules file:
 docs/reference/rules-file.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPlace(cmd.Context(), o, cmd.OutOrStdout())
+			if runF != nil {
+				return runF(o)
+			}
+			return runPlace(cmd.Context(), o, factory.Out)
 		},
 	}
 	o.k8sFlags.add(cmd)

@@ -58,6 +58,7 @@ func placeOpts(t *testing.T, team string, gpus int) *placeOptions {
 }
 
 func TestPlaceSnapshotQueued(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	if err := runPlace(context.Background(), placeOpts(t, "team-b", 8), &out); err != nil {
 		t.Fatal(err)
@@ -80,6 +81,7 @@ func TestPlaceSnapshotQueued(t *testing.T) {
 // Frag-aware: n1 and n2 (4 free → 0) reduce fragmentation most, tie → n1 by
 // name; first fit would take n1 too: no hint. --all lists every candidate.
 func TestPlaceSnapshotAdmitJSON(t *testing.T) {
+	t.Parallel()
 	o := placeOpts(t, "team-a", 4)
 	o.json, o.all = true, true
 	var out bytes.Buffer
@@ -116,6 +118,7 @@ func TestPlaceSnapshotAdmitJSON(t *testing.T) {
 // reclaim one of them; equal size and priority, no checkpoints, same
 // start → the plan falls to the node name: n3's a5. Nothing is evicted.
 func TestPlaceKubernetesReclaimPlan(t *testing.T) {
+	t.Parallel()
 	objs := []runtime.Object{
 		k8sNode("n1", 10, false), k8sNode("n2", 10, false), k8sNode("n3", 10, false), k8sNode("n4", 10, false),
 		k8sPod("a", "a1", "n1", "team-a", 10, false), k8sPod("a", "a2", "n2", "team-a", 10, false),
@@ -152,6 +155,7 @@ func TestPlaceKubernetesReclaimPlan(t *testing.T) {
 }
 
 func TestPlaceBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	code := func(err error) int {
 		var ee *exitError
@@ -196,6 +200,7 @@ func TestPlaceBadInput(t *testing.T) {
 
 // An unreachable API server: exit code 4, the server and kubeconfig named.
 func TestPlaceUnreachable(t *testing.T) {
+	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -206,7 +211,9 @@ func TestPlaceUnreachable(t *testing.T) {
 		", insecure-skip-tls-verify: true}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n")
 	rules := writeFile(t, "rules.yaml", placeRules)
 	var stdout, stderr bytes.Buffer
-	root := newRootCmd(&stdout, &stderr)
+	f := testFactory(nil)
+	f.Out, f.ErrOut = &stdout, &stderr
+	root := newRootCmd(f)
 	root.SetArgs([]string{"place", "--kubeconfig", kc, "--rules", rules, "--team", "team-b", "--gpus", "4"})
 	code := exitCode(root.ExecuteContext(context.Background()), &stderr)
 	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) || stdout.Len() != 0 {
@@ -219,6 +226,7 @@ func TestPlaceUnreachable(t *testing.T) {
 // with 22 GPUs free, and nothing is created or evicted. Team names carry
 // the test namespace so that other packages' tests cannot interfere.
 func TestPlaceIntegrationKubernetes(t *testing.T) {
+	t.Parallel()
 	e := k8stest.New(t)
 	teamA, teamB := "a-"+e.Namespace, "b-"+e.Namespace
 	var nodes []string
@@ -230,7 +238,9 @@ func TestPlaceIntegrationKubernetes(t *testing.T) {
 	}
 	rules := writeFile(t, "rules.yaml", fmt.Sprintf("teams: [{name: %s, gpus: 20}, {name: %s, gpus: 20}]\n", teamA, teamB))
 	var stdout, stderr bytes.Buffer
-	root := newRootCmd(&stdout, &stderr)
+	f := testFactory(nil)
+	f.Out, f.ErrOut = &stdout, &stderr
+	root := newRootCmd(f)
 	root.SetArgs([]string{"place", "--kubeconfig", e.Kubeconfig, "--node-selector", e.NodeSelector(), "--rules", rules,
 		"--team", teamB, "--gpus", "8", "--json"})
 	if code := exitCode(root.ExecuteContext(context.Background()), &stderr); code != 0 {

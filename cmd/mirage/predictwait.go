@@ -12,29 +12,13 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
-	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newPredictWaitCmd) }
-
-// liveBackend connects to the live cluster for predict-wait: the Slurm
-// client as Cluster (squeue/sinfo) and HistorySource (sacct). Tests replace it.
-var liveBackend = func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
-	cfg := slurm.Config{SlurmConf: o.slurmConf, Timeout: o.slurmTimeout}
-	if o.slurmBin != "" {
-		cfg.Path = o.slurmBin + string(os.PathListSeparator) + os.Getenv("PATH")
-	}
-	c, err := slurm.New(cfg)
-	if err != nil {
-		return nil, nil, err
-	}
-	return c, c, nil
-}
-
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
+	f            *Factory
 	nodes        int
 	timeLimit    string
 	gres         string
@@ -56,8 +40,8 @@ type predictWaitOptions struct {
 	traceOpts    traceFlags
 }
 
-func newPredictWaitCmd() *cobra.Command {
-	o := &predictWaitOptions{}
+func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *cobra.Command {
+	o := &predictWaitOptions{f: factory}
 	cmd := &cobra.Command{
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
@@ -75,7 +59,10 @@ outcomes), from one of:
 LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runPredictWait(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return runPredictWait(cmd.Context(), factory.Out, o)
 		},
 	}
 	f := cmd.Flags()
@@ -102,27 +89,20 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 	return cmd
 }
 
-// snapshotFile is the JSON layout of --snapshot and --save-snapshot.
-type snapshotFile struct {
-	Snapshot *provisioner.Snapshot `json:"snapshot"`
-	History  []provisioner.Job     `json:"history,omitempty"`
-}
+// snapshotFile is the layout of --snapshot and --save-snapshot.
+type snapshotFile = provisioner.SnapshotFile
 
 // parseSnapshotFile reads a snapshot file: {"snapshot": {...}, "history":
 // [...]} as --save-snapshot writes it, or a bare snapshot.
 func parseSnapshotFile(b []byte) (*snapshotFile, error) {
-	var sf snapshotFile
-	if err := json.Unmarshal(b, &sf); err != nil || sf.Snapshot == nil {
-		var bare provisioner.Snapshot
-		if err2 := json.Unmarshal(b, &bare); err2 != nil || bare.Time.IsZero() {
-			return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
-		}
-		sf = snapshotFile{Snapshot: &bare}
+	sf, err := provisioner.DecodeSnapshot(b)
+	if err != nil || sf.Bare && sf.Snapshot.Time.IsZero() {
+		return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
 	}
 	if sf.Snapshot.Time.IsZero() {
 		return nil, errors.New("snapshot has no time")
 	}
-	return &sf, nil
+	return sf, nil
 }
 
 // clusterState is what a prediction is made from.
@@ -269,7 +249,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		}
 		return &clusterState{now: snap.Time, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
 	}
-	c, h, err := liveBackend(ctx, o)
+	c, h, err := o.f.LiveCluster(ctx, o)
 	if err != nil {
 		return nil, withCode(exitUnavailable, err)
 	}

@@ -14,6 +14,7 @@ import (
 // cluster (4 nodes × 4 fake GPUs, scripts/slurm-up.sh): the live path reads
 // squeue, sinfo and sacct through the Slurm client and only reads.
 func TestPredictWaitLiveSlurm(t *testing.T) {
+	t.Parallel()
 	conf := testenv.SlurmConf(t)
 	fx := trainedFixture(t)
 	snap := filepath.Join(t.TempDir(), "live.json")

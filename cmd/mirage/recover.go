@@ -1,12 +1,9 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -14,10 +11,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newRecoverCmd) }
-
 // recoverOptions are the flags of mirage recover.
 type recoverOptions struct {
+	f       *Factory
 	chains  []string // only these chains (all when empty)
 	since   time.Duration
 	dryRun  bool
@@ -26,8 +22,8 @@ type recoverOptions struct {
 	backend backendOptions
 }
 
-func newRecoverCmd() *cobra.Command {
-	o := &recoverOptions{}
+func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command {
+	o := &recoverOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
@@ -47,7 +43,10 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 			if o.since <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--since %s: want a positive duration", o.since))
 			}
-			return runRecover(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return recoverRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().DurationVar(&o.since, "since", 7*24*time.Hour, "how far back to read the accounting history")
@@ -58,17 +57,9 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 	return cmd
 }
 
-// recovered is one chain found by recover.
-type recovered struct {
-	Chain  string `json:"chain"`
-	Jobs   int    `json:"jobs"`
-	State  string `json:"state"`
-	Action string `json:"action"` // recovered, known, would-recover
-	Note   string `json:"note,omitempty"`
-}
-
-func runRecover(ctx context.Context, out io.Writer, o *recoverOptions) error {
-	cl, err := deps.backend(&o.backend)
+func recoverRun(ctx context.Context, o *recoverOptions) error {
+	out := o.f.Out
+	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -86,116 +77,14 @@ func runRecover(ctx context.Context, out io.Writer, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	defer lk.Unlock()
-	now := deps.clock.Now()
-	snap, err := cl.Snapshot(ctx)
+	now := o.f.Now()
+	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, provisioner.RecoverOptions{Chains: o.chains, Since: o.since, DryRun: o.dryRun})
 	if err != nil {
-		return stateErr(fmt.Errorf("cluster snapshot: %w", err))
-	}
-	hist, err := hs.History(ctx, now.Add(-o.since))
-	if err != nil {
-		return stateErr(fmt.Errorf("job history (sacct): %w", err))
-	}
-	// Group tagged jobs by chain; a job seen live and in the history counts once (live wins while unfinished).
-	byID := map[string]provisioner.Job{}
-	for _, j := range hist {
-		byID[j.ID] = j
-	}
-	for _, j := range snap.Jobs {
-		if old, ok := byID[j.ID]; !ok || !old.State.Finished() {
-			byID[j.ID] = j
-		}
-	}
-	type tj struct {
-		tag provisioner.Tag
-		job provisioner.Job
-	}
-	chains := map[string][]tj{}
-	for _, j := range byID {
-		if t, ok := provisioner.ParseTag(j.Comment); ok && (len(o.chains) == 0 || slices.Contains(o.chains, t.Chain)) {
-			chains[t.Chain] = append(chains[t.Chain], tj{t, j})
-		}
-	}
-	ids := make([]string, 0, len(chains))
-	for id := range chains {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	var results []recovered
-	for _, id := range ids {
-		jobs := chains[id]
-		slices.SortFunc(jobs, func(a, b tj) int {
-			if c := cmp.Compare(a.tag.Segment, b.tag.Segment); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(a.tag.Attempt, b.tag.Attempt); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.job.Submit.UnixNano(), b.job.Submit.UnixNano())
-		})
-		r := recovered{Chain: id, Jobs: len(jobs)}
-		if _, err := st.Chain(ctx, id); err == nil {
-			r.Action, r.Note = "known", "already in the state database"
-			results = append(results, r)
-			continue
-		} else if !errors.Is(err, provisioner.ErrChainNotFound) {
-			return stateErr(err)
-		}
-		var ch provisioner.Chain
-		found := false
-		for i := len(jobs) - 1; i >= 0 && !found; i-- {
-			ch, found = provisioner.ParseChainSpec(jobs[i].job.Comment)
-		}
-		if !found {
-			ch = provisioner.Chain{ID: id, Name: jobs[0].job.Name, Policy: provisioner.PolicyReactive, State: provisioner.ChainFailed,
-				Reason: "recovered from tags without a specification: cannot submit successors (resubmit with mirage submit)"}
-		}
-		if ch.Created.IsZero() {
-			ch.Created = jobs[0].job.Submit
-		}
-		var segs []provisioner.Segment
-		seen := map[[2]int]bool{}
-		anyLive := false
-		for _, x := range jobs {
-			k := [2]int{x.tag.Segment, x.tag.Attempt}
-			if seen[k] {
-				continue // a duplicate tag: keep the first submitted
-			}
-			seen[k] = true
-			j := x.job
-			segs = append(segs, provisioner.Segment{ChainID: id, Index: x.tag.Segment, Attempt: x.tag.Attempt, JobID: j.ID, State: j.State,
-				Submit: j.Submit, Start: j.Start, End: j.End, ExitCode: j.ExitCode})
-			anyLive = anyLive || !j.State.Finished()
-		}
-		if last := segs[len(segs)-1]; ch.State == provisioner.ChainActive && !anyLive && last.State == provisioner.StateCancelled {
-			ch.State, ch.Reason = provisioner.ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
-		}
-		r.State, r.Note = string(ch.State), ch.Reason
-		if o.dryRun {
-			r.Action = "would-recover"
-			results = append(results, r)
-			continue
-		}
-		err := st.InTx(ctx, func(tx provisioner.Store) error {
-			if err := tx.PutChain(ctx, &ch); err != nil {
-				return err
-			}
-			for i := range segs {
-				if err := tx.PutSegment(ctx, &segs[i]); err != nil {
-					return err
-				}
-			}
-			return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: id, Segment: -1, Kind: provisioner.EventRegistered,
-				Detail: fmt.Sprintf("recovered from %d tagged job(s) in squeue/sacct", len(segs))})
-		})
-		if err != nil {
-			return stateErr(err)
-		}
-		r.Action = "recovered"
-		results = append(results, r)
+		return stateErr(err)
 	}
 	if o.json {
 		if results == nil {
-			results = []recovered{}
+			results = []provisioner.Recovered{}
 		}
 		return printJSON(out, results)
 	}

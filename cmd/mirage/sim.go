@@ -6,19 +6,18 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newSimCmd) }
-
 // simOptions are the flags of mirage sim.
 type simOptions struct {
+	f         *Factory
 	trace     string
 	preset    string
 	slurmConf string
@@ -32,11 +31,10 @@ type simOptions struct {
 	seed      uint64
 	weights   string
 	traceOpts traceFlags
-	progress  io.Writer // stderr when it is a terminal, else nil
 }
 
-func newSimCmd() *cobra.Command {
-	o := &simOptions{}
+func newSimCmd(f *Factory, runF func(*simOptions) error) *cobra.Command {
+	o := &simOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
@@ -51,127 +49,46 @@ Hold detection and the ls6 preset's fidelity: docs/guide/training-and-evaluation
 and docs/results/fidelity.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
-				o.progress = cmd.ErrOrStderr()
+			if runF != nil {
+				return runF(o)
 			}
-			return runSim(cmd.OutOrStdout(), o)
+			return simRun(o)
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&o.trace, "trace", "", "trace file (required)")
-	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (Slurm defaults; needs --slurm-conf for nodes)")
-	f.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions, Priority* and SchedulerParameters from this slurm.conf (over the preset)")
-	f.BoolVar(&o.report, "report", false, "compare simulated with recorded waits")
-	f.BoolVar(&o.json, "json", false, "JSON output")
-	f.StringVar(&o.jobsOut, "jobs", "", "write per-job simulated start/end as CSV to this file")
-	f.IntVar(&o.nodes, "nodes", 0, "override: keep only the first N nodes")
-	f.StringVar(&o.backfill, "backfill", "", "override: on or off")
-	f.DurationVar(&o.bfWindow, "bf-window", 0, "override: bf_window")
-	f.DurationVar(&o.latency, "sched-latency", -1, "override: event-triggered main pass latency bound")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the scheduling-latency draws")
-	f.StringVar(&o.weights, "weights", "", "override priority weights: age=N,fairshare=N,size=N,partition=N,qos=N")
+	fl := cmd.Flags()
+	fl.StringVar(&o.trace, "trace", "", "trace file (required)")
+	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (Slurm defaults; needs --slurm-conf for nodes)")
+	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions, Priority* and SchedulerParameters from this slurm.conf (over the preset)")
+	fl.BoolVar(&o.report, "report", false, "compare simulated with recorded waits")
+	fl.BoolVar(&o.json, "json", false, "JSON output")
+	fl.StringVar(&o.jobsOut, "jobs", "", "write per-job simulated start/end as CSV to this file")
+	fl.IntVar(&o.nodes, "nodes", 0, "override: keep only the first N nodes")
+	fl.StringVar(&o.backfill, "backfill", "", "override: on or off")
+	fl.DurationVar(&o.bfWindow, "bf-window", 0, "override: bf_window")
+	fl.DurationVar(&o.latency, "sched-latency", -1, "override: event-triggered main pass latency bound")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed of the scheduling-latency draws")
+	fl.StringVar(&o.weights, "weights", "", "override priority weights: age=N,fairshare=N,size=N,partition=N,qos=N")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
+// config builds the simulated cluster: an invalid option is a usage
+// error, an unreadable slurm.conf bad input.
 func (o *simOptions) config() (sim.Config, error) {
-	cfg, err := sim.Preset(o.preset)
-	if err != nil {
+	cfg, err := sim.Options{Preset: o.preset, SlurmConf: o.slurmConf, Nodes: o.nodes, Backfill: o.backfill, BFWindow: o.bfWindow,
+		Latency: o.latency, Seed: o.seed, Weights: o.weights}.Config()
+	switch {
+	case errors.Is(err, sim.ErrOption):
 		return cfg, withCode(exitUsage, err)
-	}
-	if o.slurmConf != "" {
-		fh, err := os.Open(o.slurmConf)
-		if err != nil {
-			return cfg, withCode(exitBadInput, err)
-		}
-		defer fh.Close()
-		if cfg, err = sim.ParseSlurmConf(fh, cfg); err != nil {
-			return cfg, withCode(exitBadInput, err)
-		}
-	}
-	if o.nodes > 0 && o.nodes < len(cfg.Nodes) {
-		cfg.Nodes = cfg.Nodes[:o.nodes]
-		for i := range cfg.Partitions {
-			if len(cfg.Partitions[i].Nodes) > o.nodes {
-				cfg.Partitions[i].Nodes = nil // all (remaining) nodes
-			}
-		}
-	}
-	switch o.backfill {
-	case "on":
-		cfg.Backfill = true
-	case "off":
-		cfg.Backfill = false
-	case "":
-	default:
-		return cfg, withCode(exitUsage, fmt.Errorf("--backfill: want on or off, got %q", o.backfill))
-	}
-	if o.bfWindow > 0 {
-		cfg.BFWindow = o.bfWindow
-	}
-	if o.latency >= 0 {
-		cfg.SchedLatency = o.latency
-	}
-	cfg.Seed = o.seed
-	if o.weights != "" {
-		for _, kv := range strings.Split(o.weights, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			var x float64
-			if _, err := fmt.Sscan(v, &x); err != nil {
-				return cfg, withCode(exitUsage, fmt.Errorf("--weights: %q: %w", kv, err))
-			}
-			switch k {
-			case "age":
-				cfg.PriorityWeightAge = x
-			case "fairshare":
-				cfg.PriorityWeightFairshare = x
-			case "size":
-				cfg.PriorityWeightJobSize = x
-			case "partition":
-				cfg.PriorityWeightPartition = x
-			case "qos":
-				cfg.PriorityWeightQOS = x
-			default:
-				return cfg, withCode(exitUsage, fmt.Errorf("--weights: unknown weight %q", k))
-			}
-		}
-	}
-	if len(cfg.Nodes) == 0 {
-		return cfg, withCode(exitUsage, errors.New("no nodes: use --preset ls6 or --slurm-conf"))
+	case err != nil:
+		return cfg, withCode(exitBadInput, err)
 	}
 	return cfg, nil
 }
 
-// progressBar draws a one-line bar of simulated time on a terminal.
-type progressBar struct {
-	w          io.Writer
-	from, to   time.Time
-	lastPct    int
-	drawnSince bool
-}
-
-func (p *progressBar) update(now time.Time) {
-	if p == nil || p.w == nil || !p.to.After(p.from) {
-		return
-	}
-	pct := int(100 * now.Sub(p.from) / p.to.Sub(p.from))
-	pct = min(max(pct, 0), 100)
-	if pct == p.lastPct && p.drawnSince {
-		return
-	}
-	p.lastPct, p.drawnSince = pct, true
-	n := pct / 4
-	fmt.Fprintf(p.w, "\r[%s%s] %3d%% %s", strings.Repeat("#", n), strings.Repeat(".", 25-n), pct, now.Format("2006-01-02"))
-}
-
-func (p *progressBar) done() {
-	if p != nil && p.w != nil && p.drawnSince {
-		fmt.Fprint(p.w, "\r\033[K")
-	}
-}
-
-func runSim(out io.Writer, o *simOptions) error {
+func simRun(o *simOptions) error {
+	out := o.f.Out
 	cfg, err := o.config()
 	if err != nil {
 		return err
@@ -196,22 +113,25 @@ func runSim(out io.Writer, o *simOptions) error {
 	if len(jobs) == 0 {
 		return withCode(exitBadInput, fmt.Errorf("%s: no jobs", o.trace))
 	}
-	bar := &progressBar{w: o.progress, lastPct: -1}
+	var from, to time.Time
 	for _, j := range jobs {
-		if bar.from.IsZero() || j.Submit.Before(bar.from) {
-			bar.from = j.Submit
+		if from.IsZero() || j.Submit.Before(from) {
+			from = j.Submit
 		}
-		if j.End.After(bar.to) {
-			bar.to = j.End
+		if j.End.After(to) {
+			to = j.End
 		}
 	}
+	bar := term.NewProgress(o.f.progress(), "")
 	var prog func(time.Time)
-	if o.progress != nil {
-		prog = bar.update
+	if o.f.progress() != nil && to.After(from) {
+		prog = func(now time.Time) {
+			bar.Fraction(float64(now.Sub(from))/float64(to.Sub(from)), now.Format("2006-01-02"))
+		}
 	}
 	wall := time.Now() // reporting only: wall-clock speed of the replay
 	rep, res, err := sim.Fidelity(jobs, cfg, prog)
-	bar.done()
+	bar.Done()
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}

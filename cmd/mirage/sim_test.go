@@ -33,6 +33,7 @@ func writeCSVTrace(t *testing.T, jobs []traces.Job) string {
 }
 
 func TestSimCommandSlurmConf(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2023, 1, 2, 10, 0, 0, 0, time.UTC)
 	min := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
 	// one exclusive node: a runs 10:00-10:10 (recorded 10 min); b, submitted
@@ -65,6 +66,7 @@ c,2023-01-02T10:02:00Z,2023-01-02T10:20:00Z,2023-01-02T10:50:00Z,TIMEOUT,1
 }
 
 func TestSimCommandReportJSON(t *testing.T) {
+	t.Parallel()
 	p, n := synthFile(t)
 	out, stderr, code := runMirage(t, "sim", "--trace", p, "--report", "--json")
 	if code != 0 {
@@ -93,6 +95,7 @@ func TestSimCommandReportJSON(t *testing.T) {
 }
 
 func TestSimCommandBadInput(t *testing.T) {
+	t.Parallel()
 	_, _, code := runMirage(t, "sim", "--trace", filepath.Join(t.TempDir(), "missing.csv"))
 	if code == 0 {
 		t.Fatal("missing trace succeeded")

@@ -17,6 +17,7 @@ import (
 // runs), its bad inputs are refused with the exit code and a message that
 // names the culprit, and --rules wraps it so the engine applies the rules.
 func TestNewSlurmBackend(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "slurm.conf")
 	if err := os.WriteFile(conf, []byte("ClusterName=x\n"), 0o644); err != nil {
@@ -27,7 +28,7 @@ func TestNewSlurmBackend(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := backendOptions{kind: "slurm", slurmConf: conf, slurmBin: dir, timeout: 7 * time.Second}
-	cl, err := newBackend(&base)
+	cl, err := newBackend(&base, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func TestNewSlurmBackend(t *testing.T) {
 
 	withRules := base
 	withRules.rules = rules
-	cl, err = newBackend(&withRules)
+	cl, err = newBackend(&withRules, noEnv)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +72,10 @@ func TestNewSlurmBackend(t *testing.T) {
 		t.Errorf("admission %+v, QOS %q, err %v; want borrowed as preemptible", adm, req.QOS, err)
 	}
 
-	t.Setenv("SLURM_CONF", conf)
+	env := func(k string) string { return map[string]string{"SLURM_CONF": conf}[k] }
 	fromEnv := base
 	fromEnv.slurmConf = ""
-	if cl, err := newBackend(&fromEnv); err != nil || cl.(*slurm.Client).Config().SlurmConf != conf {
+	if cl, err := newBackend(&fromEnv, env); err != nil || cl.(*slurm.Client).Config().SlurmConf != conf {
 		t.Errorf("SLURM_CONF from the environment: %v", err)
 	}
 
@@ -92,7 +93,7 @@ func TestNewSlurmBackend(t *testing.T) {
 	} {
 		o := base
 		c.edit(&o)
-		_, err := newBackend(&o)
+		_, err := newBackend(&o, noEnv)
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != c.code || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v; want exit %d mentioning %q", c.name, err, c.code, c.msg)
@@ -100,10 +101,14 @@ func TestNewSlurmBackend(t *testing.T) {
 	}
 }
 
+// noEnv is an empty environment.
+func noEnv(string) string { return "" }
+
 // TestCancelFindsUnrecordedJob: a chain whose segment is an intent
 // (SUBMITTING, no job id: mirage died between sbatch and the commit) is
 // cancelled with the live job that carries its tag.
 func TestCancelFindsUnrecordedJob(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
 	// Forget the job id of segment 0, as a crash between sbatch and the commit would.

@@ -13,18 +13,17 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newStatusCmd) }
-
 // statusOptions are the flags of mirage status.
 type statusOptions struct {
+	f      *Factory
 	chain  string
 	json   bool
 	active bool
 	state  stateOptions
 }
 
-func newStatusCmd() *cobra.Command {
-	o := &statusOptions{}
+func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
+	o := &statusOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "status [CHAIN]",
 		Short: "Show chains, or one chain's segments with the gaps between them",
@@ -38,7 +37,10 @@ only (what the last daemon cycle saw).`,
 			if len(args) == 1 {
 				o.chain = args[0]
 			}
-			return runStatus(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return statusRun(cmd.Context(), o)
 		},
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
@@ -81,15 +83,15 @@ type chainJSON struct {
 	SegmentList []segmentJSON `json:"segment_list"`
 }
 
-func toJSON(c *provisioner.Chain, segs []provisioner.Segment) chainJSON {
+func toJSON(v *provisioner.ChainView) chainJSON {
+	c := &v.Chain
 	j := chainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, Policy: c.Policy, Segments: c.Segments, MaxRetries: c.MaxRetries,
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []segmentJSON{}}
-	gaps := segmentGaps(segs)
-	for i, s := range segs {
+	for i, s := range v.Segments {
 		sj := segmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note,
 			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End)}
-		if g, ok := gaps[i]; ok {
+		if g, ok := v.Gaps[i]; ok {
 			v := g.Seconds()
 			sj.GapSec = &v
 		}
@@ -106,69 +108,42 @@ func timePtr(t time.Time) *time.Time {
 	return &u
 }
 
-// segmentGaps maps the position of each index's final attempt to its gap
-// (start − the end of the previous index's final attempt), where both are known.
-func segmentGaps(segs []provisioner.Segment) map[int]time.Duration {
-	final := map[int]int{}
-	for i, s := range segs {
-		final[s.Index] = i
-	}
-	out := map[int]time.Duration{}
-	for idx, pos := range final {
-		prev, ok := final[idx-1]
-		if !ok {
-			continue
-		}
-		s, p := segs[pos], segs[prev]
-		if !s.Start.IsZero() && !p.End.IsZero() && p.State.Finished() {
-			out[pos] = s.Start.Sub(p.End)
-		}
-	}
-	return out
-}
-
-func runStatus(ctx context.Context, out io.Writer, o *statusOptions) error {
+func statusRun(ctx context.Context, o *statusOptions) error {
+	out := o.f.Out
 	st, err := o.state.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	if o.chain != "" {
-		c, err := st.Chain(ctx, o.chain)
-		if err != nil {
-			return stateErr(err)
-		}
-		segs, err := st.Segments(ctx, c.ID)
+		v, err := provisioner.ChainStatus(ctx, st, o.chain)
 		if err != nil {
 			return stateErr(err)
 		}
 		if o.json {
-			return printJSON(out, toJSON(c, segs))
+			return printJSON(out, toJSON(v))
 		}
-		return printChain(out, c, segs)
+		return printChain(out, v)
 	}
-	chains, err := st.Chains(ctx, o.active)
+	views, err := provisioner.ChainStatuses(ctx, st, o.active)
 	if err != nil {
 		return stateErr(err)
 	}
-	all := make([]chainJSON, 0, len(chains))
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	if !o.json {
-		fmt.Fprintln(tw, "CHAIN\tNAME\tPOLICY\tSTATE\tSEGMENT\tJOB\tJOB STATE\tLAST GAP\tREASON")
+	if o.json {
+		all := make([]chainJSON, 0, len(views))
+		for i := range views {
+			all = append(all, toJSON(&views[i]))
+		}
+		return printJSON(out, all)
 	}
-	for i := range chains {
-		c := &chains[i]
-		segs, err := st.Segments(ctx, c.ID)
-		if err != nil {
-			return stateErr(err)
-		}
-		if o.json {
-			all = append(all, toJSON(c, segs))
-			continue
-		}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHAIN\tNAME\tPOLICY\tSTATE\tSEGMENT\tJOB\tJOB STATE\tLAST GAP\tREASON")
+	for i := range views {
+		v := &views[i]
+		c := &v.Chain
 		segCol, job, jobState := "-", "-", "-"
-		if n := len(segs); n > 0 {
-			last := segs[n-1]
+		if n := len(v.Segments); n > 0 {
+			last := v.Segments[n-1]
 			segCol = segmentOf(last.Index, c.Segments)
 			if last.JobID != "" {
 				job = last.JobID
@@ -176,17 +151,10 @@ func runStatus(ctx context.Context, out io.Writer, o *statusOptions) error {
 			jobState = string(last.State)
 		}
 		gapCol := "-"
-		gaps := segmentGaps(segs)
-		for pos := len(segs) - 1; pos >= 0; pos-- {
-			if g, ok := gaps[pos]; ok {
-				gapCol = signed(g)
-				break
-			}
+		if g, ok := v.LastGap(); ok {
+			gapCol = signed(g)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Policy, c.State, segCol, job, jobState, gapCol, dash(c.Reason))
-	}
-	if o.json {
-		return printJSON(out, all)
 	}
 	return tw.Flush()
 }
@@ -199,7 +167,8 @@ func segmentOf(index, n int) string {
 	return strconv.Itoa(index+1) + "/" + strconv.Itoa(n)
 }
 
-func printChain(out io.Writer, c *provisioner.Chain, segs []provisioner.Segment) error {
+func printChain(out io.Writer, v *provisioner.ChainView) error {
+	c := &v.Chain
 	fmt.Fprintf(out, "chain     %s (%s)\n", c.ID, c.Name)
 	fmt.Fprintf(out, "state     %s", c.State)
 	if c.Reason != "" {
@@ -210,19 +179,12 @@ func printChain(out io.Writer, c *provisioner.Chain, segs []provisioner.Segment)
 	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, segmentsText(c.Segments), c.MaxRetries)
 	fmt.Fprintf(out, "shape     limit %s, %d node(s), %d GPU(s), partition %s, account %s\n", limitText(c.TimeLimit), max(c.Nodes, 1), c.GPUs, dash(c.Partition), dash(c.Account))
 	fmt.Fprintf(out, "created   %s\n\n", c.Created.UTC().Format(time.RFC3339))
-	gaps := segmentGaps(segs)
-	var interruption, overlap time.Duration
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEG\tTRY\tJOB\tSTATE\tEXIT\tSUBMIT\tSTART\tEND\tGAP\tNOTE")
-	for i, s := range segs {
+	for i, s := range v.Segments {
 		gap := "-"
-		if g, ok := gaps[i]; ok {
+		if g, ok := v.Gaps[i]; ok {
 			gap = signed(g)
-			if g > 0 {
-				interruption += g
-			} else {
-				overlap -= g
-			}
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, s.Attempt, dash(s.JobID), s.State, s.ExitCode,
 			clock(s.Submit), clock(s.Start), clock(s.End), gap, dash(s.Note))
@@ -230,6 +192,7 @@ func printChain(out io.Writer, c *provisioner.Chain, segs []provisioner.Segment)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	interruption, overlap := v.Totals()
 	_, err := fmt.Fprintf(out, "\ninterruption %s in total, overlap %s in total\n", interruption, overlap)
 	return err
 }

@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -17,10 +13,9 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newSubmitCmd) }
-
 // submitOptions are the flags of mirage submit.
 type submitOptions struct {
+	f          *Factory
 	script     string
 	sbatchArgs []string
 	segments   int
@@ -34,8 +29,8 @@ type submitOptions struct {
 	backend    backendOptions
 }
 
-func newSubmitCmd() *cobra.Command {
-	o := &submitOptions{}
+func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
+	o := &submitOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "submit SCRIPT [--segments N | --until-done] [--policy NAME] [--max-retries N] [-- SBATCH OPTIONS...]",
 		Short: "Register a chain of wall-clock-limited jobs and submit its first segment",
@@ -55,7 +50,7 @@ the sbatch options after "--" and from the script's #SBATCH lines (options win).
 mirage owns --comment (its tag) and --dependency; --array is not supported.
 
 Policies: reactive, dependency, lead, start-estimate (and learned policies where
-installed). Chain semantics in full: docs/guide/chains-and-daemon.md.`,
+installed).`,
 		Example: `  mirage submit train.sbatch --until-done
   mirage submit serve.sbatch --segments 10 --policy start-estimate -- -p gpu -t 24:00:00 --gres=gpu:4`,
 		Args: cobra.MinimumNArgs(1),
@@ -80,16 +75,19 @@ installed). Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 			if o.grace <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
 			}
-			return runSubmit(cmd.Context(), cmd.OutOrStdout(), o)
+			if runF != nil {
+				return runF(o)
+			}
+			return submitRun(cmd.Context(), o)
 		},
 	}
-	f := cmd.Flags()
-	f.IntVar(&o.segments, "segments", 0, "run exactly N segments (default: --until-done)")
-	f.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	f.StringVar(&o.policy, "policy", provisioner.PolicyLead, "submission policy of the successors")
-	f.IntVar(&o.maxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
-	f.StringVar(&o.name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
-	f.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fl := cmd.Flags()
+	fl.IntVar(&o.segments, "segments", 0, "run exactly N segments (default: --until-done)")
+	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
+	fl.StringVar(&o.policy, "policy", provisioner.PolicyLead, "submission policy of the successors")
+	fl.IntVar(&o.maxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
+	fl.StringVar(&o.name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
+	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
 	addSubmitGrace(cmd, &o.grace)
 	o.state.add(cmd)
 	o.backend.add(cmd)
@@ -104,7 +102,8 @@ type submitResult struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
+func submitRun(ctx context.Context, o *submitOptions) error {
+	out := o.f.Out
 	// 1. validate the script and read the chain's shape.
 	script, err := filepath.Abs(o.script)
 	if err != nil {
@@ -132,8 +131,7 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	if o.maxRetries < 0 {
 		return withCode(exitUsage, fmt.Errorf("--max-retries %d: want 0 or more", o.maxRetries))
 	}
-	policies := deps.policies
-	if _, err := policies(o.policy); err != nil {
+	if _, err := o.f.Policies(o.policy); err != nil {
 		return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
 	}
 	name := o.name
@@ -143,7 +141,7 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	if name == "" {
 		name = filepath.Base(script)
 	}
-	cl, err := deps.backend(&o.backend)
+	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -162,67 +160,21 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	}
 	defer lk.Unlock()
 	// 3. register the chain under a fresh id.
-	now := deps.clock.Now()
-	seed := deps.seed()
-	src := rand.NewPCG(seed, 0x6d69726167652d63)
-	var id string
-	for {
-		id = provisioner.NewChainID(now, src)
-		if _, err := st.Chain(ctx, id); errors.Is(err, provisioner.ErrChainNotFound) {
-			break
-		} else if err != nil {
-			return stateErr(err)
-		}
+	now := o.f.Now()
+	ch := provisioner.Chain{Name: name, Script: script, Args: o.sbatchArgs, Policy: o.policy, Segments: o.segments,
+		MaxRetries: o.maxRetries, Account: sh.Account, Partition: sh.Partition, TimeLimit: sh.TimeLimit, Nodes: sh.Nodes, GPUs: sh.GPUs()}
+	if err := provisioner.RegisterChain(ctx, st, &ch, now, o.f.Seed()); err != nil {
+		return stateErr(err)
 	}
-	ch := provisioner.Chain{ID: id, Name: name, Script: script, Args: o.sbatchArgs, Policy: o.policy, Segments: o.segments,
-		MaxRetries: o.maxRetries, Account: sh.Account, Partition: sh.Partition, TimeLimit: sh.TimeLimit, Nodes: sh.Nodes,
-		GPUs: sh.GPUs(), State: provisioner.ChainActive, Created: now}
-	err = st.InTx(ctx, func(tx provisioner.Store) error {
-		if err := tx.PutChain(ctx, &ch); err != nil {
-			return err
-		}
-		return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: id, Segment: -1, Kind: provisioner.EventRegistered,
-			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", script, segmentsText(o.segments), o.policy, o.maxRetries, seed)})
-	})
+	id := ch.ID
+	// 4. submit the first segment through the engine (same path as the daemon).
+	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, o.grace), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}
-	// 4. submit the first segment through the engine (same path as the daemon).
-	rep, err := newEngine(cl, st, o.grace).CycleChains(ctx, []string{id})
-	res := submitResult{Chain: id}
-	switch {
-	case err != nil:
-		res.Status, res.Reason = "failed", err.Error()
-	case len(rep.Submissions) == 0:
-		if d := lastDecision(ctx, st, id); d != nil && d.Action == provisioner.ActError {
-			// The team rules refused the request itself (unknown team, a
-			// job larger than any node): bad input, not a deferral.
-			res.Status, res.Reason = "failed", d.Error
-			err = withCode(exitBadInput, errors.New(d.Error))
-			ch.State, ch.Reason = provisioner.ChainFailed, "the first segment cannot be submitted: "+d.Error
-			if perr := st.PutChain(ctx, &ch); perr != nil {
-				return stateErr(perr)
-			}
-			break
-		}
-		res.Status, res.Reason = "deferred", lastReason(ctx, st, id)
-	case rep.Submissions[0].Err != nil:
-		res.Status, res.Reason = "failed", rep.Submissions[0].Err.Error()
-		err = rep.Submissions[0].Err
-	default:
-		res.Status, res.JobID = "submitted", rep.Submissions[0].JobID
-	}
-	if errors.Is(err, provisioner.ErrRejected) {
-		// The first segment's options are wrong: the chain cannot run.
-		ch.State, ch.Reason = provisioner.ChainFailed, "the backend rejected the first segment: "+err.Error()
-		if perr := st.PutChain(ctx, &ch); perr != nil {
-			return stateErr(perr)
-		}
-	}
+	res := submitResult{Chain: id, JobID: first.JobID, Status: first.Status, Reason: first.Reason}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if jerr := enc.Encode(res); jerr != nil {
+		if jerr := printJSON(out, res); jerr != nil {
 			return jerr
 		}
 	} else {
@@ -233,10 +185,9 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 			fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", id, res.Reason)
 		}
 	}
-	var ee *exitError
-	switch {
-	case errors.As(err, &ee):
-		return withCode(ee.code, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", id, ee.err))
+	switch err := first.Err; {
+	case first.Refused:
+		return withCode(exitBadInput, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", id, err))
 	case errors.Is(err, provisioner.ErrRejected):
 		return withCode(exitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", id, err))
 	case err != nil:
@@ -245,29 +196,4 @@ func runSubmit(ctx context.Context, out io.Writer, o *submitOptions) error {
 	return nil
 }
 
-func segmentsText(n int) string {
-	if n == 0 {
-		return "until done"
-	}
-	if n == 1 {
-		return "1 segment"
-	}
-	return strconv.Itoa(n) + " segments"
-}
-
-// lastReason is the reason of a chain's last decision.
-func lastReason(ctx context.Context, st provisioner.DecisionLog, id string) string {
-	if d := lastDecision(ctx, st, id); d != nil {
-		return d.Reason
-	}
-	return ""
-}
-
-// lastDecision is a chain's last decision, or nil.
-func lastDecision(ctx context.Context, st provisioner.DecisionLog, id string) *provisioner.DecisionRecord {
-	ds, err := st.Decisions(ctx, id)
-	if err != nil || len(ds) == 0 {
-		return nil
-	}
-	return &ds[len(ds)-1]
-}
+func segmentsText(n int) string { return provisioner.SegmentsText(n) }

@@ -17,6 +17,7 @@ import (
 // (sbatch_parse_test.go) with the parsers.
 
 func TestSubmitBadInput(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	good := e.script(t, "ok.sbatch", "-t 55")
 	noShebang := filepath.Join(e.dir, "plain.txt")
@@ -66,6 +67,7 @@ func TestSubmitBadInput(t *testing.T) {
 }
 
 func TestSubmitRegistersAndSubmits(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
 	script := e.script(t, "train.sbatch", "-t 55", "-N 1", "--gres=gpu:4", "-J trainer")
 	out, stderr, code := e.run(t, "submit", script, "--segments", "3", "--policy", "reactive", "--", "-p", "batch", "--mem=4G")
@@ -111,8 +113,9 @@ func (rejectingBackend) Submit(context.Context, provisioner.SubmitRequest) (stri
 }
 
 func TestSubmitRejected(t *testing.T) {
+	t.Parallel()
 	e := newChainEnv(t)
-	deps.backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
+	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
 	script := e.script(t, "x.sbatch")
 	_, stderr, code := e.run(t, "submit", script, "--", "-p", "nope")
 	if code != exitRejected || !strings.Contains(stderr, "invalid partition specified: nope") || !strings.Contains(stderr, "chain marked failed") {

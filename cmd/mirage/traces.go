@@ -12,9 +12,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func init() { register(newTracesCmd) }
-
-func newTracesCmd() *cobra.Command {
+func newTracesCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "traces",
 		Short: "Read, summarise, convert and synthesise job traces",
@@ -26,7 +24,7 @@ summarise them, convert them to canonical CSV, or synthesise LS6-like traces.
 A malformed row fails with "FILE:LINE: field F: want ..., got ..." and exit
 code 3; --skip-bad skips such rows and reports how many.`,
 	}
-	cmd.AddCommand(newTracesStatsCmd(), newTracesConvertCmd(), newTracesSynthCmd())
+	cmd.AddCommand(newTracesStatsCmd(f, nil), newTracesConvertCmd(f, nil), newTracesSynthCmd(f, nil))
 	return cmd
 }
 
@@ -84,13 +82,14 @@ func reportSkipped(w io.Writer, file string, r traces.Reader) {
 // ---- stats ----
 
 type tracesStatsOptions struct {
+	f *Factory
 	traceFlags
 	json  bool
 	files []string
 }
 
-func newTracesStatsCmd() *cobra.Command {
-	var o tracesStatsOptions
+func newTracesStatsCmd(f *Factory, runF func(*tracesStatsOptions) error) *cobra.Command {
+	o := &tracesStatsOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "stats FILE...",
 		Short: "Summarise traces: jobs, span, node/GPU counts, runtime and wait percentiles, limit hits, peak use",
@@ -103,7 +102,10 @@ skipped_malformed_rows.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
-			return runTracesStats(cmd, o)
+			if runF != nil {
+				return runF(o)
+			}
+			return tracesStatsRun(o)
 		},
 	}
 	o.add(cmd)
@@ -111,7 +113,7 @@ skipped_malformed_rows.`,
 	return cmd
 }
 
-func runTracesStats(cmd *cobra.Command, o tracesStatsOptions) error {
+func tracesStatsRun(o *tracesStatsOptions) error {
 	opts, err := o.options()
 	if err != nil {
 		return err
@@ -134,13 +136,13 @@ func runTracesStats(cmd *cobra.Command, o tracesStatsOptions) error {
 			}
 			b.Add(&j)
 		}
-		reportSkipped(cmd.ErrOrStderr(), file, r)
+		reportSkipped(o.f.ErrOut, file, r)
 		skipped += r.Skipped()
 		r.Close()
 	}
 	s := b.Stats()
 	s.Skipped = skipped
-	out := cmd.OutOrStdout()
+	out := o.f.Out
 	if o.json {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
@@ -159,12 +161,13 @@ func runTracesStats(cmd *cobra.Command, o tracesStatsOptions) error {
 // ---- convert ----
 
 type tracesConvertOptions struct {
+	f *Factory
 	traceFlags
 	in, out string
 }
 
-func newTracesConvertCmd() *cobra.Command {
-	var o tracesConvertOptions
+func newTracesConvertCmd(f *Factory, runF func(*tracesConvertOptions) error) *cobra.Command {
+	o := &tracesConvertOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "convert FILE --out OUT.csv",
 		Short: "Convert a trace to mirage's canonical CSV",
@@ -175,7 +178,10 @@ failure (such as a malformed row) leaves nothing behind.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.in = args[0]
-			return runTracesConvert(cmd, o)
+			if runF != nil {
+				return runF(o)
+			}
+			return tracesConvertRun(o)
 		},
 	}
 	o.add(cmd)
@@ -184,7 +190,7 @@ failure (such as a malformed row) leaves nothing behind.`,
 	return cmd
 }
 
-func runTracesConvert(cmd *cobra.Command, o tracesConvertOptions) error {
+func tracesConvertRun(o *tracesConvertOptions) error {
 	opts, err := o.options()
 	if err != nil {
 		return err
@@ -198,14 +204,15 @@ func runTracesConvert(cmd *cobra.Command, o tracesConvertOptions) error {
 	if err != nil {
 		return traceErr(err)
 	}
-	reportSkipped(cmd.ErrOrStderr(), o.in, r)
-	_, err = fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d jobs to %s\n", n, o.out)
+	reportSkipped(o.f.ErrOut, o.in, r)
+	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", n, o.out)
 	return err
 }
 
 // ---- synth ----
 
 type tracesSynthOptions struct {
+	f      *Factory
 	like   string
 	days   int
 	seed   uint64
@@ -213,8 +220,8 @@ type tracesSynthOptions struct {
 	format string
 }
 
-func newTracesSynthCmd() *cobra.Command {
-	var o tracesSynthOptions
+func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.Command {
+	o := &tracesSynthOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "synth --like ls6 --days D --seed S [--out FILE]",
 		Short: "Generate a synthetic trace fitted to a real one (LS6)",
@@ -225,7 +232,12 @@ in traces/synth.go). The same seed gives the same trace. Output is the LS6
 export format (default) or canonical CSV, to stdout or --out (written
 atomically).`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runTracesSynth(cmd, o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return tracesSynthRun(o)
+		},
 	}
 	cmd.Flags().StringVar(&o.like, "like", "ls6", "trace to imitate (ls6)")
 	cmd.Flags().IntVar(&o.days, "days", 7, "days of submissions")
@@ -235,7 +247,7 @@ atomically).`,
 	return cmd
 }
 
-func runTracesSynth(cmd *cobra.Command, o tracesSynthOptions) error {
+func tracesSynthRun(o *tracesSynthOptions) error {
 	if o.days <= 0 {
 		return withCode(exitUsage, fmt.Errorf("--days must be positive, got %d", o.days))
 	}
@@ -259,11 +271,11 @@ func runTracesSynth(cmd *cobra.Command, o tracesSynthOptions) error {
 		return withCode(exitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
 	}
 	if o.out == "" || o.out == "-" {
-		return write(cmd.OutOrStdout())
+		return write(o.f.Out)
 	}
 	if err := traces.WriteFileAtomic(o.out, write); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d jobs to %s\n", len(jobs), o.out)
+	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", len(jobs), o.out)
 	return err
 }

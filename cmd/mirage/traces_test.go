@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,18 +9,6 @@ import (
 
 	"github.com/mirage-gpu/mirage/traces"
 )
-
-// runMirage runs the command tree with args and returns stdout, stderr and
-// the process exit code.
-func runMirage(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	root := newRootCmd(&out, &errb)
-	root.SetArgs(args)
-	err := root.Execute()
-	code := exitCode(err, &errb)
-	return out.String(), errb.String(), code
-}
 
 // synthFile writes a 3-day synthetic LS6-format trace and returns its path
 // and job count.
@@ -63,6 +50,7 @@ func corruptRow(t *testing.T, src string, k int) (string, int) {
 }
 
 func TestTracesStatsCorruptedCopy(t *testing.T) {
+	t.Parallel()
 	good, n := synthFile(t)
 	if n < 100 {
 		t.Fatalf("synth gave %d jobs", n)
@@ -96,6 +84,7 @@ func TestTracesStatsCorruptedCopy(t *testing.T) {
 }
 
 func TestTracesConvertAtomic(t *testing.T) {
+	t.Parallel()
 	good, n := synthFile(t)
 	bad, _ := corruptRow(t, good, 3)
 	dir := t.TempDir()
@@ -132,6 +121,7 @@ func TestTracesConvertAtomic(t *testing.T) {
 }
 
 func TestTracesSynthStdoutDeterministic(t *testing.T) {
+	t.Parallel()
 	a, _, c1 := runMirage(t, "traces", "synth", "--days", "2", "--seed", "9")
 	b, _, c2 := runMirage(t, "traces", "synth", "--days", "2", "--seed", "9")
 	if c1 != 0 || c2 != 0 || a != b || !strings.HasPrefix(a, itoaTest(strings.Count(a, "\n")-1)+"\n") {

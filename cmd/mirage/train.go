@@ -17,13 +17,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
 )
-
-func init() { register(newTrainCmd) }
 
 // trainOptions are the flags of mirage train.
 type trainOptions struct {
@@ -57,7 +56,7 @@ type trainOptions struct {
 	now          func() time.Time
 }
 
-func newTrainCmd() *cobra.Command {
+func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Command {
 	o := &trainOptions{now: time.Now}
 	cmd := &cobra.Command{
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
@@ -86,10 +85,11 @@ Models (each saved as DIR/NAME/ with meta.json):
 What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
-				o.progress = cmd.ErrOrStderr()
+			o.progress = factory.progress()
+			if runF != nil {
+				return runF(o)
 			}
-			return runTrain(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o)
+			return runTrain(cmd.Context(), factory.Out, factory.ErrOut, o)
 		},
 	}
 	f := cmd.Flags()
@@ -169,37 +169,6 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 		}
 	}
 	return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want RFC 3339 or YYYY-MM-DD[THH:MM[:SS]] (in the trace's zone)", flag, s))
-}
-
-// countBar draws a one-line progress bar of done/total on a terminal.
-type countBar struct {
-	w       io.Writer
-	label   string
-	lastPct int
-	drawn   bool
-}
-
-func newCountBar(w io.Writer, label string) *countBar {
-	return &countBar{w: w, label: label, lastPct: -1}
-}
-
-func (b *countBar) update(done, total int) {
-	if b == nil || b.w == nil || total <= 0 {
-		return
-	}
-	pct := min(100*done/total, 100)
-	if pct == b.lastPct {
-		return
-	}
-	b.lastPct, b.drawn = pct, true
-	n := pct / 4
-	fmt.Fprintf(b.w, "\r[%s%s] %3d%% %s (%d/%d)\033[K", strings.Repeat("#", n), strings.Repeat(".", 25-n), pct, b.label, done, total)
-}
-
-func (b *countBar) done() {
-	if b != nil && b.w != nil && b.drawn {
-		fmt.Fprint(b.w, "\r\033[K")
-	}
 }
 
 // trainRun holds what the models of one run share.
@@ -347,11 +316,11 @@ func (r *trainRun) chainData(ctx context.Context, label string, sc *models.Scena
 			return d, nil
 		}
 	}
-	bar := newCountBar(r.o.progress, "dataset "+label)
-	g.Progress, g.Workers = bar.update, r.o.workers
+	bar := term.NewProgress(r.o.progress, "dataset "+label)
+	g.Progress, g.Workers = bar.Update, r.o.workers
 	g.Log = func(msg string, kv ...any) { r.log.Info(msg, kv...) }
 	d, err := models.GenerateChainData(ctx, sc, g)
-	bar.done()
+	bar.Done()
 	if errors.Is(err, models.ErrNoInjections) {
 		return nil, withCode(exitUsage, fmt.Errorf("dataset %s: %w: check --from, --train-until, --until and --warmup", label, err))
 	}
@@ -377,19 +346,19 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 	if err != nil {
 		return trainedModel{}, err
 	}
-	bar := newCountBar(r.o.progress, "train "+name)
+	bar := term.NewProgress(r.o.progress, "train "+name)
 	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
 		Cost: models.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
 		RL:   models.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
 		Progress: func(stage string, done, total int) {
-			bar.label = "train " + name + ": " + stage
-			bar.update(done, total)
+			bar.SetLabel("train " + name + ": " + stage)
+			bar.Update(done, total)
 		}}
 	if po.Target != models.TargetWait && po.Target != models.TargetGap {
 		return trainedModel{}, withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", po.Target))
 	}
 	m, err := models.TrainPolicy(name, train, valid, po)
-	bar.done()
+	bar.Done()
 	if err != nil {
 		return trainedModel{}, fmt.Errorf("train %s: %w", name, err)
 	}
@@ -455,10 +424,10 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 		end = r.until
 	}
 	gen := func(label string, o models.WaitGenOptions, replicas int) (*models.WaitData, error) {
-		bar := newCountBar(r.o.progress, "wait dataset "+label)
-		o.Progress = bar.update
+		bar := term.NewProgress(r.o.progress, "wait dataset "+label)
+		o.Progress = bar.Update
 		d, err := models.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
-		bar.done()
+		bar.Done()
 		if err != nil {
 			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
 		}
@@ -475,10 +444,10 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 			return trainedModel{}, err
 		}
 	}
-	bar := newCountBar(r.o.progress, "train wait")
+	bar := term.NewProgress(r.o.progress, "train wait")
 	w, rep, err := models.TrainWaitPredictor(train, valid, models.WaitTrainOptions{Seed: r.o.seed, Meta: meta,
-		Progress: func(stage string, done, total int) { bar.label = "train " + stage; bar.update(done, total) }})
-	bar.done()
+		Progress: func(stage string, done, total int) { bar.SetLabel("train " + stage); bar.Update(done, total) }})
+	bar.Done()
 	if err != nil {
 		return trainedModel{}, fmt.Errorf("train wait: %w", err)
 	}

@@ -62,6 +62,7 @@ func trainedFixture(t *testing.T) trainFixture {
 }
 
 func TestTrainWritesModels(t *testing.T) {
+	t.Parallel()
 	fx := trainedFixture(t)
 	// The summary table names every model and its directory.
 	for _, name := range []string{"xgb", "rf", "wait"} {
@@ -104,6 +105,7 @@ func TestTrainWritesModels(t *testing.T) {
 }
 
 func TestTrainBadInput(t *testing.T) {
+	t.Parallel()
 	tr, _ := synthFile(t)
 	out := t.TempDir()
 	tests := []struct {
@@ -133,6 +135,7 @@ func TestTrainBadInput(t *testing.T) {
 }
 
 func TestModelsLsShow(t *testing.T) {
+	t.Parallel()
 	fx := trainedFixture(t)
 	out, stderr, code := runMirage(t, "models", "ls", fx.dir)
 	if code != 0 {
@@ -206,6 +209,7 @@ func TestModelsLsShow(t *testing.T) {
 }
 
 func TestPredictWait(t *testing.T) {
+	t.Parallel()
 	fx := trainedFixture(t)
 	snap := filepath.Join(t.TempDir(), "snap.json")
 	out, stderr, code := runMirage(t, "predict-wait", "--models", fx.dir, "--trace", fx.trace, "--at", "2022-11-09T12:00", "-N", "4", "-t", "12:00:00",
@@ -258,12 +262,11 @@ func TestPredictWait(t *testing.T) {
 		t.Errorf("no model: exit %d %q", code, stderr)
 	}
 	// The live path: the backend is injected; an unreachable cluster is exit 4.
-	old := liveBackend
-	t.Cleanup(func() { liveBackend = old })
-	liveBackend = func(context.Context, *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
+	live := testFactory(nil)
+	live.LiveCluster = func(context.Context, *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
 		return failingCluster{}, nil, nil
 	}
-	if _, stderr, code := runMirage(t, "predict-wait", "--models", fx.dir); code != exitUnavailable || !strings.Contains(stderr, "live snapshot") {
+	if _, stderr, code := runWith(t, live, "predict-wait", "--models", fx.dir); code != exitUnavailable || !strings.Contains(stderr, "live snapshot") {
 		t.Errorf("unreachable live cluster: exit %d %q", code, stderr)
 	}
 }

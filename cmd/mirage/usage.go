@@ -1,15 +1,39 @@
 package main
 
-import "strings"
+import "github.com/spf13/cobra"
 
-// isUsageError recognises cobra's flag and argument errors, which it returns
-// as plain errors.
-func isUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
+// flagError is a usage error: a bad flag or argument, found by cobra (an
+// unknown flag, a value that does not parse, a missing required flag, the
+// wrong number of arguments). exitCode maps it to exitUsage.
+type flagError struct{ err error }
+
+func (e *flagError) Error() string { return e.err.Error() }
+func (e *flagError) Unwrap() error { return e.err }
+
+// typeUsageErrors makes every usage error cobra finds in the tree a
+// *flagError: flag parsing through the flag error function, the argument
+// validators by wrapping them, required flags before any command runs.
+func typeUsageErrors(root *cobra.Command) {
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &flagError{err} })
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if err := cmd.ValidateRequiredFlags(); err != nil {
+			return &flagError{err}
+		}
+		return nil
+	}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if args := c.Args; args != nil {
+			c.Args = func(cmd *cobra.Command, a []string) error {
+				if err := args(cmd, a); err != nil {
+					return &flagError{err}
+				}
+				return nil
+			}
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
 		}
 	}
-	return false
+	walk(root)
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -31,23 +30,34 @@ func currentVersion() versionInfo {
 	return v
 }
 
-func newVersionCmd() *cobra.Command {
-	var asJSON bool
+// versionOptions are the flags of mirage version.
+type versionOptions struct {
+	f    *Factory
+	json bool
+}
+
+func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command {
+	o := &versionOptions{f: f}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print mirage's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			v := currentVersion()
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
+			if runF != nil {
+				return runF(o)
 			}
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "mirage %s (%s %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
-			return err
+			return versionRun(o)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
 	return cmd
+}
+
+func versionRun(o *versionOptions) error {
+	v := currentVersion()
+	if o.json {
+		return printJSON(o.f.Out, v)
+	}
+	_, err := fmt.Fprintf(o.f.Out, "mirage %s (%s %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
+	return err
 }

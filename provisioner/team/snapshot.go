@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
@@ -34,10 +32,11 @@ func badSnapshot(format string, args ...any) error {
 // on listed nodes. Job states are upper-cased (Slurm's names). name is used
 // in error messages, which wrap ErrBadSnapshot.
 func ParseSnapshot(data []byte, name string) (*provisioner.Snapshot, error) {
-	var s provisioner.Snapshot
-	if err := yaml.Unmarshal(data, &s); err != nil {
+	sf, err := provisioner.DecodeSnapshot(data)
+	if err != nil {
 		return nil, badSnapshot("snapshot %s: %w", name, err)
 	}
+	s := *sf.Snapshot
 	if len(s.Nodes) == 0 {
 		return nil, badSnapshot("snapshot %s: no nodes (want a \"nodes:\" list)", name)
 	}

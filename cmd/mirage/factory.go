@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mirage-gpu/mirage/internal/term"
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// Factory is everything the commands take from the outside world, as
+// functions and streams, built once in main and passed to every command
+// constructor. Tests build their own (test streams, a logical clock, a
+// simulated or fake backend), so they never share state and run in parallel.
+type Factory struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// IsTerminal reports whether a stream is a terminal (progress bars are
+	// drawn on ErrOut only then).
+	IsTerminal func(w io.Writer) bool
+
+	Now    func() time.Time                                 // decision time
+	Seed   func() uint64                                    // seed of chain ids
+	Getenv func(key string) string                          // the environment
+	Sleep  func(ctx context.Context, d time.Duration) error // waiting (handoff, daemon interval)
+
+	// Backend builds the cluster of the chain commands from their flags.
+	Backend func(o *backendOptions) (provisioner.Cluster, error)
+	// Policies builds a chain's submission policy by name.
+	Policies provisioner.PolicyFactory
+	// LiveCluster connects predict-wait to the live cluster: its view
+	// (squeue, sinfo) and its history (sacct).
+	LiveCluster func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error)
+	// TeamQuota supplies a team's nominal GPUs to mirage k8s inventory
+	// when no rules file is given (nil: none).
+	TeamQuota func(team string) (gpus int, ok bool)
+}
+
+// newFactory is the real world: the process's streams, environment and
+// clock, and the Slurm or Kubernetes backends.
+func newFactory() *Factory {
+	f := &Factory{
+		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal,
+		Now:    func() time.Time { return time.Now().UTC() },
+		Seed:   cryptoSeed,
+		Getenv: os.Getenv,
+		Sleep:  sleepCtx,
+		Policies: func(name string) (provisioner.Policy, error) {
+			return provisioner.BaselinePolicy(name)
+		},
+	}
+	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) { return newBackend(o, f.Getenv) }
+	f.LiveCluster = func(_ context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
+		c, err := liveSlurm(o, f.Getenv)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, c, nil
+	}
+	return f
+}
+
+// progress is where progress bars are drawn: ErrOut on a terminal, else
+// nowhere (nil).
+func (f *Factory) progress() io.Writer {
+	if f.IsTerminal != nil && f.IsTerminal(f.ErrOut) {
+		return f.ErrOut
+	}
+	return nil
+}
+
+// clock adapts Now to the engine's clock.
+func (f *Factory) clock() provisioner.Clock { return clockFunc(f.Now) }
+
+type clockFunc func() time.Time
+
+func (c clockFunc) Now() time.Time { return c() }
+
+func cryptoSeed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUsageErrors: every kind of bad command line exits 2 with a message
+// that names the flag, argument or command at fault.
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		args []string
+		msg  string
+	}{
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate" for "mirage"`},
+		{"unknown subcommand", []string{"eval", "frobnicate"}, `unknown command "frobnicate" for "mirage eval"`},
+		{"unknown flag", []string{"status", "--colour"}, "unknown flag: --colour"},
+		{"unknown shorthand", []string{"daemon", "-z"}, "unknown shorthand flag: 'z' in -z"},
+		{"bad int", []string{"submit", "x.sbatch", "--segments", "three"}, `invalid argument "three" for "--segments" flag`},
+		{"bad duration", []string{"daemon", "--interval", "soon"}, `invalid argument "soon" for "--interval" flag`},
+		{"bad bool", []string{"status", "--json=maybe"}, `invalid argument "maybe" for "--json" flag`},
+		{"flag without value", []string{"status", "--state"}, "flag needs an argument: --state"},
+		{"missing argument", []string{"cancel"}, "accepts 1 arg(s), received 0"},
+		{"extra argument", []string{"version", "now"}, `unknown command "now" for "mirage version"`},
+		{"missing required flag", []string{"sim"}, `required flag(s) "trace" not set`},
+		{"out of range", []string{"daemon", "--interval", "0s"}, "--interval 0s: want a positive duration"},
+		{"negative value", []string{"recover", "--since", "-1h"}, "--since -1h0m0s: want a positive duration"},
+		{"bad sizes", []string{"handoff", "--poll", "0s"}, "--poll must be positive"},
+	}
+	for _, c := range cases {
+		_, stderr, code := runMirage(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%s %q: exit %d, stderr %q; want exit %d with %q", c.name, c.args, code, stderr, exitUsage, c.msg)
+		}
+	}
+}
+
+// TestFlagsParse: flags reach the options a command runs with, through runF.
+func TestFlagsParse(t *testing.T) {
+	t.Parallel()
+	f := testFactory(map[string]string{"MIRAGE_PREV_JOB": "41"})
+	var got *handoffOptions
+	cmd := newHandoffCmd(f, func(o *handoffOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--signal", "TERM", "--grace", "2m", "--cancel"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	h := got.handoff
+	if h.Job != "41" || h.Signal != "TERM" || h.Grace != 2*time.Minute || h.Poll != 5*time.Second || h.Settle != 10*time.Second || !h.Cancel {
+		t.Errorf("handoff options %+v", h)
+	}
+
+	var d *daemonOptions
+	cmd = newDaemonCmd(f, func(o *daemonOptions) error { d = o; return nil })
+	cmd.SetArgs([]string{"--once", "--json", "--state", "/tmp/s", "--backend", "kubernetes"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !d.once || !d.json || d.interval != 10*time.Minute || d.state.dir != "/tmp/s" || d.backend.kind != "kubernetes" || d.backend.timeout != 30*time.Second {
+		t.Errorf("daemon options %+v", d)
+	}
+
+	var s *submitOptions
+	cmd = newSubmitCmd(f, func(o *submitOptions) error { s = o; return nil })
+	cmd.SetArgs([]string{"job.sbatch", "--segments", "4", "--", "-p", "gpu"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if s.script != "job.sbatch" || s.segments != 4 || strings.Join(s.sbatchArgs, " ") != "-p gpu" || s.policy != "lead" || s.maxRetries != 2 {
+		t.Errorf("submit options %+v", s)
+	}
+
+	// A usage error is typed, not recognised by its text.
+	root := newRootCmd(f)
+	root.SetArgs([]string{"status", "--nope"})
+	var fe *flagError
+	if err := root.Execute(); !errors.As(err, &fe) {
+		t.Errorf("unknown flag: %T %v, want *flagError", err, err)
+	}
+}

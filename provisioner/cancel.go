@@ -1,0 +1,122 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ChainStore is a store that groups writes and keeps events: what the
+// chain operations outside the daemon cycle (CancelChain, RecoverChains)
+// write through.
+type ChainStore interface {
+	Store
+	TxStore
+	EventStore
+}
+
+// CancelResult is what CancelChain did.
+type CancelResult struct {
+	Chain     Chain     // the chain, marked cancelled unless it had already ended
+	Cancelled []Segment // the jobs cancelled, in order
+}
+
+// CancelChain stops chain c (read from st by the caller, under the daemon
+// lock):
+//
+//  1. an active chain is marked cancelled first, so no daemon cycle
+//     submits for it again;
+//  2. its unfinished jobs are cancelled: those the store knows, and any
+//     live job carrying the chain's tag that it does not (the job of a
+//     submission whose outcome was never recorded). cluster is asked for
+//     the backend only when there is such a job to look for.
+//
+// done is called after each job is cancelled and recorded. A job already
+// gone counts as cancelled; the others that fail are recorded as errors
+// and reported together at the end, so running it again retries them.
+func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (Cluster, error), now time.Time, done func(Segment)) (*CancelResult, error) {
+	res := &CancelResult{}
+	// 1. mark the chain cancelled (a daemon cycle never acts on it again).
+	if c.State == ChainActive {
+		c.State, c.Reason = ChainCancelled, "cancelled by the user"
+		err := st.InTx(ctx, func(tx Store) error {
+			if err := tx.PutChain(ctx, c); err != nil {
+				return err
+			}
+			if err := tx.Record(ctx, &DecisionRecord{Time: now, ChainID: c.ID, Segment: -1, Policy: c.Policy, Action: ActCancel, Reason: "mirage cancel: chain cancelled by the user"}); err != nil {
+				return err
+			}
+			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: -1, Kind: EventChainEnded, Detail: "cancelled: cancelled by the user"})
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	res.Chain = *c
+	// 2. cancel its unfinished jobs: those the database knows, and any live
+	// job carrying the chain's tag (the job of a submission whose outcome
+	// was never recorded).
+	segs, err := st.Segments(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	var todo []Segment
+	unresolved := false
+	for _, s := range segs {
+		if s.JobID != "" && !s.State.Finished() {
+			todo = append(todo, s)
+		}
+		unresolved = unresolved || s.State == StateSubmitting && s.JobID == ""
+	}
+	if len(todo) == 0 && !unresolved {
+		return res, nil
+	}
+	cl, err := cluster()
+	if err != nil {
+		return nil, fmt.Errorf("chain %s is marked %s, but its jobs could not be cancelled (run mirage cancel again): %w", c.ID, c.State, err)
+	}
+	snap, err := cl.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s is marked %s, but its jobs could not be listed (run mirage cancel again): %w", c.ID, c.State, err)
+	}
+	known := map[string]bool{}
+	for _, s := range todo {
+		known[s.JobID] = true
+	}
+	for _, j := range snap.Jobs {
+		tag, ok := ParseTag(j.Comment)
+		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() {
+			continue
+		}
+		known[j.ID] = true
+		todo = append(todo, Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,
+			Submit: j.Submit, Start: j.Start})
+	}
+	var failed []error
+	for _, s := range todo {
+		if err := cl.Cancel(ctx, s.JobID); err != nil && !errors.Is(err, ErrNotFound) {
+			failed = append(failed, fmt.Errorf("job %s: %w", s.JobID, err))
+			_ = st.AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventError, Detail: "cancel: " + err.Error()})
+			continue
+		}
+		s.State, s.End, s.Note = StateCancelled, now, "cancelled by mirage cancel"
+		err := st.InTx(ctx, func(tx Store) error {
+			if err := tx.PutSegment(ctx, &s); err != nil {
+				return err
+			}
+			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventCancelled, Detail: "mirage cancel"})
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Cancelled = append(res.Cancelled, s)
+		if done != nil {
+			done(s)
+		}
+	}
+	if len(failed) > 0 {
+		return nil, fmt.Errorf("chain %s is marked %s, but %d job(s) could not be cancelled (run mirage cancel again): %w", c.ID, c.State, len(failed), errors.Join(failed...))
+	}
+	return res, nil
+}

@@ -1,0 +1,87 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// HandoffOptions configure Handoff.
+type HandoffOptions struct {
+	Job    string        // the predecessor's job id
+	Signal string        // asks it to checkpoint and exit, e.g. "USR1"
+	Grace  time.Duration // how long to wait for it to end
+	Poll   time.Duration // how often to look
+	Settle time.Duration // signal only once it has run this long (its script must have set its trap)
+	Cancel bool          // cancel it if it still runs after Grace
+}
+
+// Handoff is run by a successor that started while its predecessor still
+// runs: it waits until the predecessor has run for Settle, sends it the
+// signal, and waits up to Grace for it to end, looking every Poll; then,
+// with Cancel, it cancels it. now and sleep are the clock and the waiting
+// (a simulator advances its logical time in sleep). say reports each step
+// as a line. A predecessor that is not running, or ends before the
+// signal, is nothing to hand off; one that still runs after Grace without
+// Cancel is an error.
+func Handoff(ctx context.Context, cl Cluster, now func() time.Time, sleep func(context.Context, time.Duration) error, o HandoffOptions, say func(line string)) error {
+	pred, err := liveJob(ctx, cl, o.Job)
+	if err != nil {
+		return err
+	}
+	if pred == nil || pred.State.Finished() {
+		say(fmt.Sprintf("predecessor %s is not running: nothing to hand off", o.Job))
+		return nil
+	}
+	if !pred.Start.IsZero() {
+		if young := o.Settle - now().Sub(pred.Start); young > 0 {
+			if err := sleep(ctx, young); err != nil {
+				return err
+			}
+		}
+	}
+	if err := cl.Signal(ctx, o.Job, o.Signal); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			say(fmt.Sprintf("predecessor %s ended before the signal: nothing to hand off", o.Job))
+			return nil
+		}
+		return fmt.Errorf("signal %s to predecessor %s: %w", o.Signal, o.Job, err)
+	}
+	start := now()
+	say(fmt.Sprintf("sent SIG%s to predecessor %s; waiting up to %s for it to end", o.Signal, o.Job, o.Grace))
+	for {
+		j, err := liveJob(ctx, cl, o.Job)
+		if err != nil {
+			return err
+		}
+		waited := now().Sub(start)
+		if j == nil || j.State.Finished() {
+			say(fmt.Sprintf("predecessor %s ended after %s: hand-off complete", o.Job, waited.Round(time.Second)))
+			return nil
+		}
+		if waited >= o.Grace {
+			break
+		}
+		if err := sleep(ctx, min(o.Poll, o.Grace-waited)); err != nil {
+			return err
+		}
+	}
+	if o.Cancel {
+		if err := cl.Cancel(ctx, o.Job); err != nil && !errors.Is(err, ErrNotFound) {
+			return fmt.Errorf("cancel predecessor %s after the grace time: %w", o.Job, err)
+		}
+		say(fmt.Sprintf("predecessor %s still ran after %s: cancelled", o.Job, o.Grace))
+		return nil
+	}
+	return fmt.Errorf("predecessor %s still runs after %s (it may not trap SIG%s; use --cancel to cancel it then)", o.Job, o.Grace, o.Signal)
+}
+
+// liveJob is the job in the live view, nil when the view no longer lists it.
+func liveJob(ctx context.Context, cl Cluster, id string) (*Job, error) {
+	snap, err := cl.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster snapshot: %w", err)
+	}
+	return snap.Job(id), nil
+}

@@ -1,0 +1,141 @@
+package provisioner
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Recovered is one chain found by RecoverChains.
+type Recovered struct {
+	Chain  string `json:"chain"`
+	Jobs   int    `json:"jobs"`
+	State  string `json:"state"`
+	Action string `json:"action"` // recovered, known, would-recover
+	Note   string `json:"note,omitempty"`
+}
+
+// RecoverOptions choose what RecoverChains looks at and whether it writes.
+type RecoverOptions struct {
+	Chains []string      // only these chains (all when empty)
+	Since  time.Duration // how far back to read the history
+	DryRun bool          // report, write nothing
+}
+
+// RecoverChains rebuilds the chains the store does not hold from the
+// tagged jobs of the live view and of the history since now − Since
+// (every job mirage submits carries its chain's tag and specification in
+// its comment). Tagged jobs are grouped by chain (a job seen live and in
+// the history counts once; live wins while unfinished); a chain the store
+// holds is left alone ("known"); the others are registered with their
+// segments ("recovered"), as cancelled when their last job was cancelled
+// and nothing is live, as failed when no job carries a readable
+// specification. The result is ordered by chain id.
+func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySource, now time.Time, o RecoverOptions) ([]Recovered, error) {
+	snap, err := cl.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("cluster snapshot: %w", err)
+	}
+	hist, err := hs.History(ctx, now.Add(-o.Since))
+	if err != nil {
+		return nil, fmt.Errorf("job history (sacct): %w", err)
+	}
+	byID := map[string]Job{}
+	for _, j := range hist {
+		byID[j.ID] = j
+	}
+	for _, j := range snap.Jobs {
+		if old, ok := byID[j.ID]; !ok || !old.State.Finished() {
+			byID[j.ID] = j
+		}
+	}
+	chains := map[string][]taggedJob{}
+	for id := range byID {
+		j := byID[id]
+		if t, ok := ParseTag(j.Comment); ok && (len(o.Chains) == 0 || slices.Contains(o.Chains, t.Chain)) {
+			chains[t.Chain] = append(chains[t.Chain], taggedJob{t, &j})
+		}
+	}
+	ids := make([]string, 0, len(chains))
+	for id := range chains {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var results []Recovered
+	for _, id := range ids {
+		jobs := chains[id]
+		slices.SortFunc(jobs, func(a, b taggedJob) int {
+			if c := cmp.Compare(a.tag.Segment, b.tag.Segment); c != 0 {
+				return c
+			}
+			if c := cmp.Compare(a.tag.Attempt, b.tag.Attempt); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.job.Submit.UnixNano(), b.job.Submit.UnixNano())
+		})
+		r := Recovered{Chain: id, Jobs: len(jobs)}
+		if _, err := st.Chain(ctx, id); err == nil {
+			r.Action, r.Note = "known", "already in the state database"
+			results = append(results, r)
+			continue
+		} else if !errors.Is(err, ErrChainNotFound) {
+			return nil, err
+		}
+		var ch Chain
+		found := false
+		for i := len(jobs) - 1; i >= 0 && !found; i-- {
+			ch, found = ParseChainSpec(jobs[i].job.Comment)
+		}
+		if !found {
+			ch = Chain{ID: id, Name: jobs[0].job.Name, Policy: PolicyReactive, State: ChainFailed,
+				Reason: "recovered from tags without a specification: cannot submit successors (resubmit with mirage submit)"}
+		}
+		if ch.Created.IsZero() {
+			ch.Created = jobs[0].job.Submit
+		}
+		var segs []Segment
+		seen := map[[2]int]bool{}
+		anyLive := false
+		for _, x := range jobs {
+			k := [2]int{x.tag.Segment, x.tag.Attempt}
+			if seen[k] {
+				continue // a duplicate tag: keep the first submitted
+			}
+			seen[k] = true
+			j := x.job
+			segs = append(segs, Segment{ChainID: id, Index: x.tag.Segment, Attempt: x.tag.Attempt, JobID: j.ID, State: j.State,
+				Submit: j.Submit, Start: j.Start, End: j.End, ExitCode: j.ExitCode})
+			anyLive = anyLive || !j.State.Finished()
+		}
+		if last := segs[len(segs)-1]; ch.State == ChainActive && !anyLive && last.State == StateCancelled {
+			ch.State, ch.Reason = ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
+		}
+		r.State, r.Note = string(ch.State), ch.Reason
+		if o.DryRun {
+			r.Action = "would-recover"
+			results = append(results, r)
+			continue
+		}
+		err := st.InTx(ctx, func(tx Store) error {
+			if err := tx.PutChain(ctx, &ch); err != nil {
+				return err
+			}
+			for i := range segs {
+				if err := tx.PutSegment(ctx, &segs[i]); err != nil {
+					return err
+				}
+			}
+			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: id, Segment: -1, Kind: EventRegistered,
+				Detail: fmt.Sprintf("recovered from %d tagged job(s) in squeue/sacct", len(segs))})
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.Action = "recovered"
+		results = append(results, r)
+	}
+	return results, nil
+}

@@ -1,0 +1,107 @@
+package provisioner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"time"
+)
+
+// SegmentsText renders a chain's length: "until done", "1 segment", "3 segments".
+func SegmentsText(n int) string {
+	if n == 0 {
+		return "until done"
+	}
+	if n == 1 {
+		return "1 segment"
+	}
+	return strconv.Itoa(n) + " segments"
+}
+
+// RegisterChain stores c, active and created now, under a fresh id drawn
+// from seed (ids are dated by now; a taken id draws again), with its
+// registration event. The caller holds the daemon lock, so no cycle decides
+// on a chain halfway registered.
+func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, seed uint64) error {
+	src := rand.NewPCG(seed, 0x6d69726167652d63)
+	for {
+		c.ID = NewChainID(now, src)
+		if _, err := st.Chain(ctx, c.ID); errors.Is(err, ErrChainNotFound) {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	c.State, c.Created = ChainActive, now
+	return st.InTx(ctx, func(tx Store) error {
+		if err := tx.PutChain(ctx, c); err != nil {
+			return err
+		}
+		return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: -1, Kind: EventRegistered,
+			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", c.Script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, seed)})
+	})
+}
+
+// First is the outcome of a chain's first submission.
+type First struct {
+	Status string // submitted, deferred or failed
+	JobID  string // when submitted
+	Reason string // why deferred or failed
+	// Refused is set when the team rules refused the request itself
+	// (unknown team, a job larger than any node): bad input, not a deferral.
+	Refused bool
+	Err     error // the submission's error (failed)
+}
+
+// SubmitFirst submits the first segment of a chain RegisterChain has just
+// stored, through the engine (the same path as the daemon's). A chain that
+// cannot run — its request refused by the rules, or its first segment
+// rejected by the backend (ErrRejected) — is marked failed with the reason.
+func SubmitFirst(ctx context.Context, e *Engine, st interface {
+	Store
+	DecisionLog
+}, c *Chain) (First, error) {
+	rep, err := e.CycleChains(ctx, []string{c.ID})
+	var res First
+	switch {
+	case err != nil:
+		res.Status, res.Reason, res.Err = "failed", err.Error(), err
+	case len(rep.Submissions) == 0:
+		d := lastDecision(ctx, st, c.ID)
+		if d != nil && d.Action == ActError {
+			res.Status, res.Reason, res.Refused, res.Err = "failed", d.Error, true, errors.New(d.Error)
+			c.State, c.Reason = ChainFailed, "the first segment cannot be submitted: "+d.Error
+			if perr := st.PutChain(ctx, c); perr != nil {
+				return res, perr
+			}
+			return res, nil
+		}
+		res.Status = "deferred"
+		if d != nil {
+			res.Reason = d.Reason
+		}
+	case rep.Submissions[0].Err != nil:
+		res.Status, res.Reason, res.Err = "failed", rep.Submissions[0].Err.Error(), rep.Submissions[0].Err
+	default:
+		res.Status, res.JobID = "submitted", rep.Submissions[0].JobID
+	}
+	if errors.Is(res.Err, ErrRejected) {
+		// The first segment's options are wrong: the chain cannot run.
+		c.State, c.Reason = ChainFailed, "the backend rejected the first segment: "+res.Err.Error()
+		if perr := st.PutChain(ctx, c); perr != nil {
+			return res, perr
+		}
+	}
+	return res, nil
+}
+
+// lastDecision is a chain's last decision, or nil.
+func lastDecision(ctx context.Context, st DecisionLog, id string) *DecisionRecord {
+	ds, err := st.Decisions(ctx, id)
+	if err != nil || len(ds) == 0 {
+		return nil
+	}
+	return &ds[len(ds)-1]
+}

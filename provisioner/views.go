@@ -1,0 +1,136 @@
+package provisioner
+
+import (
+	"context"
+	"time"
+)
+
+// Gap is the time between a segment's predecessor ending and the segment
+// starting (positive: an interruption; negative: an overlap). It is known
+// once the successor has started and the predecessor has finished with an
+// end time; ok is false before.
+func Gap(pred, succ Segment) (gap time.Duration, ok bool) {
+	if succ.Start.IsZero() || pred.End.IsZero() || !pred.State.Finished() {
+		return 0, false
+	}
+	return succ.Start.Sub(pred.End), true
+}
+
+// Gaps maps the position in segs of each index's final attempt to its Gap
+// after the final attempt of the previous index, where that is known.
+func Gaps(segs []Segment) map[int]time.Duration {
+	final := map[int]int{}
+	for i, s := range segs {
+		final[s.Index] = i
+	}
+	out := map[int]time.Duration{}
+	for idx, pos := range final {
+		prev, ok := final[idx-1]
+		if !ok {
+			continue
+		}
+		if g, ok := Gap(segs[prev], segs[pos]); ok {
+			out[pos] = g
+		}
+	}
+	return out
+}
+
+// ChainView is a stored chain with its segments and the gaps between them:
+// what mirage status shows.
+type ChainView struct {
+	Chain    Chain
+	Segments []Segment
+	Gaps     map[int]time.Duration // Gaps(Segments)
+}
+
+// LastGap is the gap of the latest segment whose gap is known.
+func (v *ChainView) LastGap() (time.Duration, bool) {
+	for pos := len(v.Segments) - 1; pos >= 0; pos-- {
+		if g, ok := v.Gaps[pos]; ok {
+			return g, true
+		}
+	}
+	return 0, false
+}
+
+// Totals sums the chain's interruptions and overlaps.
+func (v *ChainView) Totals() (interruption, overlap time.Duration) {
+	for _, g := range v.Gaps {
+		if g > 0 {
+			interruption += g
+		} else {
+			overlap -= g
+		}
+	}
+	return interruption, overlap
+}
+
+func chainView(ctx context.Context, st Store, c *Chain) (*ChainView, error) {
+	segs, err := st.Segments(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	return &ChainView{Chain: *c, Segments: segs, Gaps: Gaps(segs)}, nil
+}
+
+// ChainStatus reads one chain's view (ErrChainNotFound when there is none).
+func ChainStatus(ctx context.Context, st Store, id string) (*ChainView, error) {
+	c, err := st.Chain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return chainView(ctx, st, c)
+}
+
+// ChainStatuses reads the view of every chain (with activeOnly, of the
+// active ones), in the store's order.
+func ChainStatuses(ctx context.Context, st Store, activeOnly bool) ([]ChainView, error) {
+	chains, err := st.Chains(ctx, activeOnly)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ChainView, 0, len(chains))
+	for i := range chains {
+		v, err := chainView(ctx, st, &chains[i])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *v)
+	}
+	return out, nil
+}
+
+// LogStore is a store whose decision and event logs can be read back.
+type LogStore interface {
+	Store
+	DecisionLog
+	EventStore
+}
+
+// ChainLogView is a chain's decision log and, when asked for, its events.
+type ChainLogView struct {
+	Chain     Chain
+	Decisions []DecisionRecord
+	Events    []Event
+}
+
+// ChainLog reads a chain's decisions, oldest first, and with events its
+// event log (ErrChainNotFound when there is no such chain).
+func ChainLog(ctx context.Context, st LogStore, id string, events bool) (*ChainLogView, error) {
+	c, err := st.Chain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := st.Decisions(ctx, c.ID)
+	if err != nil {
+		return nil, err
+	}
+	v := &ChainLogView{Chain: *c, Decisions: ds}
+	if events {
+		if v.Events, err = st.Events(ctx, c.ID); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
