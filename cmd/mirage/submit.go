@@ -50,7 +50,7 @@ the sbatch options after "--" and from the script's #SBATCH lines (options win).
 mirage owns --comment (its tag) and --dependency; --array is not supported.
 
 Policies: reactive, dependency, lead, start-estimate (and learned policies where
-installed).`,
+installed). Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage submit train.sbatch --until-done
   mirage submit serve.sbatch --segments 10 --policy start-estimate -- -p gpu -t 24:00:00 --gres=gpu:4`,
 		Args: cobra.MinimumNArgs(1),
