@@ -35,7 +35,7 @@ type PairConfig struct {
 	Workers  int                   // goroutines (0: all cores)
 	Cell     string                // Sample.Cell (default: scenario name)
 	Progress func(done, total int) // called after each injection, serialised
-	// Direct asks the policies through Policy.Decide on models.Observe's
+	// Direct asks the policies through Policy.Decide on features.Observe's
 	// observation instead of through the provisioner's Engine (the default,
 	// as the daemon decides); the two give the same features and outcomes
 	// (TestRunPairsEngineMatchesDirect).
@@ -46,7 +46,7 @@ type PairConfig struct {
 // injection time of the window and for each chain size, a predecessor
 // (limit used fully) is injected; once it runs, each policy in turn, in its
 // own fork of the same simulator state, is asked every Tick (the same
-// observation builder as dataset generation and the daemon: models.Observe)
+// observation builder as dataset generation and the daemon: features.Observe)
 // whether to submit the successor; an unsubmitted successor is submitted
 // at the protocol's deadline (Lead before the predecessor's end). The run
 // continues until the successor starts; its gap becomes one Sample. The
@@ -59,7 +59,7 @@ type PairConfig struct {
 // chain's simulator (the sim is the Cluster and HistorySource, its logical
 // clock the Clock); the engine builds the observation, asks the policy and
 // submits the successor (with an afterany dependency for SubmitAfter).
-// With Direct, the harness calls Policy.Decide on models.Observe's
+// With Direct, the harness calls Policy.Decide on features.Observe's
 // observation and submits itself. The deadline submission is the
 // protocol's, outside the engine.
 //
@@ -229,7 +229,7 @@ func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.
 	return w.playEngine(run, pol)
 }
 
-// playDirect calls Decide on models.Observe's observation and submits itself.
+// playDirect calls Decide on features.Observe's observation and submits itself.
 func (w *pairWorker) playDirect(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
 	for k := 0; k < run.Ticks(); k++ {
 		obs, err := run.Observe(run.TickTime(k))

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -57,7 +58,7 @@ func (r testFieldRule) Decide(obs *provisioner.Observation) (provisioner.Decisio
 	if obs.Predecessor == nil || obs.Predecessor.State != provisioner.StateRunning {
 		return provisioner.Decision{Action: provisioner.SubmitNow}, nil
 	}
-	x, err := models.Features(obs)
+	x, err := features.Features(obs)
 	if err != nil {
 		return provisioner.Decision{}, err
 	}
@@ -91,7 +92,7 @@ func testFactory(rule testFieldRule) func(models.OracleProbe) provisioner.Policy
 }
 
 func fieldIndex(t *testing.T, name string) int {
-	for i, f := range models.Schema().Fields {
+	for i, f := range features.Schema().Fields {
 		if f == name {
 			return i
 		}
@@ -240,7 +241,7 @@ type testRecorder struct {
 }
 
 func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
-	x, err := models.Features(obs)
+	x, err := features.Features(obs)
 	if err != nil {
 		return provisioner.Decision{}, err
 	}
@@ -251,7 +252,7 @@ func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision
 }
 
 // TestRunPairsEngineMatchesDirect: deciding through the provisioner's
-// engine (as the daemon does) and calling Decide on models.Observe's
+// engine (as the daemon does) and calling Decide on features.Observe's
 // observation give the same samples, and the engine shows the policy
 // exactly the features the dataset recorded at each tick.
 func TestRunPairsEngineMatchesDirect(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -61,17 +62,17 @@ func (e *ChainEpisode) Outcome(k int) (gap float64, censored bool) {
 
 // ChainData is a dataset of injected chains from one scenario and window.
 type ChainData struct {
-	Schema   SchemaID       // feature schema of X
-	Trace    string         // scenario name
-	Protocol Protocol       // protocol (defaults filled)
-	From     time.Time      // first injection ≥ From
-	Until    time.Time      // injections < Until
-	Seed     uint64         // simulator seed
-	Episodes []ChainEpisode // in injection order, then size order
-	Skipped  int            // injections whose predecessor never started
-	Dropped  int            // episodes whose predecessor ended after GenOptions.EndBy
-	Probes   int            // successor submissions simulated
-	Seconds  float64        // wall time of the generation
+	Schema   features.SchemaID // feature schema of X
+	Trace    string            // scenario name
+	Protocol Protocol          // protocol (defaults filled)
+	From     time.Time         // first injection ≥ From
+	Until    time.Time         // injections < Until
+	Seed     uint64            // simulator seed
+	Episodes []ChainEpisode    // in injection order, then size order
+	Skipped  int               // injections whose predecessor never started
+	Dropped  int               // episodes whose predecessor ended after GenOptions.EndBy
+	Probes   int               // successor submissions simulated
+	Seconds  float64           // wall time of the generation
 }
 
 // GenOptions control GenerateChainData.
@@ -181,7 +182,7 @@ func GenerateChainData(ctx context.Context, sc *Scenario, o GenOptions) (*ChainD
 	}
 	close(jobs)
 	wg.Wait()
-	out := &ChainData{Schema: Schema(), Trace: sc.Name, Protocol: p, From: points[0], Until: o.Until, Seed: sc.Config.Seed}
+	out := &ChainData{Schema: features.Schema(), Trace: sc.Name, Protocol: p, From: points[0], Until: o.Until, Seed: sc.Config.Seed}
 	if out.Until.IsZero() {
 		out.Until = sc.Last
 	}
@@ -216,7 +217,7 @@ func chainEpisode(base *sim.Sim, p Protocol, inject time.Time, nodes int) (Chain
 		if err != nil {
 			return ep, probes, err
 		}
-		if ep.X[k], err = Features(obs); err != nil {
+		if ep.X[k], err = features.Features(obs); err != nil {
 			return ep, probes, err
 		}
 		out, err := c.Probe()

@@ -5,11 +5,13 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // Rows flattens episodes into a design matrix and per-row targets: target
 // maps (episode, tick) to the row's label.
-func Rows(eps []ChainEpisode, schema SchemaID, target func(ep *ChainEpisode, k int) float64) *Dataset {
+func Rows(eps []ChainEpisode, schema features.SchemaID, target func(ep *ChainEpisode, k int) float64) *Dataset {
 	n := 0
 	for i := range eps {
 		n += len(eps[i].X)
@@ -110,8 +112,8 @@ func Summarise(gaps []float64, gpus []int, censored []bool, cost GapCost) GapSum
 	s.MeanOverlapH = Mean(ovl)
 	sort.Float64s(intr)
 	sort.Float64s(ovl)
-	s.P90InterruptH = Percentile(intr, 0.9)
-	s.P90OverlapH = Percentile(ovl, 0.9)
+	s.P90InterruptH = features.Percentile(intr, 0.9)
+	s.P90OverlapH = features.Percentile(ovl, 0.9)
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
@@ -31,12 +32,12 @@ type WaitSample struct {
 
 // WaitData is a wait-prediction dataset from one scenario and window.
 type WaitData struct {
-	Schema  SchemaID     // feature schema of X
-	Trace   string       // scenario name
-	From    time.Time    // submissions at or after
-	Until   time.Time    // submissions before
-	Samples []WaitSample // in submission order
-	Seconds float64      // wall time of the generation
+	Schema  features.SchemaID // feature schema of X
+	Trace   string            // scenario name
+	From    time.Time         // submissions at or after
+	Until   time.Time         // submissions before
+	Samples []WaitSample      // in submission order
+	Seconds float64           // wall time of the generation
 }
 
 // WaitGenOptions control GenerateWaitData.
@@ -68,7 +69,7 @@ func waitRequest(sp *sim.JobSpec) provisioner.SubmitRequest {
 func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*WaitData, error) {
 	start := time.Now() // wall time, reported only
 	if o.History <= 0 {
-		o.History = DefaultHistoryWindow
+		o.History = features.DefaultHistoryWindow
 	}
 	var specs []*sim.JobSpec
 	for i := range sc.Specs {
@@ -87,7 +88,7 @@ func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*Wai
 	}
 	cfg := sc.Config
 	settle := cfg.BFInterval + cfg.SchedLatency + 2*time.Second
-	out := &WaitData{Schema: WaitSchema(), Trace: sc.Name, From: o.From, Until: o.Until, Samples: make([]WaitSample, len(specs))}
+	out := &WaitData{Schema: features.WaitSchema(), Trace: sc.Name, From: o.From, Until: o.Until, Samples: make([]WaitSample, len(specs))}
 	var lastAt time.Time
 	var obsSnap *provisioner.Snapshot
 	var obsHist []provisioner.Job
@@ -107,7 +108,7 @@ func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*Wai
 			lastAt = at
 		}
 		req := waitRequest(sp)
-		x, err := WaitFeatures(WaitObservation(at, obsSnap, obsHist, req))
+		x, err := features.WaitFeatures(features.WaitObservation(at, obsSnap, obsHist, req))
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -94,7 +95,7 @@ func (e *SimEnv) state() ([]float64, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Features(obs)
+	return features.Features(obs)
 }
 
 // Step implements Env.

@@ -10,9 +10,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // Kind names a model family as stored in meta.json and accepted by `mirage train --model`.
@@ -81,7 +82,7 @@ type Meta struct {
 	Kind         Kind               `json:"kind"`                    // model family
 	Task         Task               `json:"task"`                    // what Predict returns
 	ModelFile    string             `json:"model_file"`              // file name inside the directory
-	Schema       SchemaID           `json:"schema"`                  // feature schema the model was trained on
+	Schema       features.SchemaID  `json:"schema"`                  // feature schema the model was trained on
 	Trace        string             `json:"trace,omitempty"`         // trace file (or "synthetic")
 	Windows      Windows            `json:"windows"`                 // training/validation windows
 	Seed         uint64             `json:"seed"`                    // seed of the run
@@ -139,8 +140,6 @@ type Classifier = Model
 
 // Errors for expected conditions.
 var (
-	// ErrSchemaMismatch: a model was trained on another feature schema than the caller computes.
-	ErrSchemaMismatch = errors.New("feature schema mismatch")
 	// ErrFeatureCount: a feature vector has the wrong length for the model's schema.
 	ErrFeatureCount = errors.New("wrong number of features")
 	// ErrUnknownKind: meta.json names a kind this build cannot load.
@@ -148,34 +147,6 @@ var (
 	// ErrBadModel: a model file is malformed.
 	ErrBadModel = errors.New("malformed model")
 )
-
-// SchemaMismatchError names both schemas; errors.Is(err, ErrSchemaMismatch) holds.
-type SchemaMismatchError struct {
-	Model SchemaID // schema in the model's meta.json
-	Want  SchemaID // schema the caller computes features with
-}
-
-// Error implements error.
-func (e *SchemaMismatchError) Error() string {
-	return fmt.Sprintf("feature schema mismatch: model was trained on %s v%d, features are %s v%d; retrain the model or use a matching mirage version",
-		e.Model.Name, e.Model.Version, e.Want.Name, e.Want.Version)
-}
-
-// Is makes errors.Is(err, ErrSchemaMismatch) true.
-func (e *SchemaMismatchError) Is(target error) bool { return target == ErrSchemaMismatch }
-
-// CheckSchema returns a *SchemaMismatchError unless got and want have the
-// same name, version and fields.
-func CheckSchema(got, want SchemaID) error {
-	if got.Name != want.Name || got.Version != want.Version {
-		return &SchemaMismatchError{Model: got, Want: want}
-	}
-	if len(got.Fields) != 0 && len(want.Fields) != 0 && strings.Join(got.Fields, ",") != strings.Join(want.Fields, ",") {
-		// Same version with different fields is a programming error in a schema bump; report it as a mismatch.
-		return &SchemaMismatchError{Model: got, Want: want}
-	}
-	return nil
-}
 
 // checkLen verifies one feature vector against a schema width.
 func checkLen(features []float64, width int) error {
@@ -250,12 +221,12 @@ func LoaderKinds() []Kind {
 
 // Load reads the model in dir and checks that it was trained on the schema
 // want (a *SchemaMismatchError otherwise, before the model file is read).
-func Load(dir string, want SchemaID) (Model, error) {
+func Load(dir string, want features.SchemaID) (Model, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckSchema(meta.Schema, want); err != nil {
+	if err := features.CheckSchema(meta.Schema, want); err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	loadersMu.RLock()
@@ -290,9 +261,9 @@ func LibraryVersions() map[string]string {
 
 // Dataset is a dense design matrix with one target per row.
 type Dataset struct {
-	Schema SchemaID    // feature schema of the rows
-	X      [][]float64 // rows × features
-	Y      []float64   // targets: signed gap in seconds (regression) or 0/1 (classification)
+	Schema features.SchemaID // feature schema of the rows
+	X      [][]float64       // rows × features
+	Y      []float64         // targets: signed gap in seconds (regression) or 0/1 (classification)
 }
 
 // Validate checks shapes: equal row count, equal widths matching the schema.

@@ -2,48 +2,16 @@ package models
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
 
-// testSynth returns n rows of w ≥ 5 features (the first three integer-valued, as
-// counts are, so ties with split thresholds happen), a regression target and
-// a 0/1 target derived from it, deterministically for seed.
-func testSynth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
-	r := rand.New(rand.NewPCG(seed, 0x6d697261))
-	X = make([][]float64, n)
-	yReg = make([]float64, n)
-	yCls = make([]float64, n)
-	for i := range X {
-		row := make([]float64, w)
-		for j := range row {
-			if j < 3 {
-				row[j] = float64(r.IntN(21))
-			} else {
-				row[j] = r.NormFloat64()
-			}
-		}
-		y := 3*row[0] - 2*row[1] + 4*row[3]*row[4] + 10*b2f(row[2] > 10) + r.NormFloat64()
-		X[i], yReg[i] = row, y
-		// Classification: noisy threshold on the same signal (about 50/50).
-		if y+2*r.NormFloat64() > 10 {
-			yCls[i] = 1
-		}
-	}
-	return X, yReg, yCls
-}
-
 // testSchema is a schema matching testSynth's width.
-func testSchema(w int) SchemaID {
-	f := make([]string, w)
-	for i := range f {
-		f[i] = "x" + itoa(i)
-	}
-	return SchemaID{Name: "synthetic", Version: 1, Fields: f}
+func testSchema(w int) features.SchemaID {
+	return features.SchemaID{Name: "synthetic", Version: 1, Fields: testobs.Fields(w)}
 }
-
-// testLogLoss is binaryLogLoss, for tests.
-func testLogLoss(p, y []float64) float64 { return binaryLogLoss(p, y) }
 
 func TestMetrics(t *testing.T) {
 	// Hand-computed: errors 1, -1, 2 → MAE 4/3, RMSE sqrt(6/3).

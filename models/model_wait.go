@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -37,7 +38,7 @@ func NewWaitPredictor(p10, p50, p90 Model) (*WaitPredictor, error) {
 		if m == nil {
 			return nil, fmt.Errorf("wait predictor: %s model missing", waitDirs[i])
 		}
-		if err := CheckSchema(m.Meta().Schema, WaitSchema()); err != nil {
+		if err := features.CheckSchema(m.Meta().Schema, features.WaitSchema()); err != nil {
 			return nil, fmt.Errorf("wait predictor %s: %w", waitDirs[i], err)
 		}
 		if m.Meta().Task != Regression {
@@ -61,7 +62,7 @@ func SaveWaitPredictor(dir string, w *WaitPredictor) error {
 func LoadWaitPredictor(dir string) (*WaitPredictor, error) {
 	var ms [3]Model
 	for i, d := range waitDirs {
-		m, err := Load(filepath.Join(dir, d), WaitSchema())
+		m, err := Load(filepath.Join(dir, d), features.WaitSchema())
 		if err != nil {
 			return nil, err
 		}
@@ -70,18 +71,12 @@ func LoadWaitPredictor(dir string) (*WaitPredictor, error) {
 	return NewWaitPredictor(ms[0], ms[1], ms[2])
 }
 
-// WaitObservation frames a job shape as the observation the schema expects:
-// the job is the successor and there is no predecessor.
-func WaitObservation(now time.Time, snap *provisioner.Snapshot, history []provisioner.Job, job provisioner.SubmitRequest) *provisioner.Observation {
-	return &provisioner.Observation{Now: now, Snapshot: snap, History: history, Successor: job}
-}
-
 // Predict returns the wait interval for an observation built by
 // WaitObservation. Quantiles are sorted (independently trained quantile
 // models can cross) and clamped at zero.
 func (w *WaitPredictor) Predict(obs *provisioner.Observation) (WaitEstimate, error) {
 	var buf [128]float64
-	x, err := AppendWaitFeatures(buf[:0], obs)
+	x, err := features.AppendWaitFeatures(buf[:0], obs)
 	if err != nil {
 		return WaitEstimate{}, fmt.Errorf("predict wait: %w", err)
 	}

@@ -6,12 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 func TestWaitPredictorSaveLoad(t *testing.T) {
 	// Synthetic rows of the real schema's width; wait grows with column 0.
-	X, y, _ := testSynth(1500, NumWaitFeatures(), 41)
+	X, y, _ := testobs.Synth(1500, features.NumWaitFeatures(), 41)
 	for i := range y {
 		y[i] = 600 * (X[i][0] + 1)
 	}
@@ -19,7 +21,7 @@ func TestWaitPredictorSaveLoad(t *testing.T) {
 	for i, q := range WaitQuantiles {
 		p := DefaultQuantileParams(q)
 		p.Rounds, p.MinChildWeight, p.Seed, p.Threads = 50, 20, 41, 2
-		m, err := TrainXGB(&Dataset{Schema: WaitSchema(), X: X, Y: y}, p, Meta{Kind: KindXGB, Seed: 41})
+		m, err := TrainXGB(&Dataset{Schema: features.WaitSchema(), X: X, Y: y}, p, Meta{Kind: KindXGB, Seed: 41})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +39,7 @@ func TestWaitPredictorSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := WaitObservation(testT0, testObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
+	obs := features.WaitObservation(testobs.T0, testobs.Observation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
 	a, err := w.Predict(obs)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -122,7 +123,7 @@ func LoadPolicyModel(modelsDir, name string) (Model, error) {
 	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err != nil {
 		return nil, fmt.Errorf("policy %q: %w in %s (train it with mirage train --model %s --out %s)", name, ErrNoModel, dir, name, modelsDir)
 	}
-	m, err := Load(dir, Schema())
+	m, err := Load(dir, features.Schema())
 	if err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -121,7 +122,7 @@ func BenchmarkDecide(b *testing.B) {
 
 // BenchmarkPredict is the model alone on one feature vector (Decide minus the features).
 func BenchmarkPredict(b *testing.B) {
-	x, err := Features(benchObservation(b))
+	x, err := features.Features(benchObservation(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -147,11 +148,11 @@ func BenchmarkPredict(b *testing.B) {
 // BenchmarkFeaturesSim computes the features of the busy-cluster observation.
 func BenchmarkFeaturesSim(b *testing.B) {
 	obs := benchObservation(b)
-	dst := make([]float64, 0, NumFeatures())
+	dst := make([]float64, 0, features.NumFeatures())
 	b.ReportAllocs()
 	for b.Loop() {
 		var err error
-		if dst, err = AppendFeatures(dst[:0], obs); err != nil {
+		if dst, err = features.AppendFeatures(dst[:0], obs); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -214,10 +215,10 @@ func BenchmarkDecideLS6(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Run("features", func(b *testing.B) {
-		dst := make([]float64, 0, NumFeatures())
+		dst := make([]float64, 0, features.NumFeatures())
 		b.ReportAllocs()
 		for b.Loop() {
-			if dst, err = AppendFeatures(dst[:0], obs); err != nil {
+			if dst, err = features.AppendFeatures(dst[:0], obs); err != nil {
 				b.Fatal(err)
 			}
 		}

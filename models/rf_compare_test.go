@@ -6,6 +6,8 @@ import (
 	"flag"
 	"strings"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
 
 var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set in TestCompareRF (train 3/4, test 1/4)")
@@ -19,7 +21,7 @@ var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set
 func TestCompareRF(t *testing.T) {
 	const w = 40
 	n := *rfCompareRows
-	X, _, y := testSynth(n, w, 31)
+	X, _, y := testobs.Synth(n, w, 31)
 	cut := n * 3 / 4
 	train := &Dataset{Schema: testSchema(w), X: X[:cut], Y: y[:cut]}
 	test := &Dataset{Schema: testSchema(w), X: X[cut:], Y: y[cut:]}
@@ -41,7 +43,7 @@ func TestCompareRF(t *testing.T) {
 }
 
 func BenchmarkRFGolearnTrain20kx40(b *testing.B) {
-	X, _, y := testSynth(20000, 40, 4)
+	X, _, y := testobs.Synth(20000, 40, 4)
 	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	for b.Loop() {
 		if _, err := TrainRFGolearn(ds, GolearnRFParams{}, Meta{}); err != nil {
@@ -51,7 +53,7 @@ func BenchmarkRFGolearnTrain20kx40(b *testing.B) {
 }
 
 func BenchmarkRFGolearnPredict(b *testing.B) {
-	X, _, y := testSynth(20000, 40, 5)
+	X, _, y := testobs.Synth(20000, 40, 5)
 	m, err := TrainRFGolearn(&Dataset{Schema: testSchema(40), X: X[:5000], Y: y[:5000]}, GolearnRFParams{}, Meta{})
 	if err != nil {
 		b.Fatal(err)

@@ -8,11 +8,13 @@ import (
 	"github.com/sjwhitworth/golearn/base"
 	"github.com/sjwhitworth/golearn/ensemble"
 	"github.com/sjwhitworth/golearn/trees"
+
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
 
 func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 	const w = 8
-	X, _, y := testSynth(2500, w, 21)
+	X, _, y := testobs.Synth(2500, w, 21)
 	ds := &Dataset{Schema: testSchema(w), X: X[:2000], Y: y[:2000]}
 	m, err := TrainRFGolearn(ds, GolearnRFParams{Trees: 20}, Meta{Seed: 21, Trace: "synthetic"})
 	if err != nil {
@@ -28,7 +30,7 @@ func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 	if acc <= accC {
 		t.Errorf("accuracy %.3f not above the constant predictor's %.3f", acc, accC)
 	}
-	if ll, llC := testLogLoss(pred, testY), testLogLoss(base, testY); ll >= llC {
+	if ll, llC := testobs.LogLoss(pred, testY), testobs.LogLoss(base, testY); ll >= llC {
 		t.Errorf("log loss %.3f not below the constant predictor's %.3f", ll, llC)
 	}
 	t.Logf("accuracy %.3f (constant %.3f), AUC %.3f", acc, accC, AUC(pred, testY))
@@ -56,7 +58,7 @@ func TestRFGolearnBeatsConstantAndRoundTrips(t *testing.T) {
 // golearn's own majority vote wherever the vote is not tied.
 func TestRFGolearnFlattenMatchesGolearn(t *testing.T) {
 	const w = 6
-	X, _, y := testSynth(800, w, 22)
+	X, _, y := testobs.Synth(800, w, 22)
 	ds := &Dataset{Schema: testSchema(w), X: X[:600], Y: y[:600]}
 	inst, err := golearnInstances(ds)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -160,7 +161,7 @@ type Protocol struct {
 
 // DefaultProtocol returns the published protocol's parameters.
 func DefaultProtocol() Protocol {
-	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: DefaultHistoryWindow,
+	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: features.DefaultHistoryWindow,
 		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Account: "mirage", Lead: time.Minute,
 		StartDeadline: 7 * 24 * time.Hour, Horizon: 14 * 24 * time.Hour}
 }
@@ -324,7 +325,7 @@ func (c *ChainRun) Advance(at time.Time) {
 // Observe advances to at and builds the observation (see Observe).
 func (c *ChainRun) Observe(at time.Time) (*provisioner.Observation, error) {
 	c.Advance(at)
-	return Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
+	return features.Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
 }
 
 // Outcome is what became of one submission of the successor.

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // metaSetter is implemented by the models of this package so training can
@@ -136,11 +138,11 @@ func TrainPolicy(name string, train, valid *ChainData, o PolicyTrainOptions) (Mo
 	if train == nil || len(train.Episodes) < 2 {
 		return nil, errors.New("train policy: need at least two training episodes")
 	}
-	if err := CheckSchema(train.Schema, Schema()); err != nil {
+	if err := features.CheckSchema(train.Schema, features.Schema()); err != nil {
 		return nil, fmt.Errorf("train policy: training data: %w", err)
 	}
 	if valid != nil {
-		if err := CheckSchema(valid.Schema, Schema()); err != nil {
+		if err := features.CheckSchema(valid.Schema, features.Schema()); err != nil {
 			return nil, fmt.Errorf("train policy: validation data: %w", err)
 		}
 	}
@@ -299,7 +301,7 @@ func trainTreePolicy(kind Kind, early, calib, all []ChainEpisode, meta Meta, o *
 // (or the mean) of the successor's wait if submitted now — on
 // log1p(wait/60 s), which quantiles are invariant to and which keeps the
 // heavy tail from dominating — or of the gap.
-func fitXGBPolicy(eps []ChainEpisode, schema SchemaID, meta Meta, o *PolicyTrainOptions) (Model, error) {
+func fitXGBPolicy(eps []ChainEpisode, schema features.SchemaID, meta Meta, o *PolicyTrainOptions) (Model, error) {
 	if o.XGBLoss != LossQuantileDecision && o.XGBLoss != LossSquared {
 		return nil, fmt.Errorf("train xgb: loss %q: want %s or %s", o.XGBLoss, LossQuantileDecision, LossSquared)
 	}
@@ -308,7 +310,7 @@ func fitXGBPolicy(eps []ChainEpisode, schema SchemaID, meta Meta, o *PolicyTrain
 		gpus = append(gpus, float64(eps[i].GPUs))
 	}
 	sort.Float64s(gpus)
-	q := DecisionQuantile(o.Cost, int(Percentile(gpus, 0.5)))
+	q := DecisionQuantile(o.Cost, int(features.Percentile(gpus, 0.5)))
 	var p XGBParams
 	switch {
 	case o.XGB != nil:
@@ -375,7 +377,7 @@ func tuneRule(m Model, rule DecisionRule, calib []ChainEpisode, grid []float64, 
 		sort.Float64s(all)
 		grid = []float64{0}
 		for i := 0; i <= 100; i++ {
-			grid = append(grid, Percentile(all, float64(i)/100))
+			grid = append(grid, features.Percentile(all, float64(i)/100))
 		}
 	}
 	th, c := TuneThreshold(calib, scores, grid, o.Cost)

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // testSplit splits the synthetic chain data: every fourth injection (both
@@ -172,11 +174,11 @@ func TestTrainPolicyErrors(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 	other := *train
-	other.Schema = SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion - 1}
-	if _, err := TrainPolicy("xgb", &other, nil, PolicyTrainOptions{}); !errors.Is(err, ErrSchemaMismatch) {
+	other.Schema = features.SchemaID{Name: features.FeatureSchemaName, Version: features.FeatureSchemaVersion - 1}
+	if _, err := TrainPolicy("xgb", &other, nil, PolicyTrainOptions{}); !errors.Is(err, features.ErrSchemaMismatch) {
 		t.Errorf("old schema: %v", err)
 	}
-	if _, err := TrainPolicy("xgb", &ChainData{Schema: Schema()}, nil, PolicyTrainOptions{}); err == nil {
+	if _, err := TrainPolicy("xgb", &ChainData{Schema: features.Schema()}, nil, PolicyTrainOptions{}); err == nil {
 		t.Error("no episodes must be refused")
 	}
 }
@@ -237,7 +239,7 @@ func TestChainDataSaveLoad(t *testing.T) {
 // FuzzReadChainData: the dataset reader refuses garbage without panicking.
 func FuzzReadChainData(f *testing.F) {
 	var buf bytes.Buffer
-	if err := WriteChainData(&buf, &ChainData{Schema: Schema(), Episodes: []ChainEpisode{{Nodes: 1, Gap: []float64{1}, X: [][]float64{{1}}, Censored: []bool{false}}}}); err != nil {
+	if err := WriteChainData(&buf, &ChainData{Schema: features.Schema(), Episodes: []ChainEpisode{{Nodes: 1, Gap: []float64{1}, X: [][]float64{{1}}, Censored: []bool{false}}}}); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(buf.Bytes())

@@ -6,6 +6,8 @@ import (
 	"math"
 	"sort"
 	"strconv"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // WaitTrainOptions control TrainWaitPredictor.
@@ -61,7 +63,7 @@ func ScoreWaits(pred, y, lo, hi []float64) WaitMetrics {
 	}
 	sort.Float64s(errs)
 	n := float64(len(y))
-	m.MedianAbsErr = Percentile(errs, 0.5)
+	m.MedianAbsErr = features.Percentile(errs, 0.5)
 	m.Within10m /= n
 	m.Within1h /= n
 	m.Coverage /= n
@@ -87,7 +89,7 @@ func TrainWaitPredictor(train, valid *WaitData, o WaitTrainOptions) (*WaitPredic
 	if train == nil || len(train.Samples) == 0 {
 		return nil, nil, errors.New("train wait predictor: no training samples")
 	}
-	if err := CheckSchema(train.Schema, WaitSchema()); err != nil {
+	if err := features.CheckSchema(train.Schema, features.WaitSchema()); err != nil {
 		return nil, nil, fmt.Errorf("train wait predictor: %w", err)
 	}
 	if o.Unit <= 0 {
@@ -147,7 +149,7 @@ func TrainWaitPredictor(train, valid *WaitData, o WaitTrainOptions) (*WaitPredic
 
 // Validate scores the predictor on a dataset (with Slurm's estimates when recorded).
 func (w *WaitPredictor) Validate(d *WaitData) (*WaitReport, error) {
-	if err := CheckSchema(d.Schema, WaitSchema()); err != nil {
+	if err := features.CheckSchema(d.Schema, features.WaitSchema()); err != nil {
 		return nil, fmt.Errorf("validate wait predictor: %w", err)
 	}
 	n := len(d.Samples)

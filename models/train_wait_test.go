@@ -8,6 +8,8 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // TestWaitPredictorOnSimulatedJobs trains the wait predictor on the
@@ -41,7 +43,7 @@ func TestWaitPredictorOnSimulatedJobs(t *testing.T) {
 		tw = append(tw, s.Wait)
 	}
 	sort.Float64s(tw)
-	med := Percentile(tw, 0.5)
+	med := features.Percentile(tw, 0.5)
 	var yv []float64
 	for _, s := range valid.Samples {
 		yv = append(yv, s.Wait)
@@ -55,11 +57,11 @@ func TestWaitPredictorOnSimulatedJobs(t *testing.T) {
 	if rep.Slurm.N == 0 || rep.Slurm.N+rep.NoEstimate != len(valid.Samples) {
 		t.Errorf("Slurm estimates for %d jobs, %d without, of %d", rep.Slurm.N, rep.NoEstimate, len(valid.Samples))
 	}
-	if _, err := w.Predict(WaitObservation(cut, nil, nil, waitRequest(&sc.Specs[0]))); err == nil {
+	if _, err := w.Predict(features.WaitObservation(cut, nil, nil, waitRequest(&sc.Specs[0]))); err == nil {
 		t.Error("an observation without a snapshot must be refused")
 	}
 	// Every sample's features are the observation one second before its arrival.
-	if got := valid.Samples[0].X; len(got) != NumWaitFeatures() {
+	if got := valid.Samples[0].X; len(got) != features.NumWaitFeatures() {
 		t.Errorf("feature width %d", len(got))
 	}
 	if m := w.Models[1].Meta(); m.Output == nil || m.Output.Expm1Unit != 60 || m.Params["wait_quantile"] != "0.5" || m.Metrics["valid_n"] != float64(len(valid.Samples)) {

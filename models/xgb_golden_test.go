@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
 
 // TestXGBGoldenUpdate rewrites testdata/xgb-small (a small libxgboost 1.7
@@ -17,7 +19,7 @@ func TestXGBGoldenUpdate(t *testing.T) {
 		t.Skip("run with -update to regenerate testdata/xgb-small")
 	}
 	const w = 6
-	X, _, yCls := testSynth(500, w, 11)
+	X, _, yCls := testobs.Synth(500, w, 11)
 	p := DefaultXGBParams()
 	p.Objective, p.Rounds, p.MaxDepth, p.Seed, p.Threads = "binary:logistic", 5, 3, 11, 1
 	m, err := TrainXGB(&Dataset{Schema: testSchema(w), X: X, Y: yCls}, p, Meta{Kind: KindXGB, Seed: 11, Trace: "synthetic"})

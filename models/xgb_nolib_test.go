@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // xgbGolden is testdata/xgb-small/golden.json: rows and libxgboost 1.7.4's predictions.
@@ -53,8 +55,8 @@ func TestXGBGoldenSchemaMismatch(t *testing.T) {
 	want := testSchema(6)
 	want.Version = 2
 	_, err := Load(filepath.Join("testdata", "xgb-small"), want)
-	var sm *SchemaMismatchError
-	if !errors.Is(err, ErrSchemaMismatch) || !errors.As(err, &sm) {
+	var sm *features.SchemaMismatchError
+	if !errors.Is(err, features.ErrSchemaMismatch) || !errors.As(err, &sm) {
 		t.Fatalf("err = %v, want a *SchemaMismatchError", err)
 	}
 	if sm.Model.Version != 1 || sm.Want.Version != 2 {

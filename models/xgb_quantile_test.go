@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // testHetero returns rows whose target spread depends on x1: y = 100·x0 + (10 + 90·x1)·N(0,1), x uniform in [0,1].
@@ -44,7 +46,7 @@ func TestXGBQuantileCoverage(t *testing.T) {
 			}
 		}
 		cov := float64(below) / float64(len(testY))
-		cst := Percentile(sorted, q)
+		cst := features.Percentile(sorted, q)
 		pl, plC := Pinball(pred, testY, q), Pinball(Constant(cst, len(testY)), testY, q)
 		t.Logf("q=%.1f: share below %.3f, pinball %.2f (constant quantile %.2f)", q, cov, pl, plC)
 		if math.Abs(cov-q) > 0.04 {

@@ -5,6 +5,8 @@ package models
 import (
 	"math"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
 
 // testAgree asserts every leaves prediction matches libxgboost's to 1e-5
@@ -44,7 +46,7 @@ func testAgree(t *testing.T, m *XGBModel, X [][]float64) {
 
 func TestXGBLeavesAgreement(t *testing.T) {
 	const w = 12
-	X, yReg, yCls := testSynth(4000, w, 1)
+	X, yReg, yCls := testobs.Synth(4000, w, 1)
 	trainX, testX := X[:3000], X[3000:]
 	tests := []struct {
 		name   string
@@ -87,7 +89,7 @@ func TestXGBLeavesAgreement(t *testing.T) {
 
 func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 	const w = 12
-	X, yReg, yCls := testSynth(3000, w, 2)
+	X, yReg, yCls := testobs.Synth(3000, w, 2)
 	for _, tt := range []struct {
 		kind Kind
 		p    XGBParams
@@ -117,7 +119,7 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 					t.Errorf("MAE %.3f not below half the constant predictor's %.3f", got, cst)
 				}
 			} else {
-				if got, cst := testLogLoss(pred, testY), testLogLoss(base, testY); got >= cst {
+				if got, cst := testobs.LogLoss(pred, testY), testobs.LogLoss(base, testY); got >= cst {
 					t.Errorf("log loss %.3f not below the constant predictor's %.3f", got, cst)
 				}
 				if auc := AUC(pred, testY); auc < 0.8 {
@@ -149,7 +151,7 @@ func TestXGBBeatsConstantAndRoundTrips(t *testing.T) {
 }
 
 func BenchmarkXGBTrain20kx40(b *testing.B) {
-	X, y, _ := testSynth(20000, 40, 4)
+	X, y, _ := testobs.Synth(20000, 40, 4)
 	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	p := DefaultXGBParams()
 	p.Seed = 1
@@ -161,7 +163,7 @@ func BenchmarkXGBTrain20kx40(b *testing.B) {
 }
 
 func BenchmarkRFXGBTrain20kx40(b *testing.B) {
-	X, _, y := testSynth(20000, 40, 4)
+	X, _, y := testobs.Synth(20000, 40, 4)
 	ds := &Dataset{Schema: testSchema(40), X: X, Y: y}
 	p := DefaultRFXGBParams()
 	p.Seed = 1
@@ -173,7 +175,7 @@ func BenchmarkRFXGBTrain20kx40(b *testing.B) {
 }
 
 func benchXGBPredict(b *testing.B, kind Kind, p XGBParams) {
-	X, yReg, yCls := testSynth(20000, 40, 5)
+	X, yReg, yCls := testobs.Synth(20000, 40, 5)
 	y := yReg
 	if kind == KindRFXGB {
 		y = yCls

@@ -7,6 +7,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // TrainXGB trains an XGBoost model through libxgboost on ds and returns it
@@ -31,7 +33,7 @@ func TrainXGB(ds *Dataset, p XGBParams, meta Meta) (*XGBModel, error) {
 		// bounded pinball gradients (|g| ≤ 1) move predictions at a useful rate.
 		sorted := append([]float64(nil), ds.Y...)
 		sort.Float64s(sorted)
-		shift := Percentile(sorted, p.Quantile)
+		shift := features.Percentile(sorted, p.Quantile)
 		scale := math.Sqrt(variance(ds.Y))
 		if scale < 1e-12 {
 			scale = 1

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/spf13/cobra"
 )
 
@@ -137,12 +138,12 @@ func runModelsLs(w io.Writer, o *modelsLsOptions) error {
 
 // staleSchema says why a model's feature schema is not the one this build
 // computes for its family ("" when it is).
-func staleSchema(s models.SchemaID) string {
-	cur, ok := models.CurrentSchema(s.Name)
+func staleSchema(s features.SchemaID) string {
+	cur, ok := features.CurrentSchema(s.Name)
 	switch {
 	case !ok:
 		return fmt.Sprintf(" — stale: this mirage has no %q features; retrain", s.Name)
-	case models.CheckSchema(s, cur) != nil:
+	case features.CheckSchema(s, cur) != nil:
 		return fmt.Sprintf(" — stale: this mirage computes %s v%d; retrain", cur.Name, cur.Version)
 	}
 	return ""

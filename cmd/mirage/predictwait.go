@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
@@ -94,7 +95,7 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
 	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
-	f.DurationVar(&o.history, "history", models.DefaultHistoryWindow, "history window (sacct) the features look at")
+	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("models")
@@ -154,7 +155,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	}
 	pred, err := models.LoadWaitPredictor(filepath.Join(o.modelsDir, "wait"))
 	if err != nil {
-		if errors.Is(err, models.ErrSchemaMismatch) {
+		if errors.Is(err, features.ErrSchemaMismatch) {
 			return withCode(exitBadInput, err)
 		}
 		return withCode(exitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
@@ -176,7 +177,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		perNode = wholeNodeGPUs(st.snap, o.partition)
 	}
 	req := provisioner.SubmitRequest{Account: o.account, Partition: o.partition, TimeLimit: limit, Nodes: o.nodes, GPUs: o.nodes * perNode}
-	est, err := pred.Predict(models.WaitObservation(st.now, st.snap, st.hist, req))
+	est, err := pred.Predict(features.WaitObservation(st.now, st.snap, st.hist, req))
 	if err != nil {
 		return err
 	}

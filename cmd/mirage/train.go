@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
@@ -348,7 +349,7 @@ func (r *trainRun) cachePath(kind string, parts ...any) string {
 	cb, _ := json.Marshal(r.cfg)
 	pb, _ := json.Marshal(r.proto)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.traceKey, cb, pb, models.FeatureSchemaVersion, parts)
+	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.traceKey, cb, pb, features.FeatureSchemaVersion, parts)
 	return filepath.Join(r.o.cache, kind+"-"+hex.EncodeToString(h.Sum(nil)[:8])+".gob.gz")
 }
 
@@ -356,7 +357,7 @@ func (r *trainRun) cachePath(kind string, parts ...any) string {
 func (r *trainRun) chainData(ctx context.Context, label string, sc *models.Scenario, g models.GenOptions) (*models.ChainData, error) {
 	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.o.seed)
 	if path != "" {
-		if d, err := models.LoadChainData(path); err == nil && models.CheckSchema(d.Schema, models.Schema()) == nil {
+		if d, err := models.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
 			return d, nil
 		}
 	}

@@ -1,4 +1,4 @@
-package models
+package features
 
 import (
 	"errors"
@@ -9,74 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
-
-var testT0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-
-// testJobBuilder is a small job builder.
-type testJobBuilder struct{ j provisioner.Job }
-
-func testJob(id string) *testJobBuilder { return &testJobBuilder{provisioner.Job{ID: id, Nodes: 1}} }
-
-func (b *testJobBuilder) pending(submitAgo time.Duration) *testJobBuilder {
-	b.j.State, b.j.Submit = provisioner.StatePending, testT0.Add(-submitAgo)
-	return b
-}
-func (b *testJobBuilder) running(submitAgo, startAgo time.Duration) *testJobBuilder {
-	b.j.State, b.j.Submit, b.j.Start = provisioner.StateRunning, testT0.Add(-submitAgo), testT0.Add(-startAgo)
-	return b
-}
-func (b *testJobBuilder) limit(d time.Duration) *testJobBuilder { b.j.TimeLimit = d; return b }
-func (b *testJobBuilder) nodes(n, gpus int) *testJobBuilder     { b.j.Nodes, b.j.GPUs = n, gpus; return b }
-func (b *testJobBuilder) acct(a, part string) *testJobBuilder {
-	b.j.Account, b.j.Partition = a, part
-	return b
-}
-func (b *testJobBuilder) build() provisioner.Job { return b.j }
-func testNode(name string, st provisioner.NodeState, gpus, used, cpusUsed int) provisioner.Node {
-	return provisioner.Node{Name: name, State: st, GPUs: gpus, GPUsUsed: used, CPUs: 64, CPUsUsed: cpusUsed}
-}
-
-const testHour = time.Hour
-
-func testObservation() *provisioner.Observation {
-	snap := &provisioner.Snapshot{
-		Time: testT0,
-		Nodes: []provisioner.Node{
-			testNode("n1", provisioner.NodeUp, 4, 4, 10),
-			testNode("n2", provisioner.NodeUp, 8, 8, 10),
-			testNode("n3", provisioner.NodeUp, 8, 0, 0),
-			testNode("n4", provisioner.NodeDrained, 8, 0, 0),
-		},
-		Jobs: []provisioner.Job{
-			testJob("p1").pending(1*testHour).limit(2*testHour).nodes(1, 4).acct("A", "gpu").build(),
-			testJob("p2").pending(3*testHour).limit(4*testHour).nodes(2, 8).acct("B", "gpu").build(),
-			testJob("p3").pending(2*testHour).limit(10*testHour).nodes(1, 0).acct("A", "cpu").build(),
-			testJob("r1").running(5*testHour, 4*testHour).limit(6*testHour).nodes(1, 4).acct("A", "gpu").build(),
-			testJob("r2").running(10*testHour, 2*testHour).limit(48*testHour).nodes(2, 8).acct("B", "gpu").build(),
-		},
-	}
-	hist := []provisioner.Job{
-		testJob("h1").running(30*testHour, 28*testHour).build(),    // wait 2 h, started > 24 h ago
-		testJob("h2").running(5*testHour, 4*testHour).build(),      // wait 1 h
-		testJob("h3").running(3*testHour, 150*time.Minute).build(), // wait 0.5 h
-		testJob("h4").pending(3 * testHour).build(),                // never started: ignored
-		testJob("h5").running(1*testHour, -1*testHour).build(),     // starts in the future: ignored
-	}
-	// Scheduler estimates (squeue --start): p1 in 1.5 h, p2 in 3 h.
-	snap.Jobs[0].EstStart = testT0.Add(90 * time.Minute)
-	snap.Jobs[1].EstStart = testT0.Add(3 * testHour)
-	pred := snap.Job("r1")
-	return &provisioner.Observation{
-		Now:         testT0,
-		Snapshot:    snap,
-		History:     hist,
-		Chain:       &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * testHour},
-		Predecessor: pred,
-		Successor:   provisioner.SubmitRequest{Nodes: 1, GPUs: 4},
-	}
-}
 
 // waitOnlyFields are the wait schema's fields that the chain schema lacks, in order.
 var waitOnlyFields = []string{"plan_wait_mid_h", "plan_wait_own_h", "hist_runtime_frac", "plan_exp_first_h", "plan_exp_mid_h", "plan_exp_own_h", "plan_exp_last_h"}
@@ -88,7 +23,7 @@ func TestFeaturesHandComputed(t *testing.T) {
 		schema SchemaID
 		f      func(*provisioner.Observation) ([]float64, error)
 	}{{"chain", Schema(), Features}, {"wait", WaitSchema(), WaitFeatures}} {
-		got, err := tc.f(testObservation())
+		got, err := tc.f(testobs.Observation())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +96,7 @@ func TestFeaturesEmptyAndErrors(t *testing.T) {
 	if _, err := WaitFeatures(nil); !errors.Is(err, ErrNoSnapshot) {
 		t.Fatalf("wait: err = %v, want ErrNoSnapshot", err)
 	}
-	empty := &provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: testT0}}
+	empty := &provisioner.Observation{Snapshot: &provisioner.Snapshot{Time: testobs.T0}}
 	got, err := Features(empty)
 	if err != nil {
 		t.Fatal(err)
@@ -183,7 +118,7 @@ func TestFeaturesEmptyAndErrors(t *testing.T) {
 }
 
 func TestFeaturesPure(t *testing.T) {
-	obs := testObservation()
+	obs := testobs.Observation()
 	a, _ := Features(obs)
 	b, _ := Features(obs)
 	if fmt.Sprint(a) != fmt.Sprint(b) {
@@ -276,25 +211,25 @@ func TestPercentile(t *testing.T) {
 
 // testBigObservation is a snapshot the size of a busy cluster (2000 jobs, 500 nodes, 1000 history records).
 func testBigObservation() *provisioner.Observation {
-	snap := &provisioner.Snapshot{Time: testT0}
+	snap := &provisioner.Snapshot{Time: testobs.T0}
 	for i := 0; i < 500; i++ {
-		snap.Nodes = append(snap.Nodes, testNode(fmt.Sprint("n", i), provisioner.NodeUp, 4, i%5, 0))
+		snap.Nodes = append(snap.Nodes, testobs.Node(fmt.Sprint("n", i), provisioner.NodeUp, 4, i%5, 0))
 	}
 	for i := 0; i < 2000; i++ {
-		b := testJob(fmt.Sprint(i)).limit(time.Duration(1+i%48)*testHour).nodes(1+i%8, 4*(1+i%8)).acct(fmt.Sprint("a", i%20), "gpu")
+		b := testobs.Job(fmt.Sprint(i)).Limit(time.Duration(1+i%48)*testobs.Hour).Nodes(1+i%8, 4*(1+i%8)).Acct(fmt.Sprint("a", i%20), "gpu")
 		if i%2 == 0 {
-			b.pending(time.Duration(i) * time.Minute)
+			b.Pending(time.Duration(i) * time.Minute)
 		} else {
-			b.running(time.Duration(i)*time.Minute, time.Duration(i/2)*time.Minute)
+			b.Running(time.Duration(i)*time.Minute, time.Duration(i/2)*time.Minute)
 		}
-		snap.Jobs = append(snap.Jobs, b.build())
+		snap.Jobs = append(snap.Jobs, b.Build())
 	}
 	var hist []provisioner.Job
 	for i := 0; i < 1000; i++ {
-		hist = append(hist, testJob(fmt.Sprint("h", i)).running(time.Duration(i+60)*time.Minute, time.Duration(i)*time.Minute).build())
+		hist = append(hist, testobs.Job(fmt.Sprint("h", i)).Running(time.Duration(i+60)*time.Minute, time.Duration(i)*time.Minute).Build())
 	}
-	return &provisioner.Observation{Now: testT0, Snapshot: snap, History: hist, Chain: &provisioner.Chain{Account: "a3", Partition: "gpu", TimeLimit: 48 * testHour},
-		Predecessor: &snap.Jobs[1], Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * testHour}}
+	return &provisioner.Observation{Now: testobs.T0, Snapshot: snap, History: hist, Chain: &provisioner.Chain{Account: "a3", Partition: "gpu", TimeLimit: 48 * testobs.Hour},
+		Predecessor: &snap.Jobs[1], Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * testobs.Hour}}
 }
 
 func BenchmarkFeatures(b *testing.B) {
@@ -331,7 +266,7 @@ func planWaits(snap *provisioner.Snapshot, now time.Time, s planShape, frac func
 // estimate.
 func TestOwnPlace(t *testing.T) {
 	mk := func(id, acct string, ageH float64, prio int64) *provisioner.Job {
-		j := testJob(id).pending(time.Duration(ageH*float64(time.Hour))).acct(acct, "gpu").build()
+		j := testobs.Job(id).Pending(time.Duration(ageH*float64(time.Hour))).Acct(acct, "gpu").Build()
 		j.Priority = prio
 		return &j
 	}
@@ -351,11 +286,11 @@ func TestOwnPlace(t *testing.T) {
 		{"D", 6},
 		{"", 6},
 	} {
-		if got := ownPlace(pend, testT0, tt.acct); got != tt.want {
+		if got := ownPlace(pend, testobs.T0, tt.acct); got != tt.want {
 			t.Errorf("ownPlace(%q) = %d, want %d", tt.acct, got, tt.want)
 		}
 	}
-	if got := ownPlace(nil, testT0, "A"); got != 0 {
+	if got := ownPlace(nil, testobs.T0, "A"); got != 0 {
 		t.Errorf("no pending jobs: %d, want 0", got)
 	}
 }
@@ -364,26 +299,26 @@ func TestOwnPlace(t *testing.T) {
 // ago with a 10 h limit; p (8 GPUs, 4 h) is pending. The successor needs
 // the node for 2 h.
 func TestPlanWaitsExpectedRuntime(t *testing.T) {
-	snap := &provisioner.Snapshot{Time: testT0,
-		Nodes: []provisioner.Node{testNode("n1", provisioner.NodeUp, 8, 8, 0)},
+	snap := &provisioner.Snapshot{Time: testobs.T0,
+		Nodes: []provisioner.Node{testobs.Node("n1", provisioner.NodeUp, 8, 8, 0)},
 		Jobs: []provisioner.Job{
-			testJob("r").running(2*testHour, 1*testHour).limit(10*testHour).nodes(1, 8).build(),
-			testJob("p").pending(1*testHour).limit(4*testHour).nodes(1, 8).build(),
+			testobs.Job("r").Running(2*testobs.Hour, 1*testobs.Hour).Limit(10*testobs.Hour).Nodes(1, 8).Build(),
+			testobs.Job("p").Pending(1*testobs.Hour).Limit(4*testobs.Hour).Nodes(1, 8).Build(),
 		}}
-	shape := planShape{nodes: 1, gpus: 8, limit: 2 * testHour}
+	shape := planShape{nodes: 1, gpus: 8, limit: 2 * testobs.Hour}
 	half := func(*provisioner.Job) float64 { return 0.5 }
 	h := func(x float64) float64 { return x * 3600 }
 	// To the limits: r ends at +9 h; p takes [9, 13) h.
-	if got, want := planWaits(snap, testT0, shape, nil), (planResult{first: h(9), mid: h(9), own: h(13), last: h(13)}); got != want {
+	if got, want := planWaits(snap, testobs.T0, shape, nil), (planResult{first: h(9), mid: h(9), own: h(13), last: h(13)}); got != want {
 		t.Errorf("limits: %+v, want %+v", got, want)
 	}
 	// Half the limits: r ends at −1 h + 5 h = +4 h; p runs 2 h: [4, 6) h.
-	if got, want := planWaits(snap, testT0, shape, half), (planResult{first: h(4), mid: h(4), own: h(6), last: h(6)}); got != want {
+	if got, want := planWaits(snap, testobs.T0, shape, half), (planResult{first: h(4), mid: h(4), own: h(6), last: h(6)}); got != want {
 		t.Errorf("half: %+v, want %+v", got, want)
 	}
 	// r started 6 h ago: at half its limit it is overdue and ends a minute from now.
-	snap.Jobs[0].Start = testT0.Add(-6 * testHour)
-	if got, want := planWaits(snap, testT0, shape, half), (planResult{first: 60, mid: 60, own: 60 + h(2), last: 60 + h(2)}); got != want {
+	snap.Jobs[0].Start = testobs.T0.Add(-6 * testobs.Hour)
+	if got, want := planWaits(snap, testobs.T0, shape, half), (planResult{first: 60, mid: 60, own: 60 + h(2), last: 60 + h(2)}); got != want {
 		t.Errorf("overdue: %+v, want %+v", got, want)
 	}
 }
@@ -392,28 +327,28 @@ func TestPlanWaitsExpectedRuntime(t *testing.T) {
 // the last 24 hours, overall (≥ 10 jobs) and per user (≥ 3), in [0.05, 1].
 func TestRuntimeFractions(t *testing.T) {
 	ended := func(user string, frac float64, endAgo time.Duration) provisioner.Job {
-		start := testT0.Add(-endAgo - time.Duration(frac*10*float64(time.Hour)))
-		return provisioner.Job{User: user, Start: start, End: testT0.Add(-endAgo), TimeLimit: 10 * testHour}
+		start := testobs.T0.Add(-endAgo - time.Duration(frac*10*float64(time.Hour)))
+		return provisioner.Job{User: user, Start: start, End: testobs.T0.Add(-endAgo), TimeLimit: 10 * testobs.Hour}
 	}
 	var hist []provisioner.Job
 	for _, f := range []float64{0.2, 0.4, 0.6} {
-		hist = append(hist, ended("u1", f, testHour))
+		hist = append(hist, ended("u1", f, testobs.Hour))
 	}
 	for _, f := range []float64{1, 1, 1, 0.5, 0.5, 0.1, 0.3} {
-		hist = append(hist, ended("u3", f, 2*testHour))
+		hist = append(hist, ended("u3", f, 2*testobs.Hour))
 	}
 	for _, f := range []float64{0.01, 0.01, 0.02} {
-		hist = append(hist, ended("u4", f, 3*testHour))
+		hist = append(hist, ended("u4", f, 3*testobs.Hour))
 	}
 	hist = append(hist,
-		ended("u2", 0.9, testHour),                                           // one job: no per-user share
-		ended("u1", 0.05, 25*testHour),                                       // ended over 24 h ago: ignored
-		testJob("run").running(2*testHour, testHour).limit(testHour).build(), // still running: ignored
+		ended("u2", 0.9, testobs.Hour),     // one job: no per-user share
+		ended("u1", 0.05, 25*testobs.Hour), // ended over 24 h ago: ignored
+		testobs.Job("run").Running(2*testobs.Hour, testobs.Hour).Limit(testobs.Hour).Build(), // still running: ignored
 	)
 	// 14 shares: sorted .01 .01 .02 .1 .2 .3 .4 .5 .5 .6 .9 1 1 1 → median (.4+.5)/2.
 	// The snapshot's users: u4 has no job in it, u5 no ended job.
 	jobs := []provisioner.Job{{User: "u1"}, {User: "u2"}, {User: "u3"}, {User: "u3"}, {User: "u5"}}
-	all, users := runtimeFractions(hist, jobs, testT0)
+	all, users := runtimeFractions(hist, jobs, testobs.T0)
 	if math.Abs(all-0.45) > 1e-9 {
 		t.Errorf("overall %v, want 0.45", all)
 	}
@@ -426,10 +361,10 @@ func TestRuntimeFractions(t *testing.T) {
 			t.Errorf("user %s: %v, want %v", u, users[u], w)
 		}
 	}
-	if _, users := runtimeFractions(hist, append(jobs, provisioner.Job{User: "u4"}), testT0); math.Abs(users["u4"]-0.05) > 1e-9 {
+	if _, users := runtimeFractions(hist, append(jobs, provisioner.Job{User: "u4"}), testobs.T0); math.Abs(users["u4"]-0.05) > 1e-9 {
 		t.Errorf("user u4: %v, want 0.05 (0.02 raised to the floor)", users["u4"])
 	}
-	if all, _ := runtimeFractions(hist[:9], jobs, testT0); all != 0 {
+	if all, _ := runtimeFractions(hist[:9], jobs, testobs.T0); all != 0 {
 		t.Errorf("9 ended jobs: %v, want 0 (unknown)", all)
 	}
 }
@@ -442,7 +377,7 @@ func TestFeaturesAfterBiggerObservation(t *testing.T) {
 		if _, err := WaitFeatures(testBigObservation()); err != nil {
 			t.Fatal(err)
 		}
-		got, err := Features(testObservation())
+		got, err := Features(testobs.Observation())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package models
+package features
 
 import (
 	"errors"
@@ -43,14 +43,15 @@ var featurePercentiles = []float64{0, 0.25, 0.5, 0.75, 1}
 // partitionBuckets is the width of the hashed one-hot partition encoding.
 const partitionBuckets = 4
 
-// historyWindow is how many recent starts the history features look at (the `average` baseline's 100).
-const historyWindow = 100
+// HistoryStarts is how many recent starts the history features look at
+// (the `average` baseline's 100).
+const HistoryStarts = 100
 
-// historyHorizon is how far back the history features look (the published
+// HistoryHorizon is how far back the history features look (the published
 // 24 hours): jobs that started earlier are ignored even when the history
 // holds them (the daemon reads further back to track its own segments), so
 // the features do not depend on how much history a backend hands over.
-const historyHorizon = 24 * time.Hour
+const HistoryHorizon = 24 * time.Hour
 
 // schemaOf names the fields computeFeatures writes for one family.
 func schemaOf(name string, version int, wait bool) SchemaID {
@@ -416,10 +417,10 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	}
 	w.add("partition_pending_share", partShare)
 
-	// History: the last historyWindow jobs that started in (now − historyHorizon, now], by start time.
+	// History: the last HistoryStarts jobs that started in (now − HistoryHorizon, now], by start time.
 	starts := sc.starts[:0]
 	recent := sc.recent[:0]
-	since := now.Add(-historyHorizon)
+	since := now.Add(-HistoryHorizon)
 	for i := range obs.History {
 		j := &obs.History[i]
 		if j.Start.After(since) && !j.Start.After(now) { // a zero Start is before since
@@ -429,15 +430,15 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	sc.recent = recent          // kept whole: trimmed below
 	day := float64(len(recent)) // every start of the last 24 hours
 	slices.SortStableFunc(recent, func(a, b *provisioner.Job) int { return a.Start.Compare(b.Start) })
-	if len(recent) > historyWindow {
-		recent = recent[len(recent)-historyWindow:]
+	if len(recent) > HistoryStarts {
+		recent = recent[len(recent)-HistoryStarts:]
 	}
 	for _, j := range recent {
 		starts = append(starts, hours(j.Waited(now)))
 	}
 	mean := 0.0
 	if len(starts) > 0 {
-		mean = Mean(starts)
+		mean = meanOf(starts)
 	}
 	sort.Float64s(starts)
 	w.add("hist_wait_mean_h", mean)
@@ -500,7 +501,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 }
 
 // runtimeFractions is the median share of their time limit that the jobs
-// of history which ended in (now − historyHorizon, now] ran for, overall
+// of history which ended in (now − HistoryHorizon, now] ran for, overall
 // (0, unknown, with fewer than 10 such jobs) and for each user of jobs
 // (the snapshot's) with at least 3, each in [0.05, 1]. Only the users of
 // jobs are kept apart, as only they are planned: this runs on every
@@ -515,7 +516,7 @@ func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map
 	}
 	shares := make([][]float64, len(group))
 	all := make([]float64, 0, len(hist))
-	since := now.Add(-historyHorizon) // ended after since, at or before now
+	since := now.Add(-HistoryHorizon) // ended after since, at or before now
 	for i := range hist {
 		j := &hist[i]
 		if !j.End.After(since) || j.End.After(now) || j.Start.IsZero() || j.TimeLimit <= 0 {
@@ -541,4 +542,14 @@ func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map
 		return 0, byUser
 	}
 	return med(all), byUser
+}
+
+// meanOf is the arithmetic mean of a non-empty slice (summed in order, as
+// models.Mean does, so the history features keep their values).
+func meanOf(y []float64) float64 {
+	s := 0.0
+	for _, v := range y {
+		s += v
+	}
+	return s / float64(len(y))
 }

@@ -1,4 +1,4 @@
-package models
+package features
 
 import (
 	"math/rand/v2"

@@ -1,4 +1,4 @@
-package models
+package features
 
 import (
 	"context"
@@ -56,4 +56,10 @@ func Observe(ctx context.Context, c provisioner.Cluster, h provisioner.HistorySo
 		}
 	}
 	return obs, nil
+}
+
+// WaitObservation frames a job shape as the observation the schema expects:
+// the job is the successor and there is no predecessor.
+func WaitObservation(now time.Time, snap *provisioner.Snapshot, history []provisioner.Job, job provisioner.SubmitRequest) *provisioner.Observation {
+	return &provisioner.Observation{Now: now, Snapshot: snap, History: history, Successor: job}
 }
