@@ -12,6 +12,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -19,12 +20,12 @@ import (
 
 var (
 	testScOnce sync.Once
-	testSc     *models.Scenario
+	testSc     *scenario.Scenario
 	testScErr  error
 )
 
 // testScenario: 12 days of synthetic LS6-like jobs on 40 LS6 nodes (so chains queue).
-func testScenario(t testing.TB) *models.Scenario {
+func testScenario(t testing.TB) *scenario.Scenario {
 	t.Helper()
 	testScOnce.Do(func() {
 		jobs, err := traces.Synth("ls6", 12, 5)
@@ -34,7 +35,7 @@ func testScenario(t testing.TB) *models.Scenario {
 		}
 		cfg := sim.LS6()
 		cfg.Nodes = cfg.Nodes[:40]
-		testSc, testScErr = models.NewScenario("synth-ls6", jobs, cfg)
+		testSc, testScErr = scenario.NewScenario("synth-ls6", jobs, cfg)
 	})
 	if testScErr != nil {
 		t.Fatal(testScErr)
@@ -42,8 +43,8 @@ func testScenario(t testing.TB) *models.Scenario {
 	return testSc
 }
 
-func testProtocol() models.Protocol {
-	return models.Protocol{Every: 12 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
+func testProtocol() scenario.Protocol {
+	return scenario.Protocol{Every: 12 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
 }
 
 // testFieldRule submits when one feature reaches a threshold: it decides
@@ -207,7 +208,7 @@ func TestPairTable(t *testing.T) {
 		{Policy: "a", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(-1)},
 		{Policy: "b", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(0.5)},
 	}
-	rows := PairRows(s, models.DefaultGapCost)
+	rows := PairRows(s, scenario.DefaultGapCost)
 	var b strings.Builder
 	if err := WritePairTable(&b, rows); err != nil {
 		t.Fatal(err)
@@ -295,7 +296,7 @@ func TestRunPairsEngineMatchesDirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ep := range data.Episodes {
-		id := models.ChainID(ep.Inject, ep.Nodes)
+		id := scenario.ChainID(ep.Inject, ep.Nodes)
 		if !reflect.DeepEqual(engineSeen[id], ep.X) {
 			t.Errorf("chain %s: the engine showed %d observations whose features differ from the dataset's %d ticks", id, len(engineSeen[id]), len(ep.X))
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -64,7 +65,7 @@ func (e *ChainEpisode) Outcome(k int) (gap float64, censored bool) {
 type ChainData struct {
 	Schema   features.SchemaID // feature schema of X
 	Trace    string            // scenario name
-	Protocol Protocol          // protocol (defaults filled)
+	Protocol scenario.Protocol // protocol (defaults filled)
 	From     time.Time         // first injection ≥ From
 	Until    time.Time         // injections < Until
 	Seed     uint64            // simulator seed
@@ -77,7 +78,7 @@ type ChainData struct {
 
 // GenOptions control GenerateChainData.
 type GenOptions struct {
-	Protocol Protocol                    // protocol (zero fields: defaults)
+	Protocol scenario.Protocol           // protocol (zero fields: defaults)
 	From     time.Time                   // first injection not before (zero: first start + warm-up)
 	Until    time.Time                   // injections before (zero: the last submit)
 	EndBy    time.Time                   // keep only episodes whose predecessor ends by then, so every decision precedes it (zero: no limit)
@@ -95,7 +96,7 @@ var ErrNoInjections = errors.New("no injection points")
 // calling goroutine; each injection is worked by one of Workers goroutines
 // on its own fork, and results are stored by injection index, so the
 // dataset is the same for any number of workers.
-func GenerateChainData(ctx context.Context, sc *Scenario, o GenOptions) (*ChainData, error) {
+func GenerateChainData(ctx context.Context, sc *scenario.Scenario, o GenOptions) (*ChainData, error) {
 	p := o.Protocol.WithDefaults(sc.Config)
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -146,7 +147,7 @@ func GenerateChainData(ctx context.Context, sc *Scenario, o GenOptions) (*ChainD
 					ep, probes, err := chainEpisode(jb.s, p, points[jb.i], n)
 					ep.Scale = sc.Scale
 					r.probes += probes
-					if errors.Is(err, ErrNeverStarted) {
+					if errors.Is(err, scenario.ErrNeverStarted) {
 						r.skipped++
 						if o.Log != nil {
 							o.Log("skipped injection", "inject", points[jb.i], "nodes", n, "reason", err.Error())
@@ -203,8 +204,8 @@ func GenerateChainData(ctx context.Context, sc *Scenario, o GenOptions) (*ChainD
 }
 
 // chainEpisode injects one chain into a fork of base and probes every tick.
-func chainEpisode(base *sim.Sim, p Protocol, inject time.Time, nodes int) (ChainEpisode, int, error) {
-	c, err := StartChain(base, p, inject, nodes, ChainID(inject, nodes))
+func chainEpisode(base *sim.Sim, p scenario.Protocol, inject time.Time, nodes int) (ChainEpisode, int, error) {
+	c, err := scenario.StartChain(base, p, inject, nodes, scenario.ChainID(inject, nodes))
 	if err != nil {
 		return ChainEpisode{}, 0, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // Rows flattens episodes into a design matrix and per-row targets: target
@@ -66,57 +67,6 @@ func FirstAtLeast(scores []float64, th float64) int {
 	return -1
 }
 
-// GapSummary summarises outcomes of one policy (gaps in hours).
-type GapSummary struct {
-	N                int     `json:"n"`                  // hand-offs
-	MeanAbsGapH      float64 `json:"mean_abs_gap_h"`     // mean |gap|: the published symmetric cost / 60
-	MeanCost         float64 `json:"mean_cost"`          // mean GapCost
-	MeanInterruptH   float64 `json:"mean_interrupt_h"`   // mean of max(gap, 0)
-	P90InterruptH    float64 `json:"p90_interrupt_h"`    // 90th percentile of max(gap, 0)
-	MeanOverlapH     float64 `json:"mean_overlap_h"`     // mean of max(−gap, 0)
-	P90OverlapH      float64 `json:"p90_overlap_h"`      // 90th percentile of max(−gap, 0)
-	ZeroInterruption float64 `json:"zero_interruption"`  // share with gap ≤ 0
-	WithinHour       float64 `json:"within_hour"`        // share with |gap| ≤ 1 h
-	Censored         int     `json:"censored,omitempty"` // successors not started by the horizon (gap is a lower bound)
-}
-
-// Summarise computes a GapSummary of gaps (seconds) with per-hand-off GPUs for the cost.
-func Summarise(gaps []float64, gpus []int, censored []bool, cost GapCost) GapSummary {
-	s := GapSummary{N: len(gaps)}
-	if len(gaps) == 0 {
-		return s
-	}
-	intr := make([]float64, len(gaps))
-	ovl := make([]float64, len(gaps))
-	for i, g := range gaps {
-		h := g / 3600
-		s.MeanAbsGapH += math.Abs(h)
-		s.MeanCost += cost.Cost(time.Duration(g*float64(time.Second)), gpus[i])
-		intr[i], ovl[i] = math.Max(h, 0), math.Max(-h, 0)
-		if g <= 0 {
-			s.ZeroInterruption++
-		}
-		if math.Abs(g) <= 3600 {
-			s.WithinHour++
-		}
-		if censored != nil && censored[i] {
-			s.Censored++
-		}
-	}
-	n := float64(len(gaps))
-	s.MeanAbsGapH /= n
-	s.MeanCost /= n
-	s.ZeroInterruption /= n
-	s.WithinHour /= n
-	s.MeanInterruptH = Mean(intr)
-	s.MeanOverlapH = Mean(ovl)
-	sort.Float64s(intr)
-	sort.Float64s(ovl)
-	s.P90InterruptH = features.Percentile(intr, 0.9)
-	s.P90OverlapH = features.Percentile(ovl, 0.9)
-	return s
-}
-
 // TableOutcomes plays a decision rule on every episode exactly (the table
 // holds the outcome of submitting at each tick): submitAt returns the tick
 // the policy submits at, or −1 for never (the deadline submission).
@@ -148,7 +98,7 @@ func ReactiveLoad(ep *ChainEpisode) string {
 // TuneThreshold picks, among candidates, the threshold whose first-reach
 // submissions minimise the mean cost over episodes (scores[i] for eps[i]);
 // ties go to the smaller threshold. It returns the threshold and its mean cost.
-func TuneThreshold(eps []ChainEpisode, scores [][]float64, candidates []float64, cost GapCost) (float64, float64) {
+func TuneThreshold(eps []ChainEpisode, scores [][]float64, candidates []float64, cost scenario.GapCost) (float64, float64) {
 	// Running maxima make "first tick reaching th" a binary search.
 	pm := make([][]float64, len(scores))
 	for i, s := range scores {

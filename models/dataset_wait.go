@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
@@ -66,7 +67,7 @@ func waitRequest(sp *sim.JobSpec) provisioner.SubmitRequest {
 // + the scheduling latency + 2 s): its start when it had started by then,
 // its planned start when it was pending with one, none otherwise. The
 // replay is deterministic, so the dataset is too.
-func GenerateWaitData(ctx context.Context, sc *Scenario, o WaitGenOptions) (*WaitData, error) {
+func GenerateWaitData(ctx context.Context, sc *scenario.Scenario, o WaitGenOptions) (*WaitData, error) {
 	start := time.Now() // wall time, reported only
 	if o.History <= 0 {
 		o.History = features.DefaultHistoryWindow
@@ -162,14 +163,6 @@ func (d *WaitData) Dataset() *Dataset {
 	return ds
 }
 
-// WithSeed returns the scenario with another simulator seed: the same
-// recorded load, replayed with other scheduling-latency draws.
-func (sc *Scenario) WithSeed(seed uint64) *Scenario {
-	out := *sc
-	out.Config.Seed = seed
-	return &out
-}
-
 // GenerateWaitReplicas generates the wait dataset of replicas replays of
 // the scenario, with simulator seeds sc.Config.Seed, +1, …, concurrently
 // on up to workers goroutines (≤ 0: one per replica), and returns their
@@ -181,7 +174,7 @@ func (sc *Scenario) WithSeed(seed uint64) *Scenario {
 // than Slurm's estimate, five replays 3.00–3.63×). With more than one
 // replica, o.Progress is called from the worker goroutines, serialised
 // (as GenerateChainData does), with the jobs of every replica.
-func GenerateWaitReplicas(ctx context.Context, sc *Scenario, o WaitGenOptions, replicas, workers int) (*WaitData, error) {
+func GenerateWaitReplicas(ctx context.Context, sc *scenario.Scenario, o WaitGenOptions, replicas, workers int) (*WaitData, error) {
 	if replicas <= 1 {
 		return GenerateWaitData(ctx, sc, o)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -22,25 +23,25 @@ import (
 // begins at a uniform tick (a chain that waited until then is in exactly
 // that state).
 type SimEnv struct {
-	Scenario       *Scenario // trace and cluster
-	Protocol       Protocol  // protocol (defaults filled by NewSimEnv)
+	Scenario       *scenario.Scenario // trace and cluster
+	Protocol       scenario.Protocol  // protocol (defaults filled by NewSimEnv)
 	Points         []time.Time
-	Cost           GapCost // reward = −Cost/Scale
-	Scale          float64 // reward divisor (default Cost.InterruptionPerHour: rewards in hours)
-	ExploringStart bool    // start at a uniform tick
+	Cost           scenario.GapCost // reward = −Cost/Scale
+	Scale          float64          // reward divisor (default Cost.InterruptionPerHour: rewards in hours)
+	ExploringStart bool             // start at a uniform tick
 	// LastGap is the gap (seconds) of the last finished episode.
 	LastGap float64
 
 	rng  *rand.Rand
 	base *sim.Sim
 	next int
-	run  *ChainRun
+	run  *scenario.ChainRun
 	k    int
 	n    int
 }
 
 // NewSimEnv returns a live environment over the injection points of [from, until).
-func NewSimEnv(sc *Scenario, p Protocol, from, until time.Time, cost GapCost, exploring bool, seed uint64) (*SimEnv, error) {
+func NewSimEnv(sc *scenario.Scenario, p scenario.Protocol, from, until time.Time, cost scenario.GapCost, exploring bool, seed uint64) (*SimEnv, error) {
 	p = p.WithDefaults(sc.Config)
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -71,8 +72,8 @@ func (e *SimEnv) Reset() ([]float64, error) {
 		e.next++
 		e.base.Run(at)
 		n := e.Protocol.Nodes[e.rng.IntN(len(e.Protocol.Nodes))]
-		run, err := StartChain(e.base, e.Protocol, at, n, ChainID(at, n))
-		if errors.Is(err, ErrNeverStarted) {
+		run, err := scenario.StartChain(e.base, e.Protocol, at, n, scenario.ChainID(at, n))
+		if errors.Is(err, scenario.ErrNeverStarted) {
 			continue
 		}
 		if err != nil {

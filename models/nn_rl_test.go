@@ -4,7 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
 )
 
 // testCountdownEnv is a toy chain: the predecessor ends T steps after the
@@ -178,31 +177,6 @@ func TestReplayAndEpsilon(t *testing.T) {
 	}{{0, 1}, {5, 0.55}, {10, 0.1}, {50, 0.1}} {
 		if got := e.At(c.step); math.Abs(got-c.want) > 1e-12 {
 			t.Errorf("ε(%d) = %v, want %v", c.step, got, c.want)
-		}
-	}
-}
-
-func TestGapCost(t *testing.T) {
-	site := GapCost{InterruptionPerHour: 10, OverlapPerGPUHour: 2}
-	tests := []struct {
-		c    GapCost
-		gap  time.Duration
-		gpus int
-		want float64
-	}{
-		{DefaultGapCost, 2 * time.Hour, 8, 120},                              // published: 60·|2|
-		{DefaultGapCost, -30 * time.Minute, 8, 30},                           // 60·|−0.5|
-		{DefaultGapCost, 0, 8, 0},                                            // exact hand-over
-		{site, 90 * time.Minute, 4, 15},                                      // 10·1.5
-		{site, -90 * time.Minute, 4, 12},                                     // 2·4·1.5
-		{GapCost{OverlapPerHour: 1, OverlapPerGPUHour: 1}, -time.Hour, 3, 4}, // (1 + 1·3)·1
-	}
-	for _, tt := range tests {
-		if got := tt.c.Cost(tt.gap, tt.gpus); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("%+v.Cost(%s, %d) = %v, want %v", tt.c, tt.gap, tt.gpus, got, tt.want)
-		}
-		if r := tt.c.Reward(tt.gap, tt.gpus); r != -tt.c.Cost(tt.gap, tt.gpus) {
-			t.Errorf("Reward %v", r)
 		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/modeltest"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -19,15 +21,15 @@ import (
 // chain's simulator (synthetic LS6-like trace on 40 nodes), submit the
 // successor and run until it starts.
 func BenchmarkProbe(b *testing.B) {
-	sc := testScenario(b)
-	p := testProtocol().WithDefaults(sc.Config)
+	sc := modeltest.Scenario(b)
+	p := modeltest.Protocol().WithDefaults(sc.Config)
 	base, err := sc.NewSim()
 	if err != nil {
 		b.Fatal(err)
 	}
 	at := sc.First.Add(5 * 24 * time.Hour)
 	base.Run(at)
-	c, err := StartChain(base, p, at, 4, "bench")
+	c, err := scenario.StartChain(base, p, at, 4, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,8 +46,8 @@ func BenchmarkProbe(b *testing.B) {
 // BenchmarkGenerateChainData generates one day of chains (4 injections × 2
 // sizes × 25 probes) on all cores; probes/s is the dataset generation rate.
 func BenchmarkGenerateChainData(b *testing.B) {
-	sc := testScenario(b)
-	o := GenOptions{Protocol: testProtocol(), From: sc.First.Add(5 * 24 * time.Hour), Until: sc.First.Add(6 * 24 * time.Hour)}
+	sc := modeltest.Scenario(b)
+	o := GenOptions{Protocol: modeltest.Protocol(), From: sc.First.Add(5 * 24 * time.Hour), Until: sc.First.Add(6 * 24 * time.Hour)}
 	probes := 0
 	for b.Loop() {
 		d, err := GenerateChainData(context.Background(), sc, o)
@@ -59,15 +61,15 @@ func BenchmarkGenerateChainData(b *testing.B) {
 
 // benchObservation is an observation of a running 4-node chain in the synthetic scenario.
 func benchObservation(b *testing.B) *provisioner.Observation {
-	sc := testScenario(b)
-	p := testProtocol().WithDefaults(sc.Config)
+	sc := modeltest.Scenario(b)
+	p := modeltest.Protocol().WithDefaults(sc.Config)
 	base, err := sc.NewSim()
 	if err != nil {
 		b.Fatal(err)
 	}
 	at := sc.First.Add(8 * 24 * time.Hour)
 	base.Run(at)
-	c, err := StartChain(base, p, at, 4, "bench")
+	c, err := scenario.StartChain(base, p, at, 4, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -196,7 +198,7 @@ func BenchmarkDecideLS6(b *testing.B) {
 		jobs = append(jobs, j)
 	}
 	r.Close()
-	sc, err := NewScenario("ls6", jobs, sim.LS6())
+	sc, err := scenario.NewScenario("ls6", jobs, sim.LS6())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -206,7 +208,7 @@ func BenchmarkDecideLS6(b *testing.B) {
 	}
 	at := time.Date(2023, 2, 10, 12, 0, 0, 0, time.UTC)
 	base.Run(at)
-	c, err := StartChain(base, DefaultProtocol().WithDefaults(sc.Config), at, 8, "bench")
+	c, err := scenario.StartChain(base, scenario.DefaultProtocol().WithDefaults(sc.Config), at, 8, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // metaSetter is implemented by the models of this package so training can
@@ -34,7 +35,7 @@ func updateMeta(m Model, f func(*Meta)) error {
 // PolicyTrainOptions control TrainPolicy.
 type PolicyTrainOptions struct {
 	Seed        uint64                              // seed of every fit (recorded)
-	Cost        GapCost                             // tuning objective and RL reward (zero: DefaultGapCost)
+	Cost        scenario.GapCost                    // tuning objective and RL reward (zero: DefaultGapCost)
 	CalibShare  float64                             // latest share of training episodes held out to tune the decision threshold (default 0.2)
 	Target      string                              // xgb regression target: TargetWait (default) or TargetGap
 	XGBLoss     string                              // xgb loss: LossQuantileDecision (default) or LossSquared
@@ -44,7 +45,7 @@ type PolicyTrainOptions struct {
 	GolearnRows int                                 // rows subsampled for rf-golearn (default 20000; golearn is slow, see facts)
 	RL          RLOptions                           // dqn and pg
 	Meta        Meta                                // trace and windows to record (kind, task, schema are filled in)
-	Protocol    Protocol                            // protocol of the data (for a live RL environment's episode length)
+	Protocol    scenario.Protocol                   // protocol of the data (for a live RL environment's episode length)
 	Progress    func(stage string, done, total int) // optional progress
 }
 
@@ -52,19 +53,19 @@ func (o *PolicyTrainOptions) protocolLimit() time.Duration {
 	if o.Protocol.Limit > 0 {
 		return o.Protocol.Limit
 	}
-	return DefaultProtocol().Limit
+	return scenario.DefaultProtocol().Limit
 }
 
 func (o *PolicyTrainOptions) protocolTick() time.Duration {
 	if o.Protocol.Tick > 0 {
 		return o.Protocol.Tick
 	}
-	return DefaultProtocol().Tick
+	return scenario.DefaultProtocol().Tick
 }
 
 func (o *PolicyTrainOptions) defaults() {
-	if o.Cost == (GapCost{}) {
-		o.Cost = DefaultGapCost
+	if o.Cost == (scenario.GapCost{}) {
+		o.Cost = scenario.DefaultGapCost
 	}
 	if o.CalibShare <= 0 {
 		o.CalibShare = 0.2
@@ -96,7 +97,7 @@ const (
 
 // DecisionQuantile is a/(a+b) for the cost: a the cost of an hour of
 // interruption, b of an hour of overlap of a segment of gpus GPUs.
-func DecisionQuantile(c GapCost, gpus int) float64 {
+func DecisionQuantile(c scenario.GapCost, gpus int) float64 {
 	a := c.InterruptionPerHour
 	b := c.OverlapPerHour + c.OverlapPerGPUHour*float64(gpus)
 	if a+b <= 0 {
@@ -203,7 +204,7 @@ func rowsOf(eps []ChainEpisode) int {
 }
 
 // policyMetrics adds the outcome of m's rule on eps (and its prediction error) under prefix.
-func policyMetrics(metrics map[string]float64, prefix string, m Model, rule DecisionRule, eps []ChainEpisode, cost GapCost) error {
+func policyMetrics(metrics map[string]float64, prefix string, m Model, rule DecisionRule, eps []ChainEpisode, cost scenario.GapCost) error {
 	if len(eps) == 0 {
 		return nil
 	}
@@ -229,7 +230,7 @@ func policyMetrics(metrics map[string]float64, prefix string, m Model, rule Deci
 	if err != nil {
 		return err
 	}
-	s := Summarise(gaps, gpus, cens, cost)
+	s := scenario.Summarise(gaps, gpus, cens, cost)
 	metrics[prefix+"episodes"] = float64(s.N)
 	metrics[prefix+"mean_abs_gap_h"] = s.MeanAbsGapH
 	metrics[prefix+"mean_cost"] = s.MeanCost
@@ -240,7 +241,7 @@ func policyMetrics(metrics map[string]float64, prefix string, m Model, rule Deci
 	metrics[prefix+"zero_interruption"] = s.ZeroInterruption
 	metrics[prefix+"within_hour"] = s.WithinHour
 	rg, rgp, rc, _ := TableOutcomes(eps, func(*ChainEpisode) (int, error) { return -1, nil })
-	metrics[prefix+"reactive_mean_abs_gap_h"] = Summarise(rg, rgp, rc, cost).MeanAbsGapH
+	metrics[prefix+"reactive_mean_abs_gap_h"] = scenario.Summarise(rg, rgp, rc, cost).MeanAbsGapH
 	switch task {
 	case Regression:
 		metrics[prefix+"gap_mae_h"] = MAE(pred, yv) / 3600
@@ -494,10 +495,10 @@ func (o *RLOptions) defaults(kind Kind) {
 // submit ends the episode with reward −Cost(gap)/Scale; waiting past the
 // last tick ends it with the deadline (reactive) submission's reward.
 type TableEnv struct {
-	Episodes       []ChainEpisode // the tables
-	Cost           GapCost        // reward = −Cost/Scale
-	Scale          float64        // reward divisor (default Cost.InterruptionPerHour: rewards in hours)
-	ExploringStart bool           // start at a uniform tick instead of tick 0
+	Episodes       []ChainEpisode   // the tables
+	Cost           scenario.GapCost // reward = −Cost/Scale
+	Scale          float64          // reward divisor (default Cost.InterruptionPerHour: rewards in hours)
+	ExploringStart bool             // start at a uniform tick instead of tick 0
 	rng            *rand.Rand
 	ep             *ChainEpisode
 	k              int
@@ -506,7 +507,7 @@ type TableEnv struct {
 }
 
 // NewTableEnv returns an environment over eps drawing episodes from seed.
-func NewTableEnv(eps []ChainEpisode, cost GapCost, exploring bool, seed uint64) *TableEnv {
+func NewTableEnv(eps []ChainEpisode, cost scenario.GapCost, exploring bool, seed uint64) *TableEnv {
 	sc := cost.InterruptionPerHour
 	if sc <= 0 {
 		sc = 1
@@ -597,7 +598,7 @@ func trainRLPolicy(kind Kind, early, calib []ChainEpisode, meta Meta, o *PolicyT
 		if err != nil {
 			return 0, err
 		}
-		return Summarise(gaps, gpus, cens, o.Cost).MeanCost, nil
+		return scenario.Summarise(gaps, gpus, cens, o.Cost).MeanCost, nil
 	}
 	var env Env = NewTableEnv(early, o.Cost, !ro.FullStarts, o.Seed)
 	envName := "tables of the probed training chains (TableEnv)"

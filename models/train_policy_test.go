@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/modeltest"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // testSplit splits the synthetic chain data: every fourth injection (both
@@ -24,7 +26,7 @@ func testSplit(t testing.TB) (train, valid *ChainData) {
 	d := testChainData(t)
 	train, valid = &ChainData{Schema: d.Schema, Trace: d.Trace}, &ChainData{Schema: d.Schema, Trace: d.Trace}
 	first := d.Episodes[0].Inject
-	every := testProtocol().Every
+	every := modeltest.Protocol().Every
 	for _, ep := range d.Episodes {
 		if int(ep.Inject.Sub(first)/every)%4 != 3 {
 			train.Episodes = append(train.Episodes, ep)
@@ -41,8 +43,8 @@ func testConstantCosts(eps []ChainEpisode) (first, never float64) {
 	for i := range eps {
 		g0, _ := eps[i].Outcome(0)
 		gr, _ := eps[i].Outcome(-1)
-		first += DefaultGapCost.Cost(time.Duration(g0*float64(time.Second)), eps[i].GPUs)
-		never += DefaultGapCost.Cost(time.Duration(gr*float64(time.Second)), eps[i].GPUs)
+		first += scenario.DefaultGapCost.Cost(time.Duration(g0*float64(time.Second)), eps[i].GPUs)
+		never += scenario.DefaultGapCost.Cost(time.Duration(gr*float64(time.Second)), eps[i].GPUs)
 	}
 	n := float64(len(eps))
 	return first / n, never / n
@@ -195,7 +197,7 @@ func TestTuneThresholdAndTableOutcomes(t *testing.T) {
 		{X: make([][]float64, 3), Gap: []float64{-3 * h, -0.25 * h, h}, Censored: make([]bool, 3), Reactive: 4 * h, GPUs: 3},
 	}
 	scores := [][]float64{{0, 1, 2}, {0, 1, 2}}
-	th, c := TuneThreshold(eps, scores, []float64{3, 2, 1, 0}, DefaultGapCost)
+	th, c := TuneThreshold(eps, scores, []float64{3, 2, 1, 0}, scenario.DefaultGapCost)
 	if th != 1 || math.Abs(c-37.5) > 1e-9 {
 		t.Errorf("tuned threshold %v cost %v, want 1 and 37.5", th, c)
 	}
@@ -203,7 +205,7 @@ func TestTuneThresholdAndTableOutcomes(t *testing.T) {
 	if gaps[0] != 0.5*h || gaps[1] != h {
 		t.Errorf("outcomes %v", gaps)
 	}
-	s := Summarise([]float64{0.5 * h, h, -2 * h}, []int{3, 3, 3}, nil, DefaultGapCost)
+	s := scenario.Summarise([]float64{0.5 * h, h, -2 * h}, []int{3, 3, 3}, nil, scenario.DefaultGapCost)
 	// interruptions [0.5 1 0]: mean 0.5; sorted [0 0.5 1] p90 at rank 1.8 → 0.9; overlaps [0 0 2]: mean 2/3, p90 1.6.
 	if math.Abs(s.MeanInterruptH-0.5) > 1e-12 || math.Abs(s.P90InterruptH-0.9) > 1e-12 || math.Abs(s.MeanOverlapH-2.0/3) > 1e-12 ||
 		math.Abs(s.P90OverlapH-1.6) > 1e-12 || math.Abs(s.ZeroInterruption-1.0/3) > 1e-12 || math.Abs(s.WithinHour-2.0/3) > 1e-12 ||

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/modeltest"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // TestWaitPredictorOnSimulatedJobs trains the wait predictor on the
@@ -17,7 +19,7 @@ import (
 // error beats the constant predictor (the training median wait), its
 // interval is ordered, and Slurm's estimates were recorded.
 func TestWaitPredictorOnSimulatedJobs(t *testing.T) {
-	sc := testScenario(t)
+	sc := modeltest.Scenario(t)
 	cut := sc.First.Add(9 * 24 * time.Hour)
 	train, err := GenerateWaitData(context.Background(), sc, WaitGenOptions{Until: cut})
 	if err != nil {
@@ -96,10 +98,10 @@ func TestDecisionRuleBySizeAndQuantile(t *testing.T) {
 	}
 	// a/(a+b): symmetric 60/60 → 0.5; interruption 30, overlap 10 + 5/GPU on 4 GPUs → 30/60 = 0.5; 90 vs 10 → 0.9.
 	for _, tt := range []struct {
-		c    GapCost
+		c    scenario.GapCost
 		gpus int
 		want float64
-	}{{DefaultGapCost, 24, 0.5}, {GapCost{InterruptionPerHour: 30, OverlapPerHour: 10, OverlapPerGPUHour: 5}, 4, 0.5}, {GapCost{InterruptionPerHour: 90, OverlapPerHour: 10}, 1, 0.9}} {
+	}{{scenario.DefaultGapCost, 24, 0.5}, {scenario.GapCost{InterruptionPerHour: 30, OverlapPerHour: 10, OverlapPerGPUHour: 5}, 4, 0.5}, {scenario.GapCost{InterruptionPerHour: 90, OverlapPerHour: 10}, 1, 0.9}} {
 		if got := DecisionQuantile(tt.c, tt.gpus); math.Abs(got-tt.want) > 1e-12 {
 			t.Errorf("DecisionQuantile(%+v, %d) = %v, want %v", tt.c, tt.gpus, got, tt.want)
 		}
@@ -110,7 +112,7 @@ func TestDecisionRuleBySizeAndQuantile(t *testing.T) {
 // datasets of seeds s, s+1, s+2 concatenated in that order, whatever the
 // number of workers, and that the seeds really replay differently.
 func TestGenerateWaitReplicas(t *testing.T) {
-	sc := testScenario(t)
+	sc := modeltest.Scenario(t)
 	o := WaitGenOptions{Until: sc.First.Add(4 * 24 * time.Hour)}
 	var want []WaitSample
 	var waits [][]float64

@@ -13,9 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
-	"github.com/spf13/cobra"
 )
 
 func init() { register(newModelsCmd) }

@@ -10,11 +10,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
-	"github.com/spf13/cobra"
 )
 
 func init() { register(newPredictWaitCmd) }
@@ -250,7 +252,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc, err := models.NewScenario(filepath.Base(o.trace), jobs, cfg)
+		sc, err := scenario.NewScenario(filepath.Base(o.trace), jobs, cfg)
 		if err != nil {
 			return nil, withCode(exitBadInput, err)
 		}

@@ -17,11 +17,13 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
-	"github.com/spf13/cobra"
 )
 
 func init() { register(newTrainCmd) }
@@ -124,9 +126,9 @@ Datasets use all cores (--workers) and are deterministic for --seed.`,
 	f.Float64SliceVar(&o.scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
 	f.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
 	f.StringVar(&o.cache, "cache", "", "directory caching generated datasets")
-	f.Float64Var(&o.costIntr, "cost-interruption", models.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
-	f.Float64Var(&o.costOvl, "cost-overlap", models.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
-	f.Float64Var(&o.costOvlGPU, "cost-overlap-gpu", models.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
+	f.Float64Var(&o.costIntr, "cost-interruption", scenario.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
+	f.Float64Var(&o.costOvl, "cost-overlap", scenario.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
+	f.Float64Var(&o.costOvlGPU, "cost-overlap-gpu", scenario.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
 	f.IntVar(&o.dqnSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
 	f.IntVar(&o.pgIters, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
 	f.StringVar(&o.target, "target", models.TargetWait, "xgb regression target: wait or gap")
@@ -221,8 +223,8 @@ type trainRun struct {
 	o        *trainOptions
 	errw     io.Writer
 	cfg      sim.Config
-	sc       *models.Scenario
-	proto    models.Protocol
+	sc       *scenario.Scenario
+	proto    scenario.Protocol
 	from     time.Time
 	tu       time.Time
 	until    time.Time
@@ -271,11 +273,11 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
 		}
 	}
-	r.proto = models.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Limit: o.limit, Nodes: o.nodes}.WithDefaults(cfg)
+	r.proto = scenario.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Limit: o.limit, Nodes: o.nodes}.WithDefaults(cfg)
 	if err := r.proto.Validate(); err != nil {
 		return withCode(exitUsage, err)
 	}
-	if r.sc, err = models.NewScenario(filepath.Base(o.trace), jobs, cfg); err != nil {
+	if r.sc, err = scenario.NewScenario(filepath.Base(o.trace), jobs, cfg); err != nil {
 		return withCode(exitBadInput, err)
 	}
 	if st, err := os.Stat(o.trace); err == nil {
@@ -354,7 +356,7 @@ func (r *trainRun) cachePath(kind string, parts ...any) string {
 }
 
 // chainData generates (or reads from the cache) one chain dataset.
-func (r *trainRun) chainData(ctx context.Context, label string, sc *models.Scenario, g models.GenOptions) (*models.ChainData, error) {
+func (r *trainRun) chainData(ctx context.Context, label string, sc *scenario.Scenario, g models.GenOptions) (*models.ChainData, error) {
 	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.o.seed)
 	if path != "" {
 		if d, err := models.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
@@ -393,7 +395,7 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 	}
 	bar := newCountBar(r.o.progress, "train "+name)
 	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
-		Cost: models.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
+		Cost: scenario.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
 		RL:   models.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
 		Progress: func(stage string, done, total int) {
 			bar.label = "train " + name + ": " + stage

@@ -1,4 +1,4 @@
-package models
+package scenario
 
 import (
 	"context"
@@ -379,4 +379,12 @@ func (c *ChainRun) Fork() *ChainRun {
 	f := *c
 	f.S = c.S.Fork()
 	return &f
+}
+
+// WithSeed returns the scenario with another simulator seed: the same
+// recorded load, replayed with other scheduling-latency draws.
+func (sc *Scenario) WithSeed(seed uint64) *Scenario {
+	out := *sc
+	out.Config.Seed = seed
+	return &out
 }
