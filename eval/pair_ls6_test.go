@@ -16,6 +16,9 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
+
+	// The learned policies under test load their model kinds from these.
+	_ "github.com/mirage-gpu/mirage/models/learners"
 )
 
 // TestAcceptanceLS6 is the acceptance run of issue 6 (not a unit test: it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -109,7 +110,7 @@ func fieldIndex(t *testing.T, name string) int {
 func TestRunPairsMatchesDatasetTables(t *testing.T) {
 	sc := testScenario(t)
 	from, until := sc.First.Add(3*24*time.Hour), sc.First.Add(6*24*time.Hour)
-	data, err := models.GenerateChainData(context.Background(), sc, models.GenOptions{Protocol: testProtocol(), From: from, Until: until})
+	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: testProtocol(), From: from, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func TestRunPairsEngineMatchesDirect(t *testing.T) {
 			}
 		}
 	}
-	data, err := models.GenerateChainData(context.Background(), sc, models.GenOptions{Protocol: testProtocol(), From: from, Until: until})
+	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: testProtocol(), From: from, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}

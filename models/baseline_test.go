@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -174,25 +173,5 @@ func TestPolicyFactory(t *testing.T) {
 		if _, err := g(name); err != nil || called != name {
 			t.Errorf("%s not delegated (%v, called %q)", name, err, called)
 		}
-	}
-	// A learned model is read from DIR/NAME, and its kind must fit the name.
-	m := &PolicyNetModel{meta: Meta{Kind: KindDQN, Task: Preference, Schema: features.Schema()}}
-	net, err := NewMLP(MLPConfig{Inputs: features.NumFeatures(), Hidden: []int{4}, Outputs: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Net = net
-	if err := Save(dir+"/dqn", m); err != nil {
-		t.Fatal(err)
-	}
-	p, err := f("dqn")
-	if err != nil || p.Name() != "dqn" {
-		t.Fatalf("dqn: %v, %v", p, err)
-	}
-	if err := Save(dir+"/pg", m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f("pg"); err == nil || !strings.Contains(err.Error(), "holds a dqn model, want pg") {
-		t.Errorf("kind mismatch: %v", err)
 	}
 }

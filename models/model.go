@@ -106,8 +106,8 @@ type OutputTransform struct {
 	Expm1Unit float64 `json:"expm1_unit,omitempty"` // > 0: the target was log1p(y/unit)
 }
 
-// apply maps a raw output; a nil transform is the identity.
-func (o *OutputTransform) apply(r float64) float64 {
+// Apply maps a raw output; a nil transform is the identity.
+func (o *OutputTransform) Apply(r float64) float64 {
 	if o == nil {
 		return r
 	}
@@ -148,8 +148,8 @@ var (
 	ErrBadModel = errors.New("malformed model")
 )
 
-// checkLen verifies one feature vector against a schema width.
-func checkLen(features []float64, width int) error {
+// CheckLen verifies one feature vector against a schema width (no check when width is 0).
+func CheckLen(features []float64, width int) error {
 	if width > 0 && len(features) != width {
 		return fmt.Errorf("%w: got %d, schema has %d", ErrFeatureCount, len(features), width)
 	}
@@ -191,6 +191,23 @@ func ReadMeta(dir string) (Meta, error) {
 	return meta, nil
 }
 
+// MetaSetter is implemented by the models of the learner packages, so
+// training can record the decision rule and metrics after the fit.
+type MetaSetter interface{ SetMeta(Meta) }
+
+// UpdateMeta applies f to a copy of m's metadata and stores it back in m,
+// which must implement MetaSetter.
+func UpdateMeta(m Model, f func(*Meta)) error {
+	s, ok := m.(MetaSetter)
+	if !ok {
+		return fmt.Errorf("model %T cannot record metadata", m)
+	}
+	meta := m.Meta()
+	f(&meta)
+	s.SetMeta(meta)
+	return nil
+}
+
 // Loader reads a model of one kind from its directory, given its meta.json.
 type Loader func(dir string, meta Meta) (Model, error)
 
@@ -199,8 +216,9 @@ var (
 	loaders   = map[Kind]Loader{}
 )
 
-// RegisterLoader makes Load able to read models of a kind. Kinds in this
-// package register themselves in init; dqn/pg register theirs the same way.
+// RegisterLoader makes Load able to read models of a kind. The learner
+// packages (models/xgb, models/forest, models/nn) register their kinds in
+// init; import models/learners to have them all.
 func RegisterLoader(kind Kind, l Loader) {
 	loadersMu.Lock()
 	defer loadersMu.Unlock()

@@ -3,15 +3,7 @@ package models
 import (
 	"math"
 	"testing"
-
-	"github.com/mirage-gpu/mirage/models/features"
-	"github.com/mirage-gpu/mirage/models/internal/testobs"
 )
-
-// testSchema is a schema matching testSynth's width.
-func testSchema(w int) features.SchemaID {
-	return features.SchemaID{Name: "synthetic", Version: 1, Fields: testobs.Fields(w)}
-}
 
 func TestMetrics(t *testing.T) {
 	// Hand-computed: errors 1, -1, 2 → MAE 4/3, RMSE sqrt(6/3).
@@ -34,9 +26,6 @@ func TestMetrics(t *testing.T) {
 	// Residuals 2 and −1 at q 0.9: 0.9·2 and 0.1·1 → mean 0.95.
 	if got := Pinball([]float64{1, 1}, []float64{3, 0}, 0.9); math.Abs(got-0.95) > 1e-12 {
 		t.Errorf("Pinball = %v", got)
-	}
-	if got := variance([]float64{1, 3}); got != 1 {
-		t.Errorf("variance = %v", got)
 	}
 	if got := SafeLabels([]float64{-3600, -1800, 0, 7200}); got[0] != 0 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
 		t.Errorf("SafeLabels = %v", got)

@@ -2,7 +2,6 @@ package models
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/mirage-gpu/mirage/models/features"
 )
-
-// updateGolden (-update) rewrites golden files under testdata/ (see TestXGBGoldenUpdate).
-var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 func TestSchemaMismatchMessage(t *testing.T) {
 	err := features.CheckSchema(features.SchemaID{Name: "mirage-chain", Version: 1}, features.SchemaID{Name: "mirage-chain", Version: 2})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -52,6 +53,9 @@ func PolicyNames() []string {
 	return n
 }
 
+// LearnedPolicies lists the learned policies' names (each loaded from a model directory).
+func LearnedPolicies() []string { return slices.Clone(learnedPolicies) }
+
 // IsLearned reports whether name is a learned policy (loaded from a model directory).
 func IsLearned(name string) bool {
 	for _, n := range learnedPolicies {
@@ -72,7 +76,8 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 	var mu sync.Mutex
 	cache := map[string]Model{}
 	if opts.Baseline == nil {
-		opts.Baseline = defaultBaseline
+		// The provisioner's baselines with their default options.
+		opts.Baseline = func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) }
 	}
 	return func(name string) (provisioner.Policy, error) {
 		switch name {

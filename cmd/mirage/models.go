@@ -17,6 +17,9 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
+
+	// Every learner registers its model kinds, so trained models load.
+	_ "github.com/mirage-gpu/mirage/models/learners"
 )
 
 func init() { register(newModelsCmd) }

@@ -20,8 +20,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
+	mtrain "github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -231,7 +233,7 @@ type trainRun struct {
 	traceKey string
 	log      *slog.Logger
 
-	trainCache, validCache *models.ChainData // policy datasets, generated once per run
+	trainCache, validCache *dataset.ChainData // policy datasets, generated once per run
 }
 
 func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
@@ -356,19 +358,19 @@ func (r *trainRun) cachePath(kind string, parts ...any) string {
 }
 
 // chainData generates (or reads from the cache) one chain dataset.
-func (r *trainRun) chainData(ctx context.Context, label string, sc *scenario.Scenario, g models.GenOptions) (*models.ChainData, error) {
+func (r *trainRun) chainData(ctx context.Context, label string, sc *scenario.Scenario, g dataset.GenOptions) (*dataset.ChainData, error) {
 	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.o.seed)
 	if path != "" {
-		if d, err := models.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
+		if d, err := dataset.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
 			return d, nil
 		}
 	}
 	bar := newCountBar(r.o.progress, "dataset "+label)
 	g.Progress, g.Workers = bar.update, r.o.workers
 	g.Log = func(msg string, kv ...any) { r.log.Info(msg, kv...) }
-	d, err := models.GenerateChainData(ctx, sc, g)
+	d, err := dataset.GenerateChainData(ctx, sc, g)
 	bar.done()
-	if errors.Is(err, models.ErrNoInjections) {
+	if errors.Is(err, dataset.ErrNoInjections) {
 		return nil, withCode(exitUsage, fmt.Errorf("dataset %s: %w: check --from, --train-until, --until and --warmup", label, err))
 	}
 	if err != nil {
@@ -380,7 +382,7 @@ func (r *trainRun) chainData(ctx context.Context, label string, sc *scenario.Sce
 		if err := os.MkdirAll(r.o.cache, 0o700); err != nil {
 			return nil, fmt.Errorf("--cache: %w", err)
 		}
-		if err := models.SaveChainData(path, d); err != nil {
+		if err := dataset.SaveChainData(path, d); err != nil {
 			return nil, err
 		}
 	}
@@ -394,9 +396,9 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 		return trainedModel{}, err
 	}
 	bar := newCountBar(r.o.progress, "train "+name)
-	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
+	po := mtrain.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
 		Cost: scenario.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
-		RL:   models.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
+		RL:   mtrain.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
 		Progress: func(stage string, done, total int) {
 			bar.label = "train " + name + ": " + stage
 			bar.update(done, total)
@@ -404,7 +406,7 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 	if po.Target != models.TargetWait && po.Target != models.TargetGap {
 		return trainedModel{}, withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", po.Target))
 	}
-	m, err := models.TrainPolicy(name, train, valid, po)
+	m, err := mtrain.TrainPolicy(name, train, valid, po)
 	bar.done()
 	if err != nil {
 		return trainedModel{}, fmt.Errorf("train %s: %w", name, err)
@@ -419,7 +421,7 @@ func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Met
 // errNoTrainingChains: the window holds no complete training chain.
 var errNoTrainingChains = errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup")
 
-func (r *trainRun) policyData(ctx context.Context) (*models.ChainData, *models.ChainData, error) {
+func (r *trainRun) policyData(ctx context.Context) (*dataset.ChainData, *dataset.ChainData, error) {
 	if r.trainCache != nil {
 		return r.trainCache, r.validCache, nil
 	}
@@ -427,12 +429,12 @@ func (r *trainRun) policyData(ctx context.Context) (*models.ChainData, *models.C
 	if end.IsZero() {
 		end = r.until
 	}
-	g := models.GenOptions{Protocol: r.proto, From: r.from}
+	g := dataset.GenOptions{Protocol: r.proto, From: r.from}
 	if !end.IsZero() {
 		// every decision of a training chain precedes the end of training
 		g.Until, g.EndBy = end.Add(-r.proto.Limit+1), end
 	}
-	var train *models.ChainData
+	var train *dataset.ChainData
 	for _, s := range r.o.scales {
 		sc, err := r.sc.Scaled(s, r.o.seed, 0)
 		if err != nil {
@@ -452,9 +454,9 @@ func (r *trainRun) policyData(ctx context.Context) (*models.ChainData, *models.C
 	if len(train.Episodes) < 2 {
 		return nil, nil, withCode(exitUsage, errNoTrainingChains)
 	}
-	var valid *models.ChainData
+	var valid *dataset.ChainData
 	if !r.tu.IsZero() {
-		d, err := r.chainData(ctx, "validation", r.sc, models.GenOptions{Protocol: r.proto, From: r.tu, Until: r.until})
+		d, err := r.chainData(ctx, "validation", r.sc, dataset.GenOptions{Protocol: r.proto, From: r.tu, Until: r.until})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -470,10 +472,10 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 	if end.IsZero() {
 		end = r.until
 	}
-	gen := func(label string, o models.WaitGenOptions, replicas int) (*models.WaitData, error) {
+	gen := func(label string, o dataset.WaitGenOptions, replicas int) (*dataset.WaitData, error) {
 		bar := newCountBar(r.o.progress, "wait dataset "+label)
 		o.Progress = bar.update
-		d, err := models.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
+		d, err := dataset.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
 		bar.done()
 		if err != nil {
 			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
@@ -481,18 +483,18 @@ func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedMode
 		fmt.Fprintf(r.errw, "wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
 		return d, nil
 	}
-	train, err := gen("train", models.WaitGenOptions{From: r.from, Until: end}, r.o.waitReplicas)
+	train, err := gen("train", dataset.WaitGenOptions{From: r.from, Until: end}, r.o.waitReplicas)
 	if err != nil {
 		return trainedModel{}, err
 	}
-	var valid *models.WaitData
+	var valid *dataset.WaitData
 	if !r.tu.IsZero() {
-		if valid, err = gen("validation", models.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}, 1); err != nil {
+		if valid, err = gen("validation", dataset.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}, 1); err != nil {
 			return trainedModel{}, err
 		}
 	}
 	bar := newCountBar(r.o.progress, "train wait")
-	w, rep, err := models.TrainWaitPredictor(train, valid, models.WaitTrainOptions{Seed: r.o.seed, Meta: meta,
+	w, rep, err := mtrain.TrainWaitPredictor(train, valid, mtrain.WaitTrainOptions{Seed: r.o.seed, Meta: meta,
 		Progress: func(stage string, done, total int) { bar.label = "train " + stage; bar.update(done, total) }})
 	bar.done()
 	if err != nil {

@@ -5,10 +5,12 @@
 package modeltest
 
 import (
+	"context"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -49,4 +51,23 @@ func Scenario(t testing.TB) *scenario.Scenario {
 // Protocol is a fast protocol for tests: 12 h segments, decisions every 30 min, chains of 1 and 4 nodes every 6 h.
 func Protocol() scenario.Protocol {
 	return scenario.Protocol{Every: 6 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
+}
+
+var (
+	chainOnce sync.Once
+	chainVal  *dataset.ChainData
+	chainErr  error
+)
+
+// ChainData generates (once) the chain dataset of days 2–12 of the test scenario (80 chains).
+func ChainData(t testing.TB) *dataset.ChainData {
+	t.Helper()
+	sc := Scenario(t)
+	chainOnce.Do(func() {
+		chainVal, chainErr = dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: Protocol(), Until: sc.First.Add(12 * 24 * time.Hour)})
+	})
+	if chainErr != nil {
+		t.Fatal(chainErr)
+	}
+	return chainVal
 }
