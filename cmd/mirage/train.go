@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,45 +17,28 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
-	mtrain "github.com/mirage-gpu/mirage/models/train"
-	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
 func init() { register(newTrainCmd) }
 
-// trainOptions are the flags of mirage train.
+// trainOptions are the flags of mirage train: most bind straight into the
+// pipeline's train.Spec; the trace, the cluster and the window bounds are
+// read and parsed here.
 type trainOptions struct {
-	trace        string
-	model        []string
-	out          string
-	preset       string
-	slurmConf    string
-	from         string
-	trainUntil   string
-	until        string
-	seed         uint64
-	waitReplicas int
-	nodes        []int
-	every        time.Duration
-	warmUp       time.Duration
-	tick         time.Duration
-	limit        time.Duration
-	scales       []float64
-	workers      int
-	cache        string
-	costIntr     float64
-	costOvl      float64
-	costOvlGPU   float64
-	dqnSteps     int
-	pgIters      int
-	target       string
-	json         bool
-	traceOpts    traceFlags
-	progress     io.Writer // stderr when it is a terminal, else nil
-	now          func() time.Time
+	spec       train.Spec
+	trace      string
+	preset     string
+	slurmConf  string
+	from       string
+	trainUntil string
+	until      string
+	json       bool
+	traceOpts  traceFlags
+	progress   io.Writer // stderr when it is a terminal, else nil
+	now        func() time.Time
 }
 
 func newTrainCmd() *cobra.Command {
@@ -112,29 +91,29 @@ Datasets use all cores (--workers) and are deterministic for --seed.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (required)")
-	f.StringSliceVar(&o.model, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
-	f.StringVar(&o.out, "out", "", "models directory; each model goes to DIR/NAME (required)")
+	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
+	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (required)")
 	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	f.StringVar(&o.from, "from", "", "first injection (default: the trace's first start + --warmup)")
 	f.StringVar(&o.trainUntil, "train-until", "", "end of training; start of validation")
 	f.StringVar(&o.until, "until", "", "end of validation injections (default: the trace's last submit)")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the simulator's latency draws, load scaling and every fit")
-	f.IntSliceVar(&o.nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
-	f.DurationVar(&o.every, "every", 4*time.Hour, "trace time between injections")
-	f.DurationVar(&o.warmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
-	f.DurationVar(&o.tick, "tick", 10*time.Minute, "decision interval")
-	f.DurationVar(&o.limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
-	f.Float64SliceVar(&o.scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
-	f.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
-	f.StringVar(&o.cache, "cache", "", "directory caching generated datasets")
-	f.Float64Var(&o.costIntr, "cost-interruption", scenario.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
-	f.Float64Var(&o.costOvl, "cost-overlap", scenario.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
-	f.Float64Var(&o.costOvlGPU, "cost-overlap-gpu", scenario.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
-	f.IntVar(&o.dqnSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
-	f.IntVar(&o.pgIters, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
-	f.StringVar(&o.target, "target", models.TargetWait, "xgb regression target: wait or gap")
-	f.IntVar(&o.waitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
+	f.Uint64Var(&o.spec.Seed, "seed", 1, "seed of the simulator's latency draws, load scaling and every fit")
+	f.IntSliceVar(&o.spec.Protocol.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
+	f.DurationVar(&o.spec.Protocol.Every, "every", 4*time.Hour, "trace time between injections")
+	f.DurationVar(&o.spec.Protocol.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
+	f.DurationVar(&o.spec.Protocol.Tick, "tick", 10*time.Minute, "decision interval")
+	f.DurationVar(&o.spec.Protocol.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	f.Float64SliceVar(&o.spec.Scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
+	f.IntVar(&o.spec.Workers, "workers", 0, "simulator goroutines (default: all cores)")
+	f.StringVar(&o.spec.Cache, "cache", "", "directory caching generated datasets")
+	f.Float64Var(&o.spec.Cost.InterruptionPerHour, "cost-interruption", scenario.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
+	f.Float64Var(&o.spec.Cost.OverlapPerHour, "cost-overlap", scenario.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
+	f.Float64Var(&o.spec.Cost.OverlapPerGPUHour, "cost-overlap-gpu", scenario.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
+	f.IntVar(&o.spec.DQNSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
+	f.IntVar(&o.spec.PGIterations, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
+	f.StringVar(&o.spec.Target, "target", models.TargetWait, "xgb regression target: wait or gap")
+	f.IntVar(&o.spec.WaitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
 	f.BoolVar(&o.json, "json", false, "print the trained models' metadata as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
@@ -220,31 +199,24 @@ func (b *countBar) done() {
 	}
 }
 
-// trainRun holds what the models of one run share.
-type trainRun struct {
-	o        *trainOptions
-	errw     io.Writer
-	cfg      sim.Config
-	sc       *scenario.Scenario
-	proto    scenario.Protocol
-	from     time.Time
-	tu       time.Time
-	until    time.Time
-	traceKey string
-	log      *slog.Logger
+// Update implements train.Progress: the bar of the stage label.
+func (b *countBar) Update(label string, done, total int) {
+	b.label = label
+	b.update(done, total)
+}
 
-	trainCache, validCache *dataset.ChainData // policy datasets, generated once per run
+// Done implements train.Progress: the stage ended; clear the bar for the next.
+func (b *countBar) Done() {
+	b.done()
+	b.lastPct, b.drawn = -1, false
 }
 
 func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	names, err := trainNames(o.model)
+	names, err := trainNames(o.spec.Models)
 	if err != nil {
 		return err
 	}
-	so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.seed}
+	so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.spec.Seed}
 	cfg, err := so.config()
 	if err != nil {
 		return err
@@ -253,75 +225,72 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
+	spec := o.spec
+	spec.Models, spec.Jobs, spec.Cluster, spec.TraceName = names, jobs, cfg, filepath.Base(o.trace)
 	loc := jobs[0].Submit.Location()
-	r := &trainRun{o: o, errw: errw, cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if r.from, err = parseWhen("from", o.from, loc); err != nil {
+	if spec.From, err = parseWhen("from", o.from, loc); err != nil {
 		return err
 	}
-	if r.tu, err = parseWhen("train-until", o.trainUntil, loc); err != nil {
+	if spec.TrainUntil, err = parseWhen("train-until", o.trainUntil, loc); err != nil {
 		return err
 	}
-	if r.until, err = parseWhen("until", o.until, loc); err != nil {
+	if spec.Until, err = parseWhen("until", o.until, loc); err != nil {
 		return err
 	}
-	if !r.tu.IsZero() && !r.until.IsZero() && !r.until.After(r.tu) {
-		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
-	}
-	if o.waitReplicas < 1 || o.waitReplicas > 64 {
-		return withCode(exitUsage, fmt.Errorf("--wait-replicas %d: want 1–64", o.waitReplicas))
-	}
-	for _, s := range o.scales {
-		if s < 1 || s > 16 {
-			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
-		}
-	}
-	r.proto = scenario.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Limit: o.limit, Nodes: o.nodes}.WithDefaults(cfg)
-	if err := r.proto.Validate(); err != nil {
-		return withCode(exitUsage, err)
-	}
-	if r.sc, err = scenario.NewScenario(filepath.Base(o.trace), jobs, cfg); err != nil {
-		return withCode(exitBadInput, err)
+	if err := checkTrainFlags(&spec, o); err != nil {
+		return err
 	}
 	if st, err := os.Stat(o.trace); err == nil {
-		r.traceKey = fmt.Sprintf("%s|%d|%d", filepath.Base(o.trace), st.Size(), st.ModTime().Unix())
+		spec.TraceKey = fmt.Sprintf("%s|%d|%d", spec.TraceName, st.Size(), st.ModTime().Unix())
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
 	}
-	windows := models.Windows{TrainFrom: r.from, TrainUntil: r.tu}
-	if !r.tu.IsZero() {
-		windows.ValidFrom, windows.ValidUntil = r.tu, r.until
-		if windows.ValidUntil.IsZero() {
-			windows.ValidUntil = r.sc.Last
-		}
-	} else {
-		windows.TrainUntil = r.until
-	}
-	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: o.now().UTC().Truncate(time.Second)}
-	var trained []trainedModel
-	for _, name := range names {
-		if name == "wait" {
-			tm, err := r.trainWait(ctx, meta)
-			if err != nil {
-				return err
-			}
-			trained = append(trained, tm)
-			continue
-		}
-		tm, err := r.trainPolicy(ctx, name, meta)
-		if err != nil {
-			return err
-		}
-		trained = append(trained, tm)
+	spec.Created = o.now().UTC().Truncate(time.Second)
+	spec.Report, spec.Progress = errw, newCountBar(o.progress, "")
+	trained, err := train.Run(ctx, spec)
+	if err != nil {
+		return trainExitErr(err)
 	}
 	return printTrained(out, o.json, trained)
 }
 
-// trainedModel is one model written by a run.
-type trainedModel struct {
-	Name string      `json:"name"`
-	Dir  string      `json:"dir"`
-	Meta models.Meta `json:"meta"`
+// checkTrainFlags refuses flag values the pipeline would refuse, naming the flag.
+func checkTrainFlags(spec *train.Spec, o *trainOptions) error {
+	if !spec.TrainUntil.IsZero() && !spec.Until.IsZero() && !spec.Until.After(spec.TrainUntil) {
+		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
+	}
+	if spec.WaitReplicas < 1 || spec.WaitReplicas > 64 {
+		return withCode(exitUsage, fmt.Errorf("--wait-replicas %d: want 1–64", spec.WaitReplicas))
+	}
+	for _, s := range spec.Scales {
+		if s < 1 || s > 16 {
+			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
+		}
+	}
+	for _, n := range spec.Models {
+		if n != train.WaitModel && spec.Target != models.TargetWait && spec.Target != models.TargetGap {
+			return withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", spec.Target))
+		}
+	}
+	return nil
+}
+
+// trainExitErr maps the pipeline's errors to exit codes, with the flags to change.
+func trainExitErr(err error) error {
+	switch {
+	case errors.Is(err, train.ErrNoTrainingChains):
+		return withCode(exitUsage, errNoTrainingChains)
+	case errors.Is(err, dataset.ErrNoInjections):
+		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
+	case errors.Is(err, train.ErrSpec):
+		return withCode(exitUsage, err)
+	case errors.Is(err, train.ErrInput):
+		return withCode(exitBadInput, err)
+	case errors.Is(err, train.ErrOutput):
+		return withCode(exitUnavailable, err)
+	}
+	return err
 }
 
 // trainNames validates --model and expands nothing but duplicates.
@@ -333,7 +302,7 @@ func trainNames(in []string) ([]string, error) {
 		if n == "" || seen[n] {
 			continue
 		}
-		if n != "wait" && !models.IsLearned(n) {
+		if n != train.WaitModel && !models.IsLearned(n) {
 			return nil, withCode(exitUsage, fmt.Errorf("--model %q: want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait", n))
 		}
 		seen[n] = true
@@ -345,178 +314,15 @@ func trainNames(in []string) ([]string, error) {
 	return out, nil
 }
 
-// cachePath names a cached dataset by everything that determines it.
-func (r *trainRun) cachePath(kind string, parts ...any) string {
-	if r.o.cache == "" || r.traceKey == "" {
-		return ""
-	}
-	cb, _ := json.Marshal(r.cfg)
-	pb, _ := json.Marshal(r.proto)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.traceKey, cb, pb, features.FeatureSchemaVersion, parts)
-	return filepath.Join(r.o.cache, kind+"-"+hex.EncodeToString(h.Sum(nil)[:8])+".gob.gz")
-}
-
-// chainData generates (or reads from the cache) one chain dataset.
-func (r *trainRun) chainData(ctx context.Context, label string, sc *scenario.Scenario, g dataset.GenOptions) (*dataset.ChainData, error) {
-	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.o.seed)
-	if path != "" {
-		if d, err := dataset.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
-			return d, nil
-		}
-	}
-	bar := newCountBar(r.o.progress, "dataset "+label)
-	g.Progress, g.Workers = bar.update, r.o.workers
-	g.Log = func(msg string, kv ...any) { r.log.Info(msg, kv...) }
-	d, err := dataset.GenerateChainData(ctx, sc, g)
-	bar.done()
-	if errors.Is(err, dataset.ErrNoInjections) {
-		return nil, withCode(exitUsage, fmt.Errorf("dataset %s: %w: check --from, --train-until, --until and --warmup", label, err))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", label, err)
-	}
-	fmt.Fprintf(r.errw, "dataset %s: %d chains (%d skipped, %d dropped), %d probes in %.0f s (%.0f probes/s)\n",
-		label, len(d.Episodes), d.Skipped, d.Dropped, d.Probes, d.Seconds, float64(d.Probes)/max(d.Seconds, 1e-9))
-	if path != "" {
-		if err := os.MkdirAll(r.o.cache, 0o700); err != nil {
-			return nil, fmt.Errorf("--cache: %w", err)
-		}
-		if err := dataset.SaveChainData(path, d); err != nil {
-			return nil, err
-		}
-	}
-	return d, nil
-}
-
-// trainPolicy builds the chain datasets (cached within the run) and trains one policy.
-func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Meta) (trainedModel, error) {
-	train, valid, err := r.policyData(ctx)
-	if err != nil {
-		return trainedModel{}, err
-	}
-	bar := newCountBar(r.o.progress, "train "+name)
-	po := mtrain.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
-		Cost: scenario.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
-		RL:   mtrain.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
-		Progress: func(stage string, done, total int) {
-			bar.label = "train " + name + ": " + stage
-			bar.update(done, total)
-		}}
-	if po.Target != models.TargetWait && po.Target != models.TargetGap {
-		return trainedModel{}, withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", po.Target))
-	}
-	m, err := mtrain.TrainPolicy(name, train, valid, po)
-	bar.done()
-	if err != nil {
-		return trainedModel{}, fmt.Errorf("train %s: %w", name, err)
-	}
-	dir := filepath.Join(r.o.out, name)
-	if err := models.Save(dir, m); err != nil {
-		return trainedModel{}, withCode(exitUnavailable, err)
-	}
-	return trainedModel{Name: name, Dir: dir, Meta: m.Meta()}, nil
-}
-
 // errNoTrainingChains: the window holds no complete training chain.
 var errNoTrainingChains = errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup")
-
-func (r *trainRun) policyData(ctx context.Context) (*dataset.ChainData, *dataset.ChainData, error) {
-	if r.trainCache != nil {
-		return r.trainCache, r.validCache, nil
-	}
-	end := r.tu
-	if end.IsZero() {
-		end = r.until
-	}
-	g := dataset.GenOptions{Protocol: r.proto, From: r.from}
-	if !end.IsZero() {
-		// every decision of a training chain precedes the end of training
-		g.Until, g.EndBy = end.Add(-r.proto.Limit+1), end
-	}
-	var train *dataset.ChainData
-	for _, s := range r.o.scales {
-		sc, err := r.sc.Scaled(s, r.o.seed, 0)
-		if err != nil {
-			return nil, nil, withCode(exitUsage, err)
-		}
-		d, err := r.chainData(ctx, "train ×"+strconv.FormatFloat(s, 'g', -1, 64), sc, g)
-		if err != nil {
-			return nil, nil, err
-		}
-		if train == nil {
-			train = d
-		} else {
-			train.Episodes = append(train.Episodes, d.Episodes...)
-			train.Probes += d.Probes
-		}
-	}
-	if len(train.Episodes) < 2 {
-		return nil, nil, withCode(exitUsage, errNoTrainingChains)
-	}
-	var valid *dataset.ChainData
-	if !r.tu.IsZero() {
-		d, err := r.chainData(ctx, "validation", r.sc, dataset.GenOptions{Protocol: r.proto, From: r.tu, Until: r.until})
-		if err != nil {
-			return nil, nil, err
-		}
-		valid = d
-	}
-	r.trainCache, r.validCache = train, valid
-	return train, valid, nil
-}
-
-// trainWait generates the wait datasets and trains the predictor.
-func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedModel, error) {
-	end := r.tu
-	if end.IsZero() {
-		end = r.until
-	}
-	gen := func(label string, o dataset.WaitGenOptions, replicas int) (*dataset.WaitData, error) {
-		bar := newCountBar(r.o.progress, "wait dataset "+label)
-		o.Progress = bar.update
-		d, err := dataset.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
-		bar.done()
-		if err != nil {
-			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
-		}
-		fmt.Fprintf(r.errw, "wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
-		return d, nil
-	}
-	train, err := gen("train", dataset.WaitGenOptions{From: r.from, Until: end}, r.o.waitReplicas)
-	if err != nil {
-		return trainedModel{}, err
-	}
-	var valid *dataset.WaitData
-	if !r.tu.IsZero() {
-		if valid, err = gen("validation", dataset.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}, 1); err != nil {
-			return trainedModel{}, err
-		}
-	}
-	bar := newCountBar(r.o.progress, "train wait")
-	w, rep, err := mtrain.TrainWaitPredictor(train, valid, mtrain.WaitTrainOptions{Seed: r.o.seed, Meta: meta,
-		Progress: func(stage string, done, total int) { bar.label = "train " + stage; bar.update(done, total) }})
-	bar.done()
-	if err != nil {
-		return trainedModel{}, fmt.Errorf("train wait: %w", err)
-	}
-	dir := filepath.Join(r.o.out, "wait")
-	if err := models.SaveWaitPredictor(dir, w); err != nil {
-		return trainedModel{}, withCode(exitUnavailable, err)
-	}
-	if rep != nil {
-		fmt.Fprintf(r.errw, "wait predictor on validation: median |error| %s (Slurm's estimate on the same %d jobs: %s)\n",
-			durS(rep.Estimated.MedianAbsErr), rep.Estimated.N, durS(rep.Slurm.MedianAbsErr))
-	}
-	return trainedModel{Name: "wait", Dir: dir, Meta: w.Models[1].Meta()}, nil
-}
 
 func durS(sec float64) string {
 	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
 }
 
 // printTrained writes the run's summary: a table, or the metadata as JSON.
-func printTrained(w io.Writer, asJSON bool, ms []trainedModel) error {
+func printTrained(w io.Writer, asJSON bool, ms []train.Trained) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

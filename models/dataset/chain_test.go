@@ -99,7 +99,7 @@ func TestChainDataSaveLoad(t *testing.T) {
 	if len(back.Episodes) != len(d.Episodes) || back.Episodes[3].Gap[5] != d.Episodes[3].Gap[5] || back.Schema.Version != d.Schema.Version {
 		t.Error("round trip changed the dataset")
 	}
-	if _, err := dataset.LoadChainData(filepath.Join("testdata", "xgb-small", "meta.json")); !errors.Is(err, models.ErrBadModel) {
+	if _, err := dataset.LoadChainData(filepath.Join("..", "xgb", "testdata", "xgb-small", "meta.json")); !errors.Is(err, models.ErrBadModel) {
 		t.Errorf("not a dataset: %v", err)
 	}
 	_ = context.Background
