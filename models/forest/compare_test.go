@@ -23,7 +23,7 @@ var rfCompareRows = flag.Int("rf-compare-rows", 2000, "rows of the synthetic set
 // with -v) compares them as classifiers (KindRF was chosen on LS6 as a
 // policy, see its doc comment). For the figures:
 //
-//	go test -tags xgboost -run TestCompareRF -v ./models/ -args -rf-compare-rows=20000
+//	go test -tags xgboost -run TestCompareRF -v ./models/forest/ -args -rf-compare-rows=20000
 func TestCompareRF(t *testing.T) {
 	const w = 40
 	n := *rfCompareRows

@@ -138,7 +138,7 @@ func BenchmarkTrainPolicy(b *testing.B) {
 // MIRAGE_MODELS on the shared LS6 trace's state of 2023-02-10 12:00 UTC
 // (a running 8-node chain; skipped without the trace or the variable).
 //
-//	MIRAGE_MODELS=DIR go test -tags "libsqlite3 xgboost" -run '^$' -bench DecideLS6 ./models/
+//	MIRAGE_MODELS=DIR go test -tags "libsqlite3 xgboost" -run '^$' -bench DecideLS6 ./models/train/
 func BenchmarkDecideLS6(b *testing.B) {
 	dir := os.Getenv("MIRAGE_MODELS")
 	if dir == "" {
