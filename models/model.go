@@ -19,7 +19,7 @@ import (
 // Kind names a model family as stored in meta.json and accepted by `mirage train --model`.
 type Kind string
 
-// Model kinds with a file format in this package.
+// Model kinds: each has a file format in one of the learner packages (models/xgb, models/forest, models/nn).
 const (
 	KindXGB       Kind = "xgb"        // gradient-boosted trees (libxgboost training, leaves serving), regression of the signed gap
 	KindRFXGB     Kind = "rf-xgb"     // XGBoost random-forest mode (num_parallel_tree, one round), classification "submitting now is safe"

@@ -13,7 +13,7 @@ import (
 )
 
 // SimEnv is the chain-submission environment played live in the
-// simulator (Env): an episode is one injected predecessor; every Tick of
+// simulator (an nn.Env): an episode is one injected predecessor; every Tick of
 // its run the agent sees the features of the observation (the same
 // Observe as the daemon) and chooses wait or submit; submit ends the
 // episode with reward −Cost(gap)/Scale once the successor has started;
@@ -59,7 +59,7 @@ func NewSimEnv(sc *scenario.Scenario, p scenario.Protocol, from, until time.Time
 		rng: rand.New(rand.NewPCG(seed, 0x73696d656e76))}, nil
 }
 
-// Reset implements Env.
+// Reset implements nn.Env.
 func (e *SimEnv) Reset() ([]float64, error) {
 	for tries := 0; tries < len(e.Points); tries++ {
 		if e.base == nil || e.next >= len(e.Points) {
@@ -100,7 +100,7 @@ func (e *SimEnv) state() ([]float64, error) {
 	return features.Features(obs)
 }
 
-// Step implements Env.
+// Step implements nn.Env.
 func (e *SimEnv) Step(a int) ([]float64, float64, bool, error) {
 	if e.run == nil {
 		return nil, 0, true, errors.New("sim env: Step before Reset")

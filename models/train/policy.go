@@ -104,7 +104,7 @@ func DecisionQuantile(c scenario.GapCost, gpus int) float64 {
 //     tick whose score reaches the threshold; the deadline otherwise). The
 //     model is then refitted on all training episodes with that threshold.
 //  3. dqn and pg learn on the earlier part's episode tables (TableEnv: the
-//     simulator's outcomes, see ChainEpisode); the network that did best on
+//     simulator's outcomes, see dataset.ChainEpisode); the network that did best on
 //     the calibration split is kept, and decides greedily (threshold 0).
 //
 // valid (may be nil) gives the validation metrics: prediction error and
@@ -494,7 +494,7 @@ func NewTableEnv(eps []dataset.ChainEpisode, cost scenario.GapCost, exploring bo
 	return &TableEnv{Episodes: eps, Cost: cost, Scale: sc, ExploringStart: exploring, rng: rand.New(rand.NewPCG(seed, 0x656e76))}
 }
 
-// Reset implements Env.
+// Reset implements nn.Env.
 func (e *TableEnv) Reset() ([]float64, error) {
 	if len(e.Episodes) == 0 {
 		return nil, errors.New("table env: no episodes")
@@ -510,7 +510,7 @@ func (e *TableEnv) Reset() ([]float64, error) {
 	return e.ep.X[e.k], nil
 }
 
-// Step implements Env.
+// Step implements nn.Env.
 func (e *TableEnv) Step(a int) ([]float64, float64, bool, error) {
 	if e.ep == nil {
 		return nil, 0, true, errors.New("table env: Step before Reset")
