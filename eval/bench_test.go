@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -20,7 +20,7 @@ func BenchmarkChainRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sc, err := models.NewScenario("bench", jobs, sim.LS6())
+	sc, err := scenario.NewScenario("bench", jobs, sim.LS6())
 	if err != nil {
 		b.Fatal(err)
 	}

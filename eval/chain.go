@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
@@ -48,7 +48,7 @@ func ParseChainProtocol(s string) (int, bool) {
 
 // ChainSetup configures one cell of the chain-K protocol.
 type ChainSetup struct {
-	Scenario    *models.Scenario          // the trace prepared for replay (already load-scaled) and the cluster
+	Scenario    *scenario.Scenario        // the trace prepared for replay (already load-scaled) and the cluster
 	Cell        string                    // Sample.Cell of the results
 	LoadScale   float64                   // recorded in the samples
 	K           int                       // segments per chain (≥ 2)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -24,9 +24,9 @@ func chainTestCluster(nodes int) sim.Config {
 }
 
 // chainScenario prepares jobs for replay on a cluster of nodes 4-GPU nodes.
-func chainScenario(t *testing.T, nodes int, jobs ...traces.Job) *models.Scenario {
+func chainScenario(t *testing.T, nodes int, jobs ...traces.Job) *scenario.Scenario {
 	t.Helper()
-	sc, err := models.NewScenario("test", jobs, chainTestCluster(nodes))
+	sc, err := scenario.NewScenario("test", jobs, chainTestCluster(nodes))
 	if err != nil {
 		t.Fatal(err)
 	}

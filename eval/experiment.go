@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -216,7 +217,7 @@ type Runtime struct {
 }
 
 type loadedTrace struct {
-	sc  *models.Scenario
+	sc  *scenario.Scenario
 	ref TraceRef
 }
 
@@ -254,7 +255,7 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 		return nil, fmt.Errorf("%w: %s: no jobs", ErrTrace, path)
 	}
 	ref.Jobs = len(jobs)
-	sc, err := models.NewScenario(traceLabel(path), jobs, cfg)
+	sc, err := scenario.NewScenario(traceLabel(path), jobs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
@@ -276,7 +277,7 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 
 // window is the evaluation window of a prepared trace: injections in
 // [from, until), from no earlier than the first recorded start + warm-up.
-func (e *Experiment) window(sc *models.Scenario) (from, until time.Time) {
+func (e *Experiment) window(sc *scenario.Scenario) (from, until time.Time) {
 	from, until = e.From, e.Until
 	if first := sc.First.Add(e.Warmup); from.Before(first) {
 		from = first
@@ -341,7 +342,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		params["injections"] = strconv.Itoa(len(setup.Injections()))
 		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
 	} else {
-		proto := models.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
+		proto := scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
 		if err := proto.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 		}

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -60,12 +60,12 @@ func ScaleLoad(jobs []traces.Job, scale float64, seed uint64, jitter time.Durati
 
 // ScaleScenario scales a prepared scenario's arrivals the way ScaleLoad
 // scales a trace, on its replay specs: recorded holds were folded into the
-// submit times from the trace as recorded (models.NewScenario), so a
+// submit times from the trace as recorded (scenario.NewScenario), so a
 // thinned or replicated trace keeps them; a copy's submit time is shifted
 // (its runtime, size and user are the original's) and its id is "ID+rK".
 // The specs carry no dependencies (traces record none), so thinning cannot
 // orphan one. The result's Name gets "×scale" and Scale is multiplied.
-func ScaleScenario(sc *models.Scenario, scale float64, seed uint64, jitter time.Duration) (*models.Scenario, error) {
+func ScaleScenario(sc *scenario.Scenario, scale float64, seed uint64, jitter time.Duration) (*scenario.Scenario, error) {
 	specs, err := scaleArrivals(sc.Specs, scale, seed, jitter, func(j sim.JobSpec, k int, shift time.Duration) sim.JobSpec {
 		j.ID += "+r" + strconv.Itoa(k)
 		j.Submit = j.Submit.Add(shift)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -156,7 +156,7 @@ func countWith(js []traces.Job, suffix string) int {
 }
 
 func TestScaleScenario(t *testing.T) {
-	sc, err := models.NewScenario("t", loadTrace(2000), sim.LS6())
+	sc, err := scenario.NewScenario("t", loadTrace(2000), sim.LS6())
 	if err != nil {
 		t.Fatal(err)
 	}

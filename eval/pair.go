@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
@@ -22,11 +23,11 @@ const ProtocolPair = "pair"
 
 // PairConfig configures RunPairs.
 type PairConfig struct {
-	Scenario *models.Scenario // trace and cluster
-	Protocol models.Protocol  // injection and decision cadence (zero fields: the published defaults)
-	From     time.Time        // first injection not before (zero: first start + warm-up)
-	Until    time.Time        // injections before (zero: the trace's last submit)
-	Policies []string         // registry names, in report order
+	Scenario *scenario.Scenario // trace and cluster
+	Protocol scenario.Protocol  // injection and decision cadence (zero fields: the published defaults)
+	From     time.Time          // first injection not before (zero: first start + warm-up)
+	Until    time.Time          // injections before (zero: the trace's last submit)
+	Policies []string           // registry names, in report order
 	// Factory builds the policies of one worker. probe is bound to that
 	// worker's chain under evaluation (pass it to models.PolicyOptions.Probe
 	// so "oracle" resolves); policies are built once per worker and asked
@@ -35,7 +36,7 @@ type PairConfig struct {
 	Workers  int                   // goroutines (0: all cores)
 	Cell     string                // Sample.Cell (default: scenario name)
 	Progress func(done, total int) // called after each injection, serialised
-	// Direct asks the policies through Policy.Decide on models.Observe's
+	// Direct asks the policies through Policy.Decide on features.Observe's
 	// observation instead of through the provisioner's Engine (the default,
 	// as the daemon decides); the two give the same features and outcomes
 	// (TestRunPairsEngineMatchesDirect).
@@ -46,7 +47,7 @@ type PairConfig struct {
 // injection time of the window and for each chain size, a predecessor
 // (limit used fully) is injected; once it runs, each policy in turn, in its
 // own fork of the same simulator state, is asked every Tick (the same
-// observation builder as dataset generation and the daemon: models.Observe)
+// observation builder as dataset generation and the daemon: features.Observe)
 // whether to submit the successor; an unsubmitted successor is submitted
 // at the protocol's deadline (Lead before the predecessor's end). The run
 // continues until the successor starts; its gap becomes one Sample. The
@@ -59,7 +60,7 @@ type PairConfig struct {
 // chain's simulator (the sim is the Cluster and HistorySource, its logical
 // clock the Clock); the engine builds the observation, asks the policy and
 // submits the successor (with an afterany dependency for SubmitAfter).
-// With Direct, the harness calls Policy.Decide on models.Observe's
+// With Direct, the harness calls Policy.Decide on features.Observe's
 // observation and submits itself. The deadline submission is the
 // protocol's, outside the engine.
 //
@@ -154,11 +155,11 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 
 // pairWorker evaluates injections one at a time; run is the chain the oracle's probe looks at.
 type pairWorker struct {
-	p        models.Protocol
+	p        scenario.Protocol
 	cell     string
 	direct   bool
 	policies []provisioner.Policy
-	run      *models.ChainRun
+	run      *scenario.ChainRun
 	err      error
 }
 
@@ -193,8 +194,8 @@ func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		c, err := models.StartChain(base, w.p, at, n, models.ChainID(at, n))
-		if errors.Is(err, models.ErrNeverStarted) {
+		c, err := scenario.StartChain(base, w.p, at, n, scenario.ChainID(at, n))
+		if errors.Is(err, scenario.ErrNeverStarted) {
 			continue // no hand-off to measure; the dataset generator counts these too
 		}
 		if err != nil {
@@ -220,7 +221,7 @@ func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time)
 }
 
 // play asks pol at every tick until it submits (or the deadline) and runs until the successor starts.
-func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
 	w.run = run
 	defer func() { w.run = nil }()
 	if w.direct {
@@ -229,16 +230,16 @@ func (w *pairWorker) play(run *models.ChainRun, pol provisioner.Policy) (models.
 	return w.playEngine(run, pol)
 }
 
-// playDirect calls Decide on models.Observe's observation and submits itself.
-func (w *pairWorker) playDirect(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+// playDirect calls Decide on features.Observe's observation and submits itself.
+func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
 	for k := 0; k < run.Ticks(); k++ {
 		obs, err := run.Observe(run.TickTime(k))
 		if err != nil {
-			return models.Outcome{}, 0, err
+			return scenario.Outcome{}, 0, err
 		}
 		d, err := pol.Decide(obs)
 		if err != nil {
-			return models.Outcome{}, 0, err
+			return scenario.Outcome{}, 0, err
 		}
 		switch d.Action {
 		case provisioner.SubmitNow:
@@ -253,7 +254,7 @@ func (w *pairWorker) playDirect(run *models.ChainRun, pol provisioner.Policy) (m
 }
 
 // deadline is the protocol's forced submission.
-func (w *pairWorker) deadline(run *models.ChainRun) (models.Outcome, int, error) {
+func (w *pairWorker) deadline(run *scenario.ChainRun) (scenario.Outcome, int, error) {
 	run.Advance(run.Deadline())
 	o, err := run.SubmitSuccessor("")
 	return o, 1, err
@@ -273,17 +274,17 @@ type simClock struct{ s *sim.Sim }
 func (c simClock) Now() time.Time { return c.s.Now() }
 
 // playEngine registers the chain in a MemStore and runs the engine's cycle every tick.
-func (w *pairWorker) playEngine(run *models.ChainRun, pol provisioner.Policy) (models.Outcome, int, error) {
+func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
 	ctx := context.Background()
 	st := provisioner.NewMemStore()
 	ch := run.Chain
 	ch.Policy = pol.Name()
 	if err := st.PutChain(ctx, &ch); err != nil {
-		return models.Outcome{}, 0, err
+		return scenario.Outcome{}, 0, err
 	}
 	pred := provisioner.Segment{ChainID: ch.ID, Index: 0, JobID: run.PredID, State: provisioner.StateRunning, Submit: run.Inject, Start: run.PredStart}
 	if err := st.PutSegment(ctx, &pred); err != nil {
-		return models.Outcome{}, 0, err
+		return scenario.Outcome{}, 0, err
 	}
 	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
 		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog}
@@ -291,10 +292,10 @@ func (w *pairWorker) playEngine(run *models.ChainRun, pol provisioner.Policy) (m
 		run.Advance(run.TickTime(k))
 		rep, err := eng.CycleChains(ctx, []string{ch.ID})
 		if err != nil {
-			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), err)
+			return scenario.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), err)
 		}
 		if rep.Errors > 0 {
-			return models.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), engineError(ctx, st, ch.ID))
+			return scenario.Outcome{}, 0, fmt.Errorf("engine cycle at %s: %w", run.TickTime(k).Format(time.RFC3339), engineError(ctx, st, ch.ID))
 		}
 		if len(rep.Submissions) == 0 {
 			continue
@@ -303,12 +304,12 @@ func (w *pairWorker) playEngine(run *models.ChainRun, pol provisioner.Policy) (m
 		horizon := run.PredEnd.Add(w.p.Horizon)
 		start, err := run.S.RunUntilStart(id, horizon)
 		if err != nil {
-			return models.Outcome{}, 0, err
+			return scenario.Outcome{}, 0, err
 		}
 		if start.IsZero() {
-			return models.Outcome{Submit: rep.Time, Gap: w.p.Horizon, Censored: true}, len(rep.Submissions), nil
+			return scenario.Outcome{Submit: rep.Time, Gap: w.p.Horizon, Censored: true}, len(rep.Submissions), nil
 		}
-		return models.Outcome{Submit: rep.Time, Start: start, Gap: start.Sub(run.PredEnd)}, len(rep.Submissions), nil
+		return scenario.Outcome{Submit: rep.Time, Start: start, Gap: start.Sub(run.PredEnd)}, len(rep.Submissions), nil
 	}
 	return w.deadline(run)
 }

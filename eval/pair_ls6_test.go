@@ -13,9 +13,13 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
+
+	// The learned policies under test load their model kinds from these.
+	_ "github.com/mirage-gpu/mirage/models/learners"
 )
 
 // TestAcceptanceLS6 is the acceptance run of issue 6 (not a unit test: it
@@ -51,7 +55,7 @@ func TestAcceptanceLS6(t *testing.T) {
 		jobs = append(jobs, j)
 	}
 	r.Close()
-	sc, err := models.NewScenario(filepath.Base(tr), jobs, sim.LS6())
+	sc, err := scenario.NewScenario(filepath.Base(tr), jobs, sim.LS6())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,7 @@ func TestAcceptanceLS6(t *testing.T) {
 	}
 	t.Logf("%d samples in %s", len(samples), time.Since(start).Round(time.Second))
 	var b strings.Builder
-	if err := WritePairTable(&b, PairRows(samples, models.DefaultGapCost)); err != nil {
+	if err := WritePairTable(&b, PairRows(samples, scenario.DefaultGapCost)); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + b.String())

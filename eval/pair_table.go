@@ -5,20 +5,20 @@ import (
 	"io"
 	"strconv"
 
-	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // PairRow summarises one policy's pair samples in one group.
 type PairRow struct {
-	Policy  string            // policy name
-	Group   string            // "all", "1 node", "8 nodes", "low", "medium", "heavy"
-	Summary models.GapSummary // outcomes
+	Policy  string              // policy name
+	Group   string              // "all", "1 node", "8 nodes", "low", "medium", "heavy"
+	Summary scenario.GapSummary // outcomes
 }
 
 // PairRows groups samples by policy (in first-seen order) and by "all",
 // each chain size and each load class, and summarises each group with cost
-// for models.GapSummary.MeanCost.
-func PairRows(samples []Sample, cost models.GapCost) []PairRow {
+// for scenario.GapSummary.MeanCost.
+func PairRows(samples []Sample, cost scenario.GapCost) []PairRow {
 	var policies []string
 	seen := map[string]bool{}
 	sizes := map[int]bool{}
@@ -67,7 +67,7 @@ func PairRows(samples []Sample, cost models.GapCost) []PairRow {
 				}
 			}
 			if len(gaps) > 0 {
-				rows = append(rows, PairRow{Policy: p, Group: g.name, Summary: models.Summarise(gaps, gpus, cens, cost)})
+				rows = append(rows, PairRow{Policy: p, Group: g.name, Summary: scenario.Summarise(gaps, gpus, cens, cost)})
 			}
 		}
 	}

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -18,12 +21,12 @@ import (
 
 var (
 	testScOnce sync.Once
-	testSc     *models.Scenario
+	testSc     *scenario.Scenario
 	testScErr  error
 )
 
 // testScenario: 12 days of synthetic LS6-like jobs on 40 LS6 nodes (so chains queue).
-func testScenario(t testing.TB) *models.Scenario {
+func testScenario(t testing.TB) *scenario.Scenario {
 	t.Helper()
 	testScOnce.Do(func() {
 		jobs, err := traces.Synth("ls6", 12, 5)
@@ -33,7 +36,7 @@ func testScenario(t testing.TB) *models.Scenario {
 		}
 		cfg := sim.LS6()
 		cfg.Nodes = cfg.Nodes[:40]
-		testSc, testScErr = models.NewScenario("synth-ls6", jobs, cfg)
+		testSc, testScErr = scenario.NewScenario("synth-ls6", jobs, cfg)
 	})
 	if testScErr != nil {
 		t.Fatal(testScErr)
@@ -41,8 +44,8 @@ func testScenario(t testing.TB) *models.Scenario {
 	return testSc
 }
 
-func testProtocol() models.Protocol {
-	return models.Protocol{Every: 12 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
+func testProtocol() scenario.Protocol {
+	return scenario.Protocol{Every: 12 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}}
 }
 
 // testFieldRule submits when one feature reaches a threshold: it decides
@@ -57,7 +60,7 @@ func (r testFieldRule) Decide(obs *provisioner.Observation) (provisioner.Decisio
 	if obs.Predecessor == nil || obs.Predecessor.State != provisioner.StateRunning {
 		return provisioner.Decision{Action: provisioner.SubmitNow}, nil
 	}
-	x, err := models.Features(obs)
+	x, err := features.Features(obs)
 	if err != nil {
 		return provisioner.Decision{}, err
 	}
@@ -91,7 +94,7 @@ func testFactory(rule testFieldRule) func(models.OracleProbe) provisioner.Policy
 }
 
 func fieldIndex(t *testing.T, name string) int {
-	for i, f := range models.Schema().Fields {
+	for i, f := range features.Schema().Fields {
 		if f == name {
 			return i
 		}
@@ -107,7 +110,7 @@ func fieldIndex(t *testing.T, name string) int {
 func TestRunPairsMatchesDatasetTables(t *testing.T) {
 	sc := testScenario(t)
 	from, until := sc.First.Add(3*24*time.Hour), sc.First.Add(6*24*time.Hour)
-	data, err := models.GenerateChainData(context.Background(), sc, models.GenOptions{Protocol: testProtocol(), From: from, Until: until})
+	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: testProtocol(), From: from, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +209,7 @@ func TestPairTable(t *testing.T) {
 		{Policy: "a", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(-1)},
 		{Policy: "b", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(0.5)},
 	}
-	rows := PairRows(s, models.DefaultGapCost)
+	rows := PairRows(s, scenario.DefaultGapCost)
 	var b strings.Builder
 	if err := WritePairTable(&b, rows); err != nil {
 		t.Fatal(err)
@@ -240,7 +243,7 @@ type testRecorder struct {
 }
 
 func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
-	x, err := models.Features(obs)
+	x, err := features.Features(obs)
 	if err != nil {
 		return provisioner.Decision{}, err
 	}
@@ -251,7 +254,7 @@ func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision
 }
 
 // TestRunPairsEngineMatchesDirect: deciding through the provisioner's
-// engine (as the daemon does) and calling Decide on models.Observe's
+// engine (as the daemon does) and calling Decide on features.Observe's
 // observation give the same samples, and the engine shows the policy
 // exactly the features the dataset recorded at each tick.
 func TestRunPairsEngineMatchesDirect(t *testing.T) {
@@ -289,12 +292,12 @@ func TestRunPairsEngineMatchesDirect(t *testing.T) {
 			}
 		}
 	}
-	data, err := models.GenerateChainData(context.Background(), sc, models.GenOptions{Protocol: testProtocol(), From: from, Until: until})
+	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: testProtocol(), From: from, Until: until})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, ep := range data.Episodes {
-		id := models.ChainID(ep.Inject, ep.Nodes)
+		id := scenario.ChainID(ep.Inject, ep.Nodes)
 		if !reflect.DeepEqual(engineSeen[id], ep.X) {
 			t.Errorf("chain %s: the engine showed %d observations whose features differ from the dataset's %d ticks", id, len(engineSeen[id]), len(ep.X))
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -43,7 +44,7 @@ func recentWaits(obs *provisioner.Observation, n int) []float64 {
 	var started []*provisioner.Job
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(obs.Now) && obs.Now.Sub(j.Start) < historyHorizon && !j.Submit.IsZero() {
+		if !j.Start.IsZero() && !j.Start.After(obs.Now) && obs.Now.Sub(j.Start) < features.HistoryHorizon && !j.Submit.IsZero() {
 			started = append(started, j)
 		}
 	}
@@ -89,7 +90,7 @@ func (p *AveragePolicy) Decide(obs *provisioner.Observation) (provisioner.Decisi
 	}
 	n := p.Window
 	if n <= 0 {
-		n = historyWindow
+		n = features.HistoryStarts
 	}
 	w := recentWaits(obs, n)
 	if len(w) == 0 {
@@ -169,7 +170,7 @@ func (p *QuantilePolicy) Decide(obs *provisioner.Observation) (provisioner.Decis
 		c = 0.95
 	}
 	if n <= 0 {
-		n = historyWindow
+		n = features.HistoryStarts
 	}
 	w := recentWaits(obs, n)
 	if len(w) == 0 {

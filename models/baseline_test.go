@@ -2,10 +2,12 @@ package models
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -30,13 +32,13 @@ func TestQBETSBound(t *testing.T) {
 // testChainObs is an observation of a running predecessor with limit 10 h
 // that started 8 h ago (2 h left), with started jobs of the given waits.
 func testChainObs(waits ...time.Duration) *provisioner.Observation {
-	pred := testJob("pred").running(9*testHour, 8*testHour).limit(10 * testHour).build()
-	obs := &provisioner.Observation{Now: testT0, Snapshot: &provisioner.Snapshot{Time: testT0, Jobs: []provisioner.Job{pred}},
-		Predecessor: &pred, Chain: &provisioner.Chain{ID: "c1", TimeLimit: 10 * testHour}}
+	pred := testobs.Job("pred").Running(9*testobs.Hour, 8*testobs.Hour).Limit(10 * testobs.Hour).Build()
+	obs := &provisioner.Observation{Now: testobs.T0, Snapshot: &provisioner.Snapshot{Time: testobs.T0, Jobs: []provisioner.Job{pred}},
+		Predecessor: &pred, Chain: &provisioner.Chain{ID: "c1", TimeLimit: 10 * testobs.Hour}}
 	for i, w := range waits {
 		// started i minutes ago, having waited w
-		st := testT0.Add(-time.Duration(i+1) * time.Minute)
-		obs.History = append(obs.History, provisioner.Job{ID: "h" + itoa(i), State: provisioner.StateRunning, Submit: st.Add(-w), Start: st})
+		st := testobs.T0.Add(-time.Duration(i+1) * time.Minute)
+		obs.History = append(obs.History, provisioner.Job{ID: "h" + strconv.Itoa(i), State: provisioner.StateRunning, Submit: st.Add(-w), Start: st})
 	}
 	return obs
 }
@@ -114,9 +116,9 @@ func TestOraclePlansTheSmallestGap(t *testing.T) {
 	probes := 0
 	o, err := NewOracle(func(obs *provisioner.Observation, after time.Duration) (time.Duration, error) {
 		probes++
-		g, ok := gaps[obs.Now.Sub(testT0)+after]
+		g, ok := gaps[obs.Now.Sub(testobs.T0)+after]
 		if !ok {
-			t.Fatalf("unexpected probe at %s", obs.Now.Sub(testT0)+after)
+			t.Fatalf("unexpected probe at %s", obs.Now.Sub(testobs.T0)+after)
 		}
 		return g, nil
 	}, 30*time.Minute, time.Minute)
@@ -125,13 +127,13 @@ func TestOraclePlansTheSmallestGap(t *testing.T) {
 	}
 	for _, at := range []time.Duration{0, 30 * time.Minute, 60 * time.Minute} {
 		obs := testChainObs()
-		obs.Now = testT0.Add(at)
+		obs.Now = testobs.T0.Add(at)
 		if d, err := o.Decide(obs); err != nil || d.Action != provisioner.Wait {
 			t.Fatalf("at +%s: %+v, %v; want wait", at, d, err)
 		}
 	}
 	obs := testChainObs()
-	obs.Now = testT0.Add(90 * time.Minute)
+	obs.Now = testobs.T0.Add(90 * time.Minute)
 	if d, _ := o.Decide(obs); d.Action != provisioner.SubmitNow || d.Score != (-10*time.Minute).Seconds() {
 		t.Fatalf("at +90m: %+v, want submit with gap −10 min", d)
 	}
@@ -171,25 +173,5 @@ func TestPolicyFactory(t *testing.T) {
 		if _, err := g(name); err != nil || called != name {
 			t.Errorf("%s not delegated (%v, called %q)", name, err, called)
 		}
-	}
-	// A learned model is read from DIR/NAME, and its kind must fit the name.
-	m := &PolicyNetModel{meta: Meta{Kind: KindDQN, Task: Preference, Schema: Schema()}}
-	net, err := NewMLP(MLPConfig{Inputs: NumFeatures(), Hidden: []int{4}, Outputs: 2, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.Net = net
-	if err := Save(dir+"/dqn", m); err != nil {
-		t.Fatal(err)
-	}
-	p, err := f("dqn")
-	if err != nil || p.Name() != "dqn" {
-		t.Fatalf("dqn: %v, %v", p, err)
-	}
-	if err := Save(dir+"/pg", m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f("pg"); err == nil || !strings.Contains(err.Error(), "holds a dqn model, want pg") {
-		t.Errorf("kind mismatch: %v", err)
 	}
 }

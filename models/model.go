@@ -10,15 +10,16 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
 // Kind names a model family as stored in meta.json and accepted by `mirage train --model`.
 type Kind string
 
-// Model kinds with a file format in this package.
+// Model kinds: each has a file format in one of the learner packages (models/xgb, models/forest, models/nn).
 const (
 	KindXGB       Kind = "xgb"        // gradient-boosted trees (libxgboost training, leaves serving), regression of the signed gap
 	KindRFXGB     Kind = "rf-xgb"     // XGBoost random-forest mode (num_parallel_tree, one round), classification "submitting now is safe"
@@ -81,7 +82,7 @@ type Meta struct {
 	Kind         Kind               `json:"kind"`                    // model family
 	Task         Task               `json:"task"`                    // what Predict returns
 	ModelFile    string             `json:"model_file"`              // file name inside the directory
-	Schema       SchemaID           `json:"schema"`                  // feature schema the model was trained on
+	Schema       features.SchemaID  `json:"schema"`                  // feature schema the model was trained on
 	Trace        string             `json:"trace,omitempty"`         // trace file (or "synthetic")
 	Windows      Windows            `json:"windows"`                 // training/validation windows
 	Seed         uint64             `json:"seed"`                    // seed of the run
@@ -105,8 +106,8 @@ type OutputTransform struct {
 	Expm1Unit float64 `json:"expm1_unit,omitempty"` // > 0: the target was log1p(y/unit)
 }
 
-// apply maps a raw output; a nil transform is the identity.
-func (o *OutputTransform) apply(r float64) float64 {
+// Apply maps a raw output; a nil transform is the identity.
+func (o *OutputTransform) Apply(r float64) float64 {
 	if o == nil {
 		return r
 	}
@@ -139,8 +140,6 @@ type Classifier = Model
 
 // Errors for expected conditions.
 var (
-	// ErrSchemaMismatch: a model was trained on another feature schema than the caller computes.
-	ErrSchemaMismatch = errors.New("feature schema mismatch")
 	// ErrFeatureCount: a feature vector has the wrong length for the model's schema.
 	ErrFeatureCount = errors.New("wrong number of features")
 	// ErrUnknownKind: meta.json names a kind this build cannot load.
@@ -149,36 +148,8 @@ var (
 	ErrBadModel = errors.New("malformed model")
 )
 
-// SchemaMismatchError names both schemas; errors.Is(err, ErrSchemaMismatch) holds.
-type SchemaMismatchError struct {
-	Model SchemaID // schema in the model's meta.json
-	Want  SchemaID // schema the caller computes features with
-}
-
-// Error implements error.
-func (e *SchemaMismatchError) Error() string {
-	return fmt.Sprintf("feature schema mismatch: model was trained on %s v%d, features are %s v%d; retrain the model or use a matching mirage version",
-		e.Model.Name, e.Model.Version, e.Want.Name, e.Want.Version)
-}
-
-// Is makes errors.Is(err, ErrSchemaMismatch) true.
-func (e *SchemaMismatchError) Is(target error) bool { return target == ErrSchemaMismatch }
-
-// CheckSchema returns a *SchemaMismatchError unless got and want have the
-// same name, version and fields.
-func CheckSchema(got, want SchemaID) error {
-	if got.Name != want.Name || got.Version != want.Version {
-		return &SchemaMismatchError{Model: got, Want: want}
-	}
-	if len(got.Fields) != 0 && len(want.Fields) != 0 && strings.Join(got.Fields, ",") != strings.Join(want.Fields, ",") {
-		// Same version with different fields is a programming error in a schema bump; report it as a mismatch.
-		return &SchemaMismatchError{Model: got, Want: want}
-	}
-	return nil
-}
-
-// checkLen verifies one feature vector against a schema width.
-func checkLen(features []float64, width int) error {
+// CheckLen verifies one feature vector against a schema width (no check when width is 0).
+func CheckLen(features []float64, width int) error {
 	if width > 0 && len(features) != width {
 		return fmt.Errorf("%w: got %d, schema has %d", ErrFeatureCount, len(features), width)
 	}
@@ -220,6 +191,23 @@ func ReadMeta(dir string) (Meta, error) {
 	return meta, nil
 }
 
+// MetaSetter is implemented by the models of the learner packages, so
+// training can record the decision rule and metrics after the fit.
+type MetaSetter interface{ SetMeta(Meta) }
+
+// UpdateMeta applies f to a copy of m's metadata and stores it back in m,
+// which must implement MetaSetter.
+func UpdateMeta(m Model, f func(*Meta)) error {
+	s, ok := m.(MetaSetter)
+	if !ok {
+		return fmt.Errorf("model %T cannot record metadata", m)
+	}
+	meta := m.Meta()
+	f(&meta)
+	s.SetMeta(meta)
+	return nil
+}
+
 // Loader reads a model of one kind from its directory, given its meta.json.
 type Loader func(dir string, meta Meta) (Model, error)
 
@@ -228,8 +216,9 @@ var (
 	loaders   = map[Kind]Loader{}
 )
 
-// RegisterLoader makes Load able to read models of a kind. Kinds in this
-// package register themselves in init; dqn/pg register theirs the same way.
+// RegisterLoader makes Load able to read models of a kind. The learner
+// packages (models/xgb, models/forest, models/nn) register their kinds in
+// init; import models/learners to have them all.
 func RegisterLoader(kind Kind, l Loader) {
 	loadersMu.Lock()
 	defer loadersMu.Unlock()
@@ -250,12 +239,12 @@ func LoaderKinds() []Kind {
 
 // Load reads the model in dir and checks that it was trained on the schema
 // want (a *SchemaMismatchError otherwise, before the model file is read).
-func Load(dir string, want SchemaID) (Model, error) {
+func Load(dir string, want features.SchemaID) (Model, error) {
 	meta, err := ReadMeta(dir)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckSchema(meta.Schema, want); err != nil {
+	if err := features.CheckSchema(meta.Schema, want); err != nil {
 		return nil, fmt.Errorf("load model %s: %w", dir, err)
 	}
 	loadersMu.RLock()
@@ -290,9 +279,9 @@ func LibraryVersions() map[string]string {
 
 // Dataset is a dense design matrix with one target per row.
 type Dataset struct {
-	Schema SchemaID    // feature schema of the rows
-	X      [][]float64 // rows × features
-	Y      []float64   // targets: signed gap in seconds (regression) or 0/1 (classification)
+	Schema features.SchemaID // feature schema of the rows
+	X      [][]float64       // rows × features
+	Y      []float64         // targets: signed gap in seconds (regression) or 0/1 (classification)
 }
 
 // Validate checks shapes: equal row count, equal widths matching the schema.

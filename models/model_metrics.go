@@ -103,36 +103,6 @@ func Constant(v float64, n int) []float64 {
 	return out
 }
 
-// binaryLogLoss is the mean binary cross-entropy of probabilities p for 0/1 labels y.
-func binaryLogLoss(p, y []float64) float64 {
-	if len(y) == 0 {
-		return math.NaN()
-	}
-	s := 0.0
-	for i := range y {
-		q := math.Min(math.Max(p[i], 1e-12), 1-1e-12)
-		if y[i] >= 0.5 {
-			s -= math.Log(q)
-		} else {
-			s -= math.Log(1 - q)
-		}
-	}
-	return s / float64(len(y))
-}
-
-// variance is the population variance (0 when empty).
-func variance(y []float64) float64 {
-	if len(y) == 0 {
-		return 0
-	}
-	m := Mean(y)
-	s := 0.0
-	for _, v := range y {
-		s += (v - m) * (v - m)
-	}
-	return s / float64(len(y))
-}
-
 // Pinball is the mean quantile (pinball) loss of predictions pred of quantile q for targets y.
 func Pinball(pred, y []float64, q float64) float64 {
 	if len(y) == 0 {

@@ -8,6 +8,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -121,7 +122,7 @@ type ModelPolicy struct {
 
 // NewModelPolicy wraps m, refusing a model trained on another feature schema.
 func NewModelPolicy(name string, m Model) (*ModelPolicy, error) {
-	if err := CheckSchema(m.Meta().Schema, Schema()); err != nil {
+	if err := features.CheckSchema(m.Meta().Schema, features.Schema()); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
 	return &ModelPolicy{PolicyName: name, Model: m, Rule: ruleOf(m.Meta())}, nil
@@ -142,7 +143,7 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 		return d, nil
 	}
 	var buf [128]float64
-	x, err := AppendFeatures(buf[:0], obs)
+	x, err := features.AppendFeatures(buf[:0], obs)
 	if err != nil {
 		return provisioner.Decision{}, fmt.Errorf("policy %s: %w", p.PolicyName, err)
 	}
@@ -185,11 +186,11 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 func FeatureDigest(v []float64) string {
 	h := sha256.New()
 	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], uint64(FeatureSchemaVersion))
+	binary.LittleEndian.PutUint64(b[:], uint64(features.FeatureSchemaVersion))
 	h.Write(b[:])
 	for _, x := range v {
 		binary.LittleEndian.PutUint64(b[:], math.Float64bits(x))
 		h.Write(b[:])
 	}
-	return fmt.Sprintf("v%d:%s", FeatureSchemaVersion, hex.EncodeToString(h.Sum(nil)[:8]))
+	return fmt.Sprintf("v%d:%s", features.FeatureSchemaVersion, hex.EncodeToString(h.Sum(nil)[:8]))
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -19,9 +21,9 @@ type testFixedModel struct {
 
 func (f *testFixedModel) Meta() Meta {
 	if f.wait {
-		return Meta{Kind: "fixed", Task: f.task, Schema: WaitSchema()}
+		return Meta{Kind: "fixed", Task: f.task, Schema: features.WaitSchema()}
 	}
-	return Meta{Kind: "fixed", Task: f.task, Schema: Schema()}
+	return Meta{Kind: "fixed", Task: f.task, Schema: features.Schema()}
 }
 func (f *testFixedModel) Predict(x []float64) (float64, error) {
 	f.width = len(x)
@@ -65,7 +67,7 @@ func TestModelPolicyDecide(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs := testObservation()
+			obs := testobs.Observation()
 			if tt.mutate != nil {
 				tt.mutate(obs)
 			}
@@ -76,8 +78,8 @@ func TestModelPolicyDecide(t *testing.T) {
 			if d.Action != tt.want || !strings.HasSuffix(d.Reason, tt.reason) {
 				t.Errorf("decision %+v, want %s with reason ending %q", d, tt.want, tt.reason)
 			}
-			if m.width != 0 && m.width != NumFeatures() {
-				t.Errorf("model saw %d features, want %d", m.width, NumFeatures())
+			if m.width != 0 && m.width != features.NumFeatures() {
+				t.Errorf("model saw %d features, want %d", m.width, features.NumFeatures())
 			}
 		})
 	}
@@ -86,15 +88,15 @@ func TestModelPolicyDecide(t *testing.T) {
 type testOtherSchemaModel struct{ testFixedModel }
 
 func (o *testOtherSchemaModel) Meta() Meta {
-	return Meta{Kind: "fixed", Schema: SchemaID{Name: FeatureSchemaName, Version: FeatureSchemaVersion + 1}}
+	return Meta{Kind: "fixed", Schema: features.SchemaID{Name: features.FeatureSchemaName, Version: features.FeatureSchemaVersion + 1}}
 }
 
 func TestModelPolicyRefusesOtherSchema(t *testing.T) {
 	_, err := NewModelPolicy("test", &testOtherSchemaModel{})
-	if !errors.Is(err, ErrSchemaMismatch) {
+	if !errors.Is(err, features.ErrSchemaMismatch) {
 		t.Fatalf("err = %v, want ErrSchemaMismatch", err)
 	}
-	if !strings.Contains(err.Error(), fmt.Sprintf("v%d", FeatureSchemaVersion)) || !strings.Contains(err.Error(), fmt.Sprintf("v%d", FeatureSchemaVersion+1)) {
+	if !strings.Contains(err.Error(), fmt.Sprintf("v%d", features.FeatureSchemaVersion)) || !strings.Contains(err.Error(), fmt.Sprintf("v%d", features.FeatureSchemaVersion+1)) {
 		t.Errorf("message %q should name both versions", err)
 	}
 }
@@ -104,7 +106,7 @@ func TestFeatureDigest(t *testing.T) {
 	if a != FeatureDigest([]float64{1, 2, 3}) || a == FeatureDigest([]float64{1, 2, 3.0000001}) {
 		t.Error("digest not stable or not sensitive")
 	}
-	if !strings.HasPrefix(a, fmt.Sprintf("v%d:", FeatureSchemaVersion)) || len(a) != 3+16 {
+	if !strings.HasPrefix(a, fmt.Sprintf("v%d:", features.FeatureSchemaVersion)) || len(a) != 3+16 {
 		t.Errorf("digest %q", a)
 	}
 }

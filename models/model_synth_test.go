@@ -2,48 +2,8 @@ package models
 
 import (
 	"math"
-	"math/rand/v2"
 	"testing"
 )
-
-// testSynth returns n rows of w ≥ 5 features (the first three integer-valued, as
-// counts are, so ties with split thresholds happen), a regression target and
-// a 0/1 target derived from it, deterministically for seed.
-func testSynth(n, w int, seed uint64) (X [][]float64, yReg, yCls []float64) {
-	r := rand.New(rand.NewPCG(seed, 0x6d697261))
-	X = make([][]float64, n)
-	yReg = make([]float64, n)
-	yCls = make([]float64, n)
-	for i := range X {
-		row := make([]float64, w)
-		for j := range row {
-			if j < 3 {
-				row[j] = float64(r.IntN(21))
-			} else {
-				row[j] = r.NormFloat64()
-			}
-		}
-		y := 3*row[0] - 2*row[1] + 4*row[3]*row[4] + 10*b2f(row[2] > 10) + r.NormFloat64()
-		X[i], yReg[i] = row, y
-		// Classification: noisy threshold on the same signal (about 50/50).
-		if y+2*r.NormFloat64() > 10 {
-			yCls[i] = 1
-		}
-	}
-	return X, yReg, yCls
-}
-
-// testSchema is a schema matching testSynth's width.
-func testSchema(w int) SchemaID {
-	f := make([]string, w)
-	for i := range f {
-		f[i] = "x" + itoa(i)
-	}
-	return SchemaID{Name: "synthetic", Version: 1, Fields: f}
-}
-
-// testLogLoss is binaryLogLoss, for tests.
-func testLogLoss(p, y []float64) float64 { return binaryLogLoss(p, y) }
 
 func TestMetrics(t *testing.T) {
 	// Hand-computed: errors 1, -1, 2 → MAE 4/3, RMSE sqrt(6/3).
@@ -66,9 +26,6 @@ func TestMetrics(t *testing.T) {
 	// Residuals 2 and −1 at q 0.9: 0.9·2 and 0.1·1 → mean 0.95.
 	if got := Pinball([]float64{1, 1}, []float64{3, 0}, 0.9); math.Abs(got-0.95) > 1e-12 {
 		t.Errorf("Pinball = %v", got)
-	}
-	if got := variance([]float64{1, 3}); got != 1 {
-		t.Errorf("variance = %v", got)
 	}
 	if got := SafeLabels([]float64{-3600, -1800, 0, 7200}); got[0] != 0 || got[1] != 1 || got[2] != 1 || got[3] != 1 {
 		t.Errorf("SafeLabels = %v", got)

@@ -2,19 +2,17 @@ package models
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/models/features"
 )
 
-// updateGolden (-update) rewrites golden files under testdata/ (see TestXGBGoldenUpdate).
-var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 func TestSchemaMismatchMessage(t *testing.T) {
-	err := CheckSchema(SchemaID{Name: "mirage-chain", Version: 1}, SchemaID{Name: "mirage-chain", Version: 2})
-	if !errors.Is(err, ErrSchemaMismatch) {
+	err := features.CheckSchema(features.SchemaID{Name: "mirage-chain", Version: 1}, features.SchemaID{Name: "mirage-chain", Version: 2})
+	if !errors.Is(err, features.ErrSchemaMismatch) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, s := range []string{"mirage-chain v1", "mirage-chain v2"} {
@@ -22,27 +20,27 @@ func TestSchemaMismatchMessage(t *testing.T) {
 			t.Errorf("message %q does not name %q", err, s)
 		}
 	}
-	if err := CheckSchema(Schema(), Schema()); err != nil {
+	if err := features.CheckSchema(features.Schema(), features.Schema()); err != nil {
 		t.Errorf("same schema: %v", err)
 	}
-	other := Schema()
+	other := features.Schema()
 	other.Fields[0] = "renamed"
-	if err := CheckSchema(other, Schema()); !errors.Is(err, ErrSchemaMismatch) {
+	if err := features.CheckSchema(other, features.Schema()); !errors.Is(err, features.ErrSchemaMismatch) {
 		t.Errorf("same version, other fields: err = %v", err)
 	}
 }
 
 func TestLoadErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Load(dir, Schema()); err == nil {
+	if _, err := Load(dir, features.Schema()); err == nil {
 		t.Error("missing meta.json: no error")
 	}
 	os.WriteFile(filepath.Join(dir, MetaFile), []byte(`{"kind":"nope","schema":{"name":"mirage-chain","version":1}}`), 0o644)
-	if _, err := Load(dir, SchemaID{Name: "mirage-chain", Version: 1}); !errors.Is(err, ErrUnknownKind) {
+	if _, err := Load(dir, features.SchemaID{Name: "mirage-chain", Version: 1}); !errors.Is(err, ErrUnknownKind) {
 		t.Errorf("unknown kind: err = %v", err)
 	}
 	os.WriteFile(filepath.Join(dir, MetaFile), []byte(`{`), 0o644)
-	if _, err := Load(dir, Schema()); !errors.Is(err, ErrBadModel) {
+	if _, err := Load(dir, features.Schema()); !errors.Is(err, ErrBadModel) {
 		t.Errorf("bad json: err = %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -13,8 +14,8 @@ import (
 // names of its sub-directories ("p10", "p50", "p90").
 var WaitQuantiles = []float64{0.1, 0.5, 0.9}
 
-// waitDirs names the sub-directory of each WaitQuantiles entry.
-var waitDirs = []string{"p10", "p50", "p90"}
+// WaitDirs names the sub-directory of each WaitQuantiles entry.
+var WaitDirs = []string{"p10", "p50", "p90"}
 
 // WaitEstimate is a predicted queue wait with an interval.
 type WaitEstimate struct {
@@ -35,13 +36,13 @@ func NewWaitPredictor(p10, p50, p90 Model) (*WaitPredictor, error) {
 	w := &WaitPredictor{Models: [3]Model{p10, p50, p90}}
 	for i, m := range w.Models {
 		if m == nil {
-			return nil, fmt.Errorf("wait predictor: %s model missing", waitDirs[i])
+			return nil, fmt.Errorf("wait predictor: %s model missing", WaitDirs[i])
 		}
-		if err := CheckSchema(m.Meta().Schema, WaitSchema()); err != nil {
-			return nil, fmt.Errorf("wait predictor %s: %w", waitDirs[i], err)
+		if err := features.CheckSchema(m.Meta().Schema, features.WaitSchema()); err != nil {
+			return nil, fmt.Errorf("wait predictor %s: %w", WaitDirs[i], err)
 		}
 		if m.Meta().Task != Regression {
-			return nil, fmt.Errorf("wait predictor %s: task %s, want regression", waitDirs[i], m.Meta().Task)
+			return nil, fmt.Errorf("wait predictor %s: task %s, want regression", WaitDirs[i], m.Meta().Task)
 		}
 	}
 	return w, nil
@@ -50,7 +51,7 @@ func NewWaitPredictor(p10, p50, p90 Model) (*WaitPredictor, error) {
 // SaveWaitPredictor writes the three models into dir/p10, dir/p50, dir/p90.
 func SaveWaitPredictor(dir string, w *WaitPredictor) error {
 	for i, m := range w.Models {
-		if err := Save(filepath.Join(dir, waitDirs[i]), m); err != nil {
+		if err := Save(filepath.Join(dir, WaitDirs[i]), m); err != nil {
 			return err
 		}
 	}
@@ -60,8 +61,8 @@ func SaveWaitPredictor(dir string, w *WaitPredictor) error {
 // LoadWaitPredictor reads a directory written by SaveWaitPredictor.
 func LoadWaitPredictor(dir string) (*WaitPredictor, error) {
 	var ms [3]Model
-	for i, d := range waitDirs {
-		m, err := Load(filepath.Join(dir, d), WaitSchema())
+	for i, d := range WaitDirs {
+		m, err := Load(filepath.Join(dir, d), features.WaitSchema())
 		if err != nil {
 			return nil, err
 		}
@@ -70,25 +71,19 @@ func LoadWaitPredictor(dir string) (*WaitPredictor, error) {
 	return NewWaitPredictor(ms[0], ms[1], ms[2])
 }
 
-// WaitObservation frames a job shape as the observation the schema expects:
-// the job is the successor and there is no predecessor.
-func WaitObservation(now time.Time, snap *provisioner.Snapshot, history []provisioner.Job, job provisioner.SubmitRequest) *provisioner.Observation {
-	return &provisioner.Observation{Now: now, Snapshot: snap, History: history, Successor: job}
-}
-
 // Predict returns the wait interval for an observation built by
 // WaitObservation. Quantiles are sorted (independently trained quantile
 // models can cross) and clamped at zero.
 func (w *WaitPredictor) Predict(obs *provisioner.Observation) (WaitEstimate, error) {
 	var buf [128]float64
-	x, err := AppendWaitFeatures(buf[:0], obs)
+	x, err := features.AppendWaitFeatures(buf[:0], obs)
 	if err != nil {
 		return WaitEstimate{}, fmt.Errorf("predict wait: %w", err)
 	}
 	var q [3]float64
 	for i, m := range w.Models {
 		if q[i], err = m.Predict(x); err != nil {
-			return WaitEstimate{}, fmt.Errorf("predict wait %s: %w", waitDirs[i], err)
+			return WaitEstimate{}, fmt.Errorf("predict wait %s: %w", WaitDirs[i], err)
 		}
 		q[i] = max(q[i], 0)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/internal/testobs"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -15,7 +17,7 @@ func TestWaitPredictorSortsAndClamps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs := WaitObservation(testT0, testObservation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
+	obs := features.WaitObservation(testobs.T0, testobs.Observation().Snapshot, nil, provisioner.SubmitRequest{Nodes: 1, GPUs: 4, TimeLimit: 48 * time.Hour})
 	got, err := w.Predict(obs)
 	if err != nil {
 		t.Fatal(err)
@@ -33,7 +35,7 @@ func TestWaitPredictorSortsAndClamps(t *testing.T) {
 	}
 	// A model of the chain schema is refused, naming both schemas.
 	_, err = NewWaitPredictor(&testFixedModel{task: Regression, wait: true}, &testFixedModel{task: Regression}, &testFixedModel{task: Regression, wait: true})
-	if !errors.Is(err, ErrSchemaMismatch) || !strings.Contains(err.Error(), "p50") || !strings.Contains(err.Error(), "mirage-chain") || !strings.Contains(err.Error(), "mirage-wait") {
+	if !errors.Is(err, features.ErrSchemaMismatch) || !strings.Contains(err.Error(), "p50") || !strings.Contains(err.Error(), "mirage-chain") || !strings.Contains(err.Error(), "mirage-wait") {
 		t.Errorf("chain-schema model: %v", err)
 	}
 }

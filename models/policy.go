@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -51,6 +53,9 @@ func PolicyNames() []string {
 	return n
 }
 
+// LearnedPolicies lists the learned policies' names (each loaded from a model directory).
+func LearnedPolicies() []string { return slices.Clone(learnedPolicies) }
+
 // IsLearned reports whether name is a learned policy (loaded from a model directory).
 func IsLearned(name string) bool {
 	for _, n := range learnedPolicies {
@@ -71,7 +76,8 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 	var mu sync.Mutex
 	cache := map[string]Model{}
 	if opts.Baseline == nil {
-		opts.Baseline = defaultBaseline
+		// The provisioner's baselines with their default options.
+		opts.Baseline = func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) }
 	}
 	return func(name string) (provisioner.Policy, error) {
 		switch name {
@@ -122,7 +128,7 @@ func LoadPolicyModel(modelsDir, name string) (Model, error) {
 	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err != nil {
 		return nil, fmt.Errorf("policy %q: %w in %s (train it with mirage train --model %s --out %s)", name, ErrNoModel, dir, name, modelsDir)
 	}
-	m, err := Load(dir, Schema())
+	m, err := Load(dir, features.Schema())
 	if err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}

@@ -13,8 +13,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models"
 	"github.com/spf13/cobra"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
+
+	// Every learner registers its model kinds, so trained models load.
+	_ "github.com/mirage-gpu/mirage/models/learners"
 )
 
 func newModelsCmd(f *Factory) *cobra.Command {
@@ -138,12 +143,12 @@ func runModelsLs(w io.Writer, o *modelsLsOptions) error {
 
 // staleSchema says why a model's feature schema is not the one this build
 // computes for its family ("" when it is).
-func staleSchema(s models.SchemaID) string {
-	cur, ok := models.CurrentSchema(s.Name)
+func staleSchema(s features.SchemaID) string {
+	cur, ok := features.CurrentSchema(s.Name)
 	switch {
 	case !ok:
 		return fmt.Sprintf(" — stale: this mirage has no %q features; retrain", s.Name)
-	case models.CheckSchema(s, cur) != nil:
+	case features.CheckSchema(s, cur) != nil:
 		return fmt.Sprintf(" — stale: this mirage computes %s v%d; retrain", cur.Name, cur.Version)
 	}
 	return ""

@@ -10,10 +10,13 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
-	"github.com/spf13/cobra"
 )
 
 // predictWaitOptions are the flags of mirage predict-wait.
@@ -82,7 +85,7 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
 	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
-	f.DurationVar(&o.history, "history", models.DefaultHistoryWindow, "history window (sacct) the features look at")
+	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("models")
@@ -136,7 +139,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	}
 	pred, err := models.LoadWaitPredictor(filepath.Join(o.modelsDir, "wait"))
 	if err != nil {
-		if errors.Is(err, models.ErrSchemaMismatch) {
+		if errors.Is(err, features.ErrSchemaMismatch) {
 			return withCode(exitBadInput, err)
 		}
 		return withCode(exitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
@@ -158,7 +161,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		perNode = wholeNodeGPUs(st.snap, o.partition)
 	}
 	req := provisioner.SubmitRequest{Account: o.account, Partition: o.partition, TimeLimit: limit, Nodes: o.nodes, GPUs: o.nodes * perNode}
-	est, err := pred.Predict(models.WaitObservation(st.now, st.snap, st.hist, req))
+	est, err := pred.Predict(features.WaitObservation(st.now, st.snap, st.hist, req))
 	if err != nil {
 		return err
 	}
@@ -231,7 +234,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc, err := models.NewScenario(filepath.Base(o.trace), jobs, cfg)
+		sc, err := scenario.NewScenario(filepath.Base(o.trace), jobs, cfg)
 		if err != nil {
 			return nil, withCode(exitBadInput, err)
 		}

@@ -2,58 +2,42 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/models"
-	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/traces"
-	"github.com/spf13/cobra"
 )
 
-// trainOptions are the flags of mirage train.
+// trainOptions are the flags of mirage train: most bind straight into the
+// pipeline's train.Spec; the trace, the cluster and the window bounds are
+// read and parsed here.
 type trainOptions struct {
-	trace        string
-	model        []string
-	out          string
-	preset       string
-	slurmConf    string
-	from         string
-	trainUntil   string
-	until        string
-	seed         uint64
-	waitReplicas int
-	nodes        []int
-	every        time.Duration
-	warmUp       time.Duration
-	tick         time.Duration
-	limit        time.Duration
-	scales       []float64
-	workers      int
-	cache        string
-	costIntr     float64
-	costOvl      float64
-	costOvlGPU   float64
-	dqnSteps     int
-	pgIters      int
-	target       string
-	json         bool
-	traceOpts    traceFlags
-	progress     io.Writer // stderr when it is a terminal, else nil
-	now          func() time.Time
+	spec       train.Spec
+	trace      string
+	preset     string
+	slurmConf  string
+	from       string
+	trainUntil string
+	until      string
+	json       bool
+	traceOpts  traceFlags
+	progress   io.Writer // stderr when it is a terminal, else nil
+	now        func() time.Time
 }
 
 func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Command {
@@ -61,28 +45,41 @@ func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
-		Long: `Train learned policies on a recorded trace replayed in the simulator: chains are
-injected every --every of trace time (the published pair protocol), submitting
-each successor is probed every --tick in a fork of the simulator, and each
-probe's signed gap (successor start − predecessor end) labels the features of
-that instant.
+		Long: `Train learned policies on a recorded trace replayed in the simulator, with the
+published pair protocol: a predecessor that uses its whole limit (--nodes
+sizes) is injected every --every of trace time after --warmup; while it runs,
+submitting its successor is probed every --tick in a fork of the simulator,
+and each probe's signed gap (successor start − predecessor end) labels the
+features of that instant (24 h of history).
 
 Windows: training uses chains whose every decision falls in [--from,
---train-until); validation injects chains in [--train-until, --until). Times
-are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
+--train-until); validation injects chains in [--train-until, --until) (the
+two never overlap in time). Without --train-until everything is training.
+Times are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
 
-Models (each saved as DIR/NAME/ with meta.json):
-  xgb         gradient-boosted trees predicting the successor's wait
-  rf          the default random forest (golearn's; fits not reproducible)
-  rf-golearn  golearn's random forest explicitly (20,000-row sample)
-  rf-xgb      XGBoost's random-forest mode (reproducible for a seed)
-  dqn, pg     Deep Q-Network and REINFORCE on the probed chains
-  wait        the wait predictor of mirage predict-wait
+Models (each saved as DIR/NAME/ with meta.json: feature schema, trace,
+windows, seed, library versions, decision rule, validation metrics):
+  xgb         gradient-boosted trees (libxgboost) regressing the successor's
+              wait if submitted now (the gap is that minus the predecessor's
+              time left); submits when the predicted gap reaches a threshold
+              tuned on the latest 20% of the training chains
+  rf          the default random forest (golearn's, the better policy on LS6;
+              see README), classifying "submitting now is safe" (gap ≥ −30 min)
+  rf-golearn  golearn's random forest explicitly (slow: trained on a
+              20,000-row sample; fits are not reproducible)
+  rf-xgb      XGBoost's random-forest mode (fast, reproducible for a seed)
+  dqn, pg     Deep Q-Network and REINFORCE (gorgonia) played on the probed
+              chains (waiting does not change the cluster, so each chain's
+              probes are exactly its environment)
+  wait        the wait predictor of mirage predict-wait (p10/p50/p90 quantile
+              XGBoost on every recorded job's submission, in --wait-replicas
+              replays of the training window with different simulator seeds)
 
---cache DIR keeps the generated datasets for later runs. Datasets use all cores
-(--workers) and are deterministic for --seed.
-
-What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
+--scales adds training chains from the trace with arrivals scaled up (each
+job replayed again with that probability, 0–1 h later), so the policies see
+heavier load than the training months had. --cache DIR keeps the generated
+datasets for later runs with the same trace, cluster, protocol and windows.
+Datasets use all cores (--workers) and are deterministic for --seed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.progress = factory.progress()
@@ -94,29 +91,29 @@ What each model learns and how it decides: docs/guide/training-and-evaluation.md
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (required)")
-	f.StringSliceVar(&o.model, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
-	f.StringVar(&o.out, "out", "", "models directory; each model goes to DIR/NAME (required)")
+	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
+	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (required)")
 	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	f.StringVar(&o.from, "from", "", "first injection (default: the trace's first start + --warmup)")
 	f.StringVar(&o.trainUntil, "train-until", "", "end of training; start of validation")
 	f.StringVar(&o.until, "until", "", "end of validation injections (default: the trace's last submit)")
-	f.Uint64Var(&o.seed, "seed", 1, "seed of the simulator's latency draws, load scaling and every fit")
-	f.IntSliceVar(&o.nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
-	f.DurationVar(&o.every, "every", 4*time.Hour, "trace time between injections")
-	f.DurationVar(&o.warmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
-	f.DurationVar(&o.tick, "tick", 10*time.Minute, "decision interval")
-	f.DurationVar(&o.limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
-	f.Float64SliceVar(&o.scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
-	f.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
-	f.StringVar(&o.cache, "cache", "", "directory caching generated datasets")
-	f.Float64Var(&o.costIntr, "cost-interruption", models.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
-	f.Float64Var(&o.costOvl, "cost-overlap", models.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
-	f.Float64Var(&o.costOvlGPU, "cost-overlap-gpu", models.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
-	f.IntVar(&o.dqnSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
-	f.IntVar(&o.pgIters, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
-	f.StringVar(&o.target, "target", models.TargetWait, "xgb regression target: wait or gap")
-	f.IntVar(&o.waitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
+	f.Uint64Var(&o.spec.Seed, "seed", 1, "seed of the simulator's latency draws, load scaling and every fit")
+	f.IntSliceVar(&o.spec.Protocol.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
+	f.DurationVar(&o.spec.Protocol.Every, "every", 4*time.Hour, "trace time between injections")
+	f.DurationVar(&o.spec.Protocol.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
+	f.DurationVar(&o.spec.Protocol.Tick, "tick", 10*time.Minute, "decision interval")
+	f.DurationVar(&o.spec.Protocol.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	f.Float64SliceVar(&o.spec.Scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
+	f.IntVar(&o.spec.Workers, "workers", 0, "simulator goroutines (default: all cores)")
+	f.StringVar(&o.spec.Cache, "cache", "", "directory caching generated datasets")
+	f.Float64Var(&o.spec.Cost.InterruptionPerHour, "cost-interruption", scenario.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
+	f.Float64Var(&o.spec.Cost.OverlapPerHour, "cost-overlap", scenario.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
+	f.Float64Var(&o.spec.Cost.OverlapPerGPUHour, "cost-overlap-gpu", scenario.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
+	f.IntVar(&o.spec.DQNSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
+	f.IntVar(&o.spec.PGIterations, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
+	f.StringVar(&o.spec.Target, "target", models.TargetWait, "xgb regression target: wait or gap")
+	f.IntVar(&o.spec.WaitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
 	f.BoolVar(&o.json, "json", false, "print the trained models' metadata as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
@@ -171,31 +168,28 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want RFC 3339 or YYYY-MM-DD[THH:MM[:SS]] (in the trace's zone)", flag, s))
 }
 
-// trainRun holds what the models of one run share.
-type trainRun struct {
-	o        *trainOptions
-	errw     io.Writer
-	cfg      sim.Config
-	sc       *models.Scenario
-	proto    models.Protocol
-	from     time.Time
-	tu       time.Time
-	until    time.Time
-	traceKey string
-	log      *slog.Logger
+// stageBar is the terminal progress bar as train.Progress: one bar per
+// stage, labelled with the stage.
+type stageBar struct{ *term.Progress }
 
-	trainCache, validCache *models.ChainData // policy datasets, generated once per run
+// Update implements train.Progress.
+func (b stageBar) Update(label string, done, total int) {
+	b.SetLabel(label)
+	b.Progress.Update(done, total)
+}
+
+// Done implements train.Progress: the stage ended; clear the bar for the next.
+func (b stageBar) Done() {
+	b.Progress.Done()
+	b.Start("")
 }
 
 func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	names, err := trainNames(o.model)
+	names, err := trainNames(o.spec.Models)
 	if err != nil {
 		return err
 	}
-	so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.seed}
+	so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.spec.Seed}
 	cfg, err := so.config()
 	if err != nil {
 		return err
@@ -204,75 +198,72 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
+	spec := o.spec
+	spec.Models, spec.Jobs, spec.Cluster, spec.TraceName = names, jobs, cfg, filepath.Base(o.trace)
 	loc := jobs[0].Submit.Location()
-	r := &trainRun{o: o, errw: errw, cfg: cfg, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if r.from, err = parseWhen("from", o.from, loc); err != nil {
+	if spec.From, err = parseWhen("from", o.from, loc); err != nil {
 		return err
 	}
-	if r.tu, err = parseWhen("train-until", o.trainUntil, loc); err != nil {
+	if spec.TrainUntil, err = parseWhen("train-until", o.trainUntil, loc); err != nil {
 		return err
 	}
-	if r.until, err = parseWhen("until", o.until, loc); err != nil {
+	if spec.Until, err = parseWhen("until", o.until, loc); err != nil {
 		return err
 	}
-	if !r.tu.IsZero() && !r.until.IsZero() && !r.until.After(r.tu) {
-		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
-	}
-	if o.waitReplicas < 1 || o.waitReplicas > 64 {
-		return withCode(exitUsage, fmt.Errorf("--wait-replicas %d: want 1–64", o.waitReplicas))
-	}
-	for _, s := range o.scales {
-		if s < 1 || s > 16 {
-			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
-		}
-	}
-	r.proto = models.Protocol{Every: o.every, WarmUp: o.warmUp, Tick: o.tick, Limit: o.limit, Nodes: o.nodes}.WithDefaults(cfg)
-	if err := r.proto.Validate(); err != nil {
-		return withCode(exitUsage, err)
-	}
-	if r.sc, err = models.NewScenario(filepath.Base(o.trace), jobs, cfg); err != nil {
-		return withCode(exitBadInput, err)
+	if err := checkTrainFlags(&spec, o); err != nil {
+		return err
 	}
 	if st, err := os.Stat(o.trace); err == nil {
-		r.traceKey = fmt.Sprintf("%s|%d|%d", filepath.Base(o.trace), st.Size(), st.ModTime().Unix())
+		spec.TraceKey = fmt.Sprintf("%s|%d|%d", spec.TraceName, st.Size(), st.ModTime().Unix())
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
+	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
 	}
-	windows := models.Windows{TrainFrom: r.from, TrainUntil: r.tu}
-	if !r.tu.IsZero() {
-		windows.ValidFrom, windows.ValidUntil = r.tu, r.until
-		if windows.ValidUntil.IsZero() {
-			windows.ValidUntil = r.sc.Last
-		}
-	} else {
-		windows.TrainUntil = r.until
-	}
-	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: o.now().UTC().Truncate(time.Second)}
-	var trained []trainedModel
-	for _, name := range names {
-		if name == "wait" {
-			tm, err := r.trainWait(ctx, meta)
-			if err != nil {
-				return err
-			}
-			trained = append(trained, tm)
-			continue
-		}
-		tm, err := r.trainPolicy(ctx, name, meta)
-		if err != nil {
-			return err
-		}
-		trained = append(trained, tm)
+	spec.Created = o.now().UTC().Truncate(time.Second)
+	spec.Report, spec.Progress = errw, stageBar{term.NewProgress(o.progress, "")}
+	trained, err := train.Run(ctx, spec)
+	if err != nil {
+		return trainExitErr(err)
 	}
 	return printTrained(out, o.json, trained)
 }
 
-// trainedModel is one model written by a run.
-type trainedModel struct {
-	Name string      `json:"name"`
-	Dir  string      `json:"dir"`
-	Meta models.Meta `json:"meta"`
+// checkTrainFlags refuses flag values the pipeline would refuse, naming the flag.
+func checkTrainFlags(spec *train.Spec, o *trainOptions) error {
+	if !spec.TrainUntil.IsZero() && !spec.Until.IsZero() && !spec.Until.After(spec.TrainUntil) {
+		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
+	}
+	if spec.WaitReplicas < 1 || spec.WaitReplicas > 64 {
+		return withCode(exitUsage, fmt.Errorf("--wait-replicas %d: want 1–64", spec.WaitReplicas))
+	}
+	for _, s := range spec.Scales {
+		if s < 1 || s > 16 {
+			return withCode(exitUsage, fmt.Errorf("--scales: %v outside [1, 16]", s))
+		}
+	}
+	for _, n := range spec.Models {
+		if n != train.WaitModel && spec.Target != models.TargetWait && spec.Target != models.TargetGap {
+			return withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", spec.Target))
+		}
+	}
+	return nil
+}
+
+// trainExitErr maps the pipeline's errors to exit codes, with the flags to change.
+func trainExitErr(err error) error {
+	switch {
+	case errors.Is(err, train.ErrNoTrainingChains):
+		return withCode(exitUsage, errNoTrainingChains)
+	case errors.Is(err, dataset.ErrNoInjections):
+		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
+	case errors.Is(err, train.ErrSpec):
+		return withCode(exitUsage, err)
+	case errors.Is(err, train.ErrInput):
+		return withCode(exitBadInput, err)
+	case errors.Is(err, train.ErrOutput):
+		return withCode(exitUnavailable, err)
+	}
+	return err
 }
 
 // trainNames validates --model and expands nothing but duplicates.
@@ -284,7 +275,7 @@ func trainNames(in []string) ([]string, error) {
 		if n == "" || seen[n] {
 			continue
 		}
-		if n != "wait" && !models.IsLearned(n) {
+		if n != train.WaitModel && !models.IsLearned(n) {
 			return nil, withCode(exitUsage, fmt.Errorf("--model %q: want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait", n))
 		}
 		seen[n] = true
@@ -296,178 +287,15 @@ func trainNames(in []string) ([]string, error) {
 	return out, nil
 }
 
-// cachePath names a cached dataset by everything that determines it.
-func (r *trainRun) cachePath(kind string, parts ...any) string {
-	if r.o.cache == "" || r.traceKey == "" {
-		return ""
-	}
-	cb, _ := json.Marshal(r.cfg)
-	pb, _ := json.Marshal(r.proto)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.traceKey, cb, pb, models.FeatureSchemaVersion, parts)
-	return filepath.Join(r.o.cache, kind+"-"+hex.EncodeToString(h.Sum(nil)[:8])+".gob.gz")
-}
-
-// chainData generates (or reads from the cache) one chain dataset.
-func (r *trainRun) chainData(ctx context.Context, label string, sc *models.Scenario, g models.GenOptions) (*models.ChainData, error) {
-	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.o.seed)
-	if path != "" {
-		if d, err := models.LoadChainData(path); err == nil && models.CheckSchema(d.Schema, models.Schema()) == nil {
-			return d, nil
-		}
-	}
-	bar := term.NewProgress(r.o.progress, "dataset "+label)
-	g.Progress, g.Workers = bar.Update, r.o.workers
-	g.Log = func(msg string, kv ...any) { r.log.Info(msg, kv...) }
-	d, err := models.GenerateChainData(ctx, sc, g)
-	bar.Done()
-	if errors.Is(err, models.ErrNoInjections) {
-		return nil, withCode(exitUsage, fmt.Errorf("dataset %s: %w: check --from, --train-until, --until and --warmup", label, err))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("dataset %s: %w", label, err)
-	}
-	fmt.Fprintf(r.errw, "dataset %s: %d chains (%d skipped, %d dropped), %d probes in %.0f s (%.0f probes/s)\n",
-		label, len(d.Episodes), d.Skipped, d.Dropped, d.Probes, d.Seconds, float64(d.Probes)/max(d.Seconds, 1e-9))
-	if path != "" {
-		if err := os.MkdirAll(r.o.cache, 0o700); err != nil {
-			return nil, fmt.Errorf("--cache: %w", err)
-		}
-		if err := models.SaveChainData(path, d); err != nil {
-			return nil, err
-		}
-	}
-	return d, nil
-}
-
-// trainPolicy builds the chain datasets (cached within the run) and trains one policy.
-func (r *trainRun) trainPolicy(ctx context.Context, name string, meta models.Meta) (trainedModel, error) {
-	train, valid, err := r.policyData(ctx)
-	if err != nil {
-		return trainedModel{}, err
-	}
-	bar := term.NewProgress(r.o.progress, "train "+name)
-	po := models.PolicyTrainOptions{Seed: r.o.seed, Meta: meta, Target: r.o.target, Protocol: r.proto,
-		Cost: models.GapCost{InterruptionPerHour: r.o.costIntr, OverlapPerHour: r.o.costOvl, OverlapPerGPUHour: r.o.costOvlGPU},
-		RL:   models.RLOptions{Steps: r.o.dqnSteps, Iterations: r.o.pgIters},
-		Progress: func(stage string, done, total int) {
-			bar.SetLabel("train " + name + ": " + stage)
-			bar.Update(done, total)
-		}}
-	if po.Target != models.TargetWait && po.Target != models.TargetGap {
-		return trainedModel{}, withCode(exitUsage, fmt.Errorf("--target %q: want wait or gap", po.Target))
-	}
-	m, err := models.TrainPolicy(name, train, valid, po)
-	bar.Done()
-	if err != nil {
-		return trainedModel{}, fmt.Errorf("train %s: %w", name, err)
-	}
-	dir := filepath.Join(r.o.out, name)
-	if err := models.Save(dir, m); err != nil {
-		return trainedModel{}, withCode(exitUnavailable, err)
-	}
-	return trainedModel{Name: name, Dir: dir, Meta: m.Meta()}, nil
-}
-
 // errNoTrainingChains: the window holds no complete training chain.
 var errNoTrainingChains = errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup")
-
-func (r *trainRun) policyData(ctx context.Context) (*models.ChainData, *models.ChainData, error) {
-	if r.trainCache != nil {
-		return r.trainCache, r.validCache, nil
-	}
-	end := r.tu
-	if end.IsZero() {
-		end = r.until
-	}
-	g := models.GenOptions{Protocol: r.proto, From: r.from}
-	if !end.IsZero() {
-		// every decision of a training chain precedes the end of training
-		g.Until, g.EndBy = end.Add(-r.proto.Limit+1), end
-	}
-	var train *models.ChainData
-	for _, s := range r.o.scales {
-		sc, err := r.sc.Scaled(s, r.o.seed, 0)
-		if err != nil {
-			return nil, nil, withCode(exitUsage, err)
-		}
-		d, err := r.chainData(ctx, "train ×"+strconv.FormatFloat(s, 'g', -1, 64), sc, g)
-		if err != nil {
-			return nil, nil, err
-		}
-		if train == nil {
-			train = d
-		} else {
-			train.Episodes = append(train.Episodes, d.Episodes...)
-			train.Probes += d.Probes
-		}
-	}
-	if len(train.Episodes) < 2 {
-		return nil, nil, withCode(exitUsage, errNoTrainingChains)
-	}
-	var valid *models.ChainData
-	if !r.tu.IsZero() {
-		d, err := r.chainData(ctx, "validation", r.sc, models.GenOptions{Protocol: r.proto, From: r.tu, Until: r.until})
-		if err != nil {
-			return nil, nil, err
-		}
-		valid = d
-	}
-	r.trainCache, r.validCache = train, valid
-	return train, valid, nil
-}
-
-// trainWait generates the wait datasets and trains the predictor.
-func (r *trainRun) trainWait(ctx context.Context, meta models.Meta) (trainedModel, error) {
-	end := r.tu
-	if end.IsZero() {
-		end = r.until
-	}
-	gen := func(label string, o models.WaitGenOptions, replicas int) (*models.WaitData, error) {
-		bar := term.NewProgress(r.o.progress, "wait dataset "+label)
-		o.Progress = bar.Update
-		d, err := models.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.o.workers)
-		bar.Done()
-		if err != nil {
-			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
-		}
-		fmt.Fprintf(r.errw, "wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
-		return d, nil
-	}
-	train, err := gen("train", models.WaitGenOptions{From: r.from, Until: end}, r.o.waitReplicas)
-	if err != nil {
-		return trainedModel{}, err
-	}
-	var valid *models.WaitData
-	if !r.tu.IsZero() {
-		if valid, err = gen("validation", models.WaitGenOptions{From: r.tu, Until: r.until, Estimates: true}, 1); err != nil {
-			return trainedModel{}, err
-		}
-	}
-	bar := term.NewProgress(r.o.progress, "train wait")
-	w, rep, err := models.TrainWaitPredictor(train, valid, models.WaitTrainOptions{Seed: r.o.seed, Meta: meta,
-		Progress: func(stage string, done, total int) { bar.SetLabel("train " + stage); bar.Update(done, total) }})
-	bar.Done()
-	if err != nil {
-		return trainedModel{}, fmt.Errorf("train wait: %w", err)
-	}
-	dir := filepath.Join(r.o.out, "wait")
-	if err := models.SaveWaitPredictor(dir, w); err != nil {
-		return trainedModel{}, withCode(exitUnavailable, err)
-	}
-	if rep != nil {
-		fmt.Fprintf(r.errw, "wait predictor on validation: median |error| %s (Slurm's estimate on the same %d jobs: %s)\n",
-			durS(rep.Estimated.MedianAbsErr), rep.Estimated.N, durS(rep.Slurm.MedianAbsErr))
-	}
-	return trainedModel{Name: "wait", Dir: dir, Meta: w.Models[1].Meta()}, nil
-}
 
 func durS(sec float64) string {
 	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
 }
 
 // printTrained writes the run's summary: a table, or the metadata as JSON.
-func printTrained(w io.Writer, asJSON bool, ms []trainedModel) error {
+func printTrained(w io.Writer, asJSON bool, ms []train.Trained) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -153,8 +154,8 @@ func TestModelsLsShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 3 {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}
-	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Name != "mirage-chain" || ents[2].Meta.Schema.Version != models.FeatureSchemaVersion ||
-		ents[1].Meta.Params["wait_quantile"] != "0.5" || ents[1].Meta.Schema.Name != "mirage-wait" || ents[1].Meta.Schema.Version != models.WaitSchemaVersion {
+	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Name != "mirage-chain" || ents[2].Meta.Schema.Version != features.FeatureSchemaVersion ||
+		ents[1].Meta.Params["wait_quantile"] != "0.5" || ents[1].Meta.Schema.Name != "mirage-wait" || ents[1].Meta.Schema.Version != features.WaitSchemaVersion {
 		t.Errorf("ls --json entries %+v", ents)
 	}
 	out, _, code = runMirage(t, "models", "show", filepath.Join(fx.dir, "xgb"))
@@ -196,7 +197,7 @@ func TestModelsLsShow(t *testing.T) {
 	if out, _, code := runMirage(t, "models", "ls", old); code != 0 || !strings.Contains(out, "chain v3 (stale)") {
 		t.Errorf("ls of a v3 model: exit %d\n%s", code, out)
 	}
-	want := fmt.Sprintf("stale: this mirage computes mirage-chain v%d; retrain", models.FeatureSchemaVersion)
+	want := fmt.Sprintf("stale: this mirage computes mirage-chain v%d; retrain", features.FeatureSchemaVersion)
 	if out, _, code := runMirage(t, "models", "show", filepath.Join(old, "xgb")); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("show of a v3 model: exit %d, want %q in\n%s", code, want, out)
 	}

@@ -1,0 +1,384 @@
+package train
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
+)
+
+// WaitModel is the name Run trains the wait predictor under (beside the
+// learned policies' names).
+const WaitModel = "wait"
+
+// Spec is one training run, what `mirage train` binds its flags into: the
+// trace and cluster, the windows, the protocol of the injected chains and
+// the models to train.
+type Spec struct {
+	Jobs      []traces.Job // the recorded trace
+	TraceName string       // recorded in meta.json and in the scenario's name (the file's base name)
+	TraceKey  string       // identifies the trace file's content for the dataset cache ("": no caching)
+	Cluster   sim.Config   // simulated cluster; its Seed seeds the simulator
+
+	Models []string // learned policies (models.IsLearned) and/or WaitModel, trained in this order
+	Out    string   // models directory: each model is saved to Out/NAME
+
+	From       time.Time // first injection (zero: the trace's first start + warm-up)
+	TrainUntil time.Time // end of training, start of validation (zero: everything is training)
+	Until      time.Time // end of validation injections (zero: the trace's last submit)
+
+	Protocol     scenario.Protocol // injection cadence, tick, limit and chain sizes (zero fields: defaults)
+	Scales       []float64         // arrival scalings of the training trace, each in [1, 16] (empty: 1)
+	Seed         uint64            // seed of load scaling and every fit
+	WaitReplicas int               // training replays for the wait predictor, 1–64
+	Workers      int               // simulator goroutines (0: all cores)
+	Cache        string            // directory caching generated chain datasets ("": none)
+
+	Cost         scenario.GapCost // tuning objective and RL reward
+	DQNSteps     int              // dqn environment steps (0: default)
+	PGIterations int              // pg updates (0: default)
+	Target       string           // xgb regression target: models.TargetWait or models.TargetGap
+
+	Created  time.Time    // recorded in meta.json
+	Report   io.Writer    // one line per generated dataset and the wait predictor's validation (nil: none)
+	Progress Progress     // progress of each stage (nil: none)
+	Log      *slog.Logger // skipped injections (nil: none)
+}
+
+// Progress shows how far a stage has come; a stage ends with Done.
+type Progress interface {
+	Update(label string, done, total int)
+	Done()
+}
+
+// Trained is one model written by Run.
+type Trained struct {
+	Name string      `json:"name"`
+	Dir  string      `json:"dir"`
+	Meta models.Meta `json:"meta"`
+}
+
+// Errors of Run a caller maps to its own codes; the messages are those of
+// the underlying errors.
+var (
+	// ErrSpec: the spec cannot be run (bad value, empty window, no training chain).
+	ErrSpec = errors.New("invalid training spec")
+	// ErrInput: the trace cannot be replayed on the cluster.
+	ErrInput = errors.New("unusable trace")
+	// ErrOutput: the models directory or a model could not be written.
+	ErrOutput = errors.New("cannot write the output")
+	// ErrNoTrainingChains: the training window holds fewer than two complete chains (with ErrSpec).
+	ErrNoTrainingChains = errors.New("no training chains: widen the training window or shorten the warm-up")
+)
+
+// marked is err, also matching kind under errors.Is, with err's message.
+type marked struct{ err, kind error }
+
+func (e marked) Error() string   { return e.err.Error() }
+func (e marked) Unwrap() []error { return []error{e.err, e.kind} }
+
+func mark(kind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return marked{err: err, kind: kind}
+}
+
+// Validate reports values Run cannot work with (wrapping ErrSpec).
+func (s *Spec) Validate() error {
+	if len(s.Models) == 0 {
+		return mark(ErrSpec, errors.New("train: no model to train"))
+	}
+	policies := false
+	for _, n := range s.Models {
+		if n != WaitModel && !models.IsLearned(n) {
+			return mark(ErrSpec, fmt.Errorf("train: model %q: want one of %v or %s", n, models.LearnedPolicies(), WaitModel))
+		}
+		policies = policies || n != WaitModel
+	}
+	if !s.TrainUntil.IsZero() && !s.Until.IsZero() && !s.Until.After(s.TrainUntil) {
+		return mark(ErrSpec, fmt.Errorf("train: end of validation %s is not after the end of training %s", s.Until, s.TrainUntil))
+	}
+	if s.WaitReplicas < 1 || s.WaitReplicas > 64 {
+		return mark(ErrSpec, fmt.Errorf("train: %d wait replicas: want 1–64", s.WaitReplicas))
+	}
+	for _, sc := range s.Scales {
+		if sc < 1 || sc > 16 {
+			return mark(ErrSpec, fmt.Errorf("train: arrival scale %v outside [1, 16]", sc))
+		}
+	}
+	if policies && s.Target != models.TargetWait && s.Target != models.TargetGap {
+		return mark(ErrSpec, fmt.Errorf("train: xgb target %q: want %s or %s", s.Target, models.TargetWait, models.TargetGap))
+	}
+	return nil
+}
+
+// run holds what the models of one Run share.
+type run struct {
+	s     *Spec
+	sc    *scenario.Scenario
+	proto scenario.Protocol
+
+	trainCache, validCache *dataset.ChainData // policy datasets, generated once per run
+}
+
+// Run trains every model of the spec and saves each to Out/NAME:
+//
+//  1. The spec is checked and the trace becomes a scenario on the cluster.
+//  2. The windows are recorded in every model's meta.json: training is
+//     [From, TrainUntil) and validation [TrainUntil, Until), or everything
+//     up to Until is training without TrainUntil.
+//  3. For the policies, the chain datasets are generated once (training
+//     chains end by the end of training; one dataset per arrival scale,
+//     merged; validation chains from TrainUntil) or read from the cache,
+//     and each policy is trained on them (TrainPolicy).
+//  4. For the wait predictor, WaitReplicas replays of the training window
+//     and one of the validation window (with Slurm's estimates) are
+//     generated and the quantiles fitted (TrainWaitPredictor).
+func Run(ctx context.Context, s Spec) ([]Trained, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if len(s.Scales) == 0 {
+		s.Scales = []float64{1}
+	}
+	if s.Target == "" {
+		s.Target = models.TargetWait
+	}
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	r := &run{s: &s}
+	r.proto = s.Protocol.WithDefaults(s.Cluster)
+	if err := r.proto.Validate(); err != nil {
+		return nil, mark(ErrSpec, err)
+	}
+	var err error
+	if r.sc, err = scenario.NewScenario(s.TraceName, s.Jobs, s.Cluster); err != nil {
+		return nil, mark(ErrInput, err)
+	}
+	if err := os.MkdirAll(s.Out, 0o755); err != nil {
+		return nil, mark(ErrOutput, fmt.Errorf("models directory: %w", err))
+	}
+	windows := models.Windows{TrainFrom: s.From, TrainUntil: s.TrainUntil}
+	if !s.TrainUntil.IsZero() {
+		windows.ValidFrom, windows.ValidUntil = s.TrainUntil, s.Until
+		if windows.ValidUntil.IsZero() {
+			windows.ValidUntil = r.sc.Last
+		}
+	} else {
+		windows.TrainUntil = s.Until
+	}
+	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: s.Created}
+	var trained []Trained
+	for _, name := range s.Models {
+		var tm Trained
+		if name == WaitModel {
+			tm, err = r.trainWait(ctx, meta)
+		} else {
+			tm, err = r.trainPolicy(ctx, name, meta)
+		}
+		if err != nil {
+			return nil, err
+		}
+		trained = append(trained, tm)
+	}
+	return trained, nil
+}
+
+func (r *run) update(label string, done, total int) {
+	if r.s.Progress != nil {
+		r.s.Progress.Update(label, done, total)
+	}
+}
+
+func (r *run) done() {
+	if r.s.Progress != nil {
+		r.s.Progress.Done()
+	}
+}
+
+func (r *run) report(format string, args ...any) {
+	if r.s.Report != nil {
+		fmt.Fprintf(r.s.Report, format, args...)
+	}
+}
+
+// trainEnd is the end of training: TrainUntil, or Until without it.
+func (r *run) trainEnd() time.Time {
+	if r.s.TrainUntil.IsZero() {
+		return r.s.Until
+	}
+	return r.s.TrainUntil
+}
+
+// cachePath names a cached dataset by everything that determines it.
+func (r *run) cachePath(kind string, parts ...any) string {
+	if r.s.Cache == "" || r.s.TraceKey == "" {
+		return ""
+	}
+	cb, _ := json.Marshal(r.s.Cluster)
+	pb, _ := json.Marshal(r.proto)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.s.TraceKey, cb, pb, features.FeatureSchemaVersion, parts)
+	return filepath.Join(r.s.Cache, kind+"-"+hex.EncodeToString(h.Sum(nil)[:8])+".gob.gz")
+}
+
+// chainData generates (or reads from the cache) one chain dataset.
+func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario, g dataset.GenOptions) (*dataset.ChainData, error) {
+	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.s.Seed)
+	if path != "" {
+		if d, err := dataset.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
+			return d, nil
+		}
+	}
+	g.Progress = func(done, total int) { r.update("dataset "+label, done, total) }
+	g.Workers = r.s.Workers
+	if r.s.Log != nil {
+		g.Log = func(msg string, kv ...any) { r.s.Log.Info(msg, kv...) }
+	}
+	d, err := dataset.GenerateChainData(ctx, sc, g)
+	r.done()
+	if errors.Is(err, dataset.ErrNoInjections) {
+		return nil, mark(ErrSpec, fmt.Errorf("dataset %s: %w", label, err))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", label, err)
+	}
+	r.report("dataset %s: %d chains (%d skipped, %d dropped), %d probes in %.0f s (%.0f probes/s)\n",
+		label, len(d.Episodes), d.Skipped, d.Dropped, d.Probes, d.Seconds, float64(d.Probes)/max(d.Seconds, 1e-9))
+	if path != "" {
+		if err := os.MkdirAll(r.s.Cache, 0o700); err != nil {
+			return nil, fmt.Errorf("dataset cache: %w", err)
+		}
+		if err := dataset.SaveChainData(path, d); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// policyData builds the policies' training and validation datasets once per run.
+func (r *run) policyData(ctx context.Context) (*dataset.ChainData, *dataset.ChainData, error) {
+	if r.trainCache != nil {
+		return r.trainCache, r.validCache, nil
+	}
+	end := r.trainEnd()
+	g := dataset.GenOptions{Protocol: r.proto, From: r.s.From}
+	if !end.IsZero() {
+		// every decision of a training chain precedes the end of training
+		g.Until, g.EndBy = end.Add(-r.proto.Limit+1), end
+	}
+	var train *dataset.ChainData
+	for _, s := range r.s.Scales {
+		sc, err := r.sc.Scaled(s, r.s.Seed, 0)
+		if err != nil {
+			return nil, nil, mark(ErrSpec, err)
+		}
+		d, err := r.chainData(ctx, "train ×"+strconv.FormatFloat(s, 'g', -1, 64), sc, g)
+		if err != nil {
+			return nil, nil, err
+		}
+		if train == nil {
+			train = d
+		} else {
+			train.Episodes = append(train.Episodes, d.Episodes...)
+			train.Probes += d.Probes
+		}
+	}
+	if len(train.Episodes) < 2 {
+		return nil, nil, mark(ErrSpec, ErrNoTrainingChains)
+	}
+	var valid *dataset.ChainData
+	if !r.s.TrainUntil.IsZero() {
+		d, err := r.chainData(ctx, "validation", r.sc, dataset.GenOptions{Protocol: r.proto, From: r.s.TrainUntil, Until: r.s.Until})
+		if err != nil {
+			return nil, nil, err
+		}
+		valid = d
+	}
+	r.trainCache, r.validCache = train, valid
+	return train, valid, nil
+}
+
+// trainPolicy builds the chain datasets (cached within the run) and trains one policy.
+func (r *run) trainPolicy(ctx context.Context, name string, meta models.Meta) (Trained, error) {
+	train, valid, err := r.policyData(ctx)
+	if err != nil {
+		return Trained{}, err
+	}
+	po := PolicyTrainOptions{Seed: r.s.Seed, Meta: meta, Target: r.s.Target, Protocol: r.proto, Cost: r.s.Cost,
+		RL: RLOptions{Steps: r.s.DQNSteps, Iterations: r.s.PGIterations},
+		Progress: func(stage string, done, total int) {
+			r.update("train "+name+": "+stage, done, total)
+		}}
+	m, err := TrainPolicy(name, train, valid, po)
+	r.done()
+	if err != nil {
+		return Trained{}, fmt.Errorf("train %s: %w", name, err)
+	}
+	dir := filepath.Join(r.s.Out, name)
+	if err := models.Save(dir, m); err != nil {
+		return Trained{}, mark(ErrOutput, err)
+	}
+	return Trained{Name: name, Dir: dir, Meta: m.Meta()}, nil
+}
+
+// trainWait generates the wait datasets and trains the predictor.
+func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) {
+	gen := func(label string, o dataset.WaitGenOptions, replicas int) (*dataset.WaitData, error) {
+		o.Progress = func(done, total int) { r.update("wait dataset "+label, done, total) }
+		d, err := dataset.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.s.Workers)
+		r.done()
+		if err != nil {
+			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
+		}
+		r.report("wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
+		return d, nil
+	}
+	train, err := gen("train", dataset.WaitGenOptions{From: r.s.From, Until: r.trainEnd()}, r.s.WaitReplicas)
+	if err != nil {
+		return Trained{}, err
+	}
+	var valid *dataset.WaitData
+	if !r.s.TrainUntil.IsZero() {
+		if valid, err = gen("validation", dataset.WaitGenOptions{From: r.s.TrainUntil, Until: r.s.Until, Estimates: true}, 1); err != nil {
+			return Trained{}, err
+		}
+	}
+	w, rep, err := TrainWaitPredictor(train, valid, WaitTrainOptions{Seed: r.s.Seed, Meta: meta,
+		Progress: func(stage string, done, total int) { r.update("train "+stage, done, total) }})
+	r.done()
+	if err != nil {
+		return Trained{}, fmt.Errorf("train wait: %w", err)
+	}
+	dir := filepath.Join(r.s.Out, WaitModel)
+	if err := models.SaveWaitPredictor(dir, w); err != nil {
+		return Trained{}, mark(ErrOutput, err)
+	}
+	if rep != nil {
+		r.report("wait predictor on validation: median |error| %s (Slurm's estimate on the same %d jobs: %s)\n",
+			seconds(rep.Estimated.MedianAbsErr), rep.Estimated.N, seconds(rep.Slurm.MedianAbsErr))
+	}
+	return Trained{Name: WaitModel, Dir: dir, Meta: w.Models[1].Meta()}, nil
+}
+
+// seconds renders a number of seconds as a duration rounded to the second.
+func seconds(sec float64) string {
+	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
+}

@@ -1,0 +1,54 @@
+package train
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/sim"
+)
+
+// TestRunRefusesBadSpecs: what the CLI maps to a usage or input error is
+// refused before any simulation, with the matching sentinel.
+func TestRunRefusesBadSpecs(t *testing.T) {
+	good := func() Spec {
+		return Spec{Models: []string{"xgb"}, Out: t.TempDir(), WaitReplicas: 1, Cluster: sim.LS6(), TraceName: "empty"}
+	}
+	tests := []struct {
+		name string
+		edit func(*Spec)
+		want error
+	}{
+		{"unknown model", func(s *Spec) { s.Models = []string{"nope"} }, ErrSpec},
+		{"nothing to train", func(s *Spec) { s.Models = nil }, ErrSpec},
+		{"wait replicas", func(s *Spec) { s.WaitReplicas = 65 }, ErrSpec},
+		{"scale", func(s *Spec) { s.Scales = []float64{0.5} }, ErrSpec},
+		{"target", func(s *Spec) { s.Target = "both" }, ErrSpec},
+		{"windows", func(s *Spec) {
+			s.TrainUntil = time.Date(2022, 11, 3, 0, 0, 0, 0, time.UTC)
+			s.Until = s.TrainUntil.Add(-time.Hour)
+		}, ErrSpec},
+		{"protocol", func(s *Spec) { s.Protocol = scenario.Protocol{Limit: time.Hour, Lead: 2 * time.Hour} }, ErrSpec},
+		{"no replayable job", func(*Spec) {}, ErrInput},
+	}
+	for _, tt := range tests {
+		s := good()
+		tt.edit(&s)
+		if _, err := Run(context.Background(), s); !errors.Is(err, tt.want) {
+			t.Errorf("%s: err %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	// A target only matters to the policies.
+	s := good()
+	s.Models, s.Target = []string{WaitModel}, "both"
+	if err := s.Validate(); err != nil {
+		t.Errorf("wait only with target %q: %v", s.Target, err)
+	}
+	s.Models, s.Target = []string{"xgb"}, models.TargetGap
+	if err := s.Validate(); err != nil {
+		t.Errorf("gap target: %v", err)
+	}
+}

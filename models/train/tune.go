@@ -1,0 +1,84 @@
+package train
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
+)
+
+// EpisodeScores returns the decision score of m under rule at every tick of ep.
+func EpisodeScores(m models.Model, rule models.DecisionRule, ep *dataset.ChainEpisode) ([]float64, error) {
+	out := make([]float64, len(ep.X))
+	if err := m.PredictBatch(ep.X, out); err != nil {
+		return nil, err
+	}
+	task := m.Meta().Task
+	for k := range out {
+		out[k] = rule.Score(task, out[k], ep.Left(k))
+	}
+	return out, nil
+}
+
+// FirstAtLeast returns the first tick whose score reaches th, or −1 (the
+// policy never submits: the deadline submission applies).
+func FirstAtLeast(scores []float64, th float64) int {
+	for k, s := range scores {
+		if s >= th {
+			return k
+		}
+	}
+	return -1
+}
+
+// TuneThreshold picks, among candidates, the threshold whose first-reach
+// submissions minimise the mean cost over episodes (scores[i] for eps[i]);
+// ties go to the smaller threshold. It returns the threshold and its mean cost.
+func TuneThreshold(eps []dataset.ChainEpisode, scores [][]float64, candidates []float64, cost scenario.GapCost) (float64, float64) {
+	// Running maxima make "first tick reaching th" a binary search.
+	pm := make([][]float64, len(scores))
+	for i, s := range scores {
+		pm[i] = make([]float64, len(s))
+		m := math.Inf(-1)
+		for k, v := range s {
+			m = math.Max(m, v)
+			pm[i][k] = m
+		}
+	}
+	best, bestCost := math.NaN(), math.Inf(1)
+	cands := slices.Clone(candidates)
+	slices.Sort(cands)
+	for _, th := range cands {
+		total := 0.0
+		for i := range eps {
+			k, found := sort.Find(len(pm[i]), func(j int) int {
+				if pm[i][j] >= th {
+					return 0
+				}
+				return 1
+			})
+			if !found {
+				k = -1
+			}
+			g, _ := eps[i].Outcome(k)
+			total += cost.Cost(time.Duration(g*float64(time.Second)), eps[i].GPUs)
+		}
+		if c := total / float64(len(eps)); c < bestCost {
+			best, bestCost = th, c
+		}
+	}
+	return best, bestCost
+}
+
+// thresholdGrid returns candidates from lo to hi in steps of step.
+func thresholdGrid(lo, hi, step float64) []float64 {
+	var out []float64
+	for v := lo; v <= hi+step/2; v += step {
+		out = append(out, v)
+	}
+	return out
+}
