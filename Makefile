@@ -43,7 +43,7 @@ bench-results:
 docs:
 	rm -rf docs/reference/cli
 	$(GO) run -tags "$(GOTAGS)" ./cmd/mirage gen-docs --dir docs/reference/cli
-	$(GO) test -tags "$(GOTAGS)" -count=1 -run 'TestFeatureSchemaDoc$$' ./models/ -update
+	$(GO) test -tags "$(GOTAGS)" -count=1 -run 'TestFeatureSchemaDoc$$' ./models/features/ -update
 
 fuzz:
 	FUZZTIME=$${FUZZTIME:-30s} GOTAGS="$(GOTAGS)" ./scripts/fuzz.sh
