@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-slurm25 unit demo bench lint fuzz clean
+.PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz clean
 
 all: build
 
@@ -40,6 +40,16 @@ demo: deps build
 bench:
 	$(GO) test -tags "$(GOTAGS)" -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
 	@if [ -x $(CACHE)/bin/benchstat ]; then $(CACHE)/bin/benchstat bench.txt; fi
+
+# Benchmarks run COUNT times; medians written to docs/results/performance.md.
+bench-results:
+	GOTAGS="$(GOTAGS)" ./scripts/bench-results.sh
+
+# Generated reference: the command pages (docs/reference/cli) and the feature schema.
+docs:
+	rm -rf docs/reference/cli
+	$(GO) run -tags "$(GOTAGS)" ./cmd/mirage gen-docs --dir docs/reference/cli
+	$(GO) test -tags "$(GOTAGS)" -count=1 -run 'TestFeatureSchemaDoc$$' ./models/ -update
 
 fuzz:
 	FUZZTIME=$${FUZZTIME:-30s} GOTAGS="$(GOTAGS)" ./scripts/fuzz.sh

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // ErrConfig is wrapped by every configuration error.
@@ -92,7 +94,7 @@ func LS6() Config {
 	// of them: the trace shows at most 80 busy at once (p90 75), the rest
 	// serving gpu-a100-dev, reservations or down. The usable count is
 	// calibrated on the shared LS6 cut: 72 minimises the KS distance of
-	// simulated and recorded waits (sweep 64–80 in the README).
+	// simulated and recorded waits (sweep 64–80 in docs/results/fidelity.md).
 	for i := 1; i <= 72; i++ {
 		c.Nodes = append(c.Nodes, NodeConfig{Name: fmt.Sprintf("c%03d", i), CPUs: 128, GPUs: 3, GPUType: "a100"})
 	}
@@ -104,7 +106,7 @@ func LS6() Config {
 		Default:     true,
 	}}
 	// TACC publishes no PriorityWeight* values. Calibrated on the shared LS6
-	// cut (README fidelity table): age 1000, size 100, fair-share 500 over
+	// cut (docs/results/fidelity.md): age 1000, size 100, fair-share 500 over
 	// Slurm's default 7-day half-life gave KS 0.087; heavier fair-share
 	// (2000, 5000) lowers the p90 error but raises KS to 0.12–0.13.
 	c.PriorityWeightAge = 1000
@@ -129,106 +131,35 @@ func Preset(name string) (Config, error) {
 	return Config{}, fmt.Errorf("%w: unknown preset %q (want ls6 or default)", ErrConfig, name)
 }
 
-// ParseDuration parses a Slurm time string: "minutes", "minutes:seconds",
-// "hours:minutes:seconds", "days-hours", "days-hours:minutes",
-// "days-hours:minutes:seconds", or UNLIMITED/INFINITE (returned as 0).
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	switch strings.ToUpper(s) {
-	case "UNLIMITED", "INFINITE", "":
-		return 0, nil
+// maxConfHosts caps the names one slurm.conf hostlist may expand to.
+const maxConfHosts = 1 << 20
+
+// expandHostlist expands a slurm.conf hostlist (NodeName=, Nodes=).
+func expandHostlist(s string) ([]string, error) {
+	names, err := slurmfmt.ExpandHostlist(s, maxConfHosts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	days := 0
-	rest := s
-	hasDays := false
-	if i := strings.IndexByte(s, '-'); i >= 0 {
-		d, err := strconv.Atoi(s[:i])
-		if err != nil || d < 0 {
-			return 0, fmt.Errorf("%w: time %q", ErrConfig, s)
-		}
-		days, rest, hasDays = d, s[i+1:], true
-	}
-	parts := strings.Split(rest, ":")
-	nums := make([]int, len(parts))
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%w: time %q", ErrConfig, s)
-		}
-		nums[i] = n
-	}
-	var h, m, sec int
-	switch {
-	case hasDays && len(nums) == 1:
-		h = nums[0]
-	case hasDays && len(nums) == 2:
-		h, m = nums[0], nums[1]
-	case len(nums) == 3:
-		h, m, sec = nums[0], nums[1], nums[2]
-	case !hasDays && len(nums) == 1:
-		m = nums[0]
-	case !hasDays && len(nums) == 2:
-		m, sec = nums[0], nums[1]
-	default:
-		return 0, fmt.Errorf("%w: time %q", ErrConfig, s)
-	}
-	return time.Duration(((days*24+h)*60+m)*60+sec) * time.Second, nil
+	return names, nil
 }
 
-// ExpandHostlist expands a Slurm hostlist such as "node[001-003,007],gpu1".
-func ExpandHostlist(s string) ([]string, error) {
-	var out []string
-	for len(s) > 0 {
-		// take one item up to a comma outside brackets
-		depth, end := 0, len(s)
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '[':
-				depth++
-			case ']':
-				depth--
-			case ',':
-				if depth == 0 {
-					end = i
-					i = len(s)
-				}
-			}
-		}
-		item := s[:end]
-		if end < len(s) {
-			s = s[end+1:]
-		} else {
-			s = ""
-		}
-		if item == "" {
-			continue
-		}
-		lb := strings.IndexByte(item, '[')
-		if lb < 0 {
-			out = append(out, item)
-			continue
-		}
-		rb := strings.IndexByte(item, ']')
-		if rb < lb {
-			return nil, fmt.Errorf("%w: hostlist %q", ErrConfig, item)
-		}
-		prefix, suffix := item[:lb], item[rb+1:]
-		for _, r := range strings.Split(item[lb+1:rb], ",") {
-			lo, hi, found := strings.Cut(r, "-")
-			if !found {
-				hi = lo
-			}
-			a, err1 := strconv.Atoi(lo)
-			b, err2 := strconv.Atoi(hi)
-			if err1 != nil || err2 != nil || b < a || b-a+len(out) > 1<<20 {
-				return nil, fmt.Errorf("%w: hostlist range %q", ErrConfig, r)
-			}
-			for n := a; n <= b; n++ {
-				out = append(out, fmt.Sprintf("%s%0*d%s", prefix, len(lo), n, suffix))
-			}
-		}
+// confDuration reads a slurm.conf time (MaxTime, DefaultTime,
+// PriorityMaxAge, ...). UNLIMITED and INFINITE (slurm.conf(5)) are 0, which
+// Config reads as "no limit"; an empty value is 0 as well. The words only
+// Slurm's outputs print (N/A, Partition_Limit, ...) are not slurm.conf
+// values and are errors.
+func confDuration(s string) (time.Duration, error) {
+	d, err := slurmfmt.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	return out, nil
+	switch {
+	case d.Kind == slurmfmt.Set:
+		return d.Value, nil
+	case d.Kind == slurmfmt.Unlimited, strings.TrimSpace(s) == "":
+		return 0, nil
+	}
+	return 0, fmt.Errorf("%w: time %q: want a duration, UNLIMITED or INFINITE", ErrConfig, s)
 }
 
 // ParseSlurmConf reads NodeName, PartitionName, Priority*, SelectType and
@@ -266,7 +197,7 @@ func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 			if strings.EqualFold(v0, "DEFAULT") {
 				continue
 			}
-			names, err := ExpandHostlist(v0)
+			names, err := expandHostlist(v0)
 			if err != nil {
 				return c, errf(err)
 			}
@@ -282,23 +213,13 @@ func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 					}
 					n.CPUs = x
 				case "gres":
-					for _, g := range strings.Split(v, ",") {
-						ps := strings.Split(g, ":")
-						if ps[0] != "gpu" || len(ps) < 2 {
-							continue
-						}
-						cnt := ps[len(ps)-1]
-						if i := strings.IndexByte(cnt, '('); i >= 0 {
-							cnt = cnt[:i]
-						}
-						x, err := strconv.Atoi(cnt)
-						if err != nil {
-							return c, errf(fmt.Errorf("%w: Gres=%q", ErrConfig, v))
-						}
-						n.GPUs += x
-						if len(ps) >= 3 {
-							n.GPUType = ps[1]
-						}
+					gpus, typ, err := slurmfmt.GPUsFromGRES(v)
+					if err != nil {
+						return c, errf(fmt.Errorf("%w: Gres=%q: %w", ErrConfig, v, err))
+					}
+					n.GPUs += gpus
+					if typ != "" {
+						n.GPUType = typ
 					}
 				}
 			}
@@ -318,12 +239,12 @@ func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 				switch k {
 				case "nodes":
 					if !strings.EqualFold(v, "ALL") {
-						pr.p.Nodes, err = ExpandHostlist(v)
+						pr.p.Nodes, err = expandHostlist(v)
 					}
 				case "maxtime":
-					pr.p.MaxTime, err = ParseDuration(v)
+					pr.p.MaxTime, err = confDuration(v)
 				case "defaulttime":
-					pr.p.DefaultTime, err = ParseDuration(v)
+					pr.p.DefaultTime, err = confDuration(v)
 				case "default":
 					pr.p.Default = strings.EqualFold(v, "YES")
 				case "oversubscribe", "shared":
@@ -379,7 +300,7 @@ func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 				c.PriorityWeightQOS = x
 			}
 		case "prioritymaxage", "prioritydecayhalflife", "prioritycalcperiod":
-			d, err := ParseDuration(v0)
+			d, err := confDuration(v0)
 			if err != nil {
 				return c, errf(err)
 			}

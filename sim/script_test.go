@@ -120,7 +120,7 @@ func (r *scriptRun) configure(t *testing.T, td *datadriven.TestData) {
 		name, m := f[1], kvs(f[2:])
 		switch f[0] {
 		case "node":
-			names, err := ExpandHostlist(name)
+			names, err := expandHostlist(name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +131,7 @@ func (r *scriptRun) configure(t *testing.T, td *datadriven.TestData) {
 			p := PartitionConfig{Name: name, Exclusive: m["exclusive"] != "no", MaxTime: sec(atoi(t, m["maxtime"])), Default: len(r.cfg.Partitions) == 0}
 			if m["nodes"] != "" {
 				var err error
-				if p.Nodes, err = ExpandHostlist(m["nodes"]); err != nil {
+				if p.Nodes, err = expandHostlist(m["nodes"]); err != nil {
 					t.Fatal(err)
 				}
 			}

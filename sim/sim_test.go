@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -202,18 +203,41 @@ PartitionName=small Nodes=c010 MaxTime=90
 	}
 }
 
-func TestParseDuration(t *testing.T) {
+// TestParseSlurmConfGres pins slurm.conf(5)'s Gres=NAME[:TYPE][:COUNT]
+// with COUNT defaulting to 1 (read as 0 GPUs, or refused, before
+// slurm/slurmfmt), and hostlists with several brackets.
+func TestParseSlurmConfGres(t *testing.T) {
+	conf := "NodeName=g[01-02]-r[1-2] Gres=gpu\nNodeName=t1 Gres=gpu:v100\nNodeName=m1 Gres=gpu:a100:2,gpu:a100:2(S:0-1)\n"
+	c, err := ParseSlurmConf(strings.NewReader(conf), Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, n := range c.Nodes {
+		got = append(got, n.Name+"/"+strconv.Itoa(n.GPUs)+n.GPUType)
+	}
+	if want := []string{"g01-r1/1", "g01-r2/1", "g02-r1/1", "g02-r2/1", "t1/1v100", "m1/4a100"}; !slices.Equal(got, want) {
+		t.Fatalf("nodes %q, want %q", got, want)
+	}
+	if _, err := ParseSlurmConf(strings.NewReader("NodeName=x Gres=gpu:a100:many\n"), Defaults()); !errors.Is(err, ErrConfig) {
+		t.Fatalf("bad Gres: %v", err)
+	}
+}
+
+func TestConfDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"90": 90 * time.Minute, "5:30": 5*time.Minute + 30*time.Second, "1:02:03": time.Hour + 2*time.Minute + 3*time.Second,
 		"2-0": 48 * time.Hour, "1-02:30": 26*time.Hour + 30*time.Minute, "1-00:00:10": 24*time.Hour + 10*time.Second, "UNLIMITED": 0,
 	} {
-		got, err := ParseDuration(in)
+		got, err := confDuration(in)
 		if err != nil || got != want {
-			t.Errorf("ParseDuration(%q) = %v, %v; want %v", in, got, err, want)
+			t.Errorf("confDuration(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	if _, err := ParseDuration("x-1"); err == nil {
-		t.Error("ParseDuration(x-1) succeeded")
+	for _, in := range []string{"x-1", "N/A", "Partition_Limit"} {
+		if _, err := confDuration(in); !errors.Is(err, ErrConfig) {
+			t.Errorf("confDuration(%q): %v, want an ErrConfig", in, err)
+		}
 	}
 }
 
@@ -222,7 +246,7 @@ func FuzzExpandHostlist(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		names, err := ExpandHostlist(s)
+		names, err := expandHostlist(s)
 		if err == nil && len(names) > 1<<21 {
 			t.Fatalf("too many names")
 		}

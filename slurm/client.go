@@ -262,7 +262,8 @@ func (c *Client) noteVersion(cmd string, v Version) {
 }
 
 // JobFilter selects jobs; empty fields match everything. Slurm 22.05's
-// `squeue --json` ignores -u/-t/-j/-p, so filtering is done here, in Go.
+// `squeue --json` ignores -u/-t/-j/-p, so filtering is done here, in Go
+// (23.02 and later honour them; mirage passes none but --all --states=all).
 type JobFilter struct {
 	IDs        []string               // job ids ("123", "7_3"); an array task also matches its array id "7"
 	Users      []string               // user names
@@ -286,8 +287,13 @@ func (f *JobFilter) match(j *provisioner.Job) bool {
 }
 
 // Jobs lists the jobs slurmctld holds (pending, running, and finished ones
-// younger than MinJobAge) that pass f, from `squeue --json`, or from
-// `squeue -O` text when JSON is unavailable.
+// younger than MinJobAge) that pass f, from `squeue --json --all
+// --states=all`, or from `squeue --all --states=all -O` text when JSON is
+// unavailable. --states=all matters from Slurm 23.02 on, whose --json
+// applies squeue's default state filter (pending, running, completing): a
+// bare --json there hides the jobs that just ended. --all shows hidden
+// partitions and those of other groups. 22.05 ignores both under --json
+// and lists everything anyway.
 func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]provisioner.Job, error) {
 	jobs, err := c.allJobs(ctx)
 	if err != nil {
@@ -306,7 +312,7 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	if !c.jsonOff("squeue") {
 		var jobs []provisioner.Job
 		var v Version
-		_, err := c.run(ctx, "squeue", []string{"--json"}, runOpts{check: func(out []byte) error {
+		_, err := c.run(ctx, "squeue", []string{"--json", "--all", "--states=all"}, runOpts{check: func(out []byte) error {
 			var perr error
 			jobs, v, perr = ParseSqueueJSON(out)
 			return perr

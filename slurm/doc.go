@@ -38,8 +38,11 @@
 //     back to the text formats and logs it once. Releases newer than 25.11
 //     are read by field name with a warning.
 //   - Slurm 22.05's squeue --json ignores -u/-t/-j/-p and returns every job
-//     slurmctld holds; filtering (JobFilter, Config.Users) happens in Go. It
-//     also exits 0 with an "errors" list and no jobs when slurmctld is
+//     slurmctld holds; filtering (JobFilter, Config.Users) happens in Go.
+//     From 23.02 on, squeue --json applies squeue's filters, the default
+//     state filter included (jobs that ended within MinJobAge vanish), so
+//     mirage always runs `squeue --json --all --states=all` (22.05 accepts
+//     and ignores both). 22.05's squeue --json also exits 0 with an "errors" list and no jobs when slurmctld is
 //     unreachable: that is a *JSONError, classified as ErrControllerDown,
 //     never an empty queue.
 //   - Slurm 22.05's sacct --json reports every job's exit code as 0 (seen on
@@ -50,8 +53,10 @@
 //   - Parsers (ParseSqueueJSON, ParseSacctJSON, ParseSinfoJSON,
 //     ParseSqueueText, ParseSacctParsable, ParseNodesText,
 //     ParsePartitionsText, ParseScontrolJob, ParseStartText, ParseSbatch,
-//     ParseVersionText, ParseDuration, ExpandHostlist) are pure functions from
-//     bytes to types. Text times are read in the Client's zone (Config.TZ,
+//     ParseVersionText, ParseSbatchArgs, ParseBatchScript) are pure
+//     functions from bytes to types. Durations, hostlists, GRES and TRES
+//     are read by the leaf package slurm/slurmfmt, shared with traces, sim
+//     and cmd/mirage. Text times are read in the Client's zone (Config.TZ,
 //     default UTC), which is also exported to the commands.
 //   - Errors carry a sentinel a caller can act on: ErrNotInstalled,
 //     ErrControllerDown, ErrMungeDown, ErrTimeout (all wrap

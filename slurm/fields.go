@@ -1,12 +1,11 @@
 package slurm
 
 import (
-	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // baseState maps one Slurm job state word (long or compact form, "CANCELLED by
@@ -83,93 +82,19 @@ func waitStatus(st int64) (code, sig int) {
 }
 
 // gpusFromTRES reads a TRES string such as "cpu=1,node=1,billing=1,gres/gpu=2"
-// or "...,gres/gpu=2,gres/gpu:a100=2" and returns the GPU total and the type
-// (when exactly one typed entry names it).
+// or "...,gres/gpu=2,gres/gpu:a100=2" (slurmfmt.GPUsFromTRES) leniently:
+// a malformed entry is skipped, the others still count.
 func gpusFromTRES(s string) (total int, typ string) {
-	typed := 0
-	for f := range strings.SplitSeq(s, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(f), "=")
-		if !ok || !strings.HasPrefix(k, "gres/gpu") {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			continue
-		}
-		if k == "gres/gpu" {
-			total = n
-		} else if t, ok := strings.CutPrefix(k, "gres/gpu:"); ok && t != "" {
-			typ = t
-			typed += n
-		}
-	}
-	if total == 0 {
-		total = typed
-	}
+	total, typ, _ = slurmfmt.GPUsFromTRES(s)
 	return total, typ
 }
 
-// gpusFromGres reads GRES strings as squeue, sinfo and scontrol print them:
-// "gpu:4", "gpu:a100:4(S:0-1)", "gres:gpu:2", "gres/gpu:2", "gpu:2(IDX:0-1)",
-// "gpu" (one), comma-separated entries adding up; other GRES are ignored.
+// gpusFromGres reads GRES strings as squeue, sinfo and scontrol print them
+// ("gpu:4", "gpu:a100:4(S:0-1)", "gres/gpu:2", "gpu" is one; entries add up;
+// slurmfmt.GPUsFromGRES) leniently: a malformed entry is skipped.
 func gpusFromGres(s string) (total int, typ string) {
-	for _, e := range splitOutside(s, ',', '(', ')') {
-		e = strings.TrimSpace(e)
-		e = strings.TrimPrefix(strings.TrimPrefix(e, "gres:"), "gres/")
-		if i := strings.IndexByte(e, '('); i >= 0 {
-			e = e[:i]
-		}
-		parts := strings.Split(e, ":")
-		if parts[0] != "gpu" {
-			continue
-		}
-		switch len(parts) {
-		case 1:
-			total++
-		case 2:
-			if n, err := strconv.Atoi(parts[1]); err == nil {
-				if n > 0 {
-					total += n
-				}
-			} else if parts[1] != "" {
-				typ = parts[1]
-				total++
-			}
-		default:
-			if n, err := strconv.Atoi(parts[len(parts)-1]); err == nil && n > 0 {
-				total += n
-				if parts[1] != "" {
-					typ = parts[1]
-				}
-			}
-		}
-	}
+	total, typ, _ = slurmfmt.GPUsFromGRES(s)
 	return total, typ
-}
-
-// splitOutside splits s on sep where it is not inside open/close brackets.
-func splitOutside(s string, sep, open, close byte) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
-	depth, start := 0, 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case open:
-			depth++
-		case close:
-			if depth > 0 {
-				depth--
-			}
-		case sep:
-			if depth == 0 {
-				out = append(out, s[start:i])
-				start = i + 1
-			}
-		}
-	}
-	return append(out, s[start:])
 }
 
 // maxHostlist caps the names one hostlist may expand to (the largest
@@ -180,90 +105,18 @@ const maxHostlist = 1 << 16
 // so that a malformed or hostile output cannot exhaust memory.
 const maxDocHosts = 1 << 20
 
-// ErrHostlist reports a hostlist that cannot be expanded.
-var ErrHostlist = errors.New("bad hostlist")
+// ErrHostlist reports a hostlist that cannot be expanded (it is
+// slurmfmt.ErrHostlist).
+var ErrHostlist = slurmfmt.ErrHostlist
 
-// ExpandHostlist expands a Slurm hostlist such as "node[1-3,07],gpu01" into
-// names ("node1", "node2", "node3", "node07", "gpu01"). Zero padding follows
-// the lower bound of each range. Several bracket groups in one name
-// ("r[1-2]n[1-2]") expand as a cross product. Empty and placeholder values
-// ("(null)", "None assigned") give nil.
-func ExpandHostlist(s string) ([]string, error) {
-	s = strings.TrimSpace(s)
+// expandHostlist expands a hostlist of a Slurm output
+// (slurmfmt.ExpandHostlist, at most maxHostlist names); the placeholders
+// Slurm prints for "no nodes" ("(null)", "None assigned", "N/A") give nil.
+func expandHostlist(s string) ([]string, error) {
 	if clean(s) == "" {
 		return nil, nil
 	}
-	var out []string
-	for _, part := range splitOutside(s, ',', '[', ']') {
-		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
-		}
-		names, err := expandOne(part, maxHostlist-len(out))
-		if err != nil {
-			return nil, fmt.Errorf("hostlist %q: %w", s, err)
-		}
-		out = append(out, names...)
-	}
-	return out, nil
-}
-
-// expandOne expands a single (possibly multi-bracket) host expression.
-func expandOne(p string, budget int) ([]string, error) {
-	i := strings.IndexByte(p, '[')
-	if i < 0 {
-		if strings.IndexByte(p, ']') >= 0 {
-			return nil, fmt.Errorf("%w: stray ']' in %q", ErrHostlist, p)
-		}
-		if budget < 1 {
-			return nil, fmt.Errorf("%w: more than %d names", ErrHostlist, maxHostlist)
-		}
-		return []string{p}, nil
-	}
-	j := strings.IndexByte(p[i:], ']')
-	if j < 0 {
-		return nil, fmt.Errorf("%w: unclosed '[' in %q", ErrHostlist, p)
-	}
-	prefix, body, rest := p[:i], p[i+1:i+j], p[i+j+1:]
-	if strings.ContainsAny(prefix, "]") || strings.ContainsAny(body, "[") {
-		return nil, fmt.Errorf("%w: nested brackets in %q", ErrHostlist, p)
-	}
-	tails, err := expandOne(rest, budget)
-	if err != nil {
-		return nil, err
-	}
-	if len(tails) == 0 {
-		tails = []string{""}
-	}
-	var out []string
-	for r := range strings.SplitSeq(body, ",") {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		if err1 != nil || a < 0 || lo == "" {
-			return nil, fmt.Errorf("%w: bad range %q in %q", ErrHostlist, r, p)
-		}
-		b := a
-		if isRange {
-			var err2 error
-			b, err2 = strconv.Atoi(hi)
-			if err2 != nil || b < a {
-				return nil, fmt.Errorf("%w: bad range %q in %q", ErrHostlist, r, p)
-			}
-		}
-		if b-a >= budget || (b-a+1)*len(tails) > budget-len(out) {
-			return nil, fmt.Errorf("%w: more than %d names", ErrHostlist, maxHostlist)
-		}
-		for n := a; n <= b; n++ {
-			num := strconv.Itoa(n)
-			if pad := len(lo) - len(num); pad > 0 {
-				num = strings.Repeat("0", pad) + num
-			}
-			for _, t := range tails {
-				out = append(out, prefix+num+t)
-			}
-		}
-	}
-	return out, nil
+	return slurmfmt.ExpandHostlist(s, maxHostlist)
 }
 
 // hostBudget counts the names a document's hostlists may still expand to.
@@ -277,7 +130,7 @@ var errHostBudget = fmt.Errorf("%w: hostlists expand to more than %d names in on
 // nodeList expands a hostlist for a job or node record. A malformed one is
 // kept as one raw entry; exceeding the document's budget is an error.
 func (h *hostBudget) nodeList(s string) ([]string, error) {
-	names, err := ExpandHostlist(s)
+	names, err := expandHostlist(s)
 	if err != nil {
 		names = []string{strings.TrimSpace(s)}
 	}

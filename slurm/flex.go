@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // flexNum is a number as Slurm prints it: plain (22.05) or as
@@ -15,9 +17,17 @@ type flexNum struct {
 	Infinite bool
 }
 
-// unix converts seconds since the epoch to a time; 0, unset or infinite is the zero time.
+// known reports whether f holds a number: set, not infinite, and not one of
+// the NO_VAL/INFINITE sentinels that 22.05 prints as plain numbers.
+func (f flexNum) known() bool {
+	return f.Set && !f.Infinite && f.N < slurmfmt.NoVal
+}
+
+// unix converts seconds since the epoch to a time; 0, unset or infinite
+// (including 22.05's plain NO_VAL 4294967294 and INFINITE 4294967295, which
+// would otherwise read as dates in 2106) is the zero time.
 func (f flexNum) unix() time.Time {
-	if !f.Set || f.Infinite || f.N <= 0 {
+	if !f.known() || f.N <= 0 {
 		return time.Time{}
 	}
 	return time.Unix(f.N, 0).UTC()
@@ -26,7 +36,7 @@ func (f flexNum) unix() time.Time {
 // minutes converts a limit in minutes; unset, infinite, or beyond 100 years
 // (an overflow of time.Duration otherwise) is 0: no limit.
 func (f flexNum) minutes() time.Duration {
-	if !f.Set || f.Infinite || f.N <= 0 || f.N > maxDurationSec/60 {
+	if !f.Set || f.Infinite || f.N <= 0 || f.N > int64(slurmfmt.MaxDuration/time.Minute) {
 		return 0
 	}
 	return time.Duration(f.N) * time.Minute

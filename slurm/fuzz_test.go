@@ -222,25 +222,27 @@ func FuzzParseSbatch(f *testing.F) {
 	})
 }
 
-func FuzzParseDuration(f *testing.F) {
+// FuzzLimitOf checks the time-limit columns: never negative, and what
+// FormatDuration writes for sbatch --time reads back exactly.
+func FuzzLimitOf(f *testing.F) {
 	for _, s := range []string{"1:00", "5:00", "1:00:00", "2-03:04:05", "UNLIMITED", "10", "1-0", "-1", "::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := ParseDuration(s)
+		d, err := limitOf(s)
 		if err != nil {
 			return
 		}
 		if d < 0 {
-			t.Fatalf("ParseDuration(%q) = %v", s, d)
+			t.Fatalf("limitOf(%q) = %v", s, d)
 		}
-		// What FormatDuration writes, ParseDuration reads back exactly.
+		// What FormatDuration writes, limitOf reads back exactly.
 		if d > 0 && d < 1<<50 {
 			want := d.Truncate(time.Second)
 			if want < d {
 				want += time.Second // FormatDuration rounds up
 			}
-			back, err := ParseDuration(FormatDuration(d))
+			back, err := limitOf(FormatDuration(d))
 			if err != nil || back != want {
 				t.Fatalf("round trip of %v: %q -> %v, %v", d, FormatDuration(d), back, err)
 			}
@@ -253,7 +255,7 @@ func FuzzExpandHostlist(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		names, err := ExpandHostlist(s)
+		names, err := expandHostlist(s)
 		if err != nil {
 			return
 		}
@@ -262,7 +264,7 @@ func FuzzExpandHostlist(f *testing.F) {
 		}
 		for _, n := range names {
 			if n == "" || strings.ContainsAny(n, "[],") {
-				t.Fatalf("ExpandHostlist(%q) gave %q", s, n)
+				t.Fatalf("expandHostlist(%q) gave %q", s, n)
 			}
 		}
 	})

@@ -250,7 +250,7 @@ func (r *sacctRec) job(hb *hostBudget) (provisioner.Job, error) {
 		Nodes:     r.AllocNodes.int(),
 		Comment:   r.Comment,
 	}
-	if r.Priority.Set && !r.Priority.Infinite {
+	if r.Priority.known() {
 		j.Priority = r.Priority.N
 	}
 	var err error

@@ -202,7 +202,7 @@ func (r *squeueRec) job(hb *hostBudget) (provisioner.Job, error) {
 		Comment:   r.Comment,
 		Depend:    clean(r.Dependency),
 	}
-	if !r.Priority.Set || r.Priority.Infinite {
+	if !r.Priority.known() {
 		j.Priority = 0
 	}
 	start := r.Start.unix()

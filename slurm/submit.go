@@ -1,13 +1,17 @@
 package slurm
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // ErrBadRequest means a SubmitRequest cannot be turned into sbatch arguments
@@ -134,6 +138,214 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	}
 	args = append(args, req.Args...)
 	return append(args, "--", req.Script), nil
+}
+
+// Shape is what a job's sbatch options say about its size and place: the
+// inverse of the options SbatchArgs writes. A zero field was not given.
+type Shape struct {
+	TimeLimit   time.Duration // -t/--time; 0 when not given or unlimited
+	Unlimited   bool          // -t/--time asked for no limit: 0, UNLIMITED or INFINITE (sbatch(1))
+	Nodes       int           // -N/--nodes (the minimum of a range "3-4")
+	GPUsPerNode int           // --gres=gpu… (all gpu entries summed) or --gpus-per-node
+	GPUsTotal   int           // -G/--gpus
+	GPUType     string        // the GPU type the GPU option named, if any
+	Account     string        // -A/--account
+	Partition   string        // -p/--partition
+	Name        string        // -J/--job-name
+}
+
+// Merge returns s overridden by the options set in o (o comes later on
+// sbatch's command line, or on the command line over the script's #SBATCH
+// lines, and wins).
+func (s Shape) Merge(o Shape) Shape {
+	if o.TimeLimit != 0 || o.Unlimited {
+		s.TimeLimit, s.Unlimited = o.TimeLimit, o.Unlimited
+	}
+	if o.Nodes != 0 {
+		s.Nodes = o.Nodes
+	}
+	if o.GPUsPerNode != 0 || o.GPUsTotal != 0 {
+		s.GPUsPerNode, s.GPUsTotal, s.GPUType = o.GPUsPerNode, o.GPUsTotal, o.GPUType
+	}
+	if o.Account != "" {
+		s.Account = o.Account
+	}
+	if o.Partition != "" {
+		s.Partition = o.Partition
+	}
+	if o.Name != "" {
+		s.Name = o.Name
+	}
+	return s
+}
+
+// GPUs is the job's total GPU count: GPUsTotal, else GPUsPerNode on every
+// node (one node when none is given).
+func (s Shape) GPUs() int {
+	if s.GPUsTotal > 0 {
+		return s.GPUsTotal
+	}
+	return s.GPUsPerNode * max(s.Nodes, 1)
+}
+
+// Request is the submission of script with this shape (SbatchArgs turns it
+// back into options).
+func (s Shape) Request(script string) provisioner.SubmitRequest {
+	return provisioner.SubmitRequest{Script: script, Name: s.Name, Account: s.Account, Partition: s.Partition,
+		TimeLimit: s.TimeLimit, Nodes: s.Nodes, GPUs: s.GPUs(), GPUType: s.GPUType}
+}
+
+// shapeOptions are the sbatch options that shape a job (all take a value).
+var shapeOptions = map[string]bool{"-t": true, "--time": true, "-N": true, "--nodes": true, "--gres": true, "-G": true, "--gpus": true,
+	"--gpus-per-node": true, "-A": true, "--account": true, "-p": true, "--partition": true, "-J": true, "--job-name": true}
+
+// ParseSbatchArgs reads the sbatch options that shape a job (-t/--time,
+// -N/--nodes, --gres, -G/--gpus, --gpus-per-node, -A/--account,
+// -p/--partition, -J/--job-name, as "--opt=v", "--opt v", "-xV", "-x V" or
+// "-x=V"); other options pass untouched, and a bare "--" ends the options
+// as in sbatch. Durations, GRES and hostlists are read by slurm/slurmfmt.
+// Refused: the options SbatchArgs sets itself (--comment, -d/--dependency),
+// job arrays (-a/--array) and --wrap, an option without its value, a bad
+// value, a negative GPU count.
+func ParseSbatchArgs(args []string) (Shape, error) {
+	var sh Shape
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		key, val, hasVal := a, "", false
+		switch {
+		case strings.HasPrefix(a, "--"):
+			key, val, hasVal = strings.Cut(a, "=")
+		case len(a) > 2 && a[0] == '-' && strings.Contains("tNGApJda", a[1:2]):
+			key, val, hasVal = a[:2], strings.TrimPrefix(a[2:], "="), true
+		}
+		switch key {
+		case "--comment", "-d", "--dependency":
+			return sh, fmt.Errorf("%s: mirage sets it on every segment (its chain tag, its dependencies); remove it", key)
+		case "-a", "--array":
+			return sh, fmt.Errorf("%s: job arrays cannot be chained; submit one chain per task", key)
+		case "--wrap":
+			return sh, errors.New("--wrap: give a batch script instead")
+		}
+		if !shapeOptions[key] {
+			continue
+		}
+		if !hasVal {
+			if i+1 >= len(args) {
+				return sh, fmt.Errorf("%s needs a value", key)
+			}
+			i++
+			val = args[i]
+		}
+		var err error
+		switch key {
+		case "-t", "--time":
+			err = sh.setTime(val)
+		case "-N", "--nodes":
+			lo, _, _ := strings.Cut(val, "-")
+			sh.Nodes, err = strconv.Atoi(lo)
+			if err == nil && sh.Nodes < 1 {
+				err = errors.New("want at least 1")
+			}
+		case "--gres":
+			sh.GPUsPerNode, sh.GPUType, err = slurmfmt.GPUsFromGRES(val)
+			sh.GPUsTotal = 0
+		case "-G", "--gpus":
+			sh.GPUType, sh.GPUsTotal, err = typedCount(val)
+			sh.GPUsPerNode = 0
+		case "--gpus-per-node":
+			sh.GPUType, sh.GPUsPerNode, err = typedCount(val)
+			sh.GPUsTotal = 0
+		case "-A", "--account":
+			sh.Account = val
+		case "-p", "--partition":
+			sh.Partition = val
+		case "-J", "--job-name":
+			sh.Name = val
+		}
+		if err != nil {
+			return sh, fmt.Errorf("%s %q: %w", key, val, err)
+		}
+	}
+	if sh.GPUsPerNode < 0 || sh.GPUsTotal < 0 {
+		return sh, errors.New("negative GPU count")
+	}
+	return sh, nil
+}
+
+// setTime reads a --time value. sbatch(1): "A time limit of zero requests
+// that no time limit be imposed"; UNLIMITED and INFINITE say the same. The
+// words only Slurm's outputs print (N/A, Partition_Limit) are refused.
+func (s *Shape) setTime(v string) error {
+	d, err := slurmfmt.ParseDuration(v)
+	switch {
+	case err != nil:
+		return err
+	case d.IsUnlimited():
+		s.TimeLimit, s.Unlimited = 0, true
+	case d.Kind == slurmfmt.Set:
+		s.TimeLimit, s.Unlimited = d.Value, false
+	default:
+		return fmt.Errorf("%w %q: not a time limit sbatch accepts", slurmfmt.ErrDuration, v)
+	}
+	return nil
+}
+
+// typedCount reads --gpus and --gpus-per-node values: [TYPE:]COUNT.
+func typedCount(v string) (typ string, n int, err error) {
+	if i := strings.LastIndexByte(v, ':'); i >= 0 {
+		typ, v = v[:i], v[i+1:]
+	}
+	n, err = strconv.Atoi(v)
+	return typ, n, err
+}
+
+// ParseBatchScript reads the #SBATCH lines at the top of a batch script as
+// sbatch does: the first line must start with #!, and directives end at the
+// first line that is neither blank nor a comment (sbatch(1): "before any
+// executable commands"); a '#' after a directive's options starts a
+// comment. The options are read by ParseSbatchArgs.
+func ParseBatchScript(r io.Reader) (Shape, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	var args []string
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if line == 1 && !strings.HasPrefix(t, "#!") {
+			return Shape{}, errors.New("line 1: a batch script must start with #! (e.g. #!/bin/bash)")
+		}
+		if t == "" {
+			continue
+		}
+		if !strings.HasPrefix(t, "#") {
+			break
+		}
+		rest, ok := strings.CutPrefix(t, "#SBATCH")
+		if !ok {
+			continue
+		}
+		for _, f := range strings.Fields(rest) {
+			if strings.HasPrefix(f, "#") {
+				break
+			}
+			args = append(args, f)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return Shape{}, err
+	}
+	if line == 0 {
+		return Shape{}, errors.New("empty file: a batch script must start with #! (e.g. #!/bin/bash)")
+	}
+	sh, err := ParseSbatchArgs(args)
+	if err != nil {
+		return sh, fmt.Errorf("#SBATCH: %w", err)
+	}
+	return sh, nil
 }
 
 // setsOutput reports whether sbatch options set the output file.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Sep separates fields in the text formats mirage asks for: the ASCII unit
@@ -77,7 +78,7 @@ func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
 				return nil, fmt.Errorf("squeue: line %d: %s: %w", i+1, squeueFields[8+k], err)
 			}
 		}
-		if j.TimeLimit, err = ParseDuration(f[12]); err != nil {
+		if j.TimeLimit, err = limitOf(f[12]); err != nil {
 			return nil, fmt.Errorf("squeue: line %d: TimeLimit: %w", i+1, err)
 		}
 		if j.Nodes, err = atoiField(f[13]); err != nil {
@@ -143,61 +144,24 @@ func parseSlurmTime(s string, loc *time.Location) (time.Time, error) {
 	return t, nil
 }
 
-// ParseDuration reads Slurm durations: "MM", "MM:SS", "HH:MM:SS", "D-HH",
-// "D-HH:MM", "D-HH:MM:SS"; "UNLIMITED", "INFINITE", "Partition_Limit",
-// "INVALID", "N/A" and "" are 0 (no limit known).
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	switch strings.ToUpper(s) {
-	case "", "UNLIMITED", "INFINITE", "INVALID", "PARTITION_LIMIT", "N/A", "NONE", "(NULL)":
+// limitOf reads a time limit column of squeue, sacct or sinfo
+// (slurmfmt.ParseDuration). 0 means no limit known: every special word
+// (UNLIMITED, Partition_Limit, N/A, ...) reads as 0, as Job.TimeLimit and
+// Partition.MaxTime/DefaultTime document.
+func limitOf(s string) (time.Duration, error) {
+	d, err := slurmfmt.ParseDuration(s)
+	if err != nil {
+		return 0, err
+	}
+	if d.Kind != slurmfmt.Set {
 		return 0, nil
 	}
-	orig := s
-	days, hasDays := 0, false
-	if d, rest, ok := strings.Cut(s, "-"); ok {
-		n, err := strconv.Atoi(d)
-		if err != nil || n < 0 || n > 1e6 {
-			return 0, fmt.Errorf("duration %q: bad days", orig)
-		}
-		days, s, hasDays = n, rest, true
-	}
-	parts := strings.Split(s, ":")
-	nums := make([]int, len(parts))
-	for i, p := range parts {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 0 || n > 1e9 {
-			return 0, fmt.Errorf("duration %q: bad number %q", orig, p)
-		}
-		nums[i] = n
-	}
-	var h, m, sec int
-	switch {
-	case hasDays && len(nums) == 1:
-		h = nums[0]
-	case hasDays && len(nums) == 2:
-		h, m = nums[0], nums[1]
-	case len(nums) == 1:
-		m = nums[0]
-	case len(nums) == 2:
-		m, sec = nums[0], nums[1]
-	case len(nums) == 3:
-		h, m, sec = nums[0], nums[1], nums[2]
-	default:
-		return 0, fmt.Errorf("duration %q: too many fields", orig)
-	}
-	total := int64(days)*86400 + int64(h)*3600 + int64(m)*60 + int64(sec)
-	if total > maxDurationSec {
-		return 0, fmt.Errorf("duration %q: longer than 100 years", orig)
-	}
-	return time.Duration(total) * time.Second, nil
+	return d.Value, nil
 }
 
-// maxDurationSec bounds what ParseDuration accepts (100 years; Slurm's own
-// limits are far shorter), keeping time.Duration far from overflow.
-const maxDurationSec = 100 * 365 * 86400
-
-// FormatDuration renders a limit for sbatch --time: minutes rounded up, as
-// "D-HH:MM:SS" (every Slurm release reads it).
+// FormatDuration renders a limit for sbatch --time as "D-HH:MM:SS", days
+// always written, rounded up to the second (every Slurm release reads it;
+// slurmfmt.ParseDuration reads it back). 0 or less is "" (no --time).
 func FormatDuration(d time.Duration) string {
 	if d <= 0 {
 		return ""
@@ -245,7 +209,7 @@ func ParseSacctParsable(b []byte, loc *time.Location) ([]provisioner.Job, error)
 				return nil, fmt.Errorf("sacct: line %d: %s: %w", i+1, SacctFields[8+k], err)
 			}
 		}
-		if j.TimeLimit, err = ParseDuration(f[12]); err != nil {
+		if j.TimeLimit, err = limitOf(f[12]); err != nil {
 			return nil, fmt.Errorf("sacct: line %d: Timelimit: %w", i+1, err)
 		}
 		if j.Nodes, err = atoiField(f[13]); err != nil {
@@ -401,11 +365,11 @@ func ParsePartitionsText(b []byte) ([]Partition, error) {
 		if name == "" {
 			return nil, fmt.Errorf("sinfo: line %d: empty partition name", i+1)
 		}
-		maxT, err := ParseDuration(f[2])
+		maxT, err := limitOf(f[2])
 		if err != nil {
 			return nil, fmt.Errorf("sinfo: line %d: time limit: %w", i+1, err)
 		}
-		defT, err := ParseDuration(f[3])
+		defT, err := limitOf(f[3])
 		if err != nil {
 			return nil, fmt.Errorf("sinfo: line %d: default time: %w", i+1, err)
 		}

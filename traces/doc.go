@@ -2,7 +2,9 @@
 // streaming readers of public and site trace formats: the TACC sacct export,
 // sacct --parsable2 and --json, the Standard Workload Format, Alibaba PAI
 // openb pod lists and the Helios job log. It also generates synthetic
-// LS6-like traces. It is a leaf: it imports nothing of mirage's.
+// LS6-like traces. It is a leaf: of mirage's packages it imports only
+// slurm/slurmfmt (itself a leaf), whose parsers read Slurm durations and
+// TRES strings.
 //
 // Contract:
 //

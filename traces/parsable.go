@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // ParsableFields is the sacct field list mirage asks for and documents for
@@ -101,13 +103,13 @@ func (r *parsableReader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 		*tf.dst = t
 	}
 	if b, ok := get("TimelimitRaw"); ok && len(b) > 0 {
-		d, ok := parseSlurmDuration(string(b))
+		d, ok := timeLimit(b)
 		if !ok {
 			return false, perr("TimelimitRaw", "minutes, UNLIMITED or Partition_Limit", b)
 		}
 		j.TimeLimit = d
 	} else if b, ok := get("Timelimit"); ok && len(b) > 0 {
-		d, ok := parseSlurmDuration(string(b))
+		d, ok := timeLimit(b)
 		if !ok {
 			return false, perr("Timelimit", "[D-]HH:MM:SS, minutes, UNLIMITED or Partition_Limit", b)
 		}
@@ -135,8 +137,8 @@ func (r *parsableReader) parseLine(line []byte, j *Job) (bool, *ParseError) {
 	}
 	for _, name := range []string{"AllocTRES", "ReqTRES"} {
 		if b, ok := get(name); ok && len(b) > 0 {
-			gpus, typ, ok := parseTRESGPUs(string(b))
-			if !ok {
+			gpus, typ, err := slurmfmt.GPUsFromTRES(string(b))
+			if err != nil {
 				return false, perr(name, "TRES list like billing=3,cpu=128,gres/gpu=3,node=1", b)
 			}
 			j.GPUs, j.GPUType = gpus, typ
@@ -177,30 +179,21 @@ func isNoTime(b []byte) bool {
 	return false
 }
 
-// parseTRESGPUs extracts the GPU count and type from a Slurm TRES string
-// ("billing=3,cpu=128,gres/gpu:a100=3,gres/gpu=3,mem=0,node=1").
-func parseTRESGPUs(s string) (gpus int, typ string, ok bool) {
-	for _, kv := range strings.Split(s, ",") {
-		k, v, found := strings.Cut(kv, "=")
-		if !found {
-			return 0, "", false
-		}
-		if k == "gres/gpu" {
-			n, ok := atoiS(v)
-			if !ok {
-				return 0, "", false
-			}
-			gpus = n
-		} else if t, isGPU := strings.CutPrefix(k, "gres/gpu:"); isGPU {
-			n, ok := atoiS(v)
-			if !ok {
-				return 0, "", false
-			}
-			if gpus == 0 {
-				gpus = n
-			}
-			typ = t
-		}
+// timeLimit reads a sacct Timelimit or TimelimitRaw field. Job.TimeLimit
+// is 0 when no limit is known, so every word of slurmfmt's table
+// (UNLIMITED, Partition_Limit, N/A, ...) gives 0: an unlimited job and one
+// that ran under its partition's limit both have no limit of their own in
+// the record.
+func timeLimit(b []byte) (time.Duration, bool) {
+	d, err := slurmfmt.ParseDuration(string(b))
+	if err != nil {
+		return 0, false
 	}
-	return gpus, typ, true
+	switch d.Kind {
+	case slurmfmt.Set:
+		return d.Value, true
+	case slurmfmt.Unlimited, slurmfmt.PartitionLimit, slurmfmt.NotSet:
+		return 0, true
+	}
+	return 0, false
 }

@@ -2,7 +2,6 @@ package traces
 
 import (
 	"bytes"
-	"strconv"
 	"time"
 )
 
@@ -121,88 +120,4 @@ func parseExitCode(b []byte) (code, sig int, ok bool) {
 	c, ok1 := atoi(b[:i])
 	s, ok2 := atoi(b[i+1:])
 	return int(c), int(s), ok1 && ok2
-}
-
-// parseSlurmDuration parses Slurm time limits: minutes ("2880"),
-// "MM:SS", "HH:MM:SS", "D-HH", "D-HH:MM", "D-HH:MM:SS". ok=false on syntax
-// errors; "UNLIMITED", "Partition_Limit" and empty give 0, true.
-func parseSlurmDuration(s string) (time.Duration, bool) {
-	switch s {
-	case "", "UNLIMITED", "Partition_Limit", "INVALID", "NONE", "None":
-		return 0, true
-	}
-	days := 0
-	if i := indexByte(s, '-'); i >= 0 {
-		d, err := strconv.Atoi(s[:i])
-		if err != nil || d < 0 {
-			return 0, false
-		}
-		days = d
-		s = s[i+1:]
-		parts := splitColon(s)
-		// D-HH, D-HH:MM, D-HH:MM:SS
-		var h, m, sec int
-		var ok bool
-		switch len(parts) {
-		case 1:
-			h, ok = atoiS(parts[0])
-		case 2:
-			h, ok = atoiS(parts[0])
-			var ok2 bool
-			m, ok2 = atoiS(parts[1])
-			ok = ok && ok2
-		case 3:
-			var ok2, ok3 bool
-			h, ok = atoiS(parts[0])
-			m, ok2 = atoiS(parts[1])
-			sec, ok3 = atoiS(parts[2])
-			ok = ok && ok2 && ok3
-		}
-		if !ok {
-			return 0, false
-		}
-		return time.Duration(((days*24+h)*60+m)*60+sec) * time.Second, true
-	}
-	parts := splitColon(s)
-	switch len(parts) {
-	case 1:
-		m, ok := atoiS(parts[0])
-		return time.Duration(m) * time.Minute, ok
-	case 2:
-		m, ok1 := atoiS(parts[0])
-		sec, ok2 := atoiS(parts[1])
-		return time.Duration(m*60+sec) * time.Second, ok1 && ok2
-	case 3:
-		h, ok1 := atoiS(parts[0])
-		m, ok2 := atoiS(parts[1])
-		sec, ok3 := atoiS(parts[2])
-		return time.Duration((h*60+m)*60+sec) * time.Second, ok1 && ok2 && ok3
-	}
-	return 0, false
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
-}
-
-func splitColon(s string) []string {
-	var out []string
-	for {
-		i := indexByte(s, ':')
-		if i < 0 {
-			return append(out, s)
-		}
-		out = append(out, s[:i])
-		s = s[i+1:]
-	}
-}
-
-func atoiS(s string) (int, bool) {
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 0
 }

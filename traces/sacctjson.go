@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // ErrUnsupportedVersion is returned for sacct --json output of a Slurm
@@ -89,7 +91,9 @@ func (r *sacctJSONReader) Next() (Job, error) {
 			case "meta":
 				var m sacctMeta
 				if err := r.dec.Decode(&m); err != nil {
-					return Job{}, r.syntax(fmt.Errorf("meta: %w", err))
+					// %v, not %w: a malformed version number must not surface as a
+					// row's ParseError (it has no row); it is a header error.
+					return Job{}, r.syntax(fmt.Errorf("meta: %v", err))
 				}
 				if err := r.checkVersion(m); err != nil {
 					return Job{}, err
@@ -301,8 +305,11 @@ type sacctJob struct {
 	} `json:"tres"`
 }
 
+// unixTime converts seconds since the epoch; unset, 0 and Slurm's NO_VAL and
+// INFINITE sentinels (plain numbers in 22.05 JSON, which would otherwise read
+// as dates in 2106) are the zero time.
 func unixTime(n slurmNum) time.Time {
-	if !n.Set || n.V <= 0 {
+	if !n.Set || n.V <= 0 || n.V >= slurmfmt.NoVal {
 		return time.Time{}
 	}
 	return time.Unix(n.V, 0).UTC()
@@ -324,7 +331,9 @@ func (s *sacctJob) toJob(j *Job) *ParseError {
 	if s.Time.Limit.V < 0 {
 		return perr("time.limit", "non-negative minutes", []byte(strconv.FormatInt(s.Time.Limit.V, 10)))
 	}
-	j.TimeLimit = time.Duration(s.Time.Limit.V) * time.Minute
+	if s.Time.Limit.V < slurmfmt.NoVal { // NO_VAL (partition limit) and INFINITE: no limit known, 0
+		j.TimeLimit = time.Duration(s.Time.Limit.V) * time.Minute
+	}
 	if s.AllocationNodes.V < 0 {
 		return perr("allocation_nodes", "a non-negative count", []byte(strconv.FormatInt(s.AllocationNodes.V, 10)))
 	}

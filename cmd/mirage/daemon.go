@@ -33,15 +33,15 @@ func newDaemonCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon [--once | --interval 10m]",
 		Short: "Reconcile every chain with the cluster and submit successors when their policies say so",
-		Long: `Each cycle takes an exclusive lock beside the state database (overlapping runs
-never both act), reads one cluster snapshot and the recent history, reconciles
-every active chain (adopting tagged jobs a crash left unrecorded, recording
-starts, ends and the gap between segments), asks each chain's policy whether to
-submit its successor now, submits, and records every decision with its reason.
+		Long: `Each cycle takes a lock beside the state database, reads one cluster snapshot
+and the recent history, reconciles every active chain, asks each chain's policy
+whether to submit its successor now, submits, and records every decision with
+its reason.
 
 --once runs one cycle, for cron or a systemd timer; when another daemon holds
-the lock it says so and exits 0. Without --once it runs a cycle every --interval
-(the lock is taken per cycle, so mirage submit and mirage cancel get in between).`,
+the lock it says so and exits 0. Without --once it runs a cycle every --interval.
+
+cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon.md.`,
 		Example: `  # crontab -e
   */10 * * * * mirage daemon --once >> ~/.local/state/mirage/daemon.log 2>&1`,
 		Args: cobra.NoArgs,

@@ -58,40 +58,25 @@ func newEvalCmd() *cobra.Command {
 		Short: "Replay-evaluate submission policies on a trace; write an HTML, Markdown and JSON report",
 		Long: `Replay a trace in the simulator with chains injected into it and measure, per
 policy, the gap between each predecessor's end and its successor's start
-(positive: interruption; negative: overlap). Protocols:
+(positive: interruption; negative: overlap). Every policy decides through the
+provisioner engine (the daemon's code) in its own fork of the replay.
 
-  pair      the published one: a predecessor and a successor with a 48-hour
-            limit each, used fully, injected every 4 hours of trace time after
-            a 2-day warm-up, for 1- and 8-node jobs; each policy decides every
-            10 minutes through the provisioner engine; a successor not yet
-            submitted 1 minute before the predecessor's end is submitted then
-            (that forced submission is the published reactive baseline and
-            sets the load class)
-  chain-K   chains of K such segments driven by the provisioner engine (the
-            daemon's code) every 10 minutes, segment 0 submitted at injection;
-            also reports the total interruption per chain
+  --protocol pair      the published protocol: 48-hour predecessor/successor
+                       pairs of 1 and 8 nodes every 4 hours; a successor not
+                       submitted 1 minute before the end is submitted then
+  --protocol chain-K   chains of K such segments
 
-Policies: reactive, dependency, lead, start-estimate (the provisioner's
-baselines), average, quantile, oracle (pair only: it looks ahead in the
-simulator) and the learned rf, rf-xgb, rf-golearn, xgb, dqn, pg, read from
---models DIR/NAME (mirage train --out DIR).
+Policies: the baselines (reactive, dependency, lead, start-estimate, average,
+quantile, and oracle, pair only) and the learned rf, rf-xgb, rf-golearn, xgb,
+dqn, pg from --models DIR (mirage train --out DIR). The report (report.html, report.md,
+report.json in --out) gives per policy, job size and load class the gap
+distribution, interruption, overlap and the reduction against reactive.
 
-Load is scaled by thinning (--load-scale < 1) or replicating (> 1) the
-trace's arrivals, seeded. Hand-offs are classed low/medium/heavy by the
-reactive gap (≤ 2 h, 2–12 h, > 12 h). The report (report.html,
-report.md, report.json in --out) gives, per policy, job size and load class,
-the gap distribution, interruption and overlap, wasted GPU-hours, the shares
-with zero interruption and within an hour, the reduction against reactive
-and the sbatch calls; 95% bootstrap intervals for groups under 100
-hand-offs. It records the trace (sha256), windows, seeds, models' meta.json,
-the mirage version and the command line; report.json alone rebuilds it
-(mirage eval merge).
+--sweep FILE runs the experiment a YAML file describes; --cell N runs one cell;
+--emit-array writes a Slurm job array with one cell per task, joined afterwards
+by mirage eval merge.
 
-Sweeps: --sweep FILE runs the experiment a YAML file describes (every cell
-in this process); --cell N runs only cell N and writes OUT/cells/cell-N.json;
---emit-array writes OUT/eval-array.sbatch, a Slurm job array with one cell
-per task, for "sbatch OUT/eval-array.sbatch"; then "mirage eval merge --out
-OUT OUT/cells" joins the cells into the report.`,
+Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
   mirage eval --trace ls6.log.gz --policies reactive,average,quantile,xgb,rf,dqn,pg,oracle --models models/ \
       --from 2023-02-01 --until 2023-03-01 --out report/

@@ -27,14 +27,11 @@ func newK8sCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Kubernetes: GPU inventory per node and per team",
-		Long: `Commands for mirage's Kubernetes mode. mirage reads nodes' allocatable
-nvidia.com/gpu (and nvidia.com/mig-* slices), the GPU product label
-nvidia.com/gpu.product, cordoned and not-ready nodes, and the GPU requests of
-every bound, non-terminal pod; a pod's team comes from a namespace→team mapping
-or, failing that, from a pod label (default mirage.io/team). Borrowed work is
-labelled mirage.io/borrowed=true.
+		Long: `Commands for mirage's Kubernetes mode. A pod's team comes from a namespace→team
+mapping or, failing that, from a pod label (default mirage.io/team). mirage
+needs only the permissions in scripts/k8s/rbac/.
 
-mirage needs only the permissions in scripts/k8s/rbac/.`,
+The Kubernetes mode in full: docs/guide/kubernetes.md.`,
 	}
 	cmd.AddCommand(newK8sInventoryCmd())
 	return cmd

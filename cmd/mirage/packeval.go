@@ -39,23 +39,20 @@ func newPackEvalCmd() *cobra.Command {
 		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
 		Short: "Replay pod arrivals onto a node list and compare placement policies by GPU fragmentation",
 		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on an openb node
-list (sn,cpu_milli,memory_mib,gpu,model) and openb pod lists.
-
-Each pod asks one node for CPU (cpu_milli) and GPU: num_gpu whole GPUs, or a
-share of one GPU (gpu_milli < 1000 with num_gpu 1: GPU sharing), restricted to
-the GPU models of gpu_spec when set. Memory is not modelled.
+list (sn,cpu_milli,memory_mib,gpu,model) and openb pod lists. Each pod asks one
+node for CPU and for whole GPUs or a share of one (GPU sharing); memory is not
+modelled.
 
 --mode fill (default; the ATC'23 methodology): pods arrive in trace order and
-never leave, cycling through the list, until the GPU demand that arrived reaches
---until times the cluster's GPU capacity. --mode replay: pods arrive at their
-creation time and leave after their recorded runtime.
+never leave until the demand reaches --until times the GPU capacity.
+--mode replay: pods arrive at their creation time and leave after their runtime.
 
 Per pod list and policy it reports the share of GPUs left unallocated when
-placement first fails (the headline figure: lower is better packing), the
-expected fragmented share at that point (free GPUs the pod mix cannot use:
-the ATC'23 measure, under the mix of the whole pod list), the failed pods, and
-the fragmentation along the way. frag-aware learns its own job-size mix from
-the last 1000 arrivals only.`,
+placement first fails, the expected fragmented share (the ATC'23 measure), the
+failed pods, and the fragmentation along the way.
+
+Methodology: docs/guide/training-and-evaluation.md; placement policies:
+docs/guide/team-rules.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {

@@ -67,7 +67,8 @@ cannot start; hints via --nodelist/--exclude), a Kubernetes cluster as
 mirage's Kubernetes mode would (a node is chosen, or borrowed pods reclaimed).
 
 Without --rules only the placement is shown (no quota). --policy overrides the
-rules' placement policy.`,
+rules' placement policy. Team rules: docs/guide/team-rules.md; the rules file:
+docs/reference/rules-file.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPlace(cmd.Context(), o, cmd.OutOrStdout())

@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"github.com/spf13/cobra"
 )
 
@@ -139,13 +140,14 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	if o.nodes < 1 {
 		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", o.nodes))
 	}
-	limit, err := parseSlurmTime(o.timeLimit)
-	if err != nil || limit <= 0 {
+	d, err := slurmfmt.ParseDuration(o.timeLimit)
+	limit := d.Value
+	if err != nil || d.Kind != slurmfmt.Set || limit <= 0 {
 		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
 	}
 	perNode := -1 // whole nodes
 	if o.gres != "" {
-		if perNode, err = parseGres(o.gres); err != nil {
+		if perNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
 		}
 	}

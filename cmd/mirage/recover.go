@@ -31,15 +31,14 @@ func newRecoverCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
-		Long: `Every job mirage submits carries its chain's tag and specification in its comment
-(mirage:CHAIN/SEGMENT.ATTEMPT mirage-spec=...). recover lists the live jobs and the
-accounting history of the last --since, groups tagged jobs by chain, and registers
-each chain the database does not hold, with its segments, so the daemon can carry
-on. Chains already in the database are left alone (the daemon adopts their
-missing segments itself). A chain whose last job was cancelled is recovered as
-cancelled; one whose jobs carry no readable specification is recorded as failed.
+		Long: `Every job mirage submits carries its chain's tag and specification in its
+comment. recover reads the live jobs and the accounting history of the last
+--since, groups tagged jobs by chain, and registers each chain the database does
+not hold, with its segments, so the daemon can carry on. Chains already in the
+database are left alone. With CHAIN arguments only those chains are considered.
 Slurm must keep comments in accounting (AccountingStoreFlags=job_comment).
-With CHAIN arguments only those chains are considered.`,
+
+Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
   mirage recover                      # every chain found in the last 7 days
   mirage recover c-20261123-ab12cd    # one chain`,

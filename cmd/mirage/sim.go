@@ -41,16 +41,14 @@ func newSimCmd() *cobra.Command {
 		Use:   "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
 		Long: `Replay a recorded trace (any format mirage traces reads) in the simulator:
-recorded submit times, runtimes end − start capped at the limit, multifactor
-priority, main pass and backfill planned from time limits. Prints per-job
-simulated start and end (--jobs FILE writes them as CSV) and, with --report,
-the fidelity of simulated against recorded waits for jobs without recorded
-holds: median and p90 absolute error, Pearson correlation and KS distance,
-overall and by job size (1 node, 2-4, >=5).
+recorded submit times, runtimes capped at the limit, multifactor priority, main
+pass and backfill. Prints per-job simulated start and end (--jobs FILE writes
+them as CSV) and, with --report, the fidelity of simulated against recorded
+waits for jobs without recorded holds (median and p90 absolute error, Pearson
+correlation, KS distance; overall and by job size).
 
-Jobs with recorded holds (dependency bursts, waits while enough nodes stood
-idle for an hour, warm-up) are replayed from their estimated eligible time
-and excluded from the figures.`,
+Hold detection and the ls6 preset's fidelity: docs/guide/training-and-evaluation.md
+and docs/results/fidelity.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {

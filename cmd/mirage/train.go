@@ -62,41 +62,28 @@ func newTrainCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
-		Long: `Train learned policies on a recorded trace replayed in the simulator, with the
-published pair protocol: a predecessor that uses its whole limit (--nodes
-sizes) is injected every --every of trace time after --warmup; while it runs,
-submitting its successor is probed every --tick in a fork of the simulator,
-and each probe's signed gap (successor start − predecessor end) labels the
-features of that instant (24 h of history).
+		Long: `Train learned policies on a recorded trace replayed in the simulator: chains are
+injected every --every of trace time (the published pair protocol), submitting
+each successor is probed every --tick in a fork of the simulator, and each
+probe's signed gap (successor start − predecessor end) labels the features of
+that instant.
 
 Windows: training uses chains whose every decision falls in [--from,
---train-until); validation injects chains in [--train-until, --until) (the
-two never overlap in time). Without --train-until everything is training.
-Times are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
+--train-until); validation injects chains in [--train-until, --until). Times
+are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
 
-Models (each saved as DIR/NAME/ with meta.json: feature schema, trace,
-windows, seed, library versions, decision rule, validation metrics):
-  xgb         gradient-boosted trees (libxgboost) regressing the successor's
-              wait if submitted now (the gap is that minus the predecessor's
-              time left); submits when the predicted gap reaches a threshold
-              tuned on the latest 20% of the training chains
-  rf          the default random forest (golearn's, the better policy on LS6;
-              see README), classifying "submitting now is safe" (gap ≥ −30 min)
-  rf-golearn  golearn's random forest explicitly (slow: trained on a
-              20,000-row sample; fits are not reproducible)
-  rf-xgb      XGBoost's random-forest mode (fast, reproducible for a seed)
-  dqn, pg     Deep Q-Network and REINFORCE (gorgonia) played on the probed
-              chains (waiting does not change the cluster, so each chain's
-              probes are exactly its environment)
-  wait        the wait predictor of mirage predict-wait (p10/p50/p90 quantile
-              XGBoost on every recorded job's submission, in --wait-replicas
-              replays of the training window with different simulator seeds)
+Models (each saved as DIR/NAME/ with meta.json):
+  xgb         gradient-boosted trees predicting the successor's wait
+  rf          the default random forest (golearn's; fits not reproducible)
+  rf-golearn  golearn's random forest explicitly (20,000-row sample)
+  rf-xgb      XGBoost's random-forest mode (reproducible for a seed)
+  dqn, pg     Deep Q-Network and REINFORCE on the probed chains
+  wait        the wait predictor of mirage predict-wait
 
---scales adds training chains from the trace with arrivals scaled up (each
-job replayed again with that probability, 0–1 h later), so the policies see
-heavier load than the training months had. --cache DIR keeps the generated
-datasets for later runs with the same trace, cluster, protocol and windows.
-Datasets use all cores (--workers) and are deterministic for --seed.`,
+--cache DIR keeps the generated datasets for later runs. Datasets use all cores
+(--workers) and are deterministic for --seed.
+
+What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if st, err := os.Stderr.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 && cmd.ErrOrStderr() == os.Stderr {
