@@ -84,6 +84,14 @@ case "$REL" in
     echo "$key" > "$DEST/etc/mirage-slurm-key"
     log "unpacked $key into $DEST in $(( $(date +%s) - t0 ))s"
   fi
+  # Jobs run the tests' mirage binaries, built on the host: give the chroot
+  # the host libraries they link that trixie's minbase lacks (xgboost's).
+  if [ -f /usr/lib/x86_64-linux-gnu/libxgboost.so.0 ] && [ ! -f "$DEST/usr/local/lib/libxgboost.so.0" ]; then
+    for lib in /usr/lib/x86_64-linux-gnu/libxgboost.so.0 $(ldd /usr/lib/x86_64-linux-gnu/libxgboost.so.0 | awk '$3 ~ /^\// {print $3}'); do
+      [ -e "$DEST/usr/lib/x86_64-linux-gnu/$(basename "$lib")" ] || cp -L "$lib" "$DEST/usr/local/lib/"
+    done
+    chroot "$DEST" /sbin/ldconfig
+  fi
   echo "$DEST"
   ;;
 25.05)
