@@ -89,27 +89,6 @@ func TestParseSqueueJSON2311(t *testing.T) {
 	})
 }
 
-func TestParseSqueueJSON2505(t *testing.T) {
-	jobs, v, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Schema != "data_parser/v0.0.43" || !v.Known() {
-		t.Errorf("version = %+v", v)
-	}
-	checkJobs(t, jobs, []provisioner.Job{
-		// An unknown nested field is skipped; escapes (\", \u00e9, a surrogate pair) are decoded.
-		{ID: "12345", Name: "finetune \"quoted\" été 🚀", User: "ivan", Account: "teama", Partition: "big", QOS: "normal",
-			State: provisioner.StateRunning, Submit: ts(1795890000), Eligible: ts(1795900000), Start: ts(1795900000),
-			TimeLimit: 24 * time.Hour, Nodes: 8, GPUs: 64, Priority: 123456, Comment: "mirage:c-2505/7.2",
-			NodeList: []string{"a001", "a002", "a003", "a004", "a005", "a006", "a007", "a008"}},
-		// An unset priority reads as 0.
-		{ID: "12346", Name: "small", User: "judy", Account: "teamb", Partition: "big", QOS: "normal",
-			State: provisioner.StatePending, Reason: "Priority", Submit: ts(1795900100), Eligible: ts(1795900100),
-			TimeLimit: 5 * time.Minute, Nodes: 1},
-	})
-}
-
 func TestParseSacctJSON2405(t *testing.T) {
 	jobs, v, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-24.05.json")))
 	if err != nil {
