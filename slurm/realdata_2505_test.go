@@ -8,6 +8,8 @@ package slurm
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,5 +90,47 @@ func TestRealSacctCancelledPending(t *testing.T) {
 			t.Errorf("%s: version = %+v", schema, v)
 		}
 		checkJobs(t, jobs, want)
+	}
+}
+
+// TestRealSchemasAgree2505: one moment printed by 25.05.8 in each schema it
+// writes (--json=v0.0.40 to v0.0.43: the shapes of 23.11, 24.05, 24.11 and
+// 25.05) reads as the same jobs and nodes in each.
+func TestRealSchemasAgree2505(t *testing.T) {
+	want, _, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05-v0.0.43.json")))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("squeue v0.0.43: %d jobs, %v", len(want), err)
+	}
+	wantAcct, _, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-25.05-v0.0.43.json")))
+	if err != nil || len(wantAcct) == 0 {
+		t.Fatalf("sacct v0.0.43: %d jobs, %v", len(wantAcct), err)
+	}
+	wantNodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05-v0.0.43.json")))
+	if err != nil || len(wantNodes) != 4 {
+		t.Fatalf("sinfo v0.0.43: %+v, %v", wantNodes, err)
+	}
+	for _, schema := range []string{"v0.0.40", "v0.0.41", "v0.0.42"} {
+		jobs, v, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05-"+schema+".json")))
+		if err != nil || v.Schema != "data_parser/"+schema {
+			t.Fatalf("squeue %s: %v, %v", schema, v, err)
+		}
+		checkJobs(t, jobs, want)
+		acct, v, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-25.05-"+schema+".json")))
+		if err != nil || v.Schema != "data_parser/"+schema {
+			t.Fatalf("sacct %s: %v, %v", schema, v, err)
+		}
+		checkJobs(t, acct, wantAcct)
+		nodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05-"+schema+".json")))
+		if err != nil || len(nodes) != len(wantNodes) {
+			t.Fatalf("sinfo %s: %+v, %v", schema, nodes, err)
+		}
+		for i := range nodes {
+			// 25.05 lists a node's partitions in no fixed order.
+			a, b := nodes[i], wantNodes[i]
+			a.Partitions, b.Partitions = slices.Sorted(slices.Values(a.Partitions)), slices.Sorted(slices.Values(b.Partitions))
+			if !reflect.DeepEqual(a, b) {
+				t.Errorf("sinfo %s: node %+v, want %+v", schema, nodes[i], wantNodes[i])
+			}
+		}
 	}
 }
