@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test unit demo bench bench-results docs lint fuzz clean
+.PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz clean
 
 all: build
 
@@ -22,6 +22,12 @@ build:
 # Everything: dependencies, a real Slurm and kube-apiserver on 127.0.0.1, all tests, brief fuzzing.
 test:
 	GOTAGS="$(GOTAGS)" ./scripts/test.sh
+
+# The Slurm integration and chain e2e tests on Slurm 25.05 (built from source
+# once, about 16 minutes on 2 cores, then cached under $(CACHE)).
+test-slurm25:
+	./scripts/deps.sh
+	GOTAGS="$(GOTAGS)" ./scripts/slurm-newer/test.sh 25.05
 
 # Unit tests only (no backends; integration tests skip with a message).
 unit:

@@ -2,7 +2,11 @@
 # Record the command outputs the slurm package's parser tests read, from the
 # loopback cluster (scripts/slurm-up.sh), into slurm/testdata/*-MAJOR.MINOR.*
 #
-#   scripts/slurm-record.sh [OUTDIR]
+#   scripts/slurm-record.sh [RELEASE] [OUTDIR]
+#
+# RELEASE (e.g. 24.11, 25.05) records from that release's cluster
+# (scripts/slurm-newer/up.sh RELEASE, under $MIRAGE_TEST_DIR/slurm-RELEASE)
+# instead of the 22.05 one; MIRAGE_SLURM_STATE=DIR names any other.
 #
 # It submits a fixed set of jobs (running GPU jobs, a dependency, a job
 # waiting for resources, a held job, an array, COMPLETED/FAILED/CANCELLED and
@@ -15,6 +19,11 @@
 # files by hand: re-recording changes ids and times, so update the tests too.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+if [[ "${1:-}" =~ ^[0-9]+\.[0-9]+$ ]]; then
+  export MIRAGE_SLURM_STATE="${MIRAGE_TEST_DIR:-/tmp/mirage-test}/slurm-$1"
+  [ -f "$MIRAGE_SLURM_STATE/cluster.env" ] || { echo "no Slurm $1 cluster at $MIRAGE_SLURM_STATE: run scripts/slurm-newer/up.sh $1" >&2; exit 1; }
+  shift
+fi
 . "$HERE/slurm/lib.sh"
 OUT="${1:-$HERE/../slurm/testdata}"
 mkdir -p "$OUT"
@@ -75,18 +84,24 @@ HELD="$(sub -J held -A teama -p debug -t 1 --hold "$WORK/sleeper.sh")"
 FAIL="$(sub -J fail -A teama -p debug -t 1 --wrap 'exit 3')"
 OK="$(sub -J ok -A teamb -p debug -t 1 --comment 'mirage:c-rec/1.2' --wrap 'true')"
 CAN="$(sub -J cancelled -A teama -p debug -t 1 "$WORK/sleeper.sh")"
+# Waits for resources (eligible, never started), then is cancelled: no start time.
+PCAN="$(sub -J pending-cancelled -A teama -p debug -t 1 -N 4 --gres=gpu:4 "$WORK/sleeper.sh")"
 wait_state "$GPU" RUNNING 20
 wait_state "$CAN" RUNNING 20
 scancel "$CAN"
+wait_state "$PCAN" PENDING 20
+scancel "$PCAN"
 # Signal only once the script has set its trap (before that, USR1 kills it).
 for i in $(seq 1 100); do [ -f "$WORK/ready-$GPU" ] && break; sleep 0.2; done
 scancel --signal=USR1 --full "$GPU"
-log "jobs: timeout=$TO gpu=$GPU multi=$MULTI dep=$DEP big=$BIG array=$ARR held=$HELD fail=$FAIL ok=$OK cancelled=$CAN"
+log "jobs: timeout=$TO gpu=$GPU multi=$MULTI dep=$DEP big=$BIG array=$ARR held=$HELD fail=$FAIL ok=$OK cancelled=$CAN pending-cancelled=$PCAN"
 log "waiting for job $TO to be killed at its 1-minute limit"
 wait_state "$TO" TIMEOUT 150
 sleep 6 # one backfill pass (bf_interval=5) for the start estimates
 
-squeue --json > "$OUT/squeue-$VER.json"
+# What the Client runs: from 23.02 on a bare `squeue --json` leaves out the
+# jobs that ended (still within MinJobAge); --all --states=all keeps them.
+squeue --json --all --states=all > "$OUT/squeue-$VER.json"
 squeue --noheader --all --states=all -O "$(
   f=(JobArrayID Name UserName Account Partition QOS State Reason SubmitTime EligibleTime StartTime EndTime TimeLimit
      NumNodes tres-per-node tres-per-job tres-alloc PriorityLong NodeList Dependency Comment)
@@ -120,7 +135,7 @@ reject reject-partition -p nosuchpartition
 
 # Failures of the services: what the commands print (stderr), then restart.
 fail_outputs() { # name (22.05's squeue/sinfo --json exit 0 with an "errors" list: keep stdout too)
-  squeue --json >"$OUT/fail-$1-squeue-$VER.json" 2>"$OUT/fail-$1-squeue-$VER.txt" || true
+  squeue --json --all --states=all >"$OUT/fail-$1-squeue-$VER.json" 2>"$OUT/fail-$1-squeue-$VER.txt" || true
   sinfo -N --json >"$OUT/fail-$1-sinfo-$VER.json" 2>/dev/null || true
   sbatch --parsable --chdir="$WORK" --output="$WORK/%j.out" --wrap true >/dev/null 2>"$OUT/fail-$1-sbatch-$VER.txt" || true
   sacct -X -S "$S" -E "$E" --json >/dev/null 2>"$OUT/fail-$1-sacct-$VER.txt" || true

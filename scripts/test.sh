@@ -2,6 +2,9 @@
 # The whole test run behind `make test`: install dependencies, start a real
 # Slurm and a real kube-apiserver on 127.0.0.1, run every test (unit,
 # integration, brief fuzzing), then stop what was started, even on failure.
+# The Slurm integration and chain e2e tests then run again against Slurm
+# 24.11 (scripts/slurm-newer/test.sh), and against 25.05 when its build is
+# cached (MIRAGE_TEST_SLURM25=1 builds it; MIRAGE_TEST_SLURM25=0 skips it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,11 +14,19 @@ GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 
 ./scripts/deps.sh
 
+# The newer Slurm releases tested after the main pass.
+NEWER=(24.11)
+case "${MIRAGE_TEST_SLURM25:-auto}" in
+  1) NEWER+=(25.05) ;;
+  auto) scripts/slurm-newer/install.sh 25.05 --cached-only >/dev/null 2>&1 && NEWER+=(25.05) ;;
+esac
+
 cleanup() {
   set +e
   for s in scripts/k8s-down.sh scripts/slurm-down.sh; do
     [ -x "$s" ] && "$s"
   done
+  for rel in "${NEWER[@]}"; do scripts/slurm-newer/down.sh "$rel"; done
 }
 trap cleanup EXIT
 
@@ -27,6 +38,7 @@ for s in scripts/slurm-up.sh scripts/k8s-up.sh; do
   fi
 done
 for f in "$MIRAGE_TEST_DIR"/*/env.sh; do
+  case "$f" in */slurm-[0-9]*/env.sh) continue ;; esac # newer releases: their own pass below
   [ -f "$f" ] && . "$f"
 done
 
@@ -37,6 +49,12 @@ MIRAGE_TEST_SLURM_OUTAGES=1 go test -tags "$GOTAGS" -count=1 -run 'TestIntegrati
 
 echo "== go test (tags: $GOTAGS)"
 go test -tags "$GOTAGS" -count=1 -timeout 40m ./...
+
+# The same Slurm suites on the newer releases, each with its own env (in a
+# subshell, so the 22.05 env above is untouched).
+for rel in "${NEWER[@]}"; do
+  (GOTAGS="$GOTAGS" scripts/slurm-newer/test.sh "$rel")
+done
 
 echo "== fuzz (each target briefly)"
 FUZZTIME="${FUZZTIME:-10s}" ./scripts/fuzz.sh

@@ -1,8 +1,9 @@
 package slurm
 
-// Integration tests on the real Slurm 22.05 cluster that scripts/slurm-up.sh
-// starts on 127.0.0.1 (4 nodes x 4 tesla GPUs; partitions debug, 5 minutes,
-// default, and long, 60 minutes; accounts teama and teamb; EnforcePartLimits=ALL).
+// Integration tests on the real Slurm cluster that scripts/slurm-up.sh (22.05)
+// or scripts/slurm-newer/up.sh (24.11, 25.05) starts on 127.0.0.1 (4 nodes x
+// 4 tesla GPUs; partitions debug, 5 minutes, default, and long, 60 minutes;
+// accounts teama and teamb; EnforcePartLimits=ALL).
 // They skip without MIRAGE_TEST_SLURM_CONF and fail without it when CI is
 // set (internal/testenv).
 //
@@ -529,8 +530,8 @@ func TestIntegrationInventory(t *testing.T) {
 	t.Parallel()
 	it := newITest(t, nil)
 	v, err := it.c.SlurmVersion(it.ctx)
-	if err != nil || v.Major != 22 || v.Minor != 5 {
-		t.Errorf("version %+v, %v", v, err)
+	if got, want := fmt.Sprintf("%d.%02d", v.Major, v.Minor), testenv.SlurmRelease(); err != nil || got != want {
+		t.Errorf("version %+v, %v; want release %s", v, err, want)
 	}
 	nodes, err := it.c.Nodes(it.ctx)
 	if err != nil {
@@ -541,7 +542,8 @@ func TestIntegrationInventory(t *testing.T) {
 		t.Fatalf("%d nodes, want 4", len(nodes))
 	}
 	for _, n := range nodes {
-		if n.CPUs != 8 || n.GPUs != 4 || n.GPUType != "tesla" || !slices.Equal(n.Partitions, []string{"debug", "long"}) ||
+		// A node's partitions come in no fixed order on 25.05 (and as [long debug] on 24.11).
+		if n.CPUs != 8 || n.GPUs != 4 || n.GPUType != "tesla" || !slices.Equal(slices.Sorted(slices.Values(n.Partitions)), []string{"debug", "long"}) ||
 			n.GPUsUsed < 0 || n.GPUsUsed > 4 {
 			t.Errorf("node %+v", n)
 		}
@@ -559,5 +561,41 @@ func TestIntegrationInventory(t *testing.T) {
 	}
 	if _, err := it.c.ScontrolJob(it.ctx, "99999999"); !errors.Is(err, provisioner.ErrNotFound) {
 		t.Errorf("scontrol of an unknown job: %v, want ErrNotFound", err)
+	}
+}
+
+// TestIntegrationCancelPending: a job cancelled before it ever started has
+// no start time, in squeue and in sacct (-j: a job never eligible is absent
+// from sacct -S/-E from 23.02 on). sacct --json writes its time.start as the
+// plain NO_VAL 4294967294, which once read as a start in 2106 (issue #17).
+func TestIntegrationCancelPending(t *testing.T) {
+	t.Parallel()
+	it := newITest(t, nil)
+	id := it.submit(provisioner.SubmitRequest{Name: "cancel-pending", Script: it.script("t.sh", "true"),
+		TimeLimit: time.Minute, Args: []string{"--hold"}})
+	it.waitJob(id, 30*time.Second, "pending", func(j *provisioner.Job) bool { return j.State == provisioner.StatePending })
+	if err := it.c.Cancel(it.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	j := it.waitJob(id, 30*time.Second, "cancelled", func(j *provisioner.Job) bool { return j.State == provisioner.StateCancelled })
+	if !j.Start.IsZero() {
+		t.Errorf("squeue: job %s cancelled while pending started at %s, want no start", id, j.Start)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		jobs, err := it.c.Accounting(it.ctx, AccountingQuery{Start: time.Now().Add(-time.Hour), IDs: []string{id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 1 && jobs[0].State == provisioner.StateCancelled {
+			if !jobs[0].Start.IsZero() {
+				t.Errorf("sacct: job %s cancelled while pending started at %s, want no start", id, jobs[0].Start)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sacct -j %s: %+v, want the one cancelled job", id, jobs)
+		}
+		time.Sleep(time.Second)
 	}
 }

@@ -89,50 +89,6 @@ func TestParseSqueueJSON2311(t *testing.T) {
 	})
 }
 
-func TestParseSqueueJSON2411(t *testing.T) {
-	jobs, v, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-24.11.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Release != "24.11.5" || v.Major != 24 || v.Minor != 11 {
-		t.Errorf("version = %+v", v)
-	}
-	checkJobs(t, jobs, []provisioner.Job{
-		// job_resources.nodes is an object since v0.0.41; the top-level "nodes" string is read.
-		{ID: "9000_17", Name: "sweep", User: "erin", Account: "teama", Partition: "gpu", QOS: "normal",
-			State: provisioner.StateRunning, Submit: ts(1795699990), Eligible: ts(1795700000), Start: ts(1795700010),
-			TimeLimit: 60 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "l40s", Priority: 1500, NodeList: []string{"g7"}},
-		// 1440 minutes = 24 h.
-		{ID: "9100", Name: "next", User: "erin", Account: "teama", Partition: "gpu", QOS: "normal",
-			State: provisioner.StatePending, Reason: "Dependency", Submit: ts(1795700500), TimeLimit: 24 * time.Hour,
-			Nodes: 1, GPUs: 2, Priority: 1400, Comment: "mirage:c9/2.0", Depend: "afterok:9018_17(unfulfilled)"},
-		{ID: "9050", Name: "prep", User: "frank", Account: "teamc", Partition: "cpu", QOS: "normal",
-			State: provisioner.StateOOM, Reason: "OutOfMemory", Submit: ts(1795700200), Start: ts(1795700300),
-			End: ts(1795700400), Nodes: 1, Priority: 1, NodeList: []string{"c1"}, Signal: 9},
-	})
-}
-
-func TestParseSqueueJSON2505(t *testing.T) {
-	jobs, v, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v.Schema != "data_parser/v0.0.43" || !v.Known() {
-		t.Errorf("version = %+v", v)
-	}
-	checkJobs(t, jobs, []provisioner.Job{
-		// An unknown nested field is skipped; escapes (\", \u00e9, a surrogate pair) are decoded.
-		{ID: "12345", Name: "finetune \"quoted\" été 🚀", User: "ivan", Account: "teama", Partition: "big", QOS: "normal",
-			State: provisioner.StateRunning, Submit: ts(1795890000), Eligible: ts(1795900000), Start: ts(1795900000),
-			TimeLimit: 24 * time.Hour, Nodes: 8, GPUs: 64, Priority: 123456, Comment: "mirage:c-2505/7.2",
-			NodeList: []string{"a001", "a002", "a003", "a004", "a005", "a006", "a007", "a008"}},
-		// An unset priority reads as 0.
-		{ID: "12346", Name: "small", User: "judy", Account: "teamb", Partition: "big", QOS: "normal",
-			State: provisioner.StatePending, Reason: "Priority", Submit: ts(1795900100), Eligible: ts(1795900100),
-			TimeLimit: 5 * time.Minute, Nodes: 1},
-	})
-}
-
 func TestParseSacctJSON2405(t *testing.T) {
 	jobs, v, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-24.05.json")))
 	if err != nil {
@@ -157,33 +113,6 @@ func TestParseSacctJSON2405(t *testing.T) {
 			State: provisioner.StatePending, Reason: "Priority", Submit: ts(1795802000), Eligible: ts(1795802000),
 			TimeLimit: 30 * time.Minute, Nodes: 1, GPUs: 1, Priority: 10},
 	})
-}
-
-func TestParseSinfoJSON2411(t *testing.T) {
-	nodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-24.11.json")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []provisioner.Node{
-		// g1 is listed once per partition (sinfo -N): merged.
-		{Name: "g1", State: provisioner.NodeUp, CPUs: 64, CPUsUsed: 16, GPUs: 8, GPUsUsed: 3, GPUType: "h100", Partitions: []string{"gpu", "debug"}},
-		{Name: "g2", State: provisioner.NodeDrained, CPUs: 64, GPUs: 8, GPUType: "h100", Partitions: []string{"gpu"}},
-		{Name: "g3", State: provisioner.NodeDown, CPUs: 64, GPUs: 8, GPUType: "h100", Partitions: []string{"gpu"}},
-		// Other GRES (tmpdisk) are ignored.
-		{Name: "g4", State: provisioner.NodeUp, CPUs: 64, CPUsUsed: 64, GPUs: 8, GPUsUsed: 8, GPUType: "h100", Partitions: []string{"gpu"}},
-		{Name: "c1", State: provisioner.NodeUp, CPUs: 128, Partitions: []string{"cpu"}},
-	}
-	if !reflect.DeepEqual(nodes, want) {
-		t.Errorf("nodes =\n%+v\nwant\n%+v", nodes, want)
-	}
-	var free int
-	for i := range nodes {
-		free += nodes[i].FreeGPUs()
-	}
-	// Free GPUs on schedulable nodes only: g1 8-3 = 5, g4 0; g2 drained, g3 down.
-	if free != 5 {
-		t.Errorf("free GPUs = %d, want 5", free)
-	}
 }
 
 func TestParseSinfoJSONGrouped(t *testing.T) {

@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"strconv"
+	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -216,6 +217,7 @@ func (r *squeueRec) job(hb *hostBudget) (provisioner.Job, error) {
 		if j.State.Finished() {
 			j.End = r.End.unix()
 			j.ExitCode, j.Signal = r.Exit.split()
+			j.Start = startedAt(j)
 		}
 	}
 	j.GPUs, j.GPUType = jobGPUs(j.State, r.TresAlloc, r.TresReq, r.TresPerJob, r.TresPerNode, j.Nodes)
@@ -309,4 +311,14 @@ func (c *jobChunks) all() []provisioner.Job {
 		out = append(out, b...)
 	}
 	return append(out, c.cur...)
+}
+
+// startedAt is a finished job's start time as squeue should say it:
+// slurmctld gives a job cancelled while pending its end time as start time
+// (a job with no nodes never ran), so that job has none.
+func startedAt(j provisioner.Job) time.Time {
+	if j.State.Finished() && len(j.NodeList) == 0 {
+		return time.Time{}
+	}
+	return j.Start
 }

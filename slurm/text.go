@@ -97,6 +97,7 @@ func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
 			}
 			if j.State.Finished() {
 				j.End = end
+				j.Start = startedAt(j)
 			}
 		}
 		j.GPUs, j.GPUType = jobGPUs(j.State, f[16], f[16], clean(f[15]), clean(f[14]), j.Nodes)

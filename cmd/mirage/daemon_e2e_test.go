@@ -942,3 +942,53 @@ func TestE2ERecover(t *testing.T) {
 		}
 	}
 }
+
+// TestE2ECancelledWhilePending: a segment cancelled (by its user, with
+// scancel) before it ever started has no start time in mirage status (read
+// from the state database) nor a "started" event in mirage log --events.
+// squeue gives such a job its end time as start time and sacct the NO_VAL
+// 4294967294, which once read as a start in 2106 (issue #17).
+func TestE2ECancelledWhilePending(t *testing.T) {
+	e := newE2E(t)
+	t.Parallel()
+	script := e.script(t, "mirage-e2e-held", "true")
+	id := e.submit(t, nil, script, "--segments", "1", "--policy", "reactive", "--max-retries", "0", "--", "--hold")
+	cj := e.status(t, id)
+	if len(cj.SegmentList) != 1 || cj.SegmentList[0].JobID == "" {
+		t.Fatalf("chain after submit: %+v", cj)
+	}
+	job := cj.SegmentList[0].JobID
+	if _, stderr, code := e.run(t, nil, "daemon", "--once"); code != 0 {
+		t.Fatalf("daemon --once: exit %d: %s", code, stderr)
+	}
+	scancel := exec.Command("scancel", job)
+	scancel.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+	if out, err := scancel.CombinedOutput(); err != nil {
+		t.Fatalf("scancel %s: %v: %s", job, err, out)
+	}
+	deadline := time.Now().Add(time.Minute)
+	var seg *segmentJSON
+	for seg == nil || seg.State != string(provisioner.StateCancelled) {
+		if time.Now().After(deadline) {
+			t.Fatalf("segment of job %s not cancelled after a minute: %+v", job, seg)
+		}
+		if _, stderr, code := e.run(t, nil, "daemon", "--once"); code != 0 {
+			t.Fatalf("daemon --once: exit %d: %s", code, stderr)
+		}
+		cj = e.status(t, id)
+		for i := range cj.SegmentList {
+			if cj.SegmentList[i].JobID == job {
+				seg = &cj.SegmentList[i]
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	if seg.Start != nil {
+		t.Errorf("mirage status: job %s cancelled while pending started at %s, want no start", job, seg.Start)
+	}
+	for _, ev := range e.log(t, id).Events {
+		if ev.Kind == string(provisioner.EventStarted) || strings.Contains(ev.Detail, "2106") {
+			t.Errorf("mirage log --events: %+v for a job cancelled while pending", ev)
+		}
+	}
+}

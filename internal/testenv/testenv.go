@@ -28,6 +28,16 @@ func SlurmConf(t testing.TB) string {
 	return need(t, "MIRAGE_TEST_SLURM_CONF", "real Slurm cluster", "scripts/slurm-up.sh")
 }
 
+// SlurmRelease returns the release (MAJOR.MINOR, e.g. "24.11") of the
+// loopback Slurm cluster the env file names (MIRAGE_TEST_SLURM_RELEASE);
+// "22.05", the release of scripts/slurm-up.sh, when unset.
+func SlurmRelease() string {
+	if v := os.Getenv("MIRAGE_TEST_SLURM_RELEASE"); v != "" {
+		return v
+	}
+	return "22.05"
+}
+
 // Kubeconfig returns the kubeconfig path of the loopback kube-apiserver.
 func Kubeconfig(t testing.TB) string {
 	return need(t, "MIRAGE_TEST_KUBECONFIG", "real kube-apiserver", "scripts/k8s-up.sh")

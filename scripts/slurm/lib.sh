@@ -4,6 +4,18 @@
 MIRAGE_TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
 STATE="${MIRAGE_SLURM_STATE:-$MIRAGE_TEST_DIR/slurm}"
 TEMPLATES="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# A newer release's cluster (scripts/slurm-newer/up.sh) keeps what differs in
+# $STATE/cluster.env: its ports, SLURM_BIN (wrappers of its commands, put
+# first on PATH), TEMPLATE_OVERLAY (templates that replace ours) and
+# MARIADB_OS_USER. Without the file everything is as for Debian 12's 22.05.
+SLURM_BIN="" TEMPLATE_OVERLAY="" MARIADB_OS_USER=""
+if [ -f "$STATE/cluster.env" ]; then
+  . "$STATE/cluster.env"
+fi
+if [ -n "$SLURM_BIN" ]; then
+  case ":$PATH:" in *":$SLURM_BIN:"*) ;; *) PATH="$SLURM_BIN:$PATH" ;; esac
+  export PATH
+fi
 CONF_DIR="$STATE/etc"
 SLURM_CONF="$CONF_DIR/slurm.conf"
 MUNGE_SOCK="$STATE/munge/munge.sock"
@@ -87,13 +99,14 @@ stop_pid() {
 render() { # template output
   # Only our variables are substituted; the result replaces output only when
   # it differs, and CONFIG_CHANGED records that a running daemon has stale config.
-  local tmp="$2.new.$$"
+  local tmp="$2.new.$$" tpl="$TEMPLATES/$1"
+  if [ -n "$TEMPLATE_OVERLAY" ] && [ -f "$TEMPLATE_OVERLAY/$1" ]; then tpl="$TEMPLATE_OVERLAY/$1"; fi
   DB_PASS="$DB_PASS" SLURM_USER="$SLURM_USER" STATE="$STATE" \
   MARIADB_PORT="$MARIADB_PORT" SLURMDBD_PORT="$SLURMDBD_PORT" SLURMCTLD_PORT="$SLURMCTLD_PORT" \
   SLURMD_PORT1=$((SLURMD_BASE_PORT+1)) SLURMD_PORT2=$((SLURMD_BASE_PORT+2)) \
   SLURMD_PORT3=$((SLURMD_BASE_PORT+3)) SLURMD_PORT4=$((SLURMD_BASE_PORT+4)) \
   envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${SLURMD_PORT1} ${SLURMD_PORT2} ${SLURMD_PORT3} ${SLURMD_PORT4}' \
-    < "$TEMPLATES/$1" > "$tmp" || { rm -f "$tmp"; die "rendering $1 failed"; }
+    < "$tpl" > "$tmp" || { rm -f "$tmp"; die "rendering $1 failed"; }
   if [ -f "$2" ] && cmp -s "$tmp" "$2"; then
     rm -f "$tmp"
     return 0
@@ -138,8 +151,11 @@ start_mariadb() {
   local d="$STATE/mysql"
   if pid_alive "$d/run/mysqld.pid" && mariadb_ok >/dev/null 2>&1; then return 0; fi
   stop_pid "$d/run/mysqld.pid" mariadbd
-  local dbuser=mysql
-  id mysql >/dev/null 2>&1 || dbuser="$(id -un)"
+  local dbuser="$MARIADB_OS_USER"
+  if [ -z "$dbuser" ]; then
+    dbuser=mysql
+    id mysql >/dev/null 2>&1 || dbuser="$(id -un)"
+  fi
   if [ ! -d "$d/data/mysql" ]; then
     rm -rf "$d/data"; mkdir -p "$d/data"
     chown -R "$dbuser" "$d"
@@ -231,10 +247,22 @@ all_up() {
   munge_ok && slurmctld_ok && nodes_idle && slurmdbd_ok
 } >/dev/null 2>&1
 
+# write_env writes the file the tests source. MIRAGE_TEST_SLURM_RELEASE is
+# the release the cluster runs (MAJOR.MINOR, from sinfo --version); a newer
+# release's env also puts its command wrappers first on PATH (and names them
+# in MIRAGE_TEST_SLURM_BIN, for a --slurm-bin).
 write_env() {
-  cat > "$STATE/env.sh" <<EOT
-# written by scripts/slurm-up.sh: the loopback Slurm cluster
-export SLURM_CONF=$SLURM_CONF
-export MIRAGE_TEST_SLURM_CONF=$SLURM_CONF
-EOT
+  local rel
+  rel="$(sinfo --version | awk '{print $2}' | cut -d. -f1,2)"
+  {
+    echo "# written by scripts/slurm-up.sh: the loopback Slurm cluster"
+    echo "export SLURM_CONF=$SLURM_CONF"
+    echo "export MIRAGE_TEST_SLURM_CONF=$SLURM_CONF"
+    echo "export MIRAGE_TEST_SLURM_RELEASE=$rel"
+    if [ -n "$SLURM_BIN" ]; then
+      echo "export MIRAGE_TEST_SLURM_BIN=$SLURM_BIN"
+      echo "export PATH=$SLURM_BIN:\$PATH"
+    fi
+  } > "$STATE/env.sh.new.$$"
+  mv -f "$STATE/env.sh.new.$$" "$STATE/env.sh"
 }
