@@ -72,7 +72,8 @@ type Config struct {
 	SacctFormat string
 	TextOnly    bool         // never ask squeue/sinfo for --json
 	SignalScope string       // which processes Signal reaches (default SignalFull)
-	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path and TZ)
+	MaxOutput   int64        // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
+	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
 	Clock       Clock        // time source (default RealClock)
 	Logger      *slog.Logger // warnings about fallbacks and retries (default slog.Default())
 }
@@ -134,7 +135,7 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, loc: loc, runner: cfg.Runner, clock: cfg.Clock, log: cfg.Logger,
 		noJSON: map[string]bool{}, warned: map[string]bool{}}
 	if c.runner == nil {
-		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ}
+		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}
 	}
 	if c.clock == nil {
 		c.clock = RealClock{}
@@ -200,7 +201,10 @@ func (c *Client) run(ctx context.Context, name string, args []string, o runOpts)
 			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 		}
 		kind, transient := classify(name, stderr, err)
+		var lerr *OutputLimitError
 		switch {
+		case errors.As(err, &lerr):
+			kind, transient = lerr, false // running again would print as much
 		case timedOut:
 			kind, transient = ErrTimeout, true
 		case kind == nil && jerr != nil:
