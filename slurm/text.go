@@ -89,14 +89,14 @@ func parseSqueueRows(b []byte, loc *time.Location, cols *columns) ([]provisioner
 			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
 				name := []string{"SubmitTime", "EligibleTime", "StartTime", "EndTime"}[k]
 				if *p, err = parseSlurmTime(get(name), loc); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("field %s: %w", name, err)
 				}
 			}
 			if j.TimeLimit, err = limitOf(get("TimeLimit")); err != nil {
-				return fmt.Errorf("TimeLimit: %w", err)
+				return fmt.Errorf("field TimeLimit: %w", err)
 			}
 			if j.Nodes, err = atoiField(get("NumNodes")); err != nil {
-				return fmt.Errorf("NumNodes: %w", err)
+				return fmt.Errorf("field NumNodes: %w", err)
 			}
 			if j.Priority, err = strconv.ParseInt(strings.TrimSpace(get("PriorityLong")), 10, 64); err != nil {
 				j.Priority = 0
@@ -241,14 +241,14 @@ func parseSacctRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.
 			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
 				name := []string{"Submit", "Eligible", "Start", "End"}[k]
 				if *p, err = parseSlurmTime(get(name), loc); err != nil {
-					return fmt.Errorf("%s: %w", name, err)
+					return fmt.Errorf("field %s: %w", name, err)
 				}
 			}
 			if j.TimeLimit, err = limitOf(get("Timelimit")); err != nil {
-				return fmt.Errorf("Timelimit: %w", err)
+				return fmt.Errorf("field Timelimit: %w", err)
 			}
 			if j.Nodes, err = atoiField(get("NNodes")); err != nil {
-				return fmt.Errorf("NNodes: %w", err)
+				return fmt.Errorf("field NNodes: %w", err)
 			}
 			j.GPUs, j.GPUType = jobGPUs(j.State, get("AllocTRES"), get("ReqTRES"), "", "", j.Nodes)
 			if p, err := strconv.ParseInt(strings.TrimSpace(get("Priority")), 10, 64); err == nil {
