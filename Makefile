@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz clean
+.PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz vulncheck clean
 
 all: build
 
@@ -59,6 +59,17 @@ lint:
 	$(GO) vet -tags "$(GOTAGS)" ./...
 	@if [ ! -x $(CACHE)/bin/staticcheck ]; then GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2; fi
 	$(CACHE)/bin/staticcheck -tags "$(GOTAGS)" ./...
+
+# Known vulnerabilities reachable from mirage's code, checked offline against the
+# shared snapshot of the Go vulnerability database (../shared/vulndb, beside the
+# clone; see its README). Exits non-zero when one is reachable.
+VULNDB ?= ../shared/vulndb
+comma := ,
+empty :=
+space := $(empty) $(empty)
+vulncheck:
+	@if [ ! -x $(VULNDB)/govulncheck.sh ]; then echo "vulncheck: $(VULNDB)/govulncheck.sh not found (the shared folder sits at ../shared beside the clone; set VULNDB=DIR)"; exit 2; fi
+	$(VULNDB)/govulncheck.sh -tags $(subst $(space),$(comma),$(strip $(GOTAGS))) ./...
 
 clean:
 	rm -rf bin bench.txt

@@ -47,6 +47,9 @@ done
 echo "== slurm outage tests"
 MIRAGE_TEST_SLURM_OUTAGES=1 go test -tags "$GOTAGS" -count=1 -run 'TestIntegration(ControllerDown|AccountingDown|MungeDown)' ./slurm/
 
+echo "== vulncheck"
+if [ -x ../shared/vulndb/govulncheck.sh ]; then make vulncheck; else echo "vulncheck skipped: ../shared/vulndb (the offline vulnerability database beside the clone) is absent"; fi
+
 echo "== go test (tags: $GOTAGS)"
 go test -tags "$GOTAGS" -count=1 -timeout 40m ./...
 

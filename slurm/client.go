@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/user"
 	"slices"
 	"strings"
 	"sync"
@@ -63,8 +64,12 @@ type Config struct {
 	Timeouts  map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
 	Retry     RetryPolicy              // retries of transient failures
 	Users     []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
-	TZ        string                   // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
-	Output    string                   // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
+	// Self is the user mirage runs as (default: the current user). On the
+	// text path only Self's jobs are read with their names and comments
+	// (see records.go); other users' jobs come without them.
+	Self   string
+	TZ     string // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
+	Output string // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
 	// SacctFormat chooses sacct's output: FormatAuto (the default) reads
 	// --json, except on Slurm 22.05 whose sacct --json reports every exit code
 	// as 0 (seen on the test cluster, kept in testdata): there it reads
@@ -72,7 +77,8 @@ type Config struct {
 	SacctFormat string
 	TextOnly    bool         // never ask squeue/sinfo for --json
 	SignalScope string       // which processes Signal reaches (default SignalFull)
-	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path and TZ)
+	MaxOutput   int64        // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
+	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
 	Clock       Clock        // time source (default RealClock)
 	Logger      *slog.Logger // warnings about fallbacks and retries (default slog.Default())
 }
@@ -91,6 +97,8 @@ type Client struct {
 	noJSON  map[string]bool // commands found without usable --json
 	warned  map[string]bool // unknown versions already logged
 	version *Version        // from `sinfo --version`, once known
+	skipped int64           // text records skipped as unparsable
+	logged  map[string]bool // job ids whose skipped record was logged
 }
 
 var (
@@ -132,9 +140,14 @@ func New(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("slurm: signal scope %q: want %q, %q or %q", cfg.SignalScope, SignalFull, SignalBatch, SignalSteps)
 	}
 	c := &Client{cfg: cfg, loc: loc, runner: cfg.Runner, clock: cfg.Clock, log: cfg.Logger,
-		noJSON: map[string]bool{}, warned: map[string]bool{}}
+		noJSON: map[string]bool{}, warned: map[string]bool{}, logged: map[string]bool{}}
+	if c.cfg.Self == "" {
+		if u, err := user.Current(); err == nil {
+			c.cfg.Self = u.Username
+		}
+	}
 	if c.runner == nil {
-		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ}
+		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}
 	}
 	if c.clock == nil {
 		c.clock = RealClock{}
@@ -200,7 +213,10 @@ func (c *Client) run(ctx context.Context, name string, args []string, o runOpts)
 			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
 		}
 		kind, transient := classify(name, stderr, err)
+		var lerr *OutputLimitError
 		switch {
+		case errors.As(err, &lerr):
+			kind, transient = lerr, false // running again would print as much
 		case timedOut:
 			kind, transient = ErrTimeout, true
 		case kind == nil && jerr != nil:
@@ -327,11 +343,58 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 			return nil, err
 		}
 	}
-	out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "-O", SqueueFormat}, runOpts{})
+	out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "-O", squeueSafeFormat}, runOpts{})
 	if err != nil {
 		return nil, err
 	}
-	return ParseSqueueText(out, c.loc)
+	jobs, skipped := parseSqueueRows(out, c.loc, squeueSafeCols)
+	c.noteSkipped(skipped)
+	if c.cfg.Self == "" {
+		return jobs, nil
+	}
+	out, err = c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "--user=" + c.cfg.Self, "-O", squeueOwnFormat}, runOpts{})
+	if err != nil {
+		return nil, err
+	}
+	own, skipped := parseOwnText("squeue", out)
+	c.noteSkipped(skipped)
+	applyOwn(jobs, c.cfg.Self, own)
+	return jobs, nil
+}
+
+// maxLogged bounds the job ids remembered for logging skipped records once.
+const maxLogged = 10000
+
+// noteSkipped counts skipped text records and logs each job id once.
+func (c *Client) noteSkipped(sk []Skipped) {
+	if len(sk) == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.skipped += int64(len(sk))
+	var log []Skipped
+	for _, s := range sk {
+		key := s.Cmd + " " + s.ID
+		if s.ID == "" {
+			key = s.Cmd + " unknown job"
+		}
+		if !c.logged[key] && len(c.logged) < maxLogged {
+			c.logged[key] = true
+			log = append(log, s)
+		}
+	}
+	c.mu.Unlock()
+	for _, s := range log {
+		c.log.Warn("slurm: skipped an unparsable record (logged once per job id)", "cmd", s.Cmd, "job", s.ID, "line", s.Line, "err", s.Err.Error())
+	}
+}
+
+// Skipped is the number of text records skipped so far because they did
+// not parse (each job id is logged once).
+func (c *Client) Skipped() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.skipped
 }
 
 // Job returns one job from squeue, or an error wrapping provisioner.ErrNotFound
@@ -537,6 +600,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 	if len(q.IDs) > 0 {
 		args = append(args, "-j", strings.Join(q.IDs, ","))
 	}
+	base := slices.Clone(args) // window and ids, without the users
 	if len(q.Users) > 0 {
 		args = append(args, "-u", strings.Join(q.Users, ","))
 	} else {
@@ -565,12 +629,24 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		}
 	}
 	if !useJSON {
-		out, err := c.run(ctx, "sacct", append(args, "--parsable2", "--noheader", "--delimiter="+Sep, "-o", strings.Join(SacctFields, ",")), runOpts{})
+		text := []string{"--parsable2", "--noheader", "--delimiter=" + Sep, "-o"}
+		out, err := c.run(ctx, "sacct", append(slices.Clip(args), append(text, strings.Join(sacctSafeFields, ","))...), runOpts{})
 		if err != nil {
 			return nil, accountingErr(err)
 		}
-		if jobs, err = ParseSacctParsable(out, c.loc); err != nil {
-			return nil, err
+		var skipped []Skipped
+		jobs, skipped = parseSacctRows(out, c.loc, sacctSafeCols)
+		c.noteSkipped(skipped)
+		if self := c.cfg.Self; self != "" && (len(q.Users) == 0 || slices.Contains(q.Users, self)) {
+			ownArgs := slices.Clone(base)
+			ownArgs = append(ownArgs, "-u", self)
+			out, err := c.run(ctx, "sacct", append(ownArgs, append(text, strings.Join(sacctOwnFields, ","))...), runOpts{})
+			if err != nil {
+				return nil, accountingErr(err)
+			}
+			own, skipped := parseOwnText("sacct", out)
+			c.noteSkipped(skipped)
+			applyOwn(jobs, self, own)
 		}
 	}
 	// sacct --json ignores -u in 22.05; filter here for every format.

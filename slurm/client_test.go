@@ -58,7 +58,62 @@ func (f *fakeRunner) Run(ctx context.Context, name string, args []string) ([]byt
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	}
-	return []byte(r.out), []byte(r.stderr), r.err
+	return []byte(projectText(name, args, r.out)), []byte(r.stderr), r.err
+}
+
+// projectText lets the recorded full-layout text outputs (every field,
+// names and comments included: squeue -O SqueueFormat, sacct -o
+// SacctFields) answer the queries the Client really makes: it keeps the
+// columns the query's -O/-o asks for, in its order, and only the lines of
+// the user a --user=/-u names. Other outputs pass unchanged.
+func projectText(name string, args []string, out string) string {
+	var full []string
+	var userCol string
+	switch name {
+	case "squeue":
+		full, userCol = squeueFields, "UserName"
+	case "sacct":
+		full, userCol = SacctFields, "User"
+	default:
+		return out
+	}
+	var want []string
+	user := ""
+	for i, a := range args {
+		switch {
+		case (a == "-O" || a == "-o") && i+1 < len(args):
+			for _, f := range strings.Split(args[i+1], ",") {
+				f = strings.TrimSuffix(strings.TrimSuffix(f, Sep), ":0")
+				want = append(want, f)
+			}
+		case strings.HasPrefix(a, "--user="):
+			user = strings.TrimPrefix(a, "--user=")
+		case a == "-u" && i+1 < len(args) && name == "sacct" && !strings.Contains(args[i+1], ","):
+			user = args[i+1]
+		}
+	}
+	if want == nil || slices.Equal(want, full) {
+		return out
+	}
+	cols := newColumns(name, full, true)
+	var b strings.Builder
+	for _, l := range lines([]byte(out)) {
+		f, ok := cols.split(l)
+		if !ok {
+			return out // not the full layout
+		}
+		if user != "" && cols.get(f, userCol) != user {
+			continue
+		}
+		for k, w := range want {
+			if k > 0 {
+				b.WriteString(Sep)
+			}
+			b.WriteString(cols.get(f, w))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 func (f *fakeRunner) count(name string) int {
@@ -415,8 +470,9 @@ func TestJSONFallsBackToText(t *testing.T) {
 			t.Fatalf("round %d: %d jobs, %v", i, len(jobs), err)
 		}
 	}
-	// First round: --json, then text; second round: text straight away.
-	if r.count("squeue") != 3 || r.calls[0].args[0] != "--json" || r.calls[2].args[0] == "--json" {
+	// First round: --json, then text (every job, then the user's own
+	// names and comments); second round: text straight away.
+	if r.count("squeue") != 5 || r.calls[0].args[0] != "--json" || r.calls[3].args[0] == "--json" {
 		t.Errorf("calls = %v", r.calls)
 	}
 }
@@ -461,7 +517,8 @@ func TestAccountingArgsAndDegrade(t *testing.T) {
 	r := &fakeRunner{replies: map[string][]reply{
 		"sinfo": {{out: "slurm-wlm 22.05.8\n"}},
 		"sacct": {
-			{out: readTestdata(t, "sacct-22.05.txt")},
+			{out: readTestdata(t, "sacct-22.05.txt")}, // every job
+			{out: readTestdata(t, "sacct-22.05.txt")}, // the user's own names and comments
 			{stderr: readTestdata(t, "fail-slurmdbd-sacct-22.05.txt"), err: exitErr},
 		},
 	}}
@@ -490,8 +547,8 @@ func TestAccountingArgsAndDegrade(t *testing.T) {
 	if !errors.Is(err, provisioner.ErrNoAccounting) {
 		t.Fatalf("slurmdbd down: err = %v, want ErrNoAccounting", err)
 	}
-	if n := r.count("sacct"); n != 3 {
-		t.Errorf("sacct ran %d times, want 3 (1 + 2 attempts with slurmdbd down)", n)
+	if n := r.count("sacct"); n != 4 {
+		t.Errorf("sacct ran %d times, want 4 (2 queries + 2 attempts with slurmdbd down)", n)
 	}
 	if r.count("sinfo") != 1 {
 		t.Errorf("the version is asked once, got %d", r.count("sinfo"))

@@ -3,6 +3,8 @@ package slurm
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,6 +35,52 @@ type ExecRunner struct {
 	// never will (the chains layer relies on it to bound how long a
 	// submission's outcome can stay unknown).
 	DieWithParent bool
+	// MaxOutput caps what one command may print on stdout and on stderr
+	// (each), so that a huge answer cannot exhaust memory: past it the
+	// command is killed and Run returns an *OutputLimitError. 0 means
+	// DefaultMaxOutput.
+	MaxOutput int64
+}
+
+// DefaultMaxOutput is the default ExecRunner.MaxOutput: 256 MiB, several
+// times the largest sacct answer of a busy cluster's day.
+const DefaultMaxOutput = 256 << 20
+
+// ErrOutputLimit is matched (errors.Is) by an *OutputLimitError.
+var ErrOutputLimit = errors.New("command output over the limit")
+
+// OutputLimitError reports a command killed because it printed more than
+// the limit.
+type OutputLimitError struct {
+	Cmd   string // the command, e.g. "sacct"
+	Limit int64  // the limit in bytes
+}
+
+func (e *OutputLimitError) Error() string {
+	return fmt.Sprintf("%s printed more than %d bytes (the output limit; raise Config.MaxOutput, or narrow the query); killed", e.Cmd, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrOutputLimit) true.
+func (e *OutputLimitError) Is(target error) bool { return target == ErrOutputLimit }
+
+// cappedBuffer collects a command's output up to max bytes; the write that
+// would pass it calls over (which kills the command) and fails.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int64
+	over func()
+	hit  bool
+}
+
+func (c *cappedBuffer) Write(p []byte) (int, error) {
+	if c.hit || int64(c.buf.Len())+int64(len(p)) > c.max {
+		if !c.hit {
+			c.hit = true
+			c.over()
+		}
+		return 0, ErrOutputLimit
+	}
+	return c.buf.Write(p)
 }
 
 // envDropped lists variables that change what the query commands print or
@@ -79,18 +127,28 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args []string) ([]byt
 		}
 		prog = p
 	}
+	limit := r.MaxOutput
+	if limit <= 0 {
+		limit = DefaultMaxOutput
+	}
+	ctx, kill := context.WithCancel(ctx)
+	defer kill()
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Env = r.environ()
 	cmd.Stdin = nil
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	out := &cappedBuffer{max: limit, over: kill}
+	errb := &cappedBuffer{max: limit, over: kill}
+	cmd.Stdout, cmd.Stderr = out, errb
 	// After ctx ends the process is killed; give its pipes a moment, then give up.
 	cmd.WaitDelay = 2 * time.Second
 	if r.DieWithParent {
 		defer dieWithParent(cmd)()
 	}
 	err := cmd.Run()
-	return out.Bytes(), errb.Bytes(), err
+	if out.hit || errb.hit {
+		return nil, errb.buf.Bytes(), &OutputLimitError{Cmd: name, Limit: limit}
+	}
+	return out.buf.Bytes(), errb.buf.Bytes(), err
 }
 
 // lookPathIn finds an executable named name in the directories of path.

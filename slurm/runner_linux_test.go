@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,4 +66,55 @@ func alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// Issue #24: a 329 MB sacct answer took the daemon to 1.4 GB. Output past
+// ExecRunner.MaxOutput kills the command and is an *OutputLimitError that
+// names the command and the limit; a command that never stops printing is
+// killed as soon as it passes the limit, not at the timeout.
+func TestRunnerOutputLimit(t *testing.T) {
+	r := &ExecRunner{MaxOutput: 1 << 20}
+	start := time.Now()
+	out, _, err := r.Run(context.Background(), "yes", []string{"a line that repeats forever"})
+	var le *OutputLimitError
+	if !errors.As(err, &le) || !errors.Is(err, ErrOutputLimit) || le.Cmd != "yes" || le.Limit != 1<<20 {
+		t.Fatalf("err = %v, want an OutputLimitError for yes at 1 MiB", err)
+	}
+	if !strings.Contains(err.Error(), "yes printed more than 1048576 bytes") || out != nil {
+		t.Errorf("err %q, %d bytes of output kept", err, len(out))
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("took %s to stop a command over the limit", d)
+	}
+	// Within the limit the output is returned whole.
+	out, _, err = r.Run(context.Background(), "head", []string{"-c", "1048576", "/dev/zero"})
+	if err != nil || len(out) != 1<<20 {
+		t.Fatalf("1 MiB under a 1 MiB limit: %d bytes, %v", len(out), err)
+	}
+	// Through the Client: not retried, the error names the command and the limit.
+	c, err := New(Config{MaxOutput: 1 << 10, Path: os.Getenv("PATH"), Retry: RetryPolicy{Attempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.runner = &fakeNameRunner{ExecRunner: c.runner.(*ExecRunner), real: "yes"}
+	_, err = c.Partitions(context.Background())
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.Attempts != 1 || !errors.Is(err, ErrOutputLimit) || !strings.Contains(err.Error(), "1024 bytes") {
+		t.Fatalf("Partitions over the limit: %v", err)
+	}
+}
+
+// fakeNameRunner runs real instead of the command asked for.
+type fakeNameRunner struct {
+	*ExecRunner
+	real string
+}
+
+func (f *fakeNameRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
+	out, errb, err := f.ExecRunner.Run(ctx, f.real, nil)
+	var le *OutputLimitError
+	if errors.As(err, &le) {
+		le.Cmd = name
+	}
+	return out, errb, err
 }

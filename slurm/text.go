@@ -51,59 +51,80 @@ func lines(b []byte) []string {
 	return out
 }
 
-// ParseSqueueText parses `squeue -h -a -t all -O SqueueFormat` output, the
-// fallback when --json is unavailable. Times are read in loc (the zone the
-// command ran in; mirage exports TZ to it). Exit codes are not available in
-// this format.
+// ParseSqueueText parses `squeue -h -a -t all -O SqueueFormat` output
+// (every field, names and comments included). Times are read in loc (the
+// zone the command ran in; mirage exports TZ to it). Exit codes are not
+// available in this format. A line that does not parse is left out; the
+// error then joins one error per such line, and jobs still holds the rest.
+// The Client does not read this format (see squeueSafeFields).
 func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
+	jobs, skipped := parseSqueueRows(b, loc, squeueAllCols)
+	return jobs, skippedErr(skipped)
+}
+
+// parseSqueueRows parses squeue -O text laid out as cols; lines that do not
+// parse are skipped and returned.
+func parseSqueueRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.Job, []Skipped) {
 	out := []provisioner.Job{}
+	var skipped []Skipped
 	hb := newHostBudget()
-	n := len(squeueFields)
 	for i, l := range lines(b) {
-		f := strings.SplitN(l, Sep, n)
-		if len(f) != n {
-			return nil, fmt.Errorf("squeue: line %d: %d fields, want %d (format %q)", i+1, len(f), n, SqueueFormat)
+		f, ok := cols.split(l)
+		if !ok {
+			skipped = append(skipped, cols.skip(i+1, f, fmt.Errorf("%d fields, want %d", len(f), cols.n)))
+			continue
 		}
+		get := func(name string) string { return cols.get(f, name) }
 		j := provisioner.Job{
-			ID: strings.TrimSpace(f[0]), Name: nullStr(f[1]), User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
-			State: mapStates(f[6]), Reason: clean(f[7]), Depend: clean(f[19]), Comment: nullStr(f[20]),
+			ID: strings.TrimSpace(get("JobArrayID")), Name: nullStr(get("Name")), User: get("UserName"), Account: get("Account"),
+			Partition: get("Partition"), QOS: get("QOS"), State: mapStates(get("State")), Reason: clean(get("Reason")),
+			Depend: clean(get("Dependency")), Comment: nullStr(get("Comment")),
 		}
-		if j.ID == "" {
-			return nil, fmt.Errorf("squeue: line %d: empty job id", i+1)
-		}
-		var start, end time.Time
-		var err error
-		for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
-			if *p, err = parseSlurmTime(f[8+k], loc); err != nil {
-				return nil, fmt.Errorf("squeue: line %d: %s: %w", i+1, squeueFields[8+k], err)
+		err := func() error {
+			if j.ID == "" {
+				return fmt.Errorf("empty job id")
 			}
-		}
-		if j.TimeLimit, err = limitOf(f[12]); err != nil {
-			return nil, fmt.Errorf("squeue: line %d: TimeLimit: %w", i+1, err)
-		}
-		if j.Nodes, err = atoiField(f[13]); err != nil {
-			return nil, fmt.Errorf("squeue: line %d: NumNodes: %w", i+1, err)
-		}
-		if j.Priority, err = strconv.ParseInt(strings.TrimSpace(f[17]), 10, 64); err != nil {
-			j.Priority = 0
-		}
-		switch {
-		case j.State == provisioner.StatePending:
-			j.EstStart = start
-		default:
-			j.Start = start
-			if j.NodeList, err = hb.nodeList(f[18]); err != nil {
-				return nil, fmt.Errorf("squeue: line %d: %w", i+1, err)
+			var start, end time.Time
+			var err error
+			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+				name := []string{"SubmitTime", "EligibleTime", "StartTime", "EndTime"}[k]
+				if *p, err = parseSlurmTime(get(name), loc); err != nil {
+					return fmt.Errorf("field %s: %w", name, err)
+				}
 			}
-			if j.State.Finished() {
-				j.End = end
-				j.Start = startedAt(j)
+			if j.TimeLimit, err = limitOf(get("TimeLimit")); err != nil {
+				return fmt.Errorf("field TimeLimit: %w", err)
 			}
+			if j.Nodes, err = atoiField(get("NumNodes")); err != nil {
+				return fmt.Errorf("field NumNodes: %w", err)
+			}
+			if j.Priority, err = strconv.ParseInt(strings.TrimSpace(get("PriorityLong")), 10, 64); err != nil {
+				j.Priority = 0
+			}
+			switch {
+			case j.State == provisioner.StatePending:
+				j.EstStart = start
+			default:
+				j.Start = start
+				if j.NodeList, err = hb.nodeList(get("NodeList")); err != nil {
+					return err
+				}
+				if j.State.Finished() {
+					j.End = end
+					j.Start = startedAt(j)
+				}
+			}
+			alloc := get("tres-alloc")
+			j.GPUs, j.GPUType = jobGPUs(j.State, alloc, alloc, clean(get("tres-per-job")), clean(get("tres-per-node")), j.Nodes)
+			return nil
+		}()
+		if err != nil {
+			skipped = append(skipped, cols.skip(i+1, f, err))
+			continue
 		}
-		j.GPUs, j.GPUType = jobGPUs(j.State, f[16], f[16], clean(f[15]), clean(f[14]), j.Nodes)
 		out = append(out, j)
 	}
-	return out, nil
+	return out, skipped
 }
 
 // atoiField reads a non-negative count; "" and "N/A" are 0.
@@ -183,59 +204,79 @@ var SacctFields = []string{
 
 // ParseSacctParsable parses `sacct -X -P -n --delimiter=<Sep> -o SacctFields`
 // output (one line per job allocation; step lines, ids with ".", are
-// skipped). Times are read in loc.
+// skipped). Times are read in loc. A line that does not parse is left out;
+// the error then joins one error per such line, and jobs still holds the
+// rest. The Client does not read this format (see sacctSafeFields).
 func ParseSacctParsable(b []byte, loc *time.Location) ([]provisioner.Job, error) {
+	jobs, skipped := parseSacctRows(b, loc, sacctAllCols)
+	return jobs, skippedErr(skipped)
+}
+
+// parseSacctRows parses sacct --parsable2 text laid out as cols; lines that
+// do not parse are skipped and returned.
+func parseSacctRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.Job, []Skipped) {
 	out := []provisioner.Job{}
+	var skipped []Skipped
 	hb := newHostBudget()
-	n := len(SacctFields)
 	for i, l := range lines(b) {
-		f := strings.SplitN(l, Sep, n)
-		if len(f) != n {
-			return nil, fmt.Errorf("sacct: line %d: %d fields, want %d", i+1, len(f), n)
+		f, ok := cols.split(l)
+		if !ok {
+			skipped = append(skipped, cols.skip(i+1, f, fmt.Errorf("%d fields, want %d", len(f), cols.n)))
+			continue
 		}
+		get := func(name string) string { return cols.get(f, name) }
 		if f[0] == "JobID" || strings.Contains(f[0], ".") {
 			continue
 		}
 		j := provisioner.Job{
-			ID: strings.TrimSpace(f[0]), Name: f[1], User: f[2], Account: f[3], Partition: f[4], QOS: f[5],
-			State: mapStates(f[6]), Reason: clean(f[7]), Comment: nullStr(f[19]),
+			ID: strings.TrimSpace(get("JobID")), Name: get("JobName"), User: get("User"), Account: get("Account"),
+			Partition: get("Partition"), QOS: get("QOS"), State: mapStates(get("State")), Reason: clean(get("Reason")),
+			Comment: nullStr(get("Comment")),
 		}
-		if j.ID == "" {
-			return nil, fmt.Errorf("sacct: line %d: empty job id", i+1)
-		}
-		var start, end time.Time
-		var err error
-		for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
-			if *p, err = parseSlurmTime(f[8+k], loc); err != nil {
-				return nil, fmt.Errorf("sacct: line %d: %s: %w", i+1, SacctFields[8+k], err)
+		err := func() error {
+			if j.ID == "" {
+				return fmt.Errorf("empty job id")
 			}
-		}
-		if j.TimeLimit, err = limitOf(f[12]); err != nil {
-			return nil, fmt.Errorf("sacct: line %d: Timelimit: %w", i+1, err)
-		}
-		if j.Nodes, err = atoiField(f[13]); err != nil {
-			return nil, fmt.Errorf("sacct: line %d: NNodes: %w", i+1, err)
-		}
-		j.GPUs, j.GPUType = jobGPUs(j.State, f[14], f[15], "", "", j.Nodes)
-		if p, err := strconv.ParseInt(strings.TrimSpace(f[16]), 10, 64); err == nil {
-			j.Priority = p
-		}
-		if j.State != provisioner.StatePending {
-			j.Start = start
-			if j.NodeList, err = hb.nodeList(f[17]); err != nil {
-				return nil, fmt.Errorf("sacct: line %d: %w", i+1, err)
-			}
-			if j.State.Finished() {
-				j.End = end
-				if c, s, ok := strings.Cut(f[18], ":"); ok {
-					j.ExitCode, _ = strconv.Atoi(c)
-					j.Signal, _ = strconv.Atoi(s)
+			var start, end time.Time
+			var err error
+			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+				name := []string{"Submit", "Eligible", "Start", "End"}[k]
+				if *p, err = parseSlurmTime(get(name), loc); err != nil {
+					return fmt.Errorf("field %s: %w", name, err)
 				}
 			}
+			if j.TimeLimit, err = limitOf(get("Timelimit")); err != nil {
+				return fmt.Errorf("field Timelimit: %w", err)
+			}
+			if j.Nodes, err = atoiField(get("NNodes")); err != nil {
+				return fmt.Errorf("field NNodes: %w", err)
+			}
+			j.GPUs, j.GPUType = jobGPUs(j.State, get("AllocTRES"), get("ReqTRES"), "", "", j.Nodes)
+			if p, err := strconv.ParseInt(strings.TrimSpace(get("Priority")), 10, 64); err == nil {
+				j.Priority = p
+			}
+			if j.State != provisioner.StatePending {
+				j.Start = start
+				if j.NodeList, err = hb.nodeList(get("NodeList")); err != nil {
+					return err
+				}
+				if j.State.Finished() {
+					j.End = end
+					if c, s, ok := strings.Cut(get("ExitCode"), ":"); ok {
+						j.ExitCode, _ = strconv.Atoi(c)
+						j.Signal, _ = strconv.Atoi(s)
+					}
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			skipped = append(skipped, cols.skip(i+1, f, err))
+			continue
 		}
 		out = append(out, j)
 	}
-	return out, nil
+	return out, skipped
 }
 
 // ParseScontrolJob parses `scontrol show job -o` output (one job per line,

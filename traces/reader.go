@@ -89,7 +89,20 @@ type Options struct {
 	// Epoch anchors formats with relative times (openb seconds since trace
 	// start; SWF without an UnixStartTime header). Zero means the Unix epoch.
 	Epoch time.Time
+	// MaxLine caps the length of one line of a line-based format (every
+	// format but sacct --json), so that a hostile or broken file cannot
+	// exhaust memory: a longer line is an error wrapping ErrLineTooLong that
+	// names the limit and the line. 0 means DefaultMaxLine.
+	MaxLine int
 }
+
+// DefaultMaxLine is the default Options.MaxLine: 16 MiB, far beyond any
+// real job record.
+const DefaultMaxLine = 16 << 20
+
+// ErrLineTooLong is matched (errors.Is) by the error for a line longer
+// than Options.MaxLine. It is fatal, SkipBad or not.
+var ErrLineTooLong = errors.New("line too long")
 
 // MaxKeptErrors is how many malformed-row errors a Reader keeps with SkipBad.
 const MaxKeptErrors = 10
@@ -165,7 +178,12 @@ func newReader(r io.Reader, name string, opts Options, closer io.Closer) (Reader
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReaderSize(src, readBuf)
+	maxLine := opts.MaxLine
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	capped := &lineCap{r: src, file: name, max: maxLine}
+	br := bufio.NewReaderSize(capped, readBuf)
 	format := opts.Format
 	if format == FormatAuto {
 		head, _ := br.Peek(8192)
@@ -173,6 +191,11 @@ func newReader(r io.Reader, name string, opts Options, closer io.Closer) (Reader
 		if format == FormatAuto {
 			return nil, fmt.Errorf("traces: %s: %w (use --format: one of %v)", name, ErrUnknownFormat, Formats)
 		}
+	}
+	if format == FormatSacctJSON {
+		// JSON may legitimately sit on one line (jq -c); its reader decodes
+		// one job at a time.
+		capped.max = 0
 	}
 	lr := lineReader{file: name, br: br, closer: closer, skipBad: opts.SkipBad}
 	if gz, ok := src.(*gzip.Reader); ok {
@@ -303,6 +326,9 @@ func (l *lineReader) readLine() ([]byte, error) {
 		b = l.long
 	}
 	if err != nil {
+		if errors.Is(err, ErrLineTooLong) {
+			return nil, err
+		}
 		if err != io.EOF {
 			return nil, fmt.Errorf("traces: %s: line %d: %w", l.file, l.line+1, err)
 		}
@@ -391,4 +417,48 @@ func (r *rowReader) Next() (Job, error) {
 			return j, nil
 		}
 	}
+}
+
+// lineCap passes r through, failing with ErrLineTooLong as soon as one line
+// (bytes between two '\n') grows past max; max 0 disables the check. It
+// sits below the bufio.Reader, so no reader above it ever holds more than
+// max bytes of one line plus one buffer.
+type lineCap struct {
+	r    io.Reader
+	file string
+	max  int
+	cur  int // bytes of the current line so far
+	line int // 1-based number of the current line
+	err  error
+}
+
+// Read implements io.Reader.
+func (c *lineCap) Read(p []byte) (int, error) {
+	if c.err != nil {
+		return 0, c.err
+	}
+	n, err := c.r.Read(p)
+	if c.max <= 0 {
+		return n, err
+	}
+	b := p[:n]
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			c.cur += len(b)
+			break
+		}
+		c.cur += i
+		if c.cur > c.max {
+			break
+		}
+		c.cur, c.line = 0, c.line+1
+		b = b[i+1:]
+	}
+	if c.cur > c.max {
+		c.err = fmt.Errorf("traces: %s: line %d is longer than %d bytes (the line limit; raise Options.MaxLine if the file is genuine): %w",
+			c.file, c.line+1, c.max, ErrLineTooLong)
+		return 0, c.err
+	}
+	return n, err
 }

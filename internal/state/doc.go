@@ -8,6 +8,11 @@
 //     $XDG_STATE_HOME/mirage, else ~/.local/state/mirage), created 0700;
 //     the database file is created 0600 before SQLite opens it, and SQLite
 //     gives its WAL and shared-memory files the same mode.
+//   - Only its owner may touch the state: Open and TryLock refuse
+//     (ErrUnsafe, naming the path, the owner and the fix) a state
+//     directory, database, WAL/SHM or lock file that another user owns,
+//     that group or others may write, or that is a symbolic link; the files
+//     mirage opens itself are opened with O_NOFOLLOW.
 //   - WAL journal, a busy timeout, foreign keys on, IMMEDIATE transactions.
 //   - The schema is versioned in table schema_version; Open applies the
 //     missing migrations in order, each in its own transaction, and refuses

@@ -18,11 +18,26 @@ type Lock struct {
 	f *os.File
 }
 
-// TryLock takes the lock on path (created 0600) or fails at once with ErrHeld.
+// TryLock takes the lock on path (created 0600) or fails at once with
+// ErrHeld. A lock file that is a symbolic link (never followed), owned by
+// another user or writable by group or others is refused with ErrUnsafe:
+// whoever can hold it could stop the daemon.
 func TryLock(path string) (*Lock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if errors.Is(err, syscall.ELOOP) {
+		return nil, unsafeError(path, "is a symbolic link", "remove it (mirage creates its lock file itself) and run again")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("lock file %s: %w", path, err)
+	}
+	// Checked on the open descriptor, so the file cannot be swapped in between.
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkPrivate(path, fi, false)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()

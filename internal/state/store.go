@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -85,7 +86,17 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory %s: %w", dir, err)
 	}
+	if err := checkDir(dir); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, DBName)
+	// SQLite replays a WAL it finds beside the database: one planted by
+	// someone else would write into ours. Refuse before SQLite opens anything.
+	for _, p := range []string{path + "-wal", path + "-shm", filepath.Join(dir, LockName)} {
+		if err := checkFile(p); err != nil {
+			return nil, err
+		}
+	}
 	if err := prepareFile(path); err != nil {
 		return nil, err
 	}
@@ -105,8 +116,10 @@ func Open(ctx context.Context, dir string, o Options) (*Store, error) {
 }
 
 // prepareFile creates the database file 0600 when absent, tightens the mode
-// of an existing one, and refuses a file that is not a SQLite database
-// (before SQLite touches it).
+// of an existing one that group or others may only read, refuses one that is
+// a symbolic link, owned by another user or writable by group or others
+// (ErrUnsafe), and refuses a file that is not a SQLite database (before
+// SQLite touches it).
 func prepareFile(path string) error {
 	fi, err := os.Lstat(path)
 	switch {
@@ -118,8 +131,13 @@ func prepareFile(path string) error {
 		return f.Close()
 	case err != nil:
 		return fmt.Errorf("state database %s: %w", path, err)
+	case fi.Mode()&os.ModeSymlink != 0:
+		return checkPrivate(path, fi, false)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("state database %s is not a regular file: %w", path, ErrCorrupt)
+	}
+	if err := checkPrivate(path, fi, false); err != nil {
+		return err
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		if err := os.Chmod(path, 0o600); err != nil {
@@ -129,7 +147,7 @@ func prepareFile(path string) error {
 	if fi.Size() == 0 {
 		return nil
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		return fmt.Errorf("state database %s: %w", path, err)
 	}
