@@ -661,7 +661,8 @@ wait $!`, e.work, e.bin)
 	}
 	s0, s1 := cj.SegmentList[0], cj.SegmentList[1]
 	if s0.State != string(provisioner.StateCompleted) || s0.ExitCode != 0 || s1.State != string(provisioner.StateCompleted) {
-		t.Errorf("segments %+v, %+v; want both COMPLETED exit 0 (segment 0 checkpointed on USR1)", s0, s1)
+		out, _ := os.ReadFile(filepath.Join(e.work, "handoff-1.txt"))
+		t.Errorf("segments %+v, %+v; want both COMPLETED exit 0 (segment 0 checkpointed on USR1)\nhandoff output:\n%s", s0, s1, out)
 	}
 	if b, err := os.ReadFile(filepath.Join(e.work, "ckpt-0")); err != nil || string(b) != "checkpoint of segment 0\n" {
 		t.Errorf("checkpoint marker of segment 0: %q, %v", b, err)
