@@ -262,6 +262,7 @@ func parseSacctRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.
 				}
 				if j.State.Finished() {
 					j.End = end
+					j.Start = startedAt(j) // 22.05 gives a job cancelled while pending its end as start
 					if c, s, ok := strings.Cut(get("ExitCode"), ":"); ok {
 						j.ExitCode, _ = strconv.Atoi(c)
 						j.Signal, _ = strconv.Atoi(s)
