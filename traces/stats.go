@@ -290,3 +290,16 @@ func (e *errWriter) printf(format string, a ...any) {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}
 }
+
+// Span is the time the jobs cover: the first submission and the last end.
+func Span(jobs []Job) (first, last time.Time) {
+	for _, j := range jobs {
+		if first.IsZero() || j.Submit.Before(first) {
+			first = j.Submit
+		}
+		if j.End.After(last) {
+			last = j.End
+		}
+	}
+	return first, last
+}
