@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -69,7 +67,7 @@ func (f *k8sFlags) config() (k8s.Config, error) {
 // client builds the adapter from the flags.
 func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
 	if f.kubeconfig == "" {
-		f.kubeconfig = defaultKubeconfig()
+		f.kubeconfig = k8s.DefaultKubeconfig()
 	}
 	newClient := f.newClient
 	if newClient == nil {
@@ -127,17 +125,6 @@ Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
 	f.IntVar(&o.jobSize, "job-size", 0, "reference job size in GPUs for the FRAG column (0 = most common request)")
 	f.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	return cmd
-}
-
-// defaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
-func defaultKubeconfig() string {
-	if v := os.Getenv("KUBECONFIG"); v != "" {
-		return filepath.SplitList(v)[0]
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".kube", "config")
-	}
-	return ""
 }
 
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {

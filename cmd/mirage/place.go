@@ -108,12 +108,8 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		if rules, err = loadRules(o.rules, queueing); err != nil {
 			return err
 		}
-		if o.policy != "" {
-			cfg := rules.Config()
-			cfg.Placement.Policy = placement.Policy(o.policy)
-			if rules, err = team.NewRules(cfg, queueing); err != nil {
-				return withCode(exitBadInput, err)
-			}
+		if rules, err = rules.WithPolicy(placement.Policy(o.policy), queueing); err != nil {
+			return withCode(exitBadInput, err)
 		}
 	}
 	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all, Request: o.req}
