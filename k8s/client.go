@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"time"
@@ -106,6 +108,17 @@ type Client struct {
 }
 
 var _ provisioner.Cluster = (*Client)(nil)
+
+// DefaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
+func DefaultKubeconfig() string {
+	if v := os.Getenv("KUBECONFIG"); v != "" {
+		return filepath.SplitList(v)[0]
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(home, ".kube", "config")
+	}
+	return ""
+}
 
 // NewFromKubeconfig builds a client from a kubeconfig file (its current context).
 func NewFromKubeconfig(path string, cfg Config) (*Client, error) {

@@ -69,6 +69,24 @@ func (c *CSVWriter) Flush() error {
 	return c.w.Error()
 }
 
+// WriteJobs writes jobs in format FormatLS6 (the LS6 export, WriteLS6) or
+// FormatCSV (canonical CSV); other formats are ErrUnknownFormat.
+func WriteJobs(w io.Writer, format Format, jobs []Job) error {
+	switch format {
+	case FormatLS6:
+		return WriteLS6(w, jobs)
+	case FormatCSV:
+		cw := NewCSVWriter(w)
+		for _, j := range jobs {
+			if err := cw.Write(j); err != nil {
+				return err
+			}
+		}
+		return cw.Flush()
+	}
+	return fmt.Errorf("%w: cannot write %q", ErrUnknownFormat, format)
+}
+
 // WriteFileAtomic writes path through fill: it writes a temporary file in the
 // same directory and renames it over path only when fill succeeded, so a
 // failure leaves nothing partial (and an existing file untouched).

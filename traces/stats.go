@@ -239,12 +239,51 @@ func ComputeStats(r Reader) (Stats, error) {
 	return s, nil
 }
 
-// WriteText prints s for humans.
+// StatsFiles summarises files read together as one trace. The rows each
+// file skipped (with SkipBad) are reported to warn (ReportSkipped) and
+// counted in Skipped. A read error is returned as is.
+func StatsFiles(files []string, opts Options, warn io.Writer) (Stats, error) {
+	b := NewStatsBuilder()
+	skipped := 0
+	for _, file := range files {
+		r, err := Open(file, opts)
+		if err != nil {
+			return Stats{}, err
+		}
+		for j, err := range All(r) {
+			if err != nil {
+				r.Close()
+				return Stats{}, err
+			}
+			b.Add(&j)
+		}
+		ReportSkipped(warn, file, r)
+		skipped += r.Skipped()
+		r.Close()
+	}
+	s := b.Stats()
+	s.Skipped = skipped
+	return s, nil
+}
+
+// ReportSkipped prints how many malformed rows r skipped and the first
+// errors, if it skipped any.
+func ReportSkipped(w io.Writer, file string, r Reader) {
+	if r.Skipped() == 0 {
+		return
+	}
+	fmt.Fprintf(w, "%s: skipped %d malformed rows\n", file, r.Skipped())
+	for _, e := range r.Errors() {
+		fmt.Fprintf(w, "  %v\n", e)
+	}
+}
+
+// WriteText prints s for humans, ending with the count of skipped rows.
 func (s *Stats) WriteText(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("jobs: %d\n", s.Jobs)
 	if s.Jobs == 0 {
-		return ew.err
+		return s.writeSkipped(ew)
 	}
 	tf := func(t time.Time) string {
 		if t.IsZero() {
@@ -277,6 +316,14 @@ func (s *Stats) WriteText(w io.Writer) error {
 	}
 	ew.printf("peak concurrent: %d nodes (at %s), %d GPUs (at %s)\n", s.PeakNodes, tf(s.PeakNodesAt), s.PeakGPUs, tf(s.PeakGPUsAt))
 	ew.printf("node-hours: %.0f, GPU-hours: %.0f\n", s.NodeSeconds/3600, s.GPUSeconds/3600)
+	return s.writeSkipped(ew)
+}
+
+// writeSkipped ends the text with the count of skipped malformed rows, if any.
+func (s *Stats) writeSkipped(ew *errWriter) error {
+	if s.Skipped > 0 {
+		ew.printf("skipped %d malformed rows\n", s.Skipped)
+	}
 	return ew.err
 }
 
@@ -289,4 +336,17 @@ func (e *errWriter) printf(format string, a ...any) {
 	if e.err == nil {
 		_, e.err = fmt.Fprintf(e.w, format, a...)
 	}
+}
+
+// Span is the time the jobs cover: the first submission and the last end.
+func Span(jobs []Job) (first, last time.Time) {
+	for _, j := range jobs {
+		if first.IsZero() || j.Submit.Before(first) {
+			first = j.Submit
+		}
+		if j.End.After(last) {
+			last = j.End
+		}
+	}
+	return first, last
 }

@@ -2,17 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
-	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -74,7 +67,7 @@ func (f *k8sFlags) config() (k8s.Config, error) {
 // client builds the adapter from the flags.
 func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
 	if f.kubeconfig == "" {
-		f.kubeconfig = defaultKubeconfig()
+		f.kubeconfig = k8s.DefaultKubeconfig()
 	}
 	newClient := f.newClient
 	if newClient == nil {
@@ -134,17 +127,6 @@ Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
 	return cmd
 }
 
-// defaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
-func defaultKubeconfig() string {
-	if v := os.Getenv("KUBECONFIG"); v != "" {
-		return filepath.SplitList(v)[0]
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(home, ".kube", "config")
-	}
-	return ""
-}
-
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {
 	cfg, err := o.config()
 	if err != nil {
@@ -177,16 +159,14 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 			return withCode(exitBadInput, err)
 		}
 		if len(o.teams) == 0 {
-			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, teamNames(inv)))
+			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, inv.TeamNames()))
 		}
 	}
 	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
 	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+		return printJSON(w, v)
 	}
-	return printInventory(w, v)
+	return v.WriteText(w)
 }
 
 // k8sErr maps adapter errors to exit codes.
@@ -200,60 +180,4 @@ func k8sErr(err error) error {
 		return withCode(exitRejected, err)
 	}
 	return err
-}
-
-func teamNames(inv *k8s.Inventory) string {
-	var names []string
-	for _, t := range inv.Teams {
-		if t.Team != "" {
-			names = append(names, t.Team)
-		}
-	}
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
-}
-
-func printInventory(w io.Writer, v *k8s.InventoryView) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tSTATE\tGPU-TYPE\tTOTAL\tUSED\tBORROWED\tFREE\tFRAG\t")
-	for _, n := range v.Nodes {
-		typ := n.GPUType
-		if typ == "" {
-			typ = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t\n", n.Name, n.State, typ, n.Total, n.Used, n.Borrowed, n.Free, fmtGPUs(n.Frag))
-	}
-	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%d\t%s\t\n", v.Total, v.Used, v.Borrowed, v.Free, fmtGPUs(v.Frag))
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if v.Mix != "" {
-		fmt.Fprintf(w, "(FRAG: free GPUs the expected job mix cannot use (ATC'23 measure); mix: %s)\n\n", v.Mix)
-	} else {
-		fmt.Fprintf(w, "(FRAG: free GPUs on nodes that cannot fit a %d-GPU job)\n\n", v.JobSize)
-	}
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEAM\tQUOTA\tUSED\tBORROWED\tFREE\tPODS\tPENDING\t")
-	teams := append([]k8s.TeamView(nil), v.Teams...)
-	sort.Slice(teams, func(a, b int) bool { return teams[a].Team < teams[b].Team })
-	for _, t := range teams {
-		name := t.Team
-		if name == "" {
-			name = "(none)"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t\n", name, optInt(t.Quota), t.Used, t.Borrowed, optInt(t.Free), t.Pods, t.Pending)
-	}
-	return tw.Flush()
-}
-
-// fmtGPUs prints a GPU figure with at most one decimal.
-func fmtGPUs(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }
-
-func optInt(p *int) string {
-	if p == nil {
-		return "-"
-	}
-	return fmt.Sprint(*p)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,16 +14,11 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
-// packEvalOptions are the flags of "mirage pack-eval".
+// packEvalOptions are the flags of "mirage pack-eval"; all but the
+// policies (parsed at run time) bind into spec.
 type packEvalOptions struct {
-	nodes    string
-	pods     []string
+	spec     eval.PackSpec
 	policies []string
-	mode     string
-	until    float64
-	seed     uint64
-	points   int
-	skipBad  bool
 	json     bool
 	progress io.Writer // stderr on a terminal, else nil
 }
@@ -59,14 +53,14 @@ docs/guide/team-rules.md.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.nodes, "nodes", "", "node list (openb_node_list_*.csv; required)")
-	f.StringSliceVar(&o.pods, "pods", nil, "pod lists (openb_pod_list_*.csv; comma-separated or repeated; required)")
+	f.StringVar(&o.spec.Nodes, "nodes", "", "node list (openb_node_list_*.csv; required)")
+	f.StringSliceVar(&o.spec.Pods, "pods", nil, "pod lists (openb_pod_list_*.csv; comma-separated or repeated; required)")
 	f.StringSliceVar(&o.policies, "policies", []string{"first-fit", "best-fit", "spread", "frag-aware"}, "placement policies to compare")
-	f.StringVar(&o.mode, "mode", "fill", "fill (arrivals only, until --until of capacity) or replay (arrivals and departures on the trace clock)")
-	f.Float64Var(&o.until, "until", 1, "fill: stop when the arrived GPU demand reaches this multiple of the capacity")
-	f.Uint64Var(&o.seed, "seed", 0, "fill: shuffle the arrival order with this seed (0 = trace order)")
-	f.IntVar(&o.points, "points", 20, "points on the fragmentation curve")
-	f.BoolVar(&o.skipBad, "skip-bad", false, "skip malformed pod rows instead of failing")
+	f.StringVar((*string)(&o.spec.Mode), "mode", "fill", "fill (arrivals only, until --until of capacity) or replay (arrivals and departures on the trace clock)")
+	f.Float64Var(&o.spec.Until, "until", 1, "fill: stop when the arrived GPU demand reaches this multiple of the capacity")
+	f.Uint64Var(&o.spec.Seed, "seed", 0, "fill: shuffle the arrival order with this seed (0 = trace order)")
+	f.IntVar(&o.spec.Points, "points", 20, "points on the fragmentation curve")
+	f.BoolVar(&o.spec.SkipBad, "skip-bad", false, "skip malformed pod rows instead of failing")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("nodes")
 	_ = cmd.MarkFlagRequired("pods")
@@ -74,14 +68,13 @@ docs/guide/team-rules.md.`,
 }
 
 func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
-	if o.until <= 0 || o.points <= 0 {
+	spec := o.spec
+	if spec.Until <= 0 || spec.Points <= 0 {
 		return withCode(exitUsage, errors.New("--until and --points must be positive"))
 	}
-	mode := eval.PackMode(o.mode)
-	if mode != eval.PackFill && mode != eval.PackReplay {
-		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", o.mode))
+	if spec.Mode != eval.PackFill && spec.Mode != eval.PackReplay {
+		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", spec.Mode))
 	}
-	spec := eval.PackSpec{Nodes: o.nodes, Pods: o.pods, Mode: mode, Until: o.until, Seed: o.seed, Points: o.points, SkipBad: o.skipBad}
 	for _, p := range o.policies {
 		pol, err := placement.ParsePolicy(strings.TrimSpace(p))
 		if err != nil {
@@ -100,9 +93,7 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 		return traceErr(err)
 	}
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		return printJSON(out, rep)
 	}
 	return rep.WriteText(out)
 }

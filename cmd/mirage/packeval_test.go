@@ -27,8 +27,7 @@ p3,4000,1024,4,1000,,LS,Running,30,100,30
 
 func TestPackEvalTable(t *testing.T) {
 	t.Parallel()
-	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", packPods)},
-		policies: []string{"best-fit", "spread"}, mode: "fill", until: 1, points: 2}
+	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"best-fit", "spread"}}
 	var out bytes.Buffer
 	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
@@ -53,8 +52,7 @@ h1,1000,1024,1,500,,LS,Running,1,9,1
 h2,1000,1024,1,500,V100|A100,LS,Running,2,9,2
 c1,2000,1024,0,0,,BE,Running,3,9,3
 `
-	o := &packEvalOptions{nodes: writeFile(t, "nodes.csv", packNodes), pods: []string{writeFile(t, "pods.csv", pods)},
-		policies: []string{"frag-aware"}, mode: "replay", until: 1, points: 3, json: true}
+	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", pods)}, Mode: "replay", Until: 1, Points: 3}, policies: []string{"frag-aware"}, json: true}
 	var out bytes.Buffer
 	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
@@ -89,12 +87,12 @@ func TestPackEvalBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"policy", packEvalOptions{nodes: nodes, pods: []string{pods}, policies: []string{"worst-fit"}, mode: "fill", until: 1, points: 2}, exitUsage, "unknown placement policy"},
-		{"mode", packEvalOptions{nodes: nodes, pods: []string{pods}, policies: []string{"spread"}, mode: "later", until: 1, points: 2}, exitUsage, "--mode"},
-		{"missing nodes", packEvalOptions{nodes: "/nonexistent.csv", pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "no such file"},
-		{"bad nodes", packEvalOptions{nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "cpu_milli"},
-		{"no GPUs", packEvalOptions{nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), pods: []string{pods}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "no GPUs"},
-		{"bad pods", packEvalOptions{nodes: nodes, pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, policies: []string{"spread"}, mode: "fill", until: 1, points: 2}, exitBadInput, "num_gpu"},
+		{"policy", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"worst-fit"}}, exitUsage, "unknown placement policy"},
+		{"mode", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "later", Until: 1, Points: 2}, policies: []string{"spread"}}, exitUsage, "--mode"},
+		{"missing nodes", packEvalOptions{spec: eval.PackSpec{Nodes: "/nonexistent.csv", Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "no such file"},
+		{"bad nodes", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "cpu_milli"},
+		{"no GPUs", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "no GPUs"},
+		{"bad pods", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "num_gpu"},
 	} {
 		err := runPackEval(context.Background(), &bytes.Buffer{}, &tc.o)
 		if code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {

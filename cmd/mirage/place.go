@@ -2,15 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"os"
-	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,24 +15,17 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
-// placeOptions are the flags of "mirage place".
+// placeOptions are the flags of "mirage place"; the job's flags bind into req.
 type placeOptions struct {
 	k8sFlags
-	snapshot string
-	rules    string
-	policy   string
-	team     string
-	gpus     int
-	nodes    int
-	gpuType  string
-	dep      string
-	all      bool
-	json     bool
-	now      func() time.Time // decision time for snapshot files (tests fix it)
+	req                     provisioner.SubmitRequest
+	snapshot, rules, policy string
+	all, json               bool
+	now                     func() time.Time // decision time for snapshot files (tests fix it)
 }
 
 func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Command {
-	o := &placeOptions{now: time.Now}
+	o := &placeOptions{now: time.Now, req: provisioner.SubmitRequest{Name: "mirage-place"}}
 	cmd := &cobra.Command{
 		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
 		Short: "Dry run: where would this job go, and why (quota, borrowing, packing, reclaim)",
@@ -81,11 +68,11 @@ docs/reference/rules-file.md.`,
 	f.StringVar(&o.snapshot, "snapshot", "", "cluster snapshot file (YAML/JSON) instead of a Kubernetes API server")
 	f.StringVar(&o.rules, "rules", "", "team rules file (YAML/JSON: quotas, borrowing, placement)")
 	f.StringVar(&o.policy, "policy", "", "placement policy: first-fit, best-fit, spread or frag-aware (default: the rules', else frag-aware)")
-	f.StringVar(&o.team, "team", "", "team (Slurm account) of the job (required)")
-	f.IntVar(&o.gpus, "gpus", 0, "GPUs in total (required)")
-	f.IntVar(&o.nodes, "nodes", 1, "nodes (the GPUs are spread evenly)")
-	f.StringVar(&o.gpuType, "gpu-type", "", "GPU type (product) the job requires")
-	f.StringVar(&o.dep, "dependency", "", "dependency, e.g. afterany:123 (a running job it depends on does not count against the quota)")
+	f.StringVar(&o.req.Account, "team", "", "team (Slurm account) of the job (required)")
+	f.IntVar(&o.req.GPUs, "gpus", 0, "GPUs in total (required)")
+	f.IntVar(&o.req.Nodes, "nodes", 1, "nodes (the GPUs are spread evenly)")
+	f.StringVar(&o.req.GPUType, "gpu-type", "", "GPU type (product) the job requires")
+	f.StringVar(&o.req.Dependency, "dependency", "", "dependency, e.g. afterany:123 (a running job it depends on does not count against the quota)")
 	f.BoolVar(&o.all, "all", false, "list every candidate and rejected node (default: the best 5 and a count per reason)")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("team")
@@ -93,39 +80,18 @@ docs/reference/rules-file.md.`,
 	return cmd
 }
 
-// loadRules reads and parses a team rules file.
+// loadRules reads a team rules file; any failure is bad input.
 func loadRules(path string, queueing bool) (*team.Rules, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, withCode(exitBadInput, fmt.Errorf("team rules: %w", err))
-	}
-	cfg, err := team.ParseConfig(data, path)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	r, err := team.NewRules(cfg, queueing)
+	r, err := team.LoadRules(path, queueing)
 	if err != nil {
 		return nil, withCode(exitBadInput, err)
 	}
 	return r, nil
 }
 
-// loadSnapshot reads a snapshot file (YAML or JSON) and checks it.
-func loadSnapshot(path string) (*provisioner.Snapshot, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, withCode(exitBadInput, fmt.Errorf("snapshot: %w", err))
-	}
-	s, err := team.ParseSnapshot(data, path)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	return s, nil
-}
-
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	switch {
-	case o.gpus < 0 || o.nodes < 1:
+	case o.req.GPUs < 0 || o.req.Nodes < 1:
 		return withCode(exitUsage, errors.New("--gpus must be ≥ 0 and --nodes ≥ 1"))
 	case o.snapshot != "" && o.kubeconfig != "":
 		return withCode(exitUsage, errors.New("give --snapshot or --kubeconfig, not both"))
@@ -142,21 +108,16 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		if rules, err = loadRules(o.rules, queueing); err != nil {
 			return err
 		}
-		if o.policy != "" {
-			cfg := rules.Config()
-			cfg.Placement.Policy = placement.Policy(o.policy)
-			if rules, err = team.NewRules(cfg, queueing); err != nil {
-				return withCode(exitBadInput, err)
-			}
+		if rules, err = rules.WithPolicy(placement.Policy(o.policy), queueing); err != nil {
+			return withCode(exitBadInput, err)
 		}
 	}
-	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all,
-		Request: provisioner.SubmitRequest{Name: "mirage-place", Account: o.team, GPUs: o.gpus, Nodes: o.nodes, GPUType: o.gpuType, Dependency: o.dep}}
+	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all, Request: o.req}
 	var source string
 	if o.snapshot != "" {
-		s, err := loadSnapshot(o.snapshot)
+		s, err := team.LoadSnapshot(o.snapshot)
 		if err != nil {
-			return err
+			return withCode(exitBadInput, err)
 		}
 		in.Snapshot, in.Now = s, o.now()
 		if !s.Time.IsZero() {
@@ -201,81 +162,11 @@ func placeErr(err error) error {
 }
 
 func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {
-	if o.json {
-		if v.Ranked == nil {
-			v.Ranked = []team.RankedNode{}
-		}
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+	if !o.json {
+		return v.WriteText(w)
 	}
-	fmt.Fprintf(w, "job:      %s for team %s (dry run: nothing submitted)\n", v.Demand, v.Team)
-	fmt.Fprintf(w, "cluster:  %s\n", v.Source)
-	fmt.Fprintf(w, "verdict:  %s\n", v.Verdict)
-	fmt.Fprintf(w, "why:      %s\n", v.Reason)
-	if u := v.Usage; u != nil {
-		fmt.Fprintf(w, "usage:    %d of %d GPUs within quota, %d borrowed\n", u.Used, u.Quota, u.Borrowed)
+	if v.Ranked == nil {
+		v.Ranked = []team.RankedNode{}
 	}
-	if len(v.Nodes) > 0 {
-		fmt.Fprintf(w, "nodes:    %s (%s)\n", strings.Join(v.Nodes, ","), v.Policy)
-	}
-	if v.QOS != "" || len(v.NodeList) > 0 || len(v.Exclude) > 0 {
-		var parts []string
-		if v.QOS != "" {
-			parts = append(parts, "QOS "+v.QOS)
-		}
-		if len(v.NodeList) > 0 {
-			parts = append(parts, "node list "+strings.Join(v.NodeList, ","))
-		}
-		if len(v.Exclude) > 0 {
-			parts = append(parts, "exclude "+strings.Join(v.Exclude, ","))
-		}
-		fmt.Fprintf(w, "submit:   %s\n", strings.Join(parts, "; "))
-	}
-	fmt.Fprintf(w, "mix:      %s\n", v.Mix)
-	if len(v.Ranked) > 0 {
-		fmt.Fprintln(w, "\ncandidates (best first):")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "NODE\tSCORE\tNORM\tFRAG-DELTA\tFREE-AFTER\t")
-		for _, c := range v.Ranked {
-			fmt.Fprintf(tw, "%s\t%.3f\t%.2f\t%+.2f\t%s\t\n", c.Node, c.Score, c.Norm, c.FragDelta, fmtGPUs(c.FreeAfter))
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if len(v.Rejected) > 0 {
-		fmt.Fprintln(w, "\nrejected:")
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		if len(v.RejectedN) > 0 {
-			for _, r := range v.RejectedN {
-				fmt.Fprintf(tw, "%s\t%s\t\n", r.Node, r.Reason)
-			}
-		} else {
-			for _, r := range sortedKeysInt(v.Rejected) {
-				fmt.Fprintf(tw, "%d nodes\t%s\t\n", v.Rejected[r], r)
-			}
-		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
-	}
-	if p := v.Reclaim; p != nil {
-		fmt.Fprintf(w, "\nreclaim plan: %s\n", p.Reason)
-		for i, s := range p.Steps {
-			switch s.Kind {
-			case team.StepSignal:
-				fmt.Fprintf(w, "  %d. signal %s %s (checkpoint)\n", i+1, s.JobID, s.Signal)
-			case team.StepWait:
-				fmt.Fprintf(w, "  %d. wait %s (grace period)\n", i+1, s.Grace)
-			case team.StepEvict:
-				fmt.Fprintf(w, "  %d. evict %s — %s\n", i+1, s.JobID, s.Reason)
-			case team.StepPlace:
-				fmt.Fprintf(w, "  %d. place on %s\n", i+1, s.Node)
-			}
-		}
-	}
-	return nil
+	return printJSON(w, v)
 }
-
-func sortedKeysInt(m map[string]int) []string { return slices.Sorted(maps.Keys(m)) }

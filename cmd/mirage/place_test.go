@@ -19,6 +19,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
@@ -53,7 +54,7 @@ jobs:
 `
 
 func placeOpts(t *testing.T, team string, gpus int) *placeOptions {
-	return &placeOptions{team: team, gpus: gpus, nodes: 1, now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) },
+	return &placeOptions{req: provisioner.SubmitRequest{Name: "mirage-place", Account: team, GPUs: gpus, Nodes: 1}, now: func() time.Time { return time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC) },
 		rules: writeFile(t, "rules.yaml", placeRules), snapshot: writeFile(t, "snap.yaml", fragSnapshot)}
 }
 
@@ -126,7 +127,7 @@ func TestPlaceKubernetesReclaimPlan(t *testing.T) {
 		k8sPod("a", "a6", "n4", "team-a", 5, true), k8sPod("b", "b2", "n4", "team-b", 5, false),
 	}
 	cs := fake.NewClientset(objs...)
-	o := &placeOptions{team: "team-b", gpus: 5, nodes: 1, rules: writeFile(t, "rules.yaml", placeRules),
+	o := &placeOptions{req: provisioner.SubmitRequest{Name: "mirage-place", Account: "team-b", GPUs: 5, Nodes: 1}, rules: writeFile(t, "rules.yaml", placeRules),
 		k8sFlags: k8sFlags{teamLabel: k8s.DefaultTeamLabel, newClient: func(_ string, cfg k8s.Config) (*k8s.Client, error) {
 			return k8s.NewForClientset(cs, cfg), nil
 		}}}
@@ -170,8 +171,8 @@ func TestPlaceBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown team", func(o *placeOptions) { o.team = "team-z" }, exitBadInput, `unknown team "team-z"`},
-		{"too large", func(o *placeOptions) { o.gpus = 12 }, exitBadInput, "the largest node (n1) has 10 GPUs"},
+		{"unknown team", func(o *placeOptions) { o.req.Account = "team-z" }, exitBadInput, `unknown team "team-z"`},
+		{"too large", func(o *placeOptions) { o.req.GPUs = 12 }, exitBadInput, "the largest node (n1) has 10 GPUs"},
 		{"quotas", func(o *placeOptions) {
 			o.rules = writeFile(t, "r.yaml", "teams: [{name: team-a, gpus: 30}, {name: team-b, gpus: 30}]")
 		}, exitBadInput, "quotas add up to 60 GPUs"},

@@ -221,8 +221,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
 		}
-		so := &simOptions{preset: o.preset, slurmConf: o.simConf, latency: -1, seed: o.seed}
-		cfg, err := so.config()
+		cfg, err := presetConfig(o.preset, o.simConf, o.seed)
 		if err != nil {
 			return nil, err
 		}

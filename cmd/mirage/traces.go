@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,11 +27,11 @@ code 3; --skip-bad skips such rows and reports how many.`,
 	return cmd
 }
 
-// traceFlags are the reading options shared by the traces subcommands.
+// traceFlags are the reading options shared by the trace-reading commands;
+// all but --tz bind into opts.
 type traceFlags struct {
-	format  string
-	skipBad bool
-	tz      string
+	opts traces.Options
+	tz   string
 }
 
 func (f *traceFlags) add(cmd *cobra.Command) {
@@ -40,8 +39,8 @@ func (f *traceFlags) add(cmd *cobra.Command) {
 	for i, n := range traces.Formats {
 		names[i] = string(n)
 	}
-	cmd.Flags().StringVar(&f.format, "format", "", "input format (default: sniffed): "+strings.Join(names, ", "))
-	cmd.Flags().BoolVar(&f.skipBad, "skip-bad", false, "skip malformed rows, counting them, instead of failing")
+	cmd.Flags().StringVar((*string)(&f.opts.Format), "format", "", "input format (default: sniffed): "+strings.Join(names, ", "))
+	cmd.Flags().BoolVar(&f.opts.SkipBad, "skip-bad", false, "skip malformed rows, counting them, instead of failing")
 	cmd.Flags().StringVar(&f.tz, "tz", "", "IANA zone of zone-less timestamps (default: America/Chicago for ls6, UTC otherwise)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return names, cobra.ShellCompDirectiveNoFileComp
@@ -49,7 +48,7 @@ func (f *traceFlags) add(cmd *cobra.Command) {
 }
 
 func (f *traceFlags) options() (traces.Options, error) {
-	o := traces.Options{Format: traces.Format(f.format), SkipBad: f.skipBad}
+	o := f.opts
 	if f.tz != "" {
 		loc, err := time.LoadLocation(f.tz)
 		if err != nil {
@@ -66,17 +65,6 @@ func traceErr(err error) error {
 		return withCode(exitBadInput, err)
 	}
 	return err
-}
-
-// reportSkipped prints the skipped-row count and the first errors to stderr.
-func reportSkipped(w io.Writer, file string, r traces.Reader) {
-	if r.Skipped() == 0 {
-		return
-	}
-	fmt.Fprintf(w, "%s: skipped %d malformed rows\n", file, r.Skipped())
-	for _, e := range r.Errors() {
-		fmt.Fprintf(w, "  %v\n", e)
-	}
 }
 
 // ---- stats ----
@@ -118,44 +106,14 @@ func tracesStatsRun(o *tracesStatsOptions) error {
 	if err != nil {
 		return err
 	}
-	b := traces.NewStatsBuilder()
-	skipped := 0
-	for _, file := range o.files {
-		r, err := traces.Open(file, opts)
-		if err != nil {
-			return traceErr(err)
-		}
-		for {
-			j, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				r.Close()
-				return traceErr(err)
-			}
-			b.Add(&j)
-		}
-		reportSkipped(o.f.ErrOut, file, r)
-		skipped += r.Skipped()
-		r.Close()
+	s, err := traces.StatsFiles(o.files, opts, o.f.ErrOut)
+	if err != nil {
+		return traceErr(err)
 	}
-	s := b.Stats()
-	s.Skipped = skipped
-	out := o.f.Out
 	if o.json {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		return printJSON(o.f.Out, s)
 	}
-	if err := s.WriteText(out); err != nil {
-		return err
-	}
-	if skipped > 0 {
-		_, err := fmt.Fprintf(out, "skipped %d malformed rows\n", skipped)
-		return err
-	}
-	return nil
+	return s.WriteText(o.f.Out)
 }
 
 // ---- convert ----
@@ -204,7 +162,7 @@ func tracesConvertRun(o *tracesConvertOptions) error {
 	if err != nil {
 		return traceErr(err)
 	}
-	reportSkipped(o.f.ErrOut, o.in, r)
+	traces.ReportSkipped(o.f.ErrOut, o.in, r)
 	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", n, o.out)
 	return err
 }
@@ -255,21 +213,10 @@ func tracesSynthRun(o *tracesSynthOptions) error {
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	write := func(w io.Writer) error {
-		switch o.format {
-		case "ls6":
-			return traces.WriteLS6(w, jobs)
-		case "csv":
-			cw := traces.NewCSVWriter(w)
-			for _, j := range jobs {
-				if err := cw.Write(j); err != nil {
-					return err
-				}
-			}
-			return cw.Flush()
-		}
+	if o.format != "ls6" && o.format != "csv" {
 		return withCode(exitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
 	}
+	write := func(w io.Writer) error { return traces.WriteJobs(w, traces.Format(o.format), jobs) }
 	if o.out == "" || o.out == "-" {
 		return write(o.f.Out)
 	}

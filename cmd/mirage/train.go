@@ -176,8 +176,7 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if err != nil {
 		return err
 	}
-	so := &simOptions{preset: o.preset, slurmConf: o.slurmConf, latency: -1, seed: o.spec.Seed}
-	cfg, err := so.config()
+	cfg, err := presetConfig(o.preset, o.slurmConf, o.spec.Seed)
 	if err != nil {
 		return err
 	}

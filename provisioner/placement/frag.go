@@ -383,3 +383,6 @@ func FragmentationByNode(s *provisioner.Snapshot, m Mix) map[string]float64 {
 	}
 	return out
 }
+
+// FormatGPUs prints a GPU figure with at most one decimal.
+func FormatGPUs(x float64) string { return strconv.FormatFloat(math.Round(x*10)/10, 'f', -1, 64) }

@@ -3,6 +3,7 @@ package team
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -81,6 +82,31 @@ func NewRules(cfg Config, queueing bool) (*Rules, error) {
 
 // Config returns the configuration with defaults filled in.
 func (r *Rules) Config() Config { return r.cfg }
+
+// WithPolicy returns the rules with placement policy p instead of the
+// file's (unchanged if p is empty).
+func (r *Rules) WithPolicy(p placement.Policy, queueing bool) (*Rules, error) {
+	if p == "" {
+		return r, nil
+	}
+	cfg := r.Config()
+	cfg.Placement.Policy = p
+	return NewRules(cfg, queueing)
+}
+
+// LoadRules reads and parses a team rules file and builds its Rules (see
+// NewRules for queueing).
+func LoadRules(path string, queueing bool) (*Rules, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("team rules: %w", err)
+	}
+	cfg, err := ParseConfig(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return NewRules(cfg, queueing)
+}
 
 // WithHistory returns a copy of the rules that also learns the job-size mix
 // from these recently started or finished jobs (a HistorySource's answer).

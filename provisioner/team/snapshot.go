@@ -3,6 +3,7 @@ package team
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -22,6 +23,16 @@ func (e snapshotError) Unwrap() []error { return []error{e.err, ErrBadSnapshot} 
 
 func badSnapshot(format string, args ...any) error {
 	return snapshotError{fmt.Errorf(format, args...)}
+}
+
+// LoadSnapshot reads a snapshot file (YAML or JSON) and checks it
+// (ParseSnapshot).
+func LoadSnapshot(path string) (*provisioner.Snapshot, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return ParseSnapshot(data, path)
 }
 
 // ParseSnapshot reads a cluster snapshot written by hand for a dry run (YAML

@@ -1,0 +1,60 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteText prints the fidelity comparison: the jobs left out and one table
+// row per group (errors and percentiles as durations rounded to seconds).
+func (rep *Report) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "excluded from comparison: %v\n", rep.Excluded)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "group\tjobs\tmedian|err|\tp90|err|\tpearson\tKS\tsim p50\trec p50\tsim p90\trec p90\t")
+	for _, s := range rep.Stats {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t\n", s.Group, s.Jobs, dur(s.MedianAbsErr), dur(s.P90AbsErr), s.Pearson, s.KS, dur(s.SimMedian), dur(s.RecMedian), dur(s.SimP90), dur(s.RecP90))
+	}
+	return tw.Flush()
+}
+
+func dur(sec float64) string {
+	return (time.Duration(sec) * time.Second).Round(time.Second).String()
+}
+
+// WriteResultsCSV writes per-job results as CSV: id, submit, start, end
+// (RFC 3339, empty when zero), state and nodes.
+func WriteResultsCSV(w io.Writer, res []Result) error {
+	fmt.Fprintln(w, "id,submit,start,end,state,nodes")
+	for _, r := range res {
+		fmt.Fprintf(w, "%s,%s,%s,%s,%s,%d\n", r.ID, r.Submit.Format(time.RFC3339), csvTime(r.Start), csvTime(r.End), r.State, r.Nodes)
+	}
+	return nil
+}
+
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.Format(time.RFC3339)
+}
+
+// WriteResultsFile writes WriteResultsCSV to path through path+".tmp",
+// renamed into place once complete.
+func WriteResultsFile(path string, res []Result) error {
+	tmp := path + ".tmp"
+	fh, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	if err := WriteResultsCSV(fh, res); err != nil {
+		fh.Close()
+		return err
+	}
+	if err := fh.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
