@@ -22,11 +22,9 @@ import (
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
 	f            *Factory
-	nodes        int
+	query        models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
 	timeLimit    string
 	gres         string
-	partition    string
-	account      string
 	modelsDir    string
 	snapshot     string
 	saveSnapshot string
@@ -69,11 +67,11 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&o.nodes, "nodes", "N", 1, "nodes")
+	f.IntVarP(&o.query.Nodes, "nodes", "N", 1, "nodes")
 	f.StringVarP(&o.timeLimit, "time", "t", "48:00:00", "time limit (Slurm format: minutes, HH:MM:SS, D-HH:MM:SS)")
 	f.StringVar(&o.gres, "gres", "", "generic resources per node, e.g. gpu:3 or gpu:a100:3 (default: whole nodes' GPUs)")
-	f.StringVarP(&o.partition, "partition", "p", "", "partition (default: the cluster's default)")
-	f.StringVarP(&o.account, "account", "A", "", "account (its fair-share standing is a feature)")
+	f.StringVarP(&o.query.Partition, "partition", "p", "", "partition (default: the cluster's default)")
+	f.StringVarP(&o.query.Account, "account", "A", "", "account (its fair-share standing is a feature)")
 	f.StringVar(&o.modelsDir, "models", "", "models directory holding wait/ (required)")
 	f.StringVar(&o.snapshot, "snapshot", "", "cluster snapshot JSON file instead of the live cluster")
 	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
@@ -120,17 +118,17 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.nodes < 1 {
-		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", o.nodes))
+	q := &o.query
+	if q.Nodes < 1 {
+		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", q.Nodes))
 	}
 	d, err := slurmfmt.ParseDuration(o.timeLimit)
-	limit := d.Value
-	if err != nil || d.Kind != slurmfmt.Set || limit <= 0 {
+	if q.TimeLimit = d.Value; err != nil || d.Kind != slurmfmt.Set || q.TimeLimit <= 0 {
 		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
 	}
-	perNode := -1 // whole nodes
+	q.GPUsPerNode = -1 // whole nodes
 	if o.gres != "" {
-		if perNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
+		if q.GPUsPerNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
 		}
 	}
@@ -157,51 +155,14 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 			return withCode(exitUnavailable, err)
 		}
 	}
-	if perNode < 0 {
-		perNode = wholeNodeGPUs(st.snap, o.partition)
-	}
-	req := provisioner.SubmitRequest{Account: o.account, Partition: o.partition, TimeLimit: limit, Nodes: o.nodes, GPUs: o.nodes * perNode}
-	est, err := pred.Predict(features.WaitObservation(st.now, st.snap, st.hist, req))
-	if err != nil {
+	a, err := pred.Answer(st.now, st.snap, st.hist, *q, st.source)
+	switch {
+	case err != nil:
 		return err
+	case o.json:
+		return printJSON(w, a)
 	}
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			At        time.Time `json:"at"`
-			Source    string    `json:"source"`
-			Nodes     int       `json:"nodes"`
-			GPUs      int       `json:"gpus"`
-			TimeLimit string    `json:"time_limit"`
-			Partition string    `json:"partition,omitempty"`
-			Account   string    `json:"account,omitempty"`
-			P10       float64   `json:"p10_s"`
-			P50       float64   `json:"p50_s"`
-			P90       float64   `json:"p90_s"`
-		}{st.now, st.source, req.Nodes, req.GPUs, limit.String(), req.Partition, req.Account, est.P10.Seconds(), est.P50.Seconds(), est.P90.Seconds()})
-	}
-	fmt.Fprintf(w, "%d node(s), %d GPU(s), limit %s, submitted at %s (%s):\n", req.Nodes, req.GPUs, limit, st.now.Format(time.RFC3339), st.source)
-	fmt.Fprintf(w, "expected wait %s (p10 %s – p90 %s)\n", est.P50, est.P10, est.P90)
-	return nil
-}
-
-// wholeNodeGPUs is the GPUs of the first schedulable node of the partition (whole-node allocation).
-func wholeNodeGPUs(snap *provisioner.Snapshot, partition string) int {
-	for _, n := range snap.Nodes {
-		if n.State != provisioner.NodeUp {
-			continue
-		}
-		if partition == "" || len(n.Partitions) == 0 {
-			return n.GPUs
-		}
-		for _, p := range n.Partitions {
-			if p == partition {
-				return n.GPUs
-			}
-		}
-	}
-	return 0
+	return a.WriteText(w)
 }
 
 // state gets the cluster state from the chosen source.

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -209,10 +206,13 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	spec.Created = o.now().UTC().Truncate(time.Second)
 	spec.Report, spec.Progress = errw, stageBar{term.NewProgress(o.progress, "")}
 	trained, err := train.Run(ctx, spec)
-	if err != nil {
+	switch {
+	case err != nil:
 		return trainExitErr(err)
+	case o.json:
+		return printJSON(out, trained)
 	}
-	return printTrained(out, o.json, trained)
+	return train.Summary(trained).WriteText(out)
 }
 
 // checkTrainFlags refuses flag values the pipeline would refuse, naming the flag.
@@ -240,7 +240,7 @@ func checkTrainFlags(spec *train.Spec, o *trainOptions) error {
 func trainExitErr(err error) error {
 	switch {
 	case errors.Is(err, train.ErrNoTrainingChains):
-		return withCode(exitUsage, errNoTrainingChains)
+		return withCode(exitUsage, errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup"))
 	case errors.Is(err, dataset.ErrNoInjections):
 		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
 	case errors.Is(err, train.ErrSpec):
@@ -272,49 +272,4 @@ func trainNames(in []string) ([]string, error) {
 		return nil, withCode(exitUsage, errors.New("--model: nothing to train"))
 	}
 	return out, nil
-}
-
-// errNoTrainingChains: the window holds no complete training chain.
-var errNoTrainingChains = errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup")
-
-func durS(sec float64) string {
-	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
-}
-
-// printTrained writes the run's summary: a table, or the metadata as JSON.
-func printTrained(w io.Writer, asJSON bool, ms []train.Trained) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ms)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tROWS\tFIT\tVALIDATION\tDIR")
-	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1fs\t%s\t%s\n", m.Name, m.Meta.Kind, m.Meta.TrainRows, m.Meta.TrainSeconds, headline(m.Name, m.Meta), m.Dir)
-	}
-	return tw.Flush()
-}
-
-// headline is a model's key validation figure for tables.
-func headline(name string, meta models.Meta) string {
-	mt := meta.Metrics
-	if _, ok := mt["valid_slurm_median_abs_err_s"]; ok {
-		return fmt.Sprintf("median |err| %s (Slurm %s)", durS(mt["valid_estimated_median_abs_err_s"]), durS(mt["valid_slurm_median_abs_err_s"]))
-	}
-	if v, ok := mt["valid_mean_abs_gap_h"]; ok {
-		return fmt.Sprintf("mean |gap| %.2f h (reactive %.2f h)", v, mt["valid_reactive_mean_abs_gap_h"])
-	}
-	if v, ok := mt["calib_mean_abs_gap_h"]; ok {
-		return fmt.Sprintf("calibration mean |gap| %.2f h", v)
-	}
-	keys := make([]string, 0, len(mt))
-	for k := range mt {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) > 0 {
-		return fmt.Sprintf("%s %.3g", keys[0], mt[keys[0]])
-	}
-	return "-"
 }
