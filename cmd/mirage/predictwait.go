@@ -47,17 +47,11 @@ func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
 		Long: `Predict the queue wait of a job of the given shape (sbatch-like options) if it
-were submitted now, with a p10–p90 interval, using the wait predictor trained
-by mirage train --model wait (DIR/wait, quantile XGBoost on simulated
-outcomes), from one of:
-  the live Slurm cluster (default: squeue, sinfo and sacct; --slurm-conf,
-                   --slurm-bin),
-  --snapshot FILE: a cluster snapshot as JSON ({"snapshot": …, "history": […]}
-                   or a bare snapshot; --save-snapshot writes one),
-  --trace FILE --at TIME: the simulator's state of that trace at TIME
-                   (--preset/--sim-conf choose the simulated cluster).
---gres defaults to the GPUs of whole nodes (exclusive partitions such as
-LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
+were submitted now, with a p10–p90 interval, using the wait predictor of mirage
+train --model wait, from the live Slurm cluster (default), a --snapshot FILE
+(--save-snapshot writes one) or the simulated state of a --trace FILE --at TIME.
+--gres defaults to whole nodes' GPUs; -t to the partition's limit (48:00:00).
+See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -42,26 +42,11 @@ func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
-		Long: `Train learned policies on a recorded trace replayed in the simulator: chains are
-injected every --every of trace time (the published pair protocol), submitting
-each successor is probed every --tick in a fork of the simulator, and each
-probe's signed gap (successor start − predecessor end) labels the features of
-that instant.
-
-Windows: training uses chains whose every decision falls in [--from,
---train-until); validation injects chains in [--train-until, --until). Times
-are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
-
-Models (each saved as DIR/NAME/ with meta.json):
-  xgb         gradient-boosted trees predicting the successor's wait
-  rf          the default random forest (golearn's; fits not reproducible)
-  rf-golearn  golearn's random forest explicitly (20,000-row sample)
-  rf-xgb      XGBoost's random-forest mode (reproducible for a seed)
-  dqn, pg     Deep Q-Network and REINFORCE on the probed chains
-  wait        the wait predictor of mirage predict-wait
-
---cache DIR keeps the generated datasets for later runs. Datasets use all cores
-(--workers) and are deterministic for --seed.
+		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, dqn, pg) and the wait
+predictor of mirage predict-wait (wait) on a recorded trace replayed in the
+simulator; each model is saved as DIR/NAME/ with meta.json. Training uses the
+chains injected in [--from, --train-until), validation those in [--train-until,
+--until); times are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's zone.
 
 What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
