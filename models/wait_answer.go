@@ -1,6 +1,8 @@
 package models
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -16,6 +18,32 @@ type WaitQuery struct {
 	GPUsPerNode int // < 0: whole nodes (the GPUs of the partition's first schedulable node)
 	Partition   string
 	Account     string
+}
+
+// ClusterState is what a wait prediction is made from: a snapshot at Now,
+// the recent history, and where they came from.
+type ClusterState struct {
+	Now    time.Time
+	Snap   *provisioner.Snapshot
+	Hist   []provisioner.Job
+	Source string
+}
+
+// LiveState reads a live cluster's snapshot and, when h is not nil, the jobs
+// that ended in the window before it (none when the cluster keeps no accounting).
+func LiveState(ctx context.Context, c provisioner.Cluster, h provisioner.HistorySource, window time.Duration) (*ClusterState, error) {
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("live snapshot: %w", err)
+	}
+	var hist []provisioner.Job
+	if h != nil {
+		hist, err = h.History(ctx, snap.Time.Add(-window))
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+			return nil, fmt.Errorf("live history: %w", err)
+		}
+	}
+	return &ClusterState{Now: snap.Time, Snap: snap, Hist: hist, Source: "live"}, nil
 }
 
 // WaitAnswer is a prediction for a query in a cluster state: as JSON, or as
@@ -36,19 +64,19 @@ type WaitAnswer struct {
 	est   WaitEstimate
 }
 
-// Answer predicts the wait of q submitted at now in the cluster snap with
-// the recent history hist; source names the state in the answer.
-func (p *WaitPredictor) Answer(now time.Time, snap *provisioner.Snapshot, hist []provisioner.Job, q WaitQuery, source string) (*WaitAnswer, error) {
+// Answer predicts the wait of q submitted in the cluster state st.
+func (p *WaitPredictor) Answer(st *ClusterState, q WaitQuery) (*WaitAnswer, error) {
+	now, snap := st.Now, st.Snap
 	perNode := q.GPUsPerNode
 	if perNode < 0 {
 		perNode = wholeNodeGPUs(snap, q.Partition)
 	}
 	req := provisioner.SubmitRequest{Account: q.Account, Partition: q.Partition, TimeLimit: q.TimeLimit, Nodes: q.Nodes, GPUs: q.Nodes * perNode}
-	est, err := p.Predict(features.WaitObservation(now, snap, hist, req))
+	est, err := p.Predict(features.WaitObservation(now, snap, st.Hist, req))
 	if err != nil {
 		return nil, err
 	}
-	return &WaitAnswer{At: now, Source: source, Nodes: req.Nodes, GPUs: req.GPUs, TimeLimit: q.TimeLimit.String(),
+	return &WaitAnswer{At: now, Source: st.Source, Nodes: req.Nodes, GPUs: req.GPUs, TimeLimit: q.TimeLimit.String(),
 		Partition: req.Partition, Account: req.Account, P10: est.P10.Seconds(), P50: est.P50.Seconds(), P90: est.P90.Seconds(),
 		limit: q.TimeLimit, est: est}, nil
 }

@@ -100,14 +100,6 @@ func parseSnapshotFile(b []byte) (*snapshotFile, error) {
 	return sf, nil
 }
 
-// clusterState is what a prediction is made from.
-type clusterState struct {
-	now    time.Time
-	snap   *provisioner.Snapshot
-	hist   []provisioner.Job
-	source string
-}
-
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
@@ -141,7 +133,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		return err
 	}
 	if o.saveSnapshot != "" {
-		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.snap, History: st.hist}, "", " ")
+		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.Snap, History: st.Hist}, "", " ")
 		if err != nil {
 			return err
 		}
@@ -149,7 +141,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 			return withCode(exitUnavailable, err)
 		}
 	}
-	a, err := pred.Answer(st.now, st.snap, st.hist, *q, st.source)
+	a, err := pred.Answer(st, *q)
 	switch {
 	case err != nil:
 		return err
@@ -160,7 +152,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 }
 
 // state gets the cluster state from the chosen source.
-func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
+func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, error) {
 	switch {
 	case o.snapshot != "":
 		b, err := os.ReadFile(o.snapshot)
@@ -171,7 +163,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
-		return &clusterState{now: sf.Snapshot.Time, snap: sf.Snapshot, hist: sf.History, source: "snapshot " + o.snapshot}, nil
+		return &models.ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + o.snapshot}, nil
 	case o.trace != "":
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
@@ -205,22 +197,15 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &clusterState{now: snap.Time, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
+		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: s.History(at.Add(-o.history)), Source: "simulated " + filepath.Base(o.trace)}, nil
 	}
 	c, h, err := o.f.LiveCluster(ctx, o)
 	if err != nil {
 		return nil, withCode(exitUnavailable, err)
 	}
-	snap, err := c.Snapshot(ctx)
+	st, err := models.LiveState(ctx, c, h, o.history)
 	if err != nil {
-		return nil, withCode(exitUnavailable, fmt.Errorf("live snapshot: %w", err))
+		return nil, withCode(exitUnavailable, err)
 	}
-	var hist []provisioner.Job
-	if h != nil {
-		hist, err = h.History(ctx, snap.Time.Add(-o.history))
-		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
-			return nil, withCode(exitUnavailable, fmt.Errorf("live history: %w", err))
-		}
-	}
-	return &clusterState{now: snap.Time, snap: snap, hist: hist, source: "live"}, nil
+	return st, nil
 }

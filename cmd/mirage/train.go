@@ -137,22 +137,6 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want RFC 3339 or YYYY-MM-DD[THH:MM[:SS]] (in the trace's zone)", flag, s))
 }
 
-// stageBar is the terminal progress bar as train.Progress: one bar per
-// stage, labelled with the stage.
-type stageBar struct{ *term.Progress }
-
-// Update implements train.Progress.
-func (b stageBar) Update(label string, done, total int) {
-	b.SetLabel(label)
-	b.Progress.Update(done, total)
-}
-
-// Done implements train.Progress: the stage ended; clear the bar for the next.
-func (b stageBar) Done() {
-	b.Progress.Done()
-	b.Start("")
-}
-
 func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	names, err := trainNames(o.spec.Models)
 	if err != nil {
@@ -189,7 +173,7 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
 	}
 	spec.Created = o.now().UTC().Truncate(time.Second)
-	spec.Report, spec.Progress = errw, stageBar{term.NewProgress(o.progress, "")}
+	spec.Report, spec.Progress = errw, train.Bar{Progress: term.NewProgress(o.progress, "")}
 	trained, err := train.Run(ctx, spec)
 	switch {
 	case err != nil:

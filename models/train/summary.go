@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
+
+	"github.com/mirage-gpu/mirage/internal/term"
 )
 
 // Summary is what Run trained, in order; as JSON, the list of Trained.
@@ -18,4 +20,20 @@ func (s Summary) WriteText(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1fs\t%s\t%s\n", m.Name, m.Meta.Kind, m.Meta.TrainRows, m.Meta.TrainSeconds, m.Meta.Headline(), m.Dir)
 	}
 	return tw.Flush()
+}
+
+// Bar is a terminal progress bar as a Progress: one bar per stage, labelled
+// with the stage.
+type Bar struct{ *term.Progress }
+
+// Update implements Progress.
+func (b Bar) Update(label string, done, total int) {
+	b.SetLabel(label)
+	b.Progress.Update(done, total)
+}
+
+// Done implements Progress: the stage ended; clear the bar for the next.
+func (b Bar) Done() {
+	b.Progress.Done()
+	b.Start("")
 }
