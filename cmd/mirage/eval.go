@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/term"
-	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
 )
 
@@ -31,25 +28,14 @@ func newEvalCmd(f *Factory, runF func(*evalOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval --trace FILE --policies P,... --out DIR [flags] | eval --sweep SWEEP.yaml [--cell N | --emit-array]",
 		Short: "Replay-evaluate submission policies on a trace; write an HTML, Markdown and JSON report",
-		Long: `Replay a trace in the simulator with chains injected into it and measure, per
-policy, the gap between each predecessor's end and its successor's start
-(positive: interruption; negative: overlap). Every policy decides through the
-provisioner engine (the daemon's code) in its own fork of the replay.
-
-  --protocol pair      the published protocol: 48-hour predecessor/successor
-                       pairs of 1 and 8 nodes every 4 hours; a successor not
-                       submitted 1 minute before the end is submitted then
-  --protocol chain-K   chains of K such segments
-
-Policies: the baselines (reactive, dependency, lead, start-estimate, average,
-quantile, and oracle, pair only) and the learned rf, rf-xgb, rf-golearn, xgb,
-dqn, pg from --models DIR (mirage train --out DIR). The report (report.html, report.md,
-report.json in --out) gives per policy, job size and load class the gap
-distribution, interruption, overlap and the reduction against reactive.
-
---sweep FILE runs the experiment a YAML file describes; --cell N runs one cell;
---emit-array writes a Slurm job array with one cell per task, joined afterwards
-by mirage eval merge.
+		Long: `Replay a trace in the simulator with chains injected into it (--protocol pair
+or chain-K) and measure, per policy, the gap between each predecessor's end and
+its successor's start. Every policy (baselines, and learned ones from --models)
+decides through the provisioner engine in its own fork of the replay. The report
+(report.html, report.md, report.json in --out) gives per policy, job size and
+load class the gap distribution, interruption, overlap and the reduction against
+reactive. --sweep FILE runs the experiment a YAML file describes; --cell N one
+cell; --emit-array writes a Slurm job array, joined by mirage eval merge.
 
 Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
@@ -112,13 +98,20 @@ func evalErr(err error) error {
 }
 
 func evalRun(ctx context.Context, o *evalOptions) error {
-	out := o.f.Out
 	e, err := o.spec.Experiment(o.changed)
 	if err != nil {
 		return evalErr(err)
 	}
 	if o.spec.EmitArray {
-		return emitArray(out, o, e)
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
+		}
+		path, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
+		if err != nil {
+			return evalErr(err)
+		}
+		return o.print(&eval.Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}})
 	}
 	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Workers: o.workers}
 	bar := term.NewProgress(o.f.progress(), "")
@@ -137,14 +130,11 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 		if err != nil {
 			return evalErr(err)
 		}
-		path := eval.CellFile(e.Out, o.spec.Cell)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		path, err := eval.WriteCell(r, e.Out, o.spec.Cell)
+		if err != nil {
 			return err
 		}
-		if err := traces.WriteFileAtomic(path, r.WriteJSON); err != nil {
-			return err
-		}
-		return printPaths(out, o.json, map[string]string{"cell": path}, nil)
+		return o.print(&eval.Written{Paths: map[string]string{"cell": path}})
 	}
 	r, err := eval.RunAll(ctx, e, rt, func(c eval.CellSpec, i, n int) {
 		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", i+1, n, c.Name))
@@ -153,77 +143,92 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 	if err != nil {
 		return evalErr(err)
 	}
-	return writeReport(out, o.json, r, e.Out)
-}
-
-// writeReport writes the three files and prints their paths.
-func writeReport(out io.Writer, asJSON bool, r *eval.Report, dir string) error {
-	paths, err := r.WriteFiles(dir)
+	wr, err := eval.WrittenReport(r, e.Out)
 	if err != nil {
 		return err
 	}
-	return printPaths(out, asJSON, map[string]string{"json": paths[0], "markdown": paths[1], "html": paths[2]}, r)
+	return o.print(wr)
 }
 
-// evalHeadline is one policy's overall figures in the --json output.
-type evalHeadline struct {
-	Protocol         string   `json:"protocol"`
-	LoadScale        float64  `json:"load_scale"`
-	Policy           string   `json:"policy"`
-	N                int      `json:"n"`
-	InterruptionMean float64  `json:"interruption_mean_h"`
-	ZeroInterruption float64  `json:"zero_interruption"`
-	Reduction        *float64 `json:"reduction,omitempty"`
+// print prints what a run wrote: its paths, or with --json also the headline figures.
+func (o *evalOptions) print(w *eval.Written) error {
+	if o.json {
+		return printJSON(o.f.Out, w.JSON())
+	}
+	return w.WriteText(o.f.Out)
 }
 
-func printPaths(out io.Writer, asJSON bool, paths map[string]string, r *eval.Report) error {
-	if asJSON {
-		v := struct {
-			Paths    map[string]string `json:"paths"`
-			Samples  int               `json:"samples,omitempty"`
-			Headline []evalHeadline    `json:"headline,omitempty"`
-		}{Paths: paths}
-		if r != nil {
-			v.Samples = len(r.Samples)
-			for _, g := range r.Groups {
-				if g.Nodes == 0 && g.LoadClass == eval.AllClasses {
-					v.Headline = append(v.Headline, evalHeadline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
-				}
+// evalMergeOptions are the flags of mirage eval merge.
+type evalMergeOptions struct {
+	evalOptions
+	title string
+	paths []string
+}
+
+func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Command {
+	o := &evalMergeOptions{evalOptions: evalOptions{f: f}}
+	cmd := &cobra.Command{
+		Use:   "merge --out DIR PATH...",
+		Short: "Join cells' report JSON (job-array outputs) into one report",
+		Long: `Read report JSON files (each PATH is a file, or a directory whose *.json files
+are read) written by "mirage eval --sweep ... --cell N" or by mirage eval
+itself, and write one report (report.html, report.md, report.json) into
+--out with the metrics recomputed over all their samples. The cells must
+come from the same mirage version and bootstrap settings; a cell given
+twice, or two cells disagreeing on the same hand-off, is an error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.paths, o.argv = args, os.Args
+			if runF != nil {
+				return runF(o)
 			}
-		}
-		return printJSON(out, v)
+			return evalMergeRun(o)
+		},
 	}
-	for _, k := range []string{"cell", "script", "html", "markdown", "json"} {
-		if p, ok := paths[k]; ok {
-			if _, err := fmt.Fprintln(out, p); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	cmd.Flags().StringVar(&o.spec.Out, "out", "", "output directory (required)")
+	cmd.Flags().StringVar(&o.title, "title", "", "report title (default: the first cell's)")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print the written paths and the headline figures as JSON")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
 }
 
-// emitArray writes OUT/eval-array.sbatch and creates OUT/logs and OUT/cells.
-func emitArray(out io.Writer, o *evalOptions, e *eval.Experiment) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
-	}
-	script, err := eval.ArrayScript(e, o.spec.Sweep, self, currentVersion().Version)
+func evalMergeRun(o *evalMergeOptions) error {
+	reports, err := eval.ReadReports(o.paths)
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}
-	for _, d := range []string{"logs", "cells"} {
-		if err := os.MkdirAll(filepath.Join(e.Out, d), 0o755); err != nil {
+	r, err := eval.Merge(o.title, o.argv, reports...)
+	if err != nil {
+		return evalErr(err)
+	}
+	w, err := eval.WrittenReport(r, o.spec.Out)
+	if err != nil {
+		return err
+	}
+	return o.print(w)
+}
+
+func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {
+	return &cobra.Command{
+		Use:   "verify DIR",
+		Short: "Check that every number in DIR/report.html and DIR/report.md equals report.json",
+		Long: `Read DIR/report.json without mirage's report types and check every figure
+report.html shows (each table cell carries its JSON path and value) and
+every figure in report.md's tables against it, formatted by unit (hours
+with 2 decimals, shares as percent with 1, counts whole, GPU-hours with 1).
+Exit code 3 and a list of differences when any number does not match.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if runF != nil {
+				return runF(args[0])
+			}
+			n, err := eval.VerifyReport(args[0])
+			if err != nil {
+				// a mismatch, an unreadable or malformed report: bad input alike
+				return withCode(exitBadInput, err)
+			}
+			_, err = fmt.Fprintf(f.Out, "%d numbers in report.html and report.md match report.json\n", n)
 			return err
-		}
+		},
 	}
-	path := filepath.Join(e.Out, "eval-array.sbatch")
-	if err := traces.WriteFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
-		return err
-	}
-	if err := os.Chmod(path, 0o755); err != nil {
-		return err
-	}
-	return printPaths(out, o.json, map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}, nil)
 }

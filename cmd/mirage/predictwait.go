@@ -22,11 +22,9 @@ import (
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
 	f            *Factory
-	nodes        int
+	query        models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
 	timeLimit    string
 	gres         string
-	partition    string
-	account      string
 	modelsDir    string
 	snapshot     string
 	saveSnapshot string
@@ -49,17 +47,11 @@ func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
 		Long: `Predict the queue wait of a job of the given shape (sbatch-like options) if it
-were submitted now, with a p10–p90 interval, using the wait predictor trained
-by mirage train --model wait (DIR/wait, quantile XGBoost on simulated
-outcomes), from one of:
-  the live Slurm cluster (default: squeue, sinfo and sacct; --slurm-conf,
-                   --slurm-bin),
-  --snapshot FILE: a cluster snapshot as JSON ({"snapshot": …, "history": […]}
-                   or a bare snapshot; --save-snapshot writes one),
-  --trace FILE --at TIME: the simulator's state of that trace at TIME
-                   (--preset/--sim-conf choose the simulated cluster).
---gres defaults to the GPUs of whole nodes (exclusive partitions such as
-LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
+were submitted now, with a p10–p90 interval, using the wait predictor of mirage
+train --model wait, from the live Slurm cluster (default), a --snapshot FILE
+(--save-snapshot writes one) or the simulated state of a --trace FILE --at TIME.
+--gres defaults to whole nodes' GPUs; -t to the partition's limit (48:00:00).
+See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -69,11 +61,11 @@ LS6's gpu-a100); -t defaults to the partition's limit (48:00:00).`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVarP(&o.nodes, "nodes", "N", 1, "nodes")
+	f.IntVarP(&o.query.Nodes, "nodes", "N", 1, "nodes")
 	f.StringVarP(&o.timeLimit, "time", "t", "48:00:00", "time limit (Slurm format: minutes, HH:MM:SS, D-HH:MM:SS)")
 	f.StringVar(&o.gres, "gres", "", "generic resources per node, e.g. gpu:3 or gpu:a100:3 (default: whole nodes' GPUs)")
-	f.StringVarP(&o.partition, "partition", "p", "", "partition (default: the cluster's default)")
-	f.StringVarP(&o.account, "account", "A", "", "account (its fair-share standing is a feature)")
+	f.StringVarP(&o.query.Partition, "partition", "p", "", "partition (default: the cluster's default)")
+	f.StringVarP(&o.query.Account, "account", "A", "", "account (its fair-share standing is a feature)")
 	f.StringVar(&o.modelsDir, "models", "", "models directory holding wait/ (required)")
 	f.StringVar(&o.snapshot, "snapshot", "", "cluster snapshot JSON file instead of the live cluster")
 	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
@@ -108,29 +100,21 @@ func parseSnapshotFile(b []byte) (*snapshotFile, error) {
 	return sf, nil
 }
 
-// clusterState is what a prediction is made from.
-type clusterState struct {
-	now    time.Time
-	snap   *provisioner.Snapshot
-	hist   []provisioner.Job
-	source string
-}
-
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	if o.nodes < 1 {
-		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", o.nodes))
+	q := &o.query
+	if q.Nodes < 1 {
+		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", q.Nodes))
 	}
 	d, err := slurmfmt.ParseDuration(o.timeLimit)
-	limit := d.Value
-	if err != nil || d.Kind != slurmfmt.Set || limit <= 0 {
+	if q.TimeLimit = d.Value; err != nil || d.Kind != slurmfmt.Set || q.TimeLimit <= 0 {
 		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
 	}
-	perNode := -1 // whole nodes
+	q.GPUsPerNode = -1 // whole nodes
 	if o.gres != "" {
-		if perNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
+		if q.GPUsPerNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
 			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
 		}
 	}
@@ -149,7 +133,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		return err
 	}
 	if o.saveSnapshot != "" {
-		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.snap, History: st.hist}, "", " ")
+		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.Snap, History: st.Hist}, "", " ")
 		if err != nil {
 			return err
 		}
@@ -157,55 +141,18 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 			return withCode(exitUnavailable, err)
 		}
 	}
-	if perNode < 0 {
-		perNode = wholeNodeGPUs(st.snap, o.partition)
-	}
-	req := provisioner.SubmitRequest{Account: o.account, Partition: o.partition, TimeLimit: limit, Nodes: o.nodes, GPUs: o.nodes * perNode}
-	est, err := pred.Predict(features.WaitObservation(st.now, st.snap, st.hist, req))
-	if err != nil {
+	a, err := pred.Answer(st, *q)
+	switch {
+	case err != nil:
 		return err
+	case o.json:
+		return printJSON(w, a)
 	}
-	if o.json {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(struct {
-			At        time.Time `json:"at"`
-			Source    string    `json:"source"`
-			Nodes     int       `json:"nodes"`
-			GPUs      int       `json:"gpus"`
-			TimeLimit string    `json:"time_limit"`
-			Partition string    `json:"partition,omitempty"`
-			Account   string    `json:"account,omitempty"`
-			P10       float64   `json:"p10_s"`
-			P50       float64   `json:"p50_s"`
-			P90       float64   `json:"p90_s"`
-		}{st.now, st.source, req.Nodes, req.GPUs, limit.String(), req.Partition, req.Account, est.P10.Seconds(), est.P50.Seconds(), est.P90.Seconds()})
-	}
-	fmt.Fprintf(w, "%d node(s), %d GPU(s), limit %s, submitted at %s (%s):\n", req.Nodes, req.GPUs, limit, st.now.Format(time.RFC3339), st.source)
-	fmt.Fprintf(w, "expected wait %s (p10 %s – p90 %s)\n", est.P50, est.P10, est.P90)
-	return nil
-}
-
-// wholeNodeGPUs is the GPUs of the first schedulable node of the partition (whole-node allocation).
-func wholeNodeGPUs(snap *provisioner.Snapshot, partition string) int {
-	for _, n := range snap.Nodes {
-		if n.State != provisioner.NodeUp {
-			continue
-		}
-		if partition == "" || len(n.Partitions) == 0 {
-			return n.GPUs
-		}
-		for _, p := range n.Partitions {
-			if p == partition {
-				return n.GPUs
-			}
-		}
-	}
-	return 0
+	return a.WriteText(w)
 }
 
 // state gets the cluster state from the chosen source.
-func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
+func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, error) {
 	switch {
 	case o.snapshot != "":
 		b, err := os.ReadFile(o.snapshot)
@@ -216,7 +163,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
-		return &clusterState{now: sf.Snapshot.Time, snap: sf.Snapshot, hist: sf.History, source: "snapshot " + o.snapshot}, nil
+		return &models.ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + o.snapshot}, nil
 	case o.trace != "":
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
@@ -249,22 +196,15 @@ func (o *predictWaitOptions) state(ctx context.Context) (*clusterState, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &clusterState{now: snap.Time, snap: snap, hist: s.History(at.Add(-o.history)), source: "simulated " + filepath.Base(o.trace)}, nil
+		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: s.History(at.Add(-o.history)), Source: "simulated " + filepath.Base(o.trace)}, nil
 	}
 	c, h, err := o.f.LiveCluster(ctx, o)
 	if err != nil {
 		return nil, withCode(exitUnavailable, err)
 	}
-	snap, err := c.Snapshot(ctx)
+	st, err := models.LiveState(ctx, c, h, o.history)
 	if err != nil {
-		return nil, withCode(exitUnavailable, fmt.Errorf("live snapshot: %w", err))
+		return nil, withCode(exitUnavailable, err)
 	}
-	var hist []provisioner.Job
-	if h != nil {
-		hist, err = h.History(ctx, snap.Time.Add(-o.history))
-		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
-			return nil, withCode(exitUnavailable, fmt.Errorf("live history: %w", err))
-		}
-	}
-	return &clusterState{now: snap.Time, snap: snap, hist: hist, source: "live"}, nil
+	return st, nil
 }

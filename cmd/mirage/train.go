@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,26 +42,11 @@ func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
-		Long: `Train learned policies on a recorded trace replayed in the simulator: chains are
-injected every --every of trace time (the published pair protocol), submitting
-each successor is probed every --tick in a fork of the simulator, and each
-probe's signed gap (successor start − predecessor end) labels the features of
-that instant.
-
-Windows: training uses chains whose every decision falls in [--from,
---train-until); validation injects chains in [--train-until, --until). Times
-are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's own zone.
-
-Models (each saved as DIR/NAME/ with meta.json):
-  xgb         gradient-boosted trees predicting the successor's wait
-  rf          the default random forest (golearn's; fits not reproducible)
-  rf-golearn  golearn's random forest explicitly (20,000-row sample)
-  rf-xgb      XGBoost's random-forest mode (reproducible for a seed)
-  dqn, pg     Deep Q-Network and REINFORCE on the probed chains
-  wait        the wait predictor of mirage predict-wait
-
---cache DIR keeps the generated datasets for later runs. Datasets use all cores
-(--workers) and are deterministic for --seed.
+		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, dqn, pg) and the wait
+predictor of mirage predict-wait (wait) on a recorded trace replayed in the
+simulator; each model is saved as DIR/NAME/ with meta.json. Training uses the
+chains injected in [--from, --train-until), validation those in [--train-until,
+--until); times are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's zone.
 
 What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
@@ -155,22 +137,6 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	return time.Time{}, withCode(exitUsage, fmt.Errorf("--%s %q: want RFC 3339 or YYYY-MM-DD[THH:MM[:SS]] (in the trace's zone)", flag, s))
 }
 
-// stageBar is the terminal progress bar as train.Progress: one bar per
-// stage, labelled with the stage.
-type stageBar struct{ *term.Progress }
-
-// Update implements train.Progress.
-func (b stageBar) Update(label string, done, total int) {
-	b.SetLabel(label)
-	b.Progress.Update(done, total)
-}
-
-// Done implements train.Progress: the stage ended; clear the bar for the next.
-func (b stageBar) Done() {
-	b.Progress.Done()
-	b.Start("")
-}
-
 func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	names, err := trainNames(o.spec.Models)
 	if err != nil {
@@ -206,12 +172,15 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
 	}
 	spec.Created = o.now().UTC().Truncate(time.Second)
-	spec.Report, spec.Progress = errw, stageBar{term.NewProgress(o.progress, "")}
+	spec.Report, spec.Progress = errw, train.Bar{Progress: term.NewProgress(o.progress, "")}
 	trained, err := train.Run(ctx, spec)
-	if err != nil {
+	switch {
+	case err != nil:
 		return trainExitErr(err)
+	case o.json:
+		return printJSON(out, trained)
 	}
-	return printTrained(out, o.json, trained)
+	return train.Summary(trained).WriteText(out)
 }
 
 // checkTrainFlags refuses flag values the pipeline would refuse, naming the flag.
@@ -239,7 +208,7 @@ func checkTrainFlags(spec *train.Spec, o *trainOptions) error {
 func trainExitErr(err error) error {
 	switch {
 	case errors.Is(err, train.ErrNoTrainingChains):
-		return withCode(exitUsage, errNoTrainingChains)
+		return withCode(exitUsage, errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup"))
 	case errors.Is(err, dataset.ErrNoInjections):
 		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
 	case errors.Is(err, train.ErrSpec):
@@ -271,49 +240,4 @@ func trainNames(in []string) ([]string, error) {
 		return nil, withCode(exitUsage, errors.New("--model: nothing to train"))
 	}
 	return out, nil
-}
-
-// errNoTrainingChains: the window holds no complete training chain.
-var errNoTrainingChains = errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup")
-
-func durS(sec float64) string {
-	return (time.Duration(sec * float64(time.Second))).Round(time.Second).String()
-}
-
-// printTrained writes the run's summary: a table, or the metadata as JSON.
-func printTrained(w io.Writer, asJSON bool, ms []train.Trained) error {
-	if asJSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(ms)
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tROWS\tFIT\tVALIDATION\tDIR")
-	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%.1fs\t%s\t%s\n", m.Name, m.Meta.Kind, m.Meta.TrainRows, m.Meta.TrainSeconds, headline(m.Name, m.Meta), m.Dir)
-	}
-	return tw.Flush()
-}
-
-// headline is a model's key validation figure for tables.
-func headline(name string, meta models.Meta) string {
-	mt := meta.Metrics
-	if _, ok := mt["valid_slurm_median_abs_err_s"]; ok {
-		return fmt.Sprintf("median |err| %s (Slurm %s)", durS(mt["valid_estimated_median_abs_err_s"]), durS(mt["valid_slurm_median_abs_err_s"]))
-	}
-	if v, ok := mt["valid_mean_abs_gap_h"]; ok {
-		return fmt.Sprintf("mean |gap| %.2f h (reactive %.2f h)", v, mt["valid_reactive_mean_abs_gap_h"])
-	}
-	if v, ok := mt["calib_mean_abs_gap_h"]; ok {
-		return fmt.Sprintf("calibration mean |gap| %.2f h", v)
-	}
-	keys := make([]string, 0, len(mt))
-	for k := range mt {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	if len(keys) > 0 {
-		return fmt.Sprintf("%s %.3g", keys[0], mt[keys[0]])
-	}
-	return "-"
 }

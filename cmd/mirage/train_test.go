@@ -150,7 +150,7 @@ func TestModelsLsShow(t *testing.T) {
 		t.Errorf("ls rows:\n%s", out)
 	}
 	out, _, _ = runMirage(t, "models", "ls", "--json", fx.dir)
-	var ents []modelEntry
+	var ents []models.Entry
 	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 3 {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}

@@ -1,0 +1,139 @@
+package eval
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/mirage-gpu/mirage/traces"
+)
+
+// ReadReports reads the report JSON files of paths, each a file or a
+// directory whose *.json files are read in name order (as `mirage eval
+// merge` takes them).
+func ReadReports(paths []string) ([]*Report, error) {
+	var files []string
+	for _, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
+		}
+		if !st.IsDir() {
+			files = append(files, p)
+			continue
+		}
+		m, err := filepath.Glob(filepath.Join(p, "*.json"))
+		if err != nil {
+			return nil, err
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%s: no *.json files", p)
+		}
+		slices.Sort(m)
+		files = append(files, m...)
+	}
+	reports := make([]*Report, 0, len(files))
+	for _, f := range files {
+		r, err := ReadReportFile(f)
+		if err != nil {
+			if errors.Is(err, ErrBadReport) {
+				return nil, err
+			}
+			return nil, fmt.Errorf("read %s: %w", f, err)
+		}
+		reports = append(reports, r)
+	}
+	return reports, nil
+}
+
+// WriteCell writes the report of cell i of an experiment to CellFile(out, i)
+// and returns the path.
+func WriteCell(r *Report, out string, i int) (string, error) {
+	path := CellFile(out, i)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return path, traces.WriteFileAtomic(path, r.WriteJSON)
+}
+
+// WriteArray writes the job-array script of ArrayScript to
+// OUT/eval-array.sbatch (executable), creates OUT/logs and OUT/cells, and
+// returns the script's path.
+func WriteArray(e *Experiment, sweepPath, mirage, version string) (string, error) {
+	script, err := ArrayScript(e, sweepPath, mirage, version)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range []string{"logs", "cells"} {
+		if err := os.MkdirAll(filepath.Join(e.Out, d), 0o755); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(e.Out, "eval-array.sbatch")
+	if err := traces.WriteFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
+		return "", err
+	}
+	return path, os.Chmod(path, 0o755)
+}
+
+// Written is what a run of `mirage eval` wrote: paths by kind ("cell",
+// "script", "cells" (a count), "html", "markdown", "json") and the report,
+// when one was made.
+type Written struct {
+	Paths  map[string]string
+	Report *Report
+}
+
+// WrittenReport writes the report's three files into dir.
+func WrittenReport(r *Report, dir string) (*Written, error) {
+	paths, err := r.WriteFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &Written{Paths: map[string]string{"json": paths[0], "markdown": paths[1], "html": paths[2]}, Report: r}, nil
+}
+
+// headline is one policy's overall figures in the JSON of Written.
+type headline struct {
+	Protocol         string   `json:"protocol"`
+	LoadScale        float64  `json:"load_scale"`
+	Policy           string   `json:"policy"`
+	N                int      `json:"n"`
+	InterruptionMean float64  `json:"interruption_mean_h"`
+	ZeroInterruption float64  `json:"zero_interruption"`
+	Reduction        *float64 `json:"reduction,omitempty"`
+}
+
+// JSON is the paths, the sample count and each policy's headline figures
+// (all job sizes and load classes), for --json.
+func (w *Written) JSON() any {
+	v := struct {
+		Paths    map[string]string `json:"paths"`
+		Samples  int               `json:"samples,omitempty"`
+		Headline []headline        `json:"headline,omitempty"`
+	}{Paths: w.Paths}
+	if r := w.Report; r != nil {
+		v.Samples = len(r.Samples)
+		for _, g := range r.Groups {
+			if g.Nodes == 0 && g.LoadClass == AllClasses {
+				v.Headline = append(v.Headline, headline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
+			}
+		}
+	}
+	return v
+}
+
+// WriteText prints the written files' paths, one a line.
+func (w *Written) WriteText(out io.Writer) error {
+	for _, k := range []string{"cell", "script", "html", "markdown", "json"} {
+		if p, ok := w.Paths[k]; ok {
+			if _, err := fmt.Fprintln(out, p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
