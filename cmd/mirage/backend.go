@@ -210,6 +210,8 @@ func stateErr(err error) error {
 	case errors.Is(err, state.ErrCorrupt), errors.Is(err, state.ErrLocked), errors.Is(err, state.ErrTooNew),
 		errors.Is(err, provisioner.ErrUnavailable), errors.Is(err, state.ErrHeld):
 		return withCode(exitUnavailable, err)
+	case errors.Is(err, state.ErrUnsafe):
+		return withCode(exitUnsafe, err)
 	case errors.Is(err, provisioner.ErrChainNotFound):
 		return withCode(exitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
 	case errors.Is(err, provisioner.ErrRejected):

@@ -101,6 +101,7 @@ const (
 	exitBadInput    = 3 // malformed input data (traces, scripts, config)
 	exitUnavailable = 4 // backend (Slurm, API server, database) unreachable or locked
 	exitRejected    = 5 // the backend refused a submission
+	exitUnsafe      = 6 // state files another user owns or can write (refused, never used)
 	exitInterrupted = 130
 )
 

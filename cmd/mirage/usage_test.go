@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +82,22 @@ func TestFlagsParse(t *testing.T) {
 	var fe *flagError
 	if err := root.Execute(); !errors.As(err, &fe) {
 		t.Errorf("unknown flag: %T %v, want *flagError", err, err)
+	}
+}
+
+// TestUnsafeStateExit: a state directory that others can write is refused
+// with its own exit code (6), not read.
+func TestUnsafeStateExit(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := runMirage(t, "status", "--state", dir)
+	if code != exitUnsafe || !strings.Contains(stderr, dir) {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming %s", code, stderr, exitUnsafe, dir)
 	}
 }
