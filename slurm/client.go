@@ -177,6 +177,8 @@ type runOpts struct {
 	// stderrErrors treats "error:" lines on stderr as a failure even when
 	// the command exits 0 (scancel does so for an unknown job id).
 	stderrErrors bool
+	// env is added to the command's environment (sbatch: the job's variables).
+	env []string
 }
 
 // errExitZero marks a command that exited 0 but reported an error.
@@ -191,7 +193,7 @@ func (c *Client) run(ctx context.Context, name string, args []string, o runOpts)
 	wait := c.cfg.Retry.Initial
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		out, stderr, err := c.runner.Run(cctx, name, args)
+		out, stderr, err := c.runner.Run(cctx, name, args, o.env)
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		var jerr *JSONError
@@ -512,7 +514,11 @@ func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (str
 	if err != nil {
 		return "", err
 	}
-	out, err := c.run(ctx, "sbatch", args, runOpts{mayRetry: connectFailed})
+	env, err := SbatchEnv(req)
+	if err != nil {
+		return "", err
+	}
+	out, err := c.run(ctx, "sbatch", args, runOpts{mayRetry: connectFailed, env: env})
 	if err != nil {
 		// Slurm refused the job: an unclassified failure with a reason, an
 		// unknown job id in a dependency, or an account the user may not use.

@@ -22,6 +22,7 @@ import (
 type call struct {
 	name string
 	args []string
+	env  []string
 }
 
 // reply is what the fake runner answers.
@@ -39,9 +40,9 @@ type fakeRunner struct {
 	calls   []call
 }
 
-func (f *fakeRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
+func (f *fakeRunner) Run(ctx context.Context, name string, args, env []string) ([]byte, []byte, error) {
 	f.mu.Lock()
-	f.calls = append(f.calls, call{name, slices.Clone(args)})
+	f.calls = append(f.calls, call{name, slices.Clone(args), slices.Clone(env)})
 	rs := f.replies[name]
 	var r reply
 	switch len(rs) {
@@ -388,7 +389,7 @@ func TestSubmitRejectedCarriesSlurmReason(t *testing.T) {
 func TestSubmitBadRequestRunsNothing(t *testing.T) {
 	r := &fakeRunner{}
 	c, _ := newTestClient(t, r, nil)
-	_, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Env: map[string]string{"A": "1,2"}})
+	_, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Env: map[string]string{"SBATCH_PARTITION": "x"}})
 	if !errors.Is(err, ErrBadRequest) || !errors.Is(err, provisioner.ErrRejected) {
 		t.Fatalf("err = %v, want ErrBadRequest", err)
 	}
@@ -602,16 +603,16 @@ func TestExecRunnerPassesArgumentsVerbatim(t *testing.T) {
 	t.Setenv("SQUEUE_FORMAT", "%i")
 	r := &ExecRunner{SlurmConf: "/x/slurm.conf", TZ: "Europe/Berlin"}
 	arg := "$(touch pwned) `id`; echo \"q\" 'x' | cat"
-	out, _, err := r.Run(context.Background(), "/bin/echo", []string{arg})
+	out, _, err := r.Run(context.Background(), "/bin/echo", []string{arg}, nil)
 	if err != nil || strings.TrimSpace(string(out)) != arg {
 		t.Fatalf("echo printed %q, %v", out, err)
 	}
-	out, _, err = r.Run(context.Background(), "/usr/bin/env", nil)
+	out, _, err = r.Run(context.Background(), "/usr/bin/env", nil, []string{"MIRAGE_X=a,b c"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	env := string(out)
-	for _, want := range []string{"SLURM_CONF=/x/slurm.conf\n", "TZ=Europe/Berlin\n", "SLURM_TIME_FORMAT=standard\n"} {
+	for _, want := range []string{"SLURM_CONF=/x/slurm.conf\n", "TZ=Europe/Berlin\n", "SLURM_TIME_FORMAT=standard\n", "MIRAGE_X=a,b c\n"} {
 		if !strings.Contains(env, want) {
 			t.Errorf("environment lacks %q", want)
 		}

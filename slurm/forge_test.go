@@ -20,7 +20,7 @@ type renderQueue struct {
 	jobs    []map[string]string
 }
 
-func (q *renderQueue) Run(_ context.Context, name string, args []string) ([]byte, []byte, error) {
+func (q *renderQueue) Run(_ context.Context, name string, args, _ []string) ([]byte, []byte, error) {
 	var want []string
 	user := ""
 	for i, a := range args {

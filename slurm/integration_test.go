@@ -345,9 +345,9 @@ func TestIntegrationSubmitGPUs(t *testing.T) {
 	submitted := time.Now().Add(-time.Minute) // sacct window start, with slack for clock granularity
 	tag := provisioner.MustTag("c-itest-gpu", 0, 0)
 	id := it.submit(provisioner.SubmitRequest{
-		Name: "gpu-job", Script: it.script("gpu.sh", "echo $CUDA_VISIBLE_DEVICES; echo $MIRAGE_X; sleep 8"),
+		Name: "gpu-job", Script: it.script("gpu.sh", "echo $CUDA_VISIBLE_DEVICES; echo $MIRAGE_X; echo get-user-env=${SLURM_GET_USER_ENV:-unset}; sleep 8"),
 		Partition: "debug", TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 2, Comment: tag,
-		Env: map[string]string{"MIRAGE_X": "x=1 y"},
+		Env: map[string]string{"MIRAGE_X": "x=1, y"},
 	})
 	j := it.waitJob(id, time.Minute, "running", running)
 	// --gres=gpu:2 on 1 node; the allocation names the configured type.
@@ -379,8 +379,14 @@ func TestIntegrationSubmitGPUs(t *testing.T) {
 		t.Errorf("sacct: %+v", acct)
 	}
 	out, err := os.ReadFile(filepath.Join(it.dir, "gpu-job-"+id+".out"))
-	if err != nil || !strings.Contains(string(out), "x=1 y") {
+	if err != nil || !strings.Contains(string(out), "x=1, y") {
 		t.Errorf("job output %q, %v: want the exported MIRAGE_X", out, err)
+	}
+	// The variables travel in sbatch's environment, not as --export=ALL,K=V,
+	// which makes sbatch ask slurmd for the user's login environment
+	// (SLURM_GET_USER_ENV=1: a login shell at every launch, one at a time).
+	if !strings.Contains(string(out), "get-user-env=unset") {
+		t.Errorf("job output %q: want SLURM_GET_USER_ENV unset in the job", out)
 	}
 	hist, err := it.c.History(it.ctx, submitted)
 	if err != nil {

@@ -16,10 +16,11 @@ import (
 // The Client applies per-call timeouts through ctx and classifies failures;
 // a Runner only executes. Unit tests inject a fake.
 type Runner interface {
-	// Run runs name with args (never through a shell). err is non-nil when the
+	// Run runs name with args (never through a shell), with env (KEY=VALUE
+	// entries, may be nil) added to its environment. err is non-nil when the
 	// command could not start or exited non-zero; stdout and stderr are
 	// returned in both cases.
-	Run(ctx context.Context, name string, args []string) (stdout, stderr []byte, err error)
+	Run(ctx context.Context, name string, args, env []string) (stdout, stderr []byte, err error)
 }
 
 // ExecRunner runs the Slurm commands with os/exec. It never uses a shell:
@@ -118,7 +119,7 @@ func (r *ExecRunner) environ() []string {
 }
 
 // Run implements Runner.
-func (r *ExecRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
+func (r *ExecRunner) Run(ctx context.Context, name string, args, env []string) ([]byte, []byte, error) {
 	prog := name
 	if r.Path != "" && !strings.ContainsRune(name, '/') {
 		p, err := lookPathIn(name, r.Path)
@@ -134,7 +135,7 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args []string) ([]byt
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Env = r.environ()
+	cmd.Env = append(r.environ(), env...)
 	cmd.Stdin = nil
 	out := &cappedBuffer{max: limit, over: kill}
 	errb := &cappedBuffer{max: limit, over: kill}

@@ -21,7 +21,7 @@ func TestDieWithParent(t *testing.T) {
 	if pidFile := os.Getenv("MIRAGE_TEST_RUNNER_PIDFILE"); pidFile != "" {
 		// the parent: run a command that records its pid, then sleeps
 		r := &ExecRunner{DieWithParent: os.Getenv("MIRAGE_TEST_RUNNER_DIE") == "1"}
-		_, _, _ = r.Run(context.Background(), "sh", []string{"-c", "echo $$ > " + pidFile + "; exec sleep 60"})
+		_, _, _ = r.Run(context.Background(), "sh", []string{"-c", "echo $$ > " + pidFile + "; exec sleep 60"}, nil)
 		return
 	}
 	for _, die := range []bool{true, false} {
@@ -75,7 +75,7 @@ func alive(pid int) bool {
 func TestRunnerOutputLimit(t *testing.T) {
 	r := &ExecRunner{MaxOutput: 1 << 20}
 	start := time.Now()
-	out, _, err := r.Run(context.Background(), "yes", []string{"a line that repeats forever"})
+	out, _, err := r.Run(context.Background(), "yes", []string{"a line that repeats forever"}, nil)
 	var le *OutputLimitError
 	if !errors.As(err, &le) || !errors.Is(err, ErrOutputLimit) || le.Cmd != "yes" || le.Limit != 1<<20 {
 		t.Fatalf("err = %v, want an OutputLimitError for yes at 1 MiB", err)
@@ -87,7 +87,7 @@ func TestRunnerOutputLimit(t *testing.T) {
 		t.Errorf("took %s to stop a command over the limit", d)
 	}
 	// Within the limit the output is returned whole.
-	out, _, err = r.Run(context.Background(), "head", []string{"-c", "1048576", "/dev/zero"})
+	out, _, err = r.Run(context.Background(), "head", []string{"-c", "1048576", "/dev/zero"}, nil)
 	if err != nil || len(out) != 1<<20 {
 		t.Fatalf("1 MiB under a 1 MiB limit: %d bytes, %v", len(out), err)
 	}
@@ -110,8 +110,8 @@ type fakeNameRunner struct {
 	real string
 }
 
-func (f *fakeNameRunner) Run(ctx context.Context, name string, args []string) ([]byte, []byte, error) {
-	out, errb, err := f.ExecRunner.Run(ctx, f.real, nil)
+func (f *fakeNameRunner) Run(ctx context.Context, name string, args, env []string) ([]byte, []byte, error) {
+	out, errb, err := f.ExecRunner.Run(ctx, f.real, nil, env)
 	var le *OutputLimitError
 	if errors.As(err, &le) {
 		le.Cmd = name

@@ -25,7 +25,8 @@ var ErrBadRequest = wrapSentinel("invalid submission", provisioner.ErrRejected)
 // Order: --parsable, then one option per set field of req — --job-name,
 // --account, --partition, --qos, --time (D-HH:MM:SS, rounded up to the
 // second), --nodes, GPUs, --comment, --dependency, --nodelist, --exclude,
-// --export=ALL,K=V,... (keys sorted), --chdir, --output (output, unless
+// --export=ALL (when req.Env is set: the job gets sbatch's environment, to
+// which the Client adds SbatchEnv), --chdir, --output (output, unless
 // req.Args already sets -o/--output) — then req.Args verbatim (so the
 // caller's own options come later and win), then "--" and the script.
 //
@@ -36,10 +37,8 @@ var ErrBadRequest = wrapSentinel("invalid submission", provisioner.ErrRejected)
 // the script.
 //
 // Refused (ErrBadRequest, nothing runs): no script; control characters in any
-// field (they would break Slurm's line-based outputs); environment keys that
-// are not shell identifiers and values holding ',' (--export's list
-// separator; pass such values through a file instead); node names holding ','
-// or spaces; negative counts.
+// field (they would break Slurm's line-based outputs); environment entries
+// SbatchEnv refuses; node names holding ',' or spaces; negative counts.
 func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrBadRequest, fmt.Sprintf(format, a...))
@@ -109,28 +108,11 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 		}
 		add(l.opt, strings.Join(l.nodes, ","))
 	}
+	if _, err := SbatchEnv(req); err != nil {
+		return nil, err
+	}
 	if len(req.Env) > 0 {
-		keys := make([]string, 0, len(req.Env))
-		for k := range req.Env {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		var b strings.Builder
-		b.WriteString("ALL")
-		for _, k := range keys {
-			v := req.Env[k]
-			if !isIdent(k) {
-				return nil, bad("environment key %q is not a name (letters, digits, '_', not starting with a digit)", k)
-			}
-			if strings.ContainsRune(v, ',') {
-				return nil, bad("environment value of %s holds ',', which --export=ALL,K=V cannot carry", k)
-			}
-			if strings.IndexFunc(v, func(r rune) bool { return r == 0 }) >= 0 {
-				return nil, bad("environment value of %s holds a NUL byte", k)
-			}
-			b.WriteString("," + k + "=" + v)
-		}
-		add("--export", b.String())
+		add("--export", "ALL") // overrides a user's SBATCH_EXPORT, which could drop the variables
 	}
 	add("--chdir", req.WorkDir)
 	if output != "" && !setsOutput(req.Args) {
@@ -138,6 +120,40 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	}
 	args = append(args, req.Args...)
 	return append(args, "--", req.Script), nil
+}
+
+// SbatchEnv lists req.Env as KEY=VALUE entries, keys sorted. The Client
+// runs sbatch with them added to its environment, and SbatchArgs passes
+// --export=ALL, so the job sees them.
+//
+// They are not passed as --export=ALL,K=V: sbatch (22.05, 24.11) marks any
+// job whose --export holds a variable list with SLURM_GET_USER_ENV=1, and
+// slurmd then runs a login shell of the user (su -) at every launch, merges
+// its environment into the job's, and launches a node's jobs one at a time
+// behind it: seconds per job on an idle node, a minute under load.
+//
+// Refused (ErrBadRequest): keys that are not shell identifiers, keys
+// starting with SLURM_ or SBATCH_ (sbatch reads those as its own options and
+// settings), values holding a NUL byte.
+func SbatchEnv(req provisioner.SubmitRequest) ([]string, error) {
+	keys := make([]string, 0, len(req.Env))
+	for k, v := range req.Env {
+		switch {
+		case !isIdent(k):
+			return nil, fmt.Errorf("%w: environment key %q is not a name (letters, digits, '_', not starting with a digit)", ErrBadRequest, k)
+		case strings.HasPrefix(k, "SLURM_") || strings.HasPrefix(k, "SBATCH_"):
+			return nil, fmt.Errorf("%w: environment key %q is one of sbatch's own (SLURM_*, SBATCH_*)", ErrBadRequest, k)
+		case strings.IndexByte(v, 0) >= 0:
+			return nil, fmt.Errorf("%w: environment value of %s holds a NUL byte", ErrBadRequest, k)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	env := make([]string, len(keys))
+	for i, k := range keys {
+		env[i] = k + "=" + req.Env[k]
+	}
+	return env, nil
 }
 
 // Shape is what a job's sbatch options say about its size and place: the

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -36,7 +37,7 @@ func TestSbatchArgs(t *testing.T) {
 			output: "/scratch/logs/%x-%j.out",
 			want: []string{"--parsable", "--job-name=train", "--account=teama", "--partition=gpu", "--qos=normal",
 				"--time=0-01:30:30", "--nodes=2", "--gres=gpu:a100:4", "--comment=mirage:c1/3.0",
-				"--dependency=afterany:41", "--nodelist=n1,n2", "--exclude=n3", "--export=ALL,A=x=y z,B=2",
+				"--dependency=afterany:41", "--nodelist=n1,n2", "--exclude=n3", "--export=ALL",
 				"--chdir=/scratch/run", "--output=/scratch/logs/%x-%j.out",
 				"--mem=4G", "--signal=B:USR1@120", "--", "job.sh"},
 		},
@@ -89,7 +90,9 @@ func TestSbatchArgsRefuses(t *testing.T) {
 	base := func() provisioner.SubmitRequest { return provisioner.SubmitRequest{Script: "j.sh"} }
 	cases := map[string]func(r *provisioner.SubmitRequest){
 		"no script":             func(r *provisioner.SubmitRequest) { r.Script = "" },
-		"comma in env value":    func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"A": "1,2"} },
+		"NUL in env value":      func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"A": "1\x002"} },
+		"sbatch's own env key":  func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"SBATCH_QOS": "x"} },
+		"Slurm's env key":       func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"SLURM_CONF": "/x"} },
 		"bad env key":           func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"A-B": "1"} },
 		"env key with digit":    func(r *provisioner.SubmitRequest) { r.Env = map[string]string{"1A": "1"} },
 		"newline in name":       func(r *provisioner.SubmitRequest) { r.Name = "a\nb" },
@@ -113,6 +116,33 @@ func TestSbatchArgsRefuses(t *testing.T) {
 		if args, err := SbatchArgs(r, ""); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("%s: SbatchArgs = %q, %v; want ErrBadRequest", name, args, err)
 		}
+	}
+}
+
+// TestSbatchEnv: the job's variables travel in sbatch's environment, sorted,
+// values verbatim (',' and spaces included: they are not in a --export list).
+func TestSbatchEnv(t *testing.T) {
+	got, err := SbatchEnv(provisioner.SubmitRequest{Script: "j", Env: map[string]string{"MIRAGE_SEGMENT": "2", "A": "x=y, z"}})
+	want := []string{"A=x=y, z", "MIRAGE_SEGMENT=2"}
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("SbatchEnv = %q, %v; want %q", got, err, want)
+	}
+	if got, err := SbatchEnv(provisioner.SubmitRequest{Script: "j"}); err != nil || len(got) != 0 {
+		t.Errorf("SbatchEnv without Env = %q, %v", got, err)
+	}
+}
+
+// TestSubmitPassesEnvToSbatch: Submit runs sbatch with the job's variables
+// in its environment and --export=ALL, never a variable list in --export.
+func TestSubmitPassesEnvToSbatch(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{"sbatch": {{out: "42\n"}}}}
+	c, _ := newTestClient(t, r, nil)
+	id, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Env: map[string]string{"MIRAGE_CHAIN": "c1", "MIRAGE_PREV_JOB": ""}})
+	if err != nil || id != "42" || len(r.calls) != 1 {
+		t.Fatalf("Submit = %q, %v; calls %v", id, err, r.calls)
+	}
+	if got := r.calls[0]; !slices.Equal(got.env, []string{"MIRAGE_CHAIN=c1", "MIRAGE_PREV_JOB="}) || !slices.Contains(got.args, "--export=ALL") {
+		t.Errorf("sbatch ran with args %q, env %q", got.args, got.env)
 	}
 }
 
