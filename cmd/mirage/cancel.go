@@ -51,7 +51,7 @@ func cancelRun(ctx context.Context, o *cancelOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
-	lk, err := o.state.lock(ctx, o.state.lockWait)
+	lk, err := o.state.lock(ctx)
 	if err != nil {
 		return stateErr(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -72,7 +71,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return err
 	}
 	defer st.Close()
-	lk, err := o.state.lock(ctx, o.state.lockWait)
+	lk, err := o.state.lock(ctx)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -92,10 +91,5 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		_, err := fmt.Fprintf(out, "no tagged jobs in squeue or in sacct since %s\n", now.Add(-o.since).UTC().Format(time.RFC3339))
 		return err
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHAIN\tJOBS\tACTION\tSTATE\tNOTE")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Chain, r.Jobs, r.Action, dash(r.State), dash(r.Note))
-	}
-	return tw.Flush()
+	return provisioner.WriteRecovered(out, results)
 }

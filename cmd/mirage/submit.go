@@ -154,7 +154,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return err
 	}
 	defer st.Close()
-	lk, err := o.state.lock(ctx, o.state.lockWait)
+	lk, err := o.state.lock(ctx)
 	if err != nil {
 		return stateErr(err)
 	}

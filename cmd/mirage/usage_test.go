@@ -60,7 +60,7 @@ func TestFlagsParse(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !d.once || !d.json || d.interval != 10*time.Minute || d.state.dir != "/tmp/s" || d.backend.kind != "kubernetes" || d.backend.timeout != 30*time.Second {
+	if !d.once || !d.json || d.interval != 10*time.Minute || d.state.Dir != "/tmp/s" || d.backend.kind != "kubernetes" || d.backend.slurm.Timeout != 30*time.Second {
 		t.Errorf("daemon options %+v", d)
 	}
 

@@ -1,0 +1,64 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Errors of Options.Resolve, for callers that map them (the CLI: exit 2
+// and 3). The errors keep their own messages and match these with
+// errors.Is.
+var (
+	ErrBadOption = errors.New("bad Slurm option")      // a value that makes no sense (a usage error)
+	ErrNotFound  = errors.New("Slurm files not found") // a slurm.conf or command directory that is not there
+)
+
+// optionError tags err with one of the errors above.
+type optionError struct {
+	kind error
+	err  error
+}
+
+func (e *optionError) Error() string        { return e.err.Error() }
+func (e *optionError) Unwrap() error        { return e.err }
+func (e *optionError) Is(target error) bool { return target == e.kind }
+
+// Resolve checks the options of a long-lived client (the chain commands)
+// and makes them absolute: a positive Timeout, SlurmConf from SLURM_CONF
+// (through Getenv) when empty, and both SlurmConf and Bin existing. The
+// messages name the CLI flags (--slurm-timeout, --slurm-conf, --slurm-bin).
+func (o Options) Resolve() (Options, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Timeout <= 0 {
+		return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-timeout %s: want a positive duration", o.Timeout)}
+	}
+	if o.SlurmConf == "" {
+		o.SlurmConf = getenv("SLURM_CONF")
+	}
+	if conf := o.SlurmConf; conf != "" {
+		abs, err := filepath.Abs(conf)
+		if err != nil {
+			return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-conf %s: %w", conf, err)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return o, &optionError{ErrNotFound, fmt.Errorf("slurm.conf %s: %w (give the cluster's configuration with --slurm-conf or SLURM_CONF)", abs, err)}
+		}
+		o.SlurmConf = abs
+	}
+	if bin := o.Bin; bin != "" {
+		dir, err := filepath.Abs(bin)
+		if err != nil {
+			return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-bin %s: %w", bin, err)}
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return o, &optionError{ErrNotFound, fmt.Errorf("--slurm-bin %s: not a directory", bin)}
+		}
+		o.Bin = dir
+	}
+	return o, nil
+}
