@@ -3,6 +3,7 @@ package provisioner
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -334,6 +335,33 @@ func (r *Report) WriteText(out io.Writer) error {
 		} else {
 			fmt.Fprintf(out, "  chain %s segment %d.%d: job %s\n", s.ChainID, s.Segment, s.Attempt, s.JobID)
 		}
+	}
+	return err
+}
+
+// FirstJSON is mirage submit --json.
+type FirstJSON struct {
+	Chain  string `json:"chain"`
+	JobID  string `json:"job_id,omitempty"`
+	Status string `json:"status"` // submitted, deferred, failed
+	Reason string `json:"reason,omitempty"`
+}
+
+// JSON is the outcome of chain c's first submission as mirage submit
+// --json prints it.
+func (f *First) JSON(c *Chain) FirstJSON {
+	return FirstJSON{Chain: c.ID, JobID: f.JobID, Status: f.Status, Reason: f.Reason}
+}
+
+// WriteText prints the registration of chain c and its first submission
+// (nothing when it failed: the caller reports the error).
+func (f *First) WriteText(out io.Writer, c *Chain) error {
+	var err error
+	switch f.Status {
+	case "submitted":
+		_, err = fmt.Fprintf(out, "chain %s registered (%s, %s, policy %s); segment 0 submitted as job %s\n", c.ID, filepath.Base(c.Script), SegmentsText(c.Segments), c.Policy, f.JobID)
+	case "deferred":
+		_, err = fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", c.ID, f.Reason)
 	}
 	return err
 }

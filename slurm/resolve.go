@@ -62,3 +62,35 @@ func (o Options) Resolve() (Options, error) {
 	}
 	return o, nil
 }
+
+// ErrBadScript marks a batch script or sbatch options ReadShape cannot use
+// (bad input).
+var ErrBadScript = errors.New("bad batch script")
+
+// ReadShape reads a chain's shape: the #SBATCH lines of the script at path
+// overridden by the sbatch options args. It returns the script's absolute
+// path. The script must be a readable regular file.
+func ReadShape(path string, args []string) (string, Shape, error) {
+	bad := func(err error) (string, Shape, error) { return "", Shape{}, &optionError{ErrBadScript, err} }
+	script, err := filepath.Abs(path)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w", path, err))
+	}
+	fh, err := os.Open(script)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w (give a readable batch script)", path, err))
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return bad(fmt.Errorf("script %s: not a regular file", path))
+	}
+	fromScript, err := ParseBatchScript(fh)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w", path, err))
+	}
+	fromArgs, err := ParseSbatchArgs(args)
+	if err != nil {
+		return bad(fmt.Errorf("sbatch options: %w", err))
+	}
+	return script, fromScript.Merge(fromArgs), nil
+}

@@ -21,13 +21,11 @@ func newLogCmd(f *Factory, runF func(*logOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "log CHAIN",
 		Short: "Show a chain's decisions with their reasons (and, with --events, what happened to its jobs)",
-		Long: `Every decision the daemon made for the chain, oldest first: the time, the
-segment it was about, the policy, the action (wait, submit, submit-after, first,
-retry, adopt, abandon, end, cancel, error), the reason, the job submitted and any
-error. Consecutive waits about one segment under one policy, without error, are
-one entry: first and last time, how many (wait ×N) and the latest reason, so a
-chain that waits for days keeps a short log.
---events adds the event log: submissions, starts, ends, gaps between segments.`,
+		Long: `Every decision the daemon made for the chain, oldest first, with its reason;
+consecutive waits are one entry (wait ×N). --events adds the event log:
+submissions, starts, ends, gaps between segments.
+
+The logs in full: docs/guide/chains-and-daemon.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chain = args[0]

@@ -26,12 +26,10 @@ func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
-		Long: `Every job mirage submits carries its chain's tag and specification in its
-comment. recover reads the live jobs and the accounting history of the last
---since, groups tagged jobs by chain, and registers each chain the database does
-not hold, with its segments, so the daemon can carry on. Chains already in the
-database are left alone. With CHAIN arguments only those chains are considered.
-Slurm must keep comments in accounting (AccountingStoreFlags=job_comment).
+		Long: `Rebuild from the tagged jobs of squeue and of sacct (the last --since) every
+chain the database does not hold (with CHAIN arguments, only those), so the
+daemon can carry on. Slurm must keep comments in accounting
+(AccountingStoreFlags=job_comment).
 
 Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt

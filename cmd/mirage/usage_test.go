@@ -70,7 +70,7 @@ func TestFlagsParse(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if s.script != "job.sbatch" || s.segments != 4 || strings.Join(s.sbatchArgs, " ") != "-p gpu" || s.policy != "lead" || s.maxRetries != 2 {
+	if s.chain.Script != "job.sbatch" || s.chain.Segments != 4 || strings.Join(s.chain.Args, " ") != "-p gpu" || s.chain.Policy != "lead" || s.chain.MaxRetries != 2 {
 		t.Errorf("submit options %+v", s)
 	}
 
