@@ -149,7 +149,7 @@ func stateErr(err error) error {
 // newEngine wires the engine for the chain commands; grace is
 // --submit-grace (0: provisioner.DefaultSubmitGrace).
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: f.clock(), Policies: f.Policies, Rules: engineRules(cl), Fault: provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit),
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: f.Policies, Rules: engineRules(cl), Fault: provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit),
 		SubmitGrace: grace}
 }
 
@@ -158,10 +158,4 @@ func addSubmitGrace(cmd *cobra.Command, v *time.Duration) {
 	cmd.Flags().DurationVar(v, "submit-grace", provisioner.DefaultSubmitGrace,
 		"how long a submission whose outcome was never recorded (mirage stopped mid-sbatch, or sbatch gave no answer) holds its chain "+
 			"before it is taken as not done; longer than the Slurm command timeout")
-}
-
-// liveSlurm is predict-wait's live cluster: the Slurm client of its
-// flags, read-only (squeue, sinfo, sacct).
-func liveSlurm(o *predictWaitOptions, getenv func(string) string) (*slurm.Client, error) {
-	return slurm.Open(slurm.Options{SlurmConf: o.slurmConf, Bin: o.slurmBin, Timeout: o.slurmTimeout, Getenv: getenv})
 }

@@ -84,37 +84,18 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	defer st.Close()
 	eng := newEngine(o.f, cl, st, o.grace)
 	lockPath := filepath.Join(dir, state.LockName)
+	lock := func() (func() error, error) {
+		lk, err := state.TryLock(lockPath)
+		if err != nil && !errors.Is(err, state.ErrHeld) {
+			return nil, withCode(exitUnavailable, err)
+		}
+		return lk.Unlock, err
+	}
+	out := provisioner.CycleOutput{Out: o.f.Out, JSON: o.json, Lock: lockPath}
 	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
-		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })
-}
-
-// daemonCycle runs one locked cycle and prints its report.
-func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, lockPath string) error {
-	out := o.f.Out
-	lk, err := state.TryLock(lockPath)
-	if errors.Is(err, state.ErrHeld) {
-		if o.json {
-			return printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
-		}
-		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
-		return werr
-	}
-	if err != nil {
-		return withCode(exitUnavailable, err)
-	}
-	defer lk.Unlock()
-	if eng.Fault != nil {
-		eng.Fault("after-lock")
-	}
-	rep, cerr := eng.Cycle(ctx)
-	if o.json {
-		if err := printJSON(out, rep.JSON(cerr)); err != nil {
-			return err
-		}
-	} else {
-		_ = rep.WriteText(out)
-	}
-	return stateErr(cerr)
+		func(ctx context.Context) error {
+			return stateErr(provisioner.LockedCycle(ctx, eng, lock, state.ErrHeld, out))
+		})
 }
 
 func printJSON(out io.Writer, v any) error {
