@@ -214,8 +214,13 @@ func (lg *ChainLogView) WriteText(out io.Writer, events bool) error {
 	return tw.Flush()
 }
 
-// WriteRecovered prints mirage recover's table.
-func WriteRecovered(out io.Writer, results []Recovered) error {
+// WriteRecovered prints mirage recover's table (since: the start of the
+// history read, for the message when there is nothing).
+func WriteRecovered(out io.Writer, results []Recovered, since time.Time) error {
+	if len(results) == 0 {
+		_, err := fmt.Fprintf(out, "no tagged jobs in squeue or in sacct since %s\n", since.UTC().Format(time.RFC3339))
+		return err
+	}
 	tw := newTable(out, "CHAIN\tJOBS\tACTION\tSTATE\tNOTE")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Chain, r.Jobs, r.Action, dash(r.State), dash(r.Note))
@@ -363,5 +368,22 @@ func (f *First) WriteText(out io.Writer, c *Chain) error {
 	case "deferred":
 		_, err = fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", c.ID, f.Reason)
 	}
+	return err
+}
+
+// CancelledPrinter is a done function for CancelChain that prints each
+// cancelled job to out.
+func CancelledPrinter(out io.Writer) func(Segment) {
+	return func(s Segment) { fmt.Fprintf(out, "cancelled job %s (segment %d)\n", s.JobID, s.Index) }
+}
+
+// WriteText prints the outcome of cancelling chain c (c as it was read
+// before CancelChain).
+func (r *CancelResult) WriteText(out io.Writer, c *Chain) error {
+	if len(r.Cancelled) == 0 {
+		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
+		return err
+	}
+	_, err := fmt.Fprintf(out, "chain %s cancelled\n", c.ID)
 	return err
 }

@@ -37,10 +37,8 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
 }
 
-// newBackend builds the cluster backend: Slurm through its commands
-// (slurm.TeamCluster with --rules: team = account, borrowed work gets the
-// rules' preemptible QOS), or Kubernetes with the team rules applied at
-// submission (k8s.TeamCluster). getenv is the environment (SLURM_CONF, PATH).
+// newBackend builds the cluster backend: Slurm (slurm.TeamCluster with
+// --rules) or Kubernetes (k8s.TeamCluster); getenv is the environment.
 func newBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
 	cl, err := openBackend(o, getenv)
 	return cl, stateErr(err)
@@ -93,9 +91,7 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 	return nil, withCode(exitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
 }
 
-// engineRules are the team rules the engine consults before each
-// submission: the backend's own when it applies them (Slurm with --rules,
-// Kubernetes), else none.
+// engineRules are the backend's team rules, if it applies any.
 func engineRules(cl provisioner.Cluster) provisioner.Rules {
 	if rc, ok := cl.(provisioner.RulesCluster); ok {
 		return rc.TeamRules()
@@ -146,11 +142,10 @@ func stateErr(err error) error {
 	return err
 }
 
-// newEngine wires the engine for the chain commands; grace is
-// --submit-grace (0: provisioner.DefaultSubmitGrace).
+// newEngine wires the engine for the chain commands (grace: --submit-grace).
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: f.Policies, Rules: engineRules(cl), Fault: provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit),
-		SubmitGrace: grace}
+	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: f.Policies, Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
 }
 
 // addSubmitGrace adds --submit-grace to a command that submits.

@@ -31,13 +31,10 @@ func newDaemonCmd(f *Factory, runF func(*daemonOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon [--once | --interval 10m]",
 		Short: "Reconcile every chain with the cluster and submit successors when their policies say so",
-		Long: `Each cycle takes a lock beside the state database, reads one cluster snapshot
-and the recent history, reconciles every active chain, asks each chain's policy
-whether to submit its successor now, submits, and records every decision with
-its reason.
-
---once runs one cycle, for cron or a systemd timer; when another daemon holds
-the lock it says so and exits 0. Without --once it runs a cycle every --interval.
+		Long: `Each cycle takes the lock beside the state database, reconciles every active
+chain with one cluster snapshot, submits the successors the chains' policies ask
+for, and records every decision with its reason. --once runs one cycle (for cron
+or a systemd timer; exit 0 when another daemon holds the lock).
 
 cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon.md.`,
 		Example: `  # crontab -e
@@ -104,8 +101,7 @@ func printJSON(out io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// printView prints a result: as JSON (the document j) with --json, else as
-// its text.
+// printView prints a result: the document j with --json, else v's text.
 func printView(out io.Writer, asJSON bool, j any, v interface{ WriteText(io.Writer) error }) error {
 	if asJSON {
 		return printJSON(out, j)

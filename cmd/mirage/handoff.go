@@ -58,15 +58,13 @@ The hand-off in full: docs/guide/chains-and-daemon.md.`,
 }
 
 func handoffRun(ctx context.Context, o *handoffOptions) error {
-	out := o.f.Out
 	if o.handoff.Job == "" {
-		_, err := fmt.Fprintln(out, "no predecessor ($MIRAGE_PREV_JOB is empty): nothing to hand off")
+		_, err := fmt.Fprintln(o.f.Out, "no predecessor ($MIRAGE_PREV_JOB is empty): nothing to hand off")
 		return err
 	}
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
-	say := func(line string) { fmt.Fprintln(out, line) }
-	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, say))
+	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
 }

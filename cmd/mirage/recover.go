@@ -55,7 +55,6 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 }
 
 func recoverRun(ctx context.Context, o *recoverOptions) error {
-	out := o.f.Out
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
@@ -71,7 +70,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	defer st.Close()
 	lk, err := o.state.lock(ctx)
 	if err != nil {
-		return stateErr(err)
+		return err
 	}
 	defer lk.Unlock()
 	now := o.f.Now()
@@ -80,14 +79,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		if results == nil {
-			results = []provisioner.Recovered{}
-		}
-		return printJSON(out, results)
+		return printJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
 	}
-	if len(results) == 0 {
-		_, err := fmt.Fprintf(out, "no tagged jobs in squeue or in sacct since %s\n", now.Add(-o.since).UTC().Format(time.RFC3339))
-		return err
-	}
-	return provisioner.WriteRecovered(out, results)
+	return provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
 }

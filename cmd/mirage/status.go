@@ -21,11 +21,9 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [CHAIN]",
 		Short: "Show chains, or one chain's segments with the gaps between them",
-		Long: `Without CHAIN, one line per chain: its policy, state, current segment and job,
-the last gap between segments (positive: interruption; negative: overlap) and,
-for ended chains, the reason. With CHAIN, its segments: job, state, submit,
-start and end times and the gap to the predecessor. Reads the state database
-only (what the last daemon cycle saw).`,
+		Long: `Without CHAIN, one line per chain (the last gap between segments: positive an
+interruption, negative an overlap); with CHAIN, its segments and the gaps between
+them. Reads the state database only (what the last daemon cycle saw).`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
