@@ -12,7 +12,7 @@ import (
 // errors.Is.
 var (
 	ErrBadOption = errors.New("bad Slurm option")      // a value that makes no sense (a usage error)
-	ErrNotFound  = errors.New("Slurm files not found") // a slurm.conf or command directory that is not there
+	ErrNotFound  = errors.New("slurm files not found") // a slurm.conf or command directory that is not there
 )
 
 // optionError tags err with one of the errors above.
