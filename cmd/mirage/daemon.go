@@ -31,10 +31,13 @@ func newDaemonCmd(f *Factory, runF func(*daemonOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon [--once | --interval 10m]",
 		Short: "Reconcile every chain with the cluster and submit successors when their policies say so",
-		Long: `Each cycle takes the lock beside the state database, reconciles every active
-chain with one cluster snapshot, submits the successors the chains' policies ask
-for, and records every decision with its reason. --once runs one cycle (for cron
-or a systemd timer; exit 0 when another daemon holds the lock).
+		Long: `Each cycle takes a lock beside the state database, reads one cluster snapshot
+and the recent history, reconciles every active chain, asks each chain's policy
+whether to submit its successor now, submits, and records every decision with
+its reason.
+
+--once runs one cycle, for cron or a systemd timer; when another daemon holds
+the lock it says so and exits 0. Without --once it runs a cycle every --interval.
 
 cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon.md.`,
 		Example: `  # crontab -e
@@ -81,18 +84,37 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	defer st.Close()
 	eng := newEngine(o.f, cl, st, o.grace)
 	lockPath := filepath.Join(dir, state.LockName)
-	lock := func() (func() error, error) {
-		lk, err := state.TryLock(lockPath)
-		if err != nil && !errors.Is(err, state.ErrHeld) {
-			return nil, withCode(exitUnavailable, err)
-		}
-		return lk.Unlock, err
-	}
-	out := provisioner.CycleOutput{Out: o.f.Out, JSON: o.json, Lock: lockPath}
 	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
-		func(ctx context.Context) error {
-			return stateErr(provisioner.LockedCycle(ctx, eng, lock, state.ErrHeld, out))
-		})
+		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })
+}
+
+// daemonCycle runs one locked cycle and prints its report.
+func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, lockPath string) error {
+	out := o.f.Out
+	lk, err := state.TryLock(lockPath)
+	if errors.Is(err, state.ErrHeld) {
+		if o.json {
+			return printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+		}
+		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
+		return werr
+	}
+	if err != nil {
+		return withCode(exitUnavailable, err)
+	}
+	defer lk.Unlock()
+	if eng.Fault != nil {
+		eng.Fault("after-lock")
+	}
+	rep, cerr := eng.Cycle(ctx)
+	if o.json {
+		if err := printJSON(out, rep.JSON(cerr)); err != nil {
+			return err
+		}
+	} else {
+		_ = rep.WriteText(out)
+	}
+	return stateErr(cerr)
 }
 
 func printJSON(out io.Writer, v any) error {
@@ -101,7 +123,8 @@ func printJSON(out io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// printView prints a result: the document j with --json, else v's text.
+// printView prints a result: as JSON (the document j) with --json, else as
+// its text.
 func printView(out io.Writer, asJSON bool, j any, v interface{ WriteText(io.Writer) error }) error {
 	if asJSON {
 		return printJSON(out, j)
