@@ -2,6 +2,10 @@ package provisioner
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -39,4 +43,48 @@ func Daemon(ctx context.Context, o DaemonOptions, cycle func(ctx context.Context
 			return nil // signalled: stop between cycles
 		}
 	}
+}
+
+// CycleOutput is where LockedCycle prints each cycle's report.
+type CycleOutput struct {
+	Out  io.Writer
+	JSON bool   // print CycleJSON documents, else the reports' text
+	Lock string // the lock's name, for the message when another daemon holds it
+}
+
+// LockedCycle is one daemon cycle of e: it takes the lock with lock, runs
+// Engine.Cycle and prints its report. When lock fails with an error
+// matching held, another daemon is acting: it says so and returns nil.
+// Other lock errors are returned as they are; the cycle's own error is
+// returned after its report.
+func LockedCycle(ctx context.Context, e *Engine, lock func() (unlock func() error, err error), held error, o CycleOutput) error {
+	unlock, err := lock()
+	if errors.Is(err, held) {
+		if o.JSON {
+			return writeJSON(o.Out, CycleJSON{Time: e.Clock.Now(), Acted: false, Error: err.Error()})
+		}
+		_, werr := fmt.Fprintf(o.Out, "another mirage daemon holds the lock %s: not acting this time\n", o.Lock)
+		return werr
+	}
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	e.fault("after-lock")
+	rep, cerr := e.Cycle(ctx)
+	if o.JSON {
+		if err := writeJSON(o.Out, rep.JSON(cerr)); err != nil {
+			return err
+		}
+	} else {
+		_ = rep.WriteText(o.Out)
+	}
+	return cerr
+}
+
+// writeJSON prints v as indented JSON, as the CLI prints every document.
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
@@ -21,11 +20,9 @@ func newCancelCmd(f *Factory, runF func(*cancelOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cancel CHAIN",
 		Short: "Stop a chain: no more successors, and its pending or running jobs cancelled",
-		Long: `Marks the chain cancelled first (so no daemon cycle submits for it again), then
-cancels its jobs that are still pending or running, including any live job
-carrying the chain's tag that the database does not know (a submission whose
-outcome was never recorded). Running cancel again on a cancelled chain retries
-the cancellation of jobs that are left.`,
+		Long: `Marks the chain cancelled first (no daemon cycle submits for it again), then
+cancels its pending or running jobs, including a live job carrying the chain's tag
+that the database does not know. Running it again retries the jobs that are left.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chain = args[0]
@@ -41,7 +38,6 @@ the cancellation of jobs that are left.`,
 }
 
 func cancelRun(ctx context.Context, o *cancelOptions) error {
-	out := o.f.Out
 	st, err := o.state.open(ctx)
 	if err != nil {
 		return err
@@ -51,22 +47,15 @@ func cancelRun(ctx context.Context, o *cancelOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
-	lk, err := o.state.lock(ctx, o.state.lockWait)
+	lk, err := o.state.lock(ctx)
 	if err != nil {
-		return stateErr(err)
+		return err
 	}
 	defer lk.Unlock()
 	backend := func() (provisioner.Cluster, error) { return o.f.Backend(&o.backend) }
-	res, err := provisioner.CancelChain(ctx, st, c, backend, o.f.Now(), func(s provisioner.Segment) {
-		fmt.Fprintf(out, "cancelled job %s (segment %d)\n", s.JobID, s.Index)
-	})
+	res, err := provisioner.CancelChain(ctx, st, c, backend, o.f.Now(), provisioner.CancelledPrinter(o.f.Out))
 	if err != nil {
 		return stateErr(err)
 	}
-	if len(res.Cancelled) == 0 {
-		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
-		return err
-	}
-	_, err = fmt.Fprintf(out, "chain %s cancelled\n", c.ID)
-	return err
+	return res.WriteText(o.f.Out, c)
 }

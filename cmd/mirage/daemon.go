@@ -68,40 +68,14 @@ cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon
 	return cmd
 }
 
-// cycleJSON is one cycle's report as JSON.
-type cycleJSON struct {
-	Time        time.Time        `json:"time"`
-	Acted       bool             `json:"acted"` // false when another daemon held the lock
-	Chains      int              `json:"chains"`
-	Submitted   int              `json:"submitted"`
-	Rejected    int              `json:"rejected"`
-	Adopted     int              `json:"adopted"`
-	Updated     int              `json:"updated"`
-	Ended       int              `json:"ended"`
-	Waits       int              `json:"waits"`
-	Cancelled   int              `json:"cancelled"`
-	Errors      int              `json:"errors"`
-	HistoryOK   bool             `json:"history_ok"`
-	Submissions []submissionJSON `json:"submissions,omitempty"`
-	Error       string           `json:"error,omitempty"`
-}
-
-type submissionJSON struct {
-	Chain   string `json:"chain"`
-	Segment int    `json:"segment"`
-	Attempt int    `json:"attempt"`
-	JobID   string `json:"job_id,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
 func daemonRun(ctx context.Context, o *daemonOptions) error {
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
-	dir, err := o.state.resolve()
+	dir, err := o.state.Resolve()
 	if err != nil {
-		return err
+		return stateErr(err)
 	}
 	st, err := o.state.open(ctx)
 	if err != nil {
@@ -120,7 +94,7 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	lk, err := state.TryLock(lockPath)
 	if errors.Is(err, state.ErrHeld) {
 		if o.json {
-			return printJSON(out, cycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+			return printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
 		return werr
@@ -134,31 +108,11 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	}
 	rep, cerr := eng.Cycle(ctx)
 	if o.json {
-		j := cycleJSON{Time: rep.Time, Acted: true, Chains: rep.Chains, Submitted: rep.Submitted(), Rejected: rep.Rejected(), Adopted: rep.Adopted,
-			Updated: rep.Updated, Ended: rep.Ended, Waits: rep.Waits, Cancelled: rep.Cancelled, Errors: rep.Errors, HistoryOK: rep.HistoryOK}
-		for _, s := range rep.Submissions {
-			sj := submissionJSON{Chain: s.ChainID, Segment: s.Segment, Attempt: s.Attempt, JobID: s.JobID}
-			if s.Err != nil {
-				sj.Error = s.Err.Error()
-			}
-			j.Submissions = append(j.Submissions, sj)
-		}
-		if cerr != nil {
-			j.Error = cerr.Error()
-		}
-		if err := printJSON(out, j); err != nil {
+		if err := printJSON(out, rep.JSON(cerr)); err != nil {
 			return err
 		}
 	} else {
-		fmt.Fprintf(out, "%s cycle: %d active chains; %d submitted, %d rejected, %d adopted, %d waits, %d ended, %d cancelled, %d errors\n",
-			rep.Time.UTC().Format(time.RFC3339), rep.Chains, rep.Submitted(), rep.Rejected(), rep.Adopted, rep.Waits, rep.Ended, rep.Cancelled, rep.Errors)
-		for _, s := range rep.Submissions {
-			if s.Err != nil {
-				fmt.Fprintf(out, "  chain %s segment %d.%d: not submitted: %v\n", s.ChainID, s.Segment, s.Attempt, s.Err)
-			} else {
-				fmt.Fprintf(out, "  chain %s segment %d.%d: job %s\n", s.ChainID, s.Segment, s.Attempt, s.JobID)
-			}
-		}
+		_ = rep.WriteText(out)
 	}
 	return stateErr(cerr)
 }
@@ -167,4 +121,13 @@ func printJSON(out io.Writer, v any) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// printView prints a result: as JSON (the document j) with --json, else as
+// its text.
+func printView(out io.Writer, asJSON bool, j any, v interface{ WriteText(io.Writer) error }) error {
+	if asJSON {
+		return printJSON(out, j)
+	}
+	return v.WriteText(out)
 }

@@ -194,13 +194,13 @@ func (e *e2eEnv) daemon(t *testing.T, env []string, args ...string) func() {
 	}
 }
 
-func (e *e2eEnv) status(t *testing.T, id string) chainJSON {
+func (e *e2eEnv) status(t *testing.T, id string) provisioner.ChainJSON {
 	t.Helper()
 	out, stderr, code := e.run(t, nil, "status", id, "--json")
 	if code != 0 {
 		t.Fatalf("status %s: exit %d: %s", id, code, stderr)
 	}
-	var cj chainJSON
+	var cj provisioner.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil {
 		t.Fatalf("status json: %v\n%s", err, out)
 	}
@@ -209,8 +209,8 @@ func (e *e2eEnv) status(t *testing.T, id string) chainJSON {
 
 // chainLog is `mirage log CHAIN --json --events`.
 type chainLog struct {
-	Decisions []decisionJSON `json:"decisions"`
-	Events    []eventJSON    `json:"events"`
+	Decisions []provisioner.DecisionJSON `json:"decisions"`
+	Events    []provisioner.EventJSON    `json:"events"`
 }
 
 func (e *e2eEnv) log(t *testing.T, id string) chainLog {
@@ -276,7 +276,7 @@ func squeueTagged(t *testing.T, conf, chain string) map[provisioner.Tag][]tagged
 
 // waitDone polls the chain until it leaves the active state, calling
 // during (if any) between polls.
-func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during func()) chainJSON {
+func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during func()) provisioner.ChainJSON {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -406,11 +406,11 @@ func TestE2ECrashes(t *testing.T) {
 	// continues (4 segments leave a spare submission for the named points).
 	script := e.script(t, "mirage-e2e-crash", "sleep 25")
 	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "4", "--policy", "reactive")
-	if code != crashExitCode || !strings.Contains(stderr, "point=after-submit") {
+	if code != provisioner.CrashExitCode || !strings.Contains(stderr, "point=after-submit") {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
 	out, _, _ := e.run(t, nil, "status", "--json")
-	var all []chainJSON
+	var all []provisioner.ChainJSON
 	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || len(all[0].SegmentList) != 1 ||
 		all[0].SegmentList[0].State != string(provisioner.StateSubmitting) || all[0].SegmentList[0].JobID != "" {
 		t.Fatalf("after the crash the chain is registered with the intent of segment 0 and no job id: %v %s", err, out)
@@ -452,7 +452,7 @@ func TestE2ECrashes(t *testing.T) {
 		select {
 		case err := <-done:
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != crashExitCode {
+			if !errors.As(err, &ee) || ee.ExitCode() != provisioner.CrashExitCode {
 				t.Fatalf("daemon ended without being killed (%v):\n%s", err, errb.String())
 			}
 			kills++
@@ -576,7 +576,7 @@ func TestE2ESubmitRace(t *testing.T) {
 		_ = sub.Process.Kill() // mid-sbatch
 		_ = sub.Wait()
 		out, _, _ := v.env.run(t, nil, "status", "--json")
-		var all []chainJSON
+		var all []provisioner.ChainJSON
 		if err := json.Unmarshal([]byte(out), &all); err != nil {
 			t.Fatal(err)
 		}
@@ -831,7 +831,7 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	// Rejected chains are kept, marked failed with Slurm's reason; the good one is untouched.
 	out, _, _ := e.run(t, nil, "status", "--json")
-	var all []chainJSON
+	var all []provisioner.ChainJSON
 	if err := json.Unmarshal([]byte(out), &all); err != nil {
 		t.Fatal(err)
 	}

@@ -72,8 +72,8 @@ interruption 10m0s in total, overlap 0s in total
 	// submit at 10:00, nothing while the last segment runs, end at 11:00.
 	out, _, code = e.run(t, "log", id, "--json", "--events")
 	var lg struct {
-		Decisions []decisionJSON `json:"decisions"`
-		Events    []eventJSON    `json:"events"`
+		Decisions []provisioner.DecisionJSON `json:"decisions"`
+		Events    []provisioner.EventJSON    `json:"events"`
 	}
 	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
 		t.Fatalf("log: exit %d, %v\n%s", code, err, out)
@@ -187,7 +187,7 @@ func TestCancelChain(t *testing.T) {
 		t.Errorf("daemon after cancel: %q", out)
 	}
 	out, _, _ = e.run(t, "status", id, "--json")
-	var cj chainJSON
+	var cj provisioner.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil || cj.State != "cancelled" || cj.SegmentList[0].State != "CANCELLED" {
 		t.Errorf("status: %v %+v", err, cj)
 	}
@@ -216,7 +216,7 @@ func TestRecover(t *testing.T) {
 		t.Errorf("second recover: %s", out)
 	}
 	out, _, _ = e.run(t, "status", id, "--json")
-	var cj chainJSON
+	var cj provisioner.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil {
 		t.Fatal(err)
 	}

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	crand "crypto/rand"
-	"encoding/binary"
 	"io"
 	"os"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
 )
 
 // Factory is everything the commands take from the outside world, as
@@ -47,16 +46,16 @@ func newFactory() *Factory {
 	f := &Factory{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal,
 		Now:    func() time.Time { return time.Now().UTC() },
-		Seed:   cryptoSeed,
+		Seed:   provisioner.RandomSeed,
 		Getenv: os.Getenv,
-		Sleep:  sleepCtx,
+		Sleep:  provisioner.SleepContext,
 		Policies: func(name string) (provisioner.Policy, error) {
 			return provisioner.BaselinePolicy(name)
 		},
 	}
 	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) { return newBackend(o, f.Getenv) }
 	f.LiveCluster = func(_ context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
-		c, err := liveSlurm(o, f.Getenv)
+		c, err := slurm.Open(slurm.Options{SlurmConf: o.slurmConf, Bin: o.slurmBin, Timeout: o.slurmTimeout, Getenv: f.Getenv})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -72,30 +71,4 @@ func (f *Factory) progress() io.Writer {
 		return f.ErrOut
 	}
 	return nil
-}
-
-// clock adapts Now to the engine's clock.
-func (f *Factory) clock() provisioner.Clock { return clockFunc(f.Now) }
-
-type clockFunc func() time.Time
-
-func (c clockFunc) Now() time.Time { return c() }
-
-func cryptoSeed() uint64 {
-	var b [8]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return uint64(time.Now().UnixNano())
-	}
-	return binary.LittleEndian.Uint64(b[:])
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

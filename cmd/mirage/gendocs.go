@@ -8,10 +8,9 @@ import (
 	"github.com/spf13/cobra/doc"
 )
 
-// newGenDocsCmd is the hidden command behind "make docs": it writes one
-// Markdown page per command of the tree into --dir (docs/reference/cli).
-// The pages carry no generation date and no machine-dependent defaults, so
-// TestDocsReferenceCurrent can compare them with the committed ones.
+// newGenDocsCmd is the hidden command behind "make docs": one Markdown page
+// per command into --dir, without dates, so TestDocsReferenceCurrent can
+// compare them with the committed ones.
 func newGenDocsCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
@@ -35,8 +34,7 @@ func newGenDocsCmd() *cobra.Command {
 	return cmd
 }
 
-// disableAutoGenTag drops cobra's "Auto generated on DATE" footer from every
-// page (it is set per command).
+// disableAutoGenTag drops cobra's dated footer from every page.
 func disableAutoGenTag(c *cobra.Command) {
 	c.DisableAutoGenTag = true
 	for _, sub := range c.Commands() {

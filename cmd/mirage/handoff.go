@@ -24,16 +24,12 @@ func newHandoffCmd(f *Factory, runF func(*handoffOptions) error) *cobra.Command 
 		Use:   "handoff [--signal USR1] [--grace 5m] [--cancel]",
 		Short: "From a segment's job script: ask the predecessor to checkpoint and exit, and wait for it",
 		Long: `When a successor starts while its predecessor still runs (overlap), the successor's
-script calls mirage handoff before loading the checkpoint. handoff sends the
-predecessor ($MIRAGE_PREV_JOB, or --job) the signal (default USR1; the
-predecessor's script traps it, writes a checkpoint and exits) and waits up to
---grace for it to end. Exit 0 when the predecessor has ended (or there is none);
-exit 1 when it still runs after the grace time, unless --cancel cancels it then.
+script calls mirage handoff before loading the checkpoint: handoff signals the
+predecessor ($MIRAGE_PREV_JOB, or --job) once it has run --settle, and waits up to
+--grace for it to end. Exit 0 when it has ended (or there is none); exit 1 when it
+still runs after the grace time, unless --cancel cancels it then.
 
-A predecessor that started moments ago may not have installed its signal
-handler yet (Slurm reports RUNNING before the batch script has run its first
-line), and a signal then is lost or kills it. handoff therefore waits until the
-predecessor has run for --settle (default 10s) before it signals.`,
+The hand-off in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  # in the job script, before resuming from the checkpoint:
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,
@@ -62,15 +58,13 @@ predecessor has run for --settle (default 10s) before it signals.`,
 }
 
 func handoffRun(ctx context.Context, o *handoffOptions) error {
-	out := o.f.Out
 	if o.handoff.Job == "" {
-		_, err := fmt.Fprintln(out, "no predecessor ($MIRAGE_PREV_JOB is empty): nothing to hand off")
+		_, err := fmt.Fprintln(o.f.Out, "no predecessor ($MIRAGE_PREV_JOB is empty): nothing to hand off")
 		return err
 	}
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
-	say := func(line string) { fmt.Fprintln(out, line) }
-	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, say))
+	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -27,12 +26,10 @@ func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
-		Long: `Every job mirage submits carries its chain's tag and specification in its
-comment. recover reads the live jobs and the accounting history of the last
---since, groups tagged jobs by chain, and registers each chain the database does
-not hold, with its segments, so the daemon can carry on. Chains already in the
-database are left alone. With CHAIN arguments only those chains are considered.
-Slurm must keep comments in accounting (AccountingStoreFlags=job_comment).
+		Long: `Rebuild from the tagged jobs of squeue and of sacct (the last --since) every
+chain the database does not hold (with CHAIN arguments, only those), so the
+daemon can carry on. Slurm must keep comments in accounting
+(AccountingStoreFlags=job_comment).
 
 Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
@@ -58,7 +55,6 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 }
 
 func recoverRun(ctx context.Context, o *recoverOptions) error {
-	out := o.f.Out
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
@@ -72,9 +68,9 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return err
 	}
 	defer st.Close()
-	lk, err := o.state.lock(ctx, o.state.lockWait)
+	lk, err := o.state.lock(ctx)
 	if err != nil {
-		return stateErr(err)
+		return err
 	}
 	defer lk.Unlock()
 	now := o.f.Now()
@@ -83,19 +79,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		if results == nil {
-			results = []provisioner.Recovered{}
-		}
-		return printJSON(out, results)
+		return printJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
 	}
-	if len(results) == 0 {
-		_, err := fmt.Fprintf(out, "no tagged jobs in squeue or in sacct since %s\n", now.Add(-o.since).UTC().Format(time.RFC3339))
-		return err
-	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHAIN\tJOBS\tACTION\tSTATE\tNOTE")
-	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Chain, r.Jobs, r.Action, dash(r.State), dash(r.Note))
-	}
-	return tw.Flush()
+	return provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 )
@@ -27,7 +28,7 @@ func TestNewSlurmBackend(t *testing.T) {
 	if err := os.WriteFile(rules, []byte("teams:\n  - name: teama\n    gpus: 8\nborrowing:\n  enabled: true\n  qos: preemptible\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := backendOptions{kind: "slurm", slurmConf: conf, slurmBin: dir, timeout: 7 * time.Second}
+	base := backendOptions{kind: "slurm", slurm: slurm.Options{SlurmConf: conf, Bin: dir, Timeout: 7 * time.Second}}
 	cl, err := newBackend(&base, noEnv)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +75,7 @@ func TestNewSlurmBackend(t *testing.T) {
 
 	env := func(k string) string { return map[string]string{"SLURM_CONF": conf}[k] }
 	fromEnv := base
-	fromEnv.slurmConf = ""
+	fromEnv.slurm.SlurmConf = ""
 	if cl, err := newBackend(&fromEnv, env); err != nil || cl.(*slurm.Client).Config().SlurmConf != conf {
 		t.Errorf("SLURM_CONF from the environment: %v", err)
 	}
@@ -85,9 +86,9 @@ func TestNewSlurmBackend(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"missing slurm.conf", func(o *backendOptions) { o.slurmConf = filepath.Join(dir, "nope.conf") }, exitBadInput, "nope.conf"},
-		{"slurm-bin not a directory", func(o *backendOptions) { o.slurmBin = conf }, exitBadInput, "not a directory"},
-		{"zero timeout", func(o *backendOptions) { o.timeout = 0 }, exitUsage, "--slurm-timeout"},
+		{"missing slurm.conf", func(o *backendOptions) { o.slurm.SlurmConf = filepath.Join(dir, "nope.conf") }, exitBadInput, "nope.conf"},
+		{"slurm-bin not a directory", func(o *backendOptions) { o.slurm.Bin = conf }, exitBadInput, "not a directory"},
+		{"zero timeout", func(o *backendOptions) { o.slurm.Timeout = 0 }, exitUsage, "--slurm-timeout"},
 		{"missing rules", func(o *backendOptions) { o.rules = filepath.Join(dir, "none.yaml") }, exitBadInput, "none.yaml"},
 		{"unknown backend", func(o *backendOptions) { o.kind = "pbs" }, exitUsage, `--backend "pbs"`},
 	} {
@@ -112,7 +113,7 @@ func TestCancelFindsUnrecordedJob(t *testing.T) {
 	e := newChainEnv(t)
 	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
 	// Forget the job id of segment 0, as a crash between sbatch and the commit would.
-	st, err := (&stateOptions{dir: e.state}).open(context.Background())
+	st, err := (&stateOptions{state.Location{Dir: e.state}}).open(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func TestFlagsParse(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if !d.once || !d.json || d.interval != 10*time.Minute || d.state.dir != "/tmp/s" || d.backend.kind != "kubernetes" || d.backend.timeout != 30*time.Second {
+	if !d.once || !d.json || d.interval != 10*time.Minute || d.state.Dir != "/tmp/s" || d.backend.kind != "kubernetes" || d.backend.slurm.Timeout != 30*time.Second {
 		t.Errorf("daemon options %+v", d)
 	}
 
@@ -72,7 +72,7 @@ func TestFlagsParse(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if s.script != "job.sbatch" || s.segments != 4 || strings.Join(s.sbatchArgs, " ") != "-p gpu" || s.policy != "lead" || s.maxRetries != 2 {
+	if s.chain.Script != "job.sbatch" || s.chain.Segments != 4 || strings.Join(s.chain.Args, " ") != "-p gpu" || s.chain.Policy != "lead" || s.chain.MaxRetries != 2 {
 		t.Errorf("submit options %+v", s)
 	}
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -53,11 +54,11 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 	return cmd
 }
 
-func versionRun(o *versionOptions) error {
-	v := currentVersion()
-	if o.json {
-		return printJSON(o.f.Out, v)
-	}
-	_, err := fmt.Fprintf(o.f.Out, "mirage %s (%s %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
+func (v versionInfo) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "mirage %s (%s %s/%s)\n", v.Version, v.Go, v.OS, v.Arch)
 	return err
+}
+
+func versionRun(o *versionOptions) error {
+	return printView(o.f.Out, o.json, currentVersion(), currentVersion())
 }

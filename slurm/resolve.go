@@ -1,0 +1,96 @@
+package slurm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Errors of Options.Resolve, for callers that map them (the CLI: exit 2
+// and 3). The errors keep their own messages and match these with
+// errors.Is.
+var (
+	ErrBadOption = errors.New("bad Slurm option")      // a value that makes no sense (a usage error)
+	ErrNotFound  = errors.New("slurm files not found") // a slurm.conf or command directory that is not there
+)
+
+// optionError tags err with one of the errors above.
+type optionError struct {
+	kind error
+	err  error
+}
+
+func (e *optionError) Error() string        { return e.err.Error() }
+func (e *optionError) Unwrap() error        { return e.err }
+func (e *optionError) Is(target error) bool { return target == e.kind }
+
+// Resolve checks the options of a long-lived client (the chain commands)
+// and makes them absolute: a positive Timeout, SlurmConf from SLURM_CONF
+// (through Getenv) when empty, and both SlurmConf and Bin existing. The
+// messages name the CLI flags (--slurm-timeout, --slurm-conf, --slurm-bin).
+func (o Options) Resolve() (Options, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if o.Timeout <= 0 {
+		return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-timeout %s: want a positive duration", o.Timeout)}
+	}
+	if o.SlurmConf == "" {
+		o.SlurmConf = getenv("SLURM_CONF")
+	}
+	if conf := o.SlurmConf; conf != "" {
+		abs, err := filepath.Abs(conf)
+		if err != nil {
+			return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-conf %s: %w", conf, err)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return o, &optionError{ErrNotFound, fmt.Errorf("slurm.conf %s: %w (give the cluster's configuration with --slurm-conf or SLURM_CONF)", abs, err)}
+		}
+		o.SlurmConf = abs
+	}
+	if bin := o.Bin; bin != "" {
+		dir, err := filepath.Abs(bin)
+		if err != nil {
+			return o, &optionError{ErrBadOption, fmt.Errorf("--slurm-bin %s: %w", bin, err)}
+		}
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return o, &optionError{ErrNotFound, fmt.Errorf("--slurm-bin %s: not a directory", bin)}
+		}
+		o.Bin = dir
+	}
+	return o, nil
+}
+
+// ErrBadScript marks a batch script or sbatch options ReadShape cannot use
+// (bad input).
+var ErrBadScript = errors.New("bad batch script")
+
+// ReadShape reads a chain's shape: the #SBATCH lines of the script at path
+// overridden by the sbatch options args. It returns the script's absolute
+// path. The script must be a readable regular file.
+func ReadShape(path string, args []string) (string, Shape, error) {
+	bad := func(err error) (string, Shape, error) { return "", Shape{}, &optionError{ErrBadScript, err} }
+	script, err := filepath.Abs(path)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w", path, err))
+	}
+	fh, err := os.Open(script)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w (give a readable batch script)", path, err))
+	}
+	defer fh.Close()
+	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return bad(fmt.Errorf("script %s: not a regular file", path))
+	}
+	fromScript, err := ParseBatchScript(fh)
+	if err != nil {
+		return bad(fmt.Errorf("script %s: %w", path, err))
+	}
+	fromArgs, err := ParseSbatchArgs(args)
+	if err != nil {
+		return bad(fmt.Errorf("sbatch options: %w", err))
+	}
+	return script, fromScript.Merge(fromArgs), nil
+}
