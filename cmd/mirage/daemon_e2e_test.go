@@ -968,7 +968,7 @@ func TestE2ECancelledWhilePending(t *testing.T) {
 		t.Fatalf("scancel %s: %v: %s", job, err, out)
 	}
 	deadline := time.Now().Add(time.Minute)
-	var seg *segmentJSON
+	var seg *provisioner.SegmentJSON
 	for seg == nil || seg.State != string(provisioner.StateCancelled) {
 		if time.Now().After(deadline) {
 			t.Fatalf("segment of job %s not cancelled after a minute: %+v", job, seg)
