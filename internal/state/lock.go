@@ -70,7 +70,11 @@ func (l *Lock) Unlock() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := l.f.Close() // closing the descriptor releases the flock
+	// Unlock first: closing alone releases the flock only once every copy
+	// of the descriptor is closed, and a child being forked at that moment
+	// (squeue, sbatch) holds a copy until its exec.
+	uerr := syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	err := l.f.Close()
 	l.f = nil
-	return err
+	return errors.Join(uerr, err)
 }
