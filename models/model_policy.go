@@ -118,6 +118,10 @@ type ModelPolicy struct {
 	PolicyName string       // registry name, e.g. "xgb"
 	Model      Model        // trained on Schema()
 	Rule       DecisionRule // decision rule (from meta.json, or the default)
+	// Version identifies the trained model in the decision log's reasons
+	// ("xgb@VERSION: ..."): its training time from meta.json, RFC 3339 in
+	// UTC. Empty: the reasons name the policy only.
+	Version string
 }
 
 // NewModelPolicy wraps m, refusing a model trained on another feature schema.
@@ -125,7 +129,19 @@ func NewModelPolicy(name string, m Model) (*ModelPolicy, error) {
 	if err := features.CheckSchema(m.Meta().Schema, features.Schema()); err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
-	return &ModelPolicy{PolicyName: name, Model: m, Rule: ruleOf(m.Meta())}, nil
+	p := &ModelPolicy{PolicyName: name, Model: m, Rule: ruleOf(m.Meta())}
+	if c := m.Meta().Created; !c.IsZero() {
+		p.Version = c.UTC().Format(time.RFC3339)
+	}
+	return p, nil
+}
+
+// label names the policy and its model's version in reasons.
+func (p *ModelPolicy) label() string {
+	if p.Version == "" {
+		return p.PolicyName
+	}
+	return p.PolicyName + "@" + p.Version
 }
 
 // Name implements provisioner.Policy.
@@ -170,13 +186,13 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	}
 	switch task {
 	case Preference:
-		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.PolicyName, score, cmp, th, verb)
+		d.Reason = fmt.Sprintf("%s: preference for submitting %.3f %s %.3f: %s", p.label(), score, cmp, th, verb)
 	case Classification:
-		d.Reason = fmt.Sprintf("%s: P(safe)=%.2f %s %.2f: %s", p.PolicyName, score, cmp, th, verb)
+		d.Reason = fmt.Sprintf("%s: P(safe)=%.2f %s %.2f: %s", p.label(), score, cmp, th, verb)
 	default:
 		gap := time.Duration(score * float64(time.Second)).Round(time.Minute)
 		thd := time.Duration(th * float64(time.Second)).Round(time.Minute)
-		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.PolicyName, gap, cmp, thd, verb)
+		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.label(), gap, cmp, thd, verb)
 	}
 	return d, nil
 }

@@ -140,3 +140,58 @@ func LoadPolicyModel(modelsDir, name string) (Model, error) {
 	}
 	return m, nil
 }
+
+// DefaultDir is the models directory when none is given: $MIRAGE_MODELS,
+// else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models
+// (getenv reads the environment). It is where mirage train writes by
+// default and where submit and the daemon look for learned policies.
+func DefaultDir(getenv func(string) string) string {
+	if d := getenv("MIRAGE_MODELS"); d != "" {
+		return d
+	}
+	if d := getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "mirage", "models")
+	}
+	home := getenv("HOME")
+	if home == "" {
+		home, _ = os.UserHomeDir()
+	}
+	return filepath.Join(home, ".local", "share", "mirage", "models")
+}
+
+// WithFallback wraps a policy factory for a long-running caller (the
+// daemon): a learned policy whose model cannot be loaded (missing, another
+// feature schema, unreadable) is replaced by the baseline fallback, so the
+// chain goes on rather than stopping. Its decisions carry the policy's
+// name (e.g. "lead") and reasons saying which learned policy they stand
+// in for and why. warn (may be nil) is called each time a replacement is
+// made. Unknown names stay errors; a model installed later is picked up
+// on the next call.
+func WithFallback(f provisioner.PolicyFactory, fallback string, warn func(name string, err error)) provisioner.PolicyFactory {
+	return func(name string) (provisioner.Policy, error) {
+		p, err := f(name)
+		if err == nil || !IsLearned(name) {
+			return p, err
+		}
+		fb, ferr := f(fallback)
+		if ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		if warn != nil {
+			warn(name, err)
+		}
+		return &standIn{Policy: fb, prefix: fmt.Sprintf("%s unavailable (%v), %s decides", name, err, fb.Name())}, nil
+	}
+}
+
+// standIn is a fallback policy deciding for an unavailable learned one.
+type standIn struct {
+	provisioner.Policy
+	prefix string
+}
+
+func (s *standIn) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
+	d, err := s.Policy.Decide(obs)
+	d.Reason = s.prefix + ": " + d.Reason
+	return d, err
+}

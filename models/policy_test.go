@@ -1,12 +1,15 @@
 package models_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/nn"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // TestPolicyFactoryLoadsLearned: a learned model is read from DIR/NAME, and
@@ -35,5 +38,74 @@ func TestPolicyFactoryLoadsLearned(t *testing.T) {
 	}
 	if _, err := f("pg"); err == nil || !strings.Contains(err.Error(), "holds a dqn model, want pg") {
 		t.Errorf("kind mismatch: %v", err)
+	}
+}
+
+// TestWithFallback: a learned policy without a model is replaced by lead,
+// whose decisions say which policy they stand in for; a model saved later
+// is used on the next call; unknown names stay errors.
+func TestWithFallback(t *testing.T) {
+	dir := t.TempDir()
+	var warned []string
+	f := models.WithFallback(models.PolicyFactory(dir, models.PolicyOptions{}), provisioner.PolicyLead,
+		func(name string, err error) { warned = append(warned, name+": "+err.Error()) })
+	p, err := f("dqn")
+	if err != nil || p.Name() != provisioner.PolicyLead {
+		t.Fatalf("dqn without a model: %v, %v; want lead standing in", p, err)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "no trained model") || !strings.Contains(warned[0], dir) {
+		t.Errorf("warnings %q", warned)
+	}
+	// A running predecessor ending in 2 h: lead (10 min before the end by
+	// default) waits; the reason names dqn and lead.
+	now := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+	pred := provisioner.Job{ID: "1", State: provisioner.StateRunning, Start: now.Add(-time.Hour), TimeLimit: 3 * time.Hour}
+	d, err := p.Decide(&provisioner.Observation{Now: now, Snapshot: &provisioner.Snapshot{Time: now}, Chain: &provisioner.Chain{Policy: "dqn"}, Predecessor: &pred})
+	if err != nil || d.Action != provisioner.Wait || !strings.HasPrefix(d.Reason, "dqn unavailable (") || !strings.Contains(d.Reason, "), lead decides: ") {
+		t.Errorf("decision %+v, %v", d, err)
+	}
+	if _, err := f("no-such-policy"); !errors.Is(err, models.ErrUnknownPolicy) {
+		t.Errorf("unknown name: %v, want ErrUnknownPolicy", err)
+	}
+	saveDQN(t, dir+"/dqn", time.Date(2026, 11, 25, 14, 0, 0, 0, time.UTC))
+	p, err = f("dqn")
+	if err != nil || p.Name() != "dqn" {
+		t.Fatalf("dqn once saved: %v, %v", p, err)
+	}
+	if mp, ok := p.(*models.ModelPolicy); !ok || mp.Version != "2026-11-25T14:00:00Z" {
+		t.Errorf("policy %#v: want a ModelPolicy of version 2026-11-25T14:00:00Z", p)
+	}
+}
+
+func saveDQN(t *testing.T, dir string, created time.Time) {
+	t.Helper()
+	net, err := nn.NewMLP(nn.MLPConfig{Inputs: features.NumFeatures(), Hidden: []int{4}, Outputs: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := models.Meta{Kind: models.KindDQN, Task: models.Preference, Schema: features.Schema(), Created: created}
+	m, err := nn.NewPolicyNetModel(net, nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetMeta(meta)
+	if err := models.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDefaultDir(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"MIRAGE_MODELS": "/m", "XDG_DATA_HOME": "/x", "HOME": "/h"}, "/m"},
+		{map[string]string{"XDG_DATA_HOME": "/x", "HOME": "/h"}, "/x/mirage/models"},
+		{map[string]string{"XDG_DATA_HOME": "rel", "HOME": "/h"}, "/h/.local/share/mirage/models"}, // relative XDG paths are ignored (XDG spec)
+		{map[string]string{"HOME": "/h"}, "/h/.local/share/mirage/models"},
+	} {
+		if got := models.DefaultDir(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("DefaultDir(%v) = %q, want %q", c.env, got, c.want)
+		}
 	}
 }

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -145,9 +148,27 @@ func stateErr(err error) error {
 }
 
 // newEngine wires the engine for the chain commands (grace: --submit-grace).
-func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration) *provisioner.Engine {
+// A learned policy whose model is missing or unusable is replaced by lead,
+// with a warning, so that its chains go on.
+func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration, pol policyOptions) *provisioner.Engine {
 	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: f.Policies, Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
+	policies := models.WithFallback(pol.factory(f), provisioner.PolicyLead, func(name string, err error) {
+		slog.Warn("learned policy unavailable: lead decides for its chains until its model is back", "policy", name, "err", err)
+	})
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policies, Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
+}
+
+// policyOptions locate the learned policies' models (--models).
+type policyOptions struct{ modelsDir string }
+
+func (o *policyOptions) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.modelsDir, "models", "", "directory of trained models (mirage train --out) holding the learned policies "+
+		"(default: $MIRAGE_MODELS, else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models)")
+}
+
+// factory resolves policy names, learned ones from the models directory.
+func (o *policyOptions) factory(f *Factory) provisioner.PolicyFactory {
+	return f.Policies(cmp.Or(o.modelsDir, models.DefaultDir(f.Getenv)))
 }
 
 // addSubmitGrace adds --submit-grace to a command that submits.

@@ -22,6 +22,7 @@ type daemonOptions struct {
 	json      bool
 	maxCycles int // stop after this many cycles (0: run until signalled)
 	grace     time.Duration
+	policy    policyOptions
 	state     stateOptions
 	backend   backendOptions
 }
@@ -63,6 +64,7 @@ cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon
 	fl.IntVar(&o.maxCycles, "max-cycles", 0, "stop after this many cycles (0: until signalled)")
 	_ = fl.MarkHidden("max-cycles")
 	addSubmitGrace(cmd, &o.grace)
+	o.policy.add(cmd)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
@@ -82,7 +84,7 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 		return err
 	}
 	defer st.Close()
-	eng := newEngine(o.f, cl, st, o.grace)
+	eng := newEngine(o.f, cl, st, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
 	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/term"
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 )
@@ -30,8 +31,9 @@ type Factory struct {
 
 	// Backend builds the cluster of the chain commands from their flags.
 	Backend func(o *backendOptions) (provisioner.Cluster, error)
-	// Policies builds a chain's submission policy by name.
-	Policies provisioner.PolicyFactory
+	// Policies resolves chains' submission policies by name: the baselines,
+	// and the learned ones from the models directory given.
+	Policies func(modelsDir string) provisioner.PolicyFactory
 	// LiveCluster connects predict-wait to the live cluster: its view
 	// (squeue, sinfo) and its history (sacct).
 	LiveCluster func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error)
@@ -49,8 +51,8 @@ func newFactory() *Factory {
 		Seed:   provisioner.RandomSeed,
 		Getenv: os.Getenv,
 		Sleep:  provisioner.SleepContext,
-		Policies: func(name string) (provisioner.Policy, error) {
-			return provisioner.BaselinePolicy(name)
+		Policies: func(dir string) provisioner.PolicyFactory {
+			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},
 	}
 	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) { return newBackend(o, f.Getenv) }

@@ -20,6 +20,7 @@ type submitOptions struct {
 	untilDone bool
 	json      bool
 	grace     time.Duration
+	policy    policyOptions
 	state     stateOptions
 	backend   backendOptions
 }
@@ -34,10 +35,12 @@ mirage daemon (run from cron or a systemd timer) then submits each successor ahe
 of time, as the chain's policy decides. The chain's shape is read from the sbatch
 options after "--" and from the script's #SBATCH lines (options win).
 
-Policies: reactive, dependency, lead, start-estimate (and learned policies where
-installed). Chain semantics in full: docs/guide/chains-and-daemon.md.`,
+Policies: reactive, dependency, lead, start-estimate, average, quantile, and the
+learned ones trained by mirage train (rf, rf-golearn, rf-xgb, xgb, dqn, pg), read
+from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage submit train.sbatch --until-done
-  mirage submit serve.sbatch --segments 10 --policy start-estimate -- -p gpu -t 24:00:00 --gres=gpu:4`,
+  mirage submit serve.sbatch --segments 10 --policy start-estimate -- -p gpu -t 24:00:00 --gres=gpu:4
+  mirage submit train.sbatch --policy xgb --models ~/mirage-models`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
@@ -74,6 +77,7 @@ installed). Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
 	addSubmitGrace(cmd, &o.grace)
+	o.policy.add(cmd)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
@@ -88,7 +92,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.MaxRetries < 0 {
 		return withCode(exitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
-	if _, err := o.f.Policies(ch.Policy); err != nil {
+	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
 		return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
 	}
 	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
@@ -115,7 +119,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
-	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, o.grace), st, &ch)
+	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// chainDecisions reads a chain's decision log (mirage log --json).
+func chainDecisions(t *testing.T, e *chainEnv, id string) []provisioner.DecisionJSON {
+	t.Helper()
+	out, stderr, code := e.run(t, "log", id, "--json")
+	var lg struct {
+		Decisions []provisioner.DecisionJSON `json:"decisions"`
+	}
+	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
+		t.Fatalf("log: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	return lg.Decisions
+}
+
+// TestSubmitLearnedPolicy: a trained model is a policy of submit and the
+// daemon (--models), and the decision log names the model and its version
+// (its training time from meta.json).
+func TestSubmitLearnedPolicy(t *testing.T) {
+	t.Parallel()
+	fx := trainedFixture(t)
+	meta, err := models.ReadMeta(filepath.Join(fx.dir, "xgb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newChainEnv(t)
+	script := e.script(t, "x.sbatch", "-t 55")
+	id := e.submitChain(t, script, "--segments", "3", "--policy", "xgb", "--models", fx.dir, "--", "-p", "batch")
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "20", "--models", fx.dir); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	label := "xgb@" + meta.Created.UTC().Format(time.RFC3339) + ": "
+	consulted := 0
+	for _, d := range chainDecisions(t, e, id) {
+		if d.Action == "first" {
+			continue
+		}
+		if d.Policy != "xgb" {
+			t.Errorf("decision %+v: want policy xgb", d)
+		}
+		if strings.HasPrefix(d.Reason, label) {
+			consulted++
+		}
+	}
+	if consulted == 0 {
+		t.Errorf("no decision names the model %q", label)
+	}
+	cj := e.statusJSON(t, id)
+	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 3 {
+		t.Errorf("chain %s with %d segments, want done with 3", cj.State, len(cj.SegmentList))
+	}
+}
+
+// TestSubmitLearnedPolicyMissing: submit refuses a learned policy without a
+// model, naming the directory and the train command; a daemon that finds
+// the model gone lets lead decide for the chain, and says so in each reason.
+func TestSubmitLearnedPolicyMissing(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	empty := t.TempDir()
+	script := e.script(t, "x.sbatch", "-t 55")
+	_, stderr, code := e.run(t, "submit", script, "--policy", "xgb", "--models", empty)
+	if code != exitUsage || !strings.Contains(stderr, filepath.Join(empty, "xgb")) || !strings.Contains(stderr, "mirage train --model xgb --out "+empty) {
+		t.Fatalf("submit --policy xgb without a model: exit %d: %s", code, stderr)
+	}
+	// The model is there at submit time, then the daemon runs without it
+	// (another --models): lead stands in.
+	id := e.submitChain(t, script, "--segments", "2", "--policy", "rf", "--models", trainedFixture(t).dir)
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14", "--models", empty); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	sawLead := false
+	for _, d := range chainDecisions(t, e, id) {
+		// The daemon's decisions on the successor (submit ran at chainT0;
+		// the chain's end is not a policy's decision).
+		if !d.Time.After(chainT0) || (d.Action != string(provisioner.Wait) && d.Action != string(provisioner.SubmitNow)) {
+			continue
+		}
+		if d.Policy != provisioner.PolicyLead || !strings.HasPrefix(d.Reason, "rf unavailable (") || !strings.Contains(d.Reason, "), lead decides: ") {
+			t.Errorf("decision %+v: want lead standing in for rf", d)
+		}
+		sawLead = true
+	}
+	if cj := e.statusJSON(t, id); !sawLead || cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 2 {
+		t.Errorf("chain %s with %d segments (lead decided: %v), want done with 2", cj.State, len(cj.SegmentList), sawLead)
+	}
+}
+
+// statusJSON reads one chain (mirage status ID --json).
+func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
+	t.Helper()
+	out, stderr, code := e.run(t, "status", id, "--json")
+	var cj provisioner.ChainJSON
+	if err := json.Unmarshal([]byte(out), &cj); err != nil || code != 0 {
+		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	return cj
+}
