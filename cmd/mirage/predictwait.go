@@ -172,7 +172,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		if err != nil {
 			return nil, err
 		}
-		jobs, err := loadTrace(o.trace, o.traceOpts)
+		jobs, err := o.traceOpts.read(o.trace)
 		if err != nil {
 			return nil, err
 		}

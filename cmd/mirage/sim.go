@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/term"
@@ -79,12 +78,11 @@ func presetConfig(preset, slurmConf string, seed uint64) (sim.Config, error) {
 }
 
 func simRun(o *simOptions) error {
-	out := o.f.Out
 	cfg, err := simConfig(o.opts)
 	if err != nil {
 		return err
 	}
-	jobs, err := loadTrace(o.trace, o.traceOpts)
+	jobs, err := o.traceOpts.read(o.trace)
 	if err != nil {
 		return err
 	}
@@ -102,37 +100,21 @@ func simRun(o *simOptions) error {
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}
-	elapsed := time.Since(wall)
+	r := &sim.Replay{Trace: o.trace, Preset: o.opts.Preset, Nodes: len(cfg.Nodes), Seed: cfg.Seed, WallSec: time.Since(wall).Seconds(),
+		Replayed: rep.Jobs, Fidelity: rep, JobsFile: o.jobsOut != ""}
 	if o.jobsOut != "" {
 		if err := sim.WriteResultsFile(o.jobsOut, res); err != nil {
 			return err
 		}
 	}
-	summary := struct {
-		Trace    string       `json:"trace"`
-		Preset   string       `json:"preset"`
-		Nodes    int          `json:"nodes"`
-		Seed     uint64       `json:"seed"`
-		WallSec  float64      `json:"wall_s"`
-		Report   *sim.Report  `json:"report,omitempty"`
-		Jobs     []sim.Result `json:"jobs,omitempty"`
-		Replayed int          `json:"replayed"`
-	}{Trace: o.trace, Preset: o.opts.Preset, Nodes: len(cfg.Nodes), Seed: cfg.Seed, WallSec: elapsed.Seconds(), Replayed: rep.Jobs}
-	if o.report {
-		summary.Report = rep
+	switch {
+	case o.report:
+		r.Report = rep
+	case !r.JobsFile:
+		r.Jobs = res
 	}
 	if o.json {
-		if !o.report && o.jobsOut == "" {
-			summary.Jobs = res
-		}
-		return printJSON(out, summary)
+		return printJSON(o.f.Out, r)
 	}
-	fmt.Fprintf(out, "replayed %d jobs (%d skipped) over %.1f simulated days on %d nodes in %.2f s\n", rep.Jobs, rep.Skipped, rep.SimDays, len(cfg.Nodes), elapsed.Seconds())
-	if !o.report {
-		if o.jobsOut == "" {
-			return sim.WriteResultsCSV(out, res)
-		}
-		return nil
-	}
-	return rep.WriteText(out)
+	return r.WriteText(o.f.Out)
 }

@@ -59,10 +59,31 @@ func (f *traceFlags) options() (traces.Options, error) {
 	return o, nil
 }
 
+// read reads every job of a trace file.
+func (f *traceFlags) read(path string) ([]traces.Job, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := traces.ReadFile(path, opts)
+	return jobs, traceErr(err)
+}
+
+// parseWhen parses the value of the time flag --flag (traces.ParseTime).
+func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
+	t, err := traces.ParseTime(s, loc)
+	if err != nil {
+		return t, withCode(exitUsage, fmt.Errorf("--%s %w", flag, err))
+	}
+	return t, nil
+}
+
 // traceErr maps reader errors to exit codes: malformed input is exitBadInput.
 func traceErr(err error) error {
-	if errors.Is(err, traces.ErrMalformed) || errors.Is(err, traces.ErrUnknownFormat) || errors.Is(err, traces.ErrUnsupportedVersion) {
-		return withCode(exitBadInput, err)
+	for _, bad := range []error{traces.ErrMalformed, traces.ErrUnknownFormat, traces.ErrUnsupportedVersion, traces.ErrNoJobs} {
+		if errors.Is(err, bad) {
+			return withCode(exitBadInput, err)
+		}
 	}
 	return err
 }
