@@ -28,14 +28,9 @@ func newEvalCmd(f *Factory, runF func(*evalOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval --trace FILE --policies P,... --out DIR [flags] | eval --sweep SWEEP.yaml [--cell N | --emit-array]",
 		Short: "Replay-evaluate submission policies on a trace; write an HTML, Markdown and JSON report",
-		Long: `Replay a trace in the simulator with chains injected into it (--protocol pair
-or chain-K) and measure, per policy, the gap between each predecessor's end and
-its successor's start. Every policy (baselines, and learned ones from --models)
-decides through the provisioner engine in its own fork of the replay. The report
-(report.html, report.md, report.json in --out) gives per policy, job size and
-load class the gap distribution, interruption, overlap and the reduction against
-reactive. --sweep FILE runs the experiment a YAML file describes; --cell N one
-cell; --emit-array writes a Slurm job array, joined by mirage eval merge.
+		Long: `Replay a trace in the simulator with chains injected into it and measure, per
+policy, the gap between each predecessor's end and its successor's start, into
+report.html, report.md and report.json in --out; --sweep runs a sweep file.
 
 Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
@@ -170,12 +165,9 @@ func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR PATH...",
 		Short: "Join cells' report JSON (job-array outputs) into one report",
-		Long: `Read report JSON files (each PATH is a file, or a directory whose *.json files
-are read) written by "mirage eval --sweep ... --cell N" or by mirage eval
-itself, and write one report (report.html, report.md, report.json) into
---out with the metrics recomputed over all their samples. The cells must
-come from the same mirage version and bootstrap settings; a cell given
-twice, or two cells disagreeing on the same hand-off, is an error.`,
+		Long: `Read report JSON files (each PATH a file, or a directory of *.json) written by
+"mirage eval --sweep ... --cell N" or by mirage eval, and write one report into
+--out with the metrics recomputed over all their samples (see docs/guide/training-and-evaluation.md).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths, o.argv = args, os.Args

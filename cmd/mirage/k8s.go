@@ -99,16 +99,8 @@ func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error)
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
-		Long: `Print the GPU inventory of a Kubernetes cluster.
-
-Per node: state (up, drained = cordoned, down = not ready), GPU product,
-allocatable GPUs (TOTAL), GPUs requested by bound pods (USED), of those held by
-borrowed pods (BORROWED), FREE (on up nodes only) and FRAG: free GPUs on a node
-that cannot fit one job of the reference size (--job-size, default the most
-common GPU request among running pods).
-
-Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
-(nominal GPUs, free quota) come from the team rules when configured, "-" otherwise.`,
+		Long: `Print the GPU inventory of a Kubernetes cluster per node and per team.
+The columns: docs/guide/kubernetes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -29,17 +29,9 @@ func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.
 		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
 		Short: "Replay pod arrivals onto a node list and compare placement policies by GPU fragmentation",
 		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on an openb node
-list (sn,cpu_milli,memory_mib,gpu,model) and openb pod lists. Each pod asks one
-node for CPU and for whole GPUs or a share of one (GPU sharing); memory is not
-modelled.
-
---mode fill (default; the ATC'23 methodology): pods arrive in trace order and
-never leave until the demand reaches --until times the GPU capacity.
---mode replay: pods arrive at their creation time and leave after their runtime.
-
-Per pod list and policy it reports the share of GPUs left unallocated when
-placement first fails, the expected fragmented share (the ATC'23 measure), the
-failed pods, and the fragmentation along the way.
+list and pod lists: per pod list and policy, the share of GPUs left unallocated
+when placement first fails, the expected fragmented share, the failed pods and
+the fragmentation along the way.
 
 Methodology: docs/guide/training-and-evaluation.md; placement policies:
 docs/guide/team-rules.md.`,

@@ -29,31 +29,11 @@ func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
 		Short: "Dry run: where would this job go, and why (quota, borrowing, packing, reclaim)",
-		Long: `Show what the team rules would decide for one job, without submitting
-anything: the verdict (admit, borrow, reclaim, queue or defer) and its reason,
-the team's use against its quota, the chosen nodes with every candidate's
-score, every rejected node with its reason, the packing hints a Slurm
-submission would carry, and, when borrowed work must make room, the reclaim
-plan (checkpoint signal, grace period, evictions).
+		Long: `Show what the team rules would decide for one job, without submitting anything:
+the verdict and its reason, the candidate and rejected nodes, packing hints and
+any reclaim plan, on a Kubernetes cluster (--kubeconfig) or a snapshot file.
 
-The cluster comes from a Kubernetes API server (--kubeconfig; the same team
-mapping flags as "mirage k8s inventory") or from a snapshot file (--snapshot:
-a Slurm-like view, YAML or JSON), for example:
-
-  nodes:
-    - {name: n1, gpus: 10, gpusUsed: 6, gpuType: A100}   # state: up (default), drained, down
-    - {name: n2, gpus: 10}
-  jobs:
-    - {id: "101", account: team-a, state: RUNNING, gpus: 6, nodeList: [n1], qos: normal}
-    - {id: "102", account: team-a, state: PENDING, gpus: 4}
-
-Field names are those of provisioner.Snapshot, matched without regard to case.
-A snapshot file is judged as Slurm would treat the job (it queues work that
-cannot start; hints via --nodelist/--exclude), a Kubernetes cluster as
-mirage's Kubernetes mode would (a node is chosen, or borrowed pods reclaimed).
-
-Without --rules only the placement is shown (no quota). --policy overrides the
-rules' placement policy. Team rules: docs/guide/team-rules.md; the rules file:
+Team rules and the snapshot format: docs/guide/team-rules.md; the rules file:
 docs/reference/rules-file.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

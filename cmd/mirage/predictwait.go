@@ -46,12 +46,9 @@ func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *
 	cmd := &cobra.Command{
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
-		Long: `Predict the queue wait of a job of the given shape (sbatch-like options) if it
-were submitted now, with a p10–p90 interval, using the wait predictor of mirage
-train --model wait, from the live Slurm cluster (default), a --snapshot FILE
-(--save-snapshot writes one) or the simulated state of a --trace FILE --at TIME.
---gres defaults to whole nodes' GPUs; -t to the partition's limit (48:00:00).
-See docs/guide/training-and-evaluation.md.`,
+		Long: `Predict the queue wait of a job of this shape if submitted now (p10–p90), with
+the wait predictor of mirage train --model wait, from the live Slurm cluster, a
+--snapshot FILE or a --trace FILE --at TIME. See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -24,12 +24,8 @@ func newSimCmd(f *Factory, runF func(*simOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
-		Long: `Replay a recorded trace (any format mirage traces reads) in the simulator:
-recorded submit times, runtimes capped at the limit, multifactor priority, main
-pass and backfill. Prints per-job simulated start and end (--jobs FILE writes
-them as CSV) and, with --report, the fidelity of simulated against recorded
-waits for jobs without recorded holds (median and p90 absolute error, Pearson
-correlation, KS distance; overall and by job size).
+		Long: `Replay a recorded trace in the simulator and print per-job simulated start and
+end or, with --report, the fidelity of simulated against recorded waits.
 
 Hold detection and the ls6 preset's fidelity: docs/guide/training-and-evaluation.md
 and docs/results/fidelity.md.`,

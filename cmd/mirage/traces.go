@@ -15,13 +15,10 @@ func newTracesCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "traces",
 		Short: "Read, summarise, convert and synthesise job traces",
-		Long: `Read historical job traces (TACC LS6 sacct export, sacct --parsable2 and --json,
-SWF, Alibaba PAI openb pod lists, Helios job logs, mirage canonical CSV; gzip
-transparently; format sniffed from the content unless --format is given),
+		Long: `Read historical job traces (format sniffed unless --format; gzip transparently),
 summarise them, convert them to canonical CSV, or synthesise LS6-like traces.
 
-A malformed row fails with "FILE:LINE: field F: want ..., got ..." and exit
-code 3; --skip-bad skips such rows and reports how many.`,
+Formats and malformed rows: docs/guide/training-and-evaluation.md.`,
 	}
 	cmd.AddCommand(newTracesStatsCmd(f, nil), newTracesConvertCmd(f, nil), newTracesSynthCmd(f, nil))
 	return cmd

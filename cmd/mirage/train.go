@@ -41,12 +41,10 @@ func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Comman
 		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
 		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, dqn, pg) and the wait
-predictor of mirage predict-wait (wait) on a recorded trace replayed in the
-simulator; each model is saved as DIR/NAME/ with meta.json. Training uses the
-chains injected in [--from, --train-until), validation those in [--train-until,
---until); times are RFC 3339, or dates/"YYYY-MM-DDTHH:MM" in the trace's zone.
+predictor of mirage predict-wait (wait) on a trace replayed in the simulator;
+each model is saved as DIR/NAME/ with meta.json.
 
-What each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
+Windows, and what each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.progress = factory.progress()
