@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -77,6 +78,36 @@ func WriteArray(e *Experiment, sweepPath, mirage, version string) (string, error
 		return "", err
 	}
 	return path, os.Chmod(path, 0o755)
+}
+
+// Run runs an experiment and writes what it made: with cell ≥ 0 that cell
+// alone, its report to CellFile(e.Out, cell) (a cell the experiment lacks is
+// ErrBadSetup); else every cell (RunAll), the merged report into e.Out.
+// onCell (nil: none) is called before each cell is run.
+func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Written, error) {
+	if cell < 0 {
+		r, err := RunAll(ctx, e, rt, onCell)
+		if err != nil {
+			return nil, err
+		}
+		return WrittenReport(r, e.Out)
+	}
+	cells := e.Cells()
+	if cell >= len(cells) {
+		return nil, badSetup(fmt.Errorf("--cell %d: the sweep has cells 0 to %d", cell, len(cells)-1))
+	}
+	if onCell != nil {
+		onCell(cells[cell], cell, len(cells))
+	}
+	r, err := RunCell(ctx, e, cells[cell], rt)
+	if err != nil {
+		return nil, err
+	}
+	path, err := WriteCell(r, e.Out, cell)
+	if err != nil {
+		return nil, err
+	}
+	return &Written{Paths: map[string]string{"cell": path}}, nil
 }
 
 // Written is what a run of `mirage eval` wrote: paths by kind ("cell",
