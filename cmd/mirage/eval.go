@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -77,25 +76,10 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	return cmd
 }
 
-// evalErr maps experiment errors to exit codes.
-func evalErr(err error) error {
-	var ee *exitError
-	switch {
-	case err == nil || errors.As(err, &ee):
-		return err
-	case errors.Is(err, eval.ErrTrace), errors.Is(err, eval.ErrBadSweep), errors.Is(err, eval.ErrBadReport):
-		// unreadable or malformed trace, sweep file or report
-		return withCode(exitBadInput, err)
-	case errors.Is(err, eval.ErrBadSetup):
-		return withCode(exitUsage, err)
-	}
-	return err
-}
-
 func evalRun(ctx context.Context, o *evalOptions) error {
 	e, err := o.spec.Experiment(o.changed)
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
 	if o.spec.EmitArray {
 		self, err := os.Executable()
@@ -104,7 +88,7 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 		}
 		path, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
 		if err != nil {
-			return evalErr(err)
+			return coded(err, evalCodes)
 		}
 		return o.print(&eval.Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}})
 	}
@@ -113,36 +97,14 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 	if o.f.progress() != nil {
 		rt.Progress = func(c eval.CellSpec, done, total int) { bar.Update(done, total) }
 	}
-	cells := e.Cells()
-	if o.spec.Cell >= 0 {
-		if o.spec.Cell >= len(cells) {
-			return withCode(exitUsage, fmt.Errorf("--cell %d: the sweep has cells 0 to %d", o.spec.Cell, len(cells)-1))
-		}
-		c := cells[o.spec.Cell]
-		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", o.spec.Cell+1, len(cells), c.Name))
-		r, err := eval.RunCell(ctx, e, c, rt)
-		bar.Done()
-		if err != nil {
-			return evalErr(err)
-		}
-		path, err := eval.WriteCell(r, e.Out, o.spec.Cell)
-		if err != nil {
-			return err
-		}
-		return o.print(&eval.Written{Paths: map[string]string{"cell": path}})
-	}
-	r, err := eval.RunAll(ctx, e, rt, func(c eval.CellSpec, i, n int) {
+	w, err := eval.Run(ctx, e, o.spec.Cell, rt, func(c eval.CellSpec, i, n int) {
 		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", i+1, n, c.Name))
 	})
 	bar.Done()
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
-	wr, err := eval.WrittenReport(r, e.Out)
-	if err != nil {
-		return err
-	}
-	return o.print(wr)
+	return o.print(w)
 }
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
@@ -191,7 +153,7 @@ func evalMergeRun(o *evalMergeOptions) error {
 	}
 	r, err := eval.Merge(o.title, o.argv, reports...)
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
 	w, err := eval.WrittenReport(r, o.spec.Out)
 	if err != nil {

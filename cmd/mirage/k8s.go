@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/k8s"
-	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
@@ -144,7 +142,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	}
 	inv, err := c.Inventory(ctx)
 	if err != nil {
-		return k8sErr(err)
+		return coded(err, k8sCodes)
 	}
 	if o.team != "" && inv.Team(o.team) == nil {
 		if err := c.CheckTeam(o.team); err != nil {
@@ -159,17 +157,4 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 		return printJSON(w, v)
 	}
 	return v.WriteText(w)
-}
-
-// k8sErr maps adapter errors to exit codes.
-func k8sErr(err error) error {
-	switch {
-	case errors.Is(err, provisioner.ErrUnavailable):
-		return withCode(exitUnavailable, err)
-	case errors.Is(err, k8s.ErrUnknownTeam):
-		return withCode(exitBadInput, err)
-	case errors.Is(err, provisioner.ErrRejected):
-		return withCode(exitRejected, err)
-	}
-	return err
 }

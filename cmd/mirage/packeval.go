@@ -78,11 +78,8 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 		spec.Progress = term.NewProgress(o.progress, "")
 	}
 	rep, err := eval.RunPack(ctx, spec)
-	switch {
-	case errors.Is(err, eval.ErrPackInput):
-		return withCode(exitBadInput, err)
-	case err != nil:
-		return traceErr(err)
+	if err != nil {
+		return coded(err, packCodes)
 	}
 	if o.json {
 		return printJSON(out, rep)

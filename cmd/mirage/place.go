@@ -115,7 +115,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		}
 		inv, err := c.Inventory(ctx)
 		if err != nil {
-			return k8sErr(err)
+			return coded(err, k8sCodes)
 		}
 		in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
 		if rules != nil {
@@ -125,20 +125,10 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	}
 	v, err := team.Explain(in)
 	if err != nil {
-		return placeErr(err)
+		return coded(err, placeCodes)
 	}
 	v.Source = source
 	return printPlace(w, v, o)
-}
-
-// placeErr maps the rules' errors to exit codes.
-func placeErr(err error) error {
-	switch {
-	case errors.Is(err, team.ErrUnknownTeam), errors.Is(err, placement.ErrJobTooLarge), errors.Is(err, placement.ErrBadDemand),
-		errors.Is(err, team.ErrQuotaExceedsCluster), errors.Is(err, team.ErrConfig), errors.Is(err, placement.ErrUnknownNode):
-		return withCode(exitBadInput, err)
-	}
-	return k8sErr(err)
 }
 
 func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {

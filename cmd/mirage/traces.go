@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -63,7 +62,7 @@ func (f *traceFlags) read(path string) ([]traces.Job, error) {
 		return nil, err
 	}
 	jobs, err := traces.ReadFile(path, opts)
-	return jobs, traceErr(err)
+	return jobs, coded(err, traceCodes)
 }
 
 // parseWhen parses the value of the time flag --flag (traces.ParseTime).
@@ -73,16 +72,6 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 		return t, withCode(exitUsage, fmt.Errorf("--%s %w", flag, err))
 	}
 	return t, nil
-}
-
-// traceErr maps reader errors to exit codes: malformed input is exitBadInput.
-func traceErr(err error) error {
-	for _, bad := range []error{traces.ErrMalformed, traces.ErrUnknownFormat, traces.ErrUnsupportedVersion, traces.ErrNoJobs} {
-		if errors.Is(err, bad) {
-			return withCode(exitBadInput, err)
-		}
-	}
-	return err
 }
 
 // ---- stats ----
@@ -126,7 +115,7 @@ func tracesStatsRun(o *tracesStatsOptions) error {
 	}
 	s, err := traces.StatsFiles(o.files, opts, o.f.ErrOut)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
 	if o.json {
 		return printJSON(o.f.Out, s)
@@ -173,12 +162,12 @@ func tracesConvertRun(o *tracesConvertOptions) error {
 	}
 	r, err := traces.Open(o.in, opts)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
 	defer r.Close()
 	n, err := traces.Convert(r, o.out)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
 	traces.ReportSkipped(o.f.ErrOut, o.in, r)
 	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", n, o.out)
