@@ -109,10 +109,7 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
 func (o *evalOptions) print(w *eval.Written) error {
-	if o.json {
-		return printJSON(o.f.Out, w.JSON())
-	}
-	return w.WriteText(o.f.Out)
+	return printView(o.f.Out, o.json, w.JSON(), w)
 }
 
 // evalMergeOptions are the flags of mirage eval merge.
@@ -166,11 +163,8 @@ func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify DIR",
 		Short: "Check that every number in DIR/report.html and DIR/report.md equals report.json",
-		Long: `Read DIR/report.json without mirage's report types and check every figure
-report.html shows (each table cell carries its JSON path and value) and
-every figure in report.md's tables against it, formatted by unit (hours
-with 2 decimals, shares as percent with 1, counts whole, GPU-hours with 1).
-Exit code 3 and a list of differences when any number does not match.`,
+		Long: `Check every number of report.html and report.md against report.json; exit code 3
+and a list of differences when any does not match. See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

@@ -16,9 +16,7 @@ func newK8sCmd(factory *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Kubernetes: GPU inventory per node and per team",
-		Long: `Commands for mirage's Kubernetes mode. A pod's team comes from a namespace→team
-mapping or, failing that, from a pod label (default mirage.io/team). mirage
-needs only the permissions in scripts/k8s/rbac/.
+		Long: `Commands for mirage's Kubernetes mode.
 
 The Kubernetes mode in full: docs/guide/kubernetes.md.`,
 	}
@@ -153,8 +151,5 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 		}
 	}
 	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
-	if o.json {
-		return printJSON(w, v)
-	}
-	return v.WriteText(w)
+	return printView(w, o.json, v, v)
 }

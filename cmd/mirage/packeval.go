@@ -81,8 +81,5 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 	if err != nil {
 		return coded(err, packCodes)
 	}
-	if o.json {
-		return printJSON(out, rep)
-	}
-	return rep.WriteText(out)
+	return printView(out, o.json, rep, rep)
 }

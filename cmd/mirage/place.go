@@ -128,15 +128,8 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		return coded(err, placeCodes)
 	}
 	v.Source = source
-	return printPlace(w, v, o)
-}
-
-func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {
-	if !o.json {
-		return v.WriteText(w)
-	}
 	if v.Ranked == nil {
-		v.Ranked = []team.RankedNode{}
+		v.Ranked = []team.RankedNode{} // JSON [], not null
 	}
-	return printJSON(w, v)
+	return printView(w, o.json, v, v)
 }

@@ -142,10 +142,8 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	switch {
 	case err != nil:
 		return err
-	case o.json:
-		return printJSON(w, a)
 	}
-	return a.WriteText(w)
+	return printView(w, o.json, a, a)
 }
 
 // state gets the cluster state from the chosen source.

@@ -109,8 +109,5 @@ func simRun(o *simOptions) error {
 	case !r.JobsFile:
 		r.Jobs = res
 	}
-	if o.json {
-		return printJSON(o.f.Out, r)
-	}
-	return r.WriteText(o.f.Out)
+	return printView(o.f.Out, o.json, r, r)
 }

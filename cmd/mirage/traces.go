@@ -88,13 +88,8 @@ func newTracesStatsCmd(f *Factory, runF func(*tracesStatsOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:   "stats FILE...",
 		Short: "Summarise traces: jobs, span, node/GPU counts, runtime and wait percentiles, limit hits, peak use",
-		Long: `Summarise one or more trace files (read together as one trace): job count,
-time span, node and GPU count distributions, runtime and queue-wait
-percentiles (p50/p90/p99, linear interpolation), the share of jobs whose
-runtime reached their time limit, and the peak concurrent nodes and GPUs
-(a sweep over start/end events). --json prints the same as JSON, including
-skipped_malformed_rows.`,
-		Args: cobra.MinimumNArgs(1),
+		Long:  `Summarise trace files, read together as one trace; see docs/guide/training-and-evaluation.md.`,
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
 			if runF != nil {
@@ -117,10 +112,7 @@ func tracesStatsRun(o *tracesStatsOptions) error {
 	if err != nil {
 		return coded(err, traceCodes)
 	}
-	if o.json {
-		return printJSON(o.f.Out, s)
-	}
-	return s.WriteText(o.f.Out)
+	return printView(o.f.Out, o.json, s, &s)
 }
 
 // ---- convert ----
@@ -136,11 +128,8 @@ func newTracesConvertCmd(f *Factory, runF func(*tracesConvertOptions) error) *co
 	cmd := &cobra.Command{
 		Use:   "convert FILE --out OUT.csv",
 		Short: "Convert a trace to mirage's canonical CSV",
-		Long: `Convert a trace to mirage's canonical CSV (one column per job field; times
-RFC 3339; time_limit_s in seconds), which Open reads back (auto-detected).
-The output is written to a temporary file and renamed into place, so a
-failure (such as a malformed row) leaves nothing behind.`,
-		Args: cobra.ExactArgs(1),
+		Long:  `Convert a trace to mirage's canonical CSV, written atomically; see docs/guide/training-and-evaluation.md.`,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.in = args[0]
 			if runF != nil {
@@ -190,12 +179,8 @@ func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:   "synth --like ls6 --days D --seed S [--out FILE]",
 		Short: "Generate a synthetic trace fitted to a real one (LS6)",
-		Long: `Generate a synthetic trace whose arrivals (by hour of day and day of week),
-node counts, time limits, runtime-to-limit ratios, limit hits, queue waits
-and chains of jobs per user follow the LS6 A100 trace (the fitted numbers are
-in traces/synth.go). The same seed gives the same trace. Output is the LS6
-export format (default) or canonical CSV, to stdout or --out (written
-atomically).`,
+		Long: `Generate a synthetic trace fitted to the LS6 A100 trace, the same for a seed;
+see docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -124,13 +124,10 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	spec.Created = o.now().UTC().Truncate(time.Second)
 	spec.Report, spec.Progress = errw, train.Bar{Progress: term.NewProgress(o.progress, "")}
 	trained, err := train.Run(ctx, spec)
-	switch {
-	case err != nil:
+	if err != nil {
 		return trainExitErr(err)
-	case o.json:
-		return printJSON(out, trained)
 	}
-	return train.Summary(trained).WriteText(out)
+	return printView(out, o.json, trained, train.Summary(trained))
 }
 
 // trainExitErr maps the pipeline's errors to exit codes, with the flags to change.
@@ -140,12 +137,6 @@ func trainExitErr(err error) error {
 		return withCode(exitUsage, errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup"))
 	case errors.Is(err, dataset.ErrNoInjections):
 		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
-	case errors.Is(err, train.ErrSpec):
-		return withCode(exitUsage, err)
-	case errors.Is(err, train.ErrInput):
-		return withCode(exitBadInput, err)
-	case errors.Is(err, train.ErrOutput):
-		return withCode(exitUnavailable, err)
 	}
-	return err
+	return coded(err, []errCode{{train.ErrSpec, exitUsage}, {train.ErrInput, exitBadInput}, {train.ErrOutput, exitUnavailable}})
 }
