@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -46,18 +45,11 @@ func (f *k8sFlags) add(cmd *cobra.Command) {
 
 // config turns the flags into the adapter's configuration.
 func (f *k8sFlags) config() (k8s.Config, error) {
-	cfg := k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel}, NodeSelector: f.nodeSelector}
-	if len(f.namespaceTeams) > 0 {
-		cfg.NamespaceTeams = map[string]string{}
-		for _, kv := range f.namespaceTeams {
-			ns, team, ok := strings.Cut(kv, "=")
-			if !ok || ns == "" || team == "" {
-				return cfg, withCode(exitUsage, fmt.Errorf("--namespace-team %q: want NAMESPACE=TEAM", kv))
-			}
-			cfg.NamespaceTeams[ns] = team
-		}
+	nt, err := k8s.ParseNamespaceTeams(f.namespaceTeams)
+	if err != nil {
+		return k8s.Config{}, withCode(exitUsage, err)
 	}
-	return cfg, nil
+	return k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}, NodeSelector: f.nodeSelector}, nil
 }
 
 // client builds the adapter from the flags.
@@ -84,9 +76,7 @@ type k8sInventoryOptions struct {
 	jobSize int      // job size for the fragmentation column (0 = most common request)
 	rules   string   // team rules file: quotas and the learned job-size mix
 	json    bool
-	// teamQuota supplies a team's nominal GPUs (its quota) for the TOTAL and
-	// FREE columns of the team table when no rules file is given; nil, or
-	// ok=false, prints "-".
+	// teamQuota: a team's quota for the team table without a rules file (nil or !ok: "-")
 	teamQuota func(team string) (gpus int, ok bool)
 }
 

@@ -16,7 +16,6 @@ import (
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
-	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // predictWaitOptions are the flags of mirage predict-wait.
@@ -84,36 +83,13 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 // snapshotFile is the layout of --snapshot and --save-snapshot.
 type snapshotFile = provisioner.SnapshotFile
 
-// parseSnapshotFile reads a snapshot file: {"snapshot": {...}, "history":
-// [...]} as --save-snapshot writes it, or a bare snapshot.
-func parseSnapshotFile(b []byte) (*snapshotFile, error) {
-	sf, err := provisioner.DecodeSnapshot(b)
-	if err != nil || sf.Bare && sf.Snapshot.Time.IsZero() {
-		return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
-	}
-	if sf.Snapshot.Time.IsZero() {
-		return nil, errors.New("snapshot has no time")
-	}
-	return sf, nil
-}
-
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	q := &o.query
-	if q.Nodes < 1 {
-		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", q.Nodes))
-	}
-	d, err := slurmfmt.ParseDuration(o.timeLimit)
-	if q.TimeLimit = d.Value; err != nil || d.Kind != slurmfmt.Set || q.TimeLimit <= 0 {
-		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
-	}
-	q.GPUsPerNode = -1 // whole nodes
-	if o.gres != "" {
-		if q.GPUsPerNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
-		}
+	if err := q.ParseSbatch(o.timeLimit, o.gres); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if o.snapshot != "" && o.trace != "" {
 		return withCode(exitUsage, errors.New("give either --snapshot or --trace, not both"))
@@ -139,8 +115,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		}
 	}
 	a, err := pred.Answer(st, *q)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	return printView(w, o.json, a, a)
@@ -154,11 +129,11 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot: %w", err))
 		}
-		sf, err := parseSnapshotFile(b)
+		st, err := models.SnapshotState(b, o.snapshot)
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
-		return &models.ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + o.snapshot}, nil
+		return st, nil
 	case o.trace != "":
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
