@@ -343,3 +343,30 @@ func TestRunOneCell(t *testing.T) {
 		t.Fatalf("cell report: %v", err)
 	}
 }
+
+// TestWriteArray: the script goes to OUT/eval-array.sbatch, executable, with
+// OUT/logs and OUT/cells made, and the cell count is reported.
+func TestWriteArray(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ParseSweep(writeSweep(t, dir, sweepYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Out = filepath.Join(dir, "out")
+	w, err := WriteArray(e, filepath.Join(dir, "sweep.yaml"), "/usr/bin/mirage", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(e.Out, "eval-array.sbatch")
+	if w.Paths["script"] != script || w.Paths["cells"] != "4" || len(w.Paths) != 2 { // 2 policies × 2 load scales
+		t.Errorf("wrote %v", w.Paths)
+	}
+	if st, err := os.Stat(script); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("script: %v, %v", st, err)
+	}
+	for _, d := range []string{"logs", "cells"} {
+		if st, err := os.Stat(filepath.Join(e.Out, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -62,22 +63,25 @@ func WriteCell(r *Report, out string, i int) (string, error) {
 
 // WriteArray writes the job-array script of ArrayScript to
 // OUT/eval-array.sbatch (executable), creates OUT/logs and OUT/cells, and
-// returns the script's path.
-func WriteArray(e *Experiment, sweepPath, mirage, version string) (string, error) {
+// returns what it wrote: the script's path and the number of cells.
+func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, error) {
 	script, err := ArrayScript(e, sweepPath, mirage, version)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, d := range []string{"logs", "cells"} {
 		if err := os.MkdirAll(filepath.Join(e.Out, d), 0o755); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	path := filepath.Join(e.Out, "eval-array.sbatch")
 	if err := traces.WriteFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
-		return "", err
+		return nil, err
 	}
-	return path, os.Chmod(path, 0o755)
+	if err := os.Chmod(path, 0o755); err != nil {
+		return nil, err
+	}
+	return &Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}}, nil
 }
 
 // Run runs an experiment and writes what it made: with cell ≥ 0 that cell
