@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/term"
@@ -86,11 +85,11 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 		if err != nil {
 			return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
 		}
-		path, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
+		w, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
 		if err != nil {
 			return coded(err, evalCodes)
 		}
-		return o.print(&eval.Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}})
+		return o.print(w)
 	}
 	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Workers: o.workers}
 	bar := term.NewProgress(o.f.progress(), "")
@@ -108,9 +107,7 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 }
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
-func (o *evalOptions) print(w *eval.Written) error {
-	return printView(o.f.Out, o.json, w.JSON(), w)
-}
+func (o *evalOptions) print(w *eval.Written) error { return printView(o.f.Out, o.json, w.JSON(), w) }
 
 // evalMergeOptions are the flags of mirage eval merge.
 type evalMergeOptions struct {

@@ -57,15 +57,11 @@ func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
 	if f.kubeconfig == "" {
 		f.kubeconfig = k8s.DefaultKubeconfig()
 	}
-	newClient := f.newClient
-	if newClient == nil {
-		newClient = k8s.NewFromKubeconfig
+	if f.newClient == nil {
+		f.newClient = k8s.NewFromKubeconfig
 	}
-	c, err := newClient(f.kubeconfig, cfg)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	return c, nil
+	c, err := f.newClient(f.kubeconfig, cfg)
+	return c, withCode(exitBadInput, err)
 }
 
 // k8sInventoryOptions are the flags of "mirage k8s inventory".

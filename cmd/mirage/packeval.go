@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -61,18 +59,11 @@ docs/guide/team-rules.md.`,
 
 func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 	spec := o.spec
-	if spec.Until <= 0 || spec.Points <= 0 {
-		return withCode(exitUsage, errors.New("--until and --points must be positive"))
-	}
-	if spec.Mode != eval.PackFill && spec.Mode != eval.PackReplay {
-		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", spec.Mode))
-	}
 	for _, p := range o.policies {
-		pol, err := placement.ParsePolicy(strings.TrimSpace(p))
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--policies: %w", err))
-		}
-		spec.Policies = append(spec.Policies, pol)
+		spec.Policies = append(spec.Policies, placement.Policy(strings.TrimSpace(p)))
+	}
+	if err := spec.Validate(); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if o.progress != nil {
 		spec.Progress = term.NewProgress(o.progress, "")

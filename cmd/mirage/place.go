@@ -63,10 +63,7 @@ docs/reference/rules-file.md.`,
 // loadRules reads a team rules file; any failure is bad input.
 func loadRules(path string, queueing bool) (*team.Rules, error) {
 	r, err := team.LoadRules(path, queueing)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	return r, nil
+	return r, withCode(exitBadInput, err)
 }
 
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {

@@ -16,32 +16,25 @@ import (
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
 )
 
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
-	f            *Factory
-	query        models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
-	timeLimit    string
-	gres         string
-	modelsDir    string
-	snapshot     string
-	saveSnapshot string
-	trace        string
-	at           string
-	preset       string
-	simConf      string
-	slurmConf    string
-	slurmBin     string
-	slurmTimeout time.Duration
-	seed         uint64
-	history      time.Duration
-	json         bool
-	traceOpts    traceFlags
+	f                                 *Factory
+	query                             models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
+	timeLimit, gres                   string
+	modelsDir, snapshot, saveSnapshot string
+	trace, at                         string
+	sim                               sim.Options // the simulated cluster of --trace
+	slurmConf, slurmBin               string      // the live cluster
+	slurmTimeout, history             time.Duration
+	json                              bool
+	traceOpts                         traceFlags
 }
 
 func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *cobra.Command {
-	o := &predictWaitOptions{f: factory}
+	o := &predictWaitOptions{f: factory, sim: sim.Options{Latency: -1}}
 	cmd := &cobra.Command{
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
@@ -67,12 +60,12 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
 	f.StringVar(&o.trace, "trace", "", "trace file: predict in the simulator's state at --at")
 	f.StringVar(&o.at, "at", "", "trace time of the simulated state (with --trace)")
-	f.StringVar(&o.preset, "preset", "ls6", "cluster preset for --trace")
-	f.StringVar(&o.simConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
+	f.StringVar(&o.sim.Preset, "preset", "ls6", "cluster preset for --trace")
+	f.StringVar(&o.sim.SlurmConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "live cluster: slurm.conf (default: $SLURM_CONF, else Slurm's own default)")
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
-	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
+	f.Uint64Var(&o.sim.Seed, "seed", 1, "simulator seed for --trace")
 	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
@@ -84,9 +77,6 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 type snapshotFile = provisioner.SnapshotFile
 
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	q := &o.query
 	if err := q.ParseSbatch(o.timeLimit, o.gres); err != nil {
 		return withCode(exitUsage, err)
@@ -138,7 +128,7 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
 		}
-		cfg, err := presetConfig(o.preset, o.simConf, o.seed)
+		cfg, err := simConfig(o.sim)
 		if err != nil {
 			return nil, err
 		}
@@ -173,8 +163,5 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		return nil, withCode(exitUnavailable, err)
 	}
 	st, err := models.LiveState(ctx, c, h, o.history)
-	if err != nil {
-		return nil, withCode(exitUnavailable, err)
-	}
-	return st, nil
+	return st, withCode(exitUnavailable, err)
 }

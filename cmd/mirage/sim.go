@@ -55,8 +55,7 @@ and docs/results/fidelity.md.`,
 	return cmd
 }
 
-// simConfig builds the simulated cluster: an invalid option is a usage
-// error, an unreadable slurm.conf bad input.
+// simConfig builds the simulated cluster: a bad option is a usage error, a bad slurm.conf bad input.
 func simConfig(opts sim.Options) (sim.Config, error) {
 	cfg, err := opts.Config()
 	switch {
@@ -66,11 +65,6 @@ func simConfig(opts sim.Options) (sim.Config, error) {
 		return cfg, withCode(exitBadInput, err)
 	}
 	return cfg, nil
-}
-
-// presetConfig is a preset's cluster, read over by slurmConf if given.
-func presetConfig(preset, slurmConf string, seed uint64) (sim.Config, error) {
-	return simConfig(sim.Options{Preset: preset, SlurmConf: slurmConf, Latency: -1, Seed: seed})
 }
 
 func simRun(o *simOptions) error {

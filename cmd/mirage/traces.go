@@ -74,8 +74,6 @@ func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	return t, nil
 }
 
-// ---- stats ----
-
 type tracesStatsOptions struct {
 	f *Factory
 	traceFlags
@@ -114,8 +112,6 @@ func tracesStatsRun(o *tracesStatsOptions) error {
 	}
 	return printView(o.f.Out, o.json, s, &s)
 }
-
-// ---- convert ----
 
 type tracesConvertOptions struct {
 	f *Factory
@@ -163,15 +159,11 @@ func tracesConvertRun(o *tracesConvertOptions) error {
 	return err
 }
 
-// ---- synth ----
-
 type tracesSynthOptions struct {
-	f      *Factory
-	like   string
-	days   int
-	seed   uint64
-	out    string
-	format string
+	f                 *Factory
+	like, out, format string
+	days              int
+	seed              uint64
 }
 
 func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.Command {

@@ -16,23 +16,19 @@ import (
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
+	"github.com/mirage-gpu/mirage/sim"
 )
 
-// trainOptions are the flags of mirage train: most bind straight into the
-// pipeline's train.Spec; the trace, the cluster and the window bounds are
-// read and parsed here.
+// trainOptions are the flags of mirage train: most bind into train.Spec;
+// the trace, the cluster and the window bounds are read and parsed here.
 type trainOptions struct {
-	spec       train.Spec
-	trace      string
-	preset     string
-	slurmConf  string
-	from       string
-	trainUntil string
-	until      string
-	json       bool
-	traceOpts  traceFlags
-	progress   io.Writer // stderr when it is a terminal, else nil
-	now        func() time.Time
+	spec                     train.Spec
+	trace, preset, slurmConf string
+	from, trainUntil, until  string
+	json                     bool
+	traceOpts                traceFlags
+	progress                 io.Writer // stderr when it is a terminal, else nil
+	now                      func() time.Time
 }
 
 func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Command {
@@ -93,7 +89,7 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if spec.Models, err = train.ModelNames(spec.Models); err != nil {
 		return trainExitErr(err)
 	}
-	if spec.Cluster, err = presetConfig(o.preset, o.slurmConf, spec.Seed); err != nil {
+	if spec.Cluster, err = simConfig(sim.Options{Preset: o.preset, SlurmConf: o.slurmConf, Latency: -1, Seed: spec.Seed}); err != nil {
 		return err
 	}
 	if spec.Jobs, err = o.traceOpts.read(o.trace); err != nil {
