@@ -239,20 +239,9 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
-	r, err := traces.Open(path, traces.Options{Format: traces.Format(e.Format)})
+	jobs, err := traces.ReadFile(path, traces.Options{Format: traces.Format(e.Format)})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
-	}
-	defer r.Close()
-	var jobs []traces.Job
-	for j, err := range traces.All(r) {
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrTrace, err)
-		}
-		jobs = append(jobs, j)
-	}
-	if len(jobs) == 0 {
-		return nil, fmt.Errorf("%w: %s: no jobs", ErrTrace, path)
 	}
 	ref.Jobs = len(jobs)
 	sc, err := scenario.NewScenario(traceLabel(path), jobs, cfg)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -310,4 +311,62 @@ func mustAbs(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return a
+}
+
+// TestRunOneCell: Run with a cell runs that cell alone and writes its report
+// where the array's merge reads it; a cell the sweep lacks is a setup error.
+func TestRunOneCell(t *testing.T) {
+	dir := t.TempDir()
+	tinyTrace(t, dir)
+	body := strings.Replace(sweepYAML, "from: 2026-01-05T00:00:00Z\nuntil: 2026-01-07T00:00:00Z\n", "", 1)
+	e, err := ParseSweep(writeSweep(t, dir, body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Out = filepath.Join(dir, "out")
+	var seen []string
+	onCell := func(c CellSpec, i, n int) { seen = append(seen, fmt.Sprintf("%d/%d %s", i, n, c.Name)) }
+	n := len(e.Cells()) // 2 policies × 2 load scales
+	if _, err := Run(context.Background(), e, n, &Runtime{Version: "test"}, onCell); !errors.Is(err, ErrBadSetup) ||
+		err.Error() != fmt.Sprintf("--cell %d: the sweep has cells 0 to %d", n, n-1) || seen != nil {
+		t.Fatalf("cell %d of %d: %v (called back %v)", n, n, err, seen)
+	}
+	w, err := Run(context.Background(), e, 1, &Runtime{Version: "test", Workers: 1}, onCell)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CellFile(e.Out, 1)
+	if w.Paths["cell"] != want || len(w.Paths) != 1 || w.Report != nil || len(seen) != 1 || seen[0] != fmt.Sprintf("1/%d %s", n, e.Cells()[1].Name) {
+		t.Fatalf("wrote %v, called back %v; want only %s", w.Paths, seen, want)
+	}
+	if reports, err := ReadReports([]string{want}); err != nil || len(reports) != 1 || len(reports[0].Provenance.Cells) != 1 {
+		t.Fatalf("cell report: %v", err)
+	}
+}
+
+// TestWriteArray: the script goes to OUT/eval-array.sbatch, executable, with
+// OUT/logs and OUT/cells made, and the cell count is reported.
+func TestWriteArray(t *testing.T) {
+	dir := t.TempDir()
+	e, err := ParseSweep(writeSweep(t, dir, sweepYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Out = filepath.Join(dir, "out")
+	w, err := WriteArray(e, filepath.Join(dir, "sweep.yaml"), "/usr/bin/mirage", "v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(e.Out, "eval-array.sbatch")
+	if w.Paths["script"] != script || w.Paths["cells"] != "4" || len(w.Paths) != 2 { // 2 policies × 2 load scales
+		t.Errorf("wrote %v", w.Paths)
+	}
+	if st, err := os.Stat(script); err != nil || st.Mode().Perm()&0o100 == 0 {
+		t.Errorf("script: %v, %v", st, err)
+	}
+	for _, d := range []string{"logs", "cells"} {
+		if st, err := os.Stat(filepath.Join(e.Out, d)); err != nil || !st.IsDir() {
+			t.Errorf("%s: %v", d, err)
+		}
+	}
 }

@@ -1,12 +1,14 @@
 package eval
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -61,22 +63,55 @@ func WriteCell(r *Report, out string, i int) (string, error) {
 
 // WriteArray writes the job-array script of ArrayScript to
 // OUT/eval-array.sbatch (executable), creates OUT/logs and OUT/cells, and
-// returns the script's path.
-func WriteArray(e *Experiment, sweepPath, mirage, version string) (string, error) {
+// returns what it wrote: the script's path and the number of cells.
+func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, error) {
 	script, err := ArrayScript(e, sweepPath, mirage, version)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	for _, d := range []string{"logs", "cells"} {
 		if err := os.MkdirAll(filepath.Join(e.Out, d), 0o755); err != nil {
-			return "", err
+			return nil, err
 		}
 	}
 	path := filepath.Join(e.Out, "eval-array.sbatch")
 	if err := traces.WriteFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
-		return "", err
+		return nil, err
 	}
-	return path, os.Chmod(path, 0o755)
+	if err := os.Chmod(path, 0o755); err != nil {
+		return nil, err
+	}
+	return &Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}}, nil
+}
+
+// Run runs an experiment and writes what it made: with cell ≥ 0 that cell
+// alone, its report to CellFile(e.Out, cell) (a cell the experiment lacks is
+// ErrBadSetup); else every cell (RunAll), the merged report into e.Out.
+// onCell (nil: none) is called before each cell is run.
+func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Written, error) {
+	if cell < 0 {
+		r, err := RunAll(ctx, e, rt, onCell)
+		if err != nil {
+			return nil, err
+		}
+		return WrittenReport(r, e.Out)
+	}
+	cells := e.Cells()
+	if cell >= len(cells) {
+		return nil, badSetup(fmt.Errorf("--cell %d: the sweep has cells 0 to %d", cell, len(cells)-1))
+	}
+	if onCell != nil {
+		onCell(cells[cell], cell, len(cells))
+	}
+	r, err := RunCell(ctx, e, cells[cell], rt)
+	if err != nil {
+		return nil, err
+	}
+	path, err := WriteCell(r, e.Out, cell)
+	if err != nil {
+		return nil, err
+	}
+	return &Written{Paths: map[string]string{"cell": path}}, nil
 }
 
 // Written is what a run of `mirage eval` wrote: paths by kind ("cell",

@@ -75,15 +75,29 @@ type PackReport struct {
 	Lists    []PackList         `json:"pod_lists"`
 }
 
+// Validate reports a spec RunPack cannot run, naming the flags of `mirage
+// pack-eval` that set the values.
+func (s *PackSpec) Validate() error {
+	if s.Until <= 0 || s.Points <= 0 {
+		return errors.New("--until and --points must be positive")
+	}
+	if s.Mode != PackFill && s.Mode != PackReplay {
+		return fmt.Errorf("--mode %q: want fill or replay", s.Mode)
+	}
+	for _, p := range s.Policies {
+		if _, err := placement.ParsePolicy(string(p)); err != nil {
+			return fmt.Errorf("--policies: %w", err)
+		}
+	}
+	return nil
+}
+
 // RunPack replays every pod list onto the node list under every policy
 // (Pack), each policy's fragmentation measured under the mix of the whole
 // pod list.
 func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
-	if spec.Until <= 0 || spec.Points <= 0 {
-		return nil, errors.New("pack-eval: until and points must be positive")
-	}
-	if spec.Mode != PackFill && spec.Mode != PackReplay {
-		return nil, fmt.Errorf("pack-eval: mode %q: want fill or replay", spec.Mode)
+	if err := spec.Validate(); err != nil {
+		return nil, err
 	}
 	st, nNodes, err := LoadPackNodes(spec.Nodes)
 	if err != nil {

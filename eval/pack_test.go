@@ -2,6 +2,7 @@ package eval
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -112,5 +113,28 @@ func TestPackEvalSharing(t *testing.T) {
 	r, _ = Pack(state(t, pnode("n1", 2)), pods, placement.Spread, PackOptions{Mode: PackReplay})
 	if r.Placed != 3 || r.FirstFailed != "w (1 GPU)" || !near(r.FirstFailure.Unallocated, 0.5) {
 		t.Errorf("spread sharing: %+v", r)
+	}
+}
+
+func TestPackSpecValidate(t *testing.T) {
+	good := PackSpec{Mode: PackFill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware"}}
+	if err := good.Validate(); err != nil {
+		t.Fatalf("good spec: %v", err)
+	}
+	for _, tt := range []struct {
+		edit func(*PackSpec)
+		want string
+	}{
+		{func(s *PackSpec) { s.Until = 0 }, "--until and --points must be positive"},
+		{func(s *PackSpec) { s.Points = -1 }, "--until and --points must be positive"},
+		{func(s *PackSpec) { s.Mode = "later" }, `--mode "later": want fill or replay`},
+		{func(s *PackSpec) { s.Policies = append(s.Policies, "worst-fit") }, `--policies: unknown placement policy "worst-fit" (want first-fit, best-fit, spread or frag-aware)`},
+	} {
+		s := good
+		s.Policies = slices.Clone(good.Policies)
+		tt.edit(&s)
+		if err := s.Validate(); err == nil || err.Error() != tt.want {
+			t.Errorf("error %v, want %q", err, tt.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,6 +33,23 @@ const (
 type Mapping struct {
 	TeamLabel      string            // pod label naming the team; "" means DefaultTeamLabel
 	NamespaceTeams map[string]string // namespace → team; wins over the label for mapped namespaces
+}
+
+// ParseNamespaceTeams reads NAMESPACE=TEAM pairs (mirage's
+// --namespace-team) into a NamespaceTeams map; no pair is a nil map.
+func ParseNamespaceTeams(pairs []string) (map[string]string, error) {
+	var m map[string]string
+	for _, kv := range pairs {
+		ns, team, ok := strings.Cut(kv, "=")
+		if !ok || ns == "" || team == "" {
+			return nil, fmt.Errorf("--namespace-team %q: want NAMESPACE=TEAM", kv)
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[ns] = team
+	}
+	return m, nil
 }
 
 // Team returns the team of a pod: the namespace mapping, else the team label, else "".

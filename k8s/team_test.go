@@ -361,3 +361,18 @@ func TestTeamClusterDependency(t *testing.T) {
 		t.Fatalf("after the predecessor: %q %v", id, err)
 	}
 }
+
+func TestParseNamespaceTeams(t *testing.T) {
+	if m, err := ParseNamespaceTeams(nil); m != nil || err != nil {
+		t.Errorf("no pairs: %v, %v; want a nil map", m, err)
+	}
+	m, err := ParseNamespaceTeams([]string{"ml=team-a", "infra=team-b", "ml=team-c"})
+	if err != nil || len(m) != 2 || m["ml"] != "team-c" || m["infra"] != "team-b" {
+		t.Errorf("pairs: %v, %v; want ml→team-c (the last wins), infra→team-b", m, err)
+	}
+	for _, bad := range []string{"ml", "=team-a", "ml="} {
+		if _, err := ParseNamespaceTeams([]string{"ok=x", bad}); err == nil || err.Error() != `--namespace-team "`+bad+`": want NAMESPACE=TEAM` {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // WaitQuery is the shape of a job whose wait is predicted, as sbatch gives it.
@@ -20,6 +21,26 @@ type WaitQuery struct {
 	Account     string
 }
 
+// ParseSbatch completes q from sbatch's -t (a finite Slurm time limit) and
+// --gres (gpu:N or gpu:TYPE:N per node; "": whole nodes) as `mirage
+// predict-wait` takes them, and checks -N. The errors name the option.
+func (q *WaitQuery) ParseSbatch(timeLimit, gres string) error {
+	if q.Nodes < 1 {
+		return fmt.Errorf("-N %d: want at least 1 node", q.Nodes)
+	}
+	d, err := slurmfmt.ParseDuration(timeLimit)
+	if q.TimeLimit = d.Value; err != nil || d.Kind != slurmfmt.Set || q.TimeLimit <= 0 {
+		return fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", timeLimit)
+	}
+	q.GPUsPerNode = -1 // whole nodes
+	if gres != "" {
+		if q.GPUsPerNode, _, err = slurmfmt.GPUsFromGRES(gres); err != nil {
+			return fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", gres, err)
+		}
+	}
+	return nil
+}
+
 // ClusterState is what a wait prediction is made from: a snapshot at Now,
 // the recent history, and where they came from.
 type ClusterState struct {
@@ -27,6 +48,21 @@ type ClusterState struct {
 	Snap   *provisioner.Snapshot
 	Hist   []provisioner.Job
 	Source string
+}
+
+// SnapshotState reads the content of a snapshot file named name:
+// {"snapshot": {...}, "history": [...]} as `mirage predict-wait
+// --save-snapshot` writes it (provisioner.SnapshotFile), or a bare
+// snapshot. The snapshot must have a time.
+func SnapshotState(b []byte, name string) (*ClusterState, error) {
+	sf, err := provisioner.DecodeSnapshot(b)
+	if err != nil || sf.Bare && sf.Snapshot.Time.IsZero() {
+		return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
+	}
+	if sf.Snapshot.Time.IsZero() {
+		return nil, errors.New("snapshot has no time")
+	}
+	return &ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + name}, nil
 }
 
 // LiveState reads a live cluster's snapshot and, when h is not nil, the jobs

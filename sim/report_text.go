@@ -24,6 +24,36 @@ func dur(sec float64) string {
 	return (time.Duration(sec) * time.Second).Round(time.Second).String()
 }
 
+// Replay is what `mirage sim` prints of a fidelity replay (its JSON with
+// --json): the cluster, the wall-clock time, and the fidelity report or
+// the per-job results when they were asked for.
+type Replay struct {
+	Trace    string   `json:"trace"`
+	Preset   string   `json:"preset"`
+	Nodes    int      `json:"nodes"`
+	Seed     uint64   `json:"seed"`
+	WallSec  float64  `json:"wall_s"`
+	Report   *Report  `json:"report,omitempty"` // the comparison, when asked for
+	Jobs     []Result `json:"jobs,omitempty"`
+	Replayed int      `json:"replayed"`
+
+	Fidelity *Report `json:"-"` // always set: the header line's counts
+	JobsFile bool    `json:"-"` // the per-job results went to a file: WriteText omits them
+}
+
+// WriteText prints a line of counts, then the fidelity report if asked for,
+// else the per-job results as CSV unless they went to a file.
+func (r *Replay) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "replayed %d jobs (%d skipped) over %.1f simulated days on %d nodes in %.2f s\n", r.Fidelity.Jobs, r.Fidelity.Skipped, r.Fidelity.SimDays, r.Nodes, r.WallSec)
+	switch {
+	case r.Report != nil:
+		return r.Report.WriteText(w)
+	case r.JobsFile:
+		return nil
+	}
+	return WriteResultsCSV(w, r.Jobs)
+}
+
 // WriteResultsCSV writes per-job results as CSV: id, submit, start, end
 // (RFC 3339, empty when zero), state and nodes.
 func WriteResultsCSV(w io.Writer, res []Result) error {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"strconv"
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/term"
@@ -28,14 +26,9 @@ func newEvalCmd(f *Factory, runF func(*evalOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "eval --trace FILE --policies P,... --out DIR [flags] | eval --sweep SWEEP.yaml [--cell N | --emit-array]",
 		Short: "Replay-evaluate submission policies on a trace; write an HTML, Markdown and JSON report",
-		Long: `Replay a trace in the simulator with chains injected into it (--protocol pair
-or chain-K) and measure, per policy, the gap between each predecessor's end and
-its successor's start. Every policy (baselines, and learned ones from --models)
-decides through the provisioner engine in its own fork of the replay. The report
-(report.html, report.md, report.json in --out) gives per policy, job size and
-load class the gap distribution, interruption, overlap and the reduction against
-reactive. --sweep FILE runs the experiment a YAML file describes; --cell N one
-cell; --emit-array writes a Slurm job array, joined by mirage eval merge.
+		Long: `Replay a trace in the simulator with chains injected into it and measure, per
+policy, the gap between each predecessor's end and its successor's start, into
+report.html, report.md and report.json in --out; --sweep runs a sweep file.
 
 Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
@@ -82,81 +75,39 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	return cmd
 }
 
-// evalErr maps experiment errors to exit codes.
-func evalErr(err error) error {
-	var ee *exitError
-	switch {
-	case err == nil || errors.As(err, &ee):
-		return err
-	case errors.Is(err, eval.ErrTrace), errors.Is(err, eval.ErrBadSweep), errors.Is(err, eval.ErrBadReport):
-		// unreadable or malformed trace, sweep file or report
-		return withCode(exitBadInput, err)
-	case errors.Is(err, eval.ErrBadSetup):
-		return withCode(exitUsage, err)
-	}
-	return err
-}
-
 func evalRun(ctx context.Context, o *evalOptions) error {
 	e, err := o.spec.Experiment(o.changed)
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
 	if o.spec.EmitArray {
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
 		}
-		path, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
+		w, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
 		if err != nil {
-			return evalErr(err)
+			return coded(err, evalCodes)
 		}
-		return o.print(&eval.Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}})
+		return o.print(w)
 	}
 	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Workers: o.workers}
 	bar := term.NewProgress(o.f.progress(), "")
 	if o.f.progress() != nil {
 		rt.Progress = func(c eval.CellSpec, done, total int) { bar.Update(done, total) }
 	}
-	cells := e.Cells()
-	if o.spec.Cell >= 0 {
-		if o.spec.Cell >= len(cells) {
-			return withCode(exitUsage, fmt.Errorf("--cell %d: the sweep has cells 0 to %d", o.spec.Cell, len(cells)-1))
-		}
-		c := cells[o.spec.Cell]
-		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", o.spec.Cell+1, len(cells), c.Name))
-		r, err := eval.RunCell(ctx, e, c, rt)
-		bar.Done()
-		if err != nil {
-			return evalErr(err)
-		}
-		path, err := eval.WriteCell(r, e.Out, o.spec.Cell)
-		if err != nil {
-			return err
-		}
-		return o.print(&eval.Written{Paths: map[string]string{"cell": path}})
-	}
-	r, err := eval.RunAll(ctx, e, rt, func(c eval.CellSpec, i, n int) {
+	w, err := eval.Run(ctx, e, o.spec.Cell, rt, func(c eval.CellSpec, i, n int) {
 		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", i+1, n, c.Name))
 	})
 	bar.Done()
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
-	wr, err := eval.WrittenReport(r, e.Out)
-	if err != nil {
-		return err
-	}
-	return o.print(wr)
+	return o.print(w)
 }
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
-func (o *evalOptions) print(w *eval.Written) error {
-	if o.json {
-		return printJSON(o.f.Out, w.JSON())
-	}
-	return w.WriteText(o.f.Out)
-}
+func (o *evalOptions) print(w *eval.Written) error { return printView(o.f.Out, o.json, w.JSON(), w) }
 
 // evalMergeOptions are the flags of mirage eval merge.
 type evalMergeOptions struct {
@@ -170,12 +121,9 @@ func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Comm
 	cmd := &cobra.Command{
 		Use:   "merge --out DIR PATH...",
 		Short: "Join cells' report JSON (job-array outputs) into one report",
-		Long: `Read report JSON files (each PATH is a file, or a directory whose *.json files
-are read) written by "mirage eval --sweep ... --cell N" or by mirage eval
-itself, and write one report (report.html, report.md, report.json) into
---out with the metrics recomputed over all their samples. The cells must
-come from the same mirage version and bootstrap settings; a cell given
-twice, or two cells disagreeing on the same hand-off, is an error.`,
+		Long: `Read report JSON files (each PATH a file, or a directory of *.json) written by
+"mirage eval --sweep ... --cell N" or by mirage eval, and write one report into
+--out with the metrics recomputed over all their samples (see docs/guide/training-and-evaluation.md).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.paths, o.argv = args, os.Args
@@ -199,7 +147,7 @@ func evalMergeRun(o *evalMergeOptions) error {
 	}
 	r, err := eval.Merge(o.title, o.argv, reports...)
 	if err != nil {
-		return evalErr(err)
+		return coded(err, evalCodes)
 	}
 	w, err := eval.WrittenReport(r, o.spec.Out)
 	if err != nil {
@@ -212,11 +160,8 @@ func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {
 	return &cobra.Command{
 		Use:   "verify DIR",
 		Short: "Check that every number in DIR/report.html and DIR/report.md equals report.json",
-		Long: `Read DIR/report.json without mirage's report types and check every figure
-report.html shows (each table cell carries its JSON path and value) and
-every figure in report.md's tables against it, formatted by unit (hours
-with 2 decimals, shares as percent with 1, counts whole, GPU-hours with 1).
-Exit code 3 and a list of differences when any number does not match.`,
+		Long: `Check every number of report.html and report.md against report.json; exit code 3
+and a list of differences when any does not match. See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if runF != nil {

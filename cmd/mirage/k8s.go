@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/k8s"
-	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
@@ -18,9 +15,7 @@ func newK8sCmd(factory *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "k8s",
 		Short: "Kubernetes: GPU inventory per node and per team",
-		Long: `Commands for mirage's Kubernetes mode. A pod's team comes from a namespace→team
-mapping or, failing that, from a pod label (default mirage.io/team). mirage
-needs only the permissions in scripts/k8s/rbac/.
+		Long: `Commands for mirage's Kubernetes mode.
 
 The Kubernetes mode in full: docs/guide/kubernetes.md.`,
 	}
@@ -50,18 +45,11 @@ func (f *k8sFlags) add(cmd *cobra.Command) {
 
 // config turns the flags into the adapter's configuration.
 func (f *k8sFlags) config() (k8s.Config, error) {
-	cfg := k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel}, NodeSelector: f.nodeSelector}
-	if len(f.namespaceTeams) > 0 {
-		cfg.NamespaceTeams = map[string]string{}
-		for _, kv := range f.namespaceTeams {
-			ns, team, ok := strings.Cut(kv, "=")
-			if !ok || ns == "" || team == "" {
-				return cfg, withCode(exitUsage, fmt.Errorf("--namespace-team %q: want NAMESPACE=TEAM", kv))
-			}
-			cfg.NamespaceTeams[ns] = team
-		}
+	nt, err := k8s.ParseNamespaceTeams(f.namespaceTeams)
+	if err != nil {
+		return k8s.Config{}, withCode(exitUsage, err)
 	}
-	return cfg, nil
+	return k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}, NodeSelector: f.nodeSelector}, nil
 }
 
 // client builds the adapter from the flags.
@@ -69,15 +57,11 @@ func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
 	if f.kubeconfig == "" {
 		f.kubeconfig = k8s.DefaultKubeconfig()
 	}
-	newClient := f.newClient
-	if newClient == nil {
-		newClient = k8s.NewFromKubeconfig
+	if f.newClient == nil {
+		f.newClient = k8s.NewFromKubeconfig
 	}
-	c, err := newClient(f.kubeconfig, cfg)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	return c, nil
+	c, err := f.newClient(f.kubeconfig, cfg)
+	return c, withCode(exitBadInput, err)
 }
 
 // k8sInventoryOptions are the flags of "mirage k8s inventory".
@@ -88,9 +72,7 @@ type k8sInventoryOptions struct {
 	jobSize int      // job size for the fragmentation column (0 = most common request)
 	rules   string   // team rules file: quotas and the learned job-size mix
 	json    bool
-	// teamQuota supplies a team's nominal GPUs (its quota) for the TOTAL and
-	// FREE columns of the team table when no rules file is given; nil, or
-	// ok=false, prints "-".
+	// teamQuota: a team's quota for the team table without a rules file (nil or !ok: "-")
 	teamQuota func(team string) (gpus int, ok bool)
 }
 
@@ -99,16 +81,8 @@ func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error)
 	cmd := &cobra.Command{
 		Use:   "inventory",
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
-		Long: `Print the GPU inventory of a Kubernetes cluster.
-
-Per node: state (up, drained = cordoned, down = not ready), GPU product,
-allocatable GPUs (TOTAL), GPUs requested by bound pods (USED), of those held by
-borrowed pods (BORROWED), FREE (on up nodes only) and FRAG: free GPUs on a node
-that cannot fit one job of the reference size (--job-size, default the most
-common GPU request among running pods).
-
-Per team: GPUs used and borrowed, pods bound and pending. Quota-based figures
-(nominal GPUs, free quota) come from the team rules when configured, "-" otherwise.`,
+		Long: `Print the GPU inventory of a Kubernetes cluster per node and per team.
+The columns: docs/guide/kubernetes.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -152,7 +126,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	}
 	inv, err := c.Inventory(ctx)
 	if err != nil {
-		return k8sErr(err)
+		return coded(err, k8sCodes)
 	}
 	if o.team != "" && inv.Team(o.team) == nil {
 		if err := c.CheckTeam(o.team); err != nil {
@@ -163,21 +137,5 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 		}
 	}
 	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
-	if o.json {
-		return printJSON(w, v)
-	}
-	return v.WriteText(w)
-}
-
-// k8sErr maps adapter errors to exit codes.
-func k8sErr(err error) error {
-	switch {
-	case errors.Is(err, provisioner.ErrUnavailable):
-		return withCode(exitUnavailable, err)
-	case errors.Is(err, k8s.ErrUnknownTeam):
-		return withCode(exitBadInput, err)
-	case errors.Is(err, provisioner.ErrRejected):
-		return withCode(exitRejected, err)
-	}
-	return err
+	return printView(w, o.json, v, v)
 }

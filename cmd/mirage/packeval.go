@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"strings"
 
@@ -29,17 +27,9 @@ func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.
 		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
 		Short: "Replay pod arrivals onto a node list and compare placement policies by GPU fragmentation",
 		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on an openb node
-list (sn,cpu_milli,memory_mib,gpu,model) and openb pod lists. Each pod asks one
-node for CPU and for whole GPUs or a share of one (GPU sharing); memory is not
-modelled.
-
---mode fill (default; the ATC'23 methodology): pods arrive in trace order and
-never leave until the demand reaches --until times the GPU capacity.
---mode replay: pods arrive at their creation time and leave after their runtime.
-
-Per pod list and policy it reports the share of GPUs left unallocated when
-placement first fails, the expected fragmented share (the ATC'23 measure), the
-failed pods, and the fragmentation along the way.
+list and pod lists: per pod list and policy, the share of GPUs left unallocated
+when placement first fails, the expected fragmented share, the failed pods and
+the fragmentation along the way.
 
 Methodology: docs/guide/training-and-evaluation.md; placement policies:
 docs/guide/team-rules.md.`,
@@ -69,31 +59,18 @@ docs/guide/team-rules.md.`,
 
 func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 	spec := o.spec
-	if spec.Until <= 0 || spec.Points <= 0 {
-		return withCode(exitUsage, errors.New("--until and --points must be positive"))
-	}
-	if spec.Mode != eval.PackFill && spec.Mode != eval.PackReplay {
-		return withCode(exitUsage, fmt.Errorf("--mode %q: want fill or replay", spec.Mode))
-	}
 	for _, p := range o.policies {
-		pol, err := placement.ParsePolicy(strings.TrimSpace(p))
-		if err != nil {
-			return withCode(exitUsage, fmt.Errorf("--policies: %w", err))
-		}
-		spec.Policies = append(spec.Policies, pol)
+		spec.Policies = append(spec.Policies, placement.Policy(strings.TrimSpace(p)))
+	}
+	if err := spec.Validate(); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if o.progress != nil {
 		spec.Progress = term.NewProgress(o.progress, "")
 	}
 	rep, err := eval.RunPack(ctx, spec)
-	switch {
-	case errors.Is(err, eval.ErrPackInput):
-		return withCode(exitBadInput, err)
-	case err != nil:
-		return traceErr(err)
+	if err != nil {
+		return coded(err, packCodes)
 	}
-	if o.json {
-		return printJSON(out, rep)
-	}
-	return rep.WriteText(out)
+	return printView(out, o.json, rep, rep)
 }

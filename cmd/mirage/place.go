@@ -29,31 +29,11 @@ func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Comman
 	cmd := &cobra.Command{
 		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
 		Short: "Dry run: where would this job go, and why (quota, borrowing, packing, reclaim)",
-		Long: `Show what the team rules would decide for one job, without submitting
-anything: the verdict (admit, borrow, reclaim, queue or defer) and its reason,
-the team's use against its quota, the chosen nodes with every candidate's
-score, every rejected node with its reason, the packing hints a Slurm
-submission would carry, and, when borrowed work must make room, the reclaim
-plan (checkpoint signal, grace period, evictions).
+		Long: `Show what the team rules would decide for one job, without submitting anything:
+the verdict and its reason, the candidate and rejected nodes, packing hints and
+any reclaim plan, on a Kubernetes cluster (--kubeconfig) or a snapshot file.
 
-The cluster comes from a Kubernetes API server (--kubeconfig; the same team
-mapping flags as "mirage k8s inventory") or from a snapshot file (--snapshot:
-a Slurm-like view, YAML or JSON), for example:
-
-  nodes:
-    - {name: n1, gpus: 10, gpusUsed: 6, gpuType: A100}   # state: up (default), drained, down
-    - {name: n2, gpus: 10}
-  jobs:
-    - {id: "101", account: team-a, state: RUNNING, gpus: 6, nodeList: [n1], qos: normal}
-    - {id: "102", account: team-a, state: PENDING, gpus: 4}
-
-Field names are those of provisioner.Snapshot, matched without regard to case.
-A snapshot file is judged as Slurm would treat the job (it queues work that
-cannot start; hints via --nodelist/--exclude), a Kubernetes cluster as
-mirage's Kubernetes mode would (a node is chosen, or borrowed pods reclaimed).
-
-Without --rules only the placement is shown (no quota). --policy overrides the
-rules' placement policy. Team rules: docs/guide/team-rules.md; the rules file:
+Team rules and the snapshot format: docs/guide/team-rules.md; the rules file:
 docs/reference/rules-file.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -83,10 +63,7 @@ docs/reference/rules-file.md.`,
 // loadRules reads a team rules file; any failure is bad input.
 func loadRules(path string, queueing bool) (*team.Rules, error) {
 	r, err := team.LoadRules(path, queueing)
-	if err != nil {
-		return nil, withCode(exitBadInput, err)
-	}
-	return r, nil
+	return r, withCode(exitBadInput, err)
 }
 
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
@@ -135,7 +112,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		}
 		inv, err := c.Inventory(ctx)
 		if err != nil {
-			return k8sErr(err)
+			return coded(err, k8sCodes)
 		}
 		in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
 		if rules != nil {
@@ -145,28 +122,11 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	}
 	v, err := team.Explain(in)
 	if err != nil {
-		return placeErr(err)
+		return coded(err, placeCodes)
 	}
 	v.Source = source
-	return printPlace(w, v, o)
-}
-
-// placeErr maps the rules' errors to exit codes.
-func placeErr(err error) error {
-	switch {
-	case errors.Is(err, team.ErrUnknownTeam), errors.Is(err, placement.ErrJobTooLarge), errors.Is(err, placement.ErrBadDemand),
-		errors.Is(err, team.ErrQuotaExceedsCluster), errors.Is(err, team.ErrConfig), errors.Is(err, placement.ErrUnknownNode):
-		return withCode(exitBadInput, err)
-	}
-	return k8sErr(err)
-}
-
-func printPlace(w io.Writer, v *team.Explanation, o *placeOptions) error {
-	if !o.json {
-		return v.WriteText(w)
-	}
 	if v.Ranked == nil {
-		v.Ranked = []team.RankedNode{}
+		v.Ranked = []team.RankedNode{} // JSON [], not null
 	}
-	return printJSON(w, v)
+	return printView(w, o.json, v, v)
 }

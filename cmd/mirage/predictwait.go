@@ -16,42 +16,31 @@ import (
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
-	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
+	"github.com/mirage-gpu/mirage/sim"
 )
 
 // predictWaitOptions are the flags of mirage predict-wait.
 type predictWaitOptions struct {
-	f            *Factory
-	query        models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
-	timeLimit    string
-	gres         string
-	modelsDir    string
-	snapshot     string
-	saveSnapshot string
-	trace        string
-	at           string
-	preset       string
-	simConf      string
-	slurmConf    string
-	slurmBin     string
-	slurmTimeout time.Duration
-	seed         uint64
-	history      time.Duration
-	json         bool
-	traceOpts    traceFlags
+	f                                 *Factory
+	query                             models.WaitQuery // Nodes, Partition and Account bound; the rest parsed from timeLimit and gres
+	timeLimit, gres                   string
+	modelsDir, snapshot, saveSnapshot string
+	trace, at                         string
+	sim                               sim.Options // the simulated cluster of --trace
+	slurmConf, slurmBin               string      // the live cluster
+	slurmTimeout, history             time.Duration
+	json                              bool
+	traceOpts                         traceFlags
 }
 
 func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *cobra.Command {
-	o := &predictWaitOptions{f: factory}
+	o := &predictWaitOptions{f: factory, sim: sim.Options{Latency: -1}}
 	cmd := &cobra.Command{
 		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
 		Short: "Predict how long a job of a given shape would wait if submitted now",
-		Long: `Predict the queue wait of a job of the given shape (sbatch-like options) if it
-were submitted now, with a p10–p90 interval, using the wait predictor of mirage
-train --model wait, from the live Slurm cluster (default), a --snapshot FILE
-(--save-snapshot writes one) or the simulated state of a --trace FILE --at TIME.
---gres defaults to whole nodes' GPUs; -t to the partition's limit (48:00:00).
-See docs/guide/training-and-evaluation.md.`,
+		Long: `Predict the queue wait of a job of this shape if submitted now (p10–p90), with
+the wait predictor of mirage train --model wait, from the live Slurm cluster, a
+--snapshot FILE or a --trace FILE --at TIME. See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -71,12 +60,12 @@ See docs/guide/training-and-evaluation.md.`,
 	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
 	f.StringVar(&o.trace, "trace", "", "trace file: predict in the simulator's state at --at")
 	f.StringVar(&o.at, "at", "", "trace time of the simulated state (with --trace)")
-	f.StringVar(&o.preset, "preset", "ls6", "cluster preset for --trace")
-	f.StringVar(&o.simConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
+	f.StringVar(&o.sim.Preset, "preset", "ls6", "cluster preset for --trace")
+	f.StringVar(&o.sim.SlurmConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "live cluster: slurm.conf (default: $SLURM_CONF, else Slurm's own default)")
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
-	f.Uint64Var(&o.seed, "seed", 1, "simulator seed for --trace")
+	f.Uint64Var(&o.sim.Seed, "seed", 1, "simulator seed for --trace")
 	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
@@ -87,36 +76,10 @@ See docs/guide/training-and-evaluation.md.`,
 // snapshotFile is the layout of --snapshot and --save-snapshot.
 type snapshotFile = provisioner.SnapshotFile
 
-// parseSnapshotFile reads a snapshot file: {"snapshot": {...}, "history":
-// [...]} as --save-snapshot writes it, or a bare snapshot.
-func parseSnapshotFile(b []byte) (*snapshotFile, error) {
-	sf, err := provisioner.DecodeSnapshot(b)
-	if err != nil || sf.Bare && sf.Snapshot.Time.IsZero() {
-		return nil, errors.New(`not a snapshot (want {"snapshot": {...}, "history": [...]}, as --save-snapshot writes)`)
-	}
-	if sf.Snapshot.Time.IsZero() {
-		return nil, errors.New("snapshot has no time")
-	}
-	return sf, nil
-}
-
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	q := &o.query
-	if q.Nodes < 1 {
-		return withCode(exitUsage, fmt.Errorf("-N %d: want at least 1 node", q.Nodes))
-	}
-	d, err := slurmfmt.ParseDuration(o.timeLimit)
-	if q.TimeLimit = d.Value; err != nil || d.Kind != slurmfmt.Set || q.TimeLimit <= 0 {
-		return withCode(exitUsage, fmt.Errorf("-t %q: want a finite Slurm time limit such as 48:00:00 or 2-00:00:00", o.timeLimit))
-	}
-	q.GPUsPerNode = -1 // whole nodes
-	if o.gres != "" {
-		if q.GPUsPerNode, _, err = slurmfmt.GPUsFromGRES(o.gres); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--gres %q: %w (want gpu:N or gpu:TYPE:N)", o.gres, err))
-		}
+	if err := q.ParseSbatch(o.timeLimit, o.gres); err != nil {
+		return withCode(exitUsage, err)
 	}
 	if o.snapshot != "" && o.trace != "" {
 		return withCode(exitUsage, errors.New("give either --snapshot or --trace, not both"))
@@ -142,13 +105,10 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		}
 	}
 	a, err := pred.Answer(st, *q)
-	switch {
-	case err != nil:
+	if err != nil {
 		return err
-	case o.json:
-		return printJSON(w, a)
 	}
-	return a.WriteText(w)
+	return printView(w, o.json, a, a)
 }
 
 // state gets the cluster state from the chosen source.
@@ -159,20 +119,20 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot: %w", err))
 		}
-		sf, err := parseSnapshotFile(b)
+		st, err := models.SnapshotState(b, o.snapshot)
 		if err != nil {
 			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
-		return &models.ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + o.snapshot}, nil
+		return st, nil
 	case o.trace != "":
 		if o.at == "" {
 			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
 		}
-		cfg, err := presetConfig(o.preset, o.simConf, o.seed)
+		cfg, err := simConfig(o.sim)
 		if err != nil {
 			return nil, err
 		}
-		jobs, err := loadTrace(o.trace, o.traceOpts)
+		jobs, err := o.traceOpts.read(o.trace)
 		if err != nil {
 			return nil, err
 		}
@@ -203,8 +163,5 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		return nil, withCode(exitUnavailable, err)
 	}
 	st, err := models.LiveState(ctx, c, h, o.history)
-	if err != nil {
-		return nil, withCode(exitUnavailable, err)
-	}
-	return st, nil
+	return st, withCode(exitUnavailable, err)
 }

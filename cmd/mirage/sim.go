@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/term"
@@ -25,12 +24,8 @@ func newSimCmd(f *Factory, runF func(*simOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
-		Long: `Replay a recorded trace (any format mirage traces reads) in the simulator:
-recorded submit times, runtimes capped at the limit, multifactor priority, main
-pass and backfill. Prints per-job simulated start and end (--jobs FILE writes
-them as CSV) and, with --report, the fidelity of simulated against recorded
-waits for jobs without recorded holds (median and p90 absolute error, Pearson
-correlation, KS distance; overall and by job size).
+		Long: `Replay a recorded trace in the simulator and print per-job simulated start and
+end or, with --report, the fidelity of simulated against recorded waits.
 
 Hold detection and the ls6 preset's fidelity: docs/guide/training-and-evaluation.md
 and docs/results/fidelity.md.`,
@@ -60,8 +55,7 @@ and docs/results/fidelity.md.`,
 	return cmd
 }
 
-// simConfig builds the simulated cluster: an invalid option is a usage
-// error, an unreadable slurm.conf bad input.
+// simConfig builds the simulated cluster: a bad option is a usage error, a bad slurm.conf bad input.
 func simConfig(opts sim.Options) (sim.Config, error) {
 	cfg, err := opts.Config()
 	switch {
@@ -73,18 +67,12 @@ func simConfig(opts sim.Options) (sim.Config, error) {
 	return cfg, nil
 }
 
-// presetConfig is a preset's cluster, read over by slurmConf if given.
-func presetConfig(preset, slurmConf string, seed uint64) (sim.Config, error) {
-	return simConfig(sim.Options{Preset: preset, SlurmConf: slurmConf, Latency: -1, Seed: seed})
-}
-
 func simRun(o *simOptions) error {
-	out := o.f.Out
 	cfg, err := simConfig(o.opts)
 	if err != nil {
 		return err
 	}
-	jobs, err := loadTrace(o.trace, o.traceOpts)
+	jobs, err := o.traceOpts.read(o.trace)
 	if err != nil {
 		return err
 	}
@@ -102,37 +90,18 @@ func simRun(o *simOptions) error {
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}
-	elapsed := time.Since(wall)
+	r := &sim.Replay{Trace: o.trace, Preset: o.opts.Preset, Nodes: len(cfg.Nodes), Seed: cfg.Seed, WallSec: time.Since(wall).Seconds(),
+		Replayed: rep.Jobs, Fidelity: rep, JobsFile: o.jobsOut != ""}
 	if o.jobsOut != "" {
 		if err := sim.WriteResultsFile(o.jobsOut, res); err != nil {
 			return err
 		}
 	}
-	summary := struct {
-		Trace    string       `json:"trace"`
-		Preset   string       `json:"preset"`
-		Nodes    int          `json:"nodes"`
-		Seed     uint64       `json:"seed"`
-		WallSec  float64      `json:"wall_s"`
-		Report   *sim.Report  `json:"report,omitempty"`
-		Jobs     []sim.Result `json:"jobs,omitempty"`
-		Replayed int          `json:"replayed"`
-	}{Trace: o.trace, Preset: o.opts.Preset, Nodes: len(cfg.Nodes), Seed: cfg.Seed, WallSec: elapsed.Seconds(), Replayed: rep.Jobs}
-	if o.report {
-		summary.Report = rep
+	switch {
+	case o.report:
+		r.Report = rep
+	case !r.JobsFile:
+		r.Jobs = res
 	}
-	if o.json {
-		if !o.report && o.jobsOut == "" {
-			summary.Jobs = res
-		}
-		return printJSON(out, summary)
-	}
-	fmt.Fprintf(out, "replayed %d jobs (%d skipped) over %.1f simulated days on %d nodes in %.2f s\n", rep.Jobs, rep.Skipped, rep.SimDays, len(cfg.Nodes), elapsed.Seconds())
-	if !o.report {
-		if o.jobsOut == "" {
-			return sim.WriteResultsCSV(out, res)
-		}
-		return nil
-	}
-	return rep.WriteText(out)
+	return printView(o.f.Out, o.json, r, r)
 }

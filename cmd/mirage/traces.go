@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -15,13 +14,10 @@ func newTracesCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "traces",
 		Short: "Read, summarise, convert and synthesise job traces",
-		Long: `Read historical job traces (TACC LS6 sacct export, sacct --parsable2 and --json,
-SWF, Alibaba PAI openb pod lists, Helios job logs, mirage canonical CSV; gzip
-transparently; format sniffed from the content unless --format is given),
+		Long: `Read historical job traces (format sniffed unless --format; gzip transparently),
 summarise them, convert them to canonical CSV, or synthesise LS6-like traces.
 
-A malformed row fails with "FILE:LINE: field F: want ..., got ..." and exit
-code 3; --skip-bad skips such rows and reports how many.`,
+Formats and malformed rows: docs/guide/training-and-evaluation.md.`,
 	}
 	cmd.AddCommand(newTracesStatsCmd(f, nil), newTracesConvertCmd(f, nil), newTracesSynthCmd(f, nil))
 	return cmd
@@ -59,15 +55,24 @@ func (f *traceFlags) options() (traces.Options, error) {
 	return o, nil
 }
 
-// traceErr maps reader errors to exit codes: malformed input is exitBadInput.
-func traceErr(err error) error {
-	if errors.Is(err, traces.ErrMalformed) || errors.Is(err, traces.ErrUnknownFormat) || errors.Is(err, traces.ErrUnsupportedVersion) {
-		return withCode(exitBadInput, err)
+// read reads every job of a trace file.
+func (f *traceFlags) read(path string) ([]traces.Job, error) {
+	opts, err := f.options()
+	if err != nil {
+		return nil, err
 	}
-	return err
+	jobs, err := traces.ReadFile(path, opts)
+	return jobs, coded(err, traceCodes)
 }
 
-// ---- stats ----
+// parseWhen parses the value of the time flag --flag (traces.ParseTime).
+func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
+	t, err := traces.ParseTime(s, loc)
+	if err != nil {
+		return t, withCode(exitUsage, fmt.Errorf("--%s %w", flag, err))
+	}
+	return t, nil
+}
 
 type tracesStatsOptions struct {
 	f *Factory
@@ -81,13 +86,8 @@ func newTracesStatsCmd(f *Factory, runF func(*tracesStatsOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:   "stats FILE...",
 		Short: "Summarise traces: jobs, span, node/GPU counts, runtime and wait percentiles, limit hits, peak use",
-		Long: `Summarise one or more trace files (read together as one trace): job count,
-time span, node and GPU count distributions, runtime and queue-wait
-percentiles (p50/p90/p99, linear interpolation), the share of jobs whose
-runtime reached their time limit, and the peak concurrent nodes and GPUs
-(a sweep over start/end events). --json prints the same as JSON, including
-skipped_malformed_rows.`,
-		Args: cobra.MinimumNArgs(1),
+		Long:  `Summarise trace files, read together as one trace; see docs/guide/training-and-evaluation.md.`,
+		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.files = args
 			if runF != nil {
@@ -108,15 +108,10 @@ func tracesStatsRun(o *tracesStatsOptions) error {
 	}
 	s, err := traces.StatsFiles(o.files, opts, o.f.ErrOut)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
-	if o.json {
-		return printJSON(o.f.Out, s)
-	}
-	return s.WriteText(o.f.Out)
+	return printView(o.f.Out, o.json, s, &s)
 }
-
-// ---- convert ----
 
 type tracesConvertOptions struct {
 	f *Factory
@@ -129,11 +124,8 @@ func newTracesConvertCmd(f *Factory, runF func(*tracesConvertOptions) error) *co
 	cmd := &cobra.Command{
 		Use:   "convert FILE --out OUT.csv",
 		Short: "Convert a trace to mirage's canonical CSV",
-		Long: `Convert a trace to mirage's canonical CSV (one column per job field; times
-RFC 3339; time_limit_s in seconds), which Open reads back (auto-detected).
-The output is written to a temporary file and renamed into place, so a
-failure (such as a malformed row) leaves nothing behind.`,
-		Args: cobra.ExactArgs(1),
+		Long:  `Convert a trace to mirage's canonical CSV, written atomically; see docs/guide/training-and-evaluation.md.`,
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.in = args[0]
 			if runF != nil {
@@ -155,27 +147,23 @@ func tracesConvertRun(o *tracesConvertOptions) error {
 	}
 	r, err := traces.Open(o.in, opts)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
 	defer r.Close()
 	n, err := traces.Convert(r, o.out)
 	if err != nil {
-		return traceErr(err)
+		return coded(err, traceCodes)
 	}
 	traces.ReportSkipped(o.f.ErrOut, o.in, r)
 	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", n, o.out)
 	return err
 }
 
-// ---- synth ----
-
 type tracesSynthOptions struct {
-	f      *Factory
-	like   string
-	days   int
-	seed   uint64
-	out    string
-	format string
+	f                 *Factory
+	like, out, format string
+	days              int
+	seed              uint64
 }
 
 func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.Command {
@@ -183,12 +171,8 @@ func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.
 	cmd := &cobra.Command{
 		Use:   "synth --like ls6 --days D --seed S [--out FILE]",
 		Short: "Generate a synthetic trace fitted to a real one (LS6)",
-		Long: `Generate a synthetic trace whose arrivals (by hour of day and day of week),
-node counts, time limits, runtime-to-limit ratios, limit hits, queue waits
-and chains of jobs per user follow the LS6 A100 trace (the fitted numbers are
-in traces/synth.go). The same seed gives the same trace. Output is the LS6
-export format (default) or canonical CSV, to stdout or --out (written
-atomically).`,
+		Long: `Generate a synthetic trace fitted to the LS6 A100 trace, the same for a seed;
+see docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -22,18 +22,3 @@ func FuzzParseWhen(f *testing.F) {
 		}
 	})
 }
-
-// FuzzParseSnapshotFile: predict-wait's --snapshot reader never panics and
-// accepts only snapshots with a time.
-func FuzzParseSnapshotFile(f *testing.F) {
-	f.Add([]byte(`{"snapshot": {"Time": "2023-02-01T10:00:00Z", "Nodes": [{"Name": "n1", "State": "up", "GPUs": 3}]}, "history": []}`))
-	f.Add([]byte(`{"Time": "2023-02-01T10:00:00Z", "Jobs": [{"ID": "1", "State": "PENDING", "Nodes": 2}]}`))
-	f.Add([]byte(`{"snapshot": null}`))
-	f.Add([]byte(`[]`))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		sf, err := parseSnapshotFile(b)
-		if err == nil && (sf.Snapshot == nil || sf.Snapshot.Time.IsZero()) {
-			t.Fatalf("accepted a snapshot without a time: %q", b)
-		}
-	})
-}

@@ -11,7 +11,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -99,31 +101,58 @@ func mark(kind, err error) error {
 	return marked{err: err, kind: kind}
 }
 
-// Validate reports values Run cannot work with (wrapping ErrSpec).
+// ModelNames cleans a list of model names as given to `mirage train
+// --model`: blanks trimmed, empty names and repeats dropped. An unknown
+// name, or nothing left, is an error wrapping ErrSpec.
+func ModelNames(in []string) ([]string, error) {
+	var out []string
+	for _, n := range in {
+		n = strings.TrimSpace(n)
+		if n == "" || slices.Contains(out, n) {
+			continue
+		}
+		if err := checkModel(n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, mark(ErrSpec, errors.New("--model: nothing to train"))
+	}
+	return out, nil
+}
+
+func checkModel(n string) error {
+	if n != WaitModel && !models.IsLearned(n) {
+		return mark(ErrSpec, fmt.Errorf("--model %q: want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait", n))
+	}
+	return nil
+}
+
+// Validate reports values Run cannot work with (wrapping ErrSpec), naming
+// the flags of `mirage train` that set them.
 func (s *Spec) Validate() error {
 	if len(s.Models) == 0 {
-		return mark(ErrSpec, errors.New("train: no model to train"))
+		return mark(ErrSpec, errors.New("--model: nothing to train"))
 	}
-	policies := false
 	for _, n := range s.Models {
-		if n != WaitModel && !models.IsLearned(n) {
-			return mark(ErrSpec, fmt.Errorf("train: model %q: want one of %v or %s", n, models.LearnedPolicies(), WaitModel))
+		if err := checkModel(n); err != nil {
+			return err
 		}
-		policies = policies || n != WaitModel
 	}
 	if !s.TrainUntil.IsZero() && !s.Until.IsZero() && !s.Until.After(s.TrainUntil) {
-		return mark(ErrSpec, fmt.Errorf("train: end of validation %s is not after the end of training %s", s.Until, s.TrainUntil))
+		return mark(ErrSpec, fmt.Errorf("--until %s is not after --train-until %s", s.Until.Format(time.RFC3339), s.TrainUntil.Format(time.RFC3339)))
 	}
 	if s.WaitReplicas < 1 || s.WaitReplicas > 64 {
-		return mark(ErrSpec, fmt.Errorf("train: %d wait replicas: want 1–64", s.WaitReplicas))
+		return mark(ErrSpec, fmt.Errorf("--wait-replicas %d: want 1–64", s.WaitReplicas))
 	}
 	for _, sc := range s.Scales {
 		if sc < 1 || sc > 16 {
-			return mark(ErrSpec, fmt.Errorf("train: arrival scale %v outside [1, 16]", sc))
+			return mark(ErrSpec, fmt.Errorf("--scales: %v outside [1, 16]", sc))
 		}
 	}
-	if policies && s.Target != models.TargetWait && s.Target != models.TargetGap {
-		return mark(ErrSpec, fmt.Errorf("train: xgb target %q: want %s or %s", s.Target, models.TargetWait, models.TargetGap))
+	if slices.ContainsFunc(s.Models, func(n string) bool { return n != WaitModel }) && s.Target != models.TargetWait && s.Target != models.TargetGap {
+		return mark(ErrSpec, fmt.Errorf("--target %q: want wait or gap", s.Target))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -50,5 +51,24 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 	s.Models, s.Target = []string{"xgb"}, models.TargetGap
 	if err := s.Validate(); err != nil {
 		t.Errorf("gap target: %v", err)
+	}
+}
+
+func TestModelNames(t *testing.T) {
+	got, err := ModelNames([]string{" xgb", "wait", "", "xgb ", "rf"})
+	if want := []string{"xgb", "wait", "rf"}; err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("ModelNames = %q, %v; want %q", got, err, want)
+	}
+	for _, tt := range []struct {
+		in   []string
+		want string
+	}{
+		{[]string{"xgb", "nope"}, `--model "nope": want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait`},
+		{[]string{" ", ""}, "--model: nothing to train"},
+		{nil, "--model: nothing to train"},
+	} {
+		if _, err := ModelNames(tt.in); !errors.Is(err, ErrSpec) || err.Error() != tt.want {
+			t.Errorf("ModelNames(%q) error %v, want %q wrapping ErrSpec", tt.in, err, tt.want)
+		}
 	}
 }
