@@ -18,10 +18,15 @@ const (
 // Chain is one long-running piece of work split into wall-clock-limited
 // segments that mirage submits one after another.
 type Chain struct {
-	ID         string        // stable id, e.g. "c-20261122-ab12cd"
-	Name       string        // job name given to every segment
-	Script     string        // absolute path of the batch script
-	Args       []string      // extra sbatch options, verbatim, as a list
+	ID      string   // stable id, e.g. "c-20261122-ab12cd"
+	Name    string   // job name given to every segment
+	Script  string   // absolute path of the batch script
+	Args    []string // extra sbatch options, verbatim, as a list
+	WorkDir string   // directory every segment runs in (sbatch --chdir): where submit ran; "" = the submitter's
+	// Env is the environment every segment gets on top of the submitter's
+	// (the daemon's, under cron a bare one): what submit recorded, PATH with
+	// mirage's directory first and MIRAGE_BIN, mirage's absolute path.
+	Env        map[string]string
 	Policy     string        // submission policy name
 	Segments   int           // segments to run; 0 = until a segment exits 0 before its limit (--until-done)
 	MaxRetries int           // failed segments tolerated in a row before the chain fails

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -317,11 +318,16 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 // segmentRequest builds the submission of one segment attempt: the chain's
 // shape, its tag in the comment and the MIRAGE_* environment.
 func segmentRequest(ch *Chain, index, attempt int, prevJob string) SubmitRequest {
+	env := maps.Clone(ch.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvChain], env[EnvSegment], env[EnvPrevJob] = ch.ID, strconv.Itoa(index), prevJob
 	return SubmitRequest{
 		Name: ch.Name, Script: ch.Script, Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
-		TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs,
+		TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, WorkDir: ch.WorkDir,
 		Comment: ChainComment(ch, index, attempt),
-		Env:     map[string]string{EnvChain: ch.ID, EnvSegment: strconv.Itoa(index), EnvPrevJob: prevJob},
+		Env:     env,
 	}
 }
 

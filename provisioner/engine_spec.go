@@ -17,11 +17,14 @@ const SpecPrefix = "mirage-spec="
 
 // chainSpec is the part of a Chain carried in job comments (JSON, then
 // base64url without padding, so the comment holds no spaces or commas).
+// The recorded environment (Chain.Env) is not: a recovered chain's
+// segments get the daemon's.
 type chainSpec struct {
 	V         int      `json:"v"`
 	Name      string   `json:"n,omitempty"`
 	Script    string   `json:"s,omitempty"`
 	Args      []string `json:"a,omitempty"`
+	WorkDir   string   `json:"d,omitempty"`
 	Policy    string   `json:"p,omitempty"`
 	Segments  int      `json:"k,omitempty"`
 	Retries   int      `json:"r,omitempty"`
@@ -36,7 +39,7 @@ type chainSpec struct {
 // ChainComment is the comment of segment (index, attempt) of ch: its tag
 // first ("mirage:CHAIN/INDEX.ATTEMPT"), then the chain's specification.
 func ChainComment(ch *Chain, index, attempt int) string {
-	sp := chainSpec{V: 1, Name: ch.Name, Script: ch.Script, Args: ch.Args, Policy: ch.Policy, Segments: ch.Segments,
+	sp := chainSpec{V: 1, Name: ch.Name, Script: ch.Script, Args: ch.Args, WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
 		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
 		Nodes: ch.Nodes, GPUs: ch.GPUs}
 	if !ch.Created.IsZero() {
@@ -73,7 +76,7 @@ func ParseChainSpec(comment string) (Chain, bool) {
 	if err := json.Unmarshal(b, &sp); err != nil || sp.V != 1 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Nodes < 0 || sp.GPUs < 0 {
 		return Chain{}, false
 	}
-	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, Policy: sp.Policy, Segments: sp.Segments,
+	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
 		MaxRetries: sp.Retries, Account: sp.Account, Partition: sp.Partition, TimeLimit: time.Duration(sp.Limit) * time.Second,
 		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive}
 	if sp.Created != 0 {

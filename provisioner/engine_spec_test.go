@@ -18,6 +18,33 @@ func TestChainIDAndSpec(t *testing.T) {
 	}
 }
 
+// TestSegmentRequestWorkDirAndEnv: every segment is submitted in the
+// chain's recorded directory with its recorded environment; the MIRAGE_*
+// variables are mirage's own, whatever was recorded. The directory also
+// travels in the comment's spec (for recover); the environment does not.
+func TestSegmentRequestWorkDirAndEnv(t *testing.T) {
+	c := chain(PolicyLead, 3, 2)
+	c.WorkDir = "/scratch/u/run 1"
+	c.Env = map[string]string{"PATH": "/opt/m/bin:/usr/bin", "MIRAGE_BIN": "/opt/m/bin/mirage", EnvSegment: "recorded"}
+	req := segmentRequest(&c, 2, 0, "41")
+	want := map[string]string{"PATH": "/opt/m/bin:/usr/bin", "MIRAGE_BIN": "/opt/m/bin/mirage", EnvChain: c.ID, EnvSegment: "2", EnvPrevJob: "41"}
+	if req.WorkDir != "/scratch/u/run 1" || len(req.Env) != len(want) {
+		t.Fatalf("request %+v", req)
+	}
+	for k, v := range want {
+		if req.Env[k] != v {
+			t.Errorf("env %s = %q, want %q", k, req.Env[k], v)
+		}
+	}
+	if c.Env[EnvSegment] != "recorded" {
+		t.Error("segmentRequest changed the chain's recorded environment")
+	}
+	back, ok := ParseChainSpec(req.Comment)
+	if !ok || back.WorkDir != c.WorkDir || back.Env != nil {
+		t.Errorf("spec round trip: %+v, %v", back, ok)
+	}
+}
+
 type countingSource struct{ v uint64 }
 
 func (s *countingSource) Uint64() uint64 { return s.v }

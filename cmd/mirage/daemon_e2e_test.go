@@ -174,7 +174,13 @@ func (e *e2eEnv) script(t *testing.T, name, body string) string {
 // function stops it (SIGTERM) and, if the test failed, logs its output.
 func (e *e2eEnv) daemon(t *testing.T, env []string, args ...string) func() {
 	t.Helper()
-	cmd := e.command(env, append([]string{"daemon"}, args...)...)
+	return e.start(t, e.command(env, append([]string{"daemon"}, args...)...))
+}
+
+// start starts a daemon command; the returned function stops it (SIGTERM)
+// and, if the test failed, logs its output.
+func (e *e2eEnv) start(t *testing.T, cmd *exec.Cmd) func() {
+	t.Helper()
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -192,6 +198,22 @@ func (e *e2eEnv) daemon(t *testing.T, env []string, args ...string) func() {
 			t.Logf("daemon output:\n%s", out.String())
 		}
 	}
+}
+
+// cronDaemon starts `mirage daemon` as cron would: in /, with HOME,
+// PATH=/usr/bin:/bin and SLURM_CONF only; the Slurm commands' directory is
+// given with --slurm-bin, as a crontab line for a site whose Slurm is
+// elsewhere must (docs/guide/chains-and-daemon.md).
+func (e *e2eEnv) cronDaemon(t *testing.T, args ...string) func() {
+	t.Helper()
+	sbatch, err := exec.LookPath("sbatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := e.command(nil, append([]string{"daemon", "--slurm-bin", filepath.Dir(sbatch)}, args...)...)
+	cmd.Env = []string{"HOME=" + e.work, "PATH=/usr/bin:/bin", "SLURM_CONF=" + e.conf}
+	cmd.Dir = "/"
+	return e.start(t, cmd)
 }
 
 func (e *e2eEnv) status(t *testing.T, id string) provisioner.ChainJSON {
@@ -638,20 +660,26 @@ func TestE2ESubmitRace(t *testing.T) {
 // a checkpoint marker and exits 0. Overlap turns into continuity: segment
 // 0 ends COMPLETED (not TIMEOUT) within the grace, after segment 1
 // started, and the overlap is recorded as a negative gap.
+//
+// The daemon runs as cron runs it: in /, with only HOME, PATH=/usr/bin:/bin
+// and the Slurm configuration. The script uses relative paths and calls
+// mirage by name: each segment runs where submit ran, with submit's PATH
+// (mirage's own directory first).
 func TestE2EHandoff(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
-	body := fmt.Sprintf(`trap 'echo "checkpoint of segment $MIRAGE_SEGMENT" > %[1]s/ckpt-$MIRAGE_SEGMENT; exit 0' USR1
+	body := `trap 'echo "checkpoint of segment $MIRAGE_SEGMENT" > ckpt-$MIRAGE_SEGMENT; exit 0' USR1
+pwd > pwd-$MIRAGE_SEGMENT
 if [ "$MIRAGE_SEGMENT" = 1 ]; then
-  %[2]s handoff --signal USR1 --grace 60s --poll 1s > %[1]s/handoff-1.txt 2>&1 || exit 3
+  mirage handoff --signal USR1 --grace 60s --poll 1s > handoff-1.txt 2>&1 || exit 3
   sleep 5
   exit 0
 fi
 sleep 600 &
-wait $!`, e.work, e.bin)
+wait $!`
 	script := e.script(t, "mirage-e2e-handoff", body)
 	id := e.submit(t, nil, script, "--segments", "2", "--policy", "lead")
-	stop := e.daemon(t, nil, "--interval", "2s")
+	stop := e.cronDaemon(t, "--interval", "2s")
 	defer stop()
 	cj := e.waitDone(t, id, 3*time.Minute, nil)
 	stop()
@@ -670,6 +698,11 @@ wait $!`, e.work, e.bin)
 	b, _ := os.ReadFile(filepath.Join(e.work, "handoff-1.txt"))
 	if !strings.Contains(string(b), "sent SIGUSR1 to predecessor "+s0.JobID) || !strings.Contains(string(b), "hand-off complete") {
 		t.Errorf("handoff output:\n%s", b)
+	}
+	for i := range 2 {
+		if b, err := os.ReadFile(filepath.Join(e.work, fmt.Sprintf("pwd-%d", i))); err != nil || strings.TrimSpace(string(b)) != e.work {
+			t.Errorf("segment %d ran in %q (%v), want the directory of submit %s", i, b, err, e.work)
+		}
 	}
 	// Overlap: segment 1 started while segment 0 ran (handoff signalled a
 	// running job), and segment 0 ended within the grace. Slurm's times have

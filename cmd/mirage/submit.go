@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -115,6 +116,9 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	defer lk.Unlock()
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
+		return withCode(exitUnavailable, err)
+	}
 	if err := provisioner.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
 		return stateErr(err)
 	}
@@ -139,4 +143,23 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", ch.ID, err))
 	}
 	return nil
+}
+
+// segmentEnv is what a chain's segments need wherever the daemon runs
+// (cron starts it in the home directory with PATH=/usr/bin:/bin): this
+// directory, and PATH with mirage's own directory first and MIRAGE_BIN, so
+// that a script's relative paths and its "mirage handoff" line work.
+func segmentEnv(getenv func(string) string) (dir string, env map[string]string, err error) {
+	if dir, err = os.Getwd(); err != nil {
+		return "", nil, fmt.Errorf("working directory: %w", err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, fmt.Errorf("mirage's own path: %w", err)
+	}
+	path := filepath.Dir(exe)
+	if p := getenv("PATH"); p != "" {
+		path += string(os.PathListSeparator) + p
+	}
+	return dir, map[string]string{"PATH": path, "MIRAGE_BIN": exe}, nil
 }

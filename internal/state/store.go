@@ -245,6 +245,9 @@ var migrations = []string{
 	// 2: consecutive waits are coalesced into one row (count, last time).
 	`ALTER TABLE decisions ADD COLUMN count INTEGER NOT NULL DEFAULT 1;
 	ALTER TABLE decisions ADD COLUMN last INTEGER NOT NULL DEFAULT 0;`,
+	// 3: the directory and environment submit recorded for the segments.
+	`ALTER TABLE chains ADD COLUMN work_dir TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chains ADD COLUMN env TEXT NOT NULL DEFAULT '{}';`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -331,18 +334,24 @@ func fromNS(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
-const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created`
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env`
 
 func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var c provisioner.Chain
-	var args, state string
+	var args, state, env string
 	var limit, created int64
 	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
-		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created); err != nil {
+		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env); err != nil {
 		return c, err
 	}
 	if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
 		return c, fmt.Errorf("chain %s: args: %w", c.ID, err)
+	}
+	if err := json.Unmarshal([]byte(env), &c.Env); err != nil {
+		return c, fmt.Errorf("chain %s: env: %w", c.ID, err)
+	}
+	if len(c.Env) == 0 {
+		c.Env = nil
 	}
 	c.TimeLimit = time.Duration(limit) * time.Second
 	c.State = provisioner.ChainState(state)
@@ -395,13 +404,20 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 	if c.Args == nil {
 		args = []byte("[]")
 	}
-	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	env, err := json.Marshal(c.Env)
+	if err != nil {
+		return fmt.Errorf("chain %s: env: %w", c.ID, err)
+	}
+	if c.Env == nil {
+		env = []byte("{}")
+	}
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
 		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
 		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
-		created=excluded.created`,
+		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env`,
 		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
-		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created))
+		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env))
 	return s.wrap("store chain "+c.ID, err)
 }
 

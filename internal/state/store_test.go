@@ -37,7 +37,7 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 2 {
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 3 {
 		t.Fatalf("version %d, %v; want 2", v, err)
 	}
 	c := testChain()
@@ -95,8 +95,17 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if got.Name != c.Name || got.Script != c.Script || len(got.Args) != 2 || got.Args[1] != "--qos=low" || got.Policy != c.Policy ||
 		got.Segments != 3 || got.MaxRetries != 2 || got.Account != "vision" || got.Partition != "gpu" || got.TimeLimit != 90*time.Minute ||
-		got.Nodes != 2 || got.GPUs != 8 || got.State != provisioner.ChainActive || !got.Created.Equal(t0) {
+		got.Nodes != 2 || got.GPUs != 8 || got.State != provisioner.ChainActive || !got.Created.Equal(t0) || got.WorkDir != "" || got.Env != nil {
 		t.Errorf("chain round trip: %+v", got)
+	}
+	// The directory and environment submit records (schema 3).
+	c.WorkDir, c.Env = "/scratch/u/run 1", map[string]string{"PATH": "/opt/mirage/bin:/usr/bin", "MIRAGE_BIN": "/opt/mirage/bin/mirage"}
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.WorkDir != "/scratch/u/run 1" || len(got.Env) != 2 ||
+		got.Env["PATH"] != "/opt/mirage/bin:/usr/bin" || got.Env["MIRAGE_BIN"] != "/opt/mirage/bin/mirage" {
+		t.Errorf("chain with work dir and env: %+v, %v", got, err)
 	}
 	c.State, c.Reason = provisioner.ChainDone, "all 3 segments ran"
 	if err := s.PutChain(ctx, &c); err != nil {
@@ -342,15 +351,20 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	for _, q := range []string{`CREATE TABLE schema_version (version INTEGER NOT NULL, applied INTEGER NOT NULL)`, migrations[0],
 		`INSERT INTO schema_version VALUES (1, 0)`,
-		`INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error) VALUES (1, 'c-1', 1, 'lead', 'wait', 'old', 0, '', '', '')`} {
+		`INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error) VALUES (1, 'c-1', 1, 'lead', 'wait', 'old', 0, '', '', '')`,
+		`INSERT INTO chains VALUES ('c-1', 'n', '/s.sbatch', '[]', 'lead', 2, 1, '', '', 60, 1, 0, 'active', '', 1)`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 2 {
+	if v, _ := s.Version(ctx); v != 3 {
 		t.Fatalf("version %d", v)
+	}
+	// a chain of schema 1 has no recorded directory nor environment
+	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil {
+		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")
 	if len(ds) != 1 || ds[0].Count != 1 || !ds[0].Last.IsZero() || ds[0].Reason != "old" {
