@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -44,6 +45,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.progress = factory.progress()
+			o.spec.Out = cmp.Or(o.spec.Out, models.DefaultDir(factory.Getenv))
 			if runF != nil {
 				return runF(o)
 			}
@@ -53,7 +55,8 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (required)")
 	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
-	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (required)")
+	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (default: where submit and the daemon look: "+
+		"$MIRAGE_MODELS, else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models)")
 	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	f.StringVar(&o.from, "from", "", "first injection (default: the trace's first start + --warmup)")
@@ -79,7 +82,6 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
 	_ = cmd.MarkFlagRequired("model")
-	_ = cmd.MarkFlagRequired("out")
 	return cmd
 }
 

@@ -76,6 +76,14 @@ func TestFlagsParse(t *testing.T) {
 		t.Errorf("submit options %+v", s)
 	}
 
+	// train writes where submit and the daemon read by default.
+	var tr *trainOptions
+	cmd = newTrainCmd(testFactory(map[string]string{"MIRAGE_MODELS": "/m"}), func(o *trainOptions) error { tr = o; return nil })
+	cmd.SetArgs([]string{"--trace", "t.log", "--model", "xgb"})
+	if err := cmd.Execute(); err != nil || tr.spec.Out != "/m" {
+		t.Errorf("train without --out: %v, out %q; want $MIRAGE_MODELS /m", err, tr.spec.Out)
+	}
+
 	// A usage error is typed, not recognised by its text.
 	root := newRootCmd(f)
 	root.SetArgs([]string{"status", "--nope"})
