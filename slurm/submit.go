@@ -126,7 +126,7 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 // runs sbatch with them added to its environment, and SbatchArgs passes
 // --export=ALL, so the job sees them.
 //
-// They are not passed as --export=ALL,K=V: sbatch (22.05, 24.11) marks any
+// They are not passed as --export=ALL,K=V: sbatch (22.05, as seen) marks any
 // job whose --export holds a variable list with SLURM_GET_USER_ENV=1, and
 // slurmd then runs a login shell of the user (su -) at every launch, merges
 // its environment into the job's, and launches a node's jobs one at a time
