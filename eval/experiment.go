@@ -30,8 +30,8 @@ type Experiment struct {
 	Policies   []string      `yaml:"policies"`    // policies in display order
 	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
 	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
-	From       time.Time     `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up)
-	Until      time.Time     `yaml:"until"`       // evaluation window end (default: last submit)
+	From       traces.Moment `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up); without an offset, in the trace's zone
+	Until      traces.Moment `yaml:"until"`       // evaluation window end (default: last submit); without an offset, in the trace's zone
 	Nodes      []int         `yaml:"nodes"`       // segment sizes (default 1, 8)
 	Limit      time.Duration `yaml:"limit"`       // per-segment limit (default 48h)
 	Warmup     time.Duration `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
@@ -107,8 +107,10 @@ func (e *Experiment) Normalize() error {
 			*d.v = d.def
 		}
 	}
-	if !e.From.IsZero() && !e.Until.IsZero() && !e.From.Before(e.Until) {
-		return fmt.Errorf("%w: from %s is not before until %s", ErrBadSetup, e.From.Format(time.RFC3339), e.Until.Format(time.RFC3339))
+	// Both read in one zone (any: the trace's zone shifts both alike, unless
+	// only one of them carries an offset, checked per trace in window).
+	if !e.From.IsZero() && !e.Until.IsZero() && !e.From.In(time.UTC).Before(e.Until.In(time.UTC)) {
+		return fmt.Errorf("%w: from %s is not before until %s", ErrBadSetup, e.From, e.Until)
 	}
 	if e.Preset == "" {
 		e.Preset = "ls6"
@@ -219,6 +221,7 @@ type Runtime struct {
 type loadedTrace struct {
 	sc  *scenario.Scenario
 	ref TraceRef
+	loc *time.Location // the trace's zone: --from and --until without an offset are read in it
 }
 
 // ErrTrace wraps trace reading errors (unreadable or malformed input).
@@ -249,7 +252,7 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
 	sc.Jobs = nil // only the replay specs are needed here
-	t := &loadedTrace{sc: sc, ref: ref}
+	t := &loadedTrace{sc: sc, ref: ref, loc: jobs[0].Submit.Location()}
 	if rt.scenarios == nil {
 		rt.scenarios = map[string]*loadedTrace{}
 	}
@@ -265,9 +268,10 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 }
 
 // window is the evaluation window of a prepared trace: injections in
-// [from, until), from no earlier than the first recorded start + warm-up.
-func (e *Experiment) window(sc *scenario.Scenario) (from, until time.Time) {
-	from, until = e.From, e.Until
+// [from, until), from no earlier than the first recorded start + warm-up;
+// From and Until without an offset are read in the trace's zone loc.
+func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, until time.Time) {
+	from, until = e.From.In(loc), e.Until.In(loc)
 	if first := sc.First.Add(e.Warmup); from.Before(first) {
 		from = first
 	}
@@ -293,7 +297,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
-	from, until := e.window(tr.sc)
+	from, until := e.window(tr.sc, tr.loc)
 	rt.mu.Lock()
 	ref, haveRef := rt.refs[c.Cell]
 	rt.mu.Unlock()

@@ -55,7 +55,7 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 		"nodes":       func(e *Experiment) { e.Nodes = []int{0} },
 		"limit":       func(e *Experiment) { e.Limit = -time.Hour },
 		"window": func(e *Experiment) {
-			e.From, e.Until = time.Date(2023, 2, 1, 0, 0, 0, 0, time.UTC), time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+			e.From, e.Until = mustMoment(t, "2023-02-01"), mustMoment(t, "2023-01-01")
 		},
 	}
 	for name, mut := range cases {
@@ -106,7 +106,7 @@ func TestParseSweep(t *testing.T) {
 		t.Errorf("paths not resolved against the sweep's directory: %v %s", e.Traces, e.Out)
 	}
 	if e.Limit != 2*time.Hour || e.Warmup != 12*time.Hour || e.Cycle != 10*time.Minute || e.Seed != 7 || e.Bootstrap.Seed != 7 ||
-		!e.From.Equal(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)) || e.Slurm.Partition != "debug" || e.Slurm.Time != "00:04:00" {
+		!e.From.In(nil).Equal(time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)) || e.Slurm.Partition != "debug" || e.Slurm.Time != "00:04:00" {
 		t.Errorf("parsed %+v", e)
 	}
 	if n := len(e.Cells()); n != 4 {
@@ -290,7 +290,7 @@ func TestLS6SweepFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(e.Cells()) != len(e.Policies) || e.Protocol != "pair" || !strings.HasSuffix(e.Models, "/ls6-models") || e.Limit != 48*time.Hour || e.Warmup != 48*time.Hour ||
-		e.Interval != 4*time.Hour || !reflect.DeepEqual(e.Nodes, []int{1, 8}) || !e.From.Equal(time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC)) {
+		e.Interval != 4*time.Hour || !reflect.DeepEqual(e.Nodes, []int{1, 8}) || !e.From.In(nil).Equal(time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC)) {
 		t.Errorf("sweep %+v", e)
 	}
 	if _, err := ArrayScript(e, mustAbs(t, filepath.Join("sweeps", "ls6.yaml")), "/usr/local/bin/mirage", "test"); err != nil {
@@ -369,4 +369,14 @@ func TestWriteArray(t *testing.T) {
 			t.Errorf("%s: %v", d, err)
 		}
 	}
+}
+
+// mustMoment parses a moment (traces.ParseMoment).
+func mustMoment(t *testing.T, s string) traces.Moment {
+	t.Helper()
+	m, err := traces.ParseMoment(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/mirage-gpu/mirage/traces"
 )
 
 // Spec is an experiment as mirage eval's command line gives it: its own
@@ -16,7 +18,7 @@ type Spec struct {
 	Format     string
 	Policies   []string
 	Models     string
-	From       string // RFC 3339 or YYYY-MM-DD in UTC ("" = default)
+	From       string // RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone ("" = default)
 	Until      string
 	Nodes      []int
 	Limit      time.Duration
@@ -103,15 +105,12 @@ func (s *Spec) Experiment(changed func(flag string) bool) (*Experiment, error) {
 	return e, nil
 }
 
-// parseSpecTime reads RFC 3339 or a UTC date.
-func parseSpecTime(flag, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
+// parseSpecTime reads --flag's value as every command does
+// (traces.ParseMoment): RFC 3339, or a date or time in the trace's zone.
+func parseSpecTime(flag, s string) (traces.Moment, error) {
+	m, err := traces.ParseMoment(s)
+	if err != nil {
+		return m, badSetup(fmt.Errorf("--%s %w", flag, err))
 	}
-	for _, layout := range []string{time.RFC3339, "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, badSetup(fmt.Errorf("--%s: %q is not RFC 3339 (2023-02-01T00:00:00Z) nor a date (2023-02-01)", flag, s))
+	return m, nil
 }

@@ -80,3 +80,53 @@ func TestParseTime(t *testing.T) {
 		}
 	}
 }
+
+// TestMoment: a time with an offset is an instant wherever it is read; one
+// without is a wall-clock time, read in the zone of the trace it meets.
+func TestMoment(t *testing.T) {
+	chi, err := time.LoadLocation("America/Chicago")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wall, err := ParseMoment("2023-02-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Chicago is UTC−6 in February: midnight there is 06:00 UTC.
+	if got, want := wall.In(chi), time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("2023-02-01 in Chicago = %v, want %v", got, want)
+	}
+	if got, want := wall.In(time.UTC), time.Date(2023, 2, 1, 0, 0, 0, 0, time.UTC); !got.Equal(want) {
+		t.Errorf("2023-02-01 in UTC = %v, want %v", got, want)
+	}
+	if wall.HasZone() || wall.String() != "2023-02-01T00:00:00" {
+		t.Errorf("wall moment: HasZone %v, String %q", wall.HasZone(), wall.String())
+	}
+	inst, err := ParseMoment("2023-02-01T00:00:00-06:00")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, loc := range []*time.Location{time.UTC, chi} {
+		if got := inst.In(loc); !got.Equal(time.Date(2023, 2, 1, 6, 0, 0, 0, time.UTC)) {
+			t.Errorf("instant in %v = %v", loc, got)
+		}
+	}
+	if !inst.HasZone() || inst.String() != "2023-02-01T00:00:00-06:00" {
+		t.Errorf("instant: HasZone %v, String %q", inst.HasZone(), inst.String())
+	}
+	// Text round trip (JSON, YAML): the same moment back, wall or not.
+	for _, m := range []Moment{wall, inst, {}} {
+		b, _ := m.MarshalText()
+		var back Moment
+		if err := back.UnmarshalText(b); err != nil || back.String() != m.String() || back.HasZone() != m.HasZone() || !back.In(chi).Equal(m.In(chi)) {
+			t.Errorf("round trip of %q: %+v, %v", b, back, err)
+		}
+	}
+	var zero Moment
+	if !zero.IsZero() || !zero.In(chi).IsZero() {
+		t.Error("the zero Moment names no time")
+	}
+	if err := zero.UnmarshalText([]byte("2023-02-30")); err == nil {
+		t.Error("2023-02-30 accepted")
+	}
+}
