@@ -91,6 +91,9 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if spec.Models, err = train.ModelNames(spec.Models); err != nil {
 		return trainExitErr(err)
 	}
+	if err := train.CheckBuild(spec.Models); err != nil { // before the trace is read
+		return trainExitErr(err)
+	}
 	if spec.Cluster, err = simConfig(sim.Options{Preset: o.preset, SlurmConf: o.slurmConf, Latency: -1, Seed: spec.Seed}); err != nil {
 		return err
 	}

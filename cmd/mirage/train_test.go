@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -277,4 +278,33 @@ type failingCluster struct{ provisioner.Cluster }
 
 func (failingCluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
 	return nil, provisioner.ErrUnavailable
+}
+
+// TestTrainWithoutLibXGBoost: a mirage built without libxgboost refuses a
+// model that needs it before any work — before the trace is even opened
+// (the path given does not exist, and the answer is about the library) —
+// and still trains what does not need it as far as reading the trace.
+func TestTrainWithoutLibXGBoost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a second mirage")
+	}
+	t.Parallel()
+	bin := filepath.Join(t.TempDir(), "mirage-nolib")
+	if out, err := exec.Command("go", "build", "-tags", "libsqlite3", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build without the xgboost tag: %v\n%s", err, out)
+	}
+	missing := filepath.Join(t.TempDir(), "no-such-trace.log")
+	for _, model := range []string{"xgb", "rf-xgb", "wait", "dqn,xgb"} {
+		out, err := exec.Command(bin, "train", "--trace", missing, "--model", model, "--out", t.TempDir()).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "built without libxgboost") ||
+			strings.Contains(string(out), missing) {
+			t.Errorf("--model %s without libxgboost: %v\n%s", model, err, out)
+		}
+	}
+	// dqn needs no libxgboost: the run goes on to the trace, and fails there.
+	out, err := exec.Command(bin, "train", "--trace", missing, "--model", "dqn", "--out", t.TempDir()).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), missing) || strings.Contains(string(out), "libxgboost") {
+		t.Errorf("--model dqn without libxgboost: %v\n%s", err, out)
+	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/models/xgb"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -129,6 +130,25 @@ func checkModel(n string) error {
 	return nil
 }
 
+// needsLibXGBoost are the models whose training calls libxgboost.
+var needsLibXGBoost = []string{string(models.KindXGB), string(models.KindRFXGB), WaitModel}
+
+// CheckBuild reports, before any work, a model this build cannot train:
+// one that needs libxgboost in a build without it (an error wrapping
+// xgb.ErrNoXGBoost and ErrSpec). Run calls it through Validate; a command
+// calls it first, so that the answer comes before the trace is read.
+func CheckBuild(names []string) error {
+	if xgb.CanTrain {
+		return nil
+	}
+	for _, n := range names {
+		if slices.Contains(needsLibXGBoost, n) {
+			return mark(ErrSpec, fmt.Errorf("--model %s: %w; rf (golearn), dqn and pg train without it", n, xgb.ErrNoXGBoost))
+		}
+	}
+	return nil
+}
+
 // Validate reports values Run cannot work with (wrapping ErrSpec), naming
 // the flags of `mirage train` that set them.
 func (s *Spec) Validate() error {
@@ -139,6 +159,9 @@ func (s *Spec) Validate() error {
 		if err := checkModel(n); err != nil {
 			return err
 		}
+	}
+	if err := CheckBuild(s.Models); err != nil {
+		return err
 	}
 	if !s.TrainUntil.IsZero() && !s.Until.IsZero() && !s.Until.After(s.TrainUntil) {
 		return mark(ErrSpec, fmt.Errorf("--until %s is not after --train-until %s", s.Until.Format(time.RFC3339), s.TrainUntil.Format(time.RFC3339)))

@@ -26,6 +26,9 @@ func xgbErr(rc C.int, what string) error {
 	return fmt.Errorf("libxgboost: %s: %s", what, C.GoString(C.XGBGetLastError()))
 }
 
+// CanTrain reports whether this build links libxgboost (TrainXGB works).
+const CanTrain = true
+
 // LibXGBoostVersion is the version of the linked libxgboost ("1.7.4").
 func LibXGBoostVersion() string {
 	var major, minor, patch C.int

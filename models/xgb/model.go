@@ -15,7 +15,7 @@ import (
 )
 
 // ErrNoXGBoost: training XGBoost models needs a build with -tags xgboost (libxgboost-dev).
-var ErrNoXGBoost = errors.New("this mirage was built without libxgboost (build with -tags xgboost to train xgb and rf models)")
+var ErrNoXGBoost = errors.New("this mirage was built without libxgboost (build with -tags xgboost and libxgboost-dev to train xgb, rf-xgb and wait models)")
 
 // XGBModelFile is the model file name in an xgb / rf-xgb directory: the
 // model exactly as libxgboost 1.7 saved it (deprecated binary format), so it

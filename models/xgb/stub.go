@@ -6,6 +6,9 @@ import (
 	"github.com/mirage-gpu/mirage/models"
 )
 
+// CanTrain reports whether this build links libxgboost (TrainXGB works).
+const CanTrain = false
+
 // LibXGBoostVersion is empty in builds without libxgboost.
 func LibXGBoostVersion() string { return "" }
 
