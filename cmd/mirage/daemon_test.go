@@ -136,7 +136,7 @@ func TestDaemonLockHeld(t *testing.T) {
 		t.Errorf("exit %d, out %q, err %q", code, out, stderr)
 	}
 	// submit waits for the lock, then gives up with exit 4.
-	_, stderr, code = e.run(t, "submit", e.script(t, "y.sbatch"), "--lock-wait", "200ms")
+	_, stderr, code = e.run(t, "submit", e.script(t, "y.sbatch", "-t 55"), "--lock-wait", "200ms")
 	if code != exitUnavailable || !strings.Contains(stderr, "another mirage process holds the lock") {
 		t.Errorf("submit under the lock: exit %d, %q", code, stderr)
 	}
@@ -158,7 +158,7 @@ func TestCorruptDatabase(t *testing.T) {
 	if err := os.WriteFile(db, garbage, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"status"}, {"daemon", "--once"}, {"submit", e.script(t, "x.sbatch")}, {"log", "c-1"}} {
+	for _, args := range [][]string{{"status"}, {"daemon", "--once"}, {"submit", e.script(t, "x.sbatch", "-t 55")}, {"log", "c-1"}} {
 		_, stderr, code := e.run(t, args...)
 		if code != exitUnavailable || !strings.Contains(stderr, "state database is corrupt or not a SQLite database") {
 			t.Errorf("%v: exit %d, %q", args, code, stderr)

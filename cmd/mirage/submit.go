@@ -90,6 +90,13 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return withCode(exitBadInput, err)
 	}
+	if sh.TimeLimit <= 0 {
+		what := "sets no time limit"
+		if sh.Unlimited {
+			what = "asks for no time limit (UNLIMITED)"
+		}
+		return withCode(exitBadInput, fmt.Errorf("script %s %s: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit %s -- --time=24:00:00", ch.Script, what, ch.Script))
+	}
 	if ch.MaxRetries < 0 {
 		return withCode(exitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}

@@ -24,6 +24,7 @@ func TestSubmitBadInput(t *testing.T) {
 	if err := os.WriteFile(noShebang, []byte("python x.py\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	noLimit := e.script(t, "nolimit.sbatch", "-p debug")
 	unreadable := e.script(t, "secret.sbatch")
 	if err := os.Chmod(unreadable, 0); err != nil {
 		t.Fatal(err)
@@ -37,6 +38,8 @@ func TestSubmitBadInput(t *testing.T) {
 		{[]string{"submit", e.dir}, exitBadInput, "not a regular file"},
 		{[]string{"submit", noShebang}, exitBadInput, "must start with #!"},
 		{[]string{"submit", good, "--", "--comment=mine"}, exitBadInput, "mirage sets it"},
+		{[]string{"submit", noLimit}, exitBadInput, "script " + noLimit + " sets no time limit: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit " + noLimit + " -- --time=24:00:00"},
+		{[]string{"submit", good, "--", "--time=UNLIMITED"}, exitBadInput, "asks for no time limit (UNLIMITED)"},
 		{[]string{"submit", good, "--segments", "3", "--until-done"}, exitUsage, "exclude each other"},
 		{[]string{"submit", good, "--segments", "0"}, exitUsage, "want at least 1"},
 		{[]string{"submit", good, "--policy", "psychic"}, exitUsage, `unknown policy "psychic"`},
@@ -116,7 +119,7 @@ func TestSubmitRejected(t *testing.T) {
 	t.Parallel()
 	e := newChainEnv(t)
 	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
-	script := e.script(t, "x.sbatch")
+	script := e.script(t, "x.sbatch", "-t 55")
 	_, stderr, code := e.run(t, "submit", script, "--", "-p", "nope")
 	if code != exitRejected || !strings.Contains(stderr, "invalid partition specified: nope") || !strings.Contains(stderr, "chain marked failed") {
 		t.Fatalf("exit %d, %q", code, stderr)
