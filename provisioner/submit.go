@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -44,9 +45,27 @@ func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, 
 	})
 }
 
+// SameActive is the active chain registered for the same work as c — the
+// same script, sbatch options and working directory — or nil: what makes
+// a re-run of the same mirage submit (after it exited 4 while the
+// controller was down, say) answer with the chain it already made.
+func SameActive(ctx context.Context, st Store, c *Chain) (*Chain, error) {
+	cs, err := st.Chains(ctx, true)
+	if err != nil {
+		return nil, err
+	}
+	for i := range cs {
+		o := &cs[i]
+		if o.State == ChainActive && o.Script == c.Script && o.WorkDir == c.WorkDir && slices.Equal(o.Args, c.Args) {
+			return o, nil
+		}
+	}
+	return nil, nil
+}
+
 // First is the outcome of a chain's first submission.
 type First struct {
-	Status string // submitted, deferred or failed
+	Status string // submitted, deferred, failed, or existing (SameActive found the chain: nothing submitted)
 	JobID  string // when submitted
 	Reason string // why deferred or failed
 	// Refused is set when the team rules refused the request itself

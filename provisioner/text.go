@@ -349,7 +349,7 @@ func (r *Report) WriteText(out io.Writer) error {
 type FirstJSON struct {
 	Chain  string `json:"chain"`
 	JobID  string `json:"job_id,omitempty"`
-	Status string `json:"status"` // submitted, deferred, failed
+	Status string `json:"status"` // submitted, deferred, failed, existing
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -368,6 +368,9 @@ func (f *First) WriteText(out io.Writer, c *Chain) error {
 		_, err = fmt.Fprintf(out, "chain %s registered (%s, %s, policy %s); segment 0 submitted as job %s\n", c.ID, filepath.Base(c.Script), SegmentsText(c.Segments), c.Policy, f.JobID)
 	case "deferred":
 		_, err = fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", c.ID, f.Reason)
+	case "existing":
+		_, err = fmt.Fprintf(out, "chain %s is already active for this script, these sbatch options and this directory (registered %s); not registering another (--new registers a second chain)\n",
+			c.ID, c.Created.UTC().Format(time.RFC3339))
 	}
 	return err
 }

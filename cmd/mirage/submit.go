@@ -20,6 +20,7 @@ type submitOptions struct {
 	chain     provisioner.Chain // Script, Args (the sbatch options), Segments, Policy, MaxRetries, Name
 	untilDone bool
 	json      bool
+	new       bool
 	grace     time.Duration
 	policy    policyOptions
 	state     stateOptions
@@ -34,7 +35,13 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 		Long: `Register a chain in the state database and submit its first segment with sbatch.
 mirage daemon (run from cron or a systemd timer) then submits each successor ahead
 of time, as the chain's policy decides. The chain's shape is read from the sbatch
-options after "--" and from the script's #SBATCH lines (options win).
+options and from the script's #SBATCH lines (options win); it needs a time limit.
+
+sbatch options go after "--", mirage's own flags before it:
+  mirage submit job.sbatch --segments 4 -- -p gpu -t 24:00:00
+
+Running the same submit again (same script, sbatch options and directory) while
+its chain is active answers with that chain and exits 0; --new registers another.
 
 Policies: reactive, dependency, lead, start-estimate, average, quantile, and the
 learned ones trained by mirage train (rf, rf-golearn, rf-xgb, xgb, dqn, pg), read
@@ -77,6 +84,7 @@ from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
+	fl.BoolVar(&o.new, "new", false, "register a new chain even if one is active for the same script, options and directory")
 	addSubmitGrace(cmd, &o.grace)
 	o.policy.add(cmd)
 	o.state.add(cmd)
@@ -125,6 +133,21 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
 	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return withCode(exitUnavailable, err)
+	}
+	// The same submit run again (say after it exited 4) answers with the
+	// chain it made; the daemon carries that chain on.
+	if !o.new {
+		old, err := provisioner.SameActive(ctx, st, &ch)
+		if err != nil {
+			return stateErr(err)
+		}
+		if old != nil {
+			first := provisioner.First{Status: "existing"}
+			if o.json {
+				return printJSON(o.f.Out, first.JSON(old))
+			}
+			return first.WriteText(o.f.Out, old)
+		}
 	}
 	if err := provisioner.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
 		return stateErr(err)

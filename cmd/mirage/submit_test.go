@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -127,5 +128,63 @@ func TestSubmitRejected(t *testing.T) {
 	out, _, code := e.run(t, "status", "--json")
 	if code != 0 || !strings.Contains(out, `"state": "failed"`) || !strings.Contains(out, "invalid partition specified") {
 		t.Fatalf("status after rejection: exit %d\n%s", code, out)
+	}
+}
+
+// downBackend is a backend whose controller does not answer submissions.
+type downBackend struct{ simBackend }
+
+func (downBackend) Submit(context.Context, provisioner.SubmitRequest) (string, error) {
+	return "", fmt.Errorf("sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure): %w", provisioner.ErrUnavailable)
+}
+
+// TestSubmitTwiceIsOneChain: the same submit run again after it exited 4
+// (the controller down) answers with the chain it registered, exit 0; only
+// --new registers a second one. Another script, other sbatch options or
+// another directory is other work.
+func TestSubmitTwiceIsOneChain(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	up := e.f.Backend
+	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return downBackend{simBackend{e.s}}, nil }
+	script := e.script(t, "x.sbatch", "-t 55")
+	_, stderr, code := e.run(t, "submit", script, "--segments", "2", "--", "-p", "batch")
+	if code != exitUnavailable {
+		t.Fatalf("submit with the controller down: exit %d: %s", code, stderr)
+	}
+	first := chainIDRe.FindString(stderr)
+	e.f.Backend = up
+	out, stderr, code := e.run(t, "submit", script, "--segments", "2", "--", "-p", "batch")
+	if code != 0 || !strings.Contains(out, "chain "+first+" is already active") || !strings.Contains(out, "--new") {
+		t.Fatalf("the same submit again: exit %d, out %q, err %q (first chain %q)", code, out, stderr, first)
+	}
+	out, _, code = e.run(t, "submit", script, "--segments", "2", "--json", "--", "-p", "batch")
+	var fj provisioner.FirstJSON
+	if err := json.Unmarshal([]byte(out), &fj); err != nil || code != 0 || fj.Chain != first || fj.Status != "existing" {
+		t.Errorf("again with --json: exit %d, %+v, %v", code, fj, err)
+	}
+	count := func() int {
+		st, err := state.Open(context.Background(), e.state, state.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		cs, err := st.Chains(context.Background(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(cs)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("%d active chains after the same submit three times, want 1", n)
+	}
+	// Other options, or --new: another chain each.
+	e.submitChain(t, script, "--segments", "2", "--", "-p", "batch", "-N", "2")
+	second := e.submitChain(t, script, "--segments", "2", "--new", "--", "-p", "batch")
+	if second == first {
+		t.Errorf("--new answered with the first chain")
+	}
+	if n := count(); n != 3 {
+		t.Errorf("%d active chains, want 3", n)
 	}
 }
