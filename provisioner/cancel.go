@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,7 @@ type ChainStore interface {
 type CancelResult struct {
 	Chain     Chain     // the chain, marked cancelled unless it had already ended
 	Cancelled []Segment // the jobs cancelled, in order
+	Ended     []Segment // jobs that had ended on their own since the last daemon cycle, recorded with their real end state
 }
 
 // CancelChain stops chain c (read from st by the caller, under the daemon
@@ -30,7 +32,11 @@ type CancelResult struct {
 //  2. its unfinished jobs are cancelled: those the store knows, and any
 //     live job carrying the chain's tag that it does not (the job of a
 //     submission whose outcome was never recorded). cluster is asked for
-//     the backend only when there is such a job to look for.
+//     the backend only when there is such a job to look for. A job the
+//     store still holds as unfinished but that the backend (its live view,
+//     else its history when it is a HistorySource) shows ended — a segment
+//     that completed and handed off since the last daemon cycle — is not
+//     cancelled: its real end state is recorded, as the daemon would.
 //
 // done is called after each job is cancelled and recorded. A job already
 // gone counts as cancelled; the others that fail are recorded as errors
@@ -93,8 +99,32 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 		todo = append(todo, Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,
 			Submit: j.Submit, Start: j.Start})
 	}
+	live := map[string]*Job{}
+	for i := range snap.Jobs {
+		live[snap.Jobs[i].ID] = &snap.Jobs[i]
+	}
+	ended, err := endedJobs(ctx, cl, live, todo)
+	if err != nil {
+		return nil, fmt.Errorf("chain %s is marked %s, but its jobs' end states could not be read (run mirage cancel again): %w", c.ID, c.State, err)
+	}
 	var failed []error
 	for _, s := range todo {
+		if j := ended[s.JobID]; j != nil {
+			s.State, s.ExitCode = j.State, j.ExitCode
+			s.Start, s.End = cmp.Or(j.Start, s.Start), cmp.Or(j.End, now)
+			detail := fmt.Sprintf("%s exit %d at %s (seen by mirage cancel)", s.State, s.ExitCode, s.End.UTC().Format(time.RFC3339))
+			err := st.InTx(ctx, func(tx Store) error {
+				if err := tx.PutSegment(ctx, &s); err != nil {
+					return err
+				}
+				return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventEnded, Detail: detail})
+			})
+			if err != nil {
+				return nil, err
+			}
+			res.Ended = append(res.Ended, s)
+			continue
+		}
 		if err := cl.Cancel(ctx, s.JobID); err != nil && !errors.Is(err, ErrNotFound) {
 			failed = append(failed, fmt.Errorf("job %s: %w", s.JobID, err))
 			_ = st.AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventError, Detail: "cancel: " + err.Error()})
@@ -119,4 +149,41 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 		return nil, fmt.Errorf("chain %s is marked %s, but %d job(s) could not be cancelled (run mirage cancel again): %w", c.ID, c.State, len(failed), errors.Join(failed...))
 	}
 	return res, nil
+}
+
+// endedJobs are the jobs of todo that have ended, by id: as the live view
+// shows them, else, for the jobs it no longer lists, as the history shows
+// them (when cl keeps one). A job found in neither is taken as live and
+// cancelled (scancel of a job already gone is harmless).
+func endedJobs(ctx context.Context, cl Cluster, live map[string]*Job, todo []Segment) (map[string]*Job, error) {
+	ended := map[string]*Job{}
+	var since time.Time
+	missing := false
+	for _, s := range todo {
+		j, ok := live[s.JobID]
+		switch {
+		case ok && j.State.Finished():
+			ended[s.JobID] = j
+		case !ok:
+			missing = true
+			if since.IsZero() || s.Submit.Before(since) {
+				since = s.Submit
+			}
+		}
+	}
+	hs, ok := cl.(HistorySource)
+	if !missing || !ok {
+		return ended, nil
+	}
+	hist, err := hs.History(ctx, since.Add(-time.Hour))
+	if err != nil {
+		return nil, err
+	}
+	for i := range hist {
+		j := &hist[i]
+		if _, isLive := live[j.ID]; !isLive && j.State.Finished() {
+			ended[j.ID] = j
+		}
+	}
+	return ended, nil
 }

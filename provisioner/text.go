@@ -384,6 +384,9 @@ func CancelledPrinter(out io.Writer) func(Segment) {
 // WriteText prints the outcome of cancelling chain c (c as it was read
 // before CancelChain).
 func (r *CancelResult) WriteText(out io.Writer, c *Chain) error {
+	for _, s := range r.Ended {
+		fmt.Fprintf(out, "job %s (segment %d) had already ended: %s exit %d, recorded as such\n", s.JobID, s.Index, s.State, s.ExitCode)
+	}
 	if len(r.Cancelled) == 0 {
 		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
 		return err

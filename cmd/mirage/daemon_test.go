@@ -235,3 +235,36 @@ func TestRecover(t *testing.T) {
 		t.Errorf("the simulator ran %d jobs, want 3", n)
 	}
 }
+
+// TestCancelKeepsEndState: a segment that ended after the last daemon cycle
+// (the store still holds it as running) keeps its real end state when the
+// chain is cancelled; only what is still live is cancelled.
+func TestCancelKeepsEndState(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "3")
+	e.s.Run(chainT0.Add(10 * time.Minute))
+	if _, stderr, code := e.run(t, "daemon", "--once"); code != 0 { // the store sees segment 0 running
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	if cj := e.statusJSON(t, id); cj.SegmentList[0].State != string(provisioner.StateRunning) {
+		t.Fatalf("segment 0 is %s after the cycle, want RUNNING", cj.SegmentList[0].State)
+	}
+	e.s.Run(chainT0.Add(2 * time.Hour)) // segment 0 runs out its 55 minutes; no daemon cycle sees it
+	hist := e.s.History(chainT0)
+	if len(hist) != 1 || !hist[0].State.Finished() || hist[0].State == provisioner.StateCancelled {
+		t.Fatalf("simulator history: %+v", hist)
+	}
+	truth := hist[0]
+	out, stderr, code := e.run(t, "cancel", id)
+	if code != 0 || !strings.Contains(out, "job "+truth.ID+" (segment 0) had already ended: "+string(truth.State)) {
+		t.Fatalf("cancel: exit %d %q %q", code, out, stderr)
+	}
+	cj := e.statusJSON(t, id)
+	if cj.State != string(provisioner.ChainCancelled) || cj.SegmentList[0].State != string(truth.State) {
+		t.Errorf("after cancel: chain %s, segment 0 %s; want cancelled and %s", cj.State, cj.SegmentList[0].State, truth.State)
+	}
+	if h := e.s.History(chainT0); len(h) != 1 || h[0].State != truth.State {
+		t.Errorf("the backend's record changed: %+v", h)
+	}
+}
