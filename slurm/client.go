@@ -58,12 +58,14 @@ const (
 // Config configures a Client. The zero value works on a login node where
 // the Slurm commands are on PATH and SLURM_CONF (or /etc/slurm) is set up.
 type Config struct {
-	SlurmConf string                   // slurm.conf exported as SLURM_CONF to every command ("" = inherit)
-	Path      string                   // PATH for finding and running the commands ("" = inherit)
-	Timeout   time.Duration            // per call (default 30 s)
-	Timeouts  map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
-	Retry     RetryPolicy              // retries of transient failures
-	Users     []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
+	SlurmConf string        // slurm.conf exported as SLURM_CONF to every command ("" = inherit)
+	Path      string        // PATH for finding and running the commands ("" = inherit)
+	Timeout   time.Duration // per call (default 30 s)
+	// PingTimeout bounds Ping (default DefaultPingTimeout).
+	PingTimeout time.Duration
+	Timeouts    map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
+	Retry       RetryPolicy              // retries of transient failures
+	Users       []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
 	// Self is the user mirage runs as (default: the current user). On the
 	// text path only Self's jobs are read with their names and comments
 	// (see records.go); other users' jobs come without them.

@@ -233,7 +233,14 @@ func TestIntegrationControllerDown(t *testing.T) {
 	job := it.submit(provisioner.SubmitRequest{Name: "survivor", Script: it.script("long.sh", "sleep 300"), TimeLimit: 3 * time.Minute})
 	it.waitJob(job, time.Minute, "running", running)
 
+	if err := it.c.Ping(it.ctx); err != nil {
+		t.Fatalf("ping with slurmctld up: %v", err)
+	}
 	it.ctl("stop", "slurmctld")
+	// Ping answers at once, naming the controller and the slurm.conf.
+	if err := it.c.Ping(it.ctx); !errors.Is(err, ErrControllerDown) || !strings.Contains(err.Error(), it.conf) {
+		t.Fatalf("ping with slurmctld stopped: %v, want ErrControllerDown naming %s", err, it.conf)
+	}
 	restartDone := make(chan error, 1)
 	restartStarted := false
 	t.Cleanup(func() {

@@ -94,6 +94,22 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 	return nil, withCode(exitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
 }
 
+// pinger is a backend that can tell quickly whether it answers
+// (slurm.Client.Ping: a TCP connection to slurmctld).
+type pinger interface{ Ping(ctx context.Context) error }
+
+// ping asks a backend that can tell whether it answers, before the chain
+// commands' first request: with slurmctld down, every Slurm command spends
+// about 10 s in Slurm's own retries before failing. The answer comes
+// within seconds, in one line naming the controller and the slurm.conf,
+// with exit code 4.
+func ping(ctx context.Context, cl provisioner.Cluster) error {
+	if p, ok := cl.(pinger); ok {
+		return stateErr(p.Ping(ctx))
+	}
+	return nil
+}
+
 // engineRules are the backend's team rules, if it applies any.
 func engineRules(cl provisioner.Cluster) provisioner.Rules {
 	if rc, ok := cl.(provisioner.RulesCluster); ok {

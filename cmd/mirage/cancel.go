@@ -52,7 +52,13 @@ func cancelRun(ctx context.Context, o *cancelOptions) error {
 		return err
 	}
 	defer lk.Unlock()
-	backend := func() (provisioner.Cluster, error) { return o.f.Backend(&o.backend) }
+	backend := func() (provisioner.Cluster, error) {
+		cl, err := o.f.Backend(&o.backend)
+		if err != nil {
+			return nil, err
+		}
+		return cl, ping(ctx, cl)
+	}
 	res, err := provisioner.CancelChain(ctx, st, c, backend, o.f.Now(), provisioner.CancelledPrinter(o.f.Out))
 	if err != nil {
 		return stateErr(err)

@@ -108,6 +108,12 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	if eng.Fault != nil {
 		eng.Fault("after-lock")
 	}
+	if err := ping(ctx, eng.Cluster); err != nil {
+		if o.json {
+			_ = printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+		}
+		return err
+	}
 	rep, cerr := eng.Cycle(ctx)
 	if o.json {
 		if err := printJSON(out, rep.JSON(cerr)); err != nil {

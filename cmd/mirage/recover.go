@@ -59,6 +59,9 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
+	if err := ping(ctx, cl); err != nil {
+		return err
+	}
 	hs, ok := cl.(provisioner.HistorySource)
 	if !ok {
 		return withCode(exitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))

@@ -116,6 +116,9 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
+	if err := ping(ctx, cl); err != nil { // before anything is registered
+		return err
+	}
 	if engineRules(cl) != nil && sh.Account == "" {
 		return withCode(exitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
 	}
