@@ -96,7 +96,9 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 
 // pinger is a backend that can tell quickly whether it answers
 // (slurm.Client.Ping: a TCP connection to slurmctld).
-type pinger interface{ Ping(ctx context.Context) error }
+type pinger interface {
+	Ping(ctx context.Context) error
+}
 
 // ping asks a backend that can tell whether it answers, before the chain
 // commands' first request: with slurmctld down, every Slurm command spends
