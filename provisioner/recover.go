@@ -18,6 +18,10 @@ type Recovered struct {
 	Note   string `json:"note,omitempty"`
 }
 
+// ActionNotFound is the Recovered.Action of a chain asked for by name that
+// neither the store nor any tagged job knows.
+const ActionNotFound = "not-found"
+
 // RecoverOptions choose what RecoverChains looks at and whether it writes.
 type RecoverOptions struct {
 	Chains []string      // only these chains (all when empty)
@@ -135,6 +139,19 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 			return nil, err
 		}
 		r.Action = "recovered"
+		results = append(results, r)
+	}
+	// A chain asked for by name that no tagged job carries.
+	for _, id := range o.Chains {
+		if _, ok := chains[id]; ok {
+			continue
+		}
+		r := Recovered{Chain: id, Action: ActionNotFound, Note: "no job carries its tag in squeue, nor in sacct since " + now.Add(-o.Since).UTC().Format(time.RFC3339)}
+		if _, err := st.Chain(ctx, id); err == nil {
+			r.Action, r.Note = "known", "already in the state database (no tagged job found)"
+		} else if !errors.Is(err, ErrChainNotFound) {
+			return nil, err
+		}
 		results = append(results, r)
 	}
 	return results, nil

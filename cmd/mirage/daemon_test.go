@@ -268,3 +268,16 @@ func TestCancelKeepsEndState(t *testing.T) {
 		t.Errorf("the backend's record changed: %+v", h)
 	}
 }
+
+// TestRecoverUnknownChain: recover of a chain nobody knows says so and
+// exits 3, like status, log and cancel of an unknown chain.
+func TestRecoverUnknownChain(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	known := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
+	out, stderr, code := e.run(t, "recover", "c-nope", known)
+	if code != exitBadInput || !strings.Contains(stderr, "c-nope: chain not found") || !strings.Contains(out, "not-found") ||
+		!strings.Contains(out, known) || strings.Contains(stderr, known) {
+		t.Errorf("recover c-nope %s: exit %d, out %q, err %q", known, code, out, stderr)
+	}
+}

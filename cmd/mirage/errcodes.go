@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"io/fs"
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/k8s"
@@ -20,7 +21,8 @@ type errCode struct {
 // The exit codes of the libraries' error kinds, by the commands that meet them.
 var (
 	traceCodes = []errCode{{traces.ErrMalformed, exitBadInput}, {traces.ErrUnknownFormat, exitBadInput},
-		{traces.ErrUnsupportedVersion, exitBadInput}, {traces.ErrNoJobs, exitBadInput}}
+		{traces.ErrUnsupportedVersion, exitBadInput}, {traces.ErrNoJobs, exitBadInput},
+		{fs.ErrNotExist, exitBadInput}, {fs.ErrPermission, exitBadInput}} // a trace that is not there, or not readable
 	evalCodes = []errCode{{eval.ErrTrace, exitBadInput}, {eval.ErrBadSweep, exitBadInput}, {eval.ErrBadReport, exitBadInput},
 		{eval.ErrBadSetup, exitUsage}}
 	packCodes = append([]errCode{{eval.ErrPackInput, exitBadInput}}, traceCodes...)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -82,7 +83,22 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		return printJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
+		err = printJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
+	} else {
+		err = provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
 	}
-	return provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, r := range results {
+		if r.Action == provisioner.ActionNotFound {
+			missing = append(missing, r.Chain)
+		}
+	}
+	if len(missing) > 0 {
+		return stateErr(fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
+			strings.Join(missing, ", "), provisioner.ErrChainNotFound, o.since))
+	}
+	return nil
 }

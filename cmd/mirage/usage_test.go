@@ -32,6 +32,10 @@ func TestUsageErrors(t *testing.T) {
 		{"out of range", []string{"daemon", "--interval", "0s"}, "--interval 0s: want a positive duration"},
 		{"negative value", []string{"recover", "--since", "-1h"}, "--since -1h0m0s: want a positive duration"},
 		{"bad sizes", []string{"handoff", "--poll", "0s"}, "--poll must be positive"},
+		{"mistyped flag", []string{"status", "--actve"}, "unknown flag: --actve (did you mean --active?)"},
+		{"mistyped inherited flag", []string{"eval", "--polices", "x"}, "(did you mean --policies?)"},
+		{"sbatch option before --", []string{"submit", "x.sbatch", "-p", "gpu"}, `unknown shorthand flag: 'p' in -p: sbatch options go after "--"`},
+		{"long sbatch option before --", []string{"submit", "x.sbatch", "--partition", "gpu"}, `sbatch options go after "--"`},
 	}
 	for _, c := range cases {
 		_, stderr, code := runMirage(t, c.args...)
@@ -107,5 +111,38 @@ func TestUnsafeStateExit(t *testing.T) {
 	_, stderr, code := runMirage(t, "status", "--state", dir)
 	if code != exitUnsafe || !strings.Contains(stderr, dir) {
 		t.Fatalf("exit %d, stderr %q; want exit %d naming %s", code, stderr, exitUnsafe, dir)
+	}
+}
+
+// TestExitCodeTable: one table of exit codes for every command — the same
+// fault gives the same code whichever command meets it (docs/reference/exit-codes.md).
+func TestExitCodeTable(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "no-such-trace.log")
+	state := filepath.Join(dir, "state")
+	cases := []struct {
+		args []string
+		code int
+	}{
+		// a trace that is not there: bad input (3), in every command that reads one
+		{[]string{"train", "--trace", missing, "--model", "dqn", "--out", dir}, exitBadInput},
+		{[]string{"eval", "--trace", missing, "--policies", "reactive", "--out", dir}, exitBadInput},
+		{[]string{"sim", "--trace", missing}, exitBadInput},
+		{[]string{"traces", "stats", missing}, exitBadInput},
+		{[]string{"predict-wait", "--trace", missing, "--models", trainedFixture(t).dir, "--at", "2023-02-01"}, exitBadInput},
+		// an unknown chain: bad input (3), in every command that takes one
+		{[]string{"status", "c-nope", "--state", state}, exitBadInput},
+		{[]string{"log", "c-nope", "--state", state}, exitBadInput},
+		{[]string{"cancel", "c-nope", "--state", state}, exitBadInput},
+		// usage (2)
+		{[]string{"train", "--trace", missing}, exitUsage},
+		{[]string{"status", "--bogus"}, exitUsage},
+	}
+	for _, c := range cases {
+		out, stderr, code := runMirage(t, c.args...)
+		if code != c.code {
+			t.Errorf("%q: exit %d, want %d (stdout %q, stderr %q)", c.args, code, c.code, out, stderr)
+		}
 	}
 }
