@@ -186,10 +186,10 @@ func (l lead) Decide(obs *Observation) (Decision, error) {
 	score := -end.Sub(obs.Now).Seconds() // gap if the successor started at once
 	if !obs.Now.Before(at) {
 		return Decision{Action: SubmitNow, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s, in %s; lead %s: submit",
-			end.UTC().Format(time.RFC3339), end.Sub(obs.Now), l.lead)}, nil
+			end.UTC().Format(time.RFC3339), secs(end.Sub(obs.Now)), secs(l.lead))}, nil
 	}
 	return Decision{Action: Wait, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s; lead %s: submit from %s (in %s)",
-		end.UTC().Format(time.RFC3339), l.lead, at.UTC().Format(time.RFC3339), at.Sub(obs.Now))}, nil
+		end.UTC().Format(time.RFC3339), secs(l.lead), at.UTC().Format(time.RFC3339), secs(at.Sub(obs.Now)))}, nil
 }
 
 type startEstimate struct{ o baselineOptions }
@@ -209,10 +209,10 @@ func (s startEstimate) Decide(obs *Observation) (Decision, error) {
 	d := Decision{Score: (wait - remaining).Seconds()}
 	if wait >= remaining-s.o.slack {
 		d.Action = SubmitNow
-		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", wait, source, remaining, s.o.slack)
+		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", secs(wait), source, secs(remaining), secs(s.o.slack))
 	} else {
 		d.Action = Wait
-		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", wait, source, remaining, s.o.slack)
+		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", secs(wait), source, secs(remaining), secs(s.o.slack))
 	}
 	return d, nil
 }

@@ -5,6 +5,7 @@ package provisioner
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,5 +106,26 @@ func TestBaselineCommonRules(t *testing.T) {
 	}
 	if d, _ := p.Decide(&Observation{Now: min_(59), Predecessor: &run}); d.Action != SubmitNow {
 		t.Errorf("lead 1m at 08:59: %s", d.Action)
+	}
+}
+
+// TestReasonsToTheSecond: durations in reasons and views are printed to
+// the second, however precise the clock.
+func TestReasonsToTheSecond(t *testing.T) {
+	p, _ := BaselinePolicy(PolicyLead, WithLead(10*time.Minute))
+	run := job("1").state(StateRunning).start(t0).build() // limit end 09:00
+	// 08:20:00.456789: 29m59.543211s to the lead point 08:50, printed 30m0s.
+	now := min_(20).Add(456789 * time.Microsecond)
+	if d, _ := p.Decide(&Observation{Now: now, Predecessor: &run}); d.Action != Wait || !strings.HasSuffix(d.Reason, "(in 30m0s)") {
+		t.Errorf("lead at %s: %s %q, want wait (in 30m0s)", now.Format("15:04:05.000000"), d.Action, d.Reason)
+	}
+	for d, want := range map[time.Duration]string{
+		time.Hour + 2*time.Minute + 3456789*time.Microsecond: "+1h2m3s",
+		-(90*time.Second + 600*time.Millisecond):              "-1m31s",
+		0:                                                     "+0s",
+	} {
+		if got := signed(d); got != want {
+			t.Errorf("signed(%s) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -93,7 +93,7 @@ func (v *ChainView) WriteText(out io.Writer) error {
 		return err
 	}
 	interruption, overlap := v.Totals()
-	_, err := fmt.Fprintf(out, "\ninterruption %s in total, overlap %s in total\n", interruption, overlap)
+	_, err := fmt.Fprintf(out, "\ninterruption %s in total, overlap %s in total\n", secs(interruption), secs(overlap))
 	return err
 }
 
@@ -274,10 +274,14 @@ func stamp(t time.Time) string {
 
 func signed(d time.Duration) string {
 	if d < 0 {
-		return d.String()
+		return secs(d)
 	}
-	return "+" + d.String()
+	return "+" + secs(d)
 }
+
+// secs prints a duration to the second ("1h2m3s"): what people read in
+// reasons and views; the stores keep full precision.
+func secs(d time.Duration) string { return d.Round(time.Second).String() }
 
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {

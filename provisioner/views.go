@@ -83,22 +83,47 @@ func ChainStatus(ctx context.Context, st Store, id string) (*ChainView, error) {
 	return chainView(ctx, st, c)
 }
 
-// ChainStatuses reads the view of every chain (with activeOnly, of the
-// active ones), in the store's order.
-func ChainStatuses(ctx context.Context, st Store, activeOnly bool) ([]ChainView, error) {
-	chains, err := st.Chains(ctx, activeOnly)
+// ChainStatuses reads the view of every chain f lets through, in the
+// store's order, and counts those it hid for having ended before
+// f.EndedAfter.
+func ChainStatuses(ctx context.Context, st Store, f StatusFilter) (views []ChainView, hidden int, err error) {
+	chains, err := st.Chains(ctx, f.ActiveOnly)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	out := make([]ChainView, 0, len(chains))
+	views = make([]ChainView, 0, len(chains))
 	for i := range chains {
 		v, err := chainView(ctx, st, &chains[i])
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		out = append(out, *v)
+		if v.Chain.State != ChainActive && !f.EndedAfter.IsZero() && v.LastActivity().Before(f.EndedAfter) {
+			hidden++
+			continue
+		}
+		views = append(views, *v)
 	}
-	return out, nil
+	return views, hidden, nil
+}
+
+// StatusFilter chooses the chains ChainStatuses lists.
+type StatusFilter struct {
+	ActiveOnly bool      // only active chains
+	EndedAfter time.Time // hide chains that ended before this (zero: show all)
+}
+
+// LastActivity is the chain's latest known time: its registration, or a
+// segment's submission or end (when an ended chain ended, near enough).
+func (v *ChainView) LastActivity() time.Time {
+	t := v.Chain.Created
+	for _, s := range v.Segments {
+		for _, u := range []time.Time{s.Submit, s.Start, s.End} {
+			if u.After(t) {
+				t = u
+			}
+		}
+	}
+	return t
 }
 
 // LogStore is a store whose decision and event logs can be read back.

@@ -281,3 +281,37 @@ func TestRecoverUnknownChain(t *testing.T) {
 		t.Errorf("recover c-nope %s: exit %d, out %q, err %q", known, code, out, stderr)
 	}
 }
+
+// TestStatusHidesOldEndedChains: a chain that ended more than 7 days ago
+// leaves status's list (which says how many it left out) unless --all;
+// active chains stay whatever their age.
+func TestStatusHidesOldEndedChains(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	old := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
+	if _, stderr, code := e.run(t, "cancel", old); code != 0 {
+		t.Fatalf("cancel: exit %d: %s", code, stderr)
+	}
+	running := e.submitChain(t, e.script(t, "y.sbatch", "-t 55"), "--until-done")
+	ids := func(args ...string) (string, string) {
+		out, stderr, code := e.run(t, append([]string{"status"}, args...)...)
+		if code != 0 {
+			t.Fatalf("status %v: exit %d: %s", args, code, stderr)
+		}
+		return out, stderr
+	}
+	if out, _ := ids(); !strings.Contains(out, old) || !strings.Contains(out, running) {
+		t.Fatalf("status the same day lists both:\n%s", out)
+	}
+	e.f.Now = func() time.Time { return e.s.Now().Add(8 * 24 * time.Hour) }
+	out, stderr := ids()
+	if strings.Contains(out, old) || !strings.Contains(out, running) || !strings.Contains(stderr, "1 chain(s) ended more than 7 days ago not shown") {
+		t.Errorf("status 8 days later: out %q, err %q", out, stderr)
+	}
+	if out, _ := ids("--all"); !strings.Contains(out, old) || !strings.Contains(out, running) {
+		t.Errorf("status --all 8 days later:\n%s", out)
+	}
+	if out, _ := ids("--json"); strings.Contains(out, old) {
+		t.Errorf("status --json 8 days later lists the old chain:\n%s", out)
+	}
+}

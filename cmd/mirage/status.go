@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
+
+// endedShown is how long status keeps listing a chain after it ended.
+const endedShown = 7 * 24 * time.Hour
 
 // statusOptions are the flags of mirage status.
 type statusOptions struct {
@@ -13,6 +18,7 @@ type statusOptions struct {
 	chain  string
 	json   bool
 	active bool
+	all    bool
 	state  stateOptions
 }
 
@@ -23,7 +29,11 @@ func newStatusCmd(f *Factory, runF func(*statusOptions) error) *cobra.Command {
 		Short: "Show chains, or one chain's segments with the gaps between them",
 		Long: `Without CHAIN, one line per chain (the last gap between segments: positive an
 interruption, negative an overlap); with CHAIN, its segments and the gaps between
-them. Reads the state database only (what the last daemon cycle saw).`,
+them. Reads the state database only (what the last daemon cycle saw). Chains that
+ended more than 7 days ago are left out of the list unless --all.`,
+		Example: `  mirage status                      # every active chain, and those ended in the last 7 days
+  mirage status --all --json         # every chain the database holds
+  mirage status c-20261123-ab12cd    # one chain's segments and gaps`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
@@ -37,6 +47,7 @@ them. Reads the state database only (what the last daemon cycle saw).`,
 	}
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&o.active, "active", false, "only active chains")
+	cmd.Flags().BoolVar(&o.all, "all", false, "also the chains that ended more than 7 days ago")
 	o.state.add(cmd)
 	return cmd
 }
@@ -54,9 +65,19 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 		}
 		return printView(o.f.Out, o.json, v.JSON(), v)
 	}
-	views, err := provisioner.ChainStatuses(ctx, st, o.active)
+	filter := provisioner.StatusFilter{ActiveOnly: o.active}
+	if !o.all {
+		filter.EndedAfter = o.f.Now().Add(-endedShown)
+	}
+	views, hidden, err := provisioner.ChainStatuses(ctx, st, filter)
 	if err != nil {
 		return stateErr(err)
 	}
-	return printView(o.f.Out, o.json, provisioner.ChainViews(views).JSON(), provisioner.ChainViews(views))
+	if err := printView(o.f.Out, o.json, provisioner.ChainViews(views).JSON(), provisioner.ChainViews(views)); err != nil {
+		return err
+	}
+	if hidden > 0 && !o.json {
+		_, err = fmt.Fprintf(o.f.ErrOut, "(%d chain(s) ended more than 7 days ago not shown: mirage status --all)\n", hidden)
+	}
+	return err
 }
