@@ -121,8 +121,8 @@ func TestReasonsToTheSecond(t *testing.T) {
 	}
 	for d, want := range map[time.Duration]string{
 		time.Hour + 2*time.Minute + 3456789*time.Microsecond: "+1h2m3s",
-		-(90*time.Second + 600*time.Millisecond):              "-1m31s",
-		0:                                                     "+0s",
+		-(90*time.Second + 600*time.Millisecond):             "-1m31s",
+		0:                                                    "+0s",
 	} {
 		if got := signed(d); got != want {
 			t.Errorf("signed(%s) = %q, want %q", d, got, want)
