@@ -91,3 +91,23 @@ func ParseChainSpec(comment string) (Chain, bool) {
 func NewChainID(now time.Time, src rand.Source) string {
 	return fmt.Sprintf("c-%s-%06x", now.UTC().Format("20060102"), src.Uint64()&0xffffff)
 }
+
+// DecodeSpecText shows a job comment written by ChainComment for people:
+// the tag, then the chain's specification in words instead of base64. A
+// comment without a readable specification comes back as it is.
+func DecodeSpecText(comment string) string {
+	i := strings.Index(comment, SpecPrefix)
+	c, ok := ParseChainSpec(comment)
+	if i < 0 || !ok {
+		return comment
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sspec: name %s, script %s, %s, policy %s, max retries %d, limit %s, %d node(s), %d GPU(s)",
+		comment[:i], c.Name, c.Script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, secs(c.TimeLimit), c.Nodes, c.GPUs)
+	for _, kv := range [][2]string{{"partition", c.Partition}, {"account", c.Account}, {"directory", c.WorkDir}, {"sbatch options", strings.Join(c.Args, " ")}} {
+		if kv[1] != "" {
+			fmt.Fprintf(&b, ", %s %s", kv[0], kv[1])
+		}
+	}
+	return b.String()
+}

@@ -1,6 +1,9 @@
 package provisioner
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseTag(t *testing.T) {
 	cases := []struct {
@@ -41,4 +44,21 @@ func FuzzParseTag(f *testing.F) {
 			t.Fatalf("ParseTag(%q) = %+v; round trip gives %+v, %v", s, tag, again, ok2)
 		}
 	})
+}
+
+// TestDecodeSpecText: the log shows a job comment's chain specification as
+// JSON, not base64; anything else passes through.
+func TestDecodeSpecText(t *testing.T) {
+	ch := &Chain{ID: "c-20261123-ab12cd", Name: "train", Script: "/home/u/t.sbatch", Policy: "lead", Segments: 3, TimeLimit: time.Hour}
+	comment := ChainComment(ch, 1, 0)
+	got := DecodeSpecText(comment)
+	want := "mirage:c-20261123-ab12cd/1.0 spec: name train, script /home/u/t.sbatch, 3 segments, policy lead, max retries 0, limit 1h0m0s, 0 node(s), 0 GPU(s)"
+	if got != want {
+		t.Errorf("DecodeSpecText(%q) =\n%q, want\n%q", comment, got, want)
+	}
+	for _, plain := range []string{"", "mirage:c-1:0:0", "mirage:c-1/0.0 mirage-spec=!!notbase64", "REJECTED: sbatch said no"} {
+		if got := DecodeSpecText(plain); got != plain {
+			t.Errorf("DecodeSpecText(%q) = %q, want it unchanged", plain, got)
+		}
+	}
 }

@@ -179,7 +179,7 @@ func (lg *ChainLogView) JSON() ChainLogJSON {
 		v.Decisions = append(v.Decisions, dj)
 	}
 	for _, e := range lg.Events {
-		v.Events = append(v.Events, EventJSON{Time: e.Time.UTC(), Segment: e.Segment, Attempt: e.Attempt, JobID: e.JobID, Kind: string(e.Kind), Detail: e.Detail, Value: e.Value})
+		v.Events = append(v.Events, EventJSON{Time: e.Time.UTC(), Segment: e.Segment, Attempt: e.Attempt, JobID: e.JobID, Kind: string(e.Kind), Detail: DecodeSpecText(e.Detail), Value: e.Value})
 	}
 	return v
 }
@@ -210,7 +210,7 @@ func (lg *ChainLogView) WriteText(out io.Writer, events bool) error {
 	fmt.Fprintln(out)
 	tw = newTable(out, "TIME\tSEG\tJOB\tEVENT\tDETAIL")
 	for _, e := range lg.Events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(e.Time), segText(e.Segment), dash(e.JobID), e.Kind, e.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(e.Time), segText(e.Segment), dash(e.JobID), e.Kind, DecodeSpecText(e.Detail))
 	}
 	return tw.Flush()
 }

@@ -31,8 +31,8 @@ policy, the gap between each predecessor's end and its successor's start, into
 report.html, report.md and report.json in --out; --sweep runs a sweep file.
 
 Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`,
-		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out models/
-  mirage eval --trace ls6.log.gz --policies reactive,average,quantile,xgb,rf,dqn,pg,oracle --models models/ \
+		Example: `  mirage train --trace ls6.log.gz --model xgb,rf,dqn,pg --train-until 2023-02-01 --until 2023-02-15 --out ls6-models/
+  mirage eval --trace ls6.log.gz --policies reactive,average,quantile,xgb,rf,dqn,pg,oracle --models ls6-models/ \
       --from 2023-02-01 --until 2023-03-01 --out report/
   mirage eval --sweep sweeps/ls6.yaml --emit-array && sbatch eval-out/eval-array.sbatch
   mirage eval merge --out eval-out eval-out/cells`,
