@@ -18,7 +18,9 @@ type cancelOptions struct {
 func newCancelCmd(f *Factory, runF func(*cancelOptions) error) *cobra.Command {
 	o := &cancelOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "cancel CHAIN",
+		Use: "cancel CHAIN",
+		Example: `  mirage cancel c-20261123-ab12cd
+  mirage cancel c-20261123-ab12cd --state /scratch/me/mirage-state`,
 		Short: "Stop a chain: no more successors, and its pending or running jobs cancelled",
 		Long: `Marks the chain cancelled first (no daemon cycle submits for it again), then
 cancels its pending or running jobs, including a live job carrying the chain's tag

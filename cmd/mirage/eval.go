@@ -119,7 +119,9 @@ type evalMergeOptions struct {
 func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Command {
 	o := &evalMergeOptions{evalOptions: evalOptions{f: f}}
 	cmd := &cobra.Command{
-		Use:   "merge --out DIR PATH...",
+		Use: "merge --out DIR PATH...",
+		Example: `  mirage eval merge --out ls6-eval ls6-eval/cells
+  mirage eval merge --out all a/report.json b/report.json --title "Feb + Mar"`,
 		Short: "Join cells' report JSON (job-array outputs) into one report",
 		Long: `Read report JSON files (each PATH a file, or a directory of *.json) written by
 "mirage eval --sweep ... --cell N" or by mirage eval, and write one report into
@@ -158,8 +160,9 @@ func evalMergeRun(o *evalMergeOptions) error {
 
 func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {
 	return &cobra.Command{
-		Use:   "verify DIR",
-		Short: "Check that every number in DIR/report.html and DIR/report.md equals report.json",
+		Use:     "verify DIR",
+		Example: `  mirage eval verify ls6-eval`,
+		Short:   "Check that every number in DIR/report.html and DIR/report.md equals report.json",
 		Long: `Check every number of report.html and report.md against report.json; exit code 3
 and a list of differences when any does not match. See docs/guide/training-and-evaluation.md.`,
 		Args: cobra.ExactArgs(1),

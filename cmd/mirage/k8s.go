@@ -79,7 +79,9 @@ type k8sInventoryOptions struct {
 func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error) *cobra.Command {
 	o := &k8sInventoryOptions{teamQuota: factory.TeamQuota}
 	cmd := &cobra.Command{
-		Use:   "inventory",
+		Use: "inventory",
+		Example: `  mirage k8s inventory --rules teams.yaml
+  mirage k8s inventory --team vision --json --kubeconfig ~/.kube/config`,
 		Short: "GPUs per node and per team: total, used, borrowed, free, fragmentation",
 		Long: `Print the GPU inventory of a Kubernetes cluster per node and per team.
 The columns: docs/guide/kubernetes.md.`,

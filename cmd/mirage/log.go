@@ -19,7 +19,10 @@ type logOptions struct {
 func newLogCmd(f *Factory, runF func(*logOptions) error) *cobra.Command {
 	o := &logOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "log CHAIN",
+		Use: "log CHAIN",
+		Example: `  mirage log c-20261123-ab12cd               # each decision: policy, action, reason
+  mirage log c-20261123-ab12cd --events      # and the event log (submissions with their spec, starts, ends)
+  mirage log c-20261123-ab12cd --json | jq '.decisions[-1]'`,
 		Short: "Show a chain's decisions with their reasons (and, with --events, what happened to its jobs)",
 		Long: `Every decision the daemon made for the chain, oldest first, with its reason;
 consecutive waits are one entry (wait ×N). --events adds the event log:

@@ -34,7 +34,9 @@ type modelsOptions struct {
 func newModelsLsCmd(f *Factory, runF func(*modelsOptions) error) *cobra.Command {
 	o := &modelsOptions{}
 	cmd := &cobra.Command{
-		Use:   "ls DIR",
+		Use: "ls DIR",
+		Example: `  mirage models ls ~/.local/share/mirage/models
+  mirage models ls ls6-models/ --json`,
 		Short: "List the models in a models directory",
 		Long: `List the models in DIR; one of another feature schema than this mirage computes
 is marked "(stale)". See docs/guide/training-and-evaluation.md.`,
@@ -67,7 +69,9 @@ func runModelsLs(w io.Writer, o *modelsOptions) error {
 func newModelsShowCmd(f *Factory, runF func(*modelsOptions) error) *cobra.Command {
 	o := &modelsOptions{}
 	cmd := &cobra.Command{
-		Use:   "show DIR/NAME",
+		Use: "show DIR/NAME",
+		Example: `  mirage models show ls6-models/xgb
+  mirage models show ls6-models/wait --json`,
 		Short: "Show one model's metadata",
 		Long:  `Show one model's meta.json; --json prints it as stored. See docs/guide/training-and-evaluation.md.`,
 		Args:  cobra.ExactArgs(1),

@@ -24,7 +24,9 @@ type packEvalOptions struct {
 func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.Command {
 	o := &packEvalOptions{}
 	cmd := &cobra.Command{
-		Use:   "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
+		Use: "pack-eval --nodes NODES.csv --pods PODS.csv... [--policies first-fit,best-fit,spread,frag-aware]",
+		Example: `  mirage pack-eval --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
+  mirage pack-eval --nodes nodes.csv --pods a.csv,b.csv --policies best-fit,frag-aware --mode replay --json`,
 		Short: "Replay pod arrivals onto a node list and compare placement policies by GPU fragmentation",
 		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on an openb node
 list and pod lists: per pod list and policy, the share of GPUs left unallocated

@@ -27,7 +27,9 @@ type placeOptions struct {
 func newPlaceCmd(factory *Factory, runF func(*placeOptions) error) *cobra.Command {
 	o := &placeOptions{now: time.Now, req: provisioner.SubmitRequest{Name: "mirage-place"}}
 	cmd := &cobra.Command{
-		Use:   "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
+		Use: "place --team TEAM --gpus N (--kubeconfig FILE | --snapshot FILE) [--rules FILE]",
+		Example: `  mirage place --team vision --gpus 4 --rules teams.yaml --kubeconfig ~/.kube/config
+  mirage place --team nlp --gpus 16 --nodes 2 --snapshot cluster.yaml --rules teams.yaml --json`,
 		Short: "Dry run: where would this job go, and why (quota, borrowing, packing, reclaim)",
 		Long: `Show what the team rules would decide for one job, without submitting anything:
 the verdict and its reason, the candidate and rejected nodes, packing hints and

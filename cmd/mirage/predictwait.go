@@ -36,7 +36,10 @@ type predictWaitOptions struct {
 func newPredictWaitCmd(factory *Factory, runF func(*predictWaitOptions) error) *cobra.Command {
 	o := &predictWaitOptions{f: factory, sim: sim.Options{Latency: -1}}
 	cmd := &cobra.Command{
-		Use:   "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
+		Use: "predict-wait [-N NODES] [-t TIME] [--gres gpu:N] [-p PART] [-A ACCT] --models DIR [--snapshot FILE | --trace FILE --at TIME]",
+		Example: `  mirage predict-wait -N 8 -t 48:00:00 --gres gpu:3 -p gpu-a100 --models ls6-models/
+  mirage predict-wait -N 1 -t 2:00:00 --models ls6-models/ --trace ls6.log.gz --at 2023-02-10T12:00
+  mirage predict-wait -N 4 --models ls6-models/ --snapshot snap.json --json`,
 		Short: "Predict how long a job of a given shape would wait if submitted now",
 		Long: `Predict the queue wait of a job of this shape if submitted now (p10–p90), with
 the wait predictor of mirage train --model wait, from the live Slurm cluster, a

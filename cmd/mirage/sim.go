@@ -22,7 +22,9 @@ type simOptions struct {
 func newSimCmd(f *Factory, runF func(*simOptions) error) *cobra.Command {
 	o := &simOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
+		Use: "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
+		Example: `  mirage sim --trace ls6.log.gz --report            # simulated vs recorded waits
+  mirage sim --trace jobs.swf --preset default --slurm-conf /etc/slurm/slurm.conf --jobs sim.csv`,
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
 		Long: `Replay a recorded trace in the simulator and print per-job simulated start and
 end or, with --report, the fidelity of simulated against recorded waits.

@@ -84,7 +84,9 @@ type tracesStatsOptions struct {
 func newTracesStatsCmd(f *Factory, runF func(*tracesStatsOptions) error) *cobra.Command {
 	o := &tracesStatsOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "stats FILE...",
+		Use: "stats FILE...",
+		Example: `  mirage traces stats ls6-a100-until-2023-03-01.log.gz
+  mirage traces stats jobs.swf sacct.txt --json`,
 		Short: "Summarise traces: jobs, span, node/GPU counts, runtime and wait percentiles, limit hits, peak use",
 		Long:  `Summarise trace files, read together as one trace; see docs/guide/training-and-evaluation.md.`,
 		Args:  cobra.MinimumNArgs(1),
@@ -122,7 +124,9 @@ type tracesConvertOptions struct {
 func newTracesConvertCmd(f *Factory, runF func(*tracesConvertOptions) error) *cobra.Command {
 	o := &tracesConvertOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "convert FILE --out OUT.csv",
+		Use: "convert FILE --out OUT.csv",
+		Example: `  mirage traces convert sacct-dump.txt --out jobs.csv
+  mirage traces convert ls6.log.gz --tz America/Chicago --out ls6.csv`,
 		Short: "Convert a trace to mirage's canonical CSV",
 		Long:  `Convert a trace to mirage's canonical CSV, written atomically; see docs/guide/training-and-evaluation.md.`,
 		Args:  cobra.ExactArgs(1),
@@ -169,7 +173,9 @@ type tracesSynthOptions struct {
 func newTracesSynthCmd(f *Factory, runF func(*tracesSynthOptions) error) *cobra.Command {
 	o := &tracesSynthOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "synth --like ls6 --days D --seed S [--out FILE]",
+		Use: "synth --like ls6 --days D --seed S [--out FILE]",
+		Example: `  mirage traces synth --like ls6 --days 14 --seed 1 --out synth.log
+  mirage traces synth --days 3 --format csv > synth.csv`,
 		Short: "Generate a synthetic trace fitted to a real one (LS6)",
 		Long: `Generate a synthetic trace fitted to the LS6 A100 trace, the same for a seed;
 see docs/guide/training-and-evaluation.md.`,

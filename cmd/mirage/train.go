@@ -35,7 +35,10 @@ type trainOptions struct {
 func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Command {
 	o := &trainOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use:   "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
+		Use: "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
+		Example: `  mirage train --trace ls6.log.gz --model xgb,rf --train-until 2023-02-01 --until 2023-02-27
+  mirage train --trace ls6.log.gz --model dqn,pg --out ls6-models/ --from 2023-01-03 --train-until 2023-02-01
+  mirage train --trace ls6.log.gz --model wait --seed 2 --out ls6-models/`,
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
 		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, dqn, pg) and the wait
 predictor of mirage predict-wait (wait) on a trace replayed in the simulator;

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // TestUsageErrors: every kind of bad command line exits 2 with a message
@@ -143,6 +145,60 @@ func TestExitCodeTable(t *testing.T) {
 		out, stderr, code := runMirage(t, c.args...)
 		if code != c.code {
 			t.Errorf("%q: exit %d, want %d (stdout %q, stderr %q)", c.args, code, c.code, out, stderr)
+		}
+	}
+}
+
+// TestEveryCommandHasExamples: every runnable command's --help shows at
+// least one example (cobra's own help and completion commands aside).
+func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && !c.Hidden && c.Name() != "help" && c.Name() != "completion" && c.Parent() != nil && c.Parent().Name() != "completion" {
+			if strings.TrimSpace(c.Example) == "" {
+				t.Errorf("%s has no examples", c.CommandPath())
+			} else if !strings.Contains(c.Example, c.CommandPath()) {
+				t.Errorf("%s: examples do not show the command itself:\n%s", c.CommandPath(), c.Example)
+			}
+			checkExamples(t, c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(newRootCmd(testFactory(nil)))
+}
+
+// checkExamples parses each example line of c as a command line (an
+// example may show a step before, such as mirage train): it must name a
+// command and give only flags that command knows, with valid values.
+func checkExamples(t *testing.T, c *cobra.Command) {
+	t.Helper()
+	for _, line := range strings.Split(c.Example, "\n") {
+		line = strings.TrimSpace(line)
+		for _, cut := range []string{" #", " |", " >"} { // comments, pipes and redirections
+			line, _, _ = strings.Cut(line, cut)
+		}
+		if !strings.HasPrefix(line, "mirage ") {
+			continue
+		}
+		var words []string
+		for i, part := range strings.Split(line, `"`) { // "quoted words" stay one
+			if i%2 == 1 {
+				words = append(words, part)
+			} else {
+				words = append(words, strings.Fields(part)...)
+			}
+		}
+		root := newRootCmd(testFactory(nil))
+		found, rest, err := root.Find(words[1:])
+		if err != nil {
+			t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
+			continue
+		}
+		if err := found.ParseFlags(rest); err != nil {
+			t.Errorf("%s: example %q: %v", c.CommandPath(), line, err)
 		}
 	}
 }

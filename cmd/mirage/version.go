@@ -40,7 +40,9 @@ type versionOptions struct {
 func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command {
 	o := &versionOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: `  mirage version
+  mirage version --json`,
 		Short: "Print mirage's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
