@@ -26,8 +26,12 @@ type Chain struct {
 	// Env is the environment every segment gets on top of the submitter's
 	// (the daemon's, under cron a bare one): what submit recorded, PATH with
 	// mirage's directory first and MIRAGE_BIN, mirage's absolute path.
-	Env        map[string]string
-	Policy     string        // submission policy name
+	Env    map[string]string
+	Policy string // submission policy name
+	// Models is the directory of the learned policy's model, recorded by
+	// submit ("" = wherever the daemon looks): the model that decided at
+	// submit decides for the whole chain, whoever runs the daemon.
+	Models     string
 	Segments   int           // segments to run; 0 = until a segment exits 0 before its limit (--until-done)
 	MaxRetries int           // failed segments tolerated in a row before the chain fails
 	Account    string        // team

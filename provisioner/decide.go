@@ -26,6 +26,9 @@ type StepInput struct {
 	HistoryOK bool          // History is complete for that window: a job missing from it and from Snapshot is gone
 	Chains    []ChainRecord // stored chains (only ChainActive ones are decided on) and their segments
 	Policies  PolicyFactory // policy by name; nil means BaselinePolicy with default options
+	// PoliciesIn resolves the policies of a chain that names its models
+	// directory (Chain.Models); nil: Policies for every chain.
+	PoliciesIn func(modelsDir string) PolicyFactory
 	Rules     Rules         // team rules consulted before each submission; nil admits everything
 	// SubmitGrace is how long a submission whose outcome was not recorded
 	// holds its chain before it is taken as not done (0: DefaultSubmitGrace).
@@ -63,7 +66,7 @@ func Step(in *StepInput) *Plan {
 		grace = DefaultSubmitGrace
 	}
 	idx := indexJobs(in.Snapshot, in.History)
-	ctx := &stepContext{in: in, idx: idx, policies: map[string]policyEntry{}, grace: grace}
+	ctx := &stepContext{in: in, idx: idx, policies: map[[2]string]policyEntry{}, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op
 	for i := range in.Chains {
@@ -94,7 +97,7 @@ type policyEntry struct {
 type stepContext struct {
 	in       *StepInput
 	idx      *jobIndex
-	policies map[string]policyEntry
+	policies map[[2]string]policyEntry // by models directory and name
 	nPending int
 	nRunning int
 	grace    time.Duration
@@ -112,17 +115,26 @@ func countStates(s *Snapshot) (pending, running int) {
 	return
 }
 
-func (c *stepContext) policy(name string) (Policy, error) {
-	if e, ok := c.policies[name]; ok {
+// policy is chain ch's policy: from its own models directory when it
+// names one (and PoliciesIn is set), else from Policies.
+func (c *stepContext) policy(ch *Chain) (Policy, error) {
+	key := [2]string{ch.Models, ch.Policy}
+	if c.in.PoliciesIn == nil {
+		key[0] = ""
+	}
+	if e, ok := c.policies[key]; ok {
 		return e.p, e.err
 	}
 	var e policyEntry
-	if c.in.Policies != nil {
-		e.p, e.err = c.in.Policies(name)
-	} else {
-		e.p, e.err = BaselinePolicy(name)
+	switch {
+	case key[0] != "":
+		e.p, e.err = c.in.PoliciesIn(key[0])(ch.Policy)
+	case c.in.Policies != nil:
+		e.p, e.err = c.in.Policies(ch.Policy)
+	default:
+		e.p, e.err = BaselinePolicy(ch.Policy)
 	}
-	c.policies[name] = e
+	c.policies[key] = e
 	return e.p, e.err
 }
 
@@ -218,7 +230,7 @@ func (c *stepContext) decide(w *chainWork) {
 		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("state of predecessor job %s unknown (not in the live view, no history): wait", last.JobID)})
 		return
 	}
-	pol, err := c.policy(ch.Policy)
+	pol, err := c.policy(ch)
 	if err != nil {
 		w.record(DecisionRecord{Segment: last.Index + 1, Action: ActError, Error: fmt.Sprintf("policy %q: %v", ch.Policy, err)})
 		return

@@ -31,10 +31,13 @@ const (
 // SubmitGrace, by taking it as not submitted, or the recorded job. Every
 // decision, action and error is recorded in the Store.
 type Engine struct {
-	Cluster       Cluster            // the backend (HistorySource too, where it has one)
-	Store         Store              // durable chain state
-	Clock         Clock              // decision time
-	Policies      PolicyFactory      // policy by name; nil: BaselinePolicy
+	Cluster  Cluster       // the backend (HistorySource too, where it has one)
+	Store    Store         // durable chain state
+	Clock    Clock         // decision time
+	Policies PolicyFactory // policy by name; nil: BaselinePolicy
+	// PoliciesIn resolves the policies of chains that name their models
+	// directory (Chain.Models); nil: Policies for all.
+	PoliciesIn    func(modelsDir string) PolicyFactory
 	Rules         Rules              // team rules; nil: admit everything
 	HistoryWindow time.Duration      // default DefaultHistoryWindow
 	SubmitGrace   time.Duration      // how long an unrecorded submission holds its chain; default DefaultSubmitGrace
@@ -152,7 +155,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		}
 	}
 	// 4. the pure step
-	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, Rules: e.Rules,
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
 		SubmitGrace: e.SubmitGrace})
 	// 5. bookkeeping in one transaction
 	var book, tail []Op

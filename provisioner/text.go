@@ -35,6 +35,7 @@ type ChainJSON struct {
 	Script      string        `json:"script"`
 	Args        []string      `json:"args,omitempty"`
 	WorkDir     string        `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
+	Models      string        `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
 	Policy      string        `json:"policy"`
 	Segments    int           `json:"segments"` // 0: until done
 	MaxRetries  int           `json:"max_retries"`
@@ -52,7 +53,7 @@ type ChainJSON struct {
 // JSON is the view as mirage status --json prints it.
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
-	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, WorkDir: c.WorkDir, Policy: c.Policy, Segments: c.Segments, MaxRetries: c.MaxRetries,
+	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Segments: c.Segments, MaxRetries: c.MaxRetries,
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {

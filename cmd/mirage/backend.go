@@ -170,10 +170,16 @@ func stateErr(err error) error {
 // with a warning, so that its chains go on.
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration, pol policyOptions) *provisioner.Engine {
 	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
-	policies := models.WithFallback(pol.factory(f), provisioner.PolicyLead, func(name string, err error) {
+	warn := func(name string, err error) {
 		slog.Warn("learned policy unavailable: lead decides for its chains until its model is back", "policy", name, "err", err)
-	})
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policies, Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
+	}
+	// A chain that recorded its models directory (submit --models) is
+	// decided from it; the others from this command's --models.
+	in := func(dir string) provisioner.PolicyFactory {
+		return models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
+	}
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: in(pol.dir(f)), PoliciesIn: in,
+		Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
 }
 
 // policyOptions locate the learned policies' models (--models).
@@ -184,10 +190,13 @@ func (o *policyOptions) add(cmd *cobra.Command) {
 		"(default: $MIRAGE_MODELS, else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models)")
 }
 
-// factory resolves policy names, learned ones from the models directory.
-func (o *policyOptions) factory(f *Factory) provisioner.PolicyFactory {
-	return f.Policies(cmp.Or(o.modelsDir, models.DefaultDir(f.Getenv)))
+// dir is the models directory: --models, else the default.
+func (o *policyOptions) dir(f *Factory) string {
+	return cmp.Or(o.modelsDir, models.DefaultDir(f.Getenv))
 }
+
+// factory resolves policy names, learned ones from the models directory.
+func (o *policyOptions) factory(f *Factory) provisioner.PolicyFactory { return f.Policies(o.dir(f)) }
 
 // addSubmitGrace adds --submit-grace to a command that submits.
 func addSubmitGrace(cmd *cobra.Command, v *time.Duration) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +26,8 @@ func chainDecisions(t *testing.T, e *chainEnv, id string) []provisioner.Decision
 }
 
 // TestSubmitLearnedPolicy: a trained model is a policy of submit and the
-// daemon (--models), and the decision log names the model and its version
-// (its training time from meta.json).
+// daemon (submit --models, recorded with the chain), and the decision log
+// names the model and its version (its training time from meta.json).
 func TestSubmitLearnedPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
@@ -37,7 +38,9 @@ func TestSubmitLearnedPolicy(t *testing.T) {
 	e := newChainEnv(t)
 	script := e.script(t, "x.sbatch", "-t 55")
 	id := e.submitChain(t, script, "--segments", "3", "--policy", "xgb", "--models", fx.dir, "--", "-p", "batch")
-	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "20", "--models", fx.dir); code != 0 {
+	// The daemon is given no --models: the chain decides with the
+	// directory submit recorded.
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "20"); code != 0 {
 		t.Fatalf("daemon: exit %d: %s", code, stderr)
 	}
 	label := "xgb@" + meta.Created.UTC().Format(time.RFC3339) + ": "
@@ -74,9 +77,19 @@ func TestSubmitLearnedPolicyMissing(t *testing.T) {
 	if code != exitUsage || !strings.Contains(stderr, filepath.Join(empty, "xgb")) || !strings.Contains(stderr, "mirage train --model xgb --out "+empty) {
 		t.Fatalf("submit --policy xgb without a model: exit %d: %s", code, stderr)
 	}
-	// The model is there at submit time, then the daemon runs without it
-	// (another --models): lead stands in.
-	id := e.submitChain(t, script, "--segments", "2", "--policy", "rf", "--models", trainedFixture(t).dir)
+	// The model is there at submit time, then it is gone (its directory
+	// moved away) when the daemon runs: lead stands in.
+	moved := filepath.Join(t.TempDir(), "models")
+	if err := os.CopyFS(moved, os.DirFS(trainedFixture(t).dir)); err != nil {
+		t.Fatal(err)
+	}
+	id := e.submitChain(t, script, "--segments", "2", "--policy", "rf", "--models", moved)
+	if cj := e.statusJSON(t, id); cj.Models != moved {
+		t.Errorf("chain records models %q, want %q", cj.Models, moved)
+	}
+	if err := os.Rename(moved, moved+".gone"); err != nil {
+		t.Fatal(err)
+	}
 	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14", "--models", empty); code != 0 {
 		t.Fatalf("daemon: exit %d: %s", code, stderr)
 	}

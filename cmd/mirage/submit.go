@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
@@ -136,6 +137,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
 	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return withCode(exitUnavailable, err)
+	}
+	if models.IsLearned(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
+		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--models: %w", err))
+		}
 	}
 	// The same submit run again (say after it exited 4) answers with the
 	// chain it made; the daemon carries that chain on.

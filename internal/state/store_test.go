@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 3 {
-		t.Fatalf("version %d, %v; want 2", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 4 {
+		t.Fatalf("version %d, %v; want 4", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -98,12 +98,14 @@ func TestRoundTrip(t *testing.T) {
 		got.Nodes != 2 || got.GPUs != 8 || got.State != provisioner.ChainActive || !got.Created.Equal(t0) || got.WorkDir != "" || got.Env != nil {
 		t.Errorf("chain round trip: %+v", got)
 	}
-	// The directory and environment submit records (schema 3).
+	// The directory and environment submit records (schema 3), and the
+	// models directory (schema 4).
 	c.WorkDir, c.Env = "/scratch/u/run 1", map[string]string{"PATH": "/opt/mirage/bin:/usr/bin", "MIRAGE_BIN": "/opt/mirage/bin/mirage"}
+	c.Models = "/home/u/.local/share/mirage/models"
 	if err := s.PutChain(ctx, &c); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Chain(ctx, c.ID); err != nil || got.WorkDir != "/scratch/u/run 1" || len(got.Env) != 2 ||
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.WorkDir != "/scratch/u/run 1" || len(got.Env) != 2 || got.Models != c.Models ||
 		got.Env["PATH"] != "/opt/mirage/bin:/usr/bin" || got.Env["MIRAGE_BIN"] != "/opt/mirage/bin/mirage" {
 		t.Errorf("chain with work dir and env: %+v, %v", got, err)
 	}
@@ -359,11 +361,11 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 3 {
+	if v, _ := s.Version(ctx); v != 4 {
 		t.Fatalf("version %d", v)
 	}
-	// a chain of schema 1 has no recorded directory nor environment
-	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil {
+	// a chain of schema 1 has no recorded directory, environment nor models
+	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")
