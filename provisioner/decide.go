@@ -29,7 +29,7 @@ type StepInput struct {
 	// PoliciesIn resolves the policies of a chain that names its models
 	// directory (Chain.Models); nil: Policies for every chain.
 	PoliciesIn func(modelsDir string) PolicyFactory
-	Rules     Rules         // team rules consulted before each submission; nil admits everything
+	Rules      Rules // team rules consulted before each submission; nil admits everything
 	// SubmitGrace is how long a submission whose outcome was not recorded
 	// holds its chain before it is taken as not done (0: DefaultSubmitGrace).
 	SubmitGrace time.Duration
