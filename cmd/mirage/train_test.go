@@ -50,7 +50,7 @@ func trainedFixture(t *testing.T) trainFixture {
 			return
 		}
 		trainFix.dir = filepath.Join(tmp, "models")
-		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,rf,wait", "--out", trainFix.dir,
+		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,rf,wait,dqn,pg", "--out", trainFix.dir, "--dqn-steps", "3000", "--pg-iterations", "20",
 			"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
 			"--limit", "12h", "--seed", "3", "--cache", filepath.Join(tmp, "cache"))
 	})
