@@ -38,7 +38,9 @@ type CancelResult struct {
 //     that completed and handed off since the last daemon cycle — is not
 //     cancelled: its real end state is recorded, as the daemon would.
 //
-// done is called after each job is cancelled and recorded. A job already
+// A live job of another user carrying the chain's tag is left alone
+// (anyone can copy a tag; Owns). done is called after each job is
+// cancelled and recorded. A job already
 // gone counts as cancelled; the others that fail are recorded as errors
 // and reported together at the end, so running it again retries them.
 func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (Cluster, error), now time.Time, done func(Segment)) (*CancelResult, error) {
@@ -92,8 +94,8 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 	}
 	for _, j := range snap.Jobs {
 		tag, ok := ParseTag(j.Comment)
-		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() {
-			continue
+		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() || !Owns(cl, &j) {
+			continue // another user's job carrying the tag is not ours to cancel
 		}
 		known[j.ID] = true
 		todo = append(todo, Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,

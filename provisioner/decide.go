@@ -30,6 +30,10 @@ type StepInput struct {
 	// directory (Chain.Models); nil: Policies for every chain.
 	PoliciesIn func(modelsDir string) PolicyFactory
 	Rules      Rules // team rules consulted before each submission; nil admits everything
+	// Self is the user whose jobs are the chains' (Job.User): a tagged job
+	// of another user is never adopted, cancelled or followed, only
+	// reported (EventForeign). "" skips the check (the simulator).
+	Self string
 	// SubmitGrace is how long a submission whose outcome was not recorded
 	// holds its chain before it is taken as not done (0: DefaultSubmitGrace).
 	SubmitGrace time.Duration
@@ -65,7 +69,7 @@ func Step(in *StepInput) *Plan {
 	if grace <= 0 {
 		grace = DefaultSubmitGrace
 	}
-	idx := indexJobs(in.Snapshot, in.History)
+	idx := indexJobs(in.Snapshot, in.History, in.Self)
 	ctx := &stepContext{in: in, idx: idx, policies: map[[2]string]policyEntry{}, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -37,8 +38,11 @@ type Engine struct {
 	Policies PolicyFactory // policy by name; nil: BaselinePolicy
 	// PoliciesIn resolves the policies of chains that name their models
 	// directory (Chain.Models); nil: Policies for all.
-	PoliciesIn    func(modelsDir string) PolicyFactory
-	Rules         Rules              // team rules; nil: admit everything
+	PoliciesIn func(modelsDir string) PolicyFactory
+	Rules      Rules // team rules; nil: admit everything
+	// Self is the user whose jobs the chains are (StepInput.Self); "" skips
+	// the owner check (the simulator).
+	Self          string
 	HistoryWindow time.Duration      // default DefaultHistoryWindow
 	SubmitGrace   time.Duration      // how long an unrecorded submission holds its chain; default DefaultSubmitGrace
 	Fault         func(point string) // test-only fault injection, called at the Fault* points; nil in production
@@ -156,7 +160,8 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	}
 	// 4. the pure step
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
-		SubmitGrace: e.SubmitGrace})
+		SubmitGrace: e.SubmitGrace, Self: e.Self})
+	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
 	var book, tail []Op
 	for _, op := range plan.Ops {
@@ -307,6 +312,37 @@ func (e *Engine) addEvent(ctx context.Context, ev *Event) {
 			e.log().Error("record event", "kind", ev.Kind, "err", err)
 		}
 	}
+}
+
+// dropSeenForeign keeps an EventForeign op only the first time the store
+// sees it (chain and job): another user's tagged job is reported once, with
+// a warning, not at every cycle.
+func (e *Engine) dropSeenForeign(ctx context.Context, ops []Op) []Op {
+	es, _ := e.Store.(EventStore)
+	seen := map[string]map[string]bool{} // chain → job ids already reported
+	return slices.DeleteFunc(ops, func(op Op) bool {
+		if op.Kind != OpEvent || op.Event.Kind != EventForeign {
+			return false
+		}
+		ev := op.Event
+		if seen[ev.ChainID] == nil {
+			seen[ev.ChainID] = map[string]bool{}
+			if es != nil {
+				old, _ := es.Events(ctx, ev.ChainID)
+				for _, o := range old {
+					if o.Kind == EventForeign {
+						seen[ev.ChainID][o.JobID] = true
+					}
+				}
+			}
+		}
+		if seen[ev.ChainID][ev.JobID] {
+			return true
+		}
+		seen[ev.ChainID][ev.JobID] = true
+		e.log().Warn("another user's job carries a chain's tag: ignored", "chain", ev.ChainID, "job", ev.JobID, "detail", ev.Detail)
+		return false
+	})
 }
 
 // applyOps performs bookkeeping ops against s.

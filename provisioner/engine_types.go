@@ -59,6 +59,7 @@ const (
 	EventError      EventKind = "error"       // an error outside any one decision (snapshot, history)
 	EventAbandoned  EventKind = "abandoned"   // a submission left no job within its grace: taken as not done
 	EventDuplicate  EventKind = "duplicate"   // a second job carries a segment's tag: cancelled
+	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

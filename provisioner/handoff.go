@@ -15,6 +15,10 @@ type HandoffOptions struct {
 	Poll   time.Duration // how often to look
 	Settle time.Duration // signal only once it has run this long (its script must have set its trap)
 	Cancel bool          // cancel it if it still runs after Grace
+	// Self and Chain, when set, are the user running the hand-off and its
+	// chain ($MIRAGE_CHAIN): a predecessor of another user, or one that
+	// does not carry the chain's tag, is never signalled nor cancelled.
+	Self, Chain string
 }
 
 // Handoff is run by a successor that started while its predecessor still
@@ -33,6 +37,12 @@ func Handoff(ctx context.Context, cl Cluster, now func() time.Time, sleep func(c
 	if pred == nil || pred.State.Finished() {
 		say(fmt.Sprintf("predecessor %s is not running: nothing to hand off", o.Job))
 		return nil
+	}
+	if o.Self != "" && pred.User != o.Self {
+		return fmt.Errorf("predecessor %s belongs to user %q, not %q: not signalled (%w)", o.Job, pred.User, o.Self, ErrForeignJob)
+	}
+	if tag, ok := ParseTag(pred.Comment); o.Chain != "" && (!ok || tag.Chain != o.Chain) {
+		return fmt.Errorf("predecessor %s does not carry a tag of chain %s (comment %q): not signalled (%w)", o.Job, o.Chain, pred.Comment, ErrForeignJob)
 	}
 	if !pred.Start.IsZero() {
 		if young := o.Settle - now().Sub(pred.Start); young > 0 {

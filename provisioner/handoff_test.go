@@ -2,6 +2,7 @@ package provisioner
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,7 @@ func (h *handoffCluster) Snapshot(context.Context) (*Snapshot, error) {
 	if len(h.cancelled) > 0 || h.endAfter > 0 && !h.signalled.IsZero() && !h.now.Before(h.signalled.Add(h.endAfter)) {
 		st = StateCompleted
 	}
-	return &Snapshot{Jobs: []Job{{ID: "7", State: st, Start: h.started}}}, nil
+	return &Snapshot{Jobs: []Job{{ID: "7", State: st, Start: h.started, User: "alice", Comment: "mirage:c-1/0.0"}}}, nil
 }
 
 func (h *handoffCluster) Submit(context.Context, SubmitRequest) (string, error) {
@@ -117,5 +118,26 @@ func TestDaemonLoop(t *testing.T) {
 	n = 0
 	if err := Daemon(context.Background(), DaemonOptions{Interval: time.Minute, Sleep: stop}, cycle); err != nil || n != 1 {
 		t.Errorf("signalled: %v after %d cycles", err, n)
+	}
+}
+
+// TestHandoffOwnJobsOnly: handoff never signals a predecessor of another
+// user, nor one that does not carry the tag of its own chain ($MIRAGE_PREV_JOB
+// comes from the job's environment, but the job it names is checked).
+func TestHandoffOwnJobsOnly(t *testing.T) {
+	t.Parallel()
+	for _, o := range []HandoffOptions{
+		{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "bob"},
+		{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "alice", Chain: "c-2"},
+	} {
+		h := newHandoffCluster(5 * time.Second)
+		_, err := h.handoff(o)
+		if !errors.Is(err, ErrForeignJob) || len(h.signals) != 0 || len(h.cancelled) != 0 {
+			t.Errorf("%+v: %v, signals %v, cancelled %v; want ErrForeignJob and nothing sent", o, err, h.signals, h.cancelled)
+		}
+	}
+	h := newHandoffCluster(5 * time.Second)
+	if _, err := h.handoff(HandoffOptions{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "alice", Chain: "c-1"}); err != nil || len(h.signals) != 1 {
+		t.Errorf("own predecessor of the own chain: %v, signals %v", err, h.signals)
 	}
 }

@@ -123,6 +123,33 @@ type Store interface {
 // ErrChainNotFound is returned by a Store for an unknown chain id.
 var ErrChainNotFound = errors.New("chain not found")
 
+// Owner is a backend whose jobs have owners (Job.User): Self is the user
+// mirage acts for there. The chain operations never adopt, cancel, signal
+// or recover another user's job, since anyone can copy a chain's tag into
+// a job comment that squeue shows to all.
+type Owner interface {
+	Self() string
+}
+
+// SelfOf is the user cl acts for, "" when it has no owners (the simulator,
+// Kubernetes pods): the owner checks are then off.
+func SelfOf(cl Cluster) string {
+	if o, ok := cl.(Owner); ok {
+		return o.Self()
+	}
+	return ""
+}
+
+// Owns reports whether job j is the user's of cl (always, without owners).
+func Owns(cl Cluster, j *Job) bool {
+	self := SelfOf(cl)
+	return self == "" || j.User == self
+}
+
+// ErrForeignJob is matched by errors about a job mirage will not touch: it
+// belongs to another user, or does not carry the chain's tag.
+var ErrForeignJob = errors.New("not this user's chain job")
+
 // EventStore is implemented by stores that keep an event log beside the
 // decision log (MemStore, the SQLite store).
 type EventStore interface {

@@ -11,8 +11,9 @@ import (
 
 // jobIndex is the snapshot and the history, indexed once per step.
 type jobIndex struct {
-	byID   map[string]*Job        // every job, the most advanced report of it
-	tagged map[string][]taggedJob // chain id → its tagged jobs
+	byID    map[string]*Job        // every job, the most advanced report of it
+	tagged  map[string][]taggedJob // chain id → its tagged jobs (self's)
+	foreign map[string][]taggedJob // chain id → jobs of other users carrying its tag
 }
 
 type taggedJob struct {
@@ -23,8 +24,10 @@ type taggedJob struct {
 // indexJobs builds the index. A job reported both live and in the history
 // is taken in its more advanced state (finished beats running beats pending),
 // because the snapshot and the history are read at slightly different times.
-func indexJobs(snap *Snapshot, history []Job) *jobIndex {
-	idx := &jobIndex{byID: make(map[string]*Job, len(snap.Jobs)+len(history)), tagged: map[string][]taggedJob{}}
+// With self set, a tagged job of another user is indexed as foreign: anyone
+// can copy a tag into a job's comment, and squeue shows every comment.
+func indexJobs(snap *Snapshot, history []Job, self string) *jobIndex {
+	idx := &jobIndex{byID: make(map[string]*Job, len(snap.Jobs)+len(history)), tagged: map[string][]taggedJob{}, foreign: map[string][]taggedJob{}}
 	add := func(j *Job) {
 		if old, ok := idx.byID[j.ID]; ok && rank(old.State) >= rank(j.State) {
 			return
@@ -41,9 +44,17 @@ func indexJobs(snap *Snapshot, history []Job) *jobIndex {
 		if !strings.Contains(j.Comment, TagPrefix) {
 			continue
 		}
-		if t, ok := ParseTag(j.Comment); ok {
+		t, ok := ParseTag(j.Comment)
+		switch {
+		case !ok:
+		case self != "" && j.User != self:
+			idx.foreign[t.Chain] = append(idx.foreign[t.Chain], taggedJob{t, j})
+		default:
 			idx.tagged[t.Chain] = append(idx.tagged[t.Chain], taggedJob{t, j})
 		}
+	}
+	for _, lst := range idx.foreign {
+		slices.SortFunc(lst, func(a, b taggedJob) int { return compareJobIDs(a.job.ID, b.job.ID) })
 	}
 	for _, lst := range idx.tagged {
 		slices.SortFunc(lst, func(a, b taggedJob) int {
@@ -146,6 +157,11 @@ func (w *chainWork) find(index, attempt int) int {
 //	1e. record the gap between each successor's start and its
 //	    predecessor's end when it becomes known.
 func (w *chainWork) reconcile(idx *jobIndex, historyOK bool, grace time.Duration) {
+	// 1a'. another user's jobs carrying this chain's tag: reported, never acted on
+	for _, tj := range idx.foreign[w.chain.ID] {
+		w.ops = append(w.ops, Op{Kind: OpEvent, Event: &Event{Time: w.now, ChainID: w.chain.ID, Segment: tj.tag.Segment, Attempt: tj.tag.Attempt,
+			JobID: tj.job.ID, Kind: EventForeign, Detail: ForeignDetail(tj.job, tj.tag)}})
+	}
 	// 1a. adoption
 	for _, tj := range idx.tagged[w.chain.ID] {
 		i := w.find(tj.tag.Segment, tj.tag.Attempt)
@@ -301,4 +317,10 @@ func fmtSigned(d time.Duration) string {
 		return d.String()
 	}
 	return "+" + d.String()
+}
+
+// ForeignDetail says why job j, carrying tag, is left alone: another user
+// submitted it (copying a tag needs no privilege).
+func ForeignDetail(j *Job, tag Tag) string {
+	return fmt.Sprintf("job %s of user %q carries tag %s of this chain: another user's job, ignored (not adopted, cancelled or followed)", j.ID, j.User, tag)
 }

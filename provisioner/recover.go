@@ -32,7 +32,8 @@ type RecoverOptions struct {
 // RecoverChains rebuilds the chains the store does not hold from the
 // tagged jobs of the live view and of the history since now − Since
 // (every job mirage submits carries its chain's tag and specification in
-// its comment). Tagged jobs are grouped by chain (a job seen live and in
+// its comment). Only the user's own jobs count (Owns): anyone can copy a
+// tag and a specification into a job comment. Tagged jobs are grouped by chain (a job seen live and in
 // the history counts once; live wins while unfinished); a chain the store
 // holds is left alone ("known"); the others are registered with their
 // segments ("recovered"), as cancelled when their last job was cancelled
@@ -57,9 +58,15 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		}
 	}
 	chains := map[string][]taggedJob{}
+	foreign := map[string]bool{} // chains asked for whose tag only other users' jobs carry
 	for id := range byID {
 		j := byID[id]
-		if t, ok := ParseTag(j.Comment); ok && (len(o.Chains) == 0 || slices.Contains(o.Chains, t.Chain)) {
+		t, ok := ParseTag(j.Comment)
+		if ok && !Owns(cl, &j) { // another user's job: never rebuilt into this user's database
+			foreign[t.Chain] = true
+			continue
+		}
+		if ok && (len(o.Chains) == 0 || slices.Contains(o.Chains, t.Chain)) {
 			chains[t.Chain] = append(chains[t.Chain], taggedJob{t, &j})
 		}
 	}
@@ -146,7 +153,10 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		if _, ok := chains[id]; ok {
 			continue
 		}
-		r := Recovered{Chain: id, Action: ActionNotFound, Note: "no job carries its tag in squeue, nor in sacct since " + now.Add(-o.Since).UTC().Format(time.RFC3339)}
+		r := Recovered{Chain: id, Action: ActionNotFound, Note: "no job of yours carries its tag in squeue, nor in sacct since " + now.Add(-o.Since).UTC().Format(time.RFC3339)}
+		if foreign[id] {
+			r.Note += " (only other users' jobs do: not recovered)"
+		}
 		if _, err := st.Chain(ctx, id); err == nil {
 			r.Action, r.Note = "known", "already in the state database (no tagged job found)"
 		} else if !errors.Is(err, ErrChainNotFound) {

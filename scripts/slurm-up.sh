@@ -10,6 +10,7 @@ for b in munged mungekey mariadbd mariadb-install-db slurmdbd slurmctld slurmd s
   command -v "$b" >/dev/null || { log "ERROR: $b not found: install the Debian packages (scripts/deps.sh: slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server gettext-base)"; exit 1; }
 done
 
+ensure_second_user
 write_config
 if [ "$CONFIG_CHANGED" = 1 ] && compgen -G "$STATE/run/*.pid" >/dev/null; then
   log "configuration changed: restarting the daemons"

@@ -136,3 +136,8 @@ func (c *Client) Ping(ctx context.Context) error {
 	return fmt.Errorf("%w: %s (the SlurmctldHost of %s); for another cluster give its slurm.conf with --slurm-conf or SLURM_CONF",
 		ErrControllerDown, strings.Join(errs, "; "), conf)
 }
+
+// Self is the user the client acts for (Config.Self, default the current
+// user): the owner of the chains' jobs. The chain commands give it to the
+// engine, cancel, recover and handoff, which never act on another user's job.
+func (c *Client) Self() string { return c.cfg.Self }

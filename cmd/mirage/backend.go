@@ -161,6 +161,8 @@ func stateErr(err error) error {
 		return withCode(exitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
 	case errors.Is(err, provisioner.ErrRejected):
 		return withCode(exitRejected, err)
+	case errors.Is(err, provisioner.ErrForeignJob):
+		return withCode(exitUnsafe, err)
 	}
 	return err
 }
@@ -179,7 +181,7 @@ func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace t
 		return models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
 	}
 	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: in(pol.dir(f)), PoliciesIn: in,
-		Rules: engineRules(cl), Fault: fault, SubmitGrace: grace}
+		Rules: engineRules(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl)}
 }
 
 // policyOptions locate the learned policies' models (--models).

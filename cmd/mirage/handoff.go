@@ -66,5 +66,6 @@ func handoffRun(ctx context.Context, o *handoffOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
+	o.handoff.Self, o.handoff.Chain = provisioner.SelfOf(cl), o.f.Getenv(provisioner.EnvChain)
 	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
 }

@@ -67,6 +67,16 @@ exec unshare --mount --propagation private -- /bin/sh -ec '
   PATH="/usr/sbin:/usr/bin:/sbin:/bin:\$PATH" exec chroot "\$R" "\$@"' chroot-run "$ROOT" "\$sys" "\$@"
 EOS
   chmod 755 "$STATE/bin/chroot-run"
+  # The two-user tests' second user (scripts/slurm/lib.sh) must resolve
+  # inside the chroot too, where slurmd starts its jobs.
+  u2="${MIRAGE_TEST_SECOND_USER:-mirageb}"
+  if [ "$(id -u)" -eq 0 ]; then
+    id "$u2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$u2" || true
+    for db in passwd group; do
+      line="$(getent "$db" "$u2" || true)"
+      if [ -n "$line" ] && ! grep -q "^$u2:" "$ROOT/etc/$db"; then echo "$line" >> "$ROOT/etc/$db"; fi
+    done
+  fi
   cmds="$(cd "$ROOT" && ls usr/bin/s* usr/sbin/slurm* 2>/dev/null | xargs -n1 basename | grep -E '^(s[a-z]+|slurm[a-z]+)$' || true)"
   cmds="$cmds munge unmunge munged mungekey mariadb mariadb-admin mariadb-install-db mariadbd"
   for c in $cmds; do

@@ -25,6 +25,9 @@ SLURMDBD_PORT="${MIRAGE_SLURM_DBD_PORT:-16819}"
 SLURMCTLD_PORT="${MIRAGE_SLURM_CTLD_PORT:-16817}"
 SLURMD_BASE_PORT="${MIRAGE_SLURM_SLURMD_BASE_PORT:-16820}"
 SLURM_USER="$(id -un)"
+# The second Unix user of the two-user tests: another user on the same login
+# node, who can copy this user's chain tags into the comments of their jobs.
+SECOND_USER="${MIRAGE_TEST_SECOND_USER:-mirageb}"
 NODES="node1 node2 node3 node4"
 export SLURM_CONF MUNGE_SOCK STATE
 
@@ -188,7 +191,16 @@ start_slurmdbd() {
   wait_for 30 slurmdbd slurmdbd_ok
 }
 
-# setup_accounting registers the cluster, accounts, QOS and the user (idempotent).
+# ensure_second_user adds $SECOND_USER (a system user without a home or a
+# login shell) when run as root; without root the two-user tests skip.
+ensure_second_user() {
+  [ "$(id -u)" -eq 0 ] || return 0
+  id "$SECOND_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$SECOND_USER" \
+    || log "could not add the second test user $SECOND_USER: the two-user tests will skip"
+}
+
+# setup_accounting registers the cluster, accounts, QOS, the user and the
+# second test user (idempotent).
 setup_accounting() {
   local u; u="$(id -un)"
   sacctmgr -n list cluster format=cluster -P | grep -qx mirage || sacctmgr -i add cluster mirage >/dev/null
@@ -207,6 +219,10 @@ setup_accounting() {
   sacctmgr -i modify user where name="$u" set qos=normal,scavenger,preemptible defaultqos=normal >/dev/null || true
   sacctmgr -n list assoc user="$u" format=account,qos -P | grep -q '^teamb|.*preemptible' \
     || die "accounting setup failed: user $u not associated with teamb/preemptible"
+  if id "$SECOND_USER" >/dev/null 2>&1 && [ "$SECOND_USER" != "$u" ]; then
+    sacctmgr -n list assoc user="$SECOND_USER" format=account -P | grep -qx teama || \
+      sacctmgr -i add user "$SECOND_USER" account=teama,teamb defaultaccount=teama cluster=mirage >/dev/null
+  fi
 }
 
 slurmctld_ok() { scontrol ping | grep -q 'is UP'; }
@@ -259,6 +275,9 @@ write_env() {
     echo "export SLURM_CONF=$SLURM_CONF"
     echo "export MIRAGE_TEST_SLURM_CONF=$SLURM_CONF"
     echo "export MIRAGE_TEST_SLURM_RELEASE=$rel"
+    if id "$SECOND_USER" >/dev/null 2>&1 && [ "$SECOND_USER" != "$SLURM_USER" ]; then
+      echo "export MIRAGE_TEST_SECOND_USER=$SECOND_USER"
+    fi
     if [ -n "$SLURM_BIN" ]; then
       echo "export MIRAGE_TEST_SLURM_BIN=$SLURM_BIN"
       echo "export PATH=$SLURM_BIN:\$PATH"

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// TestE2EForeignTags (#21): a second Unix user on the same cluster copies
+// the visible tags of the first user's chain into the comments of their own
+// jobs — a new segment (1.0), a duplicate of the stored segment 0, and a
+// whole forged chain with its specification. The first user's daemon adopts
+// none of them, cancels none, reports each of its chain's once (an event
+// per job over several cycles); mirage recover registers nothing of them.
+// Without the owner checks the daemon adopted the forged segment 1 (see
+// provisioner's TestForeignTaggedJobsIgnored, self=""). The second user is
+// added by scripts/slurm-up.sh when it runs as root.
+func TestE2EForeignTags(t *testing.T) {
+	e := newE2E(t)
+	other := os.Getenv("MIRAGE_TEST_SECOND_USER")
+	if other == "" {
+		t.Skip("no second Unix user (scripts/slurm-up.sh adds one when run as root; MIRAGE_TEST_SECOND_USER)")
+	}
+	t.Parallel()
+	// reactive: the successor waits for segment 0 to end, so a forged
+	// segment 1 stands alone while segment 0 runs.
+	id := e.submit(t, nil, e.script(t, "mirage-e2e-owned", "sleep 45"), "--segments", "2", "--policy", "reactive")
+	forgedChain := "c-20200101-f0f0f0"
+	spec := func(chain string, seg int) string {
+		return provisioner.ChainComment(&provisioner.Chain{ID: chain, Name: "evil", Script: "/tmp/evil.sbatch", Policy: "lead", Segments: 5,
+			TimeLimit: time.Minute, Nodes: 1}, seg, 0)
+	}
+	var forged []string
+	for _, comment := range []string{spec(id, 1), spec(id, 0), spec(forgedChain, 0)} {
+		cmd := exec.Command("runuser", "-u", other, "--", "sbatch", "--parsable", "-p", "debug", "-t", "1", "-o", "/dev/null",
+			"--comment", comment, "--wrap", "sleep 40")
+		cmd.Dir = "/tmp"
+		cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("sbatch as %s: %v\n%s", other, err, out)
+		}
+		job := strings.TrimSpace(strings.Split(string(out), ";")[0])
+		forged = append(forged, job)
+		t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
+	}
+	defer e.run(t, nil, "cancel", id)
+	for range 3 {
+		if _, stderr, code := e.run(t, nil, "daemon", "--once"); code != 0 {
+			t.Fatalf("daemon: exit %d: %s", code, stderr)
+		}
+		time.Sleep(3 * time.Second)
+	}
+	isForged := func(job string) bool {
+		for _, f := range forged {
+			if f == job {
+				return true
+			}
+		}
+		return false
+	}
+	cj := e.status(t, id)
+	for _, s := range cj.SegmentList {
+		if isForged(s.JobID) {
+			t.Errorf("segment %d.%d is %s's forged job %s", s.Index, s.Attempt, other, s.JobID)
+		}
+	}
+	reported := map[string]int{}
+	for _, ev := range e.log(t, id).Events {
+		if ev.Kind == string(provisioner.EventForeign) {
+			reported[ev.JobID]++
+		}
+	}
+	if len(reported) != 2 || reported[forged[0]] != 1 || reported[forged[1]] != 1 {
+		t.Errorf("foreign events by job %v, want forged jobs %s and %s once each", reported, forged[0], forged[1])
+	}
+	// None of the forged jobs was cancelled by the daemon.
+	sq, err := exec.Command("squeue", "-h", "-a", "-j", strings.Join(forged, ","), "-o", "%i %T %u").Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	for _, job := range forged {
+		if !strings.Contains(string(sq), job+" ") || strings.Contains(string(sq), job+" CANCELLED") {
+			t.Errorf("forged job %s is no longer queued or running:\n%s", job, sq)
+		}
+	}
+	// recover: the forged chain is not rebuilt, by name or in a sweep.
+	out, stderr, code := e.run(t, nil, "recover", forgedChain)
+	if code != exitBadInput || !strings.Contains(out, "only other users' jobs do") {
+		t.Errorf("recover %s: exit %d, out %q, err %q", forgedChain, code, out, stderr)
+	}
+	if _, stderr, code := e.run(t, nil, "recover"); code != 0 {
+		t.Errorf("recover: exit %d: %s", code, stderr)
+	}
+	if _, _, code := e.run(t, nil, "status", forgedChain); code != exitBadInput {
+		t.Errorf("status %s after recover: exit %d, want %d (unknown chain)", forgedChain, code, exitBadInput)
+	}
+}

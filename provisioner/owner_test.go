@@ -1,0 +1,107 @@
+package provisioner_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+)
+
+// TestForeignTaggedJobsIgnored: another user copies a chain's tags into
+// the comments of their own jobs — one as a new segment (1.0), one as a
+// duplicate of the stored segment 0 — while segment 0 runs. The owner's
+// engine adopts neither, cancels neither, reports each once (an event per
+// job, over many cycles), and the chain goes on with its own jobs. Without
+// the owner check (Self "") the same cycle adopts the forged segment: the
+// check is what stops it. (The simulator's jobs belong to their account.)
+func TestForeignTaggedJobsIgnored(t *testing.T) {
+	for _, self := range []string{"alice", ""} {
+		t.Run("self="+self, func(t *testing.T) {
+			ctx := context.Background()
+			cfg := sim.Defaults()
+			for i := 1; i <= 4; i++ {
+				cfg.Nodes = append(cfg.Nodes, sim.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, GPUs: 4})
+			}
+			s, err := sim.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.SetStart(simT0)
+			st := provisioner.NewMemStore()
+			ch := provisioner.Chain{ID: "c-owned", Name: "mine", Script: "/x.sbatch", Policy: provisioner.PolicyLead, Segments: 3, MaxRetries: 2,
+				Account: "alice", Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
+			if err := st.PutChain(ctx, &ch); err != nil {
+				t.Fatal(err)
+			}
+			eng := &provisioner.Engine{Cluster: simCluster{s}, Store: st, Clock: simClock{s}, Self: self, Log: slog.New(slog.DiscardHandler)}
+			if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
+				t.Fatal(err)
+			}
+			s.Run(simT0.Add(5 * time.Minute))
+			forged := map[string]bool{}
+			for _, seg := range []int{1, 0} {
+				id, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "mallory", Account: "mallory", Partition: "batch", TimeLimit: 30 * time.Minute,
+					Nodes: 1, GPUs: 4, Comment: provisioner.ChainComment(&ch, seg, 0)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				forged[id] = true
+			}
+			for range 6 { // an hour of cycles
+				s.Run(s.Now().Add(10 * time.Minute))
+				if _, err := eng.Cycle(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			segs, _ := st.Segments(ctx, ch.ID)
+			adopted := 0
+			for _, sg := range segs {
+				if forged[sg.JobID] {
+					adopted++
+				}
+			}
+			evs, _ := st.Events(ctx, ch.ID)
+			reported := map[string]int{}
+			for _, e := range evs {
+				if e.Kind == provisioner.EventForeign {
+					reported[e.JobID]++
+				}
+			}
+			cancelled := 0
+			for _, j := range s.History(simT0) {
+				if forged[j.ID] && j.State == provisioner.StateCancelled {
+					cancelled++
+				}
+			}
+			if self == "" {
+				if adopted == 0 {
+					t.Errorf("without the owner check the forged segment was not adopted: the test would not tell")
+				}
+				return
+			}
+			if adopted != 0 || cancelled != 0 {
+				t.Errorf("forged jobs: %d adopted, %d cancelled; want none (segments %+v)", adopted, cancelled, segs)
+			}
+			if len(reported) != 2 {
+				t.Errorf("foreign events by job %v, want each of the 2 forged jobs", reported)
+			}
+			for id, n := range reported {
+				if !forged[id] || n != 1 {
+					t.Errorf("job %s reported %d times, want once", id, n)
+				}
+			}
+			// The chain went on with its own successor.
+			var own1 bool
+			for _, sg := range segs {
+				own1 = own1 || sg.Index == 1 && sg.JobID != "" && !forged[sg.JobID]
+			}
+			if !own1 {
+				t.Errorf("no own segment 1 after an hour: %+v", segs)
+			}
+		})
+	}
+}
