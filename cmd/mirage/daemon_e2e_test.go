@@ -740,7 +740,7 @@ borrowing:
 	script := e.script(t, "mirage-e2e-rules", "sleep 30")
 	first := e.submit(t, nil, script, "--segments", "1", "--rules", rules, "--", "-A", "teamb", "--gres=gpu:4")
 	defer e.run(t, nil, "cancel", first)
-	second := e.submit(t, nil, script, "--segments", "1", "--rules", rules, "--", "-A", "teamb", "--gres=gpu:4")
+	second := e.submit(t, nil, script, "--segments", "1", "--new", "--rules", rules, "--", "-A", "teamb", "--gres=gpu:4") // the same work again
 	defer e.run(t, nil, "cancel", second)
 	for _, c := range []struct {
 		id, qos, verdict string

@@ -46,9 +46,9 @@ func TestDaemonKubernetesMode(t *testing.T) {
 	}
 	backend := []string{"--backend", "kubernetes", "--kubeconfig", e.Kubeconfig, "--node-selector", e.NodeSelector(),
 		"--namespace", e.Namespace, "--rules", rules, "--state", filepath.Join(dir, "state")}
-	submit := func() (string, string) {
+	submit := func(extra ...string) (string, string) {
 		t.Helper()
-		args := append([]string{"submit", script, "--segments", "3", "--policy", "reactive"}, backend...)
+		args := append(append([]string{"submit", script, "--segments", "3", "--policy", "reactive"}, backend...), extra...)
 		out, stderr, code := runMirage(t, append(args, "--", "-A", teamA)...)
 		if code != 0 {
 			t.Fatalf("submit: exit %d: %s%s", code, out, stderr)
@@ -60,7 +60,7 @@ func TestDaemonKubernetesMode(t *testing.T) {
 		return m[1], m[2]
 	}
 	_, job1 := submit()
-	chain2, job2 := submit()
+	chain2, job2 := submit("--new") // the same work again: a second chain only with --new
 	ctx := context.Background()
 	get := func(id string) (node, borrowed, team, chain string) {
 		t.Helper()

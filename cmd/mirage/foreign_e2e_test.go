@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,10 +37,10 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 	var forged []string
 	for _, comment := range []string{spec(id, 1), spec(id, 0), spec(forgedChain, 0)} {
-		cmd := exec.Command("runuser", "-u", other, "--", "sbatch", "--parsable", "-p", "debug", "-t", "1", "-o", "/dev/null",
+		cmd := asUser(t, other, "sbatch", "--parsable", "-p", "debug", "-t", "1", "-o", "/dev/null",
 			"--comment", comment, "--wrap", "sleep 40")
 		cmd.Dir = "/tmp"
-		cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+		cmd.Env = append(cmd.Env, "SLURM_CONF="+e.conf)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("sbatch as %s: %v\n%s", other, err, out)
@@ -99,4 +100,23 @@ func TestE2EForeignTags(t *testing.T) {
 	if _, _, code := e.run(t, nil, "status", forgedChain); code != exitBadInput {
 		t.Errorf("status %s after recover: exit %d, want %d (unknown chain)", forgedChain, code, exitBadInput)
 	}
+}
+
+// asUser runs a Slurm command as another user: with runuser where the
+// commands are the host's (22.05, 25.05), and through the 24.11 chroot
+// wrapper's MIRAGE_CHROOT_USERSPEC there (entering the chroot needs root).
+func asUser(t *testing.T, user, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) == "chroot-run" {
+		cmd := exec.Command(path, args...)
+		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
+		return cmd
+	}
+	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
+	cmd.Env = os.Environ()
+	return cmd
 }

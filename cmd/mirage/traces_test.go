@@ -130,8 +130,8 @@ func TestTracesSynthStdoutDeterministic(t *testing.T) {
 	if _, _, code := runMirage(t, "traces", "synth", "--like", "philly"); code != exitUsage {
 		t.Errorf("--like philly: exit %d, want %d", code, exitUsage)
 	}
-	if _, _, code := runMirage(t, "traces", "stats", filepath.Join(t.TempDir(), "missing")); code != exitFailure {
-		t.Errorf("missing file: exit %d, want %d", code, exitFailure)
+	if _, _, code := runMirage(t, "traces", "stats", filepath.Join(t.TempDir(), "missing")); code != exitBadInput {
+		t.Errorf("missing file: exit %d, want %d", code, exitBadInput)
 	}
 }
 

@@ -144,17 +144,21 @@ func TestModelsLsShow(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "rf ") || !strings.HasPrefix(lines[2], "wait ") || !strings.HasPrefix(lines[3], "xgb ") {
+	// The fixture's models, by name: dqn, pg, rf, wait, xgb.
+	if len(lines) != 6 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "dqn ") || !strings.HasPrefix(lines[2], "pg ") ||
+		!strings.HasPrefix(lines[3], "rf ") || !strings.HasPrefix(lines[4], "wait ") || !strings.HasPrefix(lines[5], "xgb ") {
 		t.Fatalf("ls:\n%s", out)
 	}
+	lines = append(lines[:1], lines[3:]...) // rf, wait, xgb as below
 	if !strings.Contains(lines[3], "mean |gap|") || !strings.Contains(lines[2], "median |err|") || !strings.Contains(lines[3], "2022-11-04 – 2022-11-08") {
 		t.Errorf("ls rows:\n%s", out)
 	}
 	out, _, _ = runMirage(t, "models", "ls", "--json", fx.dir)
 	var ents []models.Entry
-	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 3 {
+	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 5 {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}
+	ents = ents[2:] // rf, wait, xgb after dqn and pg
 	if ents[2].Name != "xgb" || ents[2].Meta.Schema.Name != "mirage-chain" || ents[2].Meta.Schema.Version != features.FeatureSchemaVersion ||
 		ents[1].Meta.Params["wait_quantile"] != "0.5" || ents[1].Meta.Schema.Name != "mirage-wait" || ents[1].Meta.Schema.Version != features.WaitSchemaVersion {
 		t.Errorf("ls --json entries %+v", ents)

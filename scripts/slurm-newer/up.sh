@@ -59,12 +59,15 @@ slurmdbd) sys=true; set -- env LD_LIBRARY_PATH=/opt/bookworm-libmariadb "\$name"
 slurmctld|slurmd|munged|mariadbd|mariadb-install-db) sys=true; set -- "\$name" "\$@" ;;
 *) set -- "\$name" "\$@" ;;
 esac
+# MIRAGE_CHROOT_USERSPEC=USER:GROUP (root only, like the wrapper itself):
+# run the command as that user inside the chroot (the two-user tests).
 exec unshare --mount --propagation private -- /bin/sh -ec '
-  R="\$1" sys="\$2"; shift 2
+  R="\$1" sys="\$2" us="\$3"; shift 3
   mount -t proc proc "\$R/proc"
   if \$sys; then mount --rbind /sys "\$R/sys"; fi
   for d in $binds; do mkdir -p "\$R\$d"; mount --bind "\$d" "\$R\$d"; done
-  PATH="/usr/sbin:/usr/bin:/sbin:/bin:\$PATH" exec chroot "\$R" "\$@"' chroot-run "$ROOT" "\$sys" "\$@"
+  if [ -n "\$us" ]; then set -- --userspec="\$us" "\$R" "\$@"; else set -- "\$R" "\$@"; fi
+  PATH="/usr/sbin:/usr/bin:/sbin:/bin:\$PATH" exec chroot "\$@"' chroot-run "$ROOT" "\$sys" "\${MIRAGE_CHROOT_USERSPEC:-}" "\$@"
 EOS
   chmod 755 "$STATE/bin/chroot-run"
   # The two-user tests' second user (scripts/slurm/lib.sh) must resolve
