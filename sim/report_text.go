@@ -3,9 +3,10 @@ package sim
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mirage-gpu/mirage/internal/safefile"
 )
 
 // WriteText prints the fidelity comparison: the jobs left out and one table
@@ -71,20 +72,8 @@ func csvTime(t time.Time) string {
 	return t.Format(time.RFC3339)
 }
 
-// WriteResultsFile writes WriteResultsCSV to path through path+".tmp",
-// renamed into place once complete.
+// WriteResultsFile writes WriteResultsCSV to path atomically, through a
+// fresh temporary file beside it (safefile: no planted link is followed).
 func WriteResultsFile(path string, res []Result) error {
-	tmp := path + ".tmp"
-	fh, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if err := WriteResultsCSV(fh, res); err != nil {
-		fh.Close()
-		return err
-	}
-	if err := fh.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return safefile.WriteFile(path, 0o644, func(w io.Writer) error { return WriteResultsCSV(w, res) })
 }

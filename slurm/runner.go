@@ -155,8 +155,8 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args, env []string) (
 // lookPathIn finds an executable named name in the directories of path.
 func lookPathIn(name, path string) (string, error) {
 	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			continue
+		if !filepath.IsAbs(dir) {
+			continue // "" and relative entries name wherever mirage happens to run (a directory another user may fill)
 		}
 		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {

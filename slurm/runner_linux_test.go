@@ -118,3 +118,22 @@ func (f *fakeNameRunner) Run(ctx context.Context, name string, args, env []strin
 	}
 	return out, errb, err
 }
+
+// TestLookPathInAbsoluteOnly: a relative PATH entry ("", ".", "bin") names
+// wherever mirage happens to run, which another user may fill: only
+// absolute directories are searched.
+func TestLookPathInAbsoluteOnly(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "sbatch"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	for _, path := range []string{"", ".", "./", string(os.PathListSeparator) + "."} {
+		if p, err := lookPathIn("sbatch", path); err == nil {
+			t.Errorf("PATH %q found %s", path, p)
+		}
+	}
+	if p, err := lookPathIn("sbatch", "."+string(os.PathListSeparator)+dir); err != nil || p != filepath.Join(dir, "sbatch") {
+		t.Errorf("absolute entry: %q, %v", p, err)
+	}
+}

@@ -7,12 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
@@ -280,28 +280,21 @@ func ReadChainData(r io.Reader) (*ChainData, error) {
 	return &d, nil
 }
 
-// SaveChainData writes d to path atomically (0600: it may hold account names from a site trace).
+// SaveChainData writes d to path atomically (0600: it may hold account
+// names from a site trace), through a fresh temporary file (safefile).
 func SaveChainData(path string, d *ChainData) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("save chain dataset: %w", err)
-	}
-	if err := WriteChainData(f, d); err != nil {
-		f.Close()
-		os.Remove(tmp)
+	if err := safefile.WriteFile(path, 0o600, func(w io.Writer) error { return WriteChainData(w, d) }); err != nil {
 		return fmt.Errorf("save chain dataset %s: %w", path, err)
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("save chain dataset %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+	return nil
 }
 
-// LoadChainData reads a dataset saved by SaveChainData.
+// LoadChainData reads a dataset saved by SaveChainData: only a file the
+// user owns and nobody else can write (safefile.OpenOwned: the gob decoder
+// is not fed what another user planted in a shared cache) carrying the
+// format's magic; gzip's CRC-32 checks the contents.
 func LoadChainData(path string) (*ChainData, error) {
-	f, err := os.Open(path)
+	f, err := safefile.OpenOwned(path)
 	if err != nil {
 		return nil, fmt.Errorf("load chain dataset: %w", err)
 	}

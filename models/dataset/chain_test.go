@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
@@ -101,6 +103,13 @@ func TestChainDataSaveLoad(t *testing.T) {
 	}
 	if _, err := dataset.LoadChainData(filepath.Join("..", "xgb", "testdata", "xgb-small", "meta.json")); !errors.Is(err, models.ErrBadModel) {
 		t.Errorf("not a dataset: %v", err)
+	}
+	// A cache file others may write is not decoded (it could be planted).
+	if err := os.Chmod(p, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dataset.LoadChainData(p); !errors.Is(err, safefile.ErrNotOwned) {
+		t.Errorf("group/other-writable cache: %v, want safefile.ErrNotOwned", err)
 	}
 	_ = context.Background
 }

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
@@ -295,8 +296,12 @@ func (r *run) cachePath(kind string, parts ...any) string {
 func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario, g dataset.GenOptions) (*dataset.ChainData, error) {
 	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.s.Seed)
 	if path != "" {
-		if d, err := dataset.LoadChainData(path); err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
+		d, err := dataset.LoadChainData(path)
+		if err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
 			return d, nil
+		}
+		if errors.Is(err, safefile.ErrNotOwned) {
+			r.report("dataset cache refused, regenerating: %v\n", err)
 		}
 	}
 	g.Progress = func(done, total int) { r.update("dataset "+label, done, total) }

@@ -1,0 +1,83 @@
+// Package safefile writes files atomically without following links that
+// another user may have planted, and opens files for decoding only when
+// they are the user's own. Shared directories (/tmp, a group cache) are
+// hostile ground on a login node: a fixed "path.tmp" can be a symbolic
+// link to a file of the victim's, and a cache written by someone else can
+// feed the gob decoder whatever it likes.
+package safefile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ErrNotOwned is matched by OpenOwned's errors for a file another user
+// owns, that group or others may write, or that is not a regular file.
+var ErrNotOwned = errors.New("file is not private to its owner")
+
+// WriteFile writes path atomically with permissions perm: write fills a new
+// temporary file (os.CreateTemp in path's directory, a fresh random name
+// created exclusively, so no planted link is followed), which is then
+// renamed over path. On any error the temporary file is removed and path
+// is left as it was.
+func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = write(f); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// OpenOwned opens path for reading without following a symbolic link, and
+// only if it is a regular file the current user owns that neither group
+// nor others may write (an error wrapping ErrNotOwned names the path, why
+// and what to do).
+func OpenOwned(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, fmt.Errorf("%w: %s is a symbolic link; remove it and run again", ErrNotOwned, path)
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	why := ""
+	switch st, ok := fi.Sys().(*syscall.Stat_t); {
+	case !fi.Mode().IsRegular():
+		why = "is not a regular file"
+	case ok && int(st.Uid) != os.Geteuid():
+		why = fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		why = fmt.Sprintf("may be written by group or others (mode %04o)", fi.Mode().Perm())
+	}
+	if why != "" {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s %s; delete it (it is rebuilt) or keep caches in a directory of your own", ErrNotOwned, path, why)
+	}
+	return f, nil
+}
