@@ -27,6 +27,11 @@ type RecoverOptions struct {
 	Chains []string      // only these chains (all when empty)
 	Since  time.Duration // how far back to read the history
 	DryRun bool          // report, write nothing
+	// Check, when set, applies the checks of mirage submit to a recovered
+	// chain's specification (its script and sbatch options); a chain that
+	// fails them is registered as failed, with the reason, so no successor
+	// is ever submitted from it.
+	Check func(c *Chain) error
 }
 
 // RecoverChains rebuilds the chains the store does not hold from the
@@ -103,6 +108,13 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		if !found {
 			ch = Chain{ID: id, Name: jobs[0].job.Name, Policy: PolicyReactive, State: ChainFailed,
 				Reason: "recovered from tags without a specification: cannot submit successors (resubmit with mirage submit)"}
+		}
+		if found && o.Check != nil {
+			// The spec came back from a job comment: it goes through the
+			// checks of submit before the daemon may submit from it.
+			if err := o.Check(&ch); err != nil {
+				ch.State, ch.Reason = ChainFailed, "recovered, but its specification fails the checks of mirage submit: "+err.Error()+" (resubmit with mirage submit)"
+			}
 		}
 		if ch.Created.IsZero() {
 			ch.Created = jobs[0].job.Submit

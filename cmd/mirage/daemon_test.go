@@ -315,3 +315,36 @@ func TestStatusHidesOldEndedChains(t *testing.T) {
 		t.Errorf("status --json 8 days later lists the old chain:\n%s", out)
 	}
 }
+
+// TestRecoverChecksSpec: a specification read back from job comments goes
+// through the checks of submit before the daemon may submit from it: a
+// script others may now write, or one that has gone, makes the recovered
+// chain failed (with the reason), not active.
+func TestRecoverChecksSpec(t *testing.T) {
+	t.Parallel()
+	for name, spoil := range map[string]func(script string) error{
+		"may be written by group or others": func(s string) error { return os.Chmod(s, 0o666) },
+		"no such file or directory":         os.Remove,
+	} {
+		e := newChainEnv(t)
+		script := e.script(t, "x.sbatch", "-t 55")
+		id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive")
+		if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "3"); code != 0 {
+			t.Fatal(stderr)
+		}
+		if err := os.RemoveAll(e.state); err != nil {
+			t.Fatal(err)
+		}
+		if err := spoil(script); err != nil {
+			t.Fatal(err)
+		}
+		out, stderr, code := e.run(t, "recover")
+		if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "failed") {
+			t.Fatalf("%s: recover: exit %d\n%s%s", name, code, out, stderr)
+		}
+		if cj := e.statusJSON(t, id); cj.State != string(provisioner.ChainFailed) || !strings.Contains(cj.Reason, "fails the checks of mirage submit") ||
+			!strings.Contains(cj.Reason, name) {
+			t.Errorf("%s: recovered chain %s (%s)", name, cj.State, cj.Reason)
+		}
+	}
+}

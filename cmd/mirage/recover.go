@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
 
@@ -78,7 +83,8 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	}
 	defer lk.Unlock()
 	now := o.f.Now()
-	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, provisioner.RecoverOptions{Chains: o.chains, Since: o.since, DryRun: o.dryRun})
+	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, provisioner.RecoverOptions{Chains: o.chains, Since: o.since, DryRun: o.dryRun,
+		Check: recoveredSpecCheck})
 	if err != nil {
 		return stateErr(err)
 	}
@@ -99,6 +105,34 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if len(missing) > 0 {
 		return stateErr(fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
 			strings.Join(missing, ", "), provisioner.ErrChainNotFound, o.since))
+	}
+	return nil
+}
+
+// recoveredSpecCheck applies the checks of mirage submit to a chain spec
+// read back from a job comment: the script is a readable batch script the
+// user owns and nobody else may write (a comment names any path), its
+// sbatch options parse and give a time limit, and its policy is known.
+func recoveredSpecCheck(c *provisioner.Chain) error {
+	fi, err := os.Stat(c.Script)
+	if err != nil {
+		return fmt.Errorf("script: %w", err)
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("script %s is owned by uid %d, not by you", c.Script, st.Uid)
+	}
+	if fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("script %s may be written by group or others (mode %04o)", c.Script, fi.Mode().Perm())
+	}
+	_, sh, err := slurm.ReadShape(c.Script, c.Args)
+	if err != nil {
+		return err
+	}
+	if sh.TimeLimit <= 0 {
+		return fmt.Errorf("script %s with its options sets no time limit", c.Script)
+	}
+	if !slices.Contains(models.PolicyNames(), c.Policy) {
+		return fmt.Errorf("unknown policy %q", c.Policy)
 	}
 	return nil
 }
