@@ -12,6 +12,8 @@
 # Environment (all optional):
 #   SKIP_TRAIN  1: use the models already in ls6-models (their meta.json is
 #               in the report's provenance)
+#   SKIP_EVAL   1 (with SKIP_TRAIN=1): only re-render the page from the report
+#               already in ls6-eval
 #   MIRAGE      a mirage binary to use (default: built from this checkout into
 #               a temporary directory, so the figures match the commit named)
 #   OUT         the page to write (default docs/results/ls6-sweep.md)
@@ -42,11 +44,17 @@ if [ "${SKIP_TRAIN:-}" != 1 ]; then
   "$MIRAGE" train --trace "$TRACE" --model rf,xgb,dqn,pg --train-until 2023-01-15 --until 2023-02-01 --out "$MODELS" >&2
   train_secs=$(($(date +%s) - t0))
 fi
-echo "results-sweep: running $SWEEP" >&2
-rm -f "$REPORT/report.md" "$REPORT/report.json" "$REPORT/report.html"
-t0=$(date +%s)
-"$MIRAGE" eval --sweep "$SWEEP" >&2
-eval_secs=$(($(date +%s) - t0))
+eval_secs=-
+if [ "${SKIP_EVAL:-}" != 1 ]; then
+  echo "results-sweep: running $SWEEP" >&2
+  rm -f "$REPORT/report.md" "$REPORT/report.json" "$REPORT/report.html"
+  t0=$(date +%s)
+  "$MIRAGE" eval --sweep "$SWEEP" >&2
+  eval_secs=$(($(date +%s) - t0))
+elif [ "${SKIP_TRAIN:-}" != 1 ]; then
+  echo "results-sweep: SKIP_EVAL=1 needs SKIP_TRAIN=1 (the report must be of the models in ls6-models)" >&2
+  exit 1
+fi
 "$MIRAGE" eval verify "$REPORT" >&2
 
 {
