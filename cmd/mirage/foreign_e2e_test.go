@@ -38,8 +38,8 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 	var forged []string
 	for _, comment := range []string{spec(id, 1), spec(id, 0), spec(forgedChain, 0)} {
-		cmd := asUser(t, other, "sbatch", "--parsable", "-p", "debug", "-t", "1", "-o", "/dev/null",
-			"--comment", comment, "--wrap", "sleep 40")
+		cmd := asUser(t, other, "sbatch", "--parsable", "-p", "debug", "-t", "3", "-o", "/dev/null",
+			"--comment", comment, "--wrap", "sleep 150") // alive through the checks below, even under load
 		cmd.Dir = "/tmp"
 		cmd.Env = append(cmd.Env, "SLURM_CONF="+e.conf)
 		out, err := cmd.CombinedOutput()

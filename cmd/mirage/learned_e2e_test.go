@@ -145,7 +145,7 @@ wait $!`)
 				t.Errorf("%s chain: decision %+v by another policy", p, d)
 			case strings.HasPrefix(d.Reason, label):
 				named++
-			case !strings.HasPrefix(d.Reason, "predecessor segment "): // the common rules decide once the predecessor has ended
+			case !commonRule(d.Reason):
 				t.Errorf("%s chain: decision %+v does not name the model %q", p, d, label)
 			}
 		}
@@ -169,6 +169,17 @@ wait $!`)
 	if !s1.Submit.Before(*s0.End) {
 		t.Errorf("xgb: successor submitted at %s, after its predecessor ended at %s: want it early", s1.Submit, s0.End)
 	}
+}
+
+// commonRule reports whether a decision's reason is one of the rules every
+// policy shares, decided before the policy is asked: the predecessor still
+// pending ("predecessor job J still pending: …"), ended ("predecessor
+// segment N (job J) ended …"), its state unknown, or a submission whose
+// outcome is not known yet. A model that could not
+// be loaded would show instead as "NAME unavailable (…), lead decides: …".
+func commonRule(reason string) bool {
+	return strings.HasPrefix(reason, "predecessor segment ") || strings.HasPrefix(reason, "predecessor job ") ||
+		strings.HasPrefix(reason, "state of predecessor job ") || strings.HasPrefix(reason, "the submission of segment ")
 }
 
 func deref(p *float64) any {
