@@ -22,9 +22,9 @@ GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
-args=(-tags "$GOTAGS" -run '^$' -bench "$BENCH" -benchmem -count "$COUNT")
+args=(-tags "$GOTAGS" -p 1 -run '^$' -bench "$BENCH" -benchmem -count "$COUNT") # -p 1: one package's benchmarks at a time, not two binaries sharing the cores
 [ -n "${BENCHTIME:-}" ] && args+=(-benchtime "$BENCHTIME")
-cmd="go test -tags \"$GOTAGS\" -run '^\$' -bench '$BENCH' -benchmem -count $COUNT${BENCHTIME:+ -benchtime $BENCHTIME} $PKGS"
+cmd="go test -tags \"$GOTAGS\" -p 1 -run '^\$' -bench '$BENCH' -benchmem -count $COUNT${BENCHTIME:+ -benchtime $BENCHTIME} $PKGS"
 echo "bench-results: $cmd" >&2
 # shellcheck disable=SC2086 # PKGS is a list of package patterns
 go test "${args[@]}" $PKGS | tee "$raw" >&2
