@@ -38,7 +38,7 @@ demo: deps build
 	TRACE="$(TRACE)" OUT="$(OUT)" ./scripts/demo.sh
 
 bench:
-	$(GO) test -tags "$(GOTAGS)" -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
+	$(GO) test -tags "$(GOTAGS)" -p 1 -run '^$$' -bench . -benchmem -count 6 ./... | tee bench.txt
 	@if [ -x $(CACHE)/bin/benchstat ]; then $(CACHE)/bin/benchstat bench.txt; fi
 
 # Benchmarks run COUNT times; medians written to docs/results/performance.md.
