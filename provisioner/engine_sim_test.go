@@ -24,14 +24,9 @@ func (c simClock) Now() time.Time { return c.s.Now() }
 
 var simT0 = time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 
-// runSimChain registers one chain at simT0, submits its first segment as
-// `mirage submit` does, then runs the daemon's cycle every 10 minutes of
-// logical time for 5 hours on an empty 4-node cluster. It returns the
-// chain, the engine's recorded gaps and the starts and ends of the chain's
-// jobs as the simulator reports them, by segment index.
-func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int) time.Duration) (*provisioner.Chain, []float64, map[int][]provisioner.Job) {
+// newFourNodeSim is an empty simulated cluster of 4 nodes × 4 GPUs at simT0.
+func newFourNodeSim(t *testing.T) *sim.Sim {
 	t.Helper()
-	ctx := context.Background()
 	cfg := sim.Defaults()
 	for i := 1; i <= 4; i++ {
 		cfg.Nodes = append(cfg.Nodes, sim.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, GPUs: 4})
@@ -41,6 +36,18 @@ func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int
 		t.Fatal(err)
 	}
 	s.SetStart(simT0)
+	return s
+}
+
+// runSimChain registers one chain at simT0, submits its first segment as
+// `mirage submit` does, then runs the daemon's cycle every 10 minutes of
+// logical time for 5 hours on an empty 4-node cluster. It returns the
+// chain, the engine's recorded gaps and the starts and ends of the chain's
+// jobs as the simulator reports them, by segment index.
+func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int) time.Duration) (*provisioner.Chain, []float64, map[int][]provisioner.Job) {
+	t.Helper()
+	ctx := context.Background()
+	s := newFourNodeSim(t)
 	if runtime != nil {
 		s.SetRuntimeFunc(func(req provisioner.SubmitRequest) time.Duration {
 			tag, _ := provisioner.ParseTag(req.Comment)

@@ -2,13 +2,11 @@ package provisioner_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
-	"github.com/mirage-gpu/mirage/sim"
 )
 
 // TestForeignTaggedJobsIgnored: another user copies a chain's tags into
@@ -22,15 +20,7 @@ func TestForeignTaggedJobsIgnored(t *testing.T) {
 	for _, self := range []string{"alice", ""} {
 		t.Run("self="+self, func(t *testing.T) {
 			ctx := context.Background()
-			cfg := sim.Defaults()
-			for i := 1; i <= 4; i++ {
-				cfg.Nodes = append(cfg.Nodes, sim.NodeConfig{Name: fmt.Sprintf("n%d", i), CPUs: 8, GPUs: 4})
-			}
-			s, err := sim.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s.SetStart(simT0)
+			s := newFourNodeSim(t)
 			st := provisioner.NewMemStore()
 			ch := provisioner.Chain{ID: "c-owned", Name: "mine", Script: "/x.sbatch", Policy: provisioner.PolicyLead, Segments: 3, MaxRetries: 2,
 				Account: "alice", Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
