@@ -94,3 +94,34 @@ func SplitByTime(eps []ChainEpisode, share float64) (early, late []ChainEpisode)
 	}
 	return early, late
 }
+
+// OracleTick is the oracle's choice on an episode: the tick whose gap is
+// closest to zero, or −1 when the deadline submission is at least as close
+// (the oracle then behaves as reactive). Ties go to the earliest tick.
+// Censored outcomes are never chosen: their gap is only a lower bound.
+func OracleTick(ep *ChainEpisode) int {
+	best, bestAbs := -1, math.Inf(1)
+	if !ep.ReactiveCensored {
+		bestAbs = math.Abs(ep.Reactive)
+	}
+	for k, g := range ep.Gap {
+		if ep.Censored[k] {
+			continue
+		}
+		if a := math.Abs(g); a < bestAbs {
+			best, bestAbs = k, a
+		}
+	}
+	return best
+}
+
+// OracleTarget labels a tick 1 when the oracle would already have submitted
+// by it (k ≥ OracleTick), else 0: the imitation target of a stopping rule
+// that submits at the first tick it labels 1. An episode whose oracle is the
+// deadline is all zeros.
+func OracleTarget(ep *ChainEpisode, k int) float64 {
+	if o := OracleTick(ep); o >= 0 && k >= o {
+		return 1
+	}
+	return 0
+}
