@@ -1,0 +1,211 @@
+package train
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/adapt"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/xgb"
+)
+
+// FitTablePolicy trains policy name on train and returns it as a decider on
+// episode tables: a learned policy (models.IsLearned) decides by its tuned
+// rule; OnlinePolicyName is an OnlinePolicy (FitOnline).
+func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions) (TableDecider, error) {
+	if name == OnlinePolicyName {
+		return FitOnline(train, o)
+	}
+	if !models.IsLearned(name) {
+		return nil, fmt.Errorf("%w %q", models.ErrUnknownPolicy, name)
+	}
+	m, err := TrainPolicy(name, train, nil, o)
+	if err != nil {
+		return nil, err
+	}
+	return &ruleDecider{m: m, rule: *m.Meta().Decision}, nil
+}
+
+// ruleDecider plays a trained model's rule: the first tick whose score
+// reaches the threshold of the chain's size.
+type ruleDecider struct {
+	m    models.Model
+	rule models.DecisionRule
+}
+
+func (d *ruleDecider) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
+	sc, err := EpisodeScores(d.m, d.rule, ep)
+	if err != nil {
+		return 0, err
+	}
+	return FirstAtLeast(sc, d.rule.For(ep.Nodes)), nil
+}
+
+func (d *ruleDecider) Observe(adapt.Outcome) {}
+
+// OnlinePolicy is xgb's predicted gap against
+// its tuned per-size threshold, plus
+//
+//   - a do-no-harm guard: a classifier of "this hand-off is in the low load
+//     class" (the successor submitted at the deadline would start within
+//     2 h). While it says so with probability ≥ Gamma, the policy does not
+//     submit early and falls back to the deadline, where an early start
+//     could only cost overlap;
+//   - online thresholds: adapt.Thresholds moves the per-size threshold with
+//     the realised gaps of hand-offs that have already happened.
+//
+// Gamma and the adaptation step are chosen on the latest share of the
+// training chains, with models fitted on the earlier share, never on the
+// chains a fold scores.
+type OnlinePolicy struct {
+	Model  models.Model        // xgb, predicting the wait
+	Rule   models.DecisionRule // its tuned thresholds
+	Guard  models.Model        // P(low load class)
+	Gamma  float64             // guard level (≥ 1: guard off)
+	Thresh *adapt.Thresholds   // online offsets
+}
+
+// SubmitTick implements TableDecider.
+func (p *OnlinePolicy) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
+	sc, err := EpisodeScores(p.Model, p.Rule, ep)
+	if err != nil {
+		return 0, err
+	}
+	var low []float64
+	if p.Gamma < 1 {
+		low = make([]float64, len(ep.X))
+		if err := p.Guard.PredictBatch(ep.X, low); err != nil {
+			return 0, err
+		}
+	}
+	base := p.Rule.For(ep.Nodes)
+	for k, s := range sc {
+		th := base + p.Thresh.Offset(ep.Nodes, ep.TickTime(k)).Seconds()
+		if s >= th && (low == nil || low[k] < p.Gamma) {
+			return k, nil
+		}
+	}
+	return -1, nil
+}
+
+// Observe implements TableDecider.
+func (p *OnlinePolicy) Observe(o adapt.Outcome) { p.Thresh.Observe(o) }
+
+// LowLoadTarget labels every tick of an episode 1 when its deadline
+// submission's gap is in the low class (≤ 2 h), the guard's target.
+func LowLoadTarget(ep *dataset.ChainEpisode, _ int) float64 {
+	if !ep.ReactiveCensored && ep.Reactive <= 2*3600 {
+		return 1
+	}
+	return 0
+}
+
+// guardParams are the guard classifier's: small boosted trees, leaves of ≥ 50 ticks.
+func guardParams(seed uint64) xgb.XGBParams {
+	p := xgb.DefaultXGBParams()
+	p.Objective, p.MaxDepth, p.MinChildWeight, p.Rounds, p.Seed = "binary:logistic", 4, 50, 150, seed
+	return p
+}
+
+// Online candidates: guard levels (1: off) and adaptation steps (0: off).
+var (
+	onlineGammas = []float64{1, 0.5, 0.3, 0.2}
+	onlineSteps  = []time.Duration{0, 10 * time.Minute, 30 * time.Minute, time.Hour}
+)
+
+// onlineDeadBand: realised gaps within ±15 minutes leave the thresholds alone.
+const onlineDeadBand = 15 * time.Minute
+
+// FitOnline trains the default learned policy: guard level and adaptation
+// step chosen on the calibration split (the latest CalibShare of train) with
+// the xgb model and guard fitted on the earlier split — the pair with the
+// lowest mean |gap| among those no worse than the deadline submission on the
+// split's low-class chains (else the lowest low-class mean |gap|) — then
+// both refitted on all of train.
+func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, error) {
+	o.defaults()
+	early, calib := dataset.SplitByTime(train.Episodes, o.CalibShare)
+	if len(calib) == 0 || len(early) < 2 {
+		return nil, fmt.Errorf("train %s: need chains in both the earlier and the calibration split (have %d and %d)", OnlinePolicyName, len(early), len(calib))
+	}
+	fit := func(eps []dataset.ChainEpisode) (models.Model, models.DecisionRule, models.Model, error) {
+		m, err := TrainPolicy(string(models.KindXGB), &dataset.ChainData{Schema: train.Schema, Episodes: eps}, nil, o)
+		if err != nil {
+			return nil, models.DecisionRule{}, nil, err
+		}
+		g, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Schema: train.Schema, Task: models.Classification})
+		if err != nil {
+			return nil, models.DecisionRule{}, nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
+		}
+		return m, *m.Meta().Decision, g, nil
+	}
+	m0, r0, g0, err := fit(early)
+	if err != nil {
+		return nil, err
+	}
+	var reactLow, nLow float64
+	for i := range calib {
+		if LowLoadTarget(&calib[i], 0) == 1 {
+			reactLow += math.Abs(calib[i].Reactive)
+			nLow++
+		}
+	}
+	bestGamma, bestStep := 1.0, time.Duration(0)
+	bestOK, bestAll, bestLow := false, math.Inf(1), math.Inf(1)
+	for _, gamma := range onlineGammas {
+		for _, step := range onlineSteps {
+			p := &OnlinePolicy{Model: m0, Rule: r0, Guard: g0, Gamma: gamma, Thresh: adapt.New(adapt.Config{Step: step, DeadBand: onlineDeadBand})}
+			all, low, err := playMeanAbs(p, calib)
+			if err != nil {
+				return nil, err
+			}
+			ok := nLow == 0 || low <= reactLow/nLow
+			better := false
+			switch {
+			case ok && !bestOK:
+				better = true
+			case ok:
+				better = all < bestAll
+			case !bestOK:
+				better = low < bestLow || (low == bestLow && all < bestAll)
+			}
+			if better {
+				bestGamma, bestStep, bestOK, bestAll, bestLow = gamma, step, ok, all, low
+			}
+		}
+	}
+	m, r, g, err := fit(train.Episodes)
+	if err != nil {
+		return nil, err
+	}
+	r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean |gap| %.2f h, low class %.2f h (deadline %.2f h)",
+		bestGamma, bestStep, len(calib), bestAll/3600, bestLow/3600, reactLow/max(nLow, 1)/3600)
+	return &OnlinePolicy{Model: m, Rule: r, Guard: g, Gamma: bestGamma,
+		Thresh: adapt.New(adapt.Config{Step: bestStep, DeadBand: onlineDeadBand})}, nil
+}
+
+// playMeanAbs plays d on eps in order (feeding it each outcome) and returns
+// the mean |gap| over all chains and over the low-class ones, in seconds.
+func playMeanAbs(d TableDecider, eps []dataset.ChainEpisode) (all, low float64, err error) {
+	var nLow float64
+	for i := range eps {
+		ep := &eps[i]
+		k, err := d.SubmitTick(ep)
+		if err != nil {
+			return 0, 0, err
+		}
+		g, c := ep.Outcome(k)
+		all += math.Abs(g)
+		if LowLoadTarget(ep, 0) == 1 {
+			low += math.Abs(g)
+			nLow++
+		}
+		if !c {
+			gap := time.Duration(g * float64(time.Second))
+			d.Observe(adapt.Outcome{At: ep.PredEnd.Add(gap), Nodes: ep.Nodes, Gap: gap})
+		}
+	}
+	return all / float64(len(eps)), low / max(nLow, 1), nil
+}

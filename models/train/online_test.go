@@ -1,0 +1,123 @@
+package train
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/adapt"
+	"github.com/mirage-gpu/mirage/models/dataset"
+)
+
+// column is a fake model for the pure decision logic: it returns feature 0
+// of each row (a predicted gap in seconds, or a probability).
+type column struct{ task models.Task }
+
+func (c column) Meta() models.Meta { return models.Meta{Task: c.task} }
+func (c column) Predict(x []float64) (float64, error) {
+	return x[0], nil
+}
+func (c column) PredictBatch(rows [][]float64, out []float64) error {
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return nil
+}
+func (c column) SaveFiles(string) error { return nil }
+
+// lowProb is a fake guard returning feature 1 of each row.
+type lowProb struct{ column }
+
+func (lowProb) PredictBatch(rows [][]float64, out []float64) error {
+	for i, r := range rows {
+		out[i] = r[1]
+	}
+	return nil
+}
+
+// episode builds a table whose tick k has predicted gap score[k] and guard probability low[k].
+func episode(score, low []float64) *dataset.ChainEpisode {
+	t0 := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	ep := &dataset.ChainEpisode{Nodes: 8, GPUs: 24, PredStart: t0, First: t0, PredEnd: t0.Add(time.Duration(len(score)) * time.Hour), Tick: time.Hour, Reactive: 7200}
+	for k := range score {
+		ep.X = append(ep.X, []float64{score[k], low[k]})
+		ep.Gap = append(ep.Gap, float64(k-len(score))*3600)
+		ep.Censored = append(ep.Censored, false)
+	}
+	return ep
+}
+
+func TestOnlineGuardFallsBack(t *testing.T) {
+	rule := models.DecisionRule{Target: models.TargetGap, Threshold: 0}
+	// scores reach the threshold (0) from tick 2 on
+	score := []float64{-7200, -3600, 0, 600, 1200}
+	for _, tc := range []struct {
+		name  string
+		low   []float64
+		gamma float64
+		want  int
+	}{
+		{"guard off", []float64{0.9, 0.9, 0.9, 0.9, 0.9}, 1, 2},
+		{"guard sure of low load throughout: the deadline", []float64{0.9, 0.9, 0.9, 0.9, 0.9}, 0.5, -1},
+		{"guard unsure: the model decides", []float64{0.1, 0.1, 0.1, 0.1, 0.1}, 0.5, 2},
+		{"guard at exactly gamma blocks", []float64{0.5, 0.5, 0.5, 0.5, 0.4}, 0.5, 4},
+		{"guard lifts at tick 3", []float64{0.1, 0.1, 0.8, 0.2, 0.2}, 0.5, 3},
+	} {
+		p := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: tc.gamma, Thresh: adapt.New(adapt.Off)}
+		got, err := p.SubmitTick(episode(score, tc.low))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: tick %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestOnlineThresholdsUseOnlyPastOutcomes(t *testing.T) {
+	rule := models.DecisionRule{Target: models.TargetGap, Threshold: 0}
+	score := []float64{-7200, -3600, 0, 600, 1200}
+	ep := episode(score, []float64{0, 0, 0, 0, 0})
+	p := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: 1, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
+	// A late start (+5 h) that happened before the chain's first tick lowers
+	// the threshold by an hour: the policy submits at tick 1 (score −1 h).
+	p.Observe(adapt.Outcome{At: ep.First.Add(-time.Minute), Nodes: 8, Gap: 5 * time.Hour})
+	// An outcome from after the chain's last tick must change nothing.
+	p.Observe(adapt.Outcome{At: ep.PredEnd.Add(time.Hour), Nodes: 8, Gap: -9 * time.Hour})
+	if got, err := p.SubmitTick(ep); err != nil || got != 1 {
+		t.Errorf("tick %d (%v), want 1", got, err)
+	}
+	// Without the past outcome the trained threshold applies: tick 2.
+	q := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: 1, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
+	q.Observe(adapt.Outcome{At: ep.PredEnd.Add(time.Hour), Nodes: 8, Gap: -9 * time.Hour})
+	if got, err := q.SubmitTick(ep); err != nil || got != 2 {
+		t.Errorf("future outcome only: tick %d (%v), want 2", got, err)
+	}
+}
+
+func TestFoldsTrainBeforeScoring(t *testing.T) {
+	t0 := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
+	var d dataset.ChainData
+	for h := 0; h < 20*24; h += 12 {
+		in := t0.Add(time.Duration(h) * time.Hour)
+		d.Episodes = append(d.Episodes, dataset.ChainEpisode{Inject: in, PredStart: in.Add(time.Hour), PredEnd: in.Add(49 * time.Hour)})
+	}
+	bounds := []time.Time{t0.Add(10 * 24 * time.Hour), t0.Add(15 * 24 * time.Hour), t0.Add(20 * 24 * time.Hour)}
+	fs := Folds(&d, bounds)
+	if len(fs) != 2 {
+		t.Fatalf("%d folds, want 2", len(fs))
+	}
+	// Fold 0: injections at 0, 12, …, 228 h scored from day 10 (240 h):
+	// training chains end by 240 h, i.e. injected by 191 h: 0…180 h, 16 chains.
+	// Scored: injected in [240, 360) h: 10 chains.
+	if len(fs[0].Train) != 16 || len(fs[0].Test) != 10 {
+		t.Errorf("fold 0: %d training, %d scored chains, want 16 and 10", len(fs[0].Train), len(fs[0].Test))
+	}
+	for i, f := range fs {
+		for _, e := range f.Train {
+			if e.PredEnd.After(f.Start) {
+				t.Errorf("fold %d trains on a chain ending %s, after its start %s", i, e.PredEnd, f.Start)
+			}
+		}
+	}
+}

@@ -1,0 +1,152 @@
+package train
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/features"
+)
+
+// WFRow is one line of the walk-forward table: a policy's hand-offs of one
+// load class, pooled over the folds.
+type WFRow struct {
+	Class        string     `json:"class"` // all, low, medium, heavy
+	Policy       string     `json:"policy"`
+	N            int        `json:"n"`
+	MeanAbsGap   float64    `json:"mean_abs_gap_h"`
+	MeanOverlap  float64    `json:"mean_overlap_h"`
+	MeanIntr     float64    `json:"mean_interruption_h"`
+	VsReactive   float64    `json:"vs_reactive"`          // mean |gap| / reactive's on the same hand-offs
+	VsReactive95 [2]float64 `json:"vs_reactive_95"`       // paired percentile bootstrap
+	VsOracle     float64    `json:"vs_oracle"`            // mean |gap| / the oracle's
+	PerFold      []float64  `json:"per_fold_vs_reactive"` // VsReactive of each fold (NaN: no hand-off of the class)
+}
+
+// WalkForwardRows pools walk-forward outcomes by load class (by the
+// deadline submission's gap: ≤ 2 h low, ≤ 12 h medium, else heavy) and
+// policy. Ratios pair each hand-off with the reactive and oracle outcomes
+// of the same chain; the interval resamples hand-offs (resamples draws,
+// seeded by seed and the row).
+func WalkForwardRows(outs []WFOutcome, folds int, resamples int, seed uint64) []WFRow {
+	type key struct {
+		fold   int
+		inject time.Time
+		nodes  int
+	}
+	ref := map[string]map[key]float64{WFReactive: {}, WFOracle: {}}
+	var policies []string
+	for _, o := range outs {
+		if !slices.Contains(policies, o.Policy) {
+			policies = append(policies, o.Policy)
+		}
+		if m, ok := ref[o.Policy]; ok {
+			m[key{o.Fold, o.Inject, o.Nodes}] = math.Abs(o.Gap) / 3600
+		}
+	}
+	var rows []WFRow
+	for _, class := range []string{"all", "low", "medium", "heavy"} {
+		for _, p := range policies {
+			var abs, react, orac []float64
+			var fold []int
+			r := WFRow{Class: class, Policy: p}
+			for _, o := range outs {
+				if o.Policy != p || (class != "all" && dataset.ReactiveLoad(&dataset.ChainEpisode{Reactive: o.Reactive}) != class) {
+					continue
+				}
+				k := key{o.Fold, o.Inject, o.Nodes}
+				abs = append(abs, math.Abs(o.Gap)/3600)
+				react = append(react, ref[WFReactive][k])
+				orac = append(orac, ref[WFOracle][k])
+				fold = append(fold, o.Fold)
+				r.MeanOverlap += math.Max(-o.Gap, 0) / 3600
+				r.MeanIntr += math.Max(o.Gap, 0) / 3600
+			}
+			r.N = len(abs)
+			if r.N == 0 {
+				continue
+			}
+			n := float64(r.N)
+			r.MeanAbsGap, r.MeanOverlap, r.MeanIntr = sum(abs)/n, r.MeanOverlap/n, r.MeanIntr/n
+			r.VsReactive, r.VsOracle = ratio(sum(abs), sum(react)), ratio(sum(abs), sum(orac))
+			for f := range folds {
+				var a, b float64
+				for i := range abs {
+					if fold[i] == f {
+						a, b = a+abs[i], b+react[i]
+					}
+				}
+				r.PerFold = append(r.PerFold, ratio(a, b))
+			}
+			rng := rand.New(rand.NewPCG(seed, uint64(len(rows))+1))
+			rs := make([]float64, 0, resamples)
+			for range resamples {
+				var a, b float64
+				for range r.N {
+					j := rng.IntN(r.N)
+					a, b = a+abs[j], b+react[j]
+				}
+				if b > 0 {
+					rs = append(rs, a/b)
+				}
+			}
+			if len(rs) > 0 {
+				sort.Float64s(rs)
+				r.VsReactive95 = [2]float64{features.Percentile(rs, 0.025), features.Percentile(rs, 0.975)}
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func sum(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// WriteWalkForwardTable writes rows as a markdown table; foldNames head the per-fold columns.
+func WriteWalkForwardTable(w io.Writer, rows []WFRow, foldNames []string) error {
+	head := "| class | policy | n | mean \\|gap\\| (h) | mean overlap (h) | mean interruption (h) | × reactive | 95% CI | × oracle |"
+	sep := "|---|---|---|---|---|---|---|---|---|"
+	for _, f := range foldNames {
+		head += " × reactive " + f + " |"
+		sep += "---|"
+	}
+	if _, err := fmt.Fprintln(w, head+"\n"+sep); err != nil {
+		return err
+	}
+	for _, r := range rows {
+		line := fmt.Sprintf("| %s | %s | %d | %.2f | %.2f | %.2f | %s | %s–%s | %s |", r.Class, r.Policy, r.N, r.MeanAbsGap, r.MeanOverlap, r.MeanIntr,
+			fmtRatio(r.VsReactive), fmtRatio(r.VsReactive95[0]), fmtRatio(r.VsReactive95[1]), fmtRatio(r.VsOracle))
+		for _, v := range r.PerFold {
+			line += " " + fmtRatio(v) + " |"
+		}
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
