@@ -195,3 +195,9 @@ func (s *standIn) Decide(obs *provisioner.Observation) (provisioner.Decision, er
 	d.Reason = s.prefix + ": " + d.Reason
 	return d, err
 }
+
+// DefaultLearned is the learned policy `mirage submit` uses when --policy is
+// not given and its model is in the models directory: the one with the
+// lowest pooled mean |gap| in the walk-forward evaluation
+// (docs/results/walk-forward.md, which names it from its own figures).
+const DefaultLearned = "xgb"

@@ -120,3 +120,26 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 	}
 	return cj
 }
+
+// TestSubmitDefaultPolicy: without --policy, submit uses the default
+// learned policy when the models directory holds it (recording the
+// directory), lead when it does not, and an explicit --policy always wins.
+func TestSubmitDefaultPolicy(t *testing.T) {
+	t.Parallel()
+	fx := trainedFixture(t)
+	e := newChainEnv(t)
+	script := e.script(t, "d.sbatch", "-t 55")
+	id := e.submitChain(t, script, "--segments", "2", "--models", fx.dir, "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != models.DefaultLearned || cj.Models != fx.dir {
+		t.Errorf("with %s in --models: policy %q, models %q; want %q and %q", models.DefaultLearned, cj.Policy, cj.Models, models.DefaultLearned, fx.dir)
+	}
+	empty := t.TempDir()
+	id = e.submitChain(t, script, "--new", "--segments", "2", "--models", empty, "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyLead || cj.Models != "" {
+		t.Errorf("with an empty --models: policy %q, models %q; want lead and none", cj.Policy, cj.Models)
+	}
+	id = e.submitChain(t, script, "--new", "--segments", "2", "--policy", "reactive", "--models", fx.dir, "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != "reactive" {
+		t.Errorf("--policy reactive with models present: policy %q", cj.Policy)
+	}
+}

@@ -22,10 +22,13 @@ type submitOptions struct {
 	untilDone bool
 	json      bool
 	new       bool
-	grace     time.Duration
-	policy    policyOptions
-	state     stateOptions
-	backend   backendOptions
+	// defaultPolicy: --policy was not given (the default learned policy
+	// when its model is there, else lead).
+	defaultPolicy bool
+	grace         time.Duration
+	policy        policyOptions
+	state         stateOptions
+	backend       backendOptions
 }
 
 func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
@@ -69,6 +72,7 @@ from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 			if !cmd.Flags().Changed("segments") {
 				o.chain.Segments = 0 // until done
 			}
+			o.defaultPolicy = !cmd.Flags().Changed("policy")
 			if o.grace <= 0 {
 				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
 			}
@@ -81,7 +85,7 @@ from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors")
+	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: "+models.DefaultLearned+" when --models holds it, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -108,6 +112,15 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if ch.MaxRetries < 0 {
 		return withCode(exitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
+	}
+	if o.defaultPolicy {
+		// The default learned policy when it has been trained, else lead.
+		switch _, err := o.policy.factory(o.f)(models.DefaultLearned); {
+		case err == nil:
+			ch.Policy = models.DefaultLearned
+		case !errors.Is(err, models.ErrNoModel):
+			fmt.Fprintf(o.f.ErrOut, "mirage: the default policy %s cannot be used (%v); this chain uses lead (retrain with mirage train --model %s, or pass --policy)\n", models.DefaultLearned, err, models.DefaultLearned)
+		}
 	}
 	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
 		return withCode(exitUsage, fmt.Errorf("--policy: %w", err))

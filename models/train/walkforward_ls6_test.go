@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
@@ -100,6 +101,9 @@ func TestWalkForwardLS6(t *testing.T) {
 		}
 	}
 	fmt.Fprintf(&b, "\n## Issue 16's acceptance, measured\n\nThe learned policy with the lowest pooled mean |gap|, and so the one a site should use: **%s**.\n\n", best)
+	if best != models.DefaultLearned {
+		t.Errorf("the walk-forward picks %s, but models.DefaultLearned (what mirage submit uses) is %s", best, models.DefaultLearned)
+	}
 	def := func(class string) WFRow { return byKey[class+"|"+best] }
 	check := func(what string, ok bool, got string) {
 		mark := "no"
