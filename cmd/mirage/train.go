@@ -119,9 +119,6 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if err := spec.Validate(); err != nil {
 		return trainExitErr(err)
 	}
-	if st, err := os.Stat(o.trace); err == nil {
-		spec.TraceKey = fmt.Sprintf("%s|%d|%d", spec.TraceName, st.Size(), st.ModTime().Unix())
-	}
 	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
 	}

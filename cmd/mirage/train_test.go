@@ -99,10 +99,26 @@ func TestTrainWritesModels(t *testing.T) {
 	if rf, err := models.ReadMeta(filepath.Join(fx.dir, "rf")); err != nil || rf.Kind != models.KindRF || rf.Task != models.Classification {
 		t.Errorf("rf: %+v, %v", rf, err)
 	}
-	// The cache holds the three datasets (train, validation, and nothing else).
+	// The cache holds the chain datasets by injection day (UTC): training
+	// from 4 November, validation up to 10 November 00:00 US Central
+	// (06:00Z): every day from the 4th to the 9th, and the 10th when an
+	// injection of the 12-hour grid falls before 06:00Z.
 	ents, _ := os.ReadDir(filepath.Join(filepath.Dir(fx.dir), "cache"))
-	if len(ents) != 2 {
-		t.Errorf("cache has %d files, want 2 chain datasets", len(ents))
+	days := map[string]bool{}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), "chainday-202211") {
+			t.Errorf("cache file %s: want chainday-DATE-KEY.gob.gz", e.Name())
+			continue
+		}
+		days[e.Name()[len("chainday-"):len("chainday-20221104")]] = true
+	}
+	for d := 4; d <= 9; d++ {
+		if !days[fmt.Sprintf("202211%02d", d)] {
+			t.Errorf("cache holds days %v: no 2022-11-%02d", days, d)
+		}
+	}
+	if n := len(days); n != 6 && !(n == 7 && days["20221110"]) {
+		t.Errorf("cache holds days %v, want 4–9 November (and perhaps the 10th)", days)
 	}
 }
 

@@ -75,6 +75,13 @@ type ChainData struct {
 	Dropped  int               // episodes whose predecessor ended after GenOptions.EndBy
 	Probes   int               // successor submissions simulated
 	Seconds  float64           // wall time of the generation
+
+	// DependsOn is the instant before which the trace's jobs determine
+	// every episode (the latest successor start, or censoring horizon, of
+	// any probe); SpecsDigest is SpecsDigestBefore(DependsOn) of the
+	// scenario it was generated from. Set by ChainDataCache.
+	DependsOn   time.Time
+	SpecsDigest string
 }
 
 // GenOptions control GenerateChainData.

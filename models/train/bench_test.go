@@ -1,6 +1,7 @@
 package train
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -208,4 +209,61 @@ func BenchmarkDecideLS6(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/1e3/float64(b.N), "µs/decision")
 		})
 	}
+}
+
+// BenchmarkNightlyRetrain is the nightly retrain of the default learned
+// policy (models.DefaultLearned) on the last 90 days of the shared LS6
+// trace, as a cron job runs it (`mirage train --model xgb --from NIGHT-90d
+// --until NIGHT --cache DIR`): first-night starts from an empty dataset
+// cache; next-night is the night after, with the cache the first night
+// left (only the new day is probed). Skipped without the trace.
+func BenchmarkNightlyRetrain(b *testing.B) {
+	r, err := traces.Open(filepath.Join(testenv.SharedTraces(b), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"), traces.Options{})
+	if err != nil {
+		b.Skip(err)
+	}
+	var jobs []traces.Job
+	for j, err := range traces.All(r) {
+		if err != nil {
+			b.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	r.Close()
+	chi, err := time.LoadLocation("America/Chicago")
+	if err != nil {
+		b.Fatal(err)
+	}
+	night := time.Date(2023, 2, 1, 0, 0, 0, 0, chi)
+	retrain := func(b *testing.B, night time.Time, cache string) {
+		spec := Spec{Jobs: jobs, TraceName: "ls6-a100-until-2023-03-01.log.gz", Cluster: sim.LS6(), Models: []string{models.DefaultLearned},
+			Out: b.TempDir(), From: night.AddDate(0, 0, -90), Until: night, Seed: 1, WaitReplicas: 1, Cache: cache}
+		if _, err := Run(context.Background(), spec); err != nil {
+			b.Fatal(err)
+		}
+	}
+	parent := b.TempDir() // outlives the sub-benchmarks: the first night's cache serves the next
+	var cache string
+	b.Run("first-night", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			var err error
+			if cache, err = os.MkdirTemp(parent, "night1-"); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			retrain(b, night, cache)
+		}
+	})
+	b.Run("next-night", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			dir := b.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(cache)); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			retrain(b, night.AddDate(0, 0, 1), dir)
+		}
+	})
 }

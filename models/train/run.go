@@ -2,8 +2,6 @@ package train
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,10 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/xgb"
 	"github.com/mirage-gpu/mirage/sim"
@@ -36,7 +32,6 @@ const WaitModel = "wait"
 type Spec struct {
 	Jobs      []traces.Job // the recorded trace
 	TraceName string       // recorded in meta.json and in the scenario's name (the file's base name)
-	TraceKey  string       // identifies the trace file's content for the dataset cache ("": no caching)
 	Cluster   sim.Config   // simulated cluster; its Seed seeds the simulator
 
 	Models []string // learned policies (models.IsLearned) and/or WaitModel, trained in this order
@@ -51,7 +46,7 @@ type Spec struct {
 	Seed         uint64            // seed of load scaling and every fit
 	WaitReplicas int               // training replays for the wait predictor, 1–64
 	Workers      int               // simulator goroutines (0: all cores)
-	Cache        string            // directory caching generated chain datasets ("": none)
+	Cache        string            // directory caching generated chain datasets by injection day, checked against the trace's jobs ("": none)
 
 	Cost         scenario.GapCost // tuning objective and RL reward
 	DQNSteps     int              // dqn environment steps (0: default)
@@ -280,36 +275,28 @@ func (r *run) trainEnd() time.Time {
 	return r.s.TrainUntil
 }
 
-// cachePath names a cached dataset by everything that determines it.
-func (r *run) cachePath(kind string, parts ...any) string {
-	if r.s.Cache == "" || r.s.TraceKey == "" {
-		return ""
-	}
-	cb, _ := json.Marshal(r.s.Cluster)
-	pb, _ := json.Marshal(r.proto)
-	h := sha256.New()
-	fmt.Fprintf(h, "%s|%s|%s|%s|%d|%v", kind, r.s.TraceKey, cb, pb, features.FeatureSchemaVersion, parts)
-	return filepath.Join(r.s.Cache, kind+"-"+hex.EncodeToString(h.Sum(nil)[:8])+".gob.gz")
-}
-
-// chainData generates (or reads from the cache) one chain dataset.
+// chainData generates one chain dataset, through the per-day cache when
+// the run has one (dataset.DayCache: a window that moved by a night probes
+// only the new days).
 func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario, g dataset.GenOptions) (*dataset.ChainData, error) {
-	path := r.cachePath("chain", sc.Name, sc.Scale, g.From.Unix(), g.Until.Unix(), g.EndBy.Unix(), r.s.Seed)
-	if path != "" {
-		d, err := dataset.LoadChainData(path)
-		if err == nil && features.CheckSchema(d.Schema, features.Schema()) == nil {
-			return d, nil
-		}
-		if errors.Is(err, safefile.ErrNotOwned) {
-			r.report("dataset cache refused, regenerating: %v\n", err)
-		}
-	}
 	g.Progress = func(done, total int) { r.update("dataset "+label, done, total) }
 	g.Workers = r.s.Workers
 	if r.s.Log != nil {
 		g.Log = func(msg string, kv ...any) { r.s.Log.Info(msg, kv...) }
 	}
-	d, err := dataset.GenerateChainData(ctx, sc, g)
+	var (
+		d   *dataset.ChainData
+		st  dataset.DayStats
+		err error
+	)
+	if r.s.Cache != "" {
+		cb, _ := json.Marshal(r.s.Cluster)
+		pb, _ := json.Marshal(r.proto)
+		key := fmt.Sprintf("%s|%s|%g|%d", cb, pb, sc.Scale, r.s.Seed)
+		d, st, err = dataset.DayCache{Dir: r.s.Cache, Key: key}.Generate(ctx, sc, g)
+	} else {
+		d, err = dataset.GenerateChainData(ctx, sc, g)
+	}
 	r.done()
 	if errors.Is(err, dataset.ErrNoInjections) {
 		return nil, mark(ErrSpec, fmt.Errorf("dataset %s: %w", label, err))
@@ -317,17 +304,26 @@ func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: %w", label, err)
 	}
-	r.report("dataset %s: %d chains (%d skipped, %d dropped), %d probes in %.0f s (%.0f probes/s)\n",
-		label, len(d.Episodes), d.Skipped, d.Dropped, d.Probes, d.Seconds, float64(d.Probes)/max(d.Seconds, 1e-9))
-	if path != "" {
-		if err := os.MkdirAll(r.s.Cache, 0o700); err != nil {
-			return nil, fmt.Errorf("dataset cache: %w", err)
-		}
-		if err := dataset.SaveChainData(path, d); err != nil {
-			return nil, err
-		}
+	cached := ""
+	if st.Days > 0 {
+		cached = fmt.Sprintf("; %d of %d injection days from the cache", st.Cached, st.Days)
 	}
+	r.report("dataset %s: %d chains (%d skipped, %d dropped), %d probes in %.0f s (%.0f probes/s)%s\n",
+		label, len(d.Episodes), d.Skipped, d.Dropped, d.Probes, d.Seconds, float64(d.Probes)/max(d.Seconds, 1e-9), cached)
 	return d, nil
+}
+
+// onGrid moves t forward onto the injection grid: every Every from the
+// trace's first start + warm-up. Windows that move by a night (a nightly
+// retrain's --from) then inject at the same instants, and the per-day
+// dataset cache serves every day but the new one.
+func (r *run) onGrid(t time.Time) time.Time {
+	anchor := r.sc.First.Add(r.proto.WarmUp)
+	if !t.After(anchor) {
+		return t
+	}
+	k := (t.Sub(anchor) + r.proto.Every - 1) / r.proto.Every
+	return anchor.Add(k * r.proto.Every)
 }
 
 // policyData builds the policies' training and validation datasets once per run.
@@ -336,7 +332,7 @@ func (r *run) policyData(ctx context.Context) (*dataset.ChainData, *dataset.Chai
 		return r.trainCache, r.validCache, nil
 	}
 	end := r.trainEnd()
-	g := dataset.GenOptions{Protocol: r.proto, From: r.s.From}
+	g := dataset.GenOptions{Protocol: r.proto, From: r.onGrid(r.s.From)}
 	if !end.IsZero() {
 		// every decision of a training chain precedes the end of training
 		g.Until, g.EndBy = end.Add(-r.proto.Limit+1), end
@@ -363,7 +359,7 @@ func (r *run) policyData(ctx context.Context) (*dataset.ChainData, *dataset.Chai
 	}
 	var valid *dataset.ChainData
 	if !r.s.TrainUntil.IsZero() {
-		d, err := r.chainData(ctx, "validation", r.sc, dataset.GenOptions{Protocol: r.proto, From: r.s.TrainUntil, Until: r.s.Until})
+		d, err := r.chainData(ctx, "validation", r.sc, dataset.GenOptions{Protocol: r.proto, From: r.onGrid(r.s.TrainUntil), Until: r.s.Until})
 		if err != nil {
 			return nil, nil, err
 		}
