@@ -3,6 +3,7 @@ package train
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -11,12 +12,20 @@ import (
 	"github.com/mirage-gpu/mirage/models/xgb"
 )
 
+// NoHarmSuffix after a learned policy's name (xgb-noharm) tunes its
+// thresholds under the do-no-harm constraint (PolicyTrainOptions.NoHarm).
+const NoHarmSuffix = "-noharm"
+
 // FitTablePolicy trains policy name on train and returns it as a decider on
-// episode tables: a learned policy (models.IsLearned) decides by its tuned
-// rule; OnlinePolicyName is an OnlinePolicy (FitOnline).
+// episode tables: a learned policy (models.IsLearned, optionally with
+// NoHarmSuffix) decides by its tuned rule; OnlinePolicyName is an
+// OnlinePolicy (FitOnline).
 func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions) (TableDecider, error) {
 	if name == OnlinePolicyName {
 		return FitOnline(train, o)
+	}
+	if base, ok := strings.CutSuffix(name, NoHarmSuffix); ok && models.IsLearned(base) {
+		name, o.NoHarm = base, true
 	}
 	if !models.IsLearned(name) {
 		return nil, fmt.Errorf("%w %q", models.ErrUnknownPolicy, name)

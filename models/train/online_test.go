@@ -7,6 +7,7 @@ import (
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/adapt"
 	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
 )
 
 // column is a fake model for the pure decision logic: it returns feature 0
@@ -119,5 +120,30 @@ func TestFoldsTrainBeforeScoring(t *testing.T) {
 				t.Errorf("fold %d trains on a chain ending %s, after its start %s", i, e.PredEnd, f.Start)
 			}
 		}
+	}
+}
+
+func TestTuneThresholdNoHarm(t *testing.T) {
+	// Two chains with the same scores −2, −1, 0 at ticks 0–2: a heavy one
+	// (deadline 20 h late) and a low one (deadline on time), and the gaps
+	// of submitting at each tick. Mean cost (60/h of |gap|) by threshold:
+	// −2: 1 h + 2 h; −1: 0 + 1 h; 0: 1 h + 0; 1 (never): 20 h + 0.
+	heavy := dataset.ChainEpisode{Reactive: 20 * 3600, Gap: []float64{-3600, 0, 3600}, Censored: make([]bool, 3), GPUs: 3}
+	low := dataset.ChainEpisode{Reactive: 0, Gap: []float64{-7200, -3600, 0}, Censored: make([]bool, 3), GPUs: 3}
+	eps := []dataset.ChainEpisode{heavy, low}
+	scores := [][]float64{{-2, -1, 0}, {-2, -1, 0}}
+	grid := []float64{-2, -1, 0, 1}
+	cost := scenario.DefaultGapCost
+	if th, _ := TuneThreshold(eps, scores, grid, cost); th != -1 {
+		t.Errorf("unconstrained threshold %g, want −1 (1 h each at −1 and 0; ties to the smaller)", th)
+	}
+	// −1 makes the low chain overlap by an hour where the deadline had no
+	// gap: the constraint leaves 0 and 1, and 0 costs less.
+	if th, c := TuneThresholdNoHarm(eps, scores, grid, cost); th != 0 || c != 30 {
+		t.Errorf("no-harm threshold %g (mean cost %g), want 0 (30)", th, c)
+	}
+	// Every candidate harms: the latest is returned.
+	if th, _ := TuneThresholdNoHarm(eps, scores, []float64{-2, -1}, cost); th != -1 {
+		t.Errorf("all harmful: %g, want the latest candidate −1", th)
 	}
 }

@@ -23,6 +23,7 @@ type PolicyTrainOptions struct {
 	Seed        uint64                              // seed of every fit (recorded)
 	Cost        scenario.GapCost                    // tuning objective and RL reward (zero: DefaultGapCost)
 	CalibShare  float64                             // latest share of training episodes held out to tune the decision threshold (default 0.2)
+	NoHarm      bool                                // tune thresholds under the do-no-harm constraint (TuneThresholdNoHarm)
 	Target      string                              // xgb regression target: TargetWait (default) or TargetGap
 	XGBLoss     string                              // xgb loss: LossQuantileDecision (default) or LossSquared
 	XGB         *xgb.XGBParams                      // xgb parameters (nil: DefaultQuantileParams, or DefaultXGBParams for LossSquared)
@@ -360,7 +361,11 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 			grid = append(grid, features.Percentile(all, float64(i)/100))
 		}
 	}
-	th, c := TuneThreshold(calib, scores, grid, o.Cost)
+	tune := TuneThreshold
+	if o.NoHarm {
+		tune = TuneThresholdNoHarm
+	}
+	th, c := tune(calib, scores, grid, o.Cost)
 	rule.Threshold = th
 	tuned := fmt.Sprintf("min mean cost %.2f on the calibration split (%d chains, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
 	bySize := map[int][]int{}
@@ -384,7 +389,7 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 		for j, i := range idx {
 			eps[j], sc[j] = calib[i], scores[i]
 		}
-		t, cn := TuneThreshold(eps, sc, grid, o.Cost)
+		t, cn := tune(eps, sc, grid, o.Cost)
 		rule.BySize = append(rule.BySize, models.SizeThreshold{Nodes: n, Threshold: t})
 		total += cn * float64(len(idx))
 	}

@@ -39,6 +39,21 @@ func FirstAtLeast(scores []float64, th float64) int {
 // submissions minimise the mean cost over episodes (scores[i] for eps[i]);
 // ties go to the smaller threshold. It returns the threshold and its mean cost.
 func TuneThreshold(eps []dataset.ChainEpisode, scores [][]float64, candidates []float64, cost scenario.GapCost) (float64, float64) {
+	return tuneThreshold(eps, scores, candidates, cost, false)
+}
+
+// TuneThresholdNoHarm is TuneThreshold under the do-no-harm constraint:
+// only thresholds whose submissions on the episodes of the low load class
+// (LowLoadTarget: the deadline submission starts within 2 h) have a mean
+// |gap| no larger than the deadline submission's are candidates. Raising the
+// threshold only delays submissions, so the largest candidate is reactive
+// at worst; when even it harms (it cannot submit later than the deadline),
+// the largest candidate is returned.
+func TuneThresholdNoHarm(eps []dataset.ChainEpisode, scores [][]float64, candidates []float64, cost scenario.GapCost) (float64, float64) {
+	return tuneThreshold(eps, scores, candidates, cost, true)
+}
+
+func tuneThreshold(eps []dataset.ChainEpisode, scores [][]float64, candidates []float64, cost scenario.GapCost, noHarm bool) (float64, float64) {
 	// Running maxima make "first tick reaching th" a binary search.
 	pm := make([][]float64, len(scores))
 	for i, s := range scores {
@@ -52,8 +67,14 @@ func TuneThreshold(eps []dataset.ChainEpisode, scores [][]float64, candidates []
 	best, bestCost := math.NaN(), math.Inf(1)
 	cands := slices.Clone(candidates)
 	slices.Sort(cands)
+	var lowReactive float64
+	for i := range eps {
+		if LowLoadTarget(&eps[i], 0) == 1 {
+			lowReactive += math.Abs(eps[i].Reactive)
+		}
+	}
 	for _, th := range cands {
-		total := 0.0
+		total, low := 0.0, 0.0
 		for i := range eps {
 			k, found := sort.Find(len(pm[i]), func(j int) int {
 				if pm[i][j] >= th {
@@ -66,10 +87,19 @@ func TuneThreshold(eps []dataset.ChainEpisode, scores [][]float64, candidates []
 			}
 			g, _ := eps[i].Outcome(k)
 			total += cost.Cost(time.Duration(g*float64(time.Second)), eps[i].GPUs)
+			if noHarm && LowLoadTarget(&eps[i], 0) == 1 {
+				low += math.Abs(g)
+			}
+		}
+		if noHarm && low > lowReactive+1e-9 {
+			continue
 		}
 		if c := total / float64(len(eps)); c < bestCost {
 			best, bestCost = th, c
 		}
+	}
+	if math.IsNaN(best) && len(cands) > 0 { // every candidate harms: the latest one
+		return tuneThreshold(eps, scores, cands[len(cands)-1:], cost, false)
 	}
 	return best, bestCost
 }

@@ -46,7 +46,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	tabled := time.Since(start)
 	// dqn and pg are left out by default: at their default sizes they take
 	// several minutes per fold each (add them with the variable).
-	policies := []string{"xgb", "rf-xgb", OnlinePolicyName}
+	policies := []string{"xgb", "rf-xgb", "xgb" + NoHarmSuffix, OnlinePolicyName}
 	if p := os.Getenv("MIRAGE_WALKFORWARD_POLICIES"); p != "" {
 		policies = strings.Split(p, ",")
 	}
