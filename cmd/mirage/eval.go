@@ -71,7 +71,7 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	fl.StringVar(&sp.Sweep, "sweep", "", "run the experiment of this sweep file (YAML)")
 	fl.IntVar(&sp.Cell, "cell", -1, "with --sweep: run only this cell (the job-array task id)")
 	fl.BoolVar(&sp.EmitArray, "emit-array", false, "with --sweep: write the sbatch job-array script instead of running")
-	cmd.AddCommand(newEvalMergeCmd(f, nil), newEvalVerifyCmd(f, nil))
+	cmd.AddCommand(newEvalMergeCmd(f, nil), newEvalVerifyCmd(f, nil), newEvalWalkForwardCmd(f, nil))
 	return cmd
 }
 

@@ -21,8 +21,11 @@ const NoHarmSuffix = "-noharm"
 // NoHarmSuffix) decides by its tuned rule; OnlinePolicyName is an
 // OnlinePolicy (FitOnline).
 func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions) (TableDecider, error) {
-	if name == OnlinePolicyName {
+	switch name {
+	case OnlinePolicyName:
 		return FitOnline(train, o)
+	case ImitationPolicyName:
+		return FitImitation(train, o)
 	}
 	if base, ok := strings.CutSuffix(name, NoHarmSuffix); ok && models.IsLearned(base) {
 		name, o.NoHarm = base, true
@@ -53,6 +56,41 @@ func (d *ruleDecider) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
 }
 
 func (d *ruleDecider) Observe(adapt.Outcome) {}
+
+// ImitationPolicyName names the oracle-imitation learner of a walk-forward run.
+const ImitationPolicyName = "imitate"
+
+// FitImitation learns from the oracle: boosted trees classify "the oracle
+// would have submitted by this tick" (dataset.OracleTarget), and the
+// policy submits at the first tick whose probability reaches a threshold
+// tuned per chain size on the calibration split (the latest CalibShare of
+// train, the model fitted on the rest), then refitted on all of train.
+func FitImitation(train *dataset.ChainData, o PolicyTrainOptions) (TableDecider, error) {
+	o.defaults()
+	early, calib := dataset.SplitByTime(train.Episodes, o.CalibShare)
+	fit := func(eps []dataset.ChainEpisode) (models.Model, error) {
+		p := xgb.DefaultXGBParams()
+		p.Objective, p.MaxDepth, p.MinChildWeight, p.Rounds, p.Seed = "binary:logistic", 5, 20, 200, o.Seed
+		m, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, dataset.OracleTarget), p, models.Meta{Schema: train.Schema, Task: models.Classification})
+		if err != nil {
+			return nil, fmt.Errorf("train %s: %w", ImitationPolicyName, err)
+		}
+		return m, nil
+	}
+	m0, err := fit(early)
+	if err != nil {
+		return nil, err
+	}
+	rule, err := tuneRule(m0, models.DecisionRule{Threshold: 0.5}, calib, thresholdGrid(0.02, 0.98, 0.01), &o)
+	if err != nil {
+		return nil, err
+	}
+	m, err := fit(train.Episodes)
+	if err != nil {
+		return nil, err
+	}
+	return &ruleDecider{m: m, rule: rule}, nil
+}
 
 // OnlinePolicy is xgb's predicted gap against
 // its tuned per-size threshold, plus

@@ -1,12 +1,20 @@
 package train
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/adapt"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
 )
 
 // Walk-forward evaluation on episode tables. Each fold scores the chains
@@ -127,4 +135,114 @@ func WalkForward(folds []Fold, opts WFOptions) ([]WFOutcome, error) {
 		}
 	}
 	return out, nil
+}
+
+// WFSpec is one walk-forward run from a trace: what `mirage eval
+// walk-forward` binds its flags into.
+type WFSpec struct {
+	Jobs      []traces.Job
+	TraceName string
+	Cluster   sim.Config
+	Protocol  scenario.Protocol // zero fields: defaults
+	Bounds    []time.Time       // fold starts, then the end of the last fold (≥ 2)
+	Policies  []string          // scored besides reactive and the oracle
+	Seed      uint64            // of every fit
+	Cache     string            // per-day chain dataset cache ("": none)
+	Workers   int               // simulator goroutines (0: all cores)
+	Progress  Progress          // dataset generation and fitting (nil: none)
+}
+
+// WFResult is a walk-forward run's outcomes and its pooled table.
+type WFResult struct {
+	Chains   int         `json:"chains"` // tabled chains (all folds, training included)
+	Folds    []FoldInfo  `json:"folds"`
+	Outcomes []WFOutcome `json:"-"`
+	Rows     []WFRow     `json:"rows"`
+	Pick     string      `json:"pick"` // the deployable policy (models.IsLearned) with the lowest pooled mean |gap|
+	// Best is the scored policy with the lowest pooled mean |gap|, whether
+	// or not `mirage submit` can run it yet (xgb-online, NAME-noharm and
+	// imitate exist only in the walk-forward).
+	Best string `json:"best"`
+}
+
+// FoldInfo describes one fold.
+type FoldInfo struct {
+	Start, End    time.Time
+	Train, Scored int
+}
+
+// RunWalkForward tables every chain injected before the last bound (through
+// the per-day cache when s.Cache is set), cuts the folds and scores the
+// policies (WalkForward), pooling them into rows with 2,000-resample
+// bootstrap intervals.
+func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
+	if len(s.Bounds) < 2 {
+		return nil, mark(ErrSpec, errors.New("walk-forward: need at least one fold (two bounds)"))
+	}
+	for i := 1; i < len(s.Bounds); i++ {
+		if !s.Bounds[i].After(s.Bounds[i-1]) {
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: bound %s is not after %s", s.Bounds[i].Format(time.RFC3339), s.Bounds[i-1].Format(time.RFC3339)))
+		}
+	}
+	for _, p := range s.Policies {
+		base, _ := strings.CutSuffix(p, NoHarmSuffix)
+		if p != OnlinePolicyName && p != ImitationPolicyName && !models.IsLearned(base) {
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q (want a learned policy, NAME%s, %s or %s)", models.ErrUnknownPolicy, p, NoHarmSuffix, OnlinePolicyName, ImitationPolicyName))
+		}
+	}
+	sc, err := scenario.NewScenario(s.TraceName, s.Jobs, s.Cluster)
+	if err != nil {
+		return nil, mark(ErrInput, err)
+	}
+	g := dataset.GenOptions{Protocol: s.Protocol, Until: s.Bounds[len(s.Bounds)-1], Workers: s.Workers}
+	if s.Progress != nil {
+		g.Progress = func(done, total int) { s.Progress.Update("chain tables", done, total) }
+	}
+	var d *dataset.ChainData
+	if s.Cache != "" {
+		cb, _ := json.Marshal(s.Cluster)
+		pb, _ := json.Marshal(s.Protocol.WithDefaults(s.Cluster))
+		d, _, err = dataset.DayCache{Dir: s.Cache, Key: fmt.Sprintf("%s|%s|1|%d", cb, pb, s.Seed)}.Generate(ctx, sc, g)
+	} else {
+		d, err = dataset.GenerateChainData(ctx, sc, g)
+	}
+	if s.Progress != nil {
+		s.Progress.Done()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("walk-forward tables: %w", err)
+	}
+	folds := Folds(d, s.Bounds)
+	res := &WFResult{Chains: len(d.Episodes)}
+	for _, f := range folds {
+		res.Folds = append(res.Folds, FoldInfo{Start: f.Start, End: f.End, Train: len(f.Train), Scored: len(f.Test)})
+	}
+	o := WFOptions{Policies: s.Policies, Train: PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol}}
+	if s.Progress != nil {
+		done := 0
+		o.Progress = func(fold int, p string) {
+			s.Progress.Update(fmt.Sprintf("fit and score (fold %d: %s)", fold+1, p), done, len(folds)*len(s.Policies))
+			done++
+		}
+	}
+	if res.Outcomes, err = WalkForward(folds, o); err != nil {
+		return nil, mark(ErrSpec, err)
+	}
+	if s.Progress != nil {
+		s.Progress.Done()
+	}
+	res.Rows = WalkForwardRows(res.Outcomes, len(folds), 2000, 1)
+	best, pick := -1.0, -1.0
+	for _, r := range res.Rows {
+		if r.Class != "all" || r.Policy == WFReactive || r.Policy == WFOracle {
+			continue
+		}
+		if best < 0 || r.MeanAbsGap < best {
+			res.Best, best = r.Policy, r.MeanAbsGap
+		}
+		if models.IsLearned(r.Policy) && (pick < 0 || r.MeanAbsGap < pick) {
+			res.Pick, pick = r.Policy, r.MeanAbsGap
+		}
+	}
+	return res, nil
 }

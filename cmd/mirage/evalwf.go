@@ -1,0 +1,127 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mirage-gpu/mirage/internal/term"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/models/train"
+	"github.com/mirage-gpu/mirage/sim"
+)
+
+// evalWFOptions are the flags of mirage eval walk-forward.
+type evalWFOptions struct {
+	f                        *Factory
+	trace, preset, slurmConf string
+	months                   []string
+	until, cache             string
+	policies                 []string
+	seed                     uint64
+	workers                  int
+	protocol                 scenario.Protocol
+	json                     bool
+	traceOpts                traceFlags
+}
+
+func newEvalWalkForwardCmd(f *Factory, runF func(*evalWFOptions) error) *cobra.Command {
+	o := &evalWFOptions{f: f}
+	cmd := &cobra.Command{
+		Use:   "walk-forward --trace FILE --months START[,START...] --until END",
+		Short: "Score the learned policies period by period, each trained only on what came before",
+		Long: `Table every chain of the trace once in the simulator (1- and 8-node hand-offs every
+4 h, decisions every 10 min), then score each period [START, next START or --until)
+with policies trained only on chains that had ended before it began; every threshold
+and choice is made on the latest 20% of those. The periods are pooled into one table
+per load class, with paired bootstrap intervals against reactive and the ratio period
+by period; the last line names the policy with the lowest pooled mean |gap|, and the
+best of those mirage submit can run (the learned models).
+
+Policies: the learned ones (xgb, rf-xgb, rf-golearn, dqn, pg), NAME-noharm (thresholds
+under the do-no-harm constraint), xgb-online (guard and online thresholds) and imitate
+(learned from the oracle). Method: docs/guide/training-and-evaluation.md.`,
+		Example: `  mirage eval walk-forward --trace ls6.log.gz --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27
+  mirage eval walk-forward --trace ls6.log.gz --months 2023-01-01,2023-02-01 --until 2023-02-27 --policies xgb,xgb-noharm --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(o)
+			}
+			return evalWalkForward(cmd.Context(), o)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.trace, "trace", "", "trace file (required)")
+	fl.StringSliceVar(&o.months, "months", nil, "start of each scored period, read as train's --from (required)")
+	fl.StringVar(&o.until, "until", "", "end of the last period (default: the trace's last submit)")
+	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
+	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
+	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
+	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
+	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulator and of every fit")
+	fl.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
+	fl.IntSliceVar(&o.protocol.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
+	fl.DurationVar(&o.protocol.Every, "every", 4*time.Hour, "trace time between injections")
+	fl.DurationVar(&o.protocol.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
+	fl.DurationVar(&o.protocol.Tick, "tick", 10*time.Minute, "decision interval")
+	fl.DurationVar(&o.protocol.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	fl.BoolVar(&o.json, "json", false, "print the folds, the rows and the pick as JSON")
+	o.traceOpts.add(cmd)
+	_ = cmd.MarkFlagRequired("trace")
+	_ = cmd.MarkFlagRequired("months")
+	return cmd
+}
+
+func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
+	cl, err := simConfig(sim.Options{Preset: o.preset, SlurmConf: o.slurmConf, Latency: -1, Seed: o.seed})
+	if err != nil {
+		return err
+	}
+	jobs, err := o.traceOpts.read(o.trace)
+	if err != nil {
+		return err
+	}
+	loc := jobs[0].Submit.Location()
+	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
+		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
+	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
+		t, err := parseWhen("months", m, loc)
+		if err != nil {
+			return err
+		}
+		s.Bounds = append(s.Bounds, t)
+	}
+	switch o.cache {
+	case "-":
+	case "":
+		if dir, err := os.UserCacheDir(); err == nil {
+			s.Cache = filepath.Join(dir, "mirage", "datasets")
+		}
+	default:
+		s.Cache = o.cache
+	}
+	res, err := train.RunWalkForward(ctx, s)
+	if err != nil {
+		return trainExitErr(err)
+	}
+	if o.json {
+		return printJSON(o.f.Out, res)
+	}
+	var names []string
+	for _, fd := range res.Folds {
+		names = append(names, fd.Start.Format("2006-01-02"))
+		fmt.Fprintf(o.f.Out, "period %s .. %s: %d chains scored, %d to train on\n", fd.Start.Format("2006-01-02"), fd.End.Format("2006-01-02"), fd.Scored, fd.Train)
+	}
+	fmt.Fprintln(o.f.Out)
+	if err := train.WriteWalkForwardTable(o.f.Out, res.Rows, names); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(o.f.Out, "\nlowest pooled mean |gap|: %s; of the policies mirage submit runs: %s\n", res.Best, res.Pick)
+	return err
+}
