@@ -3,19 +3,16 @@ package train
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/internal/modeltest"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
-	"github.com/mirage-gpu/mirage/traces"
 )
 
 // benchObservation is an observation of a running 4-node chain in the synthetic scenario.
@@ -145,18 +142,7 @@ func BenchmarkDecideLS6(b *testing.B) {
 	if dir == "" {
 		b.Skip("set MIRAGE_MODELS to a models directory")
 	}
-	r, err := traces.Open(filepath.Join(testenv.SharedTraces(b), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"), traces.Options{})
-	if err != nil {
-		b.Skip(err)
-	}
-	var jobs []traces.Job
-	for j, err := range traces.All(r) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		jobs = append(jobs, j)
-	}
-	r.Close()
+	_, jobs := ls6Jobs(b)
 	sc, err := scenario.NewScenario("ls6", jobs, sim.LS6())
 	if err != nil {
 		b.Fatal(err)
@@ -218,18 +204,7 @@ func BenchmarkDecideLS6(b *testing.B) {
 // cache; next-night is the night after, with the cache the first night
 // left (only the new day is probed). Skipped without the trace.
 func BenchmarkNightlyRetrain(b *testing.B) {
-	r, err := traces.Open(filepath.Join(testenv.SharedTraces(b), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"), traces.Options{})
-	if err != nil {
-		b.Skip(err)
-	}
-	var jobs []traces.Job
-	for j, err := range traces.All(r) {
-		if err != nil {
-			b.Fatal(err)
-		}
-		jobs = append(jobs, j)
-	}
-	r.Close()
+	_, jobs := ls6Jobs(b)
 	chi, err := time.LoadLocation("America/Chicago")
 	if err != nil {
 		b.Fatal(err)

@@ -275,6 +275,15 @@ func (r *run) trainEnd() time.Time {
 	return r.s.TrainUntil
 }
 
+// dayCache is the per-day chain dataset cache in dir, keyed on everything
+// besides the trace that the episodes depend on (train and the walk-forward
+// share its files).
+func dayCache(dir string, cluster sim.Config, proto scenario.Protocol, scale float64, seed uint64) dataset.DayCache {
+	cb, _ := json.Marshal(cluster)
+	pb, _ := json.Marshal(proto)
+	return dataset.DayCache{Dir: dir, Key: fmt.Sprintf("%s|%s|%g|%d", cb, pb, scale, seed)}
+}
+
 // chainData generates one chain dataset, through the per-day cache when
 // the run has one (dataset.DayCache: a window that moved by a night probes
 // only the new days).
@@ -290,10 +299,7 @@ func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario
 		err error
 	)
 	if r.s.Cache != "" {
-		cb, _ := json.Marshal(r.s.Cluster)
-		pb, _ := json.Marshal(r.proto)
-		key := fmt.Sprintf("%s|%s|%g|%d", cb, pb, sc.Scale, r.s.Seed)
-		d, st, err = dataset.DayCache{Dir: r.s.Cache, Key: key}.Generate(ctx, sc, g)
+		d, st, err = dayCache(r.s.Cache, r.s.Cluster, r.proto, sc.Scale, r.s.Seed).Generate(ctx, sc, g)
 	} else {
 		d, err = dataset.GenerateChainData(ctx, sc, g)
 	}

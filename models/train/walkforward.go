@@ -2,7 +2,6 @@ package train
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -200,9 +199,7 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	}
 	var d *dataset.ChainData
 	if s.Cache != "" {
-		cb, _ := json.Marshal(s.Cluster)
-		pb, _ := json.Marshal(s.Protocol.WithDefaults(s.Cluster))
-		d, _, err = dataset.DayCache{Dir: s.Cache, Key: fmt.Sprintf("%s|%s|1|%d", cb, pb, s.Seed)}.Generate(ctx, sc, g)
+		d, _, err = dayCache(s.Cache, s.Cluster, s.Protocol.WithDefaults(s.Cluster), 1, s.Seed).Generate(ctx, sc, g)
 	} else {
 		d, err = dataset.GenerateChainData(ctx, sc, g)
 	}

@@ -32,7 +32,6 @@ func TestWalkForwardLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WALKFORWARD") == "" {
 		t.Skip("set MIRAGE_WALKFORWARD=1 to run the LS6 walk-forward evaluation (about 15 minutes on 2 cores)")
 	}
-	tr := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
 	chi, _ := time.LoadLocation("America/Chicago")
 	bounds := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), time.Date(2023, 1, 1, 0, 0, 0, 0, chi),
 		time.Date(2023, 2, 1, 0, 0, 0, 0, chi), time.Date(2023, 2, 27, 0, 0, 0, 0, chi)}
@@ -43,7 +42,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	if p := os.Getenv("MIRAGE_WALKFORWARD_POLICIES"); p != "" {
 		policies = strings.Split(p, ",")
 	}
-	jobs := readLS6(t, tr)
+	tr, jobs := ls6Jobs(t)
 	cache := ""
 	if dir, err := os.UserCacheDir(); err == nil {
 		cache = filepath.Join(dir, "mirage", "datasets") // where mirage eval walk-forward keeps them
@@ -126,19 +125,22 @@ func TestWalkForwardLS6(t *testing.T) {
 	}
 }
 
-// readLS6 reads the shared LS6 file.
-func readLS6(t *testing.T, path string) []traces.Job {
+// ls6Jobs reads the shared LS6 file (skipping the test or benchmark when
+// it cannot be opened) and returns its path and jobs.
+func ls6Jobs(tb testing.TB) (string, []traces.Job) {
+	tb.Helper()
+	path := filepath.Join(testenv.SharedTraces(tb), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
 	r, err := traces.Open(path, traces.Options{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Skip(err)
 	}
 	defer r.Close()
 	var jobs []traces.Job
 	for j, err := range traces.All(r) {
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs
+	return path, jobs
 }
