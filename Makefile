@@ -7,7 +7,7 @@ GOTAGS ?= libsqlite3 xgboost
 CACHE ?= $(HOME)/.cache/mirage
 BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION)
+LDFLAGS := -X github.com/mirage-gpu/mirage/internal/buildinfo.version=$(VERSION)
 
 .PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz vulncheck clean
 

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -121,7 +122,9 @@ func DefaultKubeconfig() string {
 }
 
 // NewFromKubeconfig builds a client from a kubeconfig file (its current context).
+// An empty path is DefaultKubeconfig.
 func NewFromKubeconfig(path string, cfg Config) (*Client, error) {
+	path = cmp.Or(path, DefaultKubeconfig())
 	if path == "" {
 		return nil, fmt.Errorf("k8s: no kubeconfig given (use --kubeconfig or KUBECONFIG)")
 	}

@@ -328,3 +328,19 @@ func (tc *TeamCluster) Teams() []string {
 	cfg := tc.Rules.Config()
 	return slices.Clone(cfg.TeamNames())
 }
+
+// ExplainState fills in the cluster state of a placement dry run
+// (mirage place) from the live inventory: the snapshot, as the team rules
+// see it when in.Rules is set, its time and the checkpoints running. It
+// returns where the state came from, for the verdict's header.
+func (c *Client) ExplainState(ctx context.Context, in *team.ExplainInput) (source string, err error) {
+	inv, err := c.Inventory(ctx)
+	if err != nil {
+		return "", err
+	}
+	in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
+	if in.Rules != nil {
+		in.Snapshot = RulesSnapshot(inv, in.Rules)
+	}
+	return "kubernetes " + c.kubeconfig + " (judged as mirage's Kubernetes mode)", nil
+}

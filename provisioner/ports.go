@@ -82,6 +82,30 @@ type RulesCluster interface {
 	TeamRules() Rules
 }
 
+// RulesOf returns the team rules cl applies, if it is a RulesCluster (else nil).
+func RulesOf(cl Cluster) Rules {
+	if rc, ok := cl.(RulesCluster); ok {
+		return rc.TeamRules()
+	}
+	return nil
+}
+
+// Pinger is a Cluster that can tell quickly whether it answers
+// (slurm.Client.Ping: a TCP connection to slurmctld).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Ping asks cl whether it answers, if it is a Pinger (else nil), before the
+// chain commands' first request: with slurmctld down, every Slurm command
+// spends about 10 s in Slurm's own retries before failing.
+func Ping(ctx context.Context, cl Cluster) error {
+	if p, ok := cl.(Pinger); ok {
+		return p.Ping(ctx)
+	}
+	return nil
+}
+
 // ---- policies ----
 
 // Policy decides, for one chain at one instant, whether to submit its successor.

@@ -1,6 +1,11 @@
 package provisioner
 
-import "sigs.k8s.io/yaml"
+import (
+	"encoding/json"
+	"os"
+
+	"sigs.k8s.io/yaml"
+)
 
 // SnapshotFile is a cluster snapshot as a file holds it: the snapshot and,
 // optionally, the history its features look at. On disk it is
@@ -27,4 +32,13 @@ func DecodeSnapshot(data []byte) (*SnapshotFile, error) {
 		return nil, err
 	}
 	return &SnapshotFile{Snapshot: &bare, Bare: true}, nil
+}
+
+// WriteFile writes the snapshot file (indented JSON, mode 0600) to path.
+func (f SnapshotFile) WriteFile(path string) error {
+	b, err := json.MarshalIndent(f, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o600)
 }

@@ -1,10 +1,13 @@
 package slurm
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // Errors of Options.Resolve, for callers that map them (the CLI: exit 2
@@ -93,4 +96,27 @@ func ReadShape(path string, args []string) (string, Shape, error) {
 		return bad(fmt.Errorf("sbatch options: %w", err))
 	}
 	return script, fromScript.Merge(fromArgs), nil
+}
+
+// ChainScript fills a chain's shape from its batch script and sbatch
+// options (ReadShape): the script's absolute path, account, partition,
+// time limit, nodes, GPUs, and the job name when the chain has none (-J,
+// else the script's name). A chain needs a time limit to know when each
+// successor is due, so a script without one is refused (ErrBadScript),
+// with the line to add.
+func ChainScript(ch *provisioner.Chain) error {
+	script, sh, err := ReadShape(ch.Script, ch.Args)
+	if err != nil {
+		return err
+	}
+	if sh.TimeLimit <= 0 {
+		what := "sets no time limit"
+		if sh.Unlimited {
+			what = "asks for no time limit (UNLIMITED)"
+		}
+		return &optionError{ErrBadScript, fmt.Errorf("script %s %s: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit %s -- --time=24:00:00", ch.Script, what, ch.Script)}
+	}
+	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
+	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	return nil
 }

@@ -34,3 +34,23 @@ func (tc *TeamCluster) Teams() []string {
 	cfg := tc.Rules.Config()
 	return slices.Clone(cfg.TeamNames())
 }
+
+// OpenChains opens the cluster of the chain commands: o resolved
+// (Options.Resolve), every command killed with mirage (a crashed daemon
+// leaves no sbatch running), and the team rules applied when rules is not
+// nil (TeamCluster).
+func OpenChains(o Options, rules *team.Rules) (provisioner.Cluster, error) {
+	o.DieWithParent = true
+	o, err := o.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	c, err := Open(o)
+	if err != nil {
+		return nil, &optionError{ErrBadOption, err}
+	}
+	if rules == nil {
+		return c, nil
+	}
+	return NewTeamCluster(c, rules), nil
+}

@@ -39,6 +39,9 @@ var ErrMalformed = errors.New("malformed trace row")
 // or Options.Format names no known format.
 var ErrUnknownFormat = errors.New("unknown trace format")
 
+// ErrBadZone marks an Options.Zone that is not a known IANA zone.
+var ErrBadZone = errors.New("unknown time zone")
+
 // ParseError describes one malformed row: where it is, which field, what was
 // expected and what was found.
 type ParseError struct {
@@ -86,6 +89,9 @@ type Options struct {
 	// Location is the zone of zone-less timestamps. Nil means the format's
 	// default: America/Chicago (US Central) for FormatLS6, UTC for the others.
 	Location *time.Location
+	// Zone names Location as an IANA zone ("America/Chicago"), for callers
+	// holding a name (the --tz flag); used when Location is nil.
+	Zone string
 	// Epoch anchors formats with relative times (openb seconds since trace
 	// start; SWF without an UnixStartTime header). Zero means the Unix epoch.
 	Epoch time.Time
@@ -202,6 +208,13 @@ func newReader(r io.Reader, name string, opts Options, closer io.Closer) (Reader
 		lr.gz = gz
 	}
 	loc := opts.Location
+	if loc == nil && opts.Zone != "" {
+		z, err := time.LoadLocation(opts.Zone)
+		if err != nil {
+			return nil, fmt.Errorf("--tz %q: %w: %v", opts.Zone, ErrBadZone, err)
+		}
+		loc = z
+	}
 	if loc == nil {
 		loc = time.UTC
 		if format == FormatLS6 {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/models"
@@ -52,29 +53,17 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 	case "", "slurm":
 		var rules *team.Rules
 		if o.rules != "" {
-			r, err := loadRules(o.rules, true) // Slurm queues what cannot start yet
-			if err != nil {
+			var err error
+			if rules, err = loadRules(o.rules, true); err != nil { // Slurm queues what cannot start yet
 				return nil, err
 			}
-			rules = r
 		}
 		so := o.slurm
-		so.DieWithParent, so.Getenv = true, getenv // a crashed daemon leaves no sbatch running
-		so, err := so.Resolve()
-		if err != nil {
-			return nil, err
-		}
-		cl, err := slurm.Open(so)
-		if err != nil {
-			return nil, withCode(exitUsage, err)
-		}
-		if rules == nil {
-			return cl, nil
-		}
-		return slurm.NewTeamCluster(cl, rules), nil
+		so.Getenv = getenv
+		return slurm.OpenChains(so, rules)
 	case "kubernetes", "k8s":
 		if o.rules == "" {
-			return nil, withCode(exitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
 		}
 		rules, err := loadRules(o.rules, false)
 		if err != nil {
@@ -91,33 +80,13 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 		}
 		return k8s.NewTeamCluster(c, rules), nil
 	}
-	return nil, withCode(exitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
+	return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
 }
 
-// pinger is a backend that can tell quickly whether it answers
-// (slurm.Client.Ping: a TCP connection to slurmctld).
-type pinger interface {
-	Ping(ctx context.Context) error
-}
-
-// ping asks a backend that can tell whether it answers, before the chain
-// commands' first request: with slurmctld down, every Slurm command spends
-// about 10 s in Slurm's own retries before failing. The answer comes
-// within seconds, in one line naming the controller and the slurm.conf,
-// with exit code 4.
+// ping asks the backend whether it answers (provisioner.Ping), for an answer
+// within seconds naming the controller and the slurm.conf, with exit code 4.
 func ping(ctx context.Context, cl provisioner.Cluster) error {
-	if p, ok := cl.(pinger); ok {
-		return stateErr(p.Ping(ctx))
-	}
-	return nil
-}
-
-// engineRules are the backend's team rules, if it applies any.
-func engineRules(cl provisioner.Cluster) provisioner.Rules {
-	if rc, ok := cl.(provisioner.RulesCluster); ok {
-		return rc.TeamRules()
-	}
-	return nil
+	return stateErr(provisioner.Ping(ctx, cl))
 }
 
 // stateOptions locate the state directory.
@@ -135,38 +104,6 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 	return st, stateErr(err)
 }
 
-func (o *stateOptions) lock(ctx context.Context) (*state.Lock, error) {
-	lk, err := o.Lock(ctx, o.LockWait)
-	return lk, stateErr(err)
-}
-
-// stateErr is the one table mapping the libraries' errors to exit codes.
-func stateErr(err error) error {
-	var ee *exitError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ee):
-		return err
-	case errors.Is(err, state.ErrBadDir), errors.Is(err, slurm.ErrBadOption):
-		return withCode(exitUsage, err)
-	case errors.Is(err, slurm.ErrNotFound):
-		return withCode(exitBadInput, err)
-	case errors.Is(err, state.ErrCorrupt), errors.Is(err, state.ErrLocked), errors.Is(err, state.ErrTooNew),
-		errors.Is(err, provisioner.ErrUnavailable), errors.Is(err, state.ErrHeld), errors.Is(err, state.ErrNoDir):
-		return withCode(exitUnavailable, err)
-	case errors.Is(err, state.ErrUnsafe):
-		return withCode(exitUnsafe, err)
-	case errors.Is(err, provisioner.ErrChainNotFound):
-		return withCode(exitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
-	case errors.Is(err, provisioner.ErrRejected):
-		return withCode(exitRejected, err)
-	case errors.Is(err, provisioner.ErrForeignJob):
-		return withCode(exitUnsafe, err)
-	}
-	return err
-}
-
 // newEngine wires the engine for the chain commands (grace: --submit-grace).
 // A learned policy whose model is missing or unusable is replaced by lead,
 // with a warning, so that its chains go on.
@@ -181,7 +118,7 @@ func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace t
 		return models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
 	}
 	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: in(pol.dir(f)), PoliciesIn: in,
-		Rules: engineRules(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl)}
+		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl)}
 }
 
 // policyOptions locate the learned policies' models (--models).

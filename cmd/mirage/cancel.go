@@ -40,20 +40,15 @@ that the database does not know. Running it again retries the jobs that are left
 }
 
 func cancelRun(ctx context.Context, o *cancelOptions) error {
-	st, err := o.state.open(ctx)
+	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
-		return err
+		return stateErr(err)
 	}
-	defer st.Close()
+	defer release()
 	c, err := st.Chain(ctx, o.chain)
 	if err != nil {
 		return stateErr(err)
 	}
-	lk, err := o.state.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer lk.Unlock()
 	backend := func() (provisioner.Cluster, error) {
 		cl, err := o.f.Backend(&o.backend)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -42,7 +43,7 @@ func TestControllerDownAnswersAtOnce(t *testing.T) {
 	} {
 		out, stderr, code := runWith(t, down, append(args, "--state", e.state)...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
-		if code != exitUnavailable || len(lines) != 1 || !strings.Contains(stderr, "ctl (127.0.0.1:"+port+")") ||
+		if code != cmdutil.ExitUnavailable || len(lines) != 1 || !strings.Contains(stderr, "ctl (127.0.0.1:"+port+")") ||
 			!strings.Contains(stderr, conf) || !strings.Contains(stderr, "--slurm-conf or SLURM_CONF") {
 			t.Errorf("%s with the controller down: exit %d, stdout %q, stderr %q", args[0], code, out, stderr)
 		}

@@ -2,13 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
@@ -46,10 +45,10 @@ cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.grace <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
 			}
 			if o.interval <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
 			if runF != nil {
 				return runF(o)
@@ -96,13 +95,13 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	lk, err := state.TryLock(lockPath)
 	if errors.Is(err, state.ErrHeld) {
 		if o.json {
-			return printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+			return cmdutil.PrintJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
 		return werr
 	}
 	if err != nil {
-		return withCode(exitUnavailable, err)
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	defer lk.Unlock()
 	if eng.Fault != nil {
@@ -110,32 +109,17 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	}
 	if err := ping(ctx, eng.Cluster); err != nil {
 		if o.json {
-			_ = printJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+			_ = cmdutil.PrintJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		return err
 	}
 	rep, cerr := eng.Cycle(ctx)
 	if o.json {
-		if err := printJSON(out, rep.JSON(cerr)); err != nil {
+		if err := cmdutil.PrintJSON(out, rep.JSON(cerr)); err != nil {
 			return err
 		}
 	} else {
 		_ = rep.WriteText(out)
 	}
 	return stateErr(cerr)
-}
-
-func printJSON(out io.Writer, v any) error {
-	enc := json.NewEncoder(out)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
-// printView prints a result: as JSON (the document j) with --json, else as
-// its text.
-func printView(out io.Writer, asJSON bool, j any, v interface{ WriteText(io.Writer) error }) error {
-	if asJSON {
-		return printJSON(out, j)
-	}
-	return v.WriteText(out)
 }

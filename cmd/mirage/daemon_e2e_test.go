@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -764,11 +765,11 @@ borrowing:
 		}
 	}
 	_, stderr, code := e.run(t, nil, "submit", script, "--rules", rules, "--", "-A", "nosuchteam", "--gres=gpu:1")
-	if code != exitBadInput || !strings.Contains(stderr, `unknown team "nosuchteam"`) || !strings.Contains(stderr, "teama, teamb") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, `unknown team "nosuchteam"`) || !strings.Contains(stderr, "teama, teamb") {
 		t.Errorf("unknown team: exit %d, %q", code, stderr)
 	}
 	_, stderr, code = e.run(t, nil, "submit", script, "--rules", rules)
-	if code != exitBadInput || !strings.Contains(stderr, "give one with -A/--account") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "give one with -A/--account") {
 		t.Errorf("no account: exit %d, %q", code, stderr)
 	}
 }
@@ -846,16 +847,16 @@ func TestE2EBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"missing script", []string{"submit", filepath.Join(e.work, "nope.sbatch")}, exitBadInput, "no such file or directory"},
-		{"not a batch script", []string{"submit", filepath.Join(e.work, "state", state.DBName)}, exitBadInput, "must start with #!"},
-		{"unknown partition", []string{"submit", ok, "--", "-p", "nosuchpartition"}, exitRejected, "invalid partition"},
-		{"limit over the partition's", []string{"submit", ok, "--", "-t", "10"}, exitRejected, "time limit"},
-		{"unknown account", []string{"submit", ok, "--", "-A", "nosuchaccount"}, exitRejected, "invalid account"},
-		{"an option mirage owns", []string{"submit", ok, "--", "--dependency=afterany:1"}, exitBadInput, "mirage sets it"},
-		{"missing slurm.conf", []string{"submit", ok, "--slurm-conf", filepath.Join(e.work, "nope.conf")}, exitBadInput, "nope.conf"},
-		{"unknown chain (status)", []string{"status", "c-19990101-000000"}, exitBadInput, "chain not found"},
-		{"unknown chain (cancel)", []string{"cancel", "c-19990101-000000"}, exitBadInput, "chain not found"},
-		{"unknown chain (log)", []string{"log", "c-19990101-000000"}, exitBadInput, "chain not found"},
+		{"missing script", []string{"submit", filepath.Join(e.work, "nope.sbatch")}, cmdutil.ExitBadInput, "no such file or directory"},
+		{"not a batch script", []string{"submit", filepath.Join(e.work, "state", state.DBName)}, cmdutil.ExitBadInput, "must start with #!"},
+		{"unknown partition", []string{"submit", ok, "--", "-p", "nosuchpartition"}, cmdutil.ExitRejected, "invalid partition"},
+		{"limit over the partition's", []string{"submit", ok, "--", "-t", "10"}, cmdutil.ExitRejected, "time limit"},
+		{"unknown account", []string{"submit", ok, "--", "-A", "nosuchaccount"}, cmdutil.ExitRejected, "invalid account"},
+		{"an option mirage owns", []string{"submit", ok, "--", "--dependency=afterany:1"}, cmdutil.ExitBadInput, "mirage sets it"},
+		{"missing slurm.conf", []string{"submit", ok, "--slurm-conf", filepath.Join(e.work, "nope.conf")}, cmdutil.ExitBadInput, "nope.conf"},
+		{"unknown chain (status)", []string{"status", "c-19990101-000000"}, cmdutil.ExitBadInput, "chain not found"},
+		{"unknown chain (cancel)", []string{"cancel", "c-19990101-000000"}, cmdutil.ExitBadInput, "chain not found"},
+		{"unknown chain (log)", []string{"log", "c-19990101-000000"}, cmdutil.ExitBadInput, "chain not found"},
 	}
 	for _, c := range cases {
 		_, stderr, code := e.run(t, nil, c.args...)
@@ -902,10 +903,10 @@ func TestE2EBadInput(t *testing.T) {
 	_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
 	conn.Close()
 	db.Close()
-	if code != exitUnavailable || !strings.Contains(stderr, "locked") {
+	if code != cmdutil.ExitUnavailable || !strings.Contains(stderr, "locked") {
 		t.Errorf("cancel on a locked database: exit %d, %q", code, stderr)
 	}
-	if code2 != exitUnavailable || !strings.Contains(stderr2, "locked") {
+	if code2 != cmdutil.ExitUnavailable || !strings.Contains(stderr2, "locked") {
 		t.Errorf("daemon on a locked database: exit %d, %q", code2, stderr2)
 	}
 	if cj := e.status(t, keep); cj.State != string(provisioner.ChainActive) || len(cj.SegmentList) != 1 {
@@ -922,7 +923,7 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	for _, args := range [][]string{{"daemon", "--once"}, {"submit", ok}, {"status"}} {
 		_, stderr, code := bad.run(t, nil, args...)
-		if code != exitUnavailable || !strings.Contains(stderr, "corrupt") || !strings.Contains(stderr, "left untouched") {
+		if code != cmdutil.ExitUnavailable || !strings.Contains(stderr, "corrupt") || !strings.Contains(stderr, "left untouched") {
 			t.Errorf("%v on a corrupt database: exit %d, %q", args, code, stderr)
 		}
 	}

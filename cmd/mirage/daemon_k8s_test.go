@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
 )
@@ -88,7 +89,7 @@ func TestDaemonKubernetesMode(t *testing.T) {
 	}
 	// The Kubernetes mode refuses to run without team rules.
 	args := []string{"daemon", "--once", "--backend", "kubernetes", "--kubeconfig", e.Kubeconfig, "--state", filepath.Join(dir, "state")}
-	if _, stderr, code := runMirage(t, args...); code != exitUsage || !strings.Contains(stderr, "needs --rules") {
+	if _, stderr, code := runMirage(t, args...); code != cmdutil.ExitUsage || !strings.Contains(stderr, "needs --rules") {
 		t.Errorf("without rules: exit %d %s", code, stderr)
 	}
 }

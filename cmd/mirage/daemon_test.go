@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -117,7 +118,7 @@ func TestUnknownChain(t *testing.T) {
 	e.run(t, "status") // creates the database
 	for _, cmd := range []string{"status", "log", "cancel"} {
 		_, stderr, code := e.run(t, cmd, "c-20260101-000000")
-		if code != exitBadInput || !strings.Contains(stderr, `chain "c-20260101-000000": chain not found (list chains with mirage status)`) {
+		if code != cmdutil.ExitBadInput || !strings.Contains(stderr, `chain "c-20260101-000000": chain not found (list chains with mirage status)`) {
 			t.Errorf("%s: exit %d, %q", cmd, code, stderr)
 		}
 	}
@@ -137,7 +138,7 @@ func TestDaemonLockHeld(t *testing.T) {
 	}
 	// submit waits for the lock, then gives up with exit 4.
 	_, stderr, code = e.run(t, "submit", e.script(t, "y.sbatch", "-t 55"), "--lock-wait", "200ms")
-	if code != exitUnavailable || !strings.Contains(stderr, "another mirage process holds the lock") {
+	if code != cmdutil.ExitUnavailable || !strings.Contains(stderr, "another mirage process holds the lock") {
 		t.Errorf("submit under the lock: exit %d, %q", code, stderr)
 	}
 	lk.Unlock()
@@ -160,7 +161,7 @@ func TestCorruptDatabase(t *testing.T) {
 	}
 	for _, args := range [][]string{{"status"}, {"daemon", "--once"}, {"submit", e.script(t, "x.sbatch", "-t 55")}, {"log", "c-1"}} {
 		_, stderr, code := e.run(t, args...)
-		if code != exitUnavailable || !strings.Contains(stderr, "state database is corrupt or not a SQLite database") {
+		if code != cmdutil.ExitUnavailable || !strings.Contains(stderr, "state database is corrupt or not a SQLite database") {
 			t.Errorf("%v: exit %d, %q", args, code, stderr)
 		}
 	}
@@ -276,7 +277,7 @@ func TestRecoverUnknownChain(t *testing.T) {
 	e := newChainEnv(t)
 	known := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
 	out, stderr, code := e.run(t, "recover", "c-nope", known)
-	if code != exitBadInput || !strings.Contains(stderr, "c-nope: chain not found") || !strings.Contains(out, "not-found") ||
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "c-nope: chain not found") || !strings.Contains(out, "not-found") ||
 		!strings.Contains(out, known) || strings.Contains(stderr, known) {
 		t.Errorf("recover c-nope %s: exit %d, out %q, err %q", known, code, out, stderr)
 	}

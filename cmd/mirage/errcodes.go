@@ -2,48 +2,49 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"slices"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
+	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 	"github.com/mirage-gpu/mirage/provisioner/team"
+	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// errCode is the exit code of the errors that wrap kind.
-type errCode struct {
-	kind error
-	code int
-}
-
 // The exit codes of the libraries' error kinds, by the commands that meet them.
 var (
-	traceCodes = []errCode{{traces.ErrMalformed, exitBadInput}, {traces.ErrUnknownFormat, exitBadInput},
-		{traces.ErrUnsupportedVersion, exitBadInput}, {traces.ErrNoJobs, exitBadInput},
-		{fs.ErrNotExist, exitBadInput}, {fs.ErrPermission, exitBadInput}} // a trace that is not there, or not readable
-	evalCodes = []errCode{{eval.ErrTrace, exitBadInput}, {eval.ErrBadSweep, exitBadInput}, {eval.ErrBadReport, exitBadInput},
-		{eval.ErrBadSetup, exitUsage}}
-	packCodes = append([]errCode{{eval.ErrPackInput, exitBadInput}}, traceCodes...)
-	k8sCodes  = []errCode{{provisioner.ErrUnavailable, exitUnavailable}, {k8s.ErrUnknownTeam, exitBadInput},
-		{provisioner.ErrRejected, exitRejected}}
-	placeCodes = append([]errCode{{team.ErrUnknownTeam, exitBadInput}, {placement.ErrJobTooLarge, exitBadInput},
-		{placement.ErrBadDemand, exitBadInput}, {team.ErrQuotaExceedsCluster, exitBadInput}, {team.ErrConfig, exitBadInput},
-		{placement.ErrUnknownNode, exitBadInput}}, k8sCodes...)
+	traceCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, traces.ErrMalformed, traces.ErrUnknownFormat, traces.ErrUnsupportedVersion,
+		traces.ErrNoJobs, fs.ErrNotExist, fs.ErrPermission), // a trace that is not there, or not readable
+		cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrBadZone)...)
+	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, eval.ErrBadReport),
+		cmdutil.Kinds(cmdutil.ExitUsage, eval.ErrBadSetup)...)
+	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrPackInput), traceCodes...)
+	k8sCodes  = slices.Concat(cmdutil.Kinds(cmdutil.ExitUnavailable, provisioner.ErrUnavailable),
+		cmdutil.Kinds(cmdutil.ExitBadInput, k8s.ErrUnknownTeam), cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
+	placeCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, team.ErrUnknownTeam, placement.ErrJobTooLarge, placement.ErrBadDemand,
+		team.ErrQuotaExceedsCluster, team.ErrConfig, placement.ErrUnknownNode), k8sCodes...)
+	trainCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, train.ErrSpec), cmdutil.Kinds(cmdutil.ExitBadInput, train.ErrInput),
+		cmdutil.Kinds(cmdutil.ExitUnavailable, train.ErrOutput))
+	// stateCodes: the state directory, the backends and the chain engine.
+	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption),
+		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound),
+		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
+			state.ErrHeld, state.ErrNoDir),
+		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob),
+		cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
 )
 
-// coded gives err the exit code of the first kind in codes it wraps; an
-// error that already has an exit code keeps it.
-func coded(err error, codes []errCode) error {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return err
+// stateErr gives the errors of the chain commands their exit codes.
+func stateErr(err error) error {
+	if errors.Is(err, provisioner.ErrChainNotFound) && !errors.As(err, new(*cmdutil.ExitError)) {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
 	}
-	for _, c := range codes {
-		if errors.Is(err, c.kind) {
-			return withCode(c.code, err)
-		}
-	}
-	return err
+	return cmdutil.Coded(err, stateCodes)
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/buildinfo"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/spf13/cobra"
 )
@@ -78,20 +80,20 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 func evalRun(ctx context.Context, o *evalOptions) error {
 	e, err := o.spec.Experiment(o.changed)
 	if err != nil {
-		return coded(err, evalCodes)
+		return cmdutil.Coded(err, evalCodes)
 	}
 	if o.spec.EmitArray {
 		self, err := os.Executable()
 		if err != nil {
 			return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
 		}
-		w, err := eval.WriteArray(e, o.spec.Sweep, self, currentVersion().Version)
+		w, err := eval.WriteArray(e, o.spec.Sweep, self, buildinfo.Current().Version)
 		if err != nil {
-			return coded(err, evalCodes)
+			return cmdutil.Coded(err, evalCodes)
 		}
 		return o.print(w)
 	}
-	rt := &eval.Runtime{Version: currentVersion().Version, Command: o.argv, Workers: o.workers}
+	rt := &eval.Runtime{Version: buildinfo.Current().Version, Command: o.argv, Workers: o.workers}
 	bar := term.NewProgress(o.f.progress(), "")
 	if o.f.progress() != nil {
 		rt.Progress = func(c eval.CellSpec, done, total int) { bar.Update(done, total) }
@@ -101,13 +103,15 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 	})
 	bar.Done()
 	if err != nil {
-		return coded(err, evalCodes)
+		return cmdutil.Coded(err, evalCodes)
 	}
 	return o.print(w)
 }
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
-func (o *evalOptions) print(w *eval.Written) error { return printView(o.f.Out, o.json, w.JSON(), w) }
+func (o *evalOptions) print(w *eval.Written) error {
+	return cmdutil.PrintView(o.f.Out, o.json, w.JSON(), w)
+}
 
 // evalMergeOptions are the flags of mirage eval merge.
 type evalMergeOptions struct {
@@ -145,11 +149,11 @@ func newEvalMergeCmd(f *Factory, runF func(*evalMergeOptions) error) *cobra.Comm
 func evalMergeRun(o *evalMergeOptions) error {
 	reports, err := eval.ReadReports(o.paths)
 	if err != nil {
-		return withCode(exitBadInput, err)
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
 	r, err := eval.Merge(o.title, o.argv, reports...)
 	if err != nil {
-		return coded(err, evalCodes)
+		return cmdutil.Coded(err, evalCodes)
 	}
 	w, err := eval.WrittenReport(r, o.spec.Out)
 	if err != nil {
@@ -173,7 +177,7 @@ and a list of differences when any does not match. See docs/guide/training-and-e
 			n, err := eval.VerifyReport(args[0])
 			if err != nil {
 				// a mismatch, an unreadable or malformed report: bad input alike
-				return withCode(exitBadInput, err)
+				return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 			}
 			_, err = fmt.Fprintf(f.Out, "%d numbers in report.html and report.md match report.json\n", n)
 			return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 )
 
 // tinySweep writes a 3-day synthetic trace and a sweep over it: chain-2,
@@ -97,7 +98,7 @@ func TestEvalCommandFlags(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(out, "report.md"), []byte(strings.Replace(string(md), "| reactive | ", "| reactive | 9", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, code := runMirage(t, "eval", "verify", out); code != exitBadInput || !strings.Contains(stderr, "does not match") {
+	if _, stderr, code := runMirage(t, "eval", "verify", out); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "does not match") {
 		t.Errorf("verify of an edited report: exit %d: %s", code, stderr)
 	}
 
@@ -133,18 +134,18 @@ func TestEvalCommandBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no out", []string{"eval", "--trace", tr, "--policies", "reactive"}, exitUsage, "need --trace, --policies and --out"},
-		{"protocol", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--protocol", "chain-1"}, exitUsage, "protocol"},
-		{"from", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--from", "yesterday"}, exitUsage, "--from"},
-		{"policy", []string{"eval", "--trace", tr, "--policies", "nosuch", "--out", out, "--protocol", "chain-2", "--nodes", "1"}, exitUsage, "nosuch"},
-		{"trace", []string{"eval", "--trace", bad, "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, exitBadInput, "bad.csv"},
-		{"missing trace", []string{"eval", "--trace", "/nonexistent.csv", "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, exitBadInput, "nonexistent"},
-		{"sweep", []string{"eval", "--sweep", badSweep}, exitBadInput, "bogus"},
-		{"sweep and flags", []string{"eval", "--sweep", badSweep, "--policies", "x"}, exitUsage, "cannot be combined"},
-		{"cell without sweep", []string{"eval", "--cell", "1", "--trace", tr, "--policies", "reactive", "--out", out}, exitUsage, "need --sweep"},
-		{"cell range", []string{"eval", "--sweep", tinySweep(t, ""), "--cell", "4"}, exitUsage, "cells 0 to 3"},
-		{"merge nothing", []string{"eval", "merge", "--out", out, t.TempDir()}, exitBadInput, "no *.json"},
-		{"merge not a report", []string{"eval", "merge", "--out", out, badSweep}, exitBadInput, "report"},
+		{"no out", []string{"eval", "--trace", tr, "--policies", "reactive"}, cmdutil.ExitUsage, "need --trace, --policies and --out"},
+		{"protocol", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--protocol", "chain-1"}, cmdutil.ExitUsage, "protocol"},
+		{"from", []string{"eval", "--trace", tr, "--policies", "reactive", "--out", out, "--from", "yesterday"}, cmdutil.ExitUsage, "--from"},
+		{"policy", []string{"eval", "--trace", tr, "--policies", "nosuch", "--out", out, "--protocol", "chain-2", "--nodes", "1"}, cmdutil.ExitUsage, "nosuch"},
+		{"trace", []string{"eval", "--trace", bad, "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, cmdutil.ExitBadInput, "bad.csv"},
+		{"missing trace", []string{"eval", "--trace", "/nonexistent.csv", "--policies", "reactive", "--out", out, "--protocol", "chain-2"}, cmdutil.ExitBadInput, "nonexistent"},
+		{"sweep", []string{"eval", "--sweep", badSweep}, cmdutil.ExitBadInput, "bogus"},
+		{"sweep and flags", []string{"eval", "--sweep", badSweep, "--policies", "x"}, cmdutil.ExitUsage, "cannot be combined"},
+		{"cell without sweep", []string{"eval", "--cell", "1", "--trace", tr, "--policies", "reactive", "--out", out}, cmdutil.ExitUsage, "need --sweep"},
+		{"cell range", []string{"eval", "--sweep", tinySweep(t, ""), "--cell", "4"}, cmdutil.ExitUsage, "cells 0 to 3"},
+		{"merge nothing", []string{"eval", "merge", "--out", out, t.TempDir()}, cmdutil.ExitBadInput, "no *.json"},
+		{"merge not a report", []string{"eval", "merge", "--out", out, badSweep}, cmdutil.ExitBadInput, "report"},
 	}
 	for _, c := range cases {
 		_, stderr, code := runMirage(t, c.args...)
@@ -187,7 +188,7 @@ func TestEvalSweepCellsMergeEqualsSingle(t *testing.T) {
 		t.Errorf("%d cells, %d samples", len(r.Provenance.Cells), len(r.Samples))
 	}
 	// Merging a cell twice is refused.
-	if _, stderr, code := runMirage(t, "eval", "merge", "--out", merged, filepath.Join(cellsOut, "cells"), eval.CellFile(cellsOut, 0)); code != exitBadInput || !strings.Contains(stderr, "appears in reports") {
+	if _, stderr, code := runMirage(t, "eval", "merge", "--out", merged, filepath.Join(cellsOut, "cells"), eval.CellFile(cellsOut, 0)); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "appears in reports") {
 		t.Errorf("duplicate cell: exit %d: %s", code, stderr)
 	}
 }
@@ -219,7 +220,7 @@ func TestEvalEmitArray(t *testing.T) {
 		}
 	}
 	bad := tinySweep(t, "slurm:\n  partition: \"debug --wrap=x\"\n")
-	if _, stderr, code := runMirage(t, "eval", "--sweep", bad, "--emit-array", "--out", out); code != exitBadInput || !strings.Contains(stderr, "partition") {
+	if _, stderr, code := runMirage(t, "eval", "--sweep", bad, "--emit-array", "--out", out); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "partition") {
 		t.Errorf("bad partition: exit %d: %s", code, stderr)
 	}
 }
@@ -258,7 +259,7 @@ func TestEvalCommandPair(t *testing.T) {
 	}
 	// Learned policies need their models: a clear error before any simulation.
 	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
-	if code != exitUsage || !strings.Contains(stderr, "mirage train") {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "mirage train") {
 		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
 	}
 }

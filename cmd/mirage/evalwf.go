@@ -3,14 +3,13 @@ package main
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
+	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/sim"
@@ -66,11 +65,7 @@ under the do-no-harm constraint), xgb-online (guard and online thresholds) and i
 	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulator and of every fit")
 	fl.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
-	fl.IntSliceVar(&o.protocol.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
-	fl.DurationVar(&o.protocol.Every, "every", 4*time.Hour, "trace time between injections")
-	fl.DurationVar(&o.protocol.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
-	fl.DurationVar(&o.protocol.Tick, "tick", 10*time.Minute, "decision interval")
-	fl.DurationVar(&o.protocol.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	addProtocolFlags(fl, &o.protocol)
 	fl.BoolVar(&o.json, "json", false, "print the folds, the rows and the pick as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
@@ -97,31 +92,17 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 		}
 		s.Bounds = append(s.Bounds, t)
 	}
-	switch o.cache {
-	case "-":
-	case "":
-		if dir, err := os.UserCacheDir(); err == nil {
-			s.Cache = filepath.Join(dir, "mirage", "datasets")
-		}
-	default:
-		s.Cache = o.cache
+	if s.Cache = o.cache; o.cache == "" {
+		s.Cache = dataset.DefaultCacheDir()
+	} else if o.cache == "-" {
+		s.Cache = ""
 	}
 	res, err := train.RunWalkForward(ctx, s)
 	if err != nil {
 		return trainExitErr(err)
 	}
 	if o.json {
-		return printJSON(o.f.Out, res)
+		return cmdutil.PrintJSON(o.f.Out, res)
 	}
-	var names []string
-	for _, fd := range res.Folds {
-		names = append(names, fd.Start.Format("2006-01-02"))
-		fmt.Fprintf(o.f.Out, "period %s .. %s: %d chains scored, %d to train on\n", fd.Start.Format("2006-01-02"), fd.End.Format("2006-01-02"), fd.Scored, fd.Train)
-	}
-	fmt.Fprintln(o.f.Out)
-	if err := train.WriteWalkForwardTable(o.f.Out, res.Rows, names); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(o.f.Out, "\nlowest pooled mean |gap|: %s; of the policies mirage submit runs: %s\n", res.Best, res.Pick)
-	return err
+	return res.WriteText(o.f.Out)
 }

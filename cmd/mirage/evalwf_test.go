@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models/train"
 )
 
@@ -63,9 +64,9 @@ func TestEvalWalkForward(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--months", "yesterday"}, exitUsage, `--months "yesterday"`},
-		{[]string{"--months", "2022-11-08,2022-11-06"}, exitUsage, "is not after"},
-		{[]string{"--months", "2022-11-06", "--policies", "nope"}, exitUsage, `"nope"`},
+		{[]string{"--months", "yesterday"}, cmdutil.ExitUsage, `--months "yesterday"`},
+		{[]string{"--months", "2022-11-08,2022-11-06"}, cmdutil.ExitUsage, "is not after"},
+		{[]string{"--months", "2022-11-06", "--policies", "nope"}, cmdutil.ExitUsage, `"nope"`},
 	} {
 		_, stderr, code := runMirage(t, append([]string{"eval", "walk-forward", "--trace", fx.trace}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.msg) {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 )
 
 // testFactory is the real world for one test, but with an empty
@@ -28,7 +30,7 @@ func runWith(t *testing.T, f *Factory, args ...string) (string, string, int) {
 	g := *f
 	g.Out, g.ErrOut = &out, &errb
 	err := execute(context.Background(), newRootCmd(&g), args)
-	code := exitCode(err, &errb)
+	code := cmdutil.ExitCode(err, &errb)
 	return out.String(), errb.String(), code
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -92,14 +93,14 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 	// recover: the forged chain is not rebuilt, by name or in a sweep.
 	out, stderr, code := e.run(t, nil, "recover", forgedChain)
-	if code != exitBadInput || !strings.Contains(out, "only other users' jobs do") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(out, "only other users' jobs do") {
 		t.Errorf("recover %s: exit %d, out %q, err %q", forgedChain, code, out, stderr)
 	}
 	if _, stderr, code := e.run(t, nil, "recover"); code != 0 {
 		t.Errorf("recover: exit %d: %s", code, stderr)
 	}
-	if _, _, code := e.run(t, nil, "status", forgedChain); code != exitBadInput {
-		t.Errorf("status %s after recover: exit %d, want %d (unknown chain)", forgedChain, code, exitBadInput)
+	if _, _, code := e.run(t, nil, "status", forgedChain); code != cmdutil.ExitBadInput {
+		t.Errorf("status %s after recover: exit %d, want %d (unknown chain)", forgedChain, code, cmdutil.ExitBadInput)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
@@ -38,7 +39,7 @@ The hand-off in full: docs/guide/chains-and-daemon.md.`,
 				h.Job = f.Getenv(provisioner.EnvPrevJob)
 			}
 			if h.Grace < 0 || h.Settle < 0 || h.Poll <= 0 {
-				return withCode(exitUsage, errors.New("--grace and --settle must not be negative and --poll must be positive"))
+				return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--grace and --settle must not be negative and --poll must be positive"))
 			}
 			if runF != nil {
 				return runF(o)

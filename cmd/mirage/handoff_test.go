@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -72,7 +73,7 @@ func TestHandoff(t *testing.T) {
 	// It ignores the signal: after the 20 s grace, exit 1; with --cancel, cancelled.
 	h, f = withHandoffCluster(0, nil)
 	_, stderr, code = runWith(t, f, "handoff", "--job", "7", "--signal", "TERM", "--grace", "20s", "--poll", "5s")
-	if code != exitFailure || !strings.Contains(stderr, "predecessor 7 still runs after 20s (it may not trap SIGTERM") || len(h.cancelled) != 0 {
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "predecessor 7 still runs after 20s (it may not trap SIGTERM") || len(h.cancelled) != 0 {
 		t.Fatalf("ignored signal: exit %d, %q", code, stderr)
 	}
 	h, f = withHandoffCluster(0, nil)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
@@ -47,21 +48,18 @@ func (f *k8sFlags) add(cmd *cobra.Command) {
 func (f *k8sFlags) config() (k8s.Config, error) {
 	nt, err := k8s.ParseNamespaceTeams(f.namespaceTeams)
 	if err != nil {
-		return k8s.Config{}, withCode(exitUsage, err)
+		return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}, NodeSelector: f.nodeSelector}, nil
 }
 
 // client builds the adapter from the flags.
 func (f *k8sFlags) client(cfg k8s.Config) (*k8s.Client, error) {
-	if f.kubeconfig == "" {
-		f.kubeconfig = k8s.DefaultKubeconfig()
-	}
 	if f.newClient == nil {
 		f.newClient = k8s.NewFromKubeconfig
 	}
 	c, err := f.newClient(f.kubeconfig, cfg)
-	return c, withCode(exitBadInput, err)
+	return c, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 }
 
 // k8sInventoryOptions are the flags of "mirage k8s inventory".
@@ -110,7 +108,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	}
 	cfg.Teams = o.teams
 	if o.jobSize < 0 {
-		return withCode(exitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
 	}
 	var rules *team.Rules
 	if o.rules != "" {
@@ -128,16 +126,16 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	}
 	inv, err := c.Inventory(ctx)
 	if err != nil {
-		return coded(err, k8sCodes)
+		return cmdutil.Coded(err, k8sCodes)
 	}
 	if o.team != "" && inv.Team(o.team) == nil {
 		if err := c.CheckTeam(o.team); err != nil {
-			return withCode(exitBadInput, err)
+			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
 		if len(o.teams) == 0 {
-			return withCode(exitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, inv.TeamNames()))
+			return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, inv.TeamNames()))
 		}
 	}
 	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
-	return printView(w, o.json, v, v)
+	return cmdutil.PrintView(w, o.json, v, v)
 }

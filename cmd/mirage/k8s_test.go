@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/k8s"
 )
 
@@ -114,13 +115,13 @@ func TestK8sInventoryBadInput(t *testing.T) {
 	o := fakeInventoryOptions()
 	o.team = "team-z"
 	err := runK8sInventory(ctx, o, &bytes.Buffer{})
-	var ee *exitError
-	if !errors.Is(err, k8s.ErrUnknownTeam) || !errors.As(err, &ee) || ee.code != exitBadInput || !strings.Contains(err.Error(), "team-a, team-b") {
+	var ee *cmdutil.ExitError
+	if !errors.Is(err, k8s.ErrUnknownTeam) || !errors.As(err, &ee) || ee.Code != cmdutil.ExitBadInput || !strings.Contains(err.Error(), "team-a, team-b") {
 		t.Errorf("unknown team: %v", err)
 	}
 	o = fakeInventoryOptions()
 	o.namespaceTeams = []string{"no-equals"}
-	if err := runK8sInventory(ctx, o, &bytes.Buffer{}); !errors.As(err, &ee) || ee.code != exitUsage {
+	if err := runK8sInventory(ctx, o, &bytes.Buffer{}); !errors.As(err, &ee) || ee.Code != cmdutil.ExitUsage {
 		t.Errorf("bad --namespace-team: %v", err)
 	}
 
@@ -142,8 +143,8 @@ func TestK8sInventoryBadInput(t *testing.T) {
 	f.Out, f.ErrOut = &stdout, &stderr
 	root := newRootCmd(f)
 	root.SetArgs([]string{"k8s", "inventory", "--kubeconfig", kc})
-	code := exitCode(root.ExecuteContext(ctx), &stderr)
-	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) {
+	code := cmdutil.ExitCode(root.ExecuteContext(ctx), &stderr)
+	if code != cmdutil.ExitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) {
 		t.Errorf("unreachable: code %d stderr %q", code, stderr.String())
 	}
 }
@@ -182,8 +183,8 @@ team-b  20     0     0         20    0     1
 	}
 	o = fakeInventoryOptions()
 	o.rules = writeFile(t, "rules.yaml", "teams: [{name: team-a, gpus: -1}]")
-	var ee *exitError
-	if err := runK8sInventory(context.Background(), o, &bytes.Buffer{}); !errors.As(err, &ee) || ee.code != exitBadInput {
+	var ee *cmdutil.ExitError
+	if err := runK8sInventory(context.Background(), o, &bytes.Buffer{}); !errors.As(err, &ee) || ee.Code != cmdutil.ExitBadInput {
 		t.Errorf("bad rules: %v", err)
 	}
 }

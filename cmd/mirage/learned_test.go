@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -74,7 +75,7 @@ func TestSubmitLearnedPolicyMissing(t *testing.T) {
 	empty := t.TempDir()
 	script := e.script(t, "x.sbatch", "-t 55")
 	_, stderr, code := e.run(t, "submit", script, "--policy", "xgb", "--models", empty)
-	if code != exitUsage || !strings.Contains(stderr, filepath.Join(empty, "xgb")) || !strings.Contains(stderr, "mirage train --model xgb --out "+empty) {
+	if code != cmdutil.ExitUsage || !strings.Contains(stderr, filepath.Join(empty, "xgb")) || !strings.Contains(stderr, "mirage train --model xgb --out "+empty) {
 		t.Fatalf("submit --policy xgb without a model: exit %d: %s", code, stderr)
 	}
 	// The model is there at submit time, then it is gone (its directory

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
@@ -55,7 +56,7 @@ func logRun(ctx context.Context, o *logOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		return printJSON(o.f.Out, lg.JSON())
+		return cmdutil.PrintJSON(o.f.Out, lg.JSON())
 	}
 	return lg.WriteText(o.f.Out, o.events)
 }

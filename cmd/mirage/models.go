@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 
 	// Every learner registers its model kinds, so trained models load.
@@ -57,13 +58,13 @@ func runModelsLs(w io.Writer, o *modelsOptions) error {
 	c, err := models.List(o.dir)
 	switch {
 	case errors.Is(err, models.ErrModelsDir) && errors.Is(err, fs.ErrNotExist):
-		return withCode(exitBadInput, fmt.Errorf("models directory %s does not exist (train with mirage train --out %s)", o.dir, o.dir))
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("models directory %s does not exist (train with mirage train --out %s)", o.dir, o.dir))
 	case errors.Is(err, models.ErrModelsDir):
-		return withCode(exitUnavailable, err)
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	case err != nil:
-		return withCode(exitBadInput, err)
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
-	return printView(w, o.json, c.Entries, c)
+	return cmdutil.PrintView(w, o.json, c.Entries, c)
 }
 
 func newModelsShowCmd(f *Factory, runF func(*modelsOptions) error) *cobra.Command {
@@ -91,9 +92,9 @@ func runModelsShow(w io.Writer, o *modelsOptions) error {
 	c, err := models.ReadCard(o.dir)
 	switch {
 	case errors.Is(err, models.ErrNoModel):
-		return withCode(exitBadInput, fmt.Errorf("%w: give DIR/NAME as listed by mirage models ls", err))
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w: give DIR/NAME as listed by mirage models ls", err))
 	case err != nil:
-		return withCode(exitBadInput, err)
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
-	return printView(w, o.json, c.JSON(), c)
+	return cmdutil.PrintView(w, o.json, c.JSON(), c)
 }

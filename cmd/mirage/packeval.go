@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
@@ -65,14 +66,14 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 		spec.Policies = append(spec.Policies, placement.Policy(strings.TrimSpace(p)))
 	}
 	if err := spec.Validate(); err != nil {
-		return withCode(exitUsage, err)
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	if o.progress != nil {
 		spec.Progress = term.NewProgress(o.progress, "")
 	}
 	rep, err := eval.RunPack(ctx, spec)
 	if err != nil {
-		return coded(err, packCodes)
+		return cmdutil.Coded(err, packCodes)
 	}
-	return printView(out, o.json, rep, rep)
+	return cmdutil.PrintView(out, o.json, rep, rep)
 }

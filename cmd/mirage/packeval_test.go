@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
@@ -74,9 +75,9 @@ c1,2000,1024,0,0,,BE,Running,3,9,3
 func TestPackEvalBadInput(t *testing.T) {
 	t.Parallel()
 	code := func(err error) int {
-		var ee *exitError
+		var ee *cmdutil.ExitError
 		if errors.As(err, &ee) {
-			return ee.code
+			return ee.Code
 		}
 		return -1
 	}
@@ -87,12 +88,12 @@ func TestPackEvalBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"policy", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"worst-fit"}}, exitUsage, "unknown placement policy"},
-		{"mode", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "later", Until: 1, Points: 2}, policies: []string{"spread"}}, exitUsage, "--mode"},
-		{"missing nodes", packEvalOptions{spec: eval.PackSpec{Nodes: "/nonexistent.csv", Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "no such file"},
-		{"bad nodes", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "cpu_milli"},
-		{"no GPUs", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "no GPUs"},
-		{"bad pods", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, exitBadInput, "num_gpu"},
+		{"policy", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"worst-fit"}}, cmdutil.ExitUsage, "unknown placement policy"},
+		{"mode", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "later", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitUsage, "--mode"},
+		{"missing nodes", packEvalOptions{spec: eval.PackSpec{Nodes: "/nonexistent.csv", Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no such file"},
+		{"bad nodes", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "cpu_milli"},
+		{"no GPUs", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no GPUs"},
+		{"bad pods", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "num_gpu"},
 	} {
 		err := runPackEval(context.Background(), &bytes.Buffer{}, &tc.o)
 		if code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-gpu/mirage/k8s"
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 	"github.com/mirage-gpu/mirage/provisioner/team"
@@ -65,19 +65,19 @@ docs/reference/rules-file.md.`,
 // loadRules reads a team rules file; any failure is bad input.
 func loadRules(path string, queueing bool) (*team.Rules, error) {
 	r, err := team.LoadRules(path, queueing)
-	return r, withCode(exitBadInput, err)
+	return r, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 }
 
 func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	switch {
 	case o.req.GPUs < 0 || o.req.Nodes < 1:
-		return withCode(exitUsage, errors.New("--gpus must be ≥ 0 and --nodes ≥ 1"))
+		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--gpus must be ≥ 0 and --nodes ≥ 1"))
 	case o.snapshot != "" && o.kubeconfig != "":
-		return withCode(exitUsage, errors.New("give --snapshot or --kubeconfig, not both"))
+		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("give --snapshot or --kubeconfig, not both"))
 	}
 	if o.policy != "" {
 		if _, err := placement.ParsePolicy(o.policy); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
+			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
 		}
 	}
 	queueing := o.snapshot != ""
@@ -88,7 +88,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 			return err
 		}
 		if rules, err = rules.WithPolicy(placement.Policy(o.policy), queueing); err != nil {
-			return withCode(exitBadInput, err)
+			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
 	}
 	in := team.ExplainInput{Rules: rules, Policy: placement.Policy(o.policy), All: o.all, Request: o.req}
@@ -96,7 +96,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 	if o.snapshot != "" {
 		s, err := team.LoadSnapshot(o.snapshot)
 		if err != nil {
-			return withCode(exitBadInput, err)
+			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
 		in.Snapshot, in.Now = s, o.now()
 		if !s.Time.IsZero() {
@@ -112,23 +112,17 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		if err != nil {
 			return err
 		}
-		inv, err := c.Inventory(ctx)
-		if err != nil {
-			return coded(err, k8sCodes)
+		if source, err = c.ExplainState(ctx, &in); err != nil {
+			return cmdutil.Coded(err, k8sCodes)
 		}
-		in.Snapshot, in.Now, in.Checkpoints = inv.Snapshot(), inv.Time, inv.Checkpoints
-		if rules != nil {
-			in.Snapshot = k8s.RulesSnapshot(inv, rules)
-		}
-		source = "kubernetes " + o.kubeconfig + " (judged as mirage's Kubernetes mode)"
 	}
 	v, err := team.Explain(in)
 	if err != nil {
-		return coded(err, placeCodes)
+		return cmdutil.Coded(err, placeCodes)
 	}
 	v.Source = source
 	if v.Ranked == nil {
 		v.Ranked = []team.RankedNode{} // JSON [], not null
 	}
-	return printView(w, o.json, v, v)
+	return cmdutil.PrintView(w, o.json, v, v)
 }

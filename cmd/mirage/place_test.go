@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -159,9 +160,9 @@ func TestPlaceBadInput(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	code := func(err error) int {
-		var ee *exitError
+		var ee *cmdutil.ExitError
 		if errors.As(err, &ee) {
-			return ee.code
+			return ee.Code
 		}
 		return -1
 	}
@@ -171,24 +172,24 @@ func TestPlaceBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"unknown team", func(o *placeOptions) { o.req.Account = "team-z" }, exitBadInput, `unknown team "team-z"`},
-		{"too large", func(o *placeOptions) { o.req.GPUs = 12 }, exitBadInput, "the largest node (n1) has 10 GPUs"},
+		{"unknown team", func(o *placeOptions) { o.req.Account = "team-z" }, cmdutil.ExitBadInput, `unknown team "team-z"`},
+		{"too large", func(o *placeOptions) { o.req.GPUs = 12 }, cmdutil.ExitBadInput, "the largest node (n1) has 10 GPUs"},
 		{"quotas", func(o *placeOptions) {
 			o.rules = writeFile(t, "r.yaml", "teams: [{name: team-a, gpus: 30}, {name: team-b, gpus: 30}]")
-		}, exitBadInput, "quotas add up to 60 GPUs"},
-		{"bad rules", func(o *placeOptions) { o.rules = writeFile(t, "r.yaml", "teams: [{name: a, gpu: 1}]") }, exitBadInput, `unknown field "gpu"`},
-		{"missing rules", func(o *placeOptions) { o.rules = "/nonexistent/rules.yaml" }, exitBadInput, "no such file"},
+		}, cmdutil.ExitBadInput, "quotas add up to 60 GPUs"},
+		{"bad rules", func(o *placeOptions) { o.rules = writeFile(t, "r.yaml", "teams: [{name: a, gpu: 1}]") }, cmdutil.ExitBadInput, `unknown field "gpu"`},
+		{"missing rules", func(o *placeOptions) { o.rules = "/nonexistent/rules.yaml" }, cmdutil.ExitBadInput, "no such file"},
 		{"bad snapshot", func(o *placeOptions) {
 			o.snapshot = writeFile(t, "s.yaml", "nodes: [{name: n1, gpus: 2, gpusUsed: 3}]")
-		}, exitBadInput, "gpusUsed 3 of gpus 2"},
+		}, cmdutil.ExitBadInput, "gpusUsed 3 of gpus 2"},
 		{"bad state", func(o *placeOptions) {
 			o.snapshot = writeFile(t, "s.yaml", "nodes: [{name: n1, gpus: 2, state: broken}]")
-		}, exitBadInput, `state "broken"`},
+		}, cmdutil.ExitBadInput, `state "broken"`},
 		{"unknown node", func(o *placeOptions) {
 			o.snapshot = writeFile(t, "s.yaml", "nodes: [{name: n1, gpus: 2}]\njobs: [{id: x, state: RUNNING, gpus: 1, nodeList: [n9]}]")
-		}, exitBadInput, "unknown node n9"},
-		{"both sources", func(o *placeOptions) { o.kubeconfig = "kc" }, exitUsage, "not both"},
-		{"policy", func(o *placeOptions) { o.policy = "worst-fit" }, exitUsage, "unknown placement policy"},
+		}, cmdutil.ExitBadInput, "unknown node n9"},
+		{"both sources", func(o *placeOptions) { o.kubeconfig = "kc" }, cmdutil.ExitUsage, "not both"},
+		{"policy", func(o *placeOptions) { o.policy = "worst-fit" }, cmdutil.ExitUsage, "unknown placement policy"},
 	} {
 		o := placeOpts(t, "team-b", 4)
 		tc.mod(o)
@@ -216,8 +217,8 @@ func TestPlaceUnreachable(t *testing.T) {
 	f.Out, f.ErrOut = &stdout, &stderr
 	root := newRootCmd(f)
 	root.SetArgs([]string{"place", "--kubeconfig", kc, "--rules", rules, "--team", "team-b", "--gpus", "4"})
-	code := exitCode(root.ExecuteContext(context.Background()), &stderr)
-	if code != exitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) || stdout.Len() != 0 {
+	code := cmdutil.ExitCode(root.ExecuteContext(context.Background()), &stderr)
+	if code != cmdutil.ExitUnavailable || !strings.Contains(stderr.String(), "https://"+addr) || !strings.Contains(stderr.String(), kc) || stdout.Len() != 0 {
 		t.Errorf("unreachable: code %d stderr %q stdout %q", code, stderr.String(), stdout.String())
 	}
 }
@@ -244,7 +245,7 @@ func TestPlaceIntegrationKubernetes(t *testing.T) {
 	root := newRootCmd(f)
 	root.SetArgs([]string{"place", "--kubeconfig", e.Kubeconfig, "--node-selector", e.NodeSelector(), "--rules", rules,
 		"--team", teamB, "--gpus", "8", "--json"})
-	if code := exitCode(root.ExecuteContext(context.Background()), &stderr); code != 0 {
+	if code := cmdutil.ExitCode(root.ExecuteContext(context.Background()), &stderr); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
 	var v team.Explanation

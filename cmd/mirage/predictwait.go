@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
@@ -76,42 +76,35 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 	return cmd
 }
 
-// snapshotFile is the layout of --snapshot and --save-snapshot.
-type snapshotFile = provisioner.SnapshotFile
-
 func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) error {
 	q := &o.query
 	if err := q.ParseSbatch(o.timeLimit, o.gres); err != nil {
-		return withCode(exitUsage, err)
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	if o.snapshot != "" && o.trace != "" {
-		return withCode(exitUsage, errors.New("give either --snapshot or --trace, not both"))
+		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("give either --snapshot or --trace, not both"))
 	}
 	pred, err := models.LoadWaitPredictor(filepath.Join(o.modelsDir, "wait"))
 	if err != nil {
 		if errors.Is(err, features.ErrSchemaMismatch) {
-			return withCode(exitBadInput, err)
+			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
-		return withCode(exitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
 	}
 	st, err := o.state(ctx)
 	if err != nil {
 		return err
 	}
 	if o.saveSnapshot != "" {
-		b, err := json.MarshalIndent(snapshotFile{Snapshot: st.Snap, History: st.Hist}, "", " ")
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(o.saveSnapshot, append(b, '\n'), 0o600); err != nil {
-			return withCode(exitUnavailable, err)
+		if err := (provisioner.SnapshotFile{Snapshot: st.Snap, History: st.Hist}).WriteFile(o.saveSnapshot); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 		}
 	}
 	a, err := pred.Answer(st, *q)
 	if err != nil {
 		return err
 	}
-	return printView(w, o.json, a, a)
+	return cmdutil.PrintView(w, o.json, a, a)
 }
 
 // state gets the cluster state from the chosen source.
@@ -120,16 +113,16 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 	case o.snapshot != "":
 		b, err := os.ReadFile(o.snapshot)
 		if err != nil {
-			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot: %w", err))
+			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("--snapshot: %w", err))
 		}
 		st, err := models.SnapshotState(b, o.snapshot)
 		if err != nil {
-			return nil, withCode(exitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
+			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
 		}
 		return st, nil
 	case o.trace != "":
 		if o.at == "" {
-			return nil, withCode(exitUsage, errors.New("--trace needs --at TIME"))
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--trace needs --at TIME"))
 		}
 		cfg, err := simConfig(o.sim)
 		if err != nil {
@@ -143,28 +136,19 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		if err != nil {
 			return nil, err
 		}
-		sc, err := scenario.NewScenario(filepath.Base(o.trace), jobs, cfg)
-		if err != nil {
-			return nil, withCode(exitBadInput, err)
+		snap, hist, err := scenario.StateAt(ctx, filepath.Base(o.trace), jobs, cfg, at, o.history)
+		switch {
+		case errors.Is(err, scenario.ErrOutsideReplay):
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--at %s: %w", o.at, err))
+		case err != nil:
+			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
-		s, err := sc.NewSim()
-		if err != nil {
-			return nil, withCode(exitBadInput, err)
-		}
-		s.Run(at)
-		if !s.Now().Equal(at) {
-			return nil, withCode(exitUsage, fmt.Errorf("--at %s: outside the trace's replay (it runs to %s)", o.at, s.Now().Format(time.RFC3339)))
-		}
-		snap, err := s.Snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: s.History(at.Add(-o.history)), Source: "simulated " + filepath.Base(o.trace)}, nil
+		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: hist, Source: "simulated " + filepath.Base(o.trace)}, nil
 	}
 	c, h, err := o.f.LiveCluster(ctx, o)
 	if err != nil {
-		return nil, withCode(exitUnavailable, err)
+		return nil, cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	st, err := models.LiveState(ctx, c, h, o.history)
-	return st, withCode(exitUnavailable, err)
+	return st, cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 }

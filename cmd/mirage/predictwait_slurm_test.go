@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // TestPredictWaitLiveSlurm predicts from the real loopback Slurm 22.05
@@ -42,7 +43,7 @@ func TestPredictWaitLiveSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sf snapshotFile
+	var sf provisioner.SnapshotFile
 	if err := json.Unmarshal(b, &sf); err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -44,7 +44,7 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chains = args
 			if o.since <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--since %s: want a positive duration", o.since))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--since %s: want a positive duration", o.since))
 			}
 			if runF != nil {
 				return runF(o)
@@ -70,18 +70,13 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	}
 	hs, ok := cl.(provisioner.HistorySource)
 	if !ok {
-		return withCode(exitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))
 	}
-	st, err := o.state.open(ctx)
+	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
-		return err
+		return stateErr(err)
 	}
-	defer st.Close()
-	lk, err := o.state.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer lk.Unlock()
+	defer release()
 	now := o.f.Now()
 	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, provisioner.RecoverOptions{Chains: o.chains, Since: o.since, DryRun: o.dryRun,
 		Check: recoveredSpecCheck})
@@ -89,7 +84,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		err = printJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
+		err = cmdutil.PrintJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
 	} else {
 		err = provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
 	}
@@ -110,26 +105,15 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 }
 
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec
-// read back from a job comment: the script is a readable batch script the
-// user owns and nobody else may write (a comment names any path), its
-// sbatch options parse and give a time limit, and its policy is known.
+// read back from a job comment (which may name any path): a batch script
+// the user owns and nobody else may write, whose options parse and give a
+// time limit, and a known policy.
 func recoveredSpecCheck(c *provisioner.Chain) error {
-	fi, err := os.Stat(c.Script)
-	if err != nil {
+	if err := safefile.CheckOwned(c.Script); err != nil {
 		return fmt.Errorf("script: %w", err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
-		return fmt.Errorf("script %s is owned by uid %d, not by you", c.Script, st.Uid)
-	}
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("script %s may be written by group or others (mode %04o)", c.Script, fi.Mode().Perm())
-	}
-	_, sh, err := slurm.ReadShape(c.Script, c.Args)
-	if err != nil {
+	if err := slurm.ChainScript(&provisioner.Chain{Script: c.Script, Args: c.Args}); err != nil {
 		return err
-	}
-	if sh.TimeLimit <= 0 {
-		return fmt.Errorf("script %s with its options sets no time limit", c.Script)
 	}
 	if !slices.Contains(models.PolicyNames(), c.Policy) {
 		return fmt.Errorf("unknown policy %q", c.Policy)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -62,9 +63,9 @@ func simConfig(opts sim.Options) (sim.Config, error) {
 	cfg, err := opts.Config()
 	switch {
 	case errors.Is(err, sim.ErrOption):
-		return cfg, withCode(exitUsage, err)
+		return cfg, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	case err != nil:
-		return cfg, withCode(exitBadInput, err)
+		return cfg, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
 	return cfg, nil
 }
@@ -90,7 +91,7 @@ func simRun(o *simOptions) error {
 	rep, res, err := sim.Fidelity(jobs, cfg, prog)
 	bar.Done()
 	if err != nil {
-		return withCode(exitBadInput, err)
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
 	r := &sim.Replay{Trace: o.trace, Preset: o.opts.Preset, Nodes: len(cfg.Nodes), Seed: cfg.Seed, WallSec: time.Since(wall).Seconds(),
 		Replayed: rep.Jobs, Fidelity: rep, JobsFile: o.jobsOut != ""}
@@ -105,5 +106,5 @@ func simRun(o *simOptions) error {
 	case !r.JobsFile:
 		r.Jobs = res
 	}
-	return printView(o.f.Out, o.json, r, r)
+	return cmdutil.PrintView(o.f.Out, o.json, r, r)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -103,7 +104,7 @@ func TestSimCommandBadInput(t *testing.T) {
 	conf := filepath.Join(t.TempDir(), "slurm.conf")
 	os.WriteFile(conf, []byte("NodeName=n[3-1]\n"), 0o644)
 	tr := writeCSVTrace(t, []traces.Job{{ID: "a", Submit: time.Unix(0, 0), Start: time.Unix(0, 0), End: time.Unix(1, 0), Nodes: 1}})
-	if _, _, code := runMirage(t, "sim", "--trace", tr, "--slurm-conf", conf); code != exitBadInput {
-		t.Fatalf("bad slurm.conf: exit %d, want %d", code, exitBadInput)
+	if _, _, code := runMirage(t, "sim", "--trace", tr, "--slurm-conf", conf); code != cmdutil.ExitBadInput {
+		t.Fatalf("bad slurm.conf: exit %d, want %d", code, cmdutil.ExitBadInput)
 	}
 }

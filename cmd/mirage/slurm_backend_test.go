@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -44,7 +45,7 @@ func TestNewSlurmBackend(t *testing.T) {
 	if r, ok := cfg.Runner.(*slurm.ExecRunner); !ok || !r.DieWithParent || r.SlurmConf != conf || r.Path != cfg.Path {
 		t.Errorf("runner %+v: want the same conf and PATH, killed with mirage", cfg.Runner)
 	}
-	if engineRules(cl) != nil {
+	if provisioner.RulesOf(cl) != nil {
 		t.Error("rules without --rules")
 	}
 	if _, ok := cl.(provisioner.HistorySource); !ok {
@@ -57,7 +58,7 @@ func TestNewSlurmBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := engineRules(cl)
+	r := provisioner.RulesOf(cl)
 	if r == nil {
 		t.Fatal("--rules: the engine gets no rules")
 	}
@@ -86,17 +87,17 @@ func TestNewSlurmBackend(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"missing slurm.conf", func(o *backendOptions) { o.slurm.SlurmConf = filepath.Join(dir, "nope.conf") }, exitBadInput, "nope.conf"},
-		{"slurm-bin not a directory", func(o *backendOptions) { o.slurm.Bin = conf }, exitBadInput, "not a directory"},
-		{"zero timeout", func(o *backendOptions) { o.slurm.Timeout = 0 }, exitUsage, "--slurm-timeout"},
-		{"missing rules", func(o *backendOptions) { o.rules = filepath.Join(dir, "none.yaml") }, exitBadInput, "none.yaml"},
-		{"unknown backend", func(o *backendOptions) { o.kind = "pbs" }, exitUsage, `--backend "pbs"`},
+		{"missing slurm.conf", func(o *backendOptions) { o.slurm.SlurmConf = filepath.Join(dir, "nope.conf") }, cmdutil.ExitBadInput, "nope.conf"},
+		{"slurm-bin not a directory", func(o *backendOptions) { o.slurm.Bin = conf }, cmdutil.ExitBadInput, "not a directory"},
+		{"zero timeout", func(o *backendOptions) { o.slurm.Timeout = 0 }, cmdutil.ExitUsage, "--slurm-timeout"},
+		{"missing rules", func(o *backendOptions) { o.rules = filepath.Join(dir, "none.yaml") }, cmdutil.ExitBadInput, "none.yaml"},
+		{"unknown backend", func(o *backendOptions) { o.kind = "pbs" }, cmdutil.ExitUsage, `--backend "pbs"`},
 	} {
 		o := base
 		c.edit(&o)
 		_, err := newBackend(&o, noEnv)
-		var ee *exitError
-		if !errors.As(err, &ee) || ee.code != c.code || !strings.Contains(err.Error(), c.msg) {
+		var ee *cmdutil.ExitError
+		if !errors.As(err, &ee) || ee.Code != c.code || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: %v; want exit %d mentioning %q", c.name, err, c.code, c.msg)
 		}
 	}

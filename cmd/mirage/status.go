@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/spf13/cobra"
 )
@@ -63,7 +64,7 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 		if err != nil {
 			return stateErr(err)
 		}
-		return printView(o.f.Out, o.json, v.JSON(), v)
+		return cmdutil.PrintView(o.f.Out, o.json, v.JSON(), v)
 	}
 	filter := provisioner.StatusFilter{ActiveOnly: o.active}
 	if !o.all {
@@ -73,7 +74,7 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
-	if err := printView(o.f.Out, o.json, provisioner.ChainViews(views).JSON(), provisioner.ChainViews(views)); err != nil {
+	if err := cmdutil.PrintView(o.f.Out, o.json, provisioner.ChainViews(views).JSON(), provisioner.ChainViews(views)); err != nil {
 		return err
 	}
 	if hidden > 0 && !o.json {

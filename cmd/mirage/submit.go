@@ -1,14 +1,13 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -60,21 +59,21 @@ from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 				dash = len(args)
 			}
 			if dash != 1 {
-				return withCode(exitUsage, fmt.Errorf("submit takes one SCRIPT, then sbatch options after \"--\" (got %q)", args[:dash]))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("submit takes one SCRIPT, then sbatch options after \"--\" (got %q)", args[:dash]))
 			}
 			o.chain.Script, o.chain.Args = args[0], args[dash:]
 			if cmd.Flags().Changed("segments") && o.untilDone {
-				return withCode(exitUsage, errors.New("--segments and --until-done exclude each other"))
+				return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--segments and --until-done exclude each other"))
 			}
 			if cmd.Flags().Changed("segments") && o.chain.Segments < 1 {
-				return withCode(exitUsage, fmt.Errorf("--segments %d: want at least 1", o.chain.Segments))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--segments %d: want at least 1", o.chain.Segments))
 			}
 			if !cmd.Flags().Changed("segments") {
 				o.chain.Segments = 0 // until done
 			}
 			o.defaultPolicy = !cmd.Flags().Changed("policy")
 			if o.grace <= 0 {
-				return withCode(exitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
 			}
 			if runF != nil {
 				return runF(o)
@@ -99,19 +98,11 @@ from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
 
 func submitRun(ctx context.Context, o *submitOptions) error {
 	ch := o.chain
-	script, sh, err := slurm.ReadShape(ch.Script, ch.Args)
-	if err != nil {
-		return withCode(exitBadInput, err)
-	}
-	if sh.TimeLimit <= 0 {
-		what := "sets no time limit"
-		if sh.Unlimited {
-			what = "asks for no time limit (UNLIMITED)"
-		}
-		return withCode(exitBadInput, fmt.Errorf("script %s %s: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit %s -- --time=24:00:00", ch.Script, what, ch.Script))
+	if err := slurm.ChainScript(&ch); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
 	if ch.MaxRetries < 0 {
-		return withCode(exitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
 	if o.defaultPolicy {
 		// The default learned policy when it has been trained, else lead.
@@ -123,9 +114,8 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		}
 	}
 	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
-		return withCode(exitUsage, fmt.Errorf("--policy: %w", err))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
 	}
-	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
@@ -133,27 +123,21 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
 	}
-	if engineRules(cl) != nil && sh.Account == "" {
-		return withCode(exitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
+	if provisioner.RulesOf(cl) != nil && ch.Account == "" {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
 	}
 	// The lock: a daemon cycle must not decide on the chain halfway registered.
-	st, err := o.state.open(ctx)
+	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
-		return err
+		return stateErr(err)
 	}
-	defer st.Close()
-	lk, err := o.state.lock(ctx)
-	if err != nil {
-		return err
-	}
-	defer lk.Unlock()
-	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
-	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
-		return withCode(exitUnavailable, err)
+	defer release()
+	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	if models.IsLearned(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--models: %w", err))
+			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--models: %w", err))
 		}
 	}
 	// The same submit run again (say after it exited 4) answers with the
@@ -166,7 +150,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		if old != nil {
 			first := provisioner.First{Status: "existing"}
 			if o.json {
-				return printJSON(o.f.Out, first.JSON(old))
+				return cmdutil.PrintJSON(o.f.Out, first.JSON(old))
 			}
 			return first.WriteText(o.f.Out, old)
 		}
@@ -180,7 +164,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	if o.json {
-		if err := printJSON(o.f.Out, first.JSON(&ch)); err != nil {
+		if err := cmdutil.PrintJSON(o.f.Out, first.JSON(&ch)); err != nil {
 			return err
 		}
 	} else {
@@ -188,30 +172,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	switch err := first.Err; {
 	case first.Refused:
-		return withCode(exitBadInput, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", ch.ID, err))
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", ch.ID, err))
 	case errors.Is(err, provisioner.ErrRejected):
-		return withCode(exitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", ch.ID, err))
+		return cmdutil.WithCode(cmdutil.ExitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", ch.ID, err))
 	case err != nil:
 		return stateErr(fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", ch.ID, err))
 	}
 	return nil
-}
-
-// segmentEnv is what a chain's segments need wherever the daemon runs
-// (cron starts it in the home directory with PATH=/usr/bin:/bin): this
-// directory, and PATH with mirage's own directory first and MIRAGE_BIN, so
-// that a script's relative paths and its "mirage handoff" line work.
-func segmentEnv(getenv func(string) string) (dir string, env map[string]string, err error) {
-	if dir, err = os.Getwd(); err != nil {
-		return "", nil, fmt.Errorf("working directory: %w", err)
-	}
-	exe, err := os.Executable()
-	if err != nil {
-		return "", nil, fmt.Errorf("mirage's own path: %w", err)
-	}
-	path := filepath.Dir(exe)
-	if p := getenv("PATH"); p != "" {
-		path += string(os.PathListSeparator) + p
-	}
-	return dir, map[string]string{"PATH": path, "MIRAGE_BIN": exe}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -35,23 +36,23 @@ func TestSubmitBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"submit", filepath.Join(e.dir, "missing.sbatch")}, exitBadInput, "missing.sbatch: no such file or directory"},
-		{[]string{"submit", e.dir}, exitBadInput, "not a regular file"},
-		{[]string{"submit", noShebang}, exitBadInput, "must start with #!"},
-		{[]string{"submit", good, "--", "--comment=mine"}, exitBadInput, "mirage sets it"},
-		{[]string{"submit", noLimit}, exitBadInput, "script " + noLimit + " sets no time limit: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit " + noLimit + " -- --time=24:00:00"},
-		{[]string{"submit", good, "--", "--time=UNLIMITED"}, exitBadInput, "asks for no time limit (UNLIMITED)"},
-		{[]string{"submit", good, "--segments", "3", "--until-done"}, exitUsage, "exclude each other"},
-		{[]string{"submit", good, "--segments", "0"}, exitUsage, "want at least 1"},
-		{[]string{"submit", good, "--policy", "psychic"}, exitUsage, `unknown policy "psychic"`},
-		{[]string{"submit", good, "extra"}, exitUsage, "one SCRIPT"},
+		{[]string{"submit", filepath.Join(e.dir, "missing.sbatch")}, cmdutil.ExitBadInput, "missing.sbatch: no such file or directory"},
+		{[]string{"submit", e.dir}, cmdutil.ExitBadInput, "not a regular file"},
+		{[]string{"submit", noShebang}, cmdutil.ExitBadInput, "must start with #!"},
+		{[]string{"submit", good, "--", "--comment=mine"}, cmdutil.ExitBadInput, "mirage sets it"},
+		{[]string{"submit", noLimit}, cmdutil.ExitBadInput, "script " + noLimit + " sets no time limit: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit " + noLimit + " -- --time=24:00:00"},
+		{[]string{"submit", good, "--", "--time=UNLIMITED"}, cmdutil.ExitBadInput, "asks for no time limit (UNLIMITED)"},
+		{[]string{"submit", good, "--segments", "3", "--until-done"}, cmdutil.ExitUsage, "exclude each other"},
+		{[]string{"submit", good, "--segments", "0"}, cmdutil.ExitUsage, "want at least 1"},
+		{[]string{"submit", good, "--policy", "psychic"}, cmdutil.ExitUsage, `unknown policy "psychic"`},
+		{[]string{"submit", good, "extra"}, cmdutil.ExitUsage, "one SCRIPT"},
 	}
 	if os.Geteuid() != 0 { // root reads files whatever their mode
 		cases = append(cases, struct {
 			args []string
 			code int
 			msg  string
-		}{[]string{"submit", unreadable}, exitBadInput, "permission denied"})
+		}{[]string{"submit", unreadable}, cmdutil.ExitBadInput, "permission denied"})
 	}
 	for _, c := range cases {
 		out, stderr, code := e.run(t, c.args...)
@@ -122,7 +123,7 @@ func TestSubmitRejected(t *testing.T) {
 	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return rejectingBackend{simBackend{e.s}}, nil }
 	script := e.script(t, "x.sbatch", "-t 55")
 	_, stderr, code := e.run(t, "submit", script, "--", "-p", "nope")
-	if code != exitRejected || !strings.Contains(stderr, "invalid partition specified: nope") || !strings.Contains(stderr, "chain marked failed") {
+	if code != cmdutil.ExitRejected || !strings.Contains(stderr, "invalid partition specified: nope") || !strings.Contains(stderr, "chain marked failed") {
 		t.Fatalf("exit %d, %q", code, stderr)
 	}
 	out, _, code := e.run(t, "status", "--json")
@@ -149,7 +150,7 @@ func TestSubmitTwiceIsOneChain(t *testing.T) {
 	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return downBackend{simBackend{e.s}}, nil }
 	script := e.script(t, "x.sbatch", "-t 55")
 	_, stderr, code := e.run(t, "submit", script, "--segments", "2", "--", "-p", "batch")
-	if code != exitUnavailable {
+	if code != cmdutil.ExitUnavailable {
 		t.Fatalf("submit with the controller down: exit %d: %s", code, stderr)
 	}
 	first := chainIDRe.FindString(stderr)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
 )
@@ -23,12 +24,8 @@ Formats and malformed rows: docs/guide/training-and-evaluation.md.`,
 	return cmd
 }
 
-// traceFlags are the reading options shared by the trace-reading commands;
-// all but --tz bind into opts.
-type traceFlags struct {
-	opts traces.Options
-	tz   string
-}
+// traceFlags are the reading options shared by the trace-reading commands.
+type traceFlags struct{ opts traces.Options }
 
 func (f *traceFlags) add(cmd *cobra.Command) {
 	names := make([]string, len(traces.Formats))
@@ -37,39 +34,23 @@ func (f *traceFlags) add(cmd *cobra.Command) {
 	}
 	cmd.Flags().StringVar((*string)(&f.opts.Format), "format", "", "input format (default: sniffed): "+strings.Join(names, ", "))
 	cmd.Flags().BoolVar(&f.opts.SkipBad, "skip-bad", false, "skip malformed rows, counting them, instead of failing")
-	cmd.Flags().StringVar(&f.tz, "tz", "", "IANA zone of zone-less timestamps (default: America/Chicago for ls6, UTC otherwise)")
+	cmd.Flags().StringVar(&f.opts.Zone, "tz", "", "IANA zone of zone-less timestamps (default: America/Chicago for ls6, UTC otherwise)")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return names, cobra.ShellCompDirectiveNoFileComp
 	})
 }
 
-func (f *traceFlags) options() (traces.Options, error) {
-	o := f.opts
-	if f.tz != "" {
-		loc, err := time.LoadLocation(f.tz)
-		if err != nil {
-			return o, withCode(exitUsage, fmt.Errorf("--tz: %w", err))
-		}
-		o.Location = loc
-	}
-	return o, nil
-}
-
 // read reads every job of a trace file.
 func (f *traceFlags) read(path string) ([]traces.Job, error) {
-	opts, err := f.options()
-	if err != nil {
-		return nil, err
-	}
-	jobs, err := traces.ReadFile(path, opts)
-	return jobs, coded(err, traceCodes)
+	jobs, err := traces.ReadFile(path, f.opts)
+	return jobs, cmdutil.Coded(err, traceCodes)
 }
 
 // parseWhen parses the value of the time flag --flag (traces.ParseTime).
 func parseWhen(flag, s string, loc *time.Location) (time.Time, error) {
 	t, err := traces.ParseTime(s, loc)
 	if err != nil {
-		return t, withCode(exitUsage, fmt.Errorf("--%s %w", flag, err))
+		return t, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--%s %w", flag, err))
 	}
 	return t, nil
 }
@@ -104,15 +85,11 @@ func newTracesStatsCmd(f *Factory, runF func(*tracesStatsOptions) error) *cobra.
 }
 
 func tracesStatsRun(o *tracesStatsOptions) error {
-	opts, err := o.options()
+	s, err := traces.StatsFiles(o.files, o.opts, o.f.ErrOut)
 	if err != nil {
-		return err
+		return cmdutil.Coded(err, traceCodes)
 	}
-	s, err := traces.StatsFiles(o.files, opts, o.f.ErrOut)
-	if err != nil {
-		return coded(err, traceCodes)
-	}
-	return printView(o.f.Out, o.json, s, &s)
+	return cmdutil.PrintView(o.f.Out, o.json, s, &s)
 }
 
 type tracesConvertOptions struct {
@@ -145,18 +122,14 @@ func newTracesConvertCmd(f *Factory, runF func(*tracesConvertOptions) error) *co
 }
 
 func tracesConvertRun(o *tracesConvertOptions) error {
-	opts, err := o.options()
+	r, err := traces.Open(o.in, o.opts)
 	if err != nil {
-		return err
-	}
-	r, err := traces.Open(o.in, opts)
-	if err != nil {
-		return coded(err, traceCodes)
+		return cmdutil.Coded(err, traceCodes)
 	}
 	defer r.Close()
 	n, err := traces.Convert(r, o.out)
 	if err != nil {
-		return coded(err, traceCodes)
+		return cmdutil.Coded(err, traceCodes)
 	}
 	traces.ReportSkipped(o.f.ErrOut, o.in, r)
 	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", n, o.out)
@@ -197,14 +170,14 @@ see docs/guide/training-and-evaluation.md.`,
 
 func tracesSynthRun(o *tracesSynthOptions) error {
 	if o.days <= 0 {
-		return withCode(exitUsage, fmt.Errorf("--days must be positive, got %d", o.days))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--days must be positive, got %d", o.days))
 	}
 	jobs, err := traces.Synth(o.like, o.days, o.seed)
 	if err != nil {
-		return withCode(exitUsage, err)
+		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	if o.format != "ls6" && o.format != "csv" {
-		return withCode(exitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
 	}
 	write := func(w io.Writer) error { return traces.WriteJobs(w, traces.Format(o.format), jobs) }
 	if o.out == "" || o.out == "-" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -63,7 +64,7 @@ func TestTracesStatsCorruptedCopy(t *testing.T) {
 	bad, line := corruptRow(t, good, 10)
 	_, stderr, code := runMirage(t, "traces", "stats", bad)
 	want := "mirage: " + bad + ":" + itoaTest(line) + ": field row: want 10 tab-separated fields, got \"11 fields\"\n"
-	if code != exitBadInput || stderr != want {
+	if code != cmdutil.ExitBadInput || stderr != want {
 		t.Errorf("corrupted copy: exit %d stderr %q; want exit 3 and %q", code, stderr, want)
 	}
 
@@ -90,7 +91,7 @@ func TestTracesConvertAtomic(t *testing.T) {
 	dir := t.TempDir()
 	outPath := filepath.Join(dir, "out.csv")
 	_, _, code := runMirage(t, "traces", "convert", bad, "--out", outPath)
-	if code != exitBadInput {
+	if code != cmdutil.ExitBadInput {
 		t.Errorf("convert of a corrupted file: exit %d, want 3", code)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
@@ -127,11 +128,11 @@ func TestTracesSynthStdoutDeterministic(t *testing.T) {
 	if c1 != 0 || c2 != 0 || a != b || !strings.HasPrefix(a, itoaTest(strings.Count(a, "\n")-1)+"\n") {
 		t.Errorf("synth to stdout: exits %d %d, equal %v, head %q", c1, c2, a == b, a[:min(len(a), 40)])
 	}
-	if _, _, code := runMirage(t, "traces", "synth", "--like", "philly"); code != exitUsage {
-		t.Errorf("--like philly: exit %d, want %d", code, exitUsage)
+	if _, _, code := runMirage(t, "traces", "synth", "--like", "philly"); code != cmdutil.ExitUsage {
+		t.Errorf("--like philly: exit %d, want %d", code, cmdutil.ExitUsage)
 	}
-	if _, _, code := runMirage(t, "traces", "stats", filepath.Join(t.TempDir(), "missing")); code != exitBadInput {
-		t.Errorf("missing file: exit %d, want %d", code, exitBadInput)
+	if _, _, code := runMirage(t, "traces", "stats", filepath.Join(t.TempDir(), "missing")); code != cmdutil.ExitBadInput {
+		t.Errorf("missing file: exit %d, want %d", code, cmdutil.ExitBadInput)
 	}
 }
 

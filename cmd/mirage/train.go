@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
@@ -66,11 +68,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	f.StringVar(&o.trainUntil, "train-until", "", "end of training; start of validation (read as --from)")
 	f.StringVar(&o.until, "until", "", "end of validation injections, read as --from (default: the trace's last submit)")
 	f.Uint64Var(&o.spec.Seed, "seed", 1, "seed of the simulator's latency draws, load scaling and every fit")
-	f.IntSliceVar(&o.spec.Protocol.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
-	f.DurationVar(&o.spec.Protocol.Every, "every", 4*time.Hour, "trace time between injections")
-	f.DurationVar(&o.spec.Protocol.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
-	f.DurationVar(&o.spec.Protocol.Tick, "tick", 10*time.Minute, "decision interval")
-	f.DurationVar(&o.spec.Protocol.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	addProtocolFlags(f, &o.spec.Protocol)
 	f.Float64SliceVar(&o.spec.Scales, "scales", []float64{1}, "arrival scalings of the training trace (1 = as recorded), e.g. 1,1.25,1.5")
 	f.IntVar(&o.spec.Workers, "workers", 0, "simulator goroutines (default: all cores)")
 	f.StringVar(&o.spec.Cache, "cache", "", "directory caching generated datasets")
@@ -114,13 +112,13 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 		}
 	}
 	if !spec.TrainUntil.IsZero() && !spec.Until.IsZero() && !spec.Until.After(spec.TrainUntil) {
-		return withCode(exitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--until %s is not after --train-until %s", o.until, o.trainUntil))
 	}
 	if err := spec.Validate(); err != nil {
 		return trainExitErr(err)
 	}
 	if err := os.MkdirAll(spec.Out, 0o755); err != nil {
-		return withCode(exitUnavailable, fmt.Errorf("--out: %w", err))
+		return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("--out: %w", err))
 	}
 	spec.Created = o.now().UTC().Truncate(time.Second)
 	spec.Report, spec.Progress = errw, train.Bar{Progress: term.NewProgress(o.progress, "")}
@@ -128,16 +126,25 @@ func runTrain(ctx context.Context, out, errw io.Writer, o *trainOptions) error {
 	if err != nil {
 		return trainExitErr(err)
 	}
-	return printView(out, o.json, trained, train.Summary(trained))
+	return cmdutil.PrintView(out, o.json, trained, train.Summary(trained))
 }
 
 // trainExitErr maps the pipeline's errors to exit codes, with the flags to change.
 func trainExitErr(err error) error {
 	switch {
 	case errors.Is(err, train.ErrNoTrainingChains):
-		return withCode(exitUsage, errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup"))
+		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("no training chains: widen the window (--from/--train-until) or shorten --warmup"))
 	case errors.Is(err, dataset.ErrNoInjections):
-		return withCode(exitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: check --from, --train-until, --until and --warmup", err))
 	}
-	return coded(err, []errCode{{train.ErrSpec, exitUsage}, {train.ErrInput, exitBadInput}, {train.ErrOutput, exitUnavailable}})
+	return cmdutil.Coded(err, trainCodes)
+}
+
+// addProtocolFlags binds the injection protocol's flags (train, eval walk-forward).
+func addProtocolFlags(f *pflag.FlagSet, p *scenario.Protocol) {
+	f.IntSliceVar(&p.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
+	f.DurationVar(&p.Every, "every", 4*time.Hour, "trace time between injections")
+	f.DurationVar(&p.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
+	f.DurationVar(&p.Tick, "tick", 10*time.Minute, "decision interval")
+	f.DurationVar(&p.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
 }

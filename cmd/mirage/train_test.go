@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -131,14 +132,14 @@ func TestTrainBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--model", "nope"}, exitUsage, `--model "nope"`},
-		{[]string{"--model", "xgb", "--train-until", "yesterday"}, exitUsage, `--train-until "yesterday"`},
-		{[]string{"--model", "xgb", "--train-until", "2022-11-03", "--until", "2022-11-02"}, exitUsage, "is not after"},
-		{[]string{"--model", "xgb", "--scales", "0.5"}, exitUsage, "--scales"},
-		{[]string{"--model", "xgb", "--target", "both"}, exitUsage, "--target"},
-		{[]string{"--model", "wait", "--wait-replicas", "0"}, exitUsage, "--wait-replicas 0"},
-		{[]string{"--model", "wait", "--wait-replicas", "65"}, exitUsage, "--wait-replicas 65"},
-		{[]string{"--model", "xgb", "--from", "2030-01-01"}, exitUsage, "no injection points"},
+		{[]string{"--model", "nope"}, cmdutil.ExitUsage, `--model "nope"`},
+		{[]string{"--model", "xgb", "--train-until", "yesterday"}, cmdutil.ExitUsage, `--train-until "yesterday"`},
+		{[]string{"--model", "xgb", "--train-until", "2022-11-03", "--until", "2022-11-02"}, cmdutil.ExitUsage, "is not after"},
+		{[]string{"--model", "xgb", "--scales", "0.5"}, cmdutil.ExitUsage, "--scales"},
+		{[]string{"--model", "xgb", "--target", "both"}, cmdutil.ExitUsage, "--target"},
+		{[]string{"--model", "wait", "--wait-replicas", "0"}, cmdutil.ExitUsage, "--wait-replicas 0"},
+		{[]string{"--model", "wait", "--wait-replicas", "65"}, cmdutil.ExitUsage, "--wait-replicas 65"},
+		{[]string{"--model", "xgb", "--from", "2030-01-01"}, cmdutil.ExitUsage, "no injection points"},
 	}
 	for _, tt := range tests {
 		args := append([]string{"train", "--trace", tr, "--out", out, "--every", "12h", "--limit", "6h", "--tick", "1h"}, tt.args...)
@@ -222,10 +223,10 @@ func TestModelsLsShow(t *testing.T) {
 	if out, _, code := runMirage(t, "models", "show", filepath.Join(old, "xgb")); code != 0 || !strings.Contains(out, want) {
 		t.Errorf("show of a v3 model: exit %d, want %q in\n%s", code, want, out)
 	}
-	if _, stderr, code := runMirage(t, "models", "ls", filepath.Join(fx.dir, "nope")); code != exitBadInput || !strings.Contains(stderr, "does not exist") {
+	if _, stderr, code := runMirage(t, "models", "ls", filepath.Join(fx.dir, "nope")); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "does not exist") {
 		t.Errorf("missing dir: exit %d %q", code, stderr)
 	}
-	if _, stderr, code := runMirage(t, "models", "show", fx.dir); code != exitBadInput || !strings.Contains(stderr, "give DIR/NAME") {
+	if _, stderr, code := runMirage(t, "models", "show", fx.dir); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "give DIR/NAME") {
 		t.Errorf("show of the directory itself: exit %d %q", code, stderr)
 	}
 }
@@ -267,12 +268,12 @@ func TestPredictWait(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"--snapshot", snap, "-t", "soon"}, exitUsage, `-t "soon"`},
-		{[]string{"--snapshot", snap, "-N", "0"}, exitUsage, "at least 1 node"},
-		{[]string{"--snapshot", snap, "--gres", "gpu:x:y"}, exitUsage, "--gres"},
-		{[]string{"--snapshot", snap, "--trace", fx.trace}, exitUsage, "either --snapshot or --trace"},
-		{[]string{"--trace", fx.trace}, exitUsage, "--at"},
-		{[]string{"--snapshot", fx.trace}, exitBadInput, "not a snapshot"},
+		{[]string{"--snapshot", snap, "-t", "soon"}, cmdutil.ExitUsage, `-t "soon"`},
+		{[]string{"--snapshot", snap, "-N", "0"}, cmdutil.ExitUsage, "at least 1 node"},
+		{[]string{"--snapshot", snap, "--gres", "gpu:x:y"}, cmdutil.ExitUsage, "--gres"},
+		{[]string{"--snapshot", snap, "--trace", fx.trace}, cmdutil.ExitUsage, "either --snapshot or --trace"},
+		{[]string{"--trace", fx.trace}, cmdutil.ExitUsage, "--at"},
+		{[]string{"--snapshot", fx.trace}, cmdutil.ExitBadInput, "not a snapshot"},
 	}
 	for _, tt := range tests {
 		_, stderr, code := runMirage(t, append([]string{"predict-wait", "--models", fx.dir}, tt.args...)...)
@@ -280,7 +281,7 @@ func TestPredictWait(t *testing.T) {
 			t.Errorf("%v: exit %d %q, want %d %q", tt.args, code, stderr, tt.code, tt.msg)
 		}
 	}
-	if _, stderr, code := runMirage(t, "predict-wait", "--models", t.TempDir(), "--snapshot", snap); code != exitBadInput || !strings.Contains(stderr, "mirage train --model wait") {
+	if _, stderr, code := runMirage(t, "predict-wait", "--models", t.TempDir(), "--snapshot", snap); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "mirage train --model wait") {
 		t.Errorf("no model: exit %d %q", code, stderr)
 	}
 	// The live path: the backend is injected; an unreachable cluster is exit 4.
@@ -288,7 +289,7 @@ func TestPredictWait(t *testing.T) {
 	live.LiveCluster = func(context.Context, *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
 		return failingCluster{}, nil, nil
 	}
-	if _, stderr, code := runWith(t, live, "predict-wait", "--models", fx.dir); code != exitUnavailable || !strings.Contains(stderr, "live snapshot") {
+	if _, stderr, code := runWith(t, live, "predict-wait", "--models", fx.dir); code != cmdutil.ExitUnavailable || !strings.Contains(stderr, "live snapshot") {
 		t.Errorf("unreachable live cluster: exit %d %q", code, stderr)
 	}
 }
@@ -317,7 +318,7 @@ func TestTrainWithoutLibXGBoost(t *testing.T) {
 	for _, model := range []string{"xgb", "rf-xgb", "wait", "dqn,xgb"} {
 		out, err := exec.Command(bin, "train", "--trace", missing, "--model", model, "--out", t.TempDir()).CombinedOutput()
 		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() != exitUsage || !strings.Contains(string(out), "built without libxgboost") ||
+		if !errors.As(err, &ee) || ee.ExitCode() != cmdutil.ExitUsage || !strings.Contains(string(out), "built without libxgboost") ||
 			strings.Contains(string(out), missing) {
 			t.Errorf("--model %s without libxgboost: %v\n%s", model, err, out)
 		}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/traces"
 	"github.com/spf13/cobra"
 )
 
@@ -41,8 +44,8 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, stderr, code := runMirage(t, c.args...)
-		if code != exitUsage || !strings.Contains(stderr, c.msg) {
-			t.Errorf("%s %q: exit %d, stderr %q; want exit %d with %q", c.name, c.args, code, stderr, exitUsage, c.msg)
+		if code != cmdutil.ExitUsage || !strings.Contains(stderr, c.msg) {
+			t.Errorf("%s %q: exit %d, stderr %q; want exit %d with %q", c.name, c.args, code, stderr, cmdutil.ExitUsage, c.msg)
 		}
 	}
 }
@@ -93,9 +96,9 @@ func TestFlagsParse(t *testing.T) {
 	// A usage error is typed, not recognised by its text.
 	root := newRootCmd(f)
 	root.SetArgs([]string{"status", "--nope"})
-	var fe *flagError
+	var fe *cmdutil.FlagError
 	if err := root.Execute(); !errors.As(err, &fe) {
-		t.Errorf("unknown flag: %T %v, want *flagError", err, err)
+		t.Errorf("unknown flag: %T %v, want *cmdutil.FlagError", err, err)
 	}
 }
 
@@ -111,8 +114,8 @@ func TestUnsafeStateExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code := runMirage(t, "status", "--state", dir)
-	if code != exitUnsafe || !strings.Contains(stderr, dir) {
-		t.Fatalf("exit %d, stderr %q; want exit %d naming %s", code, stderr, exitUnsafe, dir)
+	if code != cmdutil.ExitUnsafe || !strings.Contains(stderr, dir) {
+		t.Fatalf("exit %d, stderr %q; want exit %d naming %s", code, stderr, cmdutil.ExitUnsafe, dir)
 	}
 }
 
@@ -123,23 +126,32 @@ func TestExitCodeTable(t *testing.T) {
 	dir := t.TempDir()
 	missing := filepath.Join(dir, "no-such-trace.log")
 	state := filepath.Join(dir, "state")
+	synth := filepath.Join(dir, "synth.log") // a readable trace, for flags that are wrong about it
+	jobs, err := traces.Synth("ls6", 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := traces.WriteFileAtomic(synth, func(w io.Writer) error { return traces.WriteJobs(w, traces.FormatLS6, jobs) }); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		args []string
 		code int
 	}{
 		// a trace that is not there: bad input (3), in every command that reads one
-		{[]string{"train", "--trace", missing, "--model", "dqn", "--out", dir}, exitBadInput},
-		{[]string{"eval", "--trace", missing, "--policies", "reactive", "--out", dir}, exitBadInput},
-		{[]string{"sim", "--trace", missing}, exitBadInput},
-		{[]string{"traces", "stats", missing}, exitBadInput},
-		{[]string{"predict-wait", "--trace", missing, "--models", trainedFixture(t).dir, "--at", "2023-02-01"}, exitBadInput},
+		{[]string{"train", "--trace", missing, "--model", "dqn", "--out", dir}, cmdutil.ExitBadInput},
+		{[]string{"eval", "--trace", missing, "--policies", "reactive", "--out", dir}, cmdutil.ExitBadInput},
+		{[]string{"sim", "--trace", missing}, cmdutil.ExitBadInput},
+		{[]string{"traces", "stats", missing}, cmdutil.ExitBadInput},
+		{[]string{"predict-wait", "--trace", missing, "--models", trainedFixture(t).dir, "--at", "2023-02-01"}, cmdutil.ExitBadInput},
 		// an unknown chain: bad input (3), in every command that takes one
-		{[]string{"status", "c-nope", "--state", state}, exitBadInput},
-		{[]string{"log", "c-nope", "--state", state}, exitBadInput},
-		{[]string{"cancel", "c-nope", "--state", state}, exitBadInput},
+		{[]string{"status", "c-nope", "--state", state}, cmdutil.ExitBadInput},
+		{[]string{"log", "c-nope", "--state", state}, cmdutil.ExitBadInput},
+		{[]string{"cancel", "c-nope", "--state", state}, cmdutil.ExitBadInput},
 		// usage (2)
-		{[]string{"train", "--trace", missing}, exitUsage},
-		{[]string{"status", "--bogus"}, exitUsage},
+		{[]string{"train", "--trace", missing}, cmdutil.ExitUsage},
+		{[]string{"status", "--bogus"}, cmdutil.ExitUsage},
+		{[]string{"traces", "stats", synth, "--tz", "Mars/Olympus_Mons"}, cmdutil.ExitUsage},
 	}
 	for _, c := range cases {
 		out, stderr, code := runMirage(t, c.args...)

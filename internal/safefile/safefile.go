@@ -66,18 +66,38 @@ func OpenOwned(path string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	why := ""
-	switch st, ok := fi.Sys().(*syscall.Stat_t); {
-	case !fi.Mode().IsRegular():
-		why = "is not a regular file"
-	case ok && int(st.Uid) != os.Geteuid():
-		why = fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, os.Geteuid())
-	case fi.Mode().Perm()&0o022 != 0:
-		why = fmt.Sprintf("may be written by group or others (mode %04o)", fi.Mode().Perm())
-	}
+	why := notOwned(fi)
 	if why != "" {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s %s; delete it (it is rebuilt) or keep caches in a directory of your own", ErrNotOwned, path, why)
 	}
 	return f, nil
+}
+
+// notOwned says why fi is not a regular file the current user owns that
+// neither group nor others may write ("" when it is).
+func notOwned(fi os.FileInfo) string {
+	switch st, ok := fi.Sys().(*syscall.Stat_t); {
+	case !fi.Mode().IsRegular():
+		return "is not a regular file"
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Sprintf("is owned by uid %d, not by you (uid %d)", st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Sprintf("may be written by group or others (mode %04o)", fi.Mode().Perm())
+	}
+	return ""
+}
+
+// CheckOwned refuses a file (following links) unless it is a regular file
+// the current user owns that neither group nor others may write: one whose
+// contents nobody else can choose (an error wrapping ErrNotOwned says why).
+func CheckOwned(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if why := notOwned(fi); why != "" {
+		return fmt.Errorf("%w: %s %s", ErrNotOwned, path, why)
+	}
+	return nil
 }

@@ -78,3 +78,18 @@ func (l *Location) Lock(ctx context.Context, wait time.Duration) (*Lock, error) 
 	}
 	return lk, err
 }
+
+// OpenLocked opens the state database and takes the daemon lock (Open, then
+// Lock with wait): for the commands that change chains, so that no daemon
+// cycle decides on a chain halfway changed. release unlocks and closes.
+func (l *Location) OpenLocked(ctx context.Context, wait time.Duration) (st *Store, release func(), err error) {
+	if st, err = l.Open(ctx); err != nil {
+		return nil, nil, err
+	}
+	lk, err := l.Lock(ctx, wait)
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, func() { lk.Unlock(); st.Close() }, nil
+}

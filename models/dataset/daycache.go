@@ -213,3 +213,14 @@ func dependsOn(d *ChainData, p scenario.Protocol, last time.Time) time.Time {
 	}
 	return bound
 }
+
+// DefaultCacheDir is where the per-day cache lives unless told otherwise:
+// $XDG_CACHE_HOME/mirage/datasets (the user's cache directory), or "" (no
+// cache) when there is none.
+func DefaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "mirage", "datasets")
+}

@@ -16,7 +16,7 @@ import (
 // refused before any simulation, with the matching sentinel.
 func TestRunRefusesBadSpecs(t *testing.T) {
 	good := func() Spec {
-		return Spec{Models: []string{"xgb"}, Out: t.TempDir(), WaitReplicas: 1, Cluster: sim.LS6(), TraceName: "empty"}
+		return Spec{Models: []string{"rf"}, Out: t.TempDir(), WaitReplicas: 1, Cluster: sim.LS6(), TraceName: "empty"}
 	}
 	tests := []struct {
 		name string
@@ -42,8 +42,15 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 			t.Errorf("%s: err %v, want %v", tt.name, err, tt.want)
 		}
 	}
-	// A target only matters to the policies.
-	s := good()
+}
+
+// TestTargetOnlyForPolicies: the xgb regression target is checked only
+// when a policy is trained (the wait model ignores it).
+func TestTargetOnlyForPolicies(t *testing.T) {
+	if err := CheckBuild([]string{"xgb", WaitModel}); err != nil {
+		t.Skipf("needs the xgboost build: %v", err)
+	}
+	s := Spec{Out: t.TempDir(), WaitReplicas: 1, Cluster: sim.LS6(), TraceName: "empty"}
 	s.Models, s.Target = []string{WaitModel}, "both"
 	if err := s.Validate(); err != nil {
 		t.Errorf("wait only with target %q: %v", s.Target, err)

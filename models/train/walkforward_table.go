@@ -150,3 +150,18 @@ func fmtRatio(v float64) string {
 	}
 	return fmt.Sprintf("%.2f", v)
 }
+
+// WriteText prints the folds, the pooled table and the pick.
+func (r *WFResult) WriteText(w io.Writer) error {
+	var names []string
+	for _, fd := range r.Folds {
+		names = append(names, fd.Start.Format("2006-01-02"))
+		fmt.Fprintf(w, "period %s .. %s: %d chains scored, %d to train on\n", fd.Start.Format("2006-01-02"), fd.End.Format("2006-01-02"), fd.Scored, fd.Train)
+	}
+	fmt.Fprintln(w)
+	if err := WriteWalkForwardTable(w, r.Rows, names); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "\nlowest pooled mean |gap|: %s; of the policies mirage submit runs: %s\n", r.Best, r.Pick)
+	return err
+}
