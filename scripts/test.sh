@@ -15,6 +15,11 @@ GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 ./scripts/deps.sh
 
 # The newer Slurm releases tested after the main pass.
+# The race detector over every package, as a developer runs it: no build tags,
+# no backends (integration tests skip; the CLI tests run in parallel).
+echo "== go test -race ./..."
+go test -race -count=1 -timeout 20m ./...
+
 NEWER=(24.11)
 case "${MIRAGE_TEST_SLURM25:-auto}" in
   1) NEWER+=(25.05) ;;

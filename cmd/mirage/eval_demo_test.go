@@ -18,6 +18,7 @@ func TestDemoScript(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds mirage and runs the demo script")
 	}
+	needXGBoost(t)
 	bin := buildMirage(t)
 	tr, _ := synthFile(t)
 	out := filepath.Join(t.TempDir(), "demo out")

@@ -111,7 +111,7 @@ func DecisionQuantile(c scenario.GapCost, gpus int) float64 {
 // valid (may be nil) gives the validation metrics: prediction error and
 // the outcome of the policy on every validation episode.
 //
-// Experiments tried on LS6 and not kept: docs/results/history.md.
+// Experiments tried on LS6 and not kept: docs/history.md.
 func TrainPolicy(name string, train, valid *dataset.ChainData, o PolicyTrainOptions) (models.Model, error) {
 	o.defaults()
 	if train == nil || len(train.Episodes) < 2 {
