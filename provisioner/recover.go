@@ -16,7 +16,14 @@ type Recovered struct {
 	State  string `json:"state"`
 	Action string `json:"action"` // recovered, known, would-recover
 	Note   string `json:"note,omitempty"`
+	// Script and Args are the specification read back from the tags: what
+	// the daemon will submit the successors from (empty when none was found).
+	Script string   `json:"script,omitempty"`
+	Args   []string `json:"args,omitempty"`
 }
+
+// ActionWouldRecover is the Recovered.Action of a chain a dry run would register.
+const ActionWouldRecover = "would-recover"
 
 // ActionNotFound is the Recovered.Action of a chain asked for by name that
 // neither the store nor any tagged job knows.
@@ -136,9 +143,9 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		if last := segs[len(segs)-1]; ch.State == ChainActive && !anyLive && last.State == StateCancelled {
 			ch.State, ch.Reason = ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
 		}
-		r.State, r.Note = string(ch.State), ch.Reason
+		r.State, r.Note, r.Script, r.Args = string(ch.State), ch.Reason, ch.Script, ch.Args
 		if o.DryRun {
-			r.Action = "would-recover"
+			r.Action = ActionWouldRecover
 			results = append(results, r)
 			continue
 		}

@@ -223,9 +223,9 @@ func WriteRecovered(out io.Writer, results []Recovered, since time.Time) error {
 		_, err := fmt.Fprintf(out, "no tagged jobs in squeue or in sacct since %s\n", since.UTC().Format(time.RFC3339))
 		return err
 	}
-	tw := newTable(out, "CHAIN\tJOBS\tACTION\tSTATE\tNOTE")
+	tw := newTable(out, "CHAIN\tJOBS\tACTION\tSTATE\tSCRIPT\tNOTE")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", r.Chain, r.Jobs, r.Action, dash(r.State), dash(r.Note))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", r.Chain, r.Jobs, r.Action, dash(r.State), dash(displayWords(append([]string{r.Script}, r.Args...))), dash(r.Note))
 	}
 	return tw.Flush()
 }
@@ -398,4 +398,33 @@ func (r *CancelResult) WriteText(out io.Writer, c *Chain) error {
 	}
 	_, err := fmt.Fprintf(out, "chain %s cancelled\n", c.ID)
 	return err
+}
+
+// displayWords shows a command line read back from job comments, one word
+// per argument: a word of plain characters as is, any other quoted (Go
+// syntax), so that spaces, quotes and control characters are visible and
+// never move the columns. Empty words at the front are left out.
+func displayWords(ws []string) string {
+	var b strings.Builder
+	for _, w := range ws {
+		if w == "" && b.Len() == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		plain := w != ""
+		for _, r := range w {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("_@%+=:,./-", r)) {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			b.WriteString(w)
+		} else {
+			b.WriteString(strconv.Quote(w))
+		}
+	}
+	return b.String()
 }

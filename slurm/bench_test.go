@@ -73,7 +73,7 @@ func TestParallelReadingMatchesSequential(t *testing.T) {
 			sameAsParallel(t, broken, parseSqueueJSON, mode)
 			sameAsParallel(t, broken2, parseSqueueJSON, mode)
 		}
-		seq, _, _ := parseSqueueJSON(doc, math.MaxInt)
+		seq, _, _, _ := parseSqueueJSON(doc, math.MaxInt)
 		if len(seq) != 3000 {
 			t.Fatalf("%s: %d jobs", rec, len(seq))
 		}

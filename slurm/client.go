@@ -331,15 +331,17 @@ func (c *Client) Jobs(ctx context.Context, f JobFilter) ([]provisioner.Job, erro
 func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	if !c.jsonOff("squeue") {
 		var jobs []provisioner.Job
+		var skipped []Skipped
 		var v Version
 		_, err := c.run(ctx, "squeue", []string{"--json", "--all", "--states=all"}, runOpts{check: func(out []byte) error {
 			var perr error
-			jobs, v, perr = ParseSqueueJSON(out)
+			jobs, skipped, v, perr = parseSqueueJSON(out, parallelMin)
 			return perr
 		}})
 		switch {
 		case err == nil:
 			c.noteVersion("squeue", v)
+			c.noteSkipped(skipped)
 			return jobs, nil
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("squeue", err)
@@ -621,14 +623,16 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 	}
 	if useJSON {
 		var v Version
+		var skipped []Skipped
 		_, err := c.run(ctx, "sacct", append(args, "--json"), runOpts{check: func(out []byte) error {
 			var perr error
-			jobs, v, perr = ParseSacctJSON(out)
+			jobs, skipped, v, perr = parseSacctJSON(out, parallelMin)
 			return perr
 		}})
 		switch {
 		case err == nil:
 			c.noteVersion("sacct", v)
+			c.noteSkipped(skipped)
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("sacct", err)
 			useJSON = false

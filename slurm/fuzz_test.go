@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -84,14 +85,17 @@ func sameOutcome[T any](t *testing.T, b []byte, parse func([]byte) (T, Version, 
 // the sequential one in any way. mode is 0 (a second goroutine) or
 // splitInline (the second half read first on this goroutine: deterministic,
 // for the fuzz targets, whose coverage must not depend on scheduling).
-func sameAsParallel(t *testing.T, b []byte, parse func([]byte, int) ([]provisioner.Job, Version, error), mode int) {
-	seq, v1, err1 := parse(b, math.MaxInt)
-	par, v2, err2 := parse(b, mode)
+func sameAsParallel(t *testing.T, b []byte, parse func([]byte, int) ([]provisioner.Job, []Skipped, Version, error), mode int) {
+	seq, sk1, v1, err1 := parse(b, math.MaxInt)
+	par, sk2, v2, err2 := parse(b, mode)
 	if (err1 == nil) != (err2 == nil) || (err1 != nil && err1.Error() != err2.Error()) {
 		t.Fatalf("errors differ: sequential %v, parallel %v", err1, err2)
 	}
 	if v1 != v2 || !reflect.DeepEqual(seq, par) {
 		t.Fatalf("results differ:\n%+v\n%+v", seq, par)
+	}
+	if fmt.Sprint(sk1) != fmt.Sprint(sk2) {
+		t.Fatalf("skipped elements differ:\n%v\n%v", sk1, sk2)
 	}
 }
 

@@ -31,11 +31,11 @@ const splitInline = -1
 // the result is always what a sequential parse gives (the fuzz targets
 // compare both).
 func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*scanner, *R) error,
-	conv func(*R, *hostBudget) (provisioner.Job, error)) ([]provisioner.Job, error) {
+	conv func(*R, *hostBudget) (provisioner.Job, error)) ([]provisioner.Job, []Skipped, error) {
 	var out jobChunks
 	var rec R
 	one := func(s *scanner, out *jobChunks, hb *hostBudget) error {
-		if err := read(s, &rec); err != nil {
+		if ok, err := readOrSkip(s, &rec, read, &out.skipped); !ok {
 			return err
 		}
 		var err error
@@ -43,14 +43,14 @@ func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*
 		return err
 	}
 	if s.null() {
-		return out.all(), nil
+		return out.all(), out.skipped, nil
 	}
 	if err := s.expect('['); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if s.peek() == ']' {
 		s.i++
-		return out.all(), nil
+		return out.all(), out.skipped, nil
 	}
 	split := -1
 	var second *halfResult
@@ -70,7 +70,7 @@ func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*
 			if second != nil {
 				second.stop.Store(true)
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		switch s.peek() {
 		case ',':
@@ -80,7 +80,7 @@ func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*
 					hb.left -= maxDocHosts - second.hb.left
 					out.appendAll(&second.out)
 					s.i = second.end
-					return out.all(), nil
+					return out.all(), out.skipped, nil
 				}
 				second = nil // the second half failed: read it here, so errors come out as they would in order
 			}
@@ -90,12 +90,12 @@ func readJobList[R any](s *scanner, hb *hostBudget, minParallel int, read func(*
 			if second != nil {
 				second.stop.Store(true)
 			}
-			return out.all(), nil
+			return out.all(), out.skipped, nil
 		default:
 			if second != nil {
 				second.stop.Store(true)
 			}
-			return nil, s.errorf("want ',' or ']' in array")
+			return nil, nil, s.errorf("want ',' or ']' in array")
 		}
 	}
 }
@@ -156,9 +156,15 @@ func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
 		t := &scanner{b: s.b, i: brace}
 		var rec R
 		for !h.stop.Load() {
-			if err := read(t, &rec); err != nil {
-				h.err = err
-				return
+			if ok, err := readOrSkip(t, &rec, read, &h.out.skipped); !ok {
+				if err != nil {
+					h.err = err
+					return
+				}
+				if !h.sep(t) {
+					return
+				}
+				continue
 			}
 			j, err := conv(&rec, h.hb)
 			if err != nil {
@@ -166,15 +172,7 @@ func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
 				return
 			}
 			*h.out.next() = j
-			switch t.peek() {
-			case ',':
-				t.i++
-				t.ws()
-			case ']':
-				h.end = t.i + 1
-				return
-			default:
-				h.err = t.errorf("want ',' or ']' in array")
+			if !h.sep(t) {
 				return
 			}
 		}
@@ -186,6 +184,58 @@ func startSecondHalf[R any](s *scanner, read func(*scanner, *R) error,
 		go work()
 	}
 	return comma, h
+}
+
+// sep reads the separator after an element of the second half: true after
+// a ',' (more to read), false at the closing ']' (end set) or on an error
+// (err set).
+func (h *halfResult) sep(t *scanner) bool {
+	switch t.peek() {
+	case ',':
+		t.i++
+		t.ws()
+		return true
+	case ']':
+		h.end = t.i + 1
+	default:
+		h.err = t.errorf("want ',' or ']' in array")
+	}
+	return false
+}
+
+// readOrSkip reads one element of a job list into rec. An element that
+// does not read as a job record (a field of an unexpected type, say after
+// a Slurm upgrade) but is well-formed JSON is skipped whole and noted in
+// skipped: one odd record never costs the others. It returns whether rec
+// holds a record, and the read's error when the element is not even
+// well-formed JSON (the document cannot be read on).
+func readOrSkip[R any](s *scanner, rec *R, read func(*scanner, *R) error, skipped *[]Skipped) (bool, error) {
+	start := s.i
+	err := read(s, rec)
+	if err == nil {
+		return true, nil
+	}
+	s.i = start
+	if s.skip() != nil {
+		return false, err
+	}
+	*skipped = append(*skipped, Skipped{Cmd: "json", ID: rawJobID(s.b[start:s.i]), Err: err})
+	return false, nil
+}
+
+// rawJobID finds the first "job_id" number of a JSON object's bytes, for
+// naming a skipped record ("" when there is none).
+func rawJobID(b []byte) string {
+	i := bytes.Index(b, []byte(`"job_id"`))
+	if i < 0 {
+		return ""
+	}
+	b = bytes.TrimLeft(b[i+len(`"job_id"`):], " \t\r\n:")
+	n := 0
+	for n < len(b) && n < 20 && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	return string(b[:n])
 }
 
 // errStopped marks a second half that was abandoned.

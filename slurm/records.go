@@ -25,15 +25,18 @@ import (
 // A line that does not parse is skipped and counted (Client.Skipped), and
 // logged once per job id; it never fails the whole read.
 
-// Skipped is a line a text parser left out.
+// Skipped is a line a text parser, or a list element a JSON parser, left out.
 type Skipped struct {
-	Cmd  string // "squeue" or "sacct"
-	Line int    // 1-based line number in the output
+	Cmd  string // "squeue", "sacct", "squeue --json" or "sacct --json"
+	Line int    // 1-based line number in the output (text; 0 for JSON)
 	ID   string // the job id, when the line starts with one
 	Err  error  // why
 }
 
 func (s Skipped) Error() string {
+	if s.Line == 0 {
+		return fmt.Sprintf("%s: a jobs element (job %q): %v", s.Cmd, s.ID, s.Err)
+	}
 	if s.ID != "" {
 		return fmt.Sprintf("%s: line %d (job %s): %v", s.Cmd, s.Line, s.ID, s.Err)
 	}

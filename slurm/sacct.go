@@ -207,13 +207,19 @@ func readSacctJob(s *scanner, r *sacctRec) error {
 // Known gaps of Slurm 22.05's sacct --json (openapi/dbv0.0.38), seen on the
 // project's test cluster: the job's exit code is always reported as 0 and the
 // comment as null. History therefore reads `sacct --parsable2` on 22.05.
+//
+// A list element that is well-formed JSON but not a job record this reader
+// understands is left out; Client reads note each one (Client.Skipped).
 func ParseSacctJSON(b []byte) ([]provisioner.Job, Version, error) {
-	return parseSacctJSON(b, parallelMin)
+	jobs, _, v, err := parseSacctJSON(b, parallelMin)
+	return jobs, v, err
 }
 
 // parseSacctJSON is ParseSacctJSON reading lists of minParallel bytes or more with two goroutines.
-func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, Version, error) {
+// It also returns the elements it left out.
+func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, Version, error) {
 	var out []provisioner.Job
+	var skipped []Skipped
 	found := false
 	v, err := parseDoc("sacct --json", b, func(s *scanner, key []byte) error {
 		if string(key) != "jobs" {
@@ -221,16 +227,19 @@ func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, Version, erro
 		}
 		found = true
 		var err error
-		out, err = readJobList(s, newHostBudget(), minParallel, readSacctJob, (*sacctRec).job)
+		out, skipped, err = readJobList(s, newHostBudget(), minParallel, readSacctJob, (*sacctRec).job)
 		return err
 	})
 	if err != nil {
-		return nil, v, err
+		return nil, nil, v, err
 	}
 	if !found {
-		return nil, v, missingField("sacct --json", "jobs", v)
+		return nil, nil, v, missingField("sacct --json", "jobs", v)
 	}
-	return out, v, nil
+	for i := range skipped {
+		skipped[i].Cmd = "sacct --json"
+	}
+	return out, skipped, v, nil
 }
 
 // job converts the record.

@@ -158,13 +158,19 @@ func readSqueueJob(s *scanner, r *squeueRec) error {
 // estimate as EstStart. Finished jobs that slurmctld still holds (MinJobAge)
 // are included. A document without a version, older than 22.05, or without a
 // "jobs" list is an error wrapping ErrUnsupportedVersion.
+//
+// A list element that is well-formed JSON but not a job record this reader
+// understands is left out; Client reads note each one (Client.Skipped).
 func ParseSqueueJSON(b []byte) ([]provisioner.Job, Version, error) {
-	return parseSqueueJSON(b, parallelMin)
+	jobs, _, v, err := parseSqueueJSON(b, parallelMin)
+	return jobs, v, err
 }
 
 // parseSqueueJSON is ParseSqueueJSON reading lists of minParallel bytes or more with two goroutines.
-func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, Version, error) {
+// It also returns the elements it left out.
+func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, Version, error) {
 	var out []provisioner.Job
+	var skipped []Skipped
 	found := false
 	v, err := parseDoc("squeue --json", b, func(s *scanner, key []byte) error {
 		if string(key) != "jobs" {
@@ -172,16 +178,19 @@ func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, Version, err
 		}
 		found = true
 		var err error
-		out, err = readJobList(s, newHostBudget(), minParallel, readSqueueJob, (*squeueRec).job)
+		out, skipped, err = readJobList(s, newHostBudget(), minParallel, readSqueueJob, (*squeueRec).job)
 		return err
 	})
 	if err != nil {
-		return nil, v, err
+		return nil, nil, v, err
 	}
 	if !found {
-		return nil, v, missingField("squeue --json", "jobs", v)
+		return nil, nil, v, missingField("squeue --json", "jobs", v)
 	}
-	return out, v, nil
+	for i := range skipped {
+		skipped[i].Cmd = "squeue --json"
+	}
+	return out, skipped, v, nil
 }
 
 // job converts the record.
@@ -265,9 +274,10 @@ func jobID(id, arrayJob, arrayTask flexNum, taskString string) string {
 // exact slice: growing one slice of 50,000 jobs by appending would copy
 // (and clear) it many times over.
 type jobChunks struct {
-	full []([]provisioner.Job)
-	cur  []provisioner.Job
-	n    int
+	skipped []Skipped // elements that were not job records
+	full    []([]provisioner.Job)
+	cur     []provisioner.Job
+	n       int
 }
 
 // Block sizes double from jobChunkMin to jobChunkMax.
@@ -299,6 +309,7 @@ func (c *jobChunks) appendAll(d *jobChunks) {
 	c.full = append(c.full, d.full...)
 	c.cur = d.cur
 	c.n += d.n
+	c.skipped = append(c.skipped, d.skipped...)
 }
 
 // all returns the jobs in order (an empty, non-nil slice when there are none).

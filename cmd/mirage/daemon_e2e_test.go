@@ -951,7 +951,7 @@ func TestE2ERecover(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
-	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json")
+	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes")
 	var rec []provisioner.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)

@@ -208,9 +208,29 @@ func TestRecover(t *testing.T) {
 	if err := os.RemoveAll(e.state); err != nil {
 		t.Fatal(err)
 	}
+	// Without a terminal and without --yes: the list, with the script the
+	// successors would be submitted from, and nothing registered.
 	out, stderr, code := e.run(t, "recover")
+	if code != cmdutil.ExitUsage || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") || !strings.Contains(out, script) ||
+		!strings.Contains(stderr, "--yes") {
+		t.Fatalf("recover without --yes: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, _, code := e.run(t, "status", id); code != cmdutil.ExitBadInput {
+		t.Fatalf("status after an unconfirmed recover: exit %d, want %d (not registered)", code, cmdutil.ExitBadInput)
+	}
+	// On a terminal it asks: "n" registers nothing, "y" what was listed.
+	e.f.IsTerminal = func(s any) bool { return s == e.f.In }
+	e.f.In = strings.NewReader("n\n")
+	if out, stderr, code := e.run(t, "recover"); code != 0 || !strings.Contains(stderr, "[y/N]") || !strings.Contains(stderr, "nothing registered") {
+		t.Fatalf("recover answered n: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, _, code := e.run(t, "status", id); code != cmdutil.ExitBadInput {
+		t.Fatalf("status after recover answered n: exit %d, want %d", code, cmdutil.ExitBadInput)
+	}
+	e.f.In = strings.NewReader("y\n")
+	out, stderr, code = e.run(t, "recover")
 	if code != 0 || !strings.Contains(out, id+"  2     recovered  active") {
-		t.Fatalf("recover: exit %d\n%s%s", code, out, stderr)
+		t.Fatalf("recover answered y: exit %d\n%s%s", code, out, stderr)
 	}
 	out, _, code = e.run(t, "recover", "--json")
 	if code != 0 || !strings.Contains(out, `"action": "known"`) {
@@ -339,7 +359,7 @@ func TestRecoverChecksSpec(t *testing.T) {
 		if err := spoil(script); err != nil {
 			t.Fatal(err)
 		}
-		out, stderr, code := e.run(t, "recover")
+		out, stderr, code := e.run(t, "recover", "--yes")
 		if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "failed") {
 			t.Fatalf("%s: recover: exit %d\n%s%s", name, code, out, stderr)
 		}

@@ -20,9 +20,10 @@ type Factory struct {
 	In     io.Reader
 	Out    io.Writer
 	ErrOut io.Writer
-	// IsTerminal reports whether a stream is a terminal (progress bars are
-	// drawn on ErrOut only then).
-	IsTerminal func(w io.Writer) bool
+	// IsTerminal reports whether a stream (In, Out, ErrOut) is a terminal:
+	// progress bars are drawn on ErrOut only then, and questions are asked
+	// on In only then.
+	IsTerminal func(stream any) bool
 
 	Now    func() time.Time                                 // decision time
 	Seed   func() uint64                                    // seed of chain ids

@@ -17,7 +17,7 @@ func testFactory(env map[string]string) *Factory {
 	f := newFactory()
 	f.In = strings.NewReader("")
 	f.Out, f.ErrOut = io.Discard, io.Discard
-	f.IsTerminal = func(io.Writer) bool { return false }
+	f.IsTerminal = func(any) bool { return false }
 	f.Getenv = func(k string) string { return env[k] }
 	return f
 }

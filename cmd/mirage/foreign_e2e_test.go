@@ -96,7 +96,7 @@ func TestE2EForeignTags(t *testing.T) {
 	if code != cmdutil.ExitBadInput || !strings.Contains(out, "only other users' jobs do") {
 		t.Errorf("recover %s: exit %d, out %q, err %q", forgedChain, code, out, stderr)
 	}
-	if _, stderr, code := e.run(t, nil, "recover"); code != 0 {
+	if _, stderr, code := e.run(t, nil, "recover", "--yes"); code != 0 {
 		t.Errorf("recover: exit %d: %s", code, stderr)
 	}
 	if _, _, code := e.run(t, nil, "status", forgedChain); code != cmdutil.ExitBadInput {

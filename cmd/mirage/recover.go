@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ type recoverOptions struct {
 	chains  []string // only these chains (all when empty)
 	since   time.Duration
 	dryRun  bool
+	yes     bool
 	json    bool
 	state   stateOptions
 	backend backendOptions
@@ -30,17 +32,21 @@ type recoverOptions struct {
 func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command {
 	o := &recoverOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "recover [CHAIN...] [--since 168h] [--dry-run]",
+		Use:   "recover [CHAIN...] [--since 168h] [--dry-run | --yes]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
 		Long: `Rebuild from the tagged jobs of squeue and of sacct (the last --since) every
 chain the database does not hold (with CHAIN arguments, only those), so the
 daemon can carry on. Slurm must keep comments in accounting
 (AccountingStoreFlags=job_comment).
 
+The daemon will submit each recovered chain's successors from the script and
+sbatch options read back from its jobs, so recover first lists them and asks;
+without a terminal it registers nothing unless given --yes.
+
 Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
-  mirage recover                      # every chain found in the last 7 days
-  mirage recover c-20261123-ab12cd    # one chain`,
+  mirage recover                      # every chain found in the last 7 days (asks first)
+  mirage recover c-20261123-ab12cd --yes  # one chain, without asking`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chains = args
 			if o.since <= 0 {
@@ -54,6 +60,8 @@ Recovery in full: docs/guide/chains-and-daemon.md.`,
 	}
 	cmd.Flags().DurationVar(&o.since, "since", 7*24*time.Hour, "how far back to read the accounting history")
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show what would be recovered, change nothing")
+	cmd.Flags().BoolVar(&o.yes, "yes", false, "register what is found without asking (for scripts; check it first with --dry-run)")
+	cmd.MarkFlagsMutuallyExclusive("dry-run", "yes")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
 	o.state.add(cmd)
 	o.backend.add(cmd)
@@ -72,17 +80,73 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if !ok {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))
 	}
+	now := o.f.Now()
+	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck}
+	if !o.yes {
+		// List first, without the daemon lock (a cycle may run while the
+		// user reads); register only if asked to, only what was listed.
+		st, err := o.state.open(ctx)
+		if err != nil {
+			return err
+		}
+		ro.DryRun = true
+		results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, ro)
+		st.Close()
+		if err != nil {
+			return stateErr(err)
+		}
+		var listed []string
+		for _, r := range results {
+			if r.Action == provisioner.ActionWouldRecover {
+				listed = append(listed, r.Chain)
+			}
+		}
+		if o.dryRun || len(listed) == 0 {
+			return o.print(results, now)
+		}
+		if err := o.print(results, now); err != nil {
+			return err
+		}
+		if ok, err := o.confirm(len(listed)); !ok {
+			return err
+		}
+		ro.Chains, ro.DryRun = listed, false
+	}
 	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
 		return stateErr(err)
 	}
 	defer release()
-	now := o.f.Now()
-	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, provisioner.RecoverOptions{Chains: o.chains, Since: o.since, DryRun: o.dryRun,
-		Check: recoveredSpecCheck})
+	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, ro)
 	if err != nil {
 		return stateErr(err)
 	}
+	return o.print(results, now)
+}
+
+// confirm asks whether to register the n chains listed: on a terminal, a
+// y/N question; otherwise (or with --json) it is a usage error naming --yes.
+func (o *recoverOptions) confirm(n int) (bool, error) {
+	if o.json || o.f.IsTerminal == nil || !o.f.IsTerminal(o.f.In) {
+		return false, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%d chain(s) would be registered (listed above), and the daemon would submit their successors "+
+			"from those scripts and options: check them, then run again with --yes", n))
+	}
+	fmt.Fprintf(o.f.ErrOut, "Register these %d chain(s)? The daemon will submit their successors from the scripts and options listed. [y/N] ", n)
+	line, err := bufio.NewReader(o.f.In).ReadString('\n')
+	if err != nil && line == "" {
+		return false, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("no answer: nothing registered (run again with --yes to register without asking)"))
+	}
+	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
+		_, err := fmt.Fprintln(o.f.ErrOut, "nothing registered")
+		return false, err
+	}
+	return true, nil
+}
+
+// print shows recover's results and fails for the chains asked for by name
+// that no tagged job carries.
+func (o *recoverOptions) print(results []provisioner.Recovered, now time.Time) error {
+	var err error
 	if o.json {
 		err = cmdutil.PrintJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
 	} else {

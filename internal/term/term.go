@@ -9,8 +9,8 @@ import (
 
 // IsTerminal reports whether w is an *os.File open on a character device
 // (a terminal), the condition for drawing progress on it.
-func IsTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+func IsTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
