@@ -218,6 +218,16 @@ func (c *Client) TeamNamespace(team string) string {
 	return c.cfg.Namespace
 }
 
+// mapping is the configured Mapping with the borrowed priority class: the
+// class mirage gives borrowed work marks it (none with "-": the label does).
+func (c *Client) mapping() Mapping {
+	m := c.cfg.Mapping
+	if pc := c.cfg.BorrowedPriorityClass; pc != "-" {
+		m.BorrowedClass = pc
+	}
+	return m
+}
+
 // Inventory lists nodes and non-terminal pods and builds the inventory.
 func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 	now := c.cfg.Clock.Now()
@@ -229,7 +239,7 @@ func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 	if err != nil {
 		return nil, err
 	}
-	return BuildInventory(now, nodes, pods, c.cfg.Mapping), nil
+	return BuildInventory(now, nodes, pods, c.mapping()), nil
 }
 
 // Snapshot implements provisioner.Cluster: the inventory as nodes and jobs.

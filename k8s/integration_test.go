@@ -66,7 +66,7 @@ func TestIntegrationInventory(t *testing.T) {
 	e.Pod(k8stest.PodSpec{Name: "a1", Namespace: nsA, Node: n[1], GPUs: 4})
 	e.Pod(k8stest.PodSpec{Name: "a2", Namespace: nsA, Node: n[1], GPUs: 3})
 	e.Pod(k8stest.PodSpec{Name: "a3", Namespace: nsA, Node: n[2], GPUs: 3, Phase: corev1.PodRunning})
-	e.Pod(k8stest.PodSpec{Name: "a4", Namespace: nsA, Node: n[3], GPUs: 6, Labels: map[string]string{LabelBorrowed: "true"}})
+	e.Pod(k8stest.PodSpec{Name: "a4", Namespace: nsA, Node: n[3], GPUs: 6, Labels: map[string]string{LabelBorrowed: "true"}, PriorityClass: "mirage-borrowed"})
 	e.Pod(k8stest.PodSpec{Name: "b1", Node: n[2], GPUs: 5, Labels: team("team-b")})
 	e.Pod(k8stest.PodSpec{Name: "b2", Node: n[4], GPUs: 2, Labels: team("team-b")})
 	e.Pod(k8stest.PodSpec{Name: "b3", Node: n[5], GPUs: 1, Labels: team("team-b")})
@@ -210,8 +210,8 @@ func TestIntegrationCheckpointThenEvict(t *testing.T) {
 	lbl := func(borrowed string) map[string]string {
 		return map[string]string{DefaultTeamLabel: "team-a", LabelBorrowed: borrowed}
 	}
-	victim := e.Pod(k8stest.PodSpec{Name: "victim", Node: n1, GPUs: 4, Labels: lbl("true"), Phase: corev1.PodRunning})
-	other := e.Pod(k8stest.PodSpec{Name: "other-borrowed", Node: n1, GPUs: 2, Labels: lbl("true"), Phase: corev1.PodRunning})
+	victim := e.Pod(k8stest.PodSpec{Name: "victim", Node: n1, GPUs: 4, Labels: lbl("true"), Phase: corev1.PodRunning, PriorityClass: "mirage-borrowed"})
+	other := e.Pod(k8stest.PodSpec{Name: "other-borrowed", Node: n1, GPUs: 2, Labels: lbl("true"), Phase: corev1.PodRunning, PriorityClass: "mirage-borrowed"})
 	owned := e.Pod(k8stest.PodSpec{Name: "owned", Node: n1, GPUs: 4, Labels: lbl("false"), Phase: corev1.PodRunning})
 
 	clock := newManualClock(time.Date(2026, 11, 22, 19, 0, 0, 0, time.UTC))
@@ -352,7 +352,7 @@ func TestIntegrationEvictJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := e.Pod(k8stest.PodSpec{Name: ref.Name + "-x", Node: n1, GPUs: 8, Labels: map[string]string{
-		"batch.kubernetes.io/job-name": ref.Name, DefaultTeamLabel: "team-a", LabelBorrowed: "true"}})
+		"batch.kubernetes.io/job-name": ref.Name, DefaultTeamLabel: "team-a", LabelBorrowed: "true"}, PriorityClass: "mirage-borrowed"})
 	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID}}
 	if _, err := e.Admin.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,43 @@ const (
 type Mapping struct {
 	TeamLabel      string            // pod label naming the team; "" means DefaultTeamLabel
 	NamespaceTeams map[string]string // namespace → team; wins over the label for mapped namespaces
+	// Strict: the namespace mapping alone decides. A pod's labels are its
+	// owner's to set, so with the admin's mapping (the rules file's team
+	// namespaces) a pod in an unmapped namespace has no team, whatever its
+	// label says.
+	Strict bool
+	// BorrowedClass is the priority class mirage gives the borrowed work it
+	// admits: with it, a pod is borrowed work exactly when it has this class
+	// (a pod's priority class is fixed at creation, while its labels are its
+	// owner's to change); "" = the label mirage.io/borrowed decides.
+	BorrowedClass string
+}
+
+// Borrowed says whether a pod is borrowed work: its priority class when
+// BorrowedClass is set, else its mirage.io/borrowed label.
+func (m Mapping) Borrowed(pod *corev1.Pod) bool {
+	if m.BorrowedClass != "" {
+		return pod.Spec.PriorityClassName == m.BorrowedClass
+	}
+	return pod.Labels[LabelBorrowed] == "true"
+}
+
+// WithAdmin adds the admin's namespace mapping (team.Config.NamespaceTeams)
+// to m and makes it Strict; a namespace both map to different teams is an
+// error. An empty admin mapping leaves m as it is.
+func (m Mapping) WithAdmin(admin map[string]string) (Mapping, error) {
+	if len(admin) == 0 {
+		return m, nil
+	}
+	out := maps.Clone(admin)
+	for ns, t := range m.NamespaceTeams {
+		if a, ok := admin[ns]; ok && a != t {
+			return m, fmt.Errorf("--namespace-team %s=%s: the rules file maps namespace %s to team %s", ns, t, ns, a)
+		}
+		out[ns] = t
+	}
+	m.NamespaceTeams, m.Strict = out, true
+	return m, nil
 }
 
 // ParseNamespaceTeams reads NAMESPACE=TEAM pairs (mirage's
@@ -52,16 +90,27 @@ func ParseNamespaceTeams(pairs []string) (map[string]string, error) {
 	return m, nil
 }
 
-// Team returns the team of a pod: the namespace mapping, else the team label, else "".
+// Team returns the team of a pod: the namespace mapping, else (unless
+// Strict) the team label, else "".
 func (m Mapping) Team(pod *corev1.Pod) string {
 	if t, ok := m.NamespaceTeams[pod.Namespace]; ok {
 		return t
 	}
-	key := m.TeamLabel
-	if key == "" {
-		key = DefaultTeamLabel
+	if m.Strict {
+		return ""
 	}
-	return pod.Labels[key]
+	return m.label(pod)
+}
+
+// label is the team a pod's label names.
+func (m Mapping) label(pod *corev1.Pod) string { return pod.Labels[m.teamKey()] }
+
+// teamKey is the key of the team label.
+func (m Mapping) teamKey() string {
+	if m.TeamLabel == "" {
+		return DefaultTeamLabel
+	}
+	return m.TeamLabel
 }
 
 // Count is an allocatable amount and how much of it is in use.
@@ -108,8 +157,20 @@ type Inventory struct {
 	Borrowed int               // GPUs used by borrowed pods
 	Free     int               // free GPUs on up nodes
 
-	BorrowedJobs map[string]bool      // job ids of borrowed work (label mirage.io/borrowed=true)
+	BorrowedJobs map[string]bool      // job ids of borrowed work (Mapping.Borrowed)
 	Checkpoints  map[string]time.Time // job id → the workload's last checkpoint (annotation mirage.io/last-checkpoint), when set
+	// Mislabelled are the pods whose team label names another team than
+	// the one they are counted against (Mapping: the namespace decides).
+	Mislabelled []Mislabel
+}
+
+// Mislabel is a pod whose label claims what the mapping does not give it:
+// another team, or (un)borrowed work.
+type Mislabel struct {
+	Pod     string `json:"pod"`     // namespace/name
+	Label   string `json:"label"`   // the label's key
+	Claimed string `json:"claimed"` // its value
+	Counted string `json:"counted"` // what the pod is counted as: its team ("" = none), or "borrowed"/"not borrowed"
 }
 
 // Team returns the inventory of one team, or nil when the team holds nothing.
@@ -161,7 +222,17 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 		}
 		gpus := podRequest(p, ResourceGPU)
 		tm := m.Team(p)
-		borrowed := p.Labels[LabelBorrowed] == "true"
+		if l := m.label(p); l != "" && l != tm {
+			inv.Mislabelled = append(inv.Mislabelled, Mislabel{Pod: p.Namespace + "/" + p.Name, Label: m.teamKey(), Claimed: l, Counted: tm})
+		}
+		borrowed := m.Borrowed(p)
+		if l := p.Labels[LabelBorrowed]; m.BorrowedClass != "" && (l == "true") != borrowed && (l != "" || borrowed) {
+			counted := "not borrowed"
+			if borrowed {
+				counted = "borrowed"
+			}
+			inv.Mislabelled = append(inv.Mislabelled, Mislabel{Pod: p.Namespace + "/" + p.Name, Label: LabelBorrowed, Claimed: l, Counted: counted})
+		}
 		j := podJob(p, tm, gpus)
 		inv.Jobs = append(inv.Jobs, j)
 		if borrowed {

@@ -58,8 +58,11 @@ func (b *podB) Res(name string, n int) *podB {
 	c.Resources.Requests[corev1.ResourceName(name)] = resource.MustParse(strconv.Itoa(n))
 	return b
 }
-func (b *podB) Team(t string) *podB           { b.p.Labels[DefaultTeamLabel] = t; return b }
-func (b *podB) Borrowed() *podB               { b.p.Labels[LabelBorrowed] = "true"; return b }
+func (b *podB) Team(t string) *podB { b.p.Labels[DefaultTeamLabel] = t; return b }
+func (b *podB) Borrowed() *podB {
+	b.p.Labels[LabelBorrowed], b.p.Spec.PriorityClassName = "true", "mirage-borrowed"
+	return b
+}
 func (b *podB) Phase(p corev1.PodPhase) *podB { b.p.Status.Phase = p; return b }
 func (b *podB) Obj() corev1.Pod               { return b.p }
 

@@ -45,6 +45,9 @@ type TeamCluster struct {
 	*Client
 	Rules *team.Rules
 	Log   *slog.Logger // decision log (default slog.Default())
+
+	mu     sync.Mutex
+	warned map[string]bool // mislabelled pods already logged, by pod and label
 }
 
 var _ provisioner.RulesCluster = (*TeamCluster)(nil)
@@ -62,6 +65,30 @@ func NewTeamCluster(c *Client, rules *team.Rules) *TeamCluster {
 	return &TeamCluster{Client: c, Rules: rules}
 }
 
+// inventory is Client.Inventory, logging once per pod and label each pod
+// whose team or borrowed label claims what the mapping does not give it.
+func (tc *TeamCluster) inventory(ctx context.Context) (*Inventory, error) {
+	inv, err := tc.Inventory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for _, ml := range inv.Mislabelled {
+		key := ml.Pod + " " + ml.Label
+		if tc.warned[key] {
+			continue
+		}
+		if tc.warned == nil {
+			tc.warned = map[string]bool{}
+		}
+		tc.warned[key] = true
+		tc.log().Warn("k8s: a pod's label claims what mirage does not count it as (teams come from the namespace mapping, borrowed work from its priority class); logged once per pod",
+			"pod", ml.Pod, "label", ml.Label, "value", ml.Claimed, "counted", ml.Counted)
+	}
+	return inv, nil
+}
+
 func (tc *TeamCluster) log() *slog.Logger {
 	if tc.Log != nil {
 		return tc.Log
@@ -70,7 +97,7 @@ func (tc *TeamCluster) log() *slog.Logger {
 }
 
 // RulesSnapshot is the inventory as the team rules see it: borrowed pods
-// (label mirage.io/borrowed=true) carry the rules' borrowed QOS, the mark
+// (Mapping.Borrowed) carry the rules' borrowed QOS, the mark
 // the rules recognise on every backend.
 func RulesSnapshot(inv *Inventory, rules *team.Rules) *provisioner.Snapshot {
 	s := inv.Snapshot()
@@ -87,7 +114,7 @@ func RulesSnapshot(inv *Inventory, rules *team.Rules) *provisioner.Snapshot {
 // inventory (RulesSnapshot): borrowed pods carry the borrowed QOS, so that
 // the engine's Rules.Admit counts them as the TeamCluster does.
 func (tc *TeamCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
-	inv, err := tc.Inventory(ctx)
+	inv, err := tc.inventory(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +124,7 @@ func (tc *TeamCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, err
 // Plan is the dry run: the team rules' decision for req on the current
 // inventory, without changing anything. req is not modified.
 func (tc *TeamCluster) Plan(ctx context.Context, req provisioner.SubmitRequest) (*team.Decision, *Inventory, error) {
-	inv, err := tc.Inventory(ctx)
+	inv, err := tc.inventory(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -163,7 +190,7 @@ func (tc *TeamCluster) Place(ctx context.Context, req provisioner.SubmitRequest)
 			r.QOS = "" // within quota: never deployed as borrowed work
 		}
 		// The freed room must still be there (nothing else took it meanwhile).
-		inv, err := tc.Inventory(ctx)
+		inv, err := tc.inventory(ctx)
 		if err != nil {
 			return res, err
 		}
@@ -204,10 +231,11 @@ func (tc *TeamCluster) reclaim(ctx context.Context, res *PlaceResult, plan *team
 		if err != nil {
 			return fmt.Errorf("k8s: reclaim: %w", err)
 		}
-		for _, p := range pods {
-			if p.Labels[LabelBorrowed] != "true" {
-				return fmt.Errorf("k8s: reclaim: %w: pod %s/%s of %s has no %s=true label; nothing evicted",
-					ErrNotBorrowed, p.Namespace, p.Name, v.JobID, LabelBorrowed)
+		m := tc.mapping()
+		for i := range pods {
+			if p := &pods[i]; !m.Borrowed(p) {
+				return fmt.Errorf("k8s: reclaim: %w: pod %s/%s of %s is not borrowed work (priority class %q, label %s=%q); nothing evicted",
+					ErrNotBorrowed, p.Namespace, p.Name, v.JobID, p.Spec.PriorityClassName, LabelBorrowed, p.Labels[LabelBorrowed])
 			}
 		}
 	}
@@ -281,7 +309,7 @@ func stepGrace(plan *team.ReclaimPlan) time.Duration {
 // error wrapping ErrDeferred.
 func (tc *TeamCluster) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
 	if req.Dependency != "" {
-		inv, err := tc.Inventory(ctx)
+		inv, err := tc.inventory(ctx)
 		if err != nil {
 			return "", err
 		}

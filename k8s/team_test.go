@@ -47,6 +47,16 @@ const rules2x20 = "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\n
 // lets evictions delete the pod at once (a kubelet that stops in time).
 func fakeTeamCluster(t testing.TB, rules string, pods ...corev1.Pod) (*TeamCluster, *fake.Clientset) {
 	t.Helper()
+	cs := fakeCluster(pods...)
+	c := NewForClientset(cs, Config{Namespace: "ns", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
+	tc := NewTeamCluster(c, teamRules(t, rules))
+	tc.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return tc, cs
+}
+
+// fakeCluster is client-go's fake clientset with 4 nodes × 10 GPUs and the
+// given pods; it gives generated names and carries out evictions.
+func fakeCluster(pods ...corev1.Pod) *fake.Clientset {
 	var objs []runtime.Object
 	for i := 1; i <= 4; i++ {
 		n := node(fmt.Sprintf("n%d", i)).GPUs(10).Obj()
@@ -73,10 +83,7 @@ func fakeTeamCluster(t testing.TB, rules string, pods ...corev1.Pod) (*TeamClust
 		}
 		return false, nil, nil
 	})
-	c := NewForClientset(cs, Config{Namespace: "ns", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
-	tc := NewTeamCluster(c, teamRules(t, rules))
-	tc.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	return tc, cs
+	return cs
 }
 
 func podsOf(t testing.TB, cs *fake.Clientset) map[string]corev1.Pod {
@@ -183,9 +190,10 @@ func TestTeamClusterReclaim(t *testing.T) {
 	}
 }
 
-// Nothing is evicted by mistake: a victim whose borrowed label is gone by
-// the time of the eviction, or a checkpoint signal that cannot reach the
-// API server, stops the reclaim before any eviction.
+// Nothing is evicted by mistake: a victim that is no longer borrowed work
+// by the time of the eviction (its pod replaced by one of another priority
+// class), or a checkpoint signal that cannot reach the API server, stops the
+// reclaim before any eviction.
 func TestTeamClusterReclaimGuards(t *testing.T) {
 	pods := []corev1.Pod{
 		pod("ns", "a1").On("n1").GPUs(10).Team("team-a").Obj(),
@@ -197,17 +205,18 @@ func TestTeamClusterReclaimGuards(t *testing.T) {
 	req := provisioner.SubmitRequest{Name: "b2", Account: "team-b", GPUs: 4}
 
 	tc, cs := fakeTeamCluster(t, rules2x20, pods...)
-	// The label disappears between the list and the eviction (someone relabelled it).
+	// Between the list and the eviction, the pod of that name became one of
+	// the quota's priority class.
 	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.(k8stesting.GetAction).GetName() != "a3" {
 			return false, nil, nil
 		}
 		p := pods[3].DeepCopy()
-		delete(p.Labels, LabelBorrowed)
+		p.Spec.PriorityClassName = "mirage-quota"
 		return true, p, nil
 	})
 	if _, err := tc.Place(ctx, req); !errors.Is(err, ErrNotBorrowed) {
-		t.Errorf("relabelled victim: %v", err)
+		t.Errorf("replaced victim: %v", err)
 	}
 	if ev := evictions(cs); len(ev) != 0 {
 		t.Errorf("evicted %v", ev)

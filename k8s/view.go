@@ -37,6 +37,9 @@ type InventoryView struct {
 	Free     int        `json:"free"`
 	Frag     float64    `json:"fragmented"`
 	Mix      string     `json:"mix,omitempty"` // the learned job-size mix, when FRAG is measured under it
+	// Mislabelled are pods whose labels claim a team or borrowed status
+	// mirage does not count them as (Inventory.Mislabelled).
+	Mislabelled []Mislabel `json:"mislabelled,omitempty"`
 }
 
 // NodeView is one node's row.
@@ -80,7 +83,7 @@ func (inv *Inventory) View(o ViewOptions) *InventoryView {
 		size = placement.CommonJobSize(inv.Jobs)
 	}
 	v := &InventoryView{Time: inv.Time.UTC().Format("2006-01-02T15:04:05Z"), JobSize: size,
-		Nodes: []NodeView{}, Teams: []TeamView{}}
+		Nodes: []NodeView{}, Teams: []TeamView{}, Mislabelled: inv.Mislabelled}
 	mix := placement.SizeMix(size)
 	quota := o.Quota
 	if o.Rules != nil {

@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -42,7 +43,19 @@ func (v *InventoryView) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%d\t%d\t\n", name, optInt(t.Quota), t.Used, t.Borrowed, optInt(t.Free), t.Pods, t.Pending)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Mislabelled) > 0 {
+		fmt.Fprintf(w, "\n%d pod label(s) claim what mirage does not count (teams come from the namespace mapping, borrowed work from its priority class):\n", len(v.Mislabelled))
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "POD\tLABEL\tCLAIMS\tCOUNTED AS\t")
+		for _, m := range v.Mislabelled {
+			fmt.Fprintf(tw, "%s\t%s\t%q\t%s\t\n", m.Pod, m.Label, m.Claimed, cmp.Or(m.Counted, "(no team)"))
+		}
+		return tw.Flush()
+	}
+	return nil
 }
 
 func optInt(p *int) string {

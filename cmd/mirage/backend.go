@@ -69,7 +69,7 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 		if err != nil {
 			return nil, err
 		}
-		cfg, err := o.kube.config()
+		cfg, err := o.kube.config(rules)
 		if err != nil {
 			return nil, err
 		}

@@ -45,12 +45,21 @@ func (f *k8sFlags) add(cmd *cobra.Command) {
 }
 
 // config turns the flags into the adapter's configuration.
-func (f *k8sFlags) config() (k8s.Config, error) {
+// config is the client configuration of the flags; the team rules' namespace
+// mapping, when rules lists one, is the admin's and decides teams alone.
+func (f *k8sFlags) config(rules *team.Rules) (k8s.Config, error) {
 	nt, err := k8s.ParseNamespaceTeams(f.namespaceTeams)
 	if err != nil {
 		return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	return k8s.Config{Mapping: k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}, NodeSelector: f.nodeSelector}, nil
+	m := k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}
+	if rules != nil {
+		rc := rules.Config()
+		if m, err = m.WithAdmin(rc.NamespaceTeams()); err != nil {
+			return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
+		}
+	}
+	return k8s.Config{Mapping: m, NodeSelector: f.nodeSelector}, nil
 }
 
 // client builds the adapter from the flags.
@@ -102,23 +111,24 @@ The columns: docs/guide/kubernetes.md.`,
 }
 
 func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) error {
-	cfg, err := o.config()
-	if err != nil {
-		return err
-	}
-	cfg.Teams = o.teams
 	if o.jobSize < 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--job-size %d: must be ≥ 0", o.jobSize))
 	}
 	var rules *team.Rules
 	if o.rules != "" {
+		var err error
 		if rules, err = loadRules(o.rules, false); err != nil {
 			return err
 		}
-		if len(cfg.Teams) == 0 {
-			rc := rules.Config()
-			cfg.Teams = rc.TeamNames()
-		}
+	}
+	cfg, err := o.config(rules)
+	if err != nil {
+		return err
+	}
+	cfg.Teams = o.teams
+	if rules != nil && len(cfg.Teams) == 0 {
+		rc := rules.Config()
+		cfg.Teams = rc.TeamNames()
 	}
 	c, err := o.client(cfg)
 	if err != nil {

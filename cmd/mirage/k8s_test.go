@@ -38,8 +38,8 @@ func k8sPod(ns, name, node, team string, gpus int, borrowed bool) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{k8s.ResourceGPU: resource.MustParse(fmt.Sprint(gpus))}}}}},
 	}
-	if borrowed {
-		p.Labels[k8s.LabelBorrowed] = "true"
+	if borrowed { // as mirage deploys borrowed work: the label and the priority class
+		p.Labels[k8s.LabelBorrowed], p.Spec.PriorityClassName = "true", "mirage-borrowed"
 	}
 	return p
 }

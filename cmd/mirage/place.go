@@ -104,7 +104,7 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 		}
 		source = "snapshot " + o.snapshot + " (judged as Slurm: queued when nothing fits now)"
 	} else {
-		cfg, err := o.config()
+		cfg, err := o.config(rules)
 		if err != nil {
 			return err
 		}

@@ -134,6 +134,9 @@ type PodSpec struct {
 	GPUs      int               // nvidia.com/gpu request
 	Labels    map[string]string // labels (team, borrowed, ...)
 	Phase     corev1.PodPhase   // status phase to write ("" = leave Pending)
+	// PriorityClass is the pod's priority class ("" = none); borrowed work
+	// is the pod of class mirage-borrowed (scripts/k8s/rbac/).
+	PriorityClass string
 }
 
 // Pod creates a pod; with Phase set it writes the status too.
@@ -156,7 +159,8 @@ func (e *Env) Pod(s PodSpec) *corev1.Pod {
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: labels},
-		Spec:       corev1.PodSpec{NodeName: s.Node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever},
+		Spec: corev1.PodSpec{NodeName: s.Node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever,
+			PriorityClassName: s.PriorityClass},
 	}
 	p, err := e.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {

@@ -76,6 +76,11 @@ type Quota struct {
 	GPUs        int            `json:"gpus"`                  // nominal GPUs in total
 	GPUTypes    map[string]int `json:"gpuTypes,omitempty"`    // nominal GPUs per GPU type; when set, other types have none
 	BorrowLimit *int           `json:"borrowLimit,omitempty"` // most GPUs the team may hold as borrowed work (nil = no limit)
+	// Namespaces are the Kubernetes namespaces whose pods are the team's.
+	// This mapping is the admin's (the rules file): once any team lists
+	// namespaces, a pod's team is its namespace's alone, and the team label
+	// its owner sets is ignored (a pod in an unlisted namespace has no team).
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Free is what is left of the quota when the team's own (not borrowed) work
@@ -142,6 +147,7 @@ func (c *Config) normalize() error {
 		return errors.New("no teams: list at least one under \"teams\"")
 	}
 	seen := map[string]bool{}
+	nsTeam := map[string]string{}
 	for i, t := range c.Teams {
 		where := fmt.Sprintf("teams[%d]", i)
 		if t.Name == "" {
@@ -165,6 +171,15 @@ func (c *Config) normalize() error {
 		}
 		if t.BorrowLimit != nil && *t.BorrowLimit < 0 {
 			return fmt.Errorf("%s: borrowLimit %d: must be ≥ 0", where, *t.BorrowLimit)
+		}
+		for _, ns := range t.Namespaces {
+			switch other, dup := nsTeam[ns]; {
+			case ns == "":
+				return fmt.Errorf("%s: namespaces: empty name", where)
+			case dup:
+				return fmt.Errorf("%s: namespace %s is also team %s's: a namespace belongs to one team", where, ns, other)
+			}
+			nsTeam[ns] = t.Name
 		}
 	}
 	b := &c.Borrowing
@@ -221,6 +236,21 @@ func (c *Config) Team(name string) *Quota {
 		}
 	}
 	return nil
+}
+
+// NamespaceTeams maps each namespace a team lists to that team (nil when
+// no team lists one).
+func (c *Config) NamespaceTeams() map[string]string {
+	var m map[string]string
+	for _, t := range c.Teams {
+		for _, ns := range t.Namespaces {
+			if m == nil {
+				m = map[string]string{}
+			}
+			m[ns] = t.Name
+		}
+	}
+	return m
 }
 
 // TeamNames lists the teams, sorted.
