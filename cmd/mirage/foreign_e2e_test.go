@@ -1,15 +1,19 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm"
 )
 
 // TestE2EForeignTags (#21): a second Unix user on the same cluster copies
@@ -37,7 +41,7 @@ func TestE2EForeignTags(t *testing.T) {
 		return provisioner.ChainComment(&provisioner.Chain{ID: chain, Name: "evil", Script: "/tmp/evil.sbatch", Policy: "lead", Segments: 5,
 			TimeLimit: time.Minute, Nodes: 1}, seg, 0)
 	}
-	var forged []string
+	var forged, hostile []string
 	for _, comment := range []string{spec(id, 1), spec(id, 0), spec(forgedChain, 0)} {
 		cmd := asUser(t, other, "sbatch", "--parsable", "-p", "debug", "-t", "3", "-o", "/dev/null",
 			"--comment", comment, "--wrap", "sleep 150") // alive through the checks below, even under load
@@ -51,6 +55,27 @@ func TestE2EForeignTags(t *testing.T) {
 		forged = append(forged, job)
 		t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
 	}
+	// #24: a job of the other user whose name holds a newline and whose
+	// comment holds the text readers' separator and a newline followed by a
+	// record claiming to be the first user's segment 1: the reads must not
+	// split it into records, so nothing is adopted or cancelled and every
+	// cycle completes.
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := strings.Join([]string{"999", "x", me.Username, "teama", "debug", "normal", "COMPLETED", spec(id, 1)}, slurm.Sep)
+	cmd := asUser(t, other, "sbatch", "--parsable", "-p", "debug", "-t", "3", "-o", "/dev/null",
+		"--job-name=a\nb", "--comment=x"+slurm.Sep+"y\n"+fake, "--wrap", "sleep 150")
+	cmd.Dir = "/tmp"
+	cmd.Env = append(cmd.Env, "SLURM_CONF="+e.conf)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Logf("sbatch as %s refused the hostile name and comment (%v: %s): only the tags are checked", other, err, out)
+	} else {
+		job := strings.TrimSpace(strings.Split(string(out), ";")[0])
+		hostile = append(hostile, job)
+		t.Cleanup(func() { _ = exec.Command("scancel", job).Run() })
+	}
 	defer e.run(t, nil, "cancel", id)
 	for range 3 {
 		if _, stderr, code := e.run(t, nil, "daemon", "--once"); code != 0 {
@@ -59,14 +84,12 @@ func TestE2EForeignTags(t *testing.T) {
 		time.Sleep(3 * time.Second)
 	}
 	isForged := func(job string) bool {
-		for _, f := range forged {
-			if f == job {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(forged, job) || slices.Contains(hostile, job) || job == "999"
 	}
 	cj := e.status(t, id)
+	if cj.State != string(provisioner.ChainActive) || len(cj.SegmentList) != 1 {
+		t.Errorf("chain %s: %s with %d segments, want active with its own segment 0 only", id, cj.State, len(cj.SegmentList))
+	}
 	for _, s := range cj.SegmentList {
 		if isForged(s.JobID) {
 			t.Errorf("segment %d.%d is %s's forged job %s", s.Index, s.Attempt, other, s.JobID)
@@ -78,15 +101,21 @@ func TestE2EForeignTags(t *testing.T) {
 			reported[ev.JobID]++
 		}
 	}
-	if len(reported) != 2 || reported[forged[0]] != 1 || reported[forged[1]] != 1 {
-		t.Errorf("foreign events by job %v, want forged jobs %s and %s once each", reported, forged[0], forged[1])
+	// The hostile job's comment carries the chain's tag too (after its
+	// newline): one foreign job more, not a record of the first user's.
+	want := map[string]int{forged[0]: 1, forged[1]: 1}
+	for _, h := range hostile {
+		want[h] = 1
+	}
+	if !maps.Equal(reported, want) {
+		t.Errorf("foreign events by job %v, want %v: the forged and hostile jobs that carry the chain's tag, once each", reported, want)
 	}
 	// None of the forged jobs was cancelled by the daemon.
-	sq, err := exec.Command("squeue", "-h", "-a", "-j", strings.Join(forged, ","), "-o", "%i %T %u").Output()
+	sq, err := exec.Command("squeue", "-h", "-a", "-j", strings.Join(append(forged, hostile...), ","), "-o", "%i %T %u").Output()
 	if err != nil {
 		t.Fatalf("squeue: %v", err)
 	}
-	for _, job := range forged {
+	for _, job := range append(forged, hostile...) {
 		if !strings.Contains(string(sq), job+" ") || strings.Contains(string(sq), job+" CANCELLED") {
 			t.Errorf("forged job %s is no longer queued or running:\n%s", job, sq)
 		}
