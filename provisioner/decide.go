@@ -37,6 +37,10 @@ type StepInput struct {
 	// SubmitGrace is how long a submission whose outcome was not recorded
 	// holds its chain before it is taken as not done (0: DefaultSubmitGrace).
 	SubmitGrace time.Duration
+	// TagKey signs the comments of submissions and verifies those of tagged
+	// jobs (TagKey.Verified): a job it does not verify is treated as
+	// another user's. nil: no MACs (the simulator).
+	TagKey *TagKey
 }
 
 // Step is the pure decision step: from the stored chains, the cluster
@@ -69,7 +73,7 @@ func Step(in *StepInput) *Plan {
 	if grace <= 0 {
 		grace = DefaultSubmitGrace
 	}
-	idx := indexJobs(in.Snapshot, in.History, in.Self)
+	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
 	ctx := &stepContext{in: in, idx: idx, policies: map[[2]string]policyEntry{}, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op
@@ -295,6 +299,7 @@ func (w *chainWork) end(state ChainState, reason string) {
 func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord) {
 	ch := &w.chain
 	req := segmentRequest(ch, index, attempt, prevJob)
+	req.Comment = c.in.TagKey.Sign(c.in.Self, req.Comment)
 	if rec.Action == SubmitAfter && prevJob != "" {
 		req.Dependency = "afterany:" + prevJob
 		rec.Reason += " (dependency afterany:" + prevJob + ")"

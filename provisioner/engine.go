@@ -42,7 +42,10 @@ type Engine struct {
 	Rules      Rules // team rules; nil: admit everything
 	// Self is the user whose jobs the chains are (StepInput.Self); "" skips
 	// the owner check (the simulator).
-	Self          string
+	Self string
+	// TagKey signs the comments of the jobs it submits and verifies those
+	// of tagged jobs before adopting them (StepInput.TagKey); nil: no MACs.
+	TagKey        *TagKey
 	HistoryWindow time.Duration      // default DefaultHistoryWindow
 	SubmitGrace   time.Duration      // how long an unrecorded submission holds its chain; default DefaultSubmitGrace
 	Fault         func(point string) // test-only fault injection, called at the Fault* points; nil in production
@@ -160,7 +163,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	}
 	// 4. the pure step
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
-		SubmitGrace: e.SubmitGrace, Self: e.Self})
+		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
 	var book, tail []Op

@@ -25,8 +25,10 @@ type taggedJob struct {
 // is taken in its more advanced state (finished beats running beats pending),
 // because the snapshot and the history are read at slightly different times.
 // With self set, a tagged job of another user is indexed as foreign: anyone
-// can copy a tag into a job's comment, and squeue shows every comment.
-func indexJobs(snap *Snapshot, history []Job, self string) *jobIndex {
+// can copy a tag into a job's comment, and squeue shows every comment. With
+// a key, so is a job of the user's whose comment the key does not verify
+// (TagKey.Verified).
+func indexJobs(snap *Snapshot, history []Job, self string, key *TagKey) *jobIndex {
 	idx := &jobIndex{byID: make(map[string]*Job, len(snap.Jobs)+len(history)), tagged: map[string][]taggedJob{}, foreign: map[string][]taggedJob{}}
 	add := func(j *Job) {
 		if old, ok := idx.byID[j.ID]; ok && rank(old.State) >= rank(j.State) {
@@ -47,7 +49,7 @@ func indexJobs(snap *Snapshot, history []Job, self string) *jobIndex {
 		t, ok := ParseTag(j.Comment)
 		switch {
 		case !ok:
-		case self != "" && j.User != self:
+		case self != "" && j.User != self, !key.Verified(self, j):
 			idx.foreign[t.Chain] = append(idx.foreign[t.Chain], taggedJob{t, j})
 		default:
 			idx.tagged[t.Chain] = append(idx.tagged[t.Chain], taggedJob{t, j})
@@ -322,5 +324,5 @@ func fmtSigned(d time.Duration) string {
 // ForeignDetail says why job j, carrying tag, is left alone: another user
 // submitted it (copying a tag needs no privilege).
 func ForeignDetail(j *Job, tag Tag) string {
-	return fmt.Sprintf("job %s of user %q carries tag %s of this chain: another user's job, ignored (not adopted, cancelled or followed)", j.ID, j.User, tag)
+	return fmt.Sprintf("job %s of user %q carries tag %s of this chain: another user's job, or one whose comment mirage did not sign, ignored (not adopted, cancelled or followed)", j.ID, j.User, tag)
 }

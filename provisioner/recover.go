@@ -39,6 +39,9 @@ type RecoverOptions struct {
 	// fails them is registered as failed, with the reason, so no successor
 	// is ever submitted from it.
 	Check func(c *Chain) error
+	// Key verifies the tagged jobs' comments (TagKey.Verified): a job it
+	// does not verify is treated as another user's. nil: no MACs.
+	Key *TagKey
 }
 
 // RecoverChains rebuilds the chains the store does not hold from the
@@ -74,7 +77,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 	for id := range byID {
 		j := byID[id]
 		t, ok := ParseTag(j.Comment)
-		if ok && !Owns(cl, &j) { // another user's job: never rebuilt into this user's database
+		if ok && (!Owns(cl, &j) || !o.Key.Verified(SelfOf(cl), &j)) { // another user's job, or one mirage did not sign: never rebuilt into this user's database
 			foreign[t.Chain] = true
 			continue
 		}
@@ -174,7 +177,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		}
 		r := Recovered{Chain: id, Action: ActionNotFound, Note: "no job of yours carries its tag in squeue, nor in sacct since " + now.Add(-o.Since).UTC().Format(time.RFC3339)}
 		if foreign[id] {
-			r.Note += " (only other users' jobs do: not recovered)"
+			r.Note += " (only other users' jobs, or ones mirage did not sign, do: not recovered)"
 		}
 		if _, err := st.Chain(ctx, id); err == nil {
 			r.Action, r.Note = "known", "already in the state database (no tagged job found)"

@@ -99,6 +99,20 @@ func (o *stateOptions) add(cmd *cobra.Command) {
 	f.DurationVar(&o.BusyTimeout, "busy-timeout", 5*time.Second, "how long to wait for another process's database lock")
 }
 
+// tagKey is the key that signs and verifies the comments of the user's
+// jobs (state.Location.TagKey); making one is said once, on stderr.
+func (o *stateOptions) tagKey(f *Factory) (*provisioner.TagKey, error) {
+	key, made, err := o.TagKey(f.Now())
+	if err != nil {
+		return nil, stateErr(err)
+	}
+	if made {
+		fmt.Fprintf(f.ErrOut, "mirage: made the key that signs your jobs' comments (%s in the state directory; back it up with the database). "+
+			"Jobs submitted before now are trusted by their owner alone.\n", state.KeyName)
+	}
+	return key, nil
+}
+
 func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 	st, err := o.Open(ctx)
 	return st, stateErr(err)
@@ -107,7 +121,7 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 // newEngine wires the engine for the chain commands (grace: --submit-grace).
 // A learned policy whose model is missing or unusable is replaced by lead,
 // with a warning, so that its chains go on.
-func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace time.Duration, pol policyOptions) *provisioner.Engine {
+func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
 	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
 	warn := func(name string, err error) {
 		slog.Warn("learned policy unavailable: lead decides for its chains until its model is back", "policy", name, "err", err)
@@ -118,7 +132,7 @@ func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, grace t
 		return models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
 	}
 	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: in(pol.dir(f)), PoliciesIn: in,
-		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl)}
+		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
 }
 
 // policyOptions locate the learned policies' models (--models).

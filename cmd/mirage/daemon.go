@@ -83,7 +83,11 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 		return err
 	}
 	defer st.Close()
-	eng := newEngine(o.f, cl, st, o.grace, o.policy)
+	key, err := o.state.tagKey(o.f)
+	if err != nil {
+		return err
+	}
+	eng := newEngine(o.f, cl, st, key, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
 	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })

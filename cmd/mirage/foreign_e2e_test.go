@@ -122,7 +122,7 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 	// recover: the forged chain is not rebuilt, by name or in a sweep.
 	out, stderr, code := e.run(t, nil, "recover", forgedChain)
-	if code != cmdutil.ExitBadInput || !strings.Contains(out, "only other users' jobs do") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(out, "only other users' jobs") {
 		t.Errorf("recover %s: exit %d, out %q, err %q", forgedChain, code, out, stderr)
 	}
 	if _, stderr, code := e.run(t, nil, "recover", "--yes"); code != 0 {

@@ -81,7 +81,11 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))
 	}
 	now := o.f.Now()
-	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck}
+	key, err := o.state.tagKey(o.f)
+	if err != nil {
+		return err
+	}
+	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key}
 	if !o.yes {
 		// List first, without the daemon lock (a cycle may run while the
 		// user reads); register only if asked to, only what was listed.

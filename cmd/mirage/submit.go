@@ -159,7 +159,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
-	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, o.grace, o.policy), st, &ch)
+	key, err := o.state.tagKey(o.f)
+	if err != nil {
+		return err
+	}
+	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, key, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}
