@@ -26,7 +26,7 @@ const MACPrefix = "mirage-mac="
 // trusted.
 type TagKey struct {
 	Secret []byte    // 32 random bytes
-	Since  time.Time // when the key was made
+	Since  time.Time // when the key was made, in whole seconds
 }
 
 // macLen is the MAC's length in bytes (128 bits, 32 hex digits).
@@ -52,11 +52,12 @@ func (k *TagKey) Sign(self, comment string) string {
 
 // Verified says whether a tagged job's comment is trusted as the user
 // self's: always with a nil key; with a key, when the job was submitted
-// before the key was made (its MAC, if any, is another key's: judged by its
-// owner alone), else when its MAC verifies. The submission time is Slurm's,
+// before the key was made, or in its second (Slurm's times are whole
+// seconds): its MAC, if any, is another key's, so it is judged by its owner
+// alone; else when its MAC verifies. The submission time is Slurm's,
 // which no comment can change.
 func (k *TagKey) Verified(self string, j *Job) bool {
-	if k == nil || !j.Submit.IsZero() && j.Submit.Before(k.Since) {
+	if k == nil || !j.Submit.IsZero() && !j.Submit.After(k.Since) {
 		return true
 	}
 	i := strings.LastIndex(j.Comment, " "+MACPrefix)
