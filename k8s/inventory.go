@@ -242,7 +242,10 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 			inv.BorrowedJobs[j.ID] = true
 		}
 		if v := p.Annotations[AnnotationLastCheckpoint]; v != "" {
-			if ts, err := time.Parse(time.RFC3339Nano, v); err == nil {
+			// Written by the workload, so only as true as its owner: it orders
+			// borrowed victims, never decides whether a reclaim happens; a
+			// time still to come cannot be true and is ignored.
+			if ts, err := time.Parse(time.RFC3339Nano, v); err == nil && !ts.After(now) {
 				if inv.Checkpoints == nil {
 					inv.Checkpoints = map[string]time.Time{}
 				}

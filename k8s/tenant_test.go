@@ -73,6 +73,16 @@ func TestTenantRelabellingChangesNothing(t *testing.T) {
 		}
 	}
 
+	// A checkpoint time still to come cannot be true: ignored.
+	future := pod("ns-a", "f").On("n1").GPUs(1).Obj()
+	future.Annotations = map[string]string{AnnotationLastCheckpoint: t0.Add(time.Hour).Format(time.RFC3339)}
+	past := pod("ns-a", "p").On("n1").GPUs(1).Obj()
+	past.Annotations = map[string]string{AnnotationLastCheckpoint: t0.Add(-time.Hour).Format(time.RFC3339)}
+	cps := BuildInventory(t0, nil, []corev1.Pod{future, past}, m).Checkpoints
+	if _, ok := cps["pod/ns-a/f"]; ok || !cps["pod/ns-a/p"].Equal(t0.Add(-time.Hour)) {
+		t.Errorf("checkpoints %v: want only p's, an hour ago", cps)
+	}
+
 	// Unmapped namespaces have no team, whatever their label says.
 	if got := m.Team(ptr(pod("elsewhere", "x").Team("team-a").Obj())); got != "" {
 		t.Errorf("pod in an unmapped namespace labelled team-a: team %q, want none", got)
