@@ -150,12 +150,18 @@ func (s *Sim) Cancel(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// Signal accepts a signal for a running job; the simulator models no
-// reaction to it.
+// Signal signals a running job. With Config.Checkpoint set the job
+// checkpoints and exits that long after (as a segment does when `mirage
+// handoff` asks it to), unless it ends sooner anyway: it ends COMPLETED and
+// its nodes are free then, for every job of the cluster. Without it the
+// signal changes nothing.
 func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
 	j, ok := s.lookup(jobID)
 	if !ok || s.dyns[j].state != stRunning {
 		return fmt.Errorf("sim: signal %s: %w", jobID, provisioner.ErrNotFound)
+	}
+	if c := int64(s.st.cfg.Checkpoint / time.Second); c > 0 {
+		s.endBy(j, s.now+c)
 	}
 	return nil
 }

@@ -65,6 +65,12 @@ type Config struct {
 	PriorityCalcPeriod      time.Duration // PriorityCalcPeriod
 	PriorityFavorSmall      bool          // PriorityFavorSmall
 
+	// Checkpoint is how long a running job takes to checkpoint and exit
+	// once signalled (Sim.Signal: what `mirage handoff` asks of a chain's
+	// predecessor). 0: signals change nothing (the published protocol,
+	// where every segment runs to its end).
+	Checkpoint time.Duration
+
 	TickInterval time.Duration // decision-callback interval (default 10 min)
 	SchedLatency time.Duration // event-triggered main passes run after a latency uniform in [0, SchedLatency] whole seconds (0: at once)
 	Seed         uint64        // seed of the latency draws (the only randomness)

@@ -99,6 +99,7 @@ type dyn struct {
 	allocOff int32
 	requeues int32
 	est      int64 // backfill's planned start (squeue --start), 0 if none
+	early    int64 // when a signal makes it end (Config.Checkpoint), 0 if none
 }
 
 type event struct {
@@ -813,6 +814,19 @@ func (s *Sim) due() int64 {
 	return s.mainAt
 }
 
+// endBy makes running job j end at t (COMPLETED: it checkpointed and
+// exited) if it would otherwise end later.
+func (s *Sim) endBy(j int32, t int64) {
+	d := &s.dyns[j]
+	sp := s.spec(j)
+	if t >= d.start+min(sp.runtime, sp.limit) || d.early != 0 && t >= d.early {
+		return
+	}
+	d.gen++ // the end event pushed at its start is now stale
+	d.early = t
+	heap.Push(&s.events, event{t: t, job: j, gen: d.gen})
+}
+
 func (s *Sim) handleEvent(ev event) {
 	j := ev.job
 	d := &s.dyns[j]
@@ -826,6 +840,8 @@ func (s *Sim) handleEvent(ev event) {
 		sp := s.spec(j)
 		if s.now-d.start >= sp.limit {
 			d.state = stTimeout
+		} else if d.early != 0 && s.now == d.early {
+			d.state = stCompleted // checkpointed and exited when signalled
 		} else if sp.fail {
 			d.state = stFailed
 		} else {
@@ -1092,6 +1108,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	}
 	d.state = stRunning
 	d.start = s.now
+	d.early = 0
 	d.gen++
 	s.startLog = append(s.startLog, startEntry{t: s.now, j: j})
 	rt := min(sp.runtime, sp.limit)
