@@ -9,15 +9,28 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mirage-gpu/mirage/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build deps test test-slurm25 unit demo bench bench-results docs lint fuzz vulncheck clean
+.PHONY: all build install deps test test-slurm25 unit demo bench bench-results docs lint fuzz vulncheck clean
 
 all: build
 
 deps:
 	./scripts/deps.sh
 
+# The binary; installs the C libraries it links first (Debian: gcc, libsqlite3-dev, libxgboost-dev).
 build:
+	./scripts/deps.sh build
 	$(GO) build -tags "$(GOTAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/mirage
+
+# The binary in $(PREFIX)/bin and its shell completions (bash, zsh, fish) where
+# those shells look for a user's own; PREFIX defaults to ~/.local.
+PREFIX ?= $(HOME)/.local
+install: build
+	install -D -m 0755 $(BIN) $(PREFIX)/bin/mirage
+	mkdir -p $(PREFIX)/share/bash-completion/completions $(PREFIX)/share/zsh/site-functions $(PREFIX)/share/fish/vendor_completions.d
+	$(BIN) completion bash > $(PREFIX)/share/bash-completion/completions/mirage
+	$(BIN) completion zsh > $(PREFIX)/share/zsh/site-functions/_mirage
+	$(BIN) completion fish > $(PREFIX)/share/fish/vendor_completions.d/mirage.fish
+	@echo "installed $(PREFIX)/bin/mirage and its completions (bash picks them up in new shells; zsh: add $(PREFIX)/share/zsh/site-functions to fpath)"
 
 # Everything: dependencies, a real Slurm and kube-apiserver on 127.0.0.1, all tests, brief fuzzing.
 test:

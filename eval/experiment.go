@@ -27,6 +27,7 @@ type Experiment struct {
 	Title      string        `yaml:"title"`       // report title
 	Traces     []string      `yaml:"traces"`      // trace files (any format mirage traces reads)
 	Format     string        `yaml:"format"`      // trace format (default: sniffed)
+	SkipBad    bool          `yaml:"skip_bad"`    // skip malformed trace rows (counted in the report's provenance) instead of failing
 	Policies   []string      `yaml:"policies"`    // policies in display order
 	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
 	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
@@ -242,11 +243,14 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
-	jobs, err := traces.ReadFile(path, traces.Options{Format: traces.Format(e.Format)})
+	jobs, skipped, err := readTrace(path, traces.Options{Format: traces.Format(e.Format), SkipBad: e.SkipBad})
+	if errors.Is(err, traces.ErrMalformed) {
+		return nil, fmt.Errorf("%w: %w (--skip-bad leaves malformed rows out, counting them in the report)", ErrTrace, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTrace, err)
 	}
-	ref.Jobs = len(jobs)
+	ref.Jobs, ref.Skipped = len(jobs), skipped
 	sc, err := scenario.NewScenario(traceLabel(path), jobs, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
@@ -456,4 +460,25 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
+}
+
+// readTrace reads every job of a trace file and counts the malformed rows
+// it skipped (opts.SkipBad).
+func readTrace(path string, opts traces.Options) ([]traces.Job, int, error) {
+	r, err := traces.Open(path, opts)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	var jobs []traces.Job
+	for j, err := range traces.All(r) {
+		if err != nil {
+			return nil, 0, err
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return nil, 0, fmt.Errorf("%s: %w", path, traces.ErrNoJobs)
+	}
+	return jobs, r.Skipped(), nil
 }

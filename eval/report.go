@@ -31,6 +31,8 @@ type TraceRef struct {
 	Path   string `json:"path"`           // as given on the command line
 	SHA256 string `json:"sha256"`         // hex digest of the file's bytes
 	Jobs   int    `json:"jobs,omitempty"` // jobs read, if known
+	// Skipped is the number of malformed rows left out (--skip-bad).
+	Skipped int `json:"skipped,omitempty"`
 }
 
 // Window is a named span of trace time (evaluation window, warm-up, or a

@@ -211,6 +211,9 @@ func (r *Report) provenanceLines() []provenanceView {
 		if t.Jobs > 0 {
 			v += fmt.Sprintf(", %d jobs", t.Jobs)
 		}
+		if t.Skipped > 0 {
+			v += fmt.Sprintf(", %d malformed rows skipped", t.Skipped)
+		}
 		lines = append(lines, provenanceView{"trace", v + ")"})
 	}
 	for _, w := range p.Windows {

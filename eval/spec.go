@@ -16,6 +16,7 @@ import (
 type Spec struct {
 	Traces     []string
 	Format     string
+	SkipBad    bool
 	Policies   []string
 	Models     string
 	From       string // RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone ("" = default)
@@ -41,7 +42,7 @@ type Spec struct {
 
 // SweepFields are the Spec fields a sweep file says, by flag name: none of
 // them may be given with a sweep.
-var SweepFields = []string{"trace", "policies", "from", "until", "nodes", "limit", "warmup", "interval", "cycle", "horizon", "load-scale", "protocol", "preset", "slurm-conf", "seed", "title", "models", "format"}
+var SweepFields = []string{"trace", "policies", "from", "until", "nodes", "limit", "warmup", "interval", "cycle", "horizon", "load-scale", "protocol", "preset", "slurm-conf", "seed", "title", "models", "format", "skip-bad"}
 
 // setupError is a Spec that cannot describe an experiment: its message as
 // given, and Is(ErrBadSetup).
@@ -95,7 +96,7 @@ func (s *Spec) Experiment(changed func(flag string) bool) (*Experiment, error) {
 		return nil, err
 	}
 	e := &Experiment{
-		Title: s.Title, Traces: s.Traces, Format: s.Format, Policies: s.Policies, LoadScales: s.LoadScales, Protocol: s.Protocol,
+		Title: s.Title, Traces: s.Traces, Format: s.Format, SkipBad: s.SkipBad, Policies: s.Policies, LoadScales: s.LoadScales, Protocol: s.Protocol,
 		From: from, Until: until, Nodes: s.Nodes, Limit: s.Limit, Warmup: s.Warmup, Interval: s.Interval, Cycle: s.Cycle,
 		Horizon: s.Horizon, Preset: s.Preset, SlurmConf: s.SlurmConf, Seed: s.Seed, Models: s.Models, Out: s.Out,
 	}

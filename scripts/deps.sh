@@ -4,9 +4,10 @@
 # the developer machines are root); otherwise prefix with sudo.
 set -euo pipefail
 
+# build (alone with `deps.sh build`: make build, make install)
+BUILD_PKGS=(gcc g++ make libsqlite3-dev libxgboost-dev)
 PKGS=(
-  # build
-  gcc g++ make libsqlite3-dev libxgboost-dev
+  "${BUILD_PKGS[@]}"
   # real Slurm 22.05 on loopback (scripts/slurm-up.sh)
   slurm-wlm slurmctld slurmd slurm-client slurmdbd munge mariadb-server gettext-base
   # real etcd for the kube-apiserver (scripts/k8s-up.sh)
@@ -14,6 +15,11 @@ PKGS=(
   # headless browser for the HTML report's acceptance test (eval)
   chromium
 )
+only_build=false
+if [ "${1:-}" = build ]; then
+  PKGS=("${BUILD_PKGS[@]}")
+  only_build=true
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -36,6 +42,10 @@ else
 fi
 
 # Go tools, pinned, cached outside the work tree so fresh clones reuse them.
+if $only_build; then
+  exit 0
+fi
+
 CACHE="${MIRAGE_CACHE:-$HOME/.cache/mirage}"
 mkdir -p "$CACHE/bin"
 if [ ! -x "$CACHE/bin/staticcheck" ]; then

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -367,5 +368,36 @@ func TestRecoverChecksSpec(t *testing.T) {
 			!strings.Contains(cj.Reason, name) {
 			t.Errorf("%s: recovered chain %s (%s)", name, cj.State, cj.Reason)
 		}
+	}
+}
+
+// TestStatusWatch: --watch redraws from the database every interval until
+// interrupted (exit 0); a chain submitted meanwhile shows in the next frame.
+func TestStatusWatch(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	script := e.script(t, "x.sbatch", "-t 55")
+	first := e.submitChain(t, script, "--segments", "2")
+	var second string
+	sleeps := 0
+	e.f.Sleep = func(ctx context.Context, d time.Duration) error {
+		sleeps++
+		if d != 30*time.Second {
+			t.Errorf("slept %v, want the --watch interval 30s", d)
+		}
+		if sleeps == 1 {
+			second = e.submitChain(t, script, "--segments", "3", "--new")
+			return nil
+		}
+		return context.Canceled // Ctrl-C
+	}
+	out, stderr, code := e.run(t, "status", "--watch", "30s")
+	frames := strings.Split(out, "mirage status, ")
+	if code != 0 || len(frames) != 3 || !strings.Contains(frames[1], first) || strings.Contains(frames[1], second) ||
+		!strings.Contains(frames[2], first) || !strings.Contains(frames[2], second) {
+		t.Fatalf("status --watch: exit %d, %d frames (want 2: the first chain, then both)\n%s%s", code, len(frames)-1, out, stderr)
+	}
+	if _, stderr, code := e.run(t, "status", "--watch", "30s", "--json"); code != cmdutil.ExitUsage {
+		t.Errorf("--watch with --json: exit %d (%s), want %d", code, stderr, cmdutil.ExitUsage)
 	}
 }

@@ -51,6 +51,7 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	fl := cmd.Flags()
 	fl.StringSliceVar(&sp.Traces, "trace", nil, "trace file (repeatable or comma-separated)")
 	fl.StringVar(&sp.Format, "format", "", "trace format (default: sniffed)")
+	fl.BoolVar(&sp.SkipBad, "skip-bad", false, "skip malformed trace rows, counting them in the report's provenance, instead of failing")
 	fl.StringSliceVar(&sp.Policies, "policies", nil, "policies, in report order (reactive is always run as the reference)")
 	fl.StringVar(&sp.Models, "models", "", "directory of trained models, one sub-directory per learned policy (mirage train --out)")
 	fl.StringVar(&sp.From, "from", "", "first injection not before: RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone (default and earliest: the trace's first start + --warmup)")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -261,5 +262,40 @@ func TestEvalCommandPair(t *testing.T) {
 	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
 	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "mirage train") {
 		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
+	}
+}
+
+// TestEvalSkipBad: a trace with a malformed row fails eval (exit 3) unless
+// --skip-bad, which leaves the row out and says so in the report's
+// provenance and JSON.
+func TestEvalSkipBad(t *testing.T) {
+	t.Parallel()
+	tr, _ := synthFile(t)
+	b, err := os.ReadFile(tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.log")
+	lines := strings.SplitAfter(string(b), "\n")
+	lines = slices.Insert(lines, 3, "this row has no fields mirage reads\n")
+	if err := os.WriteFile(bad, []byte(strings.Join(lines, "")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	args := []string{"eval", "--trace", bad, "--format", "ls6", "--policies", "reactive", "--protocol", "chain-2", "--nodes", "1",
+		"--limit", "2h", "--warmup", "12h", "--interval", "12h", "--out", out}
+	if _, stderr, code := runMirage(t, args...); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "--skip-bad") || !strings.Contains(stderr, "bad.log:4") {
+		t.Errorf("malformed row without --skip-bad: exit %d: %s", code, stderr)
+	}
+	if _, stderr, code := runMirage(t, append(args, "--skip-bad")...); code != 0 {
+		t.Fatalf("--skip-bad: exit %d: %s", code, stderr)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil || !strings.Contains(string(md), "1 malformed rows skipped") {
+		t.Errorf("report.md does not say a row was skipped (%v)", err)
+	}
+	js, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil || !strings.Contains(string(js), `"skipped": 1`) {
+		t.Errorf("report.json does not count the skipped row (%v)", err)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,6 +21,7 @@ type statusOptions struct {
 	json   bool
 	active bool
 	all    bool
+	watch  time.Duration // redraw every this long (0: once)
 	state  stateOptions
 }
 
@@ -34,14 +36,21 @@ them. Reads the state database only (what the last daemon cycle saw). Chains tha
 ended more than 7 days ago are left out of the list unless --all.`,
 		Example: `  mirage status                      # every active chain, and those ended in the last 7 days
   mirage status --all --json         # every chain the database holds
-  mirage status c-20261123-ab12cd    # one chain's segments and gaps`,
+  mirage status c-20261123-ab12cd    # one chain's segments and gaps
+  mirage status --watch 30s          # redrawn every 30 s until Ctrl-C`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.chain = args[0]
 			}
+			if o.watch < 0 || o.watch > 0 && o.json {
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--watch %s: want a positive interval, without --json", o.watch))
+			}
 			if runF != nil {
 				return runF(o)
+			}
+			if o.watch > 0 {
+				return statusWatch(cmd.Context(), o)
 			}
 			return statusRun(cmd.Context(), o)
 		},
@@ -49,6 +58,7 @@ ended more than 7 days ago are left out of the list unless --all.`,
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
 	cmd.Flags().BoolVar(&o.active, "active", false, "only active chains")
 	cmd.Flags().BoolVar(&o.all, "all", false, "also the chains that ended more than 7 days ago")
+	cmd.Flags().DurationVar(&o.watch, "watch", 0, "redraw every this long (e.g. 30s) until interrupted; the database is re-read each time")
 	o.state.add(cmd)
 	return cmd
 }
@@ -81,4 +91,28 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 		_, err = fmt.Fprintf(o.f.ErrOut, "(%d chain(s) ended more than 7 days ago not shown: mirage status --all)\n", hidden)
 	}
 	return err
+}
+
+// statusWatch redraws the status every --watch until the context ends (on
+// a terminal in place, else one dated frame after another).
+func statusWatch(ctx context.Context, o *statusOptions) error {
+	tty := o.f.IsTerminal != nil && o.f.IsTerminal(o.f.Out)
+	for {
+		if tty {
+			fmt.Fprint(o.f.Out, "\033[H\033[2J") // home, clear
+		}
+		fmt.Fprintf(o.f.Out, "mirage status, %s (every %s; Ctrl-C to stop)\n\n", o.f.Now().Format(time.RFC3339), o.watch)
+		if err := statusRun(ctx, o); err != nil {
+			return err
+		}
+		if !tty {
+			fmt.Fprintln(o.f.Out)
+		}
+		if err := o.f.Sleep(ctx, o.watch); err != nil {
+			if errors.Is(err, context.Canceled) {
+				return nil // Ctrl-C ends the watch, not an error
+			}
+			return err
+		}
+	}
 }
