@@ -2,7 +2,6 @@ package eval
 
 import (
 	"encoding/base64"
-	"encoding/json"
 	"html/template"
 	"io"
 )
@@ -28,17 +27,19 @@ figcaption { color: #555; font-size: 0.9em; }
 dl.prov dt { font-weight: bold; margin-top: 0.4em; }
 dl.prov dd { margin-left: 1.5em; font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
 details pre { white-space: pre-wrap; font-size: 0.8em; }
+section.verdict { border-left: 4px solid #2a7; padding: 0 1em; margin: 1em 0 2em; background: #f6fbf8; }
+details.prov-box summary h2 { display: inline; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
 <p>Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy &gt; 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.</p>
-<h2>Provenance</h2>
-<dl class="prov">
-{{range .Provenance}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>
-{{end}}{{if .Cells}}<dt>cells</dt>{{range .Cells}}<dd>{{.}}</dd>{{end}}{{end}}
-{{range .Models}}<dt>model {{.Policy}}</dt><dd>{{.Dir}}<details><summary>meta.json</summary><pre>{{.Meta}}</pre></details></dd>
-{{end}}</dl>
+{{range .Verdicts}}<section class="verdict">
+<h2>{{.Title}}</h2>
+<p>{{.Why}}</p>
+{{with .Table}}{{template "table" .}}{{end}}
+</section>
+{{end}}
 {{range .Experiments}}
 <h2>{{.Title}}</h2>
 {{range .Figures}}<figure id="{{.ID}}">
@@ -47,18 +48,25 @@ details pre { white-space: pre-wrap; font-size: 0.8em; }
 </figure>
 {{end}}
 {{range .Tables}}{{if .Rows}}<h3>{{.Title}}</h3>
-<table id="{{.ID}}">
+{{template "table" .}}{{end}}{{end}}
+{{else}}<p>No samples.</p>
+{{end}}
+<details class="prov-box"><summary><h2>Provenance</h2></summary>
+<dl class="prov">
+{{range .Provenance}}<dt>{{.Label}}</dt><dd>{{.Value}}</dd>
+{{end}}{{if .Cells}}<dt>cells</dt>{{range .Cells}}<dd>{{.}}</dd>{{end}}{{end}}
+{{range .Models}}<dt>model {{.Policy}}</dt><dd>{{.Dir}}: {{.Meta}}</dd>
+{{end}}</dl>
+</details>
+</body>
+</html>
+{{define "table"}}{{if .Rows}}<table id="{{.ID}}">
 <thead><tr>{{range .Heads}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
 {{range .Rows}}<tr>{{range .}}{{if .Key}}<td data-k="{{.Key}}" data-v="{{.Value}}">{{.Text}}{{with .CI}} <span class="ci">[<span data-k="{{.LoKey}}" data-v="{{.Lo}}">{{.LoText}}</span>–<span data-k="{{.HiKey}}" data-v="{{.Hi}}">{{.HiText}}</span>]</span>{{end}}</td>{{else}}<td class="label">{{.Text}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody>
 </table>
-{{end}}{{end}}
-{{else}}<p>No samples.</p>
-{{end}}
-</body>
-</html>
-`))
+{{end}}{{end}}`))
 
 type figureView struct {
 	ID, Title, Caption string
@@ -78,6 +86,7 @@ type modelView struct {
 
 type htmlView struct {
 	Title       string
+	Verdicts    []verdictView
 	Provenance  []provenanceView
 	Cells       []string
 	Models      []modelView
@@ -89,8 +98,10 @@ type htmlView struct {
 func (r *Report) WriteHTML(w io.Writer) error {
 	v := htmlView{Title: r.Title, Provenance: r.provenanceLines(), Cells: r.cellLines()}
 	for _, m := range r.Provenance.Models {
-		meta, _ := json.MarshalIndent(m.Meta, "", "  ")
-		v.Models = append(v.Models, modelView{m.Policy, m.Dir, string(meta)})
+		v.Models = append(v.Models, modelView{m.Policy, m.Dir, modelSummary(m)})
+	}
+	for _, e := range r.experiments() {
+		v.Verdicts = append(v.Verdicts, r.verdict(e))
 	}
 	for _, e := range r.experiments() {
 		ev := experimentView{Title: e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale), Tables: r.tables(e)}

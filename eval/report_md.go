@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -16,28 +15,20 @@ func mdEscape(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ").Replace(s)
 }
 
-// WriteMarkdown renders the report as Markdown: provenance, then per
-// experiment the headline table, the gap distribution and the breakdown
-// by job size and load class. The numbers are those of the report's groups.
+// WriteMarkdown renders the report as Markdown: the verdict per experiment
+// (which policy to run, and how it fares against reactive per load class),
+// then per experiment the headline table, the gap distribution and the
+// breakdown by job size and load class, then the provenance. The numbers are
+// those of the report's groups.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	ew := &mdWriter{w: w}
 	ew.printf("# %s\n\n", mdEscape(r.Title))
 	ew.printf("Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy > 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.\n\n")
-	ew.printf("## Provenance\n\n")
-	for _, l := range r.provenanceLines() {
-		ew.printf("- **%s**: %s\n", l.Label, mdEscape(l.Value))
+	for _, e := range r.experiments() {
+		v := r.verdict(e)
+		ew.printf("## %s\n\n%s\n\n", v.Title, mdEscape(v.Why))
+		ew.table(v.Table)
 	}
-	if cells := r.cellLines(); len(cells) > 0 {
-		ew.printf("- **cells**:\n")
-		for _, c := range cells {
-			ew.printf("  - %s\n", mdEscape(c))
-		}
-	}
-	for _, m := range r.Provenance.Models {
-		meta, _ := json.Marshal(m.Meta)
-		ew.printf("- **model %s** (%s): `%s`\n", mdEscape(m.Policy), mdEscape(m.Dir), strings.ReplaceAll(string(meta), "`", "'"))
-	}
-	ew.printf("\n")
 	for _, e := range r.experiments() {
 		ew.printf("## %s protocol, load ×%g\n\n", mdEscape(e.Protocol), e.LoadScale)
 		for _, t := range r.tables(e) {
@@ -45,26 +36,66 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				continue
 			}
 			ew.printf("### %s\n\n", t.Title)
-			heads := make([]string, len(t.Heads))
-			for i, h := range t.Heads {
-				heads[i] = mdEscape(h)
-			}
-			ew.printf("| %s |\n", strings.Join(heads, " | "))
-			ew.printf("|%s\n", strings.Repeat("---|", len(t.Heads)))
-			for _, row := range t.Rows {
-				texts := make([]string, len(row))
-				for i, c := range row {
-					texts[i] = mdEscape(c.String())
-				}
-				ew.printf("| %s |\n", strings.Join(texts, " | "))
-			}
-			ew.printf("\n")
+			ew.table(t)
 		}
 	}
 	if len(r.Groups) == 0 {
-		ew.printf("No samples.\n")
+		ew.printf("No samples.\n\n")
+	}
+	// Provenance last: what was run, on what, with which models (their
+	// full metadata is in report.json).
+	ew.printf("## Provenance\n\n")
+	for _, l := range r.provenanceLines() {
+		ew.printf("- **%s**: %s\n", l.Label, mdEscape(l.Value))
+	}
+	if cells := r.cellLines(); len(cells) > 0 {
+		ew.printf("- **cells**: %d (listed in report.json)\n", len(cells))
+	}
+	for _, m := range r.Provenance.Models {
+		ew.printf("- **model %s** (%s): %s\n", mdEscape(m.Policy), mdEscape(m.Dir), mdEscape(modelSummary(m)))
 	}
 	return ew.err
+}
+
+// table writes a Markdown table.
+func (e *mdWriter) table(t tableView) {
+	if len(t.Rows) == 0 {
+		return
+	}
+	heads := make([]string, len(t.Heads))
+	for i, h := range t.Heads {
+		heads[i] = mdEscape(h)
+	}
+	e.printf("| %s |\n", strings.Join(heads, " | "))
+	e.printf("|%s\n", strings.Repeat("---|", len(t.Heads)))
+	for _, row := range t.Rows {
+		texts := make([]string, len(row))
+		for i, c := range row {
+			texts[i] = mdEscape(c.String())
+		}
+		e.printf("| %s |\n", strings.Join(texts, " | "))
+	}
+	e.printf("\n")
+}
+
+// modelSummary is one line about a model: its kind, the trace and windows
+// it was trained on and its seed (the rest of meta.json is in report.json).
+func modelSummary(m ModelRef) string {
+	var parts []string
+	for _, k := range []string{"kind", "task", "trace", "seed", "schema"} {
+		if v, ok := m.Meta[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	if w, ok := m.Meta["windows"].(map[string]any); ok {
+		for _, k := range sortedMapKeys(w) {
+			parts = append(parts, fmt.Sprintf("%s %v", k, w[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "metadata in report.json"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // mdWriter keeps the first write error.

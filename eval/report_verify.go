@@ -138,7 +138,7 @@ const gapTable = "### Signed gap distribution"
 // ciFields are the figures that may carry an interval in brackets.
 var ciFields = map[string]bool{"interruption_mean_h": true, "zero_interruption": true, "within_hour": true, "mean_abs_gap_h": true, "reduction": true}
 
-var mdExperimentRE = regexp.MustCompile(`^## (\S+) protocol, load ×(\S+)$`)
+var mdExperimentRE = regexp.MustCompile(`^## (?:Verdict, )?(\S+) protocol, load ×(\S+)$`)
 
 func splitMDRow(line string) []string {
 	line = strings.TrimSpace(line)
