@@ -65,5 +65,10 @@ step "replay evaluation ($PROTOCOL; $FROM .. $UNTIL; load $LOAD) -> $OUT/report"
 step "check: the report's numbers equal report.json"
 "$MIRAGE" eval verify "$OUT/report"
 
+step "verdict (from the report)"
+# The report's opening section: every "## Verdict, ..." heading and what
+# follows it, up to the next other heading.
+awk '/^## /{v = ($0 ~ /^## Verdict, /)} v' "$OUT/report/report.md"
+
 step "done"
 echo "report: $(cd "$OUT/report" && pwd)/report.html"
