@@ -53,9 +53,12 @@ if [ -z "${TRAIN_UNTIL:-}" ] || [ -z "${FROM:-}" ] || [ -z "${UNTIL:-}" ]; then
   UNTIL="${UNTIL:-$(at 100)}"
 fi
 
-step "quick training of rf, xgb, dqn, pg (train until $TRAIN_UNTIL, validate until $FROM) -> $OUT/models"
-"$MIRAGE" train --trace "$TRACE" --model rf,xgb,dqn,pg --train-until "$TRAIN_UNTIL" --until "$FROM" \
-  --dqn-steps 20000 --pg-iterations 100 --out "$OUT/models"
+step "quick training of rf, xgb, dqn, pg and the wait predictor (train until $TRAIN_UNTIL, validate until $FROM) -> $OUT/models"
+"$MIRAGE" train --trace "$TRACE" --model rf,xgb,dqn,pg,wait --train-until "$TRAIN_UNTIL" --until "$FROM" \
+  --dqn-steps 20000 --pg-iterations 100 --wait-replicas 1 --out "$OUT/models"
+
+step "wait prediction: a 1-node, 24 h job submitted at $FROM in the replayed cluster"
+"$MIRAGE" predict-wait -N 1 -t 24:00:00 --models "$OUT/models" --trace "$TRACE" --at "$FROM"
 
 step "replay evaluation ($PROTOCOL; $FROM .. $UNTIL; load $LOAD) -> $OUT/report"
 "$MIRAGE" eval --trace "$TRACE" --policies "$POLICIES" --models "$OUT/models" \

@@ -36,6 +36,9 @@ func TestDemoScript(t *testing.T) {
 	if !strings.Contains(string(b), "numbers in report.html and report.md match report.json") {
 		t.Errorf("the demo did not check its report:\n%s", b)
 	}
+	if !strings.Contains(string(b), "expected wait ") {
+		t.Errorf("the demo did not show a wait prediction:\n%s", b)
+	}
 	if !strings.Contains(string(b), "## Verdict, pair protocol, load ×1") || !strings.Contains(string(b), "| policy | size | load class |") {
 		t.Errorf("the demo did not print the report's verdict:\n%s", b)
 	}
