@@ -63,8 +63,16 @@ func WriteCell(r *Report, out string, i int) (string, error) {
 
 // WriteArray writes the job-array script of ArrayScript to
 // OUT/eval-array.sbatch (executable), creates OUT/logs and OUT/cells, and
-// returns what it wrote: the script's path and the number of cells.
+// returns what it wrote: the script's path and the number of cells. An
+// empty mirage is this running binary.
 func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, error) {
+	if mirage == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
+		}
+		mirage = self
+	}
 	script, err := ArrayScript(e, sweepPath, mirage, version)
 	if err != nil {
 		return nil, err

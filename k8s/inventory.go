@@ -55,6 +55,17 @@ func (m Mapping) Borrowed(pod *corev1.Pod) bool {
 	return pod.Labels[LabelBorrowed] == "true"
 }
 
+// NewMapping is the mapping of a team label key, NAMESPACE=TEAM pairs (the
+// --namespace-team flags) and the admin's namespace mapping (the rules
+// file's, WithAdmin).
+func NewMapping(teamLabel string, pairs []string, admin map[string]string) (Mapping, error) {
+	nt, err := ParseNamespaceTeams(pairs)
+	if err != nil {
+		return Mapping{}, err
+	}
+	return Mapping{TeamLabel: teamLabel, NamespaceTeams: nt}.WithAdmin(admin)
+}
+
 // WithAdmin adds the admin's namespace mapping (team.Config.NamespaceTeams)
 // to m and makes it Strict; a namespace both map to different teams is an
 // error. An empty admin mapping leaves m as it is.

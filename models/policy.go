@@ -201,3 +201,19 @@ func (s *standIn) Decide(obs *provisioner.Observation) (provisioner.Decision, er
 // lowest pooled mean |gap| in the walk-forward evaluation
 // (docs/results/walk-forward.md, which names it from its own figures).
 const DefaultLearned = "xgb"
+
+// DefaultPolicy is the policy of a chain submitted without one:
+// DefaultLearned when policies can build it (its model is trained), else
+// lead. warn says why a trained default cannot be used (nil when it is
+// used or simply not trained).
+func DefaultPolicy(policies provisioner.PolicyFactory) (name string, warn error) {
+	switch _, err := policies(DefaultLearned); {
+	case err == nil:
+		return DefaultLearned, nil
+	case errors.Is(err, ErrNoModel):
+		return provisioner.PolicyLead, nil
+	default:
+		return provisioner.PolicyLead, fmt.Errorf("the default policy %s cannot be used (%v); this chain uses lead (retrain with mirage train --model %s, or pass --policy)",
+			DefaultLearned, err, DefaultLearned)
+	}
+}

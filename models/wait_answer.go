@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
@@ -63,6 +64,20 @@ func SnapshotState(b []byte, name string) (*ClusterState, error) {
 		return nil, errors.New("snapshot has no time")
 	}
 	return &ClusterState{Now: sf.Snapshot.Time, Snap: sf.Snapshot, Hist: sf.History, Source: "snapshot " + name}, nil
+}
+
+// SnapshotFileState reads a snapshot file (SnapshotState); errors name the
+// --snapshot flag and the file.
+func SnapshotFileState(path string) (*ClusterState, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--snapshot: %w", err)
+	}
+	st, err := SnapshotState(b, path)
+	if err != nil {
+		return nil, fmt.Errorf("--snapshot %s: %w", path, err)
+	}
+	return st, nil
 }
 
 // LiveState reads a live cluster's snapshot and, when h is not nil, the jobs

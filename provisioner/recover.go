@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -187,4 +188,21 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// NotRecovered is the error for the chains asked for by name that no
+// tagged job carries (ActionNotFound), wrapping ErrChainNotFound; nil when
+// every one was found.
+func NotRecovered(results []Recovered, since time.Duration) error {
+	var missing []string
+	for _, r := range results {
+		if r.Action == ActionNotFound {
+			missing = append(missing, r.Chain)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
+		strings.Join(missing, ", "), ErrChainNotFound, since)
 }

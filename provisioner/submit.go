@@ -74,6 +74,26 @@ type First struct {
 	Err     error // the submission's error (failed)
 }
 
+// ErrRefused marks a first segment the team rules refused as a request
+// (First.Refused): bad input, not a deferral.
+var ErrRefused = errors.New("refused by the team rules")
+
+// Problem is what went wrong with the first segment of chain id, as an
+// error that says what happened to the chain and what to do: wrapping
+// ErrRefused, ErrRejected (the backend said no) or the submission's own
+// error (its outcome unknown: the daemon sorts it out); nil when nothing did.
+func (f First) Problem(id string) error {
+	switch err := f.Err; {
+	case f.Refused:
+		return fmt.Errorf("chain %s: %w: %w (chain marked failed; fix the script, options or rules and submit again)", id, ErrRefused, err)
+	case errors.Is(err, ErrRejected):
+		return fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", id, err)
+	case err != nil:
+		return fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", id, err)
+	}
+	return nil
+}
+
 // SubmitFirst submits the first segment of a chain RegisterChain has just
 // stored, through the engine (the same path as the daemon's). A chain that
 // cannot run — its request refused by the rules, or its first segment

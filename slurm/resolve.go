@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -118,5 +120,22 @@ func ChainScript(ch *provisioner.Chain) error {
 	}
 	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	return nil
+}
+
+// CheckRecovered applies the checks of mirage submit to a chain spec read
+// back from a job comment, which may name any path: a batch script the user
+// owns and nobody else may write (safefile.CheckOwned), whose options parse
+// and give a time limit (ChainScript), and a policy among policies.
+func CheckRecovered(c *provisioner.Chain, policies []string) error {
+	if err := safefile.CheckOwned(c.Script); err != nil {
+		return fmt.Errorf("script: %w", err)
+	}
+	if err := ChainScript(&provisioner.Chain{Script: c.Script, Args: c.Args}); err != nil {
+		return err
+	}
+	if !slices.Contains(policies, c.Policy) {
+		return fmt.Errorf("unknown policy %q", c.Policy)
+	}
 	return nil
 }

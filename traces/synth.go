@@ -292,3 +292,16 @@ func WriteLS6(w io.Writer, jobs []Job) error {
 	}
 	return bw.Flush()
 }
+
+// WriteSynth writes jobs in format (FormatLS6 or FormatCSV) to out, or to
+// stdout when path is "" or "-", else atomically to the file path.
+func WriteSynth(stdout io.Writer, path string, format Format, jobs []Job) error {
+	if format != FormatLS6 && format != FormatCSV {
+		return fmt.Errorf("--format %q: %w: want ls6 or csv", format, ErrUnknownFormat)
+	}
+	write := func(w io.Writer) error { return WriteJobs(w, format, jobs) }
+	if path == "" || path == "-" {
+		return write(stdout)
+	}
+	return WriteFileAtomic(path, write)
+}

@@ -41,13 +41,8 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
 }
 
-// newBackend builds the cluster backend: Slurm (slurm.TeamCluster with
+// openBackend builds the cluster backend: Slurm (slurm.TeamCluster with
 // --rules) or Kubernetes (k8s.TeamCluster); getenv is the environment.
-func newBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
-	cl, err := openBackend(o, getenv)
-	return cl, stateErr(err)
-}
-
 func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
 	switch o.kind {
 	case "", "slurm":
@@ -99,18 +94,14 @@ func (o *stateOptions) add(cmd *cobra.Command) {
 	f.DurationVar(&o.BusyTimeout, "busy-timeout", 5*time.Second, "how long to wait for another process's database lock")
 }
 
-// tagKey is the key that signs and verifies the comments of the user's
-// jobs (state.Location.TagKey); making one is said once, on stderr.
+// tagKey is the key that signs and verifies the comments of the user's jobs
+// (state.Location.TagKey); making one is said once, on stderr.
 func (o *stateOptions) tagKey(f *Factory) (*provisioner.TagKey, error) {
 	key, made, err := o.TagKey(f.Now())
-	if err != nil {
-		return nil, stateErr(err)
-	}
 	if made {
-		fmt.Fprintf(f.ErrOut, "mirage: made the key that signs your jobs' comments (%s in the state directory; back it up with the database). "+
-			"Jobs submitted before now are trusted by their owner alone.\n", state.KeyName)
+		fmt.Fprintf(f.ErrOut, "mirage: made %s, the key that signs your jobs' comments (back it up with the database); older jobs are trusted on their owner\n", state.KeyName)
 	}
-	return key, nil
+	return key, stateErr(err)
 }
 
 func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {

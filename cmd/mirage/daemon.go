@@ -31,15 +31,10 @@ func newDaemonCmd(f *Factory, runF func(*daemonOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon [--once | --interval 10m]",
 		Short: "Reconcile every chain with the cluster and submit successors when their policies say so",
-		Long: `Each cycle takes a lock beside the state database, reads one cluster snapshot
-and the recent history, reconciles every active chain, asks each chain's policy
-whether to submit its successor now, submits, and records every decision with
-its reason.
-
---once runs one cycle, for cron or a systemd timer; when another daemon holds
-the lock it says so and exits 0. Without --once it runs a cycle every --interval.
-
-cron and systemd set-up, crash safety and recovery: docs/guide/chains-and-daemon.md.`,
+		Long: `Each cycle takes the lock, reads the cluster and recent history, reconciles every
+active chain, asks each chain's policy whether to submit its successor now, and
+records every decision with its reason. --once runs one cycle (cron, systemd; a
+held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemon.md.`,
 		Example: `  # crontab -e
   */10 * * * * mirage daemon --once >> ~/.local/state/mirage/daemon.log 2>&1`,
 		Args: cobra.NoArgs,

@@ -34,7 +34,7 @@ var (
 		cmdutil.Kinds(cmdutil.ExitUnavailable, train.ErrOutput))
 	// stateCodes: the state directory, the backends and the chain engine.
 	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption),
-		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound),
+		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, provisioner.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
 			state.ErrHeld, state.ErrNoDir),
 		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob),

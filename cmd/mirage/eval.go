@@ -84,11 +84,7 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 		return cmdutil.Coded(err, evalCodes)
 	}
 	if o.spec.EmitArray {
-		self, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find the mirage binary for the array tasks: %w (set slurm.mirage in the sweep)", err)
-		}
-		w, err := eval.WriteArray(e, o.spec.Sweep, self, buildinfo.Current().Version)
+		w, err := eval.WriteArray(e, o.spec.Sweep, "", buildinfo.Current().Version)
 		if err != nil {
 			return cmdutil.Coded(err, evalCodes)
 		}

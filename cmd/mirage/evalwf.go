@@ -34,17 +34,11 @@ func newEvalWalkForwardCmd(f *Factory, runF func(*evalWFOptions) error) *cobra.C
 	cmd := &cobra.Command{
 		Use:   "walk-forward --trace FILE --months START[,START...] --until END",
 		Short: "Score the learned policies period by period, each trained only on what came before",
-		Long: `Table every chain of the trace once in the simulator (1- and 8-node hand-offs every
-4 h, decisions every 10 min), then score each period [START, next START or --until)
-with policies trained only on chains that had ended before it began; every threshold
-and choice is made on the latest 20% of those. The periods are pooled into one table
-per load class, with paired bootstrap intervals against reactive and the ratio period
-by period; the last line names the policy with the lowest pooled mean |gap|, and the
-best of those mirage submit can run (the learned models).
-
-Policies: the learned ones (xgb, rf-xgb, rf-golearn, dqn, pg), NAME-noharm (thresholds
-under the do-no-harm constraint), xgb-online (guard and online thresholds) and imitate
-(learned from the oracle). Method: docs/guide/training-and-evaluation.md.`,
+		Long: `Score each period [START, next START or --until) of a trace with policies trained
+only on chains that ended before it began (thresholds chosen on the latest 20% of
+those), pooled per load class with paired bootstrap intervals against reactive;
+the last line names the best policy, and the best one mirage submit can run.
+Method and policies: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage eval walk-forward --trace ls6.log.gz --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27
   mirage eval walk-forward --trace ls6.log.gz --months 2023-01-01,2023-02-01 --until 2023-02-27 --policies xgb,xgb-noharm --json`,
 		Args: cobra.NoArgs,

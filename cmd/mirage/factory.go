@@ -56,7 +56,10 @@ func newFactory() *Factory {
 			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},
 	}
-	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) { return newBackend(o, f.Getenv) }
+	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) {
+		cl, err := openBackend(o, f.Getenv)
+		return cl, stateErr(err)
+	}
 	f.LiveCluster = func(_ context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error) {
 		c, err := slurm.Open(slurm.Options{SlurmConf: o.slurmConf, Bin: o.slurmBin, Timeout: o.slurmTimeout, Getenv: f.Getenv})
 		if err != nil {

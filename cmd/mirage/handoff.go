@@ -24,13 +24,10 @@ func newHandoffCmd(f *Factory, runF func(*handoffOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "handoff [--signal USR1] [--grace 5m] [--cancel]",
 		Short: "From a segment's job script: ask the predecessor to checkpoint and exit, and wait for it",
-		Long: `When a successor starts while its predecessor still runs (overlap), the successor's
-script calls mirage handoff before loading the checkpoint: handoff signals the
-predecessor ($MIRAGE_PREV_JOB, or --job) once it has run --settle, and waits up to
---grace for it to end. Exit 0 when it has ended (or there is none); exit 1 when it
-still runs after the grace time, unless --cancel cancels it then.
-
-The hand-off in full: docs/guide/chains-and-daemon.md.`,
+		Long: `Called by a successor's script before it loads the checkpoint: signals the
+predecessor ($MIRAGE_PREV_JOB, or --job) after --settle and waits up to --grace for
+it to end (exit 0; exit 1 if it still runs, unless --cancel). In full:
+docs/guide/chains-and-daemon.md.`,
 		Example: `  # in the job script, before resuming from the checkpoint:
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,

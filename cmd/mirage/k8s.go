@@ -44,20 +44,17 @@ func (f *k8sFlags) add(cmd *cobra.Command) {
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector restricting the nodes listed")
 }
 
-// config turns the flags into the adapter's configuration.
 // config is the client configuration of the flags; the team rules' namespace
 // mapping, when rules lists one, is the admin's and decides teams alone.
 func (f *k8sFlags) config(rules *team.Rules) (k8s.Config, error) {
-	nt, err := k8s.ParseNamespaceTeams(f.namespaceTeams)
-	if err != nil {
-		return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
-	}
-	m := k8s.Mapping{TeamLabel: f.teamLabel, NamespaceTeams: nt}
+	var admin map[string]string
 	if rules != nil {
 		rc := rules.Config()
-		if m, err = m.WithAdmin(rc.NamespaceTeams()); err != nil {
-			return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
-		}
+		admin = rc.NamespaceTeams()
+	}
+	m, err := k8s.NewMapping(f.teamLabel, f.namespaceTeams, admin)
+	if err != nil {
+		return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	return k8s.Config{Mapping: m, NodeSelector: f.nodeSelector}, nil
 }

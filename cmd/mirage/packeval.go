@@ -29,13 +29,10 @@ func newPackEvalCmd(factory *Factory, runF func(*packEvalOptions) error) *cobra.
 		Example: `  mirage pack-eval --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv
   mirage pack-eval --nodes nodes.csv --pods a.csv,b.csv --policies best-fit,frag-aware --mode replay --json`,
 		Short: "Replay pod arrivals onto a node list and compare placement policies by GPU fragmentation",
-		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on an openb node
-list and pod lists: per pod list and policy, the share of GPUs left unallocated
-when placement first fails, the expected fragmented share, the failed pods and
-the fragmentation along the way.
-
-Methodology: docs/guide/training-and-evaluation.md; placement policies:
-docs/guide/team-rules.md.`,
+		Long: `Evaluate GPU packing as in "Beware of Fragmentation" (ATC'23) on openb node and pod
+lists: per list and policy, the unallocated share at the first failure, the
+fragmented share and the fragmentation along the way. Methodology:
+docs/guide/training-and-evaluation.md; policies: docs/guide/team-rules.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.progress = factory.progress()

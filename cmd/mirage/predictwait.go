@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -111,15 +110,8 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, error) {
 	switch {
 	case o.snapshot != "":
-		b, err := os.ReadFile(o.snapshot)
-		if err != nil {
-			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("--snapshot: %w", err))
-		}
-		st, err := models.SnapshotState(b, o.snapshot)
-		if err != nil {
-			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("--snapshot %s: %w", o.snapshot, err))
-		}
-		return st, nil
+		st, err := models.SnapshotFileState(o.snapshot)
+		return st, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	case o.trace != "":
 		if o.at == "" {
 			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--trace needs --at TIME"))

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
-	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -34,16 +30,11 @@ func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command 
 	cmd := &cobra.Command{
 		Use:   "recover [CHAIN...] [--since 168h] [--dry-run | --yes]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
-		Long: `Rebuild from the tagged jobs of squeue and of sacct (the last --since) every
-chain the database does not hold (with CHAIN arguments, only those), so the
-daemon can carry on. Slurm must keep comments in accounting
-(AccountingStoreFlags=job_comment).
-
-The daemon will submit each recovered chain's successors from the script and
-sbatch options read back from its jobs, so recover first lists them and asks;
-without a terminal it registers nothing unless given --yes.
-
-Recovery in full: docs/guide/chains-and-daemon.md.`,
+		Long: `Rebuild from the tagged jobs of squeue and sacct (the last --since) every chain
+the database does not hold (with CHAIN arguments, only those). The daemon will
+submit their successors from the scripts and options read back, so recover lists
+them and asks first; without a terminal it needs --yes. Slurm must keep comments
+in accounting. Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
   mirage recover                      # every chain found in the last 7 days (asks first)
   mirage recover c-20261123-ab12cd --yes  # one chain, without asking`,
@@ -135,16 +126,14 @@ func (o *recoverOptions) confirm(n int) (bool, error) {
 		return false, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%d chain(s) would be registered (listed above), and the daemon would submit their successors "+
 			"from those scripts and options: check them, then run again with --yes", n))
 	}
-	fmt.Fprintf(o.f.ErrOut, "Register these %d chain(s)? The daemon will submit their successors from the scripts and options listed. [y/N] ", n)
-	line, err := bufio.NewReader(o.f.In).ReadString('\n')
-	if err != nil && line == "" {
-		return false, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("no answer: nothing registered (run again with --yes to register without asking)"))
+	yes, err := cmdutil.Confirm(o.f.In, o.f.ErrOut, fmt.Sprintf("Register these %d chain(s)? The daemon will submit their successors from the scripts and options listed.", n))
+	if err != nil {
+		return false, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("%w: nothing registered (run again with --yes to register without asking)", err))
 	}
-	if a := strings.ToLower(strings.TrimSpace(line)); a != "y" && a != "yes" {
-		_, err := fmt.Fprintln(o.f.ErrOut, "nothing registered")
-		return false, err
+	if !yes {
+		_, err = fmt.Fprintln(o.f.ErrOut, "nothing registered")
 	}
-	return true, nil
+	return yes, err
 }
 
 // print shows recover's results and fails for the chains asked for by name
@@ -159,32 +148,11 @@ func (o *recoverOptions) print(results []provisioner.Recovered, now time.Time) e
 	if err != nil {
 		return err
 	}
-	var missing []string
-	for _, r := range results {
-		if r.Action == provisioner.ActionNotFound {
-			missing = append(missing, r.Chain)
-		}
-	}
-	if len(missing) > 0 {
-		return stateErr(fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
-			strings.Join(missing, ", "), provisioner.ErrChainNotFound, o.since))
-	}
-	return nil
+	return stateErr(provisioner.NotRecovered(results, o.since))
 }
 
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec
-// read back from a job comment (which may name any path): a batch script
-// the user owns and nobody else may write, whose options parse and give a
-// time limit, and a known policy.
+// read back from a job comment (slurm.CheckRecovered).
 func recoveredSpecCheck(c *provisioner.Chain) error {
-	if err := safefile.CheckOwned(c.Script); err != nil {
-		return fmt.Errorf("script: %w", err)
-	}
-	if err := slurm.ChainScript(&provisioner.Chain{Script: c.Script, Args: c.Args}); err != nil {
-		return err
-	}
-	if !slices.Contains(models.PolicyNames(), c.Policy) {
-		return fmt.Errorf("unknown policy %q", c.Policy)
-	}
-	return nil
+	return slurm.CheckRecovered(c, models.PolicyNames())
 }

@@ -138,3 +138,9 @@ func TestCancelFindsUnrecordedJob(t *testing.T) {
 		t.Errorf("status after cancel:\n%s", out)
 	}
 }
+
+// newBackend is the factory's backend: openBackend with the exit codes.
+func newBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
+	cl, err := openBackend(o, getenv)
+	return cl, stateErr(err)
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -93,26 +92,8 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	return err
 }
 
-// statusWatch redraws the status every --watch until the context ends (on
-// a terminal in place, else one dated frame after another).
+// statusWatch redraws the status every --watch until interrupted.
 func statusWatch(ctx context.Context, o *statusOptions) error {
 	tty := o.f.IsTerminal != nil && o.f.IsTerminal(o.f.Out)
-	for {
-		if tty {
-			fmt.Fprint(o.f.Out, "\033[H\033[2J") // home, clear
-		}
-		fmt.Fprintf(o.f.Out, "mirage status, %s (every %s; Ctrl-C to stop)\n\n", o.f.Now().Format(time.RFC3339), o.watch)
-		if err := statusRun(ctx, o); err != nil {
-			return err
-		}
-		if !tty {
-			fmt.Fprintln(o.f.Out)
-		}
-		if err := o.f.Sleep(ctx, o.watch); err != nil {
-			if errors.Is(err, context.Canceled) {
-				return nil // Ctrl-C ends the watch, not an error
-			}
-			return err
-		}
-	}
+	return cmdutil.Watch(ctx, o.f.Out, tty, o.watch, o.f.Now, o.f.Sleep, "mirage status", func() error { return statusRun(ctx, o) })
 }

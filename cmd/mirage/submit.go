@@ -35,20 +35,12 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "submit SCRIPT [--segments N | --until-done] [--policy NAME] [--max-retries N] [-- SBATCH OPTIONS...]",
 		Short: "Register a chain of wall-clock-limited jobs and submit its first segment",
-		Long: `Register a chain in the state database and submit its first segment with sbatch.
-mirage daemon (run from cron or a systemd timer) then submits each successor ahead
-of time, as the chain's policy decides. The chain's shape is read from the sbatch
-options and from the script's #SBATCH lines (options win); it needs a time limit.
-
-sbatch options go after "--", mirage's own flags before it:
-  mirage submit job.sbatch --segments 4 -- -p gpu -t 24:00:00
-
-Running the same submit again (same script, sbatch options and directory) while
-its chain is active answers with that chain and exits 0; --new registers another.
-
-Policies: reactive, dependency, lead, start-estimate, average, quantile, and the
-learned ones trained by mirage train (rf, rf-golearn, rf-xgb, xgb, dqn, pg), read
-from --models. Chain semantics in full: docs/guide/chains-and-daemon.md.`,
+		Long: `Register a chain and submit its first segment with sbatch; mirage daemon then
+submits each successor ahead of time, as the chain's policy decides. The shape
+comes from the sbatch options (after "--") and the script's #SBATCH lines; it
+needs a time limit. The same submit again, while its chain is active, answers
+with that chain (--new registers another). Policies and chains in full:
+docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage submit train.sbatch --until-done
   mirage submit serve.sbatch --segments 10 --policy start-estimate -- -p gpu -t 24:00:00 --gres=gpu:4
   mirage submit train.sbatch --policy xgb --models ~/mirage-models`,
@@ -105,12 +97,9 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
 	if o.defaultPolicy {
-		// The default learned policy when it has been trained, else lead.
-		switch _, err := o.policy.factory(o.f)(models.DefaultLearned); {
-		case err == nil:
-			ch.Policy = models.DefaultLearned
-		case !errors.Is(err, models.ErrNoModel):
-			fmt.Fprintf(o.f.ErrOut, "mirage: the default policy %s cannot be used (%v); this chain uses lead (retrain with mirage train --model %s, or pass --policy)\n", models.DefaultLearned, err, models.DefaultLearned)
+		var warn error
+		if ch.Policy, warn = models.DefaultPolicy(o.policy.factory(o.f)); warn != nil {
+			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
 	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
@@ -155,14 +144,14 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 			return first.WriteText(o.f.Out, old)
 		}
 	}
+	key, err := o.state.tagKey(o.f) // before registering: a refused key leaves nothing behind
+	if err != nil {
+		return err
+	}
 	if err := provisioner.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
-	key, err := o.state.tagKey(o.f)
-	if err != nil {
-		return err
-	}
 	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, key, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
@@ -174,13 +163,5 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	} else {
 		_ = first.WriteText(o.f.Out, &ch)
 	}
-	switch err := first.Err; {
-	case first.Refused:
-		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("chain %s: %w (chain marked failed; fix the script, options or rules and submit again)", ch.ID, err))
-	case errors.Is(err, provisioner.ErrRejected):
-		return cmdutil.WithCode(cmdutil.ExitRejected, fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", ch.ID, err))
-	case err != nil:
-		return stateErr(fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", ch.ID, err))
-	}
-	return nil
+	return stateErr(first.Problem(ch.ID))
 }

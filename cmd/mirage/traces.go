@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -176,15 +175,11 @@ func tracesSynthRun(o *tracesSynthOptions) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	if o.format != "ls6" && o.format != "csv" {
-		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--format: want ls6 or csv, got %q", o.format))
+	if err := traces.WriteSynth(o.f.Out, o.out, traces.Format(o.format), jobs); err != nil {
+		return cmdutil.Coded(err, cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrUnknownFormat))
 	}
-	write := func(w io.Writer) error { return traces.WriteJobs(w, traces.Format(o.format), jobs) }
 	if o.out == "" || o.out == "-" {
-		return write(o.f.Out)
-	}
-	if err := traces.WriteFileAtomic(o.out, write); err != nil {
-		return err
+		return nil
 	}
 	_, err = fmt.Fprintf(o.f.ErrOut, "wrote %d jobs to %s\n", len(jobs), o.out)
 	return err
