@@ -26,7 +26,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	ew.printf("Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy > 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.\n\n")
 	for _, e := range r.experiments() {
 		v := r.verdict(e)
-		ew.printf("## %s\n\n%s\n\n", v.Title, mdEscape(v.Why))
+		ew.printf("## %s\n\n%s\n\n", v.Title, strings.ReplaceAll(v.Why, "\n", " ")) // prose: a | needs no escape outside tables
 		ew.table(v.Table)
 	}
 	for _, e := range r.experiments() {
