@@ -65,6 +65,9 @@ func NewTeamCluster(c *Client, rules *team.Rules) *TeamCluster {
 	return &TeamCluster{Client: c, Rules: rules}
 }
 
+// maxWarned bounds the pods remembered as already logged.
+const maxWarned = 4096
+
 // inventory is Client.Inventory, logging once per pod and label each pod
 // whose team or borrowed label claims what the mapping does not give it.
 func (tc *TeamCluster) inventory(ctx context.Context) (*Inventory, error) {
@@ -79,7 +82,7 @@ func (tc *TeamCluster) inventory(ctx context.Context) (*Inventory, error) {
 		if tc.warned[key] {
 			continue
 		}
-		if tc.warned == nil {
+		if tc.warned == nil || len(tc.warned) >= maxWarned { // bounded: tenants choose how many pods there are
 			tc.warned = map[string]bool{}
 		}
 		tc.warned[key] = true

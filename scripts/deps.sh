@@ -21,6 +21,14 @@ if [ "${1:-}" = build ]; then
   only_build=true
 fi
 
+if $only_build && ! command -v dpkg-query >/dev/null; then
+  # Not Debian: the build needs a C compiler and the SQLite and libxgboost
+  # headers; say so rather than guess at another package manager.
+  echo "deps: not a Debian system: make sure gcc and the SQLite and libxgboost development files are installed" \
+    "(or build without training: make build GOTAGS=)"
+  exit 0
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -32,7 +40,8 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   # policy-rc.d keeps the packages' own services from starting: the project's
   # scripts start private instances on 127.0.0.1 instead.
-  if [ ! -e /usr/sbin/policy-rc.d ]; then
+  # (Not for the build packages alone, which have no services.)
+  if ! $only_build && [ ! -e /usr/sbin/policy-rc.d ]; then
     printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null
     $SUDO chmod +x /usr/sbin/policy-rc.d
   fi

@@ -46,6 +46,18 @@ func TestJSONSkipsOddRecord(t *testing.T) {
 	}
 	sameAsParallel(t, doc, parseSqueueJSON, splitInline)
 
+	// A skipped element carrying a mirage tag may be one of the user's
+	// chain jobs: the read fails rather than leave it out. So does a
+	// document none of whose elements read.
+	tagged := strings.Replace(string(doc), `"job_id":7,`, `"job_id":7,"comment":"mirage:c-1/0.0",`, 1)
+	if _, _, _, err := parseSqueueJSON([]byte(tagged), math.MaxInt); err == nil {
+		t.Error("an unreadable element carrying a mirage tag was skipped")
+	}
+	allBad := []byte(`{"meta":{"Slurm":{"version":{"major":24,"minor":11}}},"jobs":[` + job("1", "[1]", "x") + `,` + job("2", "[2]", "y") + `]}`)
+	if _, _, _, err := parseSqueueJSON(allBad, math.MaxInt); err == nil {
+		t.Error("a document none of whose elements read was taken as an empty queue")
+	}
+
 	broken := []byte(`{"meta":{"Slurm":{"version":{"major":24,"minor":11}}},"jobs":[` + job("1", "60", "ok") + `,{"job_id":2,"name":"x]}`)
 	if _, _, _, err := parseSqueueJSON(broken, math.MaxInt); err == nil {
 		t.Error("broken JSON read without an error")

@@ -206,7 +206,9 @@ func (h *halfResult) sep(t *scanner) bool {
 // readOrSkip reads one element of a job list into rec. An element that
 // does not read as a job record (a field of an unexpected type, say after
 // a Slurm upgrade) but is well-formed JSON is skipped whole and noted in
-// skipped: one odd record never costs the others. It returns whether rec
+// skipped: one odd record never costs the others, unless it carries a mirage
+// tag (it may be one of the user's chain jobs, which the engine must see).
+// It returns whether rec
 // holds a record, and the read's error when the element is not even
 // well-formed JSON (the document cannot be read on).
 func readOrSkip[R any](s *scanner, rec *R, read func(*scanner, *R) error, skipped *[]Skipped) (bool, error) {
@@ -217,6 +219,11 @@ func readOrSkip[R any](s *scanner, rec *R, read func(*scanner, *R) error, skippe
 	}
 	s.i = start
 	if s.skip() != nil {
+		return false, err
+	}
+	if bytes.Contains(s.b[start:s.i], []byte(provisioner.TagPrefix)) {
+		// Possibly one of the user's own chain jobs: deciding without it
+		// could submit its segment again. Fail the read, as before.
 		return false, err
 	}
 	*skipped = append(*skipped, Skipped{Cmd: "json", ID: rawJobID(s.b[start:s.i]), Err: err})

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -235,6 +236,9 @@ func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, Ve
 	}
 	if !found {
 		return nil, nil, v, missingField("sacct --json", "jobs", v)
+	}
+	if len(out) == 0 && len(skipped) > 0 { // not one odd record: a format this reader does not know
+		return nil, nil, v, fmt.Errorf("sacct --json: none of its %d jobs reads: %w", len(skipped), skipped[0].Err)
 	}
 	for i := range skipped {
 		skipped[i].Cmd = "sacct --json"

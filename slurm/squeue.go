@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"strconv"
 	"time"
 
@@ -186,6 +187,9 @@ func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, V
 	}
 	if !found {
 		return nil, nil, v, missingField("squeue --json", "jobs", v)
+	}
+	if len(out) == 0 && len(skipped) > 0 { // not one odd record: a format this reader does not know
+		return nil, nil, v, fmt.Errorf("squeue --json: none of its %d jobs reads: %w", len(skipped), skipped[0].Err)
 	}
 	for i := range skipped {
 		skipped[i].Cmd = "squeue --json"

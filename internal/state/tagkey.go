@@ -43,7 +43,7 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 		return nil, false, err
 	}
 	path := filepath.Join(dir, KeyName)
-	if err := checkFile(path); err != nil {
+	if err := checkKeyFile(path); err != nil {
 		return nil, false, err
 	}
 	key, err = readKey(path)
@@ -54,7 +54,23 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 	if _, err := rand.Read(key.Secret); err != nil {
 		return nil, false, fmt.Errorf("tag key: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	// Written whole to a private temporary file, then linked into place: a
+	// concurrent mirage sees no key or a complete one, never a part.
+	tmp, err := os.CreateTemp(dir, KeyName+".*")
+	if err != nil {
+		return nil, false, fmt.Errorf("tag key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = fmt.Fprintf(tmp, "%s\n%s\n%s\n", keyHeader, key.Since.Format(time.RFC3339), hex.EncodeToString(key.Secret))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp.Name(), path)
+	}
 	if errors.Is(err, fs.ErrExist) { // another mirage made it first: use that one
 		key, err = readKey(path)
 		return key, false, err
@@ -62,14 +78,19 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 	if err != nil {
 		return nil, false, fmt.Errorf("tag key %s: %w", path, err)
 	}
-	_, err = fmt.Fprintf(f, "%s\n%s\n%s\n", keyHeader, key.Since.Format(time.RFC3339), hex.EncodeToString(key.Secret))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("tag key %s: %w", path, err)
-	}
 	return key, true, nil
+}
+
+// checkKeyFile is checkFile, and also refuses a key others may read: the
+// secret is what signs the user's jobs.
+func checkKeyFile(path string) error {
+	if err := checkFile(path); err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		return unsafeError(path, fmt.Sprintf("may be read by group or others (mode %04o)", fi.Mode().Perm()), "`chmod 600 "+path+"`")
+	}
+	return nil
 }
 
 // readKey reads a key file.

@@ -35,6 +35,12 @@ func TestTagKeyFile(t *testing.T) {
 	if b, _ := os.ReadFile(path); string(b) != "mirage tag key v1\nsoon\n00\n" {
 		t.Errorf("damaged key rewritten: %q", b)
 	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.TagKey(t0); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("key others may read: %v, want ErrUnsafe", err)
+	}
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,13 @@ func (c *Config) normalize() error {
 			nsTeam[ns] = t.Name
 		}
 	}
+	if len(nsTeam) > 0 {
+		for _, t := range c.Teams {
+			if len(t.Namespaces) == 0 {
+				return fmt.Errorf("team %s lists no namespaces while others do: once namespaces decide teams, a team without one would own none of its pods (list its namespaces too)", t.Name)
+			}
+		}
+	}
 	b := &c.Borrowing
 	if b.Enabled == nil {
 		yes := true
