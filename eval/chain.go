@@ -48,22 +48,27 @@ func ParseChainProtocol(s string) (int, bool) {
 
 // ChainSetup configures one cell of the chain-K protocol.
 type ChainSetup struct {
-	Scenario    *scenario.Scenario        // the trace prepared for replay (already load-scaled) and the cluster
-	Cell        string                    // Sample.Cell of the results
-	LoadScale   float64                   // recorded in the samples
-	K           int                       // segments per chain (≥ 2)
-	From, Until time.Time                 // chains are injected in [max(From, first start + Warmup), Until) (zero Until: the last submit), as in the pair protocol
-	Warmup      time.Duration             // after the trace's first recorded start, default DefaultWarmup
-	Interval    time.Duration             // default DefaultInterval
-	Limit       time.Duration             // per-segment limit, default DefaultLimit
-	Nodes       []int                     // sizes, default 1 and 8
-	GPUsPerNode int                       // default: the first node's GPUs
-	Cycle       time.Duration             // decision period, default DefaultCycle
-	Horizon     time.Duration             // simulated time after K limits before an unfinished chain is cut off (censored), default DefaultHorizon
-	Policies    []string                  // policies to run (include reactive: the load-class reference)
-	Factory     provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
-	Workers     int                       // parallel forks, default GOMAXPROCS
-	Progress    func(done, total int)     // called after each chain run, from one goroutine
+	Scenario    *scenario.Scenario // the trace prepared for replay (already load-scaled) and the cluster
+	Cell        string             // Sample.Cell of the results
+	LoadScale   float64            // recorded in the samples
+	K           int                // segments per chain (≥ 2)
+	From, Until time.Time          // chains are injected in [max(From, first start + Warmup), Until) (zero Until: the last submit), as in the pair protocol
+	Warmup      time.Duration      // after the trace's first recorded start, default DefaultWarmup
+	Interval    time.Duration      // default DefaultInterval
+	Limit       time.Duration      // per-segment limit, default DefaultLimit
+	Nodes       []int              // sizes, default 1 and 8
+	GPUsPerNode int                // default: the first node's GPUs
+	Cycle       time.Duration      // decision period, default DefaultCycle
+	Horizon     time.Duration      // simulated time after K limits before an unfinished chain is cut off (censored), default DefaultHorizon
+	// HandOff is the checkpoint time of the hand-off: as a successor starts
+	// while its predecessor still runs, it signals the predecessor (mirage
+	// handoff), which checkpoints and exits this long after, freeing its
+	// nodes for the whole cluster. 0: off (every segment runs to its end).
+	HandOff  time.Duration
+	Policies []string                  // policies to run (include reactive: the load-class reference)
+	Factory  provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
+	Workers  int                       // parallel forks, default GOMAXPROCS
+	Progress func(done, total int)     // called after each chain run, from one goroutine
 }
 
 func (c *ChainSetup) defaults() error {
@@ -130,8 +135,37 @@ func (c *ChainSetup) Injections() []time.Time {
 	return out
 }
 
-// chainCluster gives the simulator the HistorySource the engine reads.
-type chainCluster struct{ *sim.Sim }
+// chainCluster gives the simulator the HistorySource the engine reads, and
+// (with jobs set) records the segment of each job the engine submits.
+type chainCluster struct {
+	*sim.Sim
+	jobs map[string]int // job id → segment
+}
+
+func (c chainCluster) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	id, err := c.Sim.Submit(ctx, req)
+	if t, ok := provisioner.ParseTag(req.Comment); ok && err == nil && c.jobs != nil {
+		c.jobs[id] = t.Segment
+	}
+	return id, err
+}
+
+// handOff makes each successor signal its predecessor as it starts (the
+// segment before it, its latest job), as a chain's `mirage handoff` line does.
+func (c chainCluster) handOff(ctx context.Context, checkpoint time.Duration) {
+	c.SetCheckpoint(checkpoint)
+	latest := map[int]string{}
+	c.OnStart(func(id string) {
+		k, ok := c.jobs[id]
+		if !ok {
+			return
+		}
+		latest[k] = id
+		if pred, ok := latest[k-1]; ok {
+			_ = c.Signal(ctx, pred, "USR1") // ErrNotFound: it has ended already
+		}
+	})
+}
 
 func (c chainCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	return c.Sim.History(since), nil
@@ -319,7 +353,12 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	if err := st.PutChain(ctx, &ch); err != nil {
 		return fail(err)
 	}
-	eng := &provisioner.Engine{Cluster: chainCluster{f}, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
+	cl := chainCluster{Sim: f}
+	if setup.HandOff > 0 {
+		cl.jobs = map[string]int{}
+		cl.handOff(ctx, setup.HandOff)
+	}
+	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
 		return fail(err)
 	}

@@ -172,3 +172,33 @@ func TestClassifyByReference(t *testing.T) {
 		}
 	}
 }
+
+// TestRunChainsHandOff: the empty-cluster chains of TestRunChainsEmptyCluster
+// with a 2-minute hand-off. Worked out by hand: lead's successor starts at
+// T+50 while its predecessor runs and signals it, which ends at T+52: gap
+// −2 min (not −5); segment 2 likewise (segment 1 started at T+50, due at
+// T+95, submitted at T+100 and starting then, its predecessor ends T+102).
+// Reactive and dependency never start a successor over a running
+// predecessor, so nothing changes for them: +5 min and 0.
+func TestRunChainsHandOff(t *testing.T) {
+	setup := ChainSetup{
+		Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+		Cell:     "handoff", LoadScale: 1, K: 3,
+		From: chainT0, Until: chainT0.Add(5 * time.Hour), Warmup: time.Hour, Interval: 2 * time.Hour,
+		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, HandOff: 2 * time.Minute,
+		Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead, provisioner.PolicyDependency},
+	}
+	samples, _, err := RunChains(context.Background(), setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{provisioner.PolicyReactive: 5 * time.Minute, provisioner.PolicyLead: -2 * time.Minute, provisioner.PolicyDependency: 0}
+	if len(samples) != 12 {
+		t.Fatalf("%d samples, want 12", len(samples))
+	}
+	for _, s := range samples {
+		if s.Gap != want[s.Policy] || s.Censored {
+			t.Errorf("%s segment %d injected %s: gap %v, want %v", s.Policy, s.Segment, s.Inject.Format("15:04"), s.Gap, want[s.Policy])
+		}
+	}
+}

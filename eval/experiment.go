@@ -39,6 +39,7 @@ type Experiment struct {
 	Interval   time.Duration `yaml:"interval"`    // default 4h
 	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
 	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
+	HandOff    time.Duration `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
 	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
 	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
 	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
@@ -86,6 +87,9 @@ func (e *Experiment) Normalize() error {
 	}
 	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair {
 		return fmt.Errorf("%w: protocol %q: want pair or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+	}
+	if _, isChain := ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
+		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
 	}
 	if len(e.Nodes) == 0 {
 		e.Nodes = []int{1, 8}
@@ -328,7 +332,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if k, isChain := ParseChainProtocol(e.Protocol); isChain {
 		setup := ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
-			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon,
+			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
 			Policies: run, Factory: rt.policies(e, nil), Workers: rt.Workers, Progress: progress,
 		}
 		var unmeasured map[string]int
@@ -337,6 +341,9 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 		}
 		params["injections"] = strconv.Itoa(len(setup.Injections()))
+		if e.HandOff > 0 {
+			params["handoff"] = e.HandOff.String()
+		}
 		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
 	} else {
 		proto := scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)

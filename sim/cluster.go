@@ -160,8 +160,8 @@ func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
 	if !ok || s.dyns[j].state != stRunning {
 		return fmt.Errorf("sim: signal %s: %w", jobID, provisioner.ErrNotFound)
 	}
-	if c := int64(s.st.cfg.Checkpoint / time.Second); c > 0 {
-		s.endBy(j, s.now+c)
+	if s.checkpoint > 0 {
+		s.endBy(j, s.now+s.checkpoint)
 	}
 	return nil
 }

@@ -198,7 +198,9 @@ type Sim struct {
 	tickFn     func(now time.Time, c provisioner.Cluster)
 	runtimeFn  func(req provisioner.SubmitRequest) time.Duration
 	progressFn func(now int64)
-	submitted  int // jobs submitted through the Cluster seam (id counter)
+	startFn    func(jobID string) // called as each job starts (OnStart)
+	checkpoint int64              // seconds a signalled job takes to checkpoint and exit (Config.Checkpoint, SetCheckpoint)
+	submitted  int                // jobs submitted through the Cluster seam (id counter)
 
 	// startLog lists every start in time order (append-only, cap-trimmed on
 	// Fork); an entry is stale when the job was requeued and started again.
@@ -354,7 +356,8 @@ func New(cfg Config) (*Sim, error) {
 		st.qosPreempt = append(st.qosPreempt, q.Preemptible)
 		st.qosRequeue = append(st.qosRequeue, strings.EqualFold(q.PreemptMode, "requeue"))
 	}
-	s := &Sim{mainAt: never, rng: *rand.NewPCG(cfg.Seed, 0x6d6972616765), st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1}
+	s := &Sim{mainAt: never, rng: *rand.NewPCG(cfg.Seed, 0x6d6972616765), st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1,
+		checkpoint: int64(cfg.Checkpoint / time.Second)}
 	s.nodeFreeG = slices.Clone(st.nodeGPUs)
 	s.nodeFreeC = slices.Clone(st.nodeCPUs)
 	s.nodeJobs = make([]int32, len(st.nodeGPUs))
@@ -814,6 +817,22 @@ func (s *Sim) due() int64 {
 	return s.mainAt
 }
 
+// OnStart sets fn to be called, at the logical now, whenever a job starts
+// (what a job's own first lines see: a chain's successor runs `mirage
+// handoff` there); nil removes it. fn may Signal jobs.
+func (s *Sim) OnStart(fn func(jobID string)) { s.startFn = fn }
+
+// SetCheckpoint sets how long a signalled job takes to checkpoint and exit
+// (Config.Checkpoint) for this simulator (a fork keeps its own).
+func (s *Sim) SetCheckpoint(d time.Duration) { s.checkpoint = int64(d / time.Second) }
+
+// notifyStart tells OnStart's fn that job j started.
+func (s *Sim) notifyStart(j int32) {
+	if s.startFn != nil {
+		s.startFn(s.spec(j).id)
+	}
+}
+
 // endBy makes running job j end at t (COMPLETED: it checkpointed and
 // exited) if it would otherwise end later.
 func (s *Sim) endBy(j int32, t int64) {
@@ -1110,6 +1129,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	d.start = s.now
 	d.early = 0
 	d.gen++
+	defer s.notifyStart(j)
 	s.startLog = append(s.startLog, startEntry{t: s.now, j: j})
 	rt := min(sp.runtime, sp.limit)
 	heap.Push(&s.events, event{t: s.now + rt, job: j, gen: d.gen})

@@ -62,6 +62,7 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	fl.DurationVar(&sp.Interval, "interval", eval.DefaultInterval, "trace time between injections")
 	fl.DurationVar(&sp.Cycle, "cycle", eval.DefaultCycle, "decision period")
 	fl.DurationVar(&sp.Horizon, "horizon", eval.DefaultHorizon, "a successor not started this long after its predecessor's end (pair) or the chain's K limits (chain-K) is cut off (censored)")
+	fl.DurationVar(&sp.HandOff, "handoff", 0, "chain-K: a successor starting while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off")
 	fl.Float64SliceVar(&sp.LoadScales, "load-scale", []float64{1}, "arrival scalings: <1 thins, >1 replicates (seeded)")
 	fl.StringVar(&sp.Protocol, "protocol", "pair", "pair or chain-K (K ≥ 2 segments)")
 	fl.StringVar(&sp.Preset, "preset", "ls6", "simulated cluster preset: ls6 or default")
