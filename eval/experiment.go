@@ -247,7 +247,7 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
-	jobs, skipped, err := readTrace(path, traces.Options{Format: traces.Format(e.Format), SkipBad: e.SkipBad})
+	jobs, skipped, err := traces.ReadFileSkipped(path, traces.Options{Format: traces.Format(e.Format), SkipBad: e.SkipBad})
 	if errors.Is(err, traces.ErrMalformed) {
 		return nil, fmt.Errorf("%w: %w (--skip-bad leaves malformed rows out, counting them in the report)", ErrTrace, err)
 	}
@@ -467,25 +467,4 @@ func joinInts(xs []int) string {
 		s[i] = strconv.Itoa(x)
 	}
 	return strings.Join(s, ",")
-}
-
-// readTrace reads every job of a trace file and counts the malformed rows
-// it skipped (opts.SkipBad).
-func readTrace(path string, opts traces.Options) ([]traces.Job, int, error) {
-	r, err := traces.Open(path, opts)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer r.Close()
-	var jobs []traces.Job
-	for j, err := range traces.All(r) {
-		if err != nil {
-			return nil, 0, err
-		}
-		jobs = append(jobs, j)
-	}
-	if len(jobs) == 0 {
-		return nil, 0, fmt.Errorf("%s: %w", path, traces.ErrNoJobs)
-	}
-	return jobs, r.Skipped(), nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
 )
 
 // TestForeignTaggedJobsIgnored: another user copies a chain's tags into
@@ -22,33 +23,9 @@ func TestForeignTaggedJobsIgnored(t *testing.T) {
 	for _, self := range []string{"alice", ""} {
 		t.Run("self="+self, func(t *testing.T) {
 			ctx := context.Background()
-			s := newFourNodeSim(t)
-			st := provisioner.NewMemStore()
-			ch := provisioner.Chain{ID: "c-owned", Name: "mine", Script: "/x.sbatch", Policy: provisioner.PolicyLead, Segments: 3, MaxRetries: 2,
-				Account: "alice", Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
-			if err := st.PutChain(ctx, &ch); err != nil {
-				t.Fatal(err)
-			}
-			eng := &provisioner.Engine{Cluster: simCluster{s}, Store: st, Clock: simClock{s}, Self: self, Log: slog.New(slog.DiscardHandler)}
-			if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
-				t.Fatal(err)
-			}
-			s.Run(simT0.Add(5 * time.Minute))
-			forged := map[string]bool{}
-			for _, seg := range []int{1, 0} {
-				id, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "mallory", Account: "mallory", Partition: "batch", TimeLimit: 30 * time.Minute,
-					Nodes: 1, GPUs: 4, Comment: provisioner.ChainComment(&ch, seg, 0)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				forged[id] = true
-			}
-			for range 6 { // an hour of cycles
-				s.Run(s.Now().Add(10 * time.Minute))
-				if _, err := eng.Cycle(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s, st, ch, forged := forgeRun(t, self, nil, "mallory", func(ch *provisioner.Chain) []string {
+				return []string{provisioner.ChainComment(ch, 1, 0), provisioner.ChainComment(ch, 0, 0)}
+			})
 			segs, _ := st.Segments(ctx, ch.ID)
 			adopted := 0
 			for _, sg := range segs {
@@ -98,6 +75,44 @@ func TestForeignTaggedJobsIgnored(t *testing.T) {
 	}
 }
 
+// forgeRun is the scenario both forging tests share: chain c-owned (lead,
+// 3 segments of 55 min, account alice) under an engine for user self with
+// key; 5 minutes in, account forger submits one job per comment; then an
+// hour of 10-minute cycles. It returns the simulator, the store, the chain
+// and the forged job ids.
+func forgeRun(t *testing.T, self string, key *provisioner.TagKey, forger string, comments func(ch *provisioner.Chain) []string) (*sim.Sim, *provisioner.MemStore, provisioner.Chain, map[string]bool) {
+	t.Helper()
+	ctx := context.Background()
+	s := newFourNodeSim(t)
+	st := provisioner.NewMemStore()
+	ch := provisioner.Chain{ID: "c-owned", Name: "mine", Script: "/x.sbatch", Policy: provisioner.PolicyLead, Segments: 3, MaxRetries: 2,
+		Account: "alice", Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
+	if err := st.PutChain(ctx, &ch); err != nil {
+		t.Fatal(err)
+	}
+	eng := &provisioner.Engine{Cluster: simCluster{s}, Store: st, Clock: simClock{s}, Self: self, TagKey: key, Log: slog.New(slog.DiscardHandler)}
+	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(simT0.Add(5 * time.Minute))
+	forged := map[string]bool{}
+	for _, comment := range comments(&ch) {
+		id, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "copy", Account: forger, Partition: "batch", TimeLimit: 30 * time.Minute,
+			Nodes: 1, GPUs: 4, Comment: comment})
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged[id] = true
+	}
+	for range 6 { // an hour of cycles
+		s.Run(s.Now().Add(10 * time.Minute))
+		if _, err := eng.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, st, ch, forged
+}
+
 // TestUnsignedTaggedJobsIgnored: the user's own jobs (or a program of
 // theirs) carry copies of a chain's tags, unsigned or under a wrong MAC,
 // submitted after the tag key was made. The engine with the key adopts
@@ -109,33 +124,9 @@ func TestUnsignedTaggedJobsIgnored(t *testing.T) {
 	for _, k := range []*provisioner.TagKey{key, nil} {
 		t.Run("key="+fmt.Sprint(k != nil), func(t *testing.T) {
 			ctx := context.Background()
-			s := newFourNodeSim(t)
-			st := provisioner.NewMemStore()
-			ch := provisioner.Chain{ID: "c-owned", Name: "mine", Script: "/x.sbatch", Policy: provisioner.PolicyLead, Segments: 3, MaxRetries: 2,
-				Account: "alice", Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
-			if err := st.PutChain(ctx, &ch); err != nil {
-				t.Fatal(err)
-			}
-			eng := &provisioner.Engine{Cluster: simCluster{s}, Store: st, Clock: simClock{s}, Self: "alice", TagKey: k, Log: slog.New(slog.DiscardHandler)}
-			if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
-				t.Fatal(err)
-			}
-			s.Run(simT0.Add(5 * time.Minute))
-			forged := map[string]bool{}
-			for _, comment := range []string{provisioner.ChainComment(&ch, 1, 0), provisioner.ChainComment(&ch, 0, 0) + " " + provisioner.MACPrefix + strings.Repeat("ab", 16)} {
-				id, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "copy", Account: "alice", Partition: "batch", TimeLimit: 30 * time.Minute,
-					Nodes: 1, GPUs: 4, Comment: comment})
-				if err != nil {
-					t.Fatal(err)
-				}
-				forged[id] = true
-			}
-			for range 6 {
-				s.Run(s.Now().Add(10 * time.Minute))
-				if _, err := eng.Cycle(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s, st, ch, forged := forgeRun(t, "alice", k, "alice", func(ch *provisioner.Chain) []string {
+				return []string{provisioner.ChainComment(ch, 1, 0), provisioner.ChainComment(ch, 0, 0) + " " + provisioner.MACPrefix + strings.Repeat("ab", 16)}
+			})
 			segs, _ := st.Segments(ctx, ch.ID)
 			adopted := 0
 			for _, sg := range segs {

@@ -3,6 +3,7 @@ package slurm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"runtime"
 	"sync/atomic"
 
@@ -247,3 +248,36 @@ func rawJobID(b []byte) string {
 
 // errStopped marks a second half that was abandoned.
 var errStopped = errors.New("second half abandoned")
+
+// parseJobsDoc reads the "jobs" list of a squeue or sacct --json document
+// (cmd names it in errors) with readJobList: the jobs, the elements left
+// out, and the document's version. A document without the list, or none of
+// whose elements read (a format this reader does not know, not one odd
+// record), is an error.
+func parseJobsDoc[R any](cmd string, b []byte, minParallel int, read func(*scanner, *R) error,
+	conv func(*R, *hostBudget) (provisioner.Job, error)) ([]provisioner.Job, []Skipped, Version, error) {
+	var out []provisioner.Job
+	var skipped []Skipped
+	found := false
+	v, err := parseDoc(cmd, b, func(s *scanner, key []byte) error {
+		if string(key) != "jobs" {
+			return s.skip()
+		}
+		found = true
+		var err error
+		out, skipped, err = readJobList(s, newHostBudget(), minParallel, read, conv)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, nil, v, err
+	case !found:
+		return nil, nil, v, missingField(cmd, "jobs", v)
+	case len(out) == 0 && len(skipped) > 0:
+		return nil, nil, v, fmt.Errorf("%s: none of its %d jobs reads: %w", cmd, len(skipped), skipped[0].Err)
+	}
+	for i := range skipped {
+		skipped[i].Cmd = cmd
+	}
+	return out, skipped, v, nil
+}

@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -219,31 +218,7 @@ func ParseSacctJSON(b []byte) ([]provisioner.Job, Version, error) {
 // parseSacctJSON is ParseSacctJSON reading lists of minParallel bytes or more with two goroutines.
 // It also returns the elements it left out.
 func parseSacctJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, Version, error) {
-	var out []provisioner.Job
-	var skipped []Skipped
-	found := false
-	v, err := parseDoc("sacct --json", b, func(s *scanner, key []byte) error {
-		if string(key) != "jobs" {
-			return s.skip()
-		}
-		found = true
-		var err error
-		out, skipped, err = readJobList(s, newHostBudget(), minParallel, readSacctJob, (*sacctRec).job)
-		return err
-	})
-	if err != nil {
-		return nil, nil, v, err
-	}
-	if !found {
-		return nil, nil, v, missingField("sacct --json", "jobs", v)
-	}
-	if len(out) == 0 && len(skipped) > 0 { // not one odd record: a format this reader does not know
-		return nil, nil, v, fmt.Errorf("sacct --json: none of its %d jobs reads: %w", len(skipped), skipped[0].Err)
-	}
-	for i := range skipped {
-		skipped[i].Cmd = "sacct --json"
-	}
-	return out, skipped, v, nil
+	return parseJobsDoc("sacct --json", b, minParallel, readSacctJob, (*sacctRec).job)
 }
 
 // job converts the record.

@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -170,31 +169,7 @@ func ParseSqueueJSON(b []byte) ([]provisioner.Job, Version, error) {
 // parseSqueueJSON is ParseSqueueJSON reading lists of minParallel bytes or more with two goroutines.
 // It also returns the elements it left out.
 func parseSqueueJSON(b []byte, minParallel int) ([]provisioner.Job, []Skipped, Version, error) {
-	var out []provisioner.Job
-	var skipped []Skipped
-	found := false
-	v, err := parseDoc("squeue --json", b, func(s *scanner, key []byte) error {
-		if string(key) != "jobs" {
-			return s.skip()
-		}
-		found = true
-		var err error
-		out, skipped, err = readJobList(s, newHostBudget(), minParallel, readSqueueJob, (*squeueRec).job)
-		return err
-	})
-	if err != nil {
-		return nil, nil, v, err
-	}
-	if !found {
-		return nil, nil, v, missingField("squeue --json", "jobs", v)
-	}
-	if len(out) == 0 && len(skipped) > 0 { // not one odd record: a format this reader does not know
-		return nil, nil, v, fmt.Errorf("squeue --json: none of its %d jobs reads: %w", len(skipped), skipped[0].Err)
-	}
-	for i := range skipped {
-		skipped[i].Cmd = "squeue --json"
-	}
-	return out, skipped, v, nil
+	return parseJobsDoc("squeue --json", b, minParallel, readSqueueJob, (*squeueRec).job)
 }
 
 // job converts the record.
