@@ -64,14 +64,40 @@ type ChainSetup struct {
 	// while its predecessor still runs, it signals the predecessor (mirage
 	// handoff), which checkpoints and exits this long after, freeing its
 	// nodes for the whole cluster. 0: off (every segment runs to its end).
-	HandOff  time.Duration
-	Policies []string                  // policies to run (include reactive: the load-class reference)
+	HandOff time.Duration
+	// Work > 0 replays whole work-conserving runs instead (the run
+	// protocol, see ProtocolRun): each chain carries Work of useful work
+	// and ends when it is done, however many segments that takes (K is
+	// ignored). Restart (R) and Checkpoint (C) default to 5 min; NoHandOff
+	// turns the successors' hand-off off.
+	Work       time.Duration
+	Restart    time.Duration
+	Checkpoint time.Duration
+	NoHandOff  bool
+	Policies   []string                  // policies to run (include reactive: the load-class reference)
 	Factory  provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
 	Workers  int                       // parallel forks, default GOMAXPROCS
 	Progress func(done, total int)     // called after each chain run, from one goroutine
 }
 
+// protocol is the Sample.Protocol of the setup's results.
+func (c *ChainSetup) protocol() string {
+	if c.Work > 0 {
+		return ProtocolRun
+	}
+	return ChainProtocol(c.K)
+}
+
 func (c *ChainSetup) defaults() error {
+	if c.Work > 0 {
+		c.K = 2 // unused: a run ends when its work is done
+		if c.Restart <= 0 {
+			c.Restart = DefaultRestart
+		}
+		if c.Checkpoint <= 0 {
+			c.Checkpoint = DefaultCheckpoint
+		}
+	}
 	if c.K < 2 {
 		return fmt.Errorf("%w: chain protocol needs K ≥ 2 segments, got %d", ErrBadSetup, c.K)
 	}
@@ -110,6 +136,9 @@ func (c *ChainSetup) defaults() error {
 	}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
+	}
+	if c.Work > 0 && c.Limit <= c.Restart+c.Checkpoint {
+		return fmt.Errorf("%w: a %s segment limit leaves no work after the restart (%s) and the checkpoint (%s)", ErrBadSetup, c.Limit, c.Restart, c.Checkpoint)
 	}
 	if c.Until.IsZero() {
 		c.Until = c.Scenario.Last
@@ -167,6 +196,26 @@ func (c chainCluster) handOff(ctx context.Context, checkpoint time.Duration) {
 	})
 }
 
+// workConserving books each segment of a run as it starts (workLedger):
+// it signals the predecessor (hand-off) and sets when the segment finishes
+// the work.
+func (c chainCluster) workConserving(ctx context.Context, l *workLedger) {
+	c.SetCheckpoint(l.checkpoint)
+	c.OnStart(func(id string) {
+		k, ok := c.jobs[id]
+		if !ok {
+			return
+		}
+		signal, finish := l.started(k, id, c.Now())
+		if signal != "" {
+			_ = c.Signal(ctx, signal, "USR1")
+		}
+		if !finish.IsZero() {
+			_ = c.FinishAt(id, finish)
+		}
+	})
+}
+
 func (c chainCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	return c.Sim.History(since), nil
 }
@@ -186,9 +235,11 @@ type chainTask struct {
 	policy string
 }
 
-// chainOutcome is the samples of one task (hand-offs 1..K−1; unmeasurable ones left out).
+// chainOutcome is the samples of one task (hand-offs 1..K−1; unmeasurable
+// ones left out) and, under the run protocol, the whole run.
 type chainOutcome struct {
 	samples []Sample
+	run     *RunSample
 	err     error
 }
 
@@ -207,21 +258,38 @@ type chainOutcome struct {
 // policies; otherwise the caller classifies (it may hold reactive's
 // samples from another run).
 func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasured map[string]int, err error) {
+	samples, _, unmeasured, err = runChains(ctx, setup)
+	return samples, unmeasured, err
+}
+
+// RunWholeRuns runs the run protocol (setup.Work > 0, see ProtocolRun) as
+// RunChains runs chain-K: the per-hand-off samples, and one RunSample per
+// chain and policy whose first segment started (the others are counted in
+// unmeasured). Runs are classified by ClassifyRuns when reactive is among
+// the policies.
+func RunWholeRuns(ctx context.Context, setup ChainSetup) (samples []Sample, runs []RunSample, unmeasured map[string]int, err error) {
+	if setup.Work <= 0 {
+		return nil, nil, nil, fmt.Errorf("%w: the run protocol needs work > 0", ErrBadSetup)
+	}
+	return runChains(ctx, setup)
+}
+
+func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []RunSample, unmeasured map[string]int, err error) {
 	if err := setup.defaults(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	pols := setup.Policies
 	if len(pols) == 0 {
-		return nil, nil, fmt.Errorf("%w: no policies", ErrBadSetup)
+		return nil, nil, nil, fmt.Errorf("%w: no policies", ErrBadSetup)
 	}
 	for _, p := range pols { // fail early on unknown names
 		if _, err := newPolicyCache(setup.Factory).get(p); err != nil {
-			return nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
+			return nil, nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
 		}
 	}
 	base, err := setup.Scenario.NewSim() // recorded holds already folded into submit times
 	if err != nil {
-		return nil, nil, fmt.Errorf("chain protocol: %w", err)
+		return nil, nil, nil, fmt.Errorf("chain protocol: %w", err)
 	}
 	// A no-op decision callback keeps the replay's clock running through
 	// quiet stretches, so Run(at) always reaches at (forks replace it).
@@ -272,18 +340,26 @@ func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasu
 		}
 	}
 	if err := <-feedErr; err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	unmeasured = map[string]int{}
 	for i, o := range outcomes {
 		if o.err != nil {
-			return nil, nil, o.err
+			return nil, nil, nil, o.err
 		}
 		samples = append(samples, o.samples...)
-		unmeasured[pols[i%len(pols)]] += setup.K - 1 - len(o.samples) // slots run policies innermost
+		switch {
+		case setup.Work <= 0:
+			unmeasured[pols[i%len(pols)]] += setup.K - 1 - len(o.samples) // slots run policies innermost
+		case o.run != nil:
+			runs = append(runs, *o.run)
+		default:
+			unmeasured[pols[i%len(pols)]]++ // its first segment never started
+		}
 	}
 	ClassifyByReference(samples)
-	return samples, unmeasured, nil
+	ClassifyRuns(runs, samples)
+	return samples, runs, unmeasured, nil
 }
 
 // ClassifyByReference sets each sample's load class from the reference
@@ -342,8 +418,12 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	f := t.fork
 	f.OnProgress(nil)
 	st := provisioner.NewMemStore()
+	segments := setup.K
+	if setup.Work > 0 {
+		segments = 0 // until the work is done
+	}
 	ch := provisioner.Chain{
-		ID: t.chain, Name: "mirage-eval", Script: "/dev/null", Policy: t.policy, Segments: setup.K,
+		ID: t.chain, Name: "mirage-eval", Script: "/dev/null", Policy: t.policy, Segments: segments,
 		Account: chainAccount, TimeLimit: setup.Limit, Nodes: t.nodes, GPUs: t.nodes * setup.GPUsPerNode,
 		State: provisioner.ChainActive, Created: t.inject,
 	}
@@ -354,7 +434,13 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		return fail(err)
 	}
 	cl := chainCluster{Sim: f}
-	if setup.HandOff > 0 {
+	var ledger *workLedger
+	switch {
+	case setup.Work > 0:
+		cl.jobs = map[string]int{}
+		ledger = newWorkLedger(setup.Work, setup.Restart, setup.Checkpoint, setup.Limit, !setup.NoHandOff)
+		cl.workConserving(ctx, ledger)
+	case setup.HandOff > 0:
 		cl.jobs = map[string]int{}
 		cl.handOff(ctx, setup.HandOff)
 	}
@@ -372,6 +458,9 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		}
 	})
 	deadline := t.inject.Add(time.Duration(setup.K)*setup.Limit + setup.Horizon)
+	if setup.Work > 0 {
+		deadline = t.inject.Add(setup.Work + 2*setup.Horizon)
+	}
 	step := max(setup.Limit/4, time.Hour)
 	for f.Now().Before(deadline) {
 		if err := ctx.Err(); err != nil {
@@ -393,15 +482,14 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		}
 	}
 	// The simulator's record of the chain's jobs: per segment, the attempt that started first.
-	type run struct{ start, end time.Time }
-	runs := map[int]run{}
+	runs := map[int]interval{}
 	for _, j := range f.History(t.inject) {
 		tag, ok := provisioner.ParseTag(j.Comment)
 		if !ok || tag.Chain != ch.ID {
 			continue
 		}
 		if r, seen := runs[tag.Segment]; !seen || j.Start.Before(r.start) {
-			runs[tag.Segment] = run{j.Start, j.End}
+			runs[tag.Segment] = interval{j.Start, j.End}
 		}
 	}
 	submits := map[int]int{}
@@ -416,13 +504,20 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	}
 	var out []Sample
 	cut := f.Now()
-	for k := 1; k < setup.K; k++ {
+	handoffs := setup.K - 1
+	if setup.Work > 0 { // every segment that started had its successor's hand-off, but the last
+		handoffs = len(runs) - 1
+		if _, ok := runs[len(runs)-1]; ok && ledger.doneAt().IsZero() {
+			handoffs++ // the work is not done: its successor's (censored) hand-off too
+		}
+	}
+	for k := 1; k <= handoffs; k++ {
 		pred, ok := runs[k-1]
 		if !ok || pred.end.IsZero() {
 			continue // the predecessor never ended: not measurable
 		}
 		s := Sample{
-			Policy: t.policy, Cell: setup.Cell, Protocol: ChainProtocol(setup.K), ChainID: ch.ID, Segment: k,
+			Policy: t.policy, Cell: setup.Cell, Protocol: setup.protocol(), ChainID: ch.ID, Segment: k,
 			Inject: t.inject, Nodes: t.nodes, GPUs: ch.GPUs, LoadScale: setup.LoadScale, Submits: submits[k],
 		}
 		if succ, ok := runs[k]; ok {
@@ -432,7 +527,51 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		}
 		out = append(out, s)
 	}
-	return chainOutcome{samples: out}
+	o := chainOutcome{samples: out}
+	if setup.Work > 0 {
+		o.run = wholeRun(setup, t, ch.GPUs, ledger, runs, cut)
+	}
+	return o
+}
+
+// wholeRun is the RunSample of a run protocol task from the simulator's
+// record of its segments (runs, by segment) and the ledger; nil when its
+// first segment never started.
+func wholeRun(setup *ChainSetup, t chainTask, gpus int, l *workLedger, runs map[int]interval, cut time.Time) *RunSample {
+	first, ok := runs[0]
+	if !ok {
+		return nil
+	}
+	r := &RunSample{
+		Policy: t.policy, Cell: setup.Cell, Protocol: ProtocolRun, ChainID: t.chain, Inject: t.inject, Nodes: t.nodes, GPUs: gpus,
+		LoadScale: setup.LoadScale, Work: setup.Work, Segments: len(runs),
+	}
+	done := l.doneAt()
+	if done.IsZero() || done.After(cut) {
+		done, r.Censored = cut, true
+	}
+	r.Completion = done.Sub(first.start)
+	var spans []interval
+	var work time.Duration
+	for _, sr := range runs {
+		end := sr.end
+		if end.IsZero() || end.After(cut) {
+			end = cut // still running at the cut-off
+		}
+		spans = append(spans, interval{sr.start, end})
+		r.ChargedGPU += float64(gpus) * end.Sub(sr.start).Hours()
+	}
+	for _, s := range l.segs {
+		if s.handed {
+			r.HandOffs++
+		}
+		if !s.end.After(cut) {
+			work += s.work
+		}
+	}
+	r.UsefulGPU = float64(gpus) * min(work, setup.Work).Hours()
+	r.Downtime = downtime(first.start, done, spans)
+	return r
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -166,6 +166,19 @@ func (s *Sim) Signal(ctx context.Context, jobID string, signal string) error {
 	return nil
 }
 
+// FinishAt makes running job jobID finish its work and exit 0 (COMPLETED)
+// at t, if it would otherwise run longer: a work-conserving chain decides
+// as a segment starts how long its remaining work takes. A t at or before
+// now ends it at now. ErrNotFound if the job is not running.
+func (s *Sim) FinishAt(jobID string, t time.Time) error {
+	j, ok := s.lookup(jobID)
+	if !ok || s.dyns[j].state != stRunning {
+		return fmt.Errorf("sim: finish %s: %w", jobID, provisioner.ErrNotFound)
+	}
+	s.endBy(j, max(t.Unix(), s.now))
+	return nil
+}
+
 // History returns the jobs that started or finished at or after since, in
 // start order (what sacct would list), for policies' Observation.History.
 // It reads the start log backwards only as far as since − the longest

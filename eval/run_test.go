@@ -1,0 +1,169 @@
+package eval
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// TestWorkLedger: the books of three work-conserving chains, worked by hand
+// (hours; W = 100, limit 48, C = R = 1):
+//
+//	no overlap: seg0 0–48 saves 47−1 = 46; seg1 starts 50, saves 97−51 = 46;
+//	  seg2 starts 98, restarts until 99 and finishes the last 8 at 107.
+//	early start, hand-off: seg1 starts at 40, seg0 checkpoints its work
+//	  until 40 (39) and ends at 41; seg1 restores 41–42 and saves 87−42 = 45;
+//	  seg2 starts at 88 and finishes the last 16 at 105.
+//	early start, no hand-off: seg0 runs to 48 (46); seg1 idles 40–48,
+//	  restores until 49 and saves 87−49 = 38; seg2 finishes the last 16 at 105.
+func TestWorkLedger(t *testing.T) {
+	h := func(x float64) time.Duration { return time.Duration(x * float64(time.Hour)) }
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(x float64) time.Time { return t0.Add(h(x)) }
+	for _, c := range []struct {
+		name    string
+		handOff bool
+		starts  []float64
+		signals []string // job signalled by each start
+		finish  []float64
+		works   []float64
+		ends    []float64
+		done    float64
+	}{
+		{"no overlap", true, []float64{0, 50, 98}, []string{"", "", ""}, []float64{-1, -1, 107}, []float64{46, 46, 8}, []float64{48, 98, 107}, 107},
+		{"hand-off", true, []float64{0, 40, 88}, []string{"", "j0", ""}, []float64{-1, -1, 105}, []float64{39, 45, 16}, []float64{41, 88, 105}, 105},
+		{"no hand-off", false, []float64{0, 40, 88}, []string{"", "", ""}, []float64{-1, -1, 105}, []float64{46, 38, 16}, []float64{48, 88, 105}, 105},
+	} {
+		l := newWorkLedger(h(100), h(1), h(1), h(48), c.handOff)
+		for k, s := range c.starts {
+			sig, fin := l.started(k, "j"+string(rune('0'+k)), at(s))
+			wantFin := time.Time{}
+			if c.finish[k] >= 0 {
+				wantFin = at(c.finish[k])
+			}
+			if sig != c.signals[k] || !fin.Equal(wantFin) {
+				t.Errorf("%s: segment %d starting at %v h: signal %q, finish %v; want %q, %v", c.name, k, s, sig, fin, c.signals[k], wantFin)
+			}
+			if k == 0 && !l.doneAt().IsZero() {
+				t.Errorf("%s: done after one segment", c.name)
+			}
+		}
+		var total time.Duration
+		for k := range c.starts {
+			s := l.segs[k]
+			total += s.work
+			if s.work != h(c.works[k]) || !s.end.Equal(at(c.ends[k])) {
+				t.Errorf("%s: segment %d saved %v, ends %v h; want %v h, %v h", c.name, k, s.work, s.end.Sub(t0).Hours(), c.works[k], c.ends[k])
+			}
+		}
+		if total != h(100) || !l.doneAt().Equal(at(c.done)) {
+			t.Errorf("%s: work %v, done at %v; want 100 h done at %v h", c.name, total, l.doneAt().Sub(t0).Hours(), c.done)
+		}
+	}
+}
+
+func TestDowntime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := func(x int) time.Time { return t0.Add(time.Duration(x) * time.Minute) }
+	spans := []interval{{m(60), m(115)}, {m(0), m(55)}, {m(50), m(58)}, {m(120), m(135)}}
+	// uncovered: 58–60 and 115–120 → 7 min; and 135–140 when the window runs on.
+	if d := downtime(m(0), m(135), spans); d != 7*time.Minute {
+		t.Errorf("downtime %v, want 7m", d)
+	}
+	if d := downtime(m(0), m(140), spans); d != 12*time.Minute {
+		t.Errorf("downtime %v, want 12m", d)
+	}
+	if d := downtime(m(10), m(10), spans); d != 0 {
+		t.Errorf("empty window: %v", d)
+	}
+}
+
+// TestRunWholeRunsEmptyCluster replays whole runs on an empty 4-node
+// cluster (decisions every 10 min from the injection T; a job starts as it
+// is submitted): W = 100 min, limit 55 min, C = R = 5 min. Worked by hand
+// (minutes after T):
+//
+//	reactive: seg0 0–55 saves 45; seg1 60–115 restores until 65, saves
+//	  110−65 = 45; seg2 starts 120 and finishes the last 10 at 135.
+//	  Completion 135, downtime 10, charged 55+55+15 = 125 min × 4 GPUs.
+//	lead 20 min, hand-off: seg1 due at 35, starts at the 40 cycle; seg0
+//	  checkpoints its work until 40 (35) and ends at 45; seg1 restores
+//	  45–50; seg2 due at 40+55−20 = 75, starts at 80; seg1 saves 80−50 = 30
+//	  and ends at 85; seg2 restores 85–90 and finishes the last 35 at 125.
+//	  The policy cannot know that: seg3 is due at 80+55−20 = 115, starts at
+//	  120 (too late to hand off: seg2 ends at 120 + C) and exits at 125 with
+//	  nothing to do. Completion 125, four segments, two hand-offs, gaps −5,
+//	  −5, −5, no downtime, charged 45+45+45+5 = 140 min.
+//	lead 20 min, no hand-off: seg0 runs to 55 (45); seg1 (40–95) restores
+//	  55–60 and saves 90−60 = 30; seg2 (from 80) waits for 95, restores
+//	  until 100 and finishes the last 25 at 125; seg3 as above. Completion
+//	  125, gaps −15, −15, −5, charged 55+55+45+5 = 160 min.
+//
+// Reactive never overlaps: hand-off on or off, its runs are the same.
+func TestRunWholeRunsEmptyCluster(t *testing.T) {
+	T := chainT0.Add(time.Hour)
+	factory := func(name string) (provisioner.Policy, error) {
+		return provisioner.BaselinePolicy(name, provisioner.WithLead(20*time.Minute))
+	}
+	type want struct {
+		completion, downtime, charged time.Duration
+		segments, handoffs            int
+		gaps                          []time.Duration
+	}
+	m := func(x int) time.Duration { return time.Duration(x) * time.Minute }
+	for _, noHandOff := range []bool{false, true} {
+		setup := ChainSetup{
+			Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+			Cell:     "empty", LoadScale: 1,
+			From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
+			Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour,
+			Work: 100 * time.Minute, NoHandOff: noHandOff,
+			Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead}, Factory: factory,
+		}
+		samples, runs, unmeasured, err := RunWholeRuns(context.Background(), setup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wants := map[string]want{
+			provisioner.PolicyReactive: {m(135), m(10), m(125), 3, 0, []time.Duration{m(5), m(5)}},
+			provisioner.PolicyLead:     {m(125), 0, m(140), 4, 2, []time.Duration{m(-5), m(-5), m(-5)}},
+		}
+		if noHandOff {
+			wants[provisioner.PolicyLead] = want{m(125), 0, m(160), 4, 0, []time.Duration{m(-15), m(-15), m(-5)}}
+		}
+		if len(runs) != 2 || unmeasured[Reference]+unmeasured[provisioner.PolicyLead] != 0 {
+			t.Fatalf("no hand-off %v: runs %+v, unmeasured %v", noHandOff, runs, unmeasured)
+		}
+		for _, r := range runs {
+			w := wants[r.Policy]
+			if r.Completion != w.completion || r.Downtime != w.downtime || r.Segments != w.segments || r.HandOffs != w.handoffs ||
+				r.Censored || r.Protocol != ProtocolRun || r.Work != 100*time.Minute || r.LoadClass != LoadLow || r.GPUs != 4 {
+				t.Errorf("no hand-off %v: %s run %+v; want completion %v, downtime %v, %d segments, %d hand-offs", noHandOff, r.Policy, r, w.completion, w.downtime, w.segments, w.handoffs)
+			}
+			if wantCharged := 4 * w.charged.Hours(); !approx(r.ChargedGPU, wantCharged) || !approx(r.UsefulGPU, 4*100.0/60) {
+				t.Errorf("no hand-off %v: %s charged %v, useful %v GPU-h; want %v, %v", noHandOff, r.Policy, r.ChargedGPU, r.UsefulGPU, wantCharged, 4*100.0/60)
+			}
+			if r.Overhead() != w.completion-100*time.Minute {
+				t.Errorf("overhead %v", r.Overhead())
+			}
+		}
+		gaps := map[string][]time.Duration{}
+		for _, s := range samples {
+			if s.Protocol != ProtocolRun {
+				t.Errorf("sample protocol %q", s.Protocol)
+			}
+			gaps[s.Policy] = append(gaps[s.Policy], s.Gap)
+		}
+		for p, w := range wants {
+			if !slices.Equal(gaps[p], w.gaps) {
+				t.Errorf("no hand-off %v: %s gaps %v, want %v", noHandOff, p, gaps[p], w.gaps)
+			}
+		}
+	}
+}
+
+func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
