@@ -75,9 +75,9 @@ type ChainSetup struct {
 	Checkpoint time.Duration
 	NoHandOff  bool
 	Policies   []string                  // policies to run (include reactive: the load-class reference)
-	Factory  provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
-	Workers  int                       // parallel forks, default GOMAXPROCS
-	Progress func(done, total int)     // called after each chain run, from one goroutine
+	Factory    provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
+	Workers    int                       // parallel forks, default GOMAXPROCS
+	Progress   func(done, total int)     // called after each chain run, from one goroutine
 }
 
 // protocol is the Sample.Protocol of the setup's results.

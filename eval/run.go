@@ -45,12 +45,12 @@ type RunSample struct {
 	Nodes      int           `json:"nodes"`
 	GPUs       int           `json:"gpus"`
 	LoadScale  float64       `json:"load_scale"`
-	LoadClass  string        `json:"load_class"`   // by reactive's mean gap on the same run
-	Work       time.Duration `json:"work_ns"`      // W
+	LoadClass  string        `json:"load_class"`    // by reactive's mean gap on the same run
+	Work       time.Duration `json:"work_ns"`       // W
 	Completion time.Duration `json:"completion_ns"` // first start → work done (the cut-off when censored)
-	Segments   int           `json:"segments"`     // segments that started
-	HandOffs   int           `json:"handoffs"`     // segments ended early by their successor's hand-off
-	Downtime   time.Duration `json:"downtime_ns"`  // time in [first start, done] with no segment running
+	Segments   int           `json:"segments"`      // segments that started
+	HandOffs   int           `json:"handoffs"`      // segments ended early by their successor's hand-off
+	Downtime   time.Duration `json:"downtime_ns"`   // time in [first start, done] with no segment running
 	ChargedGPU float64       `json:"charged_gpu_h"` // Σ GPUs × run time of every segment, GPU-hours
 	UsefulGPU  float64       `json:"useful_gpu_h"`  // GPUs × work done, GPU-hours
 	Censored   bool          `json:"censored"`      // the work was not done at the cut-off
