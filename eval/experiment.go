@@ -40,6 +40,10 @@ type Experiment struct {
 	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
 	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
 	HandOff    time.Duration `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
+	Work       time.Duration `yaml:"work"`        // run protocol: useful work per chain (default 7 days)
+	Restart    time.Duration `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
+	Checkpoint time.Duration `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
+	NoHandOff  bool          `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
 	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
 	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
 	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
@@ -85,8 +89,23 @@ func (e *Experiment) Normalize() error {
 	if e.Protocol == "" {
 		e.Protocol = ProtocolPair
 	}
-	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair {
-		return fmt.Errorf("%w: protocol %q: want pair or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair && e.Protocol != ProtocolRun {
+		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+	}
+	if e.Protocol == ProtocolRun {
+		if e.Work == 0 {
+			e.Work = DefaultWork
+		}
+		if e.Restart == 0 {
+			e.Restart = DefaultRestart
+		}
+		if e.Checkpoint == 0 {
+			e.Checkpoint = DefaultCheckpoint
+		}
+	}
+	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != ProtocolRun ||
+		e.Work < 0 || e.Restart < 0 || e.Checkpoint < 0 {
+		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", ErrBadSetup)
 	}
 	if _, isChain := ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
 		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
@@ -220,7 +239,8 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	scenarios map[string]*loadedTrace
-	refs      map[string][]Sample // reference samples by Sample.Cell
+	refs      map[string][]Sample    // reference samples by Sample.Cell
+	refRuns   map[string][]RunSample // and the reference's whole runs (run protocol)
 }
 
 type loadedTrace struct {
@@ -308,6 +328,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	from, until := e.window(tr.sc, tr.loc)
 	rt.mu.Lock()
 	ref, haveRef := rt.refs[c.Cell]
+	refRuns := rt.refRuns[c.Cell]
 	rt.mu.Unlock()
 	haveRef = haveRef && c.Policy != Reference
 	run := []string{c.Policy}
@@ -329,20 +350,26 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		progress = func(done, total int) { rt.Progress(c, done, total) }
 	}
 	var samples []Sample
-	if k, isChain := ParseChainProtocol(e.Protocol); isChain {
+	var runs []RunSample
+	if k, isChain := ParseChainProtocol(e.Protocol); isChain || e.Protocol == ProtocolRun {
 		setup := ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
+			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff,
 			Policies: run, Factory: rt.policies(e, nil), Workers: rt.Workers, Progress: progress,
 		}
 		var unmeasured map[string]int
-		samples, unmeasured, err = RunChains(ctx, setup)
+		samples, runs, unmeasured, err = runChains(ctx, setup)
 		if err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 		}
 		params["injections"] = strconv.Itoa(len(setup.Injections()))
 		if e.HandOff > 0 {
 			params["handoff"] = e.HandOff.String()
+		}
+		if e.Protocol == ProtocolRun {
+			params["work"], params["restart"], params["checkpoint"] = e.Work.String(), e.Restart.String(), e.Checkpoint.String()
+			params["handoff"] = strconv.FormatBool(!e.NoHandOff)
 		}
 		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
 	} else {
@@ -385,22 +412,32 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			out = append(out, s)
 		}
 	}
+	var ownRuns, refRunsHere []RunSample
+	for _, r := range runs {
+		if r.Policy == Reference {
+			refRunsHere = append(refRunsHere, r)
+		} else {
+			ownRuns = append(ownRuns, r)
+		}
+	}
 	if haveRef {
-		refSamples = ref
+		refSamples, refRunsHere = ref, refRuns
 	} else {
 		rt.mu.Lock()
 		if rt.refs == nil {
-			rt.refs = map[string][]Sample{}
+			rt.refs, rt.refRuns = map[string][]Sample{}, map[string][]RunSample{}
 		}
-		rt.refs[c.Cell] = refSamples
+		rt.refs[c.Cell], rt.refRuns[c.Cell] = refSamples, refRunsHere
 		rt.mu.Unlock()
 	}
 	out = append(out, refSamples...)
+	ownRuns = append(ownRuns, refRunsHere...)
 	if e.Protocol != ProtocolPair {
-		// chain-K: classes from the reactive policy's gap on the same hand-off
-		// (the pair harness sets them from the published 1-minute-early
-		// reactive submission itself).
+		// chain-K and run: classes from the reactive policy's gap on the same
+		// hand-off (the pair harness sets them from the published
+		// 1-minute-early reactive submission itself).
 		ClassifyByReference(out)
+		ClassifyRuns(ownRuns, out)
 	}
 	cellPolicies := []string{c.Policy}
 	if c.Policy != Reference {
@@ -421,7 +458,11 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else if m != nil {
 		prov.Models = append(prov.Models, *m)
 	}
-	return NewReport(e.Title, e.Policies, prov, out, e.Bootstrap)
+	rep, err := NewReport(e.Title, e.Policies, prov, out, e.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return rep, rep.SetRuns(ownRuns)
 }
 
 // modelRef reads MODELS/POLICY/meta.json when it exists.

@@ -94,6 +94,40 @@ type Report struct {
 	Bootstrap  Bootstrap    `json:"bootstrap"`
 	Groups     []GroupStats `json:"groups"`
 	Samples    []Sample     `json:"samples"`
+	// The run protocol's whole runs and their figures (SetRuns).
+	RunGroups []RunStats  `json:"run_groups,omitempty"`
+	Runs      []RunSample `json:"runs,omitempty"`
+}
+
+// SetRuns puts whole runs (the run protocol) in the report: copied, in
+// canonical order (cell, protocol, scale, policy, size, chain) with times
+// in UTC, checked for duplicates, and their figures computed with the
+// report's bootstrap settings.
+func (r *Report) SetRuns(runs []RunSample) error {
+	out := make([]RunSample, 0, len(runs))
+	seen := map[[2]any]int{}
+	for _, x := range runs {
+		x.Inject = x.Inject.UTC()
+		k := [2]any{runKeyOf(&x), x.Policy}
+		if i, ok := seen[k]; ok {
+			if out[i] != x {
+				return fmt.Errorf("%w: two different outcomes for policy %s, cell %s, run %s: the cells disagree; were they run with different seeds or versions?", ErrBadReport, x.Policy, x.Cell, x.ChainID)
+			}
+			continue // the reference policy's runs come from every cell
+		}
+		seen[k] = len(out)
+		out = append(out, x)
+	}
+	slices.SortFunc(out, func(a, b RunSample) int {
+		return cmp.Or(strings.Compare(a.Cell, b.Cell), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.LoadScale, b.LoadScale),
+			strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.ChainID, b.ChainID))
+	})
+	r.Runs, r.RunGroups = nil, nil
+	if len(out) > 0 {
+		r.Runs = out
+		r.RunGroups = ComputeRuns(out, MetricsOptions{Policies: r.Policies, BootstrapBelow: r.Bootstrap.Below, Resamples: r.Bootstrap.Resamples, Level: r.Bootstrap.Level, Seed: r.Bootstrap.Seed})
+	}
+	return nil
 }
 
 // NewReport computes the metrics of samples and assembles a report. The
@@ -199,6 +233,7 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	}
 	first := reports[0]
 	var samples []Sample
+	var runs []RunSample
 	prov := Provenance{Mirage: first.Provenance.Mirage, Command: command}
 	var policies []string
 	cellNames := map[string]int{}
@@ -219,6 +254,7 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 			cellNames[c.Name] = i
 		}
 		samples = append(samples, r.Samples...)
+		runs = append(runs, r.Runs...)
 		prov.Traces = append(prov.Traces, r.Provenance.Traces...)
 		prov.Windows = append(prov.Windows, r.Provenance.Windows...)
 		prov.Models = append(prov.Models, r.Provenance.Models...)
@@ -232,7 +268,11 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	if title == "" {
 		title = first.Title
 	}
-	return NewReport(title, policies, prov, samples, first.Bootstrap)
+	m, err := NewReport(title, policies, prov, samples, first.Bootstrap)
+	if err != nil {
+		return nil, err
+	}
+	return m, m.SetRuns(runs)
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -29,6 +29,8 @@ func (u figUnit) format(v float64) string {
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case unitGPUh:
 		return strconv.FormatFloat(v, 'f', 1, 64)
+	case unitRatio:
+		return strconv.FormatFloat(v, 'f', 2, 64) + "×"
 	}
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
@@ -138,7 +140,7 @@ func sizeLabel(n int) string {
 // tables builds the tables of one experiment: headline (all sizes, all
 // classes), the gap distribution, and the breakdown by size and load class.
 func (r *Report) tables(e GroupKey) []tableView {
-	chain := strings.HasPrefix(e.Protocol, "chain")
+	chain := strings.HasPrefix(e.Protocol, "chain") || e.Protocol == ProtocolRun
 	var cols []tableColumn
 	for _, c := range metricColumns {
 		if !c.chain || chain {
@@ -170,7 +172,7 @@ func (r *Report) tables(e GroupKey) []tableView {
 		labels := []cellView{{Text: g.Policy}, {Text: sizeLabel(g.Nodes)}, {Text: g.LoadClass}}
 		detail.Rows = append(detail.Rows, append(labels, rowCells(g, prefix, cols)...))
 	}
-	return []tableView{head, gap, detail}
+	return append(r.runTables(e), head, gap, detail)
 }
 
 func rowCells(g *GroupStats, prefix string, cols []tableColumn) []cellView {

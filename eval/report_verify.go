@@ -72,12 +72,14 @@ func jsonPath(doc any, path string) (any, bool) {
 // expectText formats a JSON figure as a reader should see it, by field name.
 func expectText(field string, v float64) string {
 	switch field {
-	case "zero_interruption", "within_hour", "reduction":
+	case "zero_interruption", "within_hour", "reduction", "goodput":
 		return fmt.Sprintf("%.1f%%", 100*v)
 	case "n", "censored", "submits", "chains":
 		return fmt.Sprintf("%.0f", v)
-	case "wasted_gpu_h":
+	case "wasted_gpu_h", "charged_gpu_h_mean":
 		return fmt.Sprintf("%.1f", v)
+	case "overhead_ratio", "charged_ratio":
+		return fmt.Sprintf("%.2f×", v)
 	}
 	return fmt.Sprintf("%.2f", v)
 }
@@ -119,6 +121,12 @@ func verifyHTML(doc map[string]any, html string) (int, error) {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from the HTML", ErrMismatch, i))
 		}
 	}
+	runGroups, _ := doc["run_groups"].([]any)
+	for i := range runGroups {
+		if k := fmt.Sprintf("run_groups.%d.overhead_mean_h", i); !seen[k] {
+			errs = append(errs, fmt.Errorf("%w: run group %d missing from the HTML", ErrMismatch, i))
+		}
+	}
 	return len(seen), errors.Join(errs...)
 }
 
@@ -130,6 +138,19 @@ var markdownFields = map[string]string{
 	"reduction vs reactive": "reduction", "sbatch calls": "submits", "chains": "chains",
 	"chain interruption mean (h)": "chain_interruption_mean_h", "chain median (h)": "chain_interruption_median_h", "chain p90 (h)": "chain_interruption_p90_h",
 }
+
+// runMarkdownFields maps the whole-run tables' column headers to RunStats fields.
+var runMarkdownFields = map[string]string{
+	"runs": "n", "censored": "censored", "completion mean (h)": "completion_mean_h", "overhead mean (h)": "overhead_mean_h",
+	"overhead p90 (h)": "overhead_p90_h", "overhead × reactive": "overhead_ratio", "segments": "segments_mean", "hand-offs": "handoffs_mean",
+	"downtime mean (h)": "downtime_mean_h", "GPU-h charged": "charged_gpu_h_mean", "GPU-h × reactive": "charged_ratio", "goodput": "goodput",
+}
+
+// runTable starts the titles of the whole-run tables; runCIFields are their
+// figures that may carry an interval.
+const runTable = "### Whole runs"
+
+var runCIFields = map[string]bool{"overhead_mean_h": true, "charged_gpu_h_mean": true, "overhead_ratio": true, "charged_ratio": true}
 
 // gapTable is the title of the gap-distribution table, whose columns
 // "min (h)", "p5 (h)", ... are the quantiles in gap_h.
@@ -164,7 +185,8 @@ func splitMDRow(line string) []string {
 
 func verifyMarkdown(doc map[string]any, md string) (int, error) {
 	groups, _ := doc["groups"].([]any)
-	find := func(protocol, scale, policy string, nodes int, class string) int {
+	runGroups, _ := doc["run_groups"].([]any)
+	find := func(groups []any, protocol, scale, policy string, nodes int, class string) int {
 		for i, g := range groups {
 			m, _ := g.(map[string]any)
 			s, _ := m["load_scale"].(float64)
@@ -179,15 +201,15 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 	checked := 0
 	var protocol, scale string
 	var heads []string
-	inGap := false
-	rowsSeen, gapSeen := map[int]bool{}, map[int]bool{} // metric rows, gap-distribution rows
+	inGap, inRuns := false, false
+	rowsSeen, gapSeen, runsSeen := map[int]bool{}, map[int]bool{}, map[int]bool{} // metric rows, gap-distribution rows, whole-run rows
 	for ln, line := range strings.Split(md, "\n") {
 		if m := mdExperimentRE.FindStringSubmatch(line); m != nil {
 			protocol, scale, heads = m[1], m[2], nil
 			continue
 		}
 		if strings.HasPrefix(line, "### ") {
-			inGap = strings.HasPrefix(line, gapTable)
+			inGap, inRuns = strings.HasPrefix(line, gapTable), strings.HasPrefix(line, runTable)
 		}
 		if !strings.HasPrefix(line, "|") || protocol == "" {
 			heads = nil
@@ -216,18 +238,25 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 				}
 			}
 		}
-		gi := find(protocol, scale, strings.ReplaceAll(cells[0], `\|`, "|"), nodes, class)
+		list, prefix, fields, cis := groups, "groups", markdownFields, ciFields
+		if inRuns {
+			list, prefix, fields, cis = runGroups, "run_groups", runMarkdownFields, runCIFields
+		}
+		gi := find(list, protocol, scale, strings.ReplaceAll(cells[0], `\|`, "|"), nodes, class)
 		if gi < 0 {
-			errs = append(errs, fmt.Errorf("%w: report.md line %d: no group %s ×%s %s %d %s in the JSON", ErrMismatch, ln+1, protocol, scale, cells[0], nodes, class))
+			errs = append(errs, fmt.Errorf("%w: report.md line %d: no %s entry %s ×%s %s %d %s in the JSON", ErrMismatch, ln+1, prefix, protocol, scale, cells[0], nodes, class))
 			continue
 		}
-		if inGap {
+		switch {
+		case inGap:
 			gapSeen[gi] = true
-		} else {
+		case inRuns:
+			runsSeen[gi] = true
+		default:
 			rowsSeen[gi] = true
 		}
 		for ci := first; ci < len(cells); ci++ {
-			field, ok := markdownFields[heads[ci]]
+			field, ok := fields[heads[ci]]
 			if inGap {
 				field, ok = "gap_h."+strings.TrimSuffix(heads[ci], " (h)"), strings.HasSuffix(heads[ci], " (h)")
 			}
@@ -236,7 +265,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 				continue
 			}
 			text, ci2, hasCI := strings.Cut(cells[ci], " [")
-			key := fmt.Sprintf("groups.%d.%s", gi, field)
+			key := fmt.Sprintf("%s.%d.%s", prefix, gi, field)
 			jv, ok := jsonPath(doc, key)
 			if !ok {
 				if text != "–" {
@@ -252,10 +281,10 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 			if hasCI {
 				lo, hi, _ := strings.Cut(strings.TrimSuffix(ci2, "]"), "–")
 				for _, b := range []struct{ end, text string }{{"lo", lo}, {"hi", hi}} {
-					ck := fmt.Sprintf("groups.%d.ci.%s.%s", gi, field, b.end)
+					ck := fmt.Sprintf("%s.%d.ci.%s.%s", prefix, gi, field, b.end)
 					cv, ok := jsonPath(doc, ck)
 					cf, _ := cv.(float64)
-					if !ok || !ciFields[field] || b.text != expectText(field, cf) {
+					if !ok || !cis[field] || b.text != expectText(field, cf) {
 						errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %v", ErrMismatch, ln+1, ck, b.text, cv))
 					}
 					checked++
@@ -270,6 +299,11 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 		m, _ := g.(map[string]any)
 		if n, _ := m["nodes"].(float64); n == 0 && m["load_class"] == AllClasses && !gapSeen[i] {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md's gap distribution", ErrMismatch, i))
+		}
+	}
+	for i := range runGroups {
+		if !runsSeen[i] {
+			errs = append(errs, fmt.Errorf("%w: run group %d missing from report.md", ErrMismatch, i))
 		}
 	}
 	return checked, errors.Join(errs...)

@@ -1,9 +1,15 @@
 package eval
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -167,3 +173,113 @@ func TestRunWholeRunsEmptyCluster(t *testing.T) {
 }
 
 func approx(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+
+// TestRunReport: whole runs in the report. From the empty-cluster runs
+// above (hand-off on): reactive overhead 35 min and 125 min × 4 GPUs
+// charged, lead 25 min and 140 min × 4 GPUs, so lead's overhead is
+// 25/35 = 0.71× reactive's and its charge 140/125 = 1.12×. Every number
+// shown in report.md and report.html must equal report.json; a changed
+// whole-run number or a missing row is caught; the JSON round-trips; a
+// merge of the two policies' halves equals the whole.
+func TestRunReport(t *testing.T) {
+	T := chainT0.Add(time.Hour)
+	setup := ChainSetup{
+		Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+		Cell:     "empty", LoadScale: 1,
+		From: chainT0, Until: T.Add(3 * time.Hour), Warmup: time.Hour, Interval: 2 * time.Hour,
+		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Work: 100 * time.Minute,
+		Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead},
+		Factory: func(name string) (provisioner.Policy, error) {
+			return provisioner.BaselinePolicy(name, provisioner.WithLead(20*time.Minute))
+		},
+	}
+	samples, runs, _, err := RunWholeRuns(context.Background(), setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 4 { // injections at T and T+2h, two policies
+		t.Fatalf("%d runs, want 4", len(runs))
+	}
+	prov := Provenance{Mirage: "test", Cells: []CellInfo{{Name: "empty/run", Cell: "empty", Protocol: ProtocolRun, LoadScale: 1}}}
+	pols := []string{Reference, provisioner.PolicyLead}
+	r, err := NewReport("runs", pols, prov, samples, Bootstrap{Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetRuns(runs); err != nil {
+		t.Fatal(err)
+	}
+	var lead *RunStats
+	for i := range r.RunGroups {
+		if g := &r.RunGroups[i]; g.Policy == provisioner.PolicyLead && g.Nodes == 0 && g.LoadClass == AllClasses {
+			lead = g
+		}
+	}
+	if lead == nil || lead.N != 2 || lead.OverheadRatio == nil || math.Abs(*lead.OverheadRatio-25.0/35) > 1e-12 ||
+		lead.ChargedRatio == nil || math.Abs(*lead.ChargedRatio-140.0/125) > 1e-12 || math.Abs(lead.OverheadMean-25.0/60) > 1e-12 ||
+		lead.SegmentsMean != 4 || lead.HandOffsMean != 2 || math.Abs(lead.Goodput-100.0/140) > 1e-12 || lead.CI == nil {
+		t.Fatalf("lead's whole-run group: %+v", lead)
+	}
+	dir := t.TempDir()
+	if _, err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyReport(dir); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	if !strings.Contains(string(md), "| lead | 2 | 0 | ") || !strings.Contains(string(md), "0.71×") {
+		t.Errorf("report.md lacks lead's whole-run row:\n%s", md)
+	}
+	for name, edit := range map[string]func(string) string{
+		"changed ratio": func(s string) string { return strings.Replace(s, "0.71×", "0.70×", 1) },
+		"missing row":   func(s string) string { return strings.Replace(s, "| lead | 2 | 0 | ", "| nobody | 2 | 0 | ", 1) },
+	} {
+		if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(edit(string(md))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := VerifyReport(dir); !errors.Is(err, ErrMismatch) {
+			t.Errorf("%s: VerifyReport = %v, want ErrMismatch", name, err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := r.WriteJSON(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(&buf, "report.json")
+	if err != nil || !reflect.DeepEqual(back, r) {
+		t.Fatalf("round trip: %v", err)
+	}
+	// Merge: each half with the reference's runs, as two cells would have them.
+	half := func(p string) *Report {
+		var ss []Sample
+		var rs []RunSample
+		for _, s := range samples {
+			if s.Policy == p || s.Policy == Reference {
+				ss = append(ss, s)
+			}
+		}
+		for _, x := range runs {
+			if x.Policy == p || x.Policy == Reference {
+				rs = append(rs, x)
+			}
+		}
+		hp := prov
+		hp.Cells = []CellInfo{{Name: "empty/" + p, Cell: "empty", Protocol: ProtocolRun, LoadScale: 1}}
+		h, err := NewReport("runs", pols, hp, ss, Bootstrap{Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.SetRuns(rs); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	m, err := Merge("runs", nil, half(Reference), half(provisioner.PolicyLead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.RunGroups, r.RunGroups) || !reflect.DeepEqual(m.Runs, r.Runs) {
+		t.Error("merged whole runs differ from the single report's")
+	}
+}
