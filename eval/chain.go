@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
@@ -76,8 +77,11 @@ type ChainSetup struct {
 	NoHandOff  bool
 	Policies   []string                  // policies to run (include reactive: the load-class reference)
 	Factory    provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
-	Workers    int                       // parallel forks, default GOMAXPROCS
-	Progress   func(done, total int)     // called after each chain run, from one goroutine
+	// ProbeFactory, when set, replaces Factory: it is given each worker's
+	// oracle probe (models.OracleProbe), so "oracle" can run.
+	ProbeFactory func(probe models.OracleProbe) provisioner.PolicyFactory
+	Workers      int                   // parallel forks, default GOMAXPROCS
+	Progress     func(done, total int) // called after each chain run, from one goroutine
 }
 
 // protocol is the Sample.Protocol of the setup's results.
@@ -283,7 +287,7 @@ func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []
 		return nil, nil, nil, fmt.Errorf("%w: no policies", ErrBadSetup)
 	}
 	for _, p := range pols { // fail early on unknown names
-		if _, err := newPolicyCache(setup.Factory).get(p); err != nil {
+		if _, err := newPolicyCache(setup.workerFactory(&chainProbe{})).get(p); err != nil {
 			return nil, nil, nil, fmt.Errorf("%w: policy %s: %v", ErrBadSetup, p, err)
 		}
 	}
@@ -304,9 +308,10 @@ func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cache := newPolicyCache(setup.Factory) // per worker: policies need not be safe for concurrent use
+			probe := &chainProbe{cycle: setup.Cycle, horizon: setup.Horizon}
+			cache := newPolicyCache(setup.workerFactory(probe)) // per worker: policies need not be safe for concurrent use
 			for t := range tasks {
-				outcomes[t.slot] = runChainTask(ctx, &setup, cache, t)
+				outcomes[t.slot] = runChainTask(ctx, &setup, cache, t, probe)
 				done <- t.slot
 			}
 		}()
@@ -414,7 +419,7 @@ func (c *policyCache) get(name string) (provisioner.Policy, error) {
 	return e.p, e.err
 }
 
-func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t chainTask) chainOutcome {
+func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t chainTask, probe *chainProbe) chainOutcome {
 	f := t.fork
 	f.OnProgress(nil)
 	st := provisioner.NewMemStore()
@@ -444,6 +449,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		cl.jobs = map[string]int{}
 		cl.handOff(ctx, setup.HandOff)
 	}
+	probe.f, probe.ledger = f, ledger // the oracle's view of this task
 	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
 		return fail(err)

@@ -44,6 +44,7 @@ type Experiment struct {
 	Restart    time.Duration `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
 	Checkpoint time.Duration `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
 	NoHandOff  bool          `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
+	Workload   string        `yaml:"workload"`    // whose cost the oracle plans for and learned policies decide with: training, service or "" (the published symmetric cost); the run protocol's default is training
 	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
 	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
 	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
@@ -93,6 +94,9 @@ func (e *Experiment) Normalize() error {
 		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
 	}
 	if e.Protocol == ProtocolRun {
+		if e.Workload == "" {
+			e.Workload = provisioner.WorkloadTraining
+		}
 		if e.Work == 0 {
 			e.Work = DefaultWork
 		}
@@ -109,6 +113,9 @@ func (e *Experiment) Normalize() error {
 	}
 	if _, isChain := ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
 		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
+	}
+	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
 	if len(e.Nodes) == 0 {
 		e.Nodes = []int{1, 8}
@@ -292,7 +299,12 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 	if rt.Policies != nil {
 		return rt.Policies(e, probe)
 	}
-	return models.PolicyFactory(e.Models, models.PolicyOptions{Probe: probe, Tick: e.Cycle})
+	opts := models.PolicyOptions{Probe: probe, Tick: e.Cycle}
+	if e.Workload != "" { // else |gap|, the published oracle
+		cost, _ := provisioner.WorkloadCost(e.Workload) // checked by Normalize
+		opts.OracleCost = func(gap time.Duration) float64 { return cost.Cost(gap, 0) }
+	}
+	return models.PolicyFactory(e.Models, opts)
 }
 
 // window is the evaluation window of a prepared trace: injections in
@@ -356,7 +368,8 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
 			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff,
-			Policies: run, Factory: rt.policies(e, nil), Workers: rt.Workers, Progress: progress,
+			Policies: run, Workers: rt.Workers, Progress: progress,
+			ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		}
 		var unmeasured map[string]int
 		samples, runs, unmeasured, err = runChains(ctx, setup)
@@ -370,6 +383,9 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		if e.Protocol == ProtocolRun {
 			params["work"], params["restart"], params["checkpoint"] = e.Work.String(), e.Restart.String(), e.Checkpoint.String()
 			params["handoff"] = strconv.FormatBool(!e.NoHandOff)
+		}
+		if e.Workload != "" {
+			params["workload"] = e.Workload
 		}
 		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
 	} else {

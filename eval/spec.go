@@ -32,6 +32,7 @@ type Spec struct {
 	Restart    time.Duration
 	Checkpoint time.Duration
 	NoHandOff  bool
+	Workload   string
 	LoadScales []float64
 	Protocol   string
 	Preset     string
@@ -47,7 +48,7 @@ type Spec struct {
 
 // SweepFields are the Spec fields a sweep file says, by flag name: none of
 // them may be given with a sweep.
-var SweepFields = []string{"trace", "policies", "from", "until", "nodes", "limit", "warmup", "interval", "cycle", "horizon", "load-scale", "protocol", "preset", "slurm-conf", "seed", "title", "models", "format", "skip-bad", "handoff", "work", "restart", "checkpoint", "no-handoff"}
+var SweepFields = []string{"trace", "policies", "from", "until", "nodes", "limit", "warmup", "interval", "cycle", "horizon", "load-scale", "protocol", "preset", "slurm-conf", "seed", "title", "models", "format", "skip-bad", "handoff", "work", "restart", "checkpoint", "no-handoff", "workload"}
 
 // setupError is a Spec that cannot describe an experiment: its message as
 // given, and Is(ErrBadSetup).
@@ -103,7 +104,7 @@ func (s *Spec) Experiment(changed func(flag string) bool) (*Experiment, error) {
 	e := &Experiment{
 		Title: s.Title, Traces: s.Traces, Format: s.Format, SkipBad: s.SkipBad, Policies: s.Policies, LoadScales: s.LoadScales, Protocol: s.Protocol,
 		From: from, Until: until, Nodes: s.Nodes, Limit: s.Limit, Warmup: s.Warmup, Interval: s.Interval, Cycle: s.Cycle,
-		Horizon: s.Horizon, HandOff: s.HandOff, Work: s.Work, Restart: s.Restart, Checkpoint: s.Checkpoint, NoHandOff: s.NoHandOff, Preset: s.Preset, SlurmConf: s.SlurmConf, Seed: s.Seed, Models: s.Models, Out: s.Out,
+		Horizon: s.Horizon, HandOff: s.HandOff, Work: s.Work, Restart: s.Restart, Checkpoint: s.Checkpoint, NoHandOff: s.NoHandOff, Workload: s.Workload, Preset: s.Preset, SlurmConf: s.SlurmConf, Seed: s.Seed, Models: s.Models, Out: s.Out,
 	}
 	if err := e.Normalize(); err != nil {
 		return nil, badSetup(err)

@@ -213,6 +213,9 @@ type OraclePolicy struct {
 	Probe    OracleProbe   // gap if submitted after a delay
 	Interval time.Duration // decision interval (default 10 min)
 	Lead     time.Duration // the harness's forced submission before the predecessor's end (default 1 min)
+	// Cost prices a gap for the plan (nil: |gap|, the published symmetric
+	// cost): the oracle of a workload's cost plans the instant of least cost.
+	Cost func(gap time.Duration) float64
 
 	mu    sync.Mutex
 	plans map[string]oraclePlan
@@ -268,7 +271,7 @@ func (p *OraclePolicy) Decide(obs *provisioner.Observation) (provisioner.Decisio
 			if err != nil {
 				return provisioner.Decision{}, fmt.Errorf("oracle: %w", err)
 			}
-			if i == 0 || absDur(g) < absDur(plan.gap) {
+			if i == 0 || p.cost(g) < p.cost(plan.gap) {
 				plan = oraclePlan{at: obs.Now.Add(a), gap: g}
 			}
 		}
@@ -282,14 +285,21 @@ func (p *OraclePolicy) Decide(obs *provisioner.Observation) (provisioner.Decisio
 	d := provisioner.Decision{Action: provisioner.Wait, Score: plan.gap.Seconds()}
 	if !obs.Now.Before(plan.at) {
 		d.Action = provisioner.SubmitNow
-		d.Reason = fmt.Sprintf("oracle: submitting now gives the smallest reachable |gap| (%s): submit", plan.gap.Round(time.Minute))
+		d.Reason = fmt.Sprintf("oracle: submitting now gives the least costly reachable gap (%s): submit", plan.gap.Round(time.Minute))
 		p.mu.Lock()
 		delete(p.plans, key)
 		p.mu.Unlock()
 		return d, nil
 	}
-	d.Reason = fmt.Sprintf("oracle: the smallest |gap| (%s) comes at %s: wait", plan.gap.Round(time.Minute), plan.at.Format(time.RFC3339))
+	d.Reason = fmt.Sprintf("oracle: the least costly gap (%s) comes at %s: wait", plan.gap.Round(time.Minute), plan.at.Format(time.RFC3339))
 	return d, nil
+}
+
+func (p *OraclePolicy) cost(gap time.Duration) float64 {
+	if p.Cost == nil {
+		return float64(absDur(gap))
+	}
+	return p.Cost(gap)
 }
 
 func absDur(d time.Duration) time.Duration {

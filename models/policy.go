@@ -36,6 +36,8 @@ type PolicyOptions struct {
 	Tick time.Duration
 	// Lead is the harness's forced submission before the predecessor's end (default 1 min).
 	Lead time.Duration
+	// OracleCost prices a gap for the oracle's plan (nil: |gap|).
+	OracleCost func(gap time.Duration) float64
 	// Baseline builds the provisioner's own baselines (reactive,
 	// dependency, lead, start-estimate); the default is
 	// provisioner.BaselinePolicy where this build has it.
@@ -88,7 +90,12 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			p := opts.Quantile
 			return &p, nil
 		case PolicyOracle:
-			return NewOracle(opts.Probe, opts.Tick, opts.Lead)
+			o, err := NewOracle(opts.Probe, opts.Tick, opts.Lead)
+			if err != nil {
+				return nil, err
+			}
+			o.Cost = opts.OracleCost
+			return o, nil
 		}
 		for _, b := range ProvisionerBaselines {
 			if name == b {

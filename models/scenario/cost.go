@@ -6,39 +6,15 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// GapCost prices the outcome of one submission decision, the negative of
-// the terminal reward of an episode:
-//
-//	cost = InterruptionPerHour·interruption_h + (OverlapPerHour + OverlapPerGPUHour·GPUs)·overlap_h
-//
-// where a positive gap (successor start − predecessor end) is interruption
-// and a negative one overlap. DefaultGapCost reproduces the published
-// design's symmetric reward −60·|gap in hours| so results stay comparable
-// with it; a site that bills overlap as wasted GPU time sets OverlapPerHour
-// to 0 and OverlapPerGPUHour to its exchange rate between an hour of
-// interrupted work and a GPU-hour.
-type GapCost struct {
-	InterruptionPerHour float64 // cost of one hour without a running segment
-	OverlapPerHour      float64 // cost of one hour of overlap, whatever the size
-	OverlapPerGPUHour   float64 // cost of one GPU-hour held twice
-}
+// GapCost prices a hand-off's gap (provisioner.GapCost, where chains
+// record their workload's cost).
+type GapCost = provisioner.GapCost
 
 // DefaultGapCost is the published symmetric cost: 60 per hour either way.
-var DefaultGapCost = GapCost{InterruptionPerHour: 60, OverlapPerHour: 60}
-
-// Cost returns the cost of a gap for a successor holding gpus GPUs.
-func (c GapCost) Cost(gap time.Duration, gpus int) float64 {
-	h := gap.Hours()
-	if h >= 0 {
-		return c.InterruptionPerHour * h
-	}
-	return (c.OverlapPerHour + c.OverlapPerGPUHour*float64(gpus)) * -h
-}
-
-// Reward is −Cost, the terminal reward of an episode.
-func (c GapCost) Reward(gap time.Duration, gpus int) float64 { return -c.Cost(gap, gpus) }
+var DefaultGapCost = provisioner.DefaultGapCost
 
 // GapSummary summarises outcomes of one policy (gaps in hours).
 type GapSummary struct {

@@ -165,7 +165,7 @@ func TrainPolicy(name string, train, valid *dataset.ChainData, o PolicyTrainOpti
 			mt.Params = map[string]string{}
 		}
 		mt.Params["calib_share"] = strconv.FormatFloat(o.CalibShare, 'g', -1, 64)
-		mt.Params["cost"] = fmt.Sprintf("interruption %g/h, overlap %g/h + %g/GPU-h", o.Cost.InterruptionPerHour, o.Cost.OverlapPerHour, o.Cost.OverlapPerGPUHour)
+		mt.Params["cost"] = o.Cost.String()
 		if mt.TrainRows == 0 {
 			mt.TrainRows = rowsOf(train.Episodes)
 		}
