@@ -1,13 +1,12 @@
 package eval
 
 import (
-	"encoding/base64"
 	"html/template"
 	"io"
 )
 
 // htmlTemplate is the self-contained report page: inline CSS, plots as
-// data: URIs, no scripts, no external assets.
+// inline SVG the full width of the page, no scripts, no external assets.
 var htmlTemplate = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -22,7 +21,7 @@ th { background: #f3f3f3; }
 td.label { text-align: left; }
 .ci { color: #666; font-size: 0.9em; }
 figure { margin: 1em 0 2em; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure svg { display: block; width: 100%; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figcaption { color: #555; font-size: 0.9em; }
 dl.prov dt { font-weight: bold; margin-top: 0.4em; }
 dl.prov dd { margin-left: 1.5em; font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
@@ -43,7 +42,7 @@ details.prov-box summary h2 { display: inline; }
 {{range .Experiments}}
 <h2>{{.Title}}</h2>
 {{range .Figures}}<figure id="{{.ID}}">
-<img src="{{.Src}}" alt="{{.Title}}" width="{{.Width}}" height="{{.Height}}">
+{{.SVG}}
 <figcaption><b>{{.Title}}.</b> {{.Caption}}</figcaption>
 </figure>
 {{end}}
@@ -70,8 +69,7 @@ details.prov-box summary h2 { display: inline; }
 
 type figureView struct {
 	ID, Title, Caption string
-	Src                template.URL
-	Width, Height      int
+	SVG                template.HTML
 }
 
 type experimentView struct {
@@ -94,7 +92,7 @@ type htmlView struct {
 }
 
 // WriteHTML renders the report as one self-contained HTML page with the
-// figures embedded as SVG data: URIs.
+// figures inline as SVG.
 func (r *Report) WriteHTML(w io.Writer) error {
 	v := htmlView{Title: r.Title, Provenance: r.provenanceLines(), Cells: r.cellLines()}
 	for _, m := range r.Provenance.Models {
@@ -112,9 +110,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		for _, f := range figs {
 			ev.Figures = append(ev.Figures, figureView{
 				ID: f.ID, Title: f.Title, Caption: f.Caption,
-				// The SVG is generated here (gonum/plot), not user input.
-				Src:   template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(f.SVG)),
-				Width: int(figW.Dots(96)), Height: int(figH.Dots(96)),
+				// The SVG is generated here (gonum/plot, its text escaped), not user input.
+				SVG: template.HTML(f.SVG),
 			})
 		}
 		v.Experiments = append(v.Experiments, ev)

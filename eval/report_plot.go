@@ -1,43 +1,51 @@
 package eval
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"slices"
+	"strconv"
 
+	xfont "golang.org/x/image/font"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
 // Figure is one rendered plot of a report.
 type Figure struct {
-	ID      string // stable id ("cdf-pair-1", ...)
+	ID      string // stable id ("cdf-pair-x1", ...)
 	Title   string // heading
 	Caption string // what it shows
-	SVG     []byte // the image, a standalone SVG document
+	// SVG is the image, a standalone SVG document with a viewBox. Its
+	// groups are marked data-part: "background", "axes" (title, axes,
+	// ticks and their labels), "data" (grid and marks), and to the right
+	// of the plot "legend-heading" (data-kind) and "legend-entry"
+	// (data-policy), one per policy.
+	SVG []byte
 }
 
-// palette: ten distinguishable colours (Tableau 10); policies beyond ten
-// reuse them with dashed lines.
-var palette = []color.RGBA{
-	{0x1f, 0x77, 0xb4, 0xff}, {0xff, 0x7f, 0x0e, 0xff}, {0x2c, 0xa0, 0x2c, 0xff}, {0xd6, 0x27, 0x28, 0xff},
-	{0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff}, {0xe3, 0x77, 0xc2, 0xff}, {0x7f, 0x7f, 0x7f, 0xff},
-	{0xbc, 0xbd, 0x22, 0xff}, {0x17, 0xbe, 0xcf, 0xff},
-}
-
-func policyColor(i int) color.Color { return palette[i%len(palette)] }
-
-// figure size
+// figure size; a figure is taller when its legend needs it.
 const (
-	figW = 7 * vg.Inch
-	figH = 4.2 * vg.Inch
+	figW = 10 * vg.Inch
+	figH = 4.4 * vg.Inch
 )
 
-// policiesIn lists the report's policies (display order) that have groups
-// in the experiment.
+// sansFont is the plots' typeface (gonum's Liberation Sans, whose metrics
+// Arial and Helvetica share).
+var sansFont = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+func textStyle(size vg.Length, weight xfont.Weight) text.Style {
+	f := font.From(sansFont, size)
+	f.Weight = weight
+	return text.Style{Color: color.Black, Font: f, YAlign: draw.YCenter, Handler: plot.DefaultTextHandler}
+}
+
+// policiesIn lists the report's policies that have groups in the
+// experiment, baselines, learned, oracle, each in display order.
 func (r *Report) policiesIn(e GroupKey) []string {
 	var out []string
 	for _, g := range r.Groups {
@@ -45,7 +53,19 @@ func (r *Report) policiesIn(e GroupKey) []string {
 			out = append(out, g.Policy)
 		}
 	}
-	return out
+	return byKind(out)
+}
+
+// styles gives every policy of the report its style, the same in every
+// figure.
+func (r *Report) styles() map[string]policyStyle {
+	var pols []string
+	for _, g := range r.Groups {
+		if !slices.Contains(pols, g.Policy) {
+			pols = append(pols, g.Policy)
+		}
+	}
+	return policyStyles(pols)
 }
 
 // group finds the group of an experiment, or nil.
@@ -92,76 +112,150 @@ func (r *Report) Figures() ([]Figure, error) {
 
 // figuresOf renders the four plots of one experiment.
 func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
+	id := fmt.Sprintf("%s-x%g", e.Protocol, e.LoadScale)
+	exp := fmt.Sprintf("%s protocol, load ×%g", e.Protocol, e.LoadScale)
+	pols := r.policiesIn(e)
+	classes := r.classesIn(e)
+	if len(classes) == 0 {
+		classes = []string{AllClasses}
+	}
+	st := r.styles()
+	mk := []struct {
+		id, title, caption string
+		build              func() (*plot.Plot, []legendEntry, error)
+	}{
+		{"cdf-" + id, "Gap CDF — " + exp,
+			"Cumulative share of hand-offs whose signed gap (successor start − predecessor end, hours) is at most x; left of 0 is overlap, right of 0 interruption.",
+			func() (*plot.Plot, []legendEntry, error) { return r.cdfPlot(e, pols, st) }},
+		{"bars-interruption-" + id, "Mean interruption by load class — " + exp,
+			"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h), all job sizes.",
+			func() (*plot.Plot, []legendEntry, error) {
+				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return g.InterruptionMean })
+				p.Y.Label.Text = "mean interruption (h)"
+				return p, l, nil
+			}},
+		{"bars-zero-" + id, "Share with zero interruption by load class — " + exp,
+			"Share of hand-offs with gap ≤ 0 (the successor was running when the predecessor ended) per load class, all job sizes.",
+			func() (*plot.Plot, []legendEntry, error) {
+				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return 100 * g.ZeroInterruption })
+				shareAxis(&p.Y, "share with zero interruption")
+				return p, l, nil
+			}},
+		{"scatter-" + id, "Interruption against overlap — " + exp,
+			"Mean interruption against mean overlap (hours), one point per policy and load class (L, M, H), all job sizes; lower left is better.",
+			func() (*plot.Plot, []legendEntry, error) { return r.scatterPlot(e, pols, classes, st) }},
+	}
 	var figs []Figure
-	{
-		id := fmt.Sprintf("%s-x%g", e.Protocol, e.LoadScale)
-		exp := fmt.Sprintf("%s protocol, load ×%g", e.Protocol, e.LoadScale)
-		pols := r.policiesIn(e)
-		classes := r.classesIn(e)
-		mk := []struct {
-			id, title, caption string
-			build              func() (*plot.Plot, error)
-		}{
-			{"cdf-" + id, "Gap CDF — " + exp,
-				"Cumulative share of hand-offs whose signed gap (successor start − predecessor end, hours) is at most x; left of 0 is overlap, right of 0 interruption.",
-				func() (*plot.Plot, error) { return r.cdfPlot(e, pols) }},
-			{"bars-interruption-" + id, "Mean interruption by load class — " + exp,
-				"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h), all job sizes.",
-				func() (*plot.Plot, error) {
-					return r.barPlot(e, pols, classes, "mean interruption (h)", func(g *GroupStats) float64 { return g.InterruptionMean })
-				}},
-			{"bars-zero-" + id, "Share with zero interruption by load class — " + exp,
-				"Share of hand-offs with gap ≤ 0 (the successor was running when the predecessor ended) per load class, all job sizes.",
-				func() (*plot.Plot, error) {
-					return r.barPlot(e, pols, classes, "share with zero interruption", func(g *GroupStats) float64 { return g.ZeroInterruption })
-				}},
-			{"scatter-" + id, "Interruption against overlap — " + exp,
-				"Mean interruption against mean overlap (hours), one point per policy and load class (L, M, H), all job sizes; lower left is better.",
-				func() (*plot.Plot, error) { return r.scatterPlot(e, pols, classes) }},
+	for _, m := range mk {
+		p, legend, err := m.build()
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", m.id, err)
 		}
-		for _, m := range mk {
-			p, err := m.build()
-			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", m.id, err)
-			}
-			p.Title.Text = m.title
-			svg, err := renderSVG(p)
-			if err != nil {
-				return nil, fmt.Errorf("plot %s: %w", m.id, err)
-			}
-			figs = append(figs, Figure{ID: m.id, Title: m.title, Caption: m.caption, SVG: svg})
+		p.Title.Text = m.title
+		svg, err := renderFigure(p, legend)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", m.id, err)
 		}
+		figs = append(figs, Figure{ID: m.id, Title: m.title, Caption: m.caption, SVG: svg})
 	}
 	return figs, nil
 }
 
-func renderSVG(p *plot.Plot) ([]byte, error) {
-	wt, err := p.WriterTo(figW, figH, "svg")
-	if err != nil {
-		return nil, err
-	}
-	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+// legendEntry is one policy's line in a legend.
+type legendEntry struct {
+	policy string
+	thumb  plot.Thumbnailer
 }
 
+// renderFigure draws the plot with its legend to the right of it, outside
+// the plot: a heading per kind, then its policies (in the order given,
+// which byKind sorted), each with a thumbnail of its style. It returns the
+// figure's SVG.
+func renderFigure(p *plot.Plot, legend []legendEntry) ([]byte, error) {
+	type row struct {
+		part, text string
+		style      text.Style
+		thumb      plot.Thumbnailer // nil for a heading
+	}
+	entry, heading := textStyle(10, xfont.WeightNormal), textStyle(10, xfont.WeightBold)
+	var rows []row
+	for i, e := range legend {
+		if k := kindOf(e.policy); i == 0 || k != kindOf(legend[i-1].policy) {
+			rows = append(rows, row{part("legend-heading", "kind", kindNames[k]), kindNames[k], heading, nil})
+		}
+		rows = append(rows, row{part("legend-entry", "policy", e.policy), e.policy, entry, e.thumb})
+	}
+	rowH, thumbW, pad, gap := vg.Points(15), vg.Points(22), vg.Points(12), vg.Points(5)
+	var textW vg.Length
+	for _, r := range rows {
+		textW = max(textW, r.style.Width(r.text))
+	}
+	// A fifth more than gonum measures, for browsers that substitute a
+	// wider font.
+	strip := pad + thumbW + gap + textW*1.2 + pad/2
+	h := max(figH, vg.Length(len(rows))*rowH+vg.Points(60))
+
+	s := newSVGParts(figW, h)
+	c := draw.New(s)
+	s.use(part("background"))
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	s.use(part("axes"))
+	area := draw.Crop(c, 0, -strip, 0, 0)
+	p.BackgroundColor = nil
+	p.Draw(area)
+
+	// The legend starts level with the top of the data area.
+	x, y := area.Max.X+pad, p.DataCanvas(area).Max.Y
+	for _, r := range rows {
+		s.use(r.part)
+		textX := x
+		if r.thumb != nil {
+			icon := draw.Canvas{Canvas: c, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - rowH + vg.Points(3)}, Max: vg.Point{X: x + thumbW, Y: y - vg.Points(3)}}}
+			r.thumb.Thumbnail(&icon)
+			textX += thumbW + gap
+		}
+		c.FillText(r.style, vg.Point{X: textX, Y: y - rowH/2}, r.text)
+		y -= rowH
+	}
+	return s.svg(p.Title.Text)
+}
+
+// newPlot is a plot in the report's typeface whose plotters (the grid
+// first) draw into the figure's "data" part.
 func newPlot() *plot.Plot {
 	p := plot.New()
-	p.Legend.Top = true
-	p.Legend.Left = false
-	p.Add(plotter.NewGrid())
+	p.Title.TextStyle.Font = font.From(sansFont, 12)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font = font.From(sansFont, 11)
+		a.Tick.Label.Font = font.From(sansFont, 10)
+	}
+	p.Add(partMark(part("data")), plotter.NewGrid())
 	return p
 }
 
-func (r *Report) cdfPlot(e GroupKey, pols []string) (*plot.Plot, error) {
+// shareAxis makes a an axis of shares in percent: exactly 0–100, ticks
+// every 20.
+func shareAxis(a *plot.Axis, label string) {
+	a.Label.Text = label + " (%)"
+	a.Min, a.Max = 0, 100
+	var ticks []plot.Tick
+	for v := 0; v <= 100; v += 10 {
+		t := plot.Tick{Value: float64(v)}
+		if v%20 == 0 {
+			t.Label = strconv.Itoa(v)
+		}
+		ticks = append(ticks, t)
+	}
+	a.Tick.Marker = plot.ConstantTicks(ticks)
+}
+
+func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
 	p.X.Label.Text = "gap (h): successor start − predecessor end"
-	p.Y.Label.Text = "share of hand-offs"
-	p.Y.Min, p.Y.Max = 0, 1
-	p.Legend.Top = false
-	for i, pol := range pols {
+	var legend []legendEntry
+	for _, pol := range pols {
 		var gaps []float64
 		for _, s := range r.Samples {
 			if s.Protocol == e.Protocol && s.LoadScale == e.LoadScale && s.Policy == pol {
@@ -175,65 +269,49 @@ func (r *Report) cdfPlot(e GroupKey, pols []string) (*plot.Plot, error) {
 		n := float64(len(gaps))
 		xys := make(plotter.XYs, 0, 2*len(gaps))
 		for j, x := range gaps { // a step function: up by 1/n at each gap
-			xys = append(xys, plotter.XY{X: x, Y: float64(j) / n}, plotter.XY{X: x, Y: float64(j+1) / n})
+			xys = append(xys, plotter.XY{X: x, Y: 100 * float64(j) / n}, plotter.XY{X: x, Y: 100 * float64(j+1) / n})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		l.Color = policyColor(i)
-		l.Width = vg.Points(1.5)
-		if i >= len(palette) {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
+		l.LineStyle = st[pol].lineStyle()
 		p.Add(l)
-		p.Legend.Add(pol, l)
+		legend = append(legend, legendEntry{pol, l})
 	}
-	return p, nil
+	shareAxis(&p.Y, "share of hand-offs")
+	return p, legend, nil
 }
 
-func (r *Report) barPlot(e GroupKey, pols, classes []string, ylabel string, v func(*GroupStats) float64) (*plot.Plot, error) {
+// barPlot has a group of bars per load class, one bar per policy.
+func (r *Report) barPlot(e GroupKey, pols, classes []string, st map[string]policyStyle, v func(*GroupStats) float64) (*plot.Plot, []legendEntry) {
 	p := newPlot()
-	p.Y.Label.Text = ylabel
 	p.X.Label.Text = "load class"
-	if len(classes) == 0 {
-		classes = []string{AllClasses}
-	}
-	w := vg.Points(min(18, 300/float64(max(len(pols), 1))))
+	var legend []legendEntry
 	for i, pol := range pols {
-		vals := make(plotter.Values, len(classes))
+		b := &barSet{vals: make([]float64, len(classes)), index: i, of: len(pols), style: st[pol]}
 		for j, c := range classes {
 			if g := r.group(e, pol, 0, c); g != nil {
-				vals[j] = v(g)
+				b.vals[j] = v(g)
 			}
 		}
-		b, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return nil, err
-		}
-		b.Color = policyColor(i)
-		b.LineStyle.Width = 0
-		b.Offset = w * vg.Length(float64(i)-float64(len(pols)-1)/2)
 		p.Add(b)
-		p.Legend.Add(pol, b)
+		legend = append(legend, legendEntry{pol, b})
 	}
 	p.NominalX(classes...)
 	p.X.Min, p.X.Max = -0.5, float64(len(classes))-0.5 // room for the outer groups' bars
 	p.Y.Min = 0
-	headroom(p)
-	return p, nil
+	return p, legend
 }
 
-func (r *Report) scatterPlot(e GroupKey, pols, classes []string) (*plot.Plot, error) {
+func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
 	p.X.Label.Text = "mean overlap (h)"
 	p.Y.Label.Text = "mean interruption (h)"
-	if len(classes) == 0 {
-		classes = []string{AllClasses}
-	}
+	var legend []legendEntry
 	var all plotter.XYs
 	var labels []string
-	for i, pol := range pols {
+	for _, pol := range pols {
 		var xys plotter.XYs
 		for _, c := range classes {
 			if g := r.group(e, pol, 0, c); g != nil {
@@ -247,33 +325,25 @@ func (r *Report) scatterPlot(e GroupKey, pols, classes []string) (*plot.Plot, er
 		all = append(all, xys...)
 		s, err := plotter.NewScatter(xys)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		s.GlyphStyle.Color = policyColor(i)
-		s.GlyphStyle.Radius = vg.Points(4)
-		s.GlyphStyle.Shape = draw.CircleGlyph{}
+		s.GlyphStyle = st[pol].glyphStyle()
 		p.Add(s)
-		p.Legend.Add(pol, s)
+		legend = append(legend, legendEntry{pol, s})
 	}
 	if len(all) > 0 {
 		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: all, Labels: labels})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		lb.Offset = vg.Point{X: vg.Points(5), Y: vg.Points(2)}
+		for i := range lb.TextStyle {
+			lb.TextStyle[i].Font = font.From(sansFont, 9)
+		}
+		lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
 		p.Add(lb)
 	}
 	p.X.Min, p.Y.Min = 0, 0
-	headroom(p)
-	return p, nil
-}
-
-// headroom leaves the top quarter of the plot to the legend.
-func headroom(p *plot.Plot) {
-	if p.Y.Max <= 0 {
-		p.Y.Max = 1
-	}
-	p.Y.Max *= 1.35
+	return p, legend, nil
 }
 
 func classLetter(c string) string {

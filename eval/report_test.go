@@ -17,13 +17,24 @@ import (
 	"time"
 )
 
+// synthPolicy is a policy of a synthetic experiment: its gap is ratio
+// times reactive's, less up to 2 h × (1 − ratio).
+type synthPolicy struct {
+	name  string
+	ratio float64
+}
+
 // synthSamples makes a plausible experiment: policies on n hand-offs of
 // two sizes at two load scales, seeded.
 func synthSamples(n int, seed uint64) []Sample {
+	return synthSamplesOf(n, seed, []float64{1, 1.2}, []synthPolicy{{"reactive", 1}, {"average", 0.7}, {"xgb", 0.4}})
+}
+
+func synthSamplesOf(n int, seed uint64, scales []float64, policies []synthPolicy) []Sample {
 	r := rand.New(rand.NewPCG(seed, 1))
 	t0 := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
 	var out []Sample
-	for _, scale := range []float64{1, 1.2} {
+	for _, scale := range scales {
 		for _, nodes := range []int{1, 8} {
 			for i := range n {
 				chain := fmt.Sprintf("p%03d", i)
@@ -31,10 +42,7 @@ func synthSamples(n int, seed uint64) []Sample {
 				class := LoadClassOf(react)
 				base := Sample{Cell: fmt.Sprintf("synth/x%g/pair", scale), Protocol: "pair", ChainID: chain, Segment: 1,
 					Inject: t0.Add(time.Duration(i) * 4 * time.Hour), Nodes: nodes, GPUs: 3 * nodes, LoadScale: scale, LoadClass: class}
-				for _, p := range []struct {
-					name  string
-					ratio float64
-				}{{"reactive", 1}, {"average", 0.7}, {"xgb", 0.4}} {
+				for _, p := range policies {
 					s := base
 					s.Policy = p.name
 					s.Gap = time.Duration(float64(react)*p.ratio) - time.Duration(r.Float64()*float64(2*time.Hour)*(1-p.ratio))
@@ -81,7 +89,7 @@ func TestReportRender(t *testing.T) {
 	t.Log(paths)
 }
 
-// imageCheck is what the browser reports about one <img>.
+// imageCheck is what the browser reports about one <img> or inline <svg>.
 type imageCheck struct {
 	ID       string `json:"id"`
 	Complete bool   `json:"complete"`
@@ -94,11 +102,17 @@ type imageCheck struct {
 	Src      string `json:"src"`
 }
 
-// checkImagesJS decodes every image, draws it on a canvas and counts the
-// pixels that differ from white/transparent: an image that decodes to a
-// blank canvas has none.
-const checkImagesJS = `Promise.all(Array.from(document.images).map(async (img) => {
-  const r = {id: img.closest('figure') ? img.closest('figure').id : '', complete: img.complete, decoded: false, error: '',
+// checkImagesJS decodes every image and every figure's inline SVG (as an
+// image of its serialisation), draws it on a canvas and counts the pixels
+// that differ from white/transparent: an image that decodes to a blank
+// canvas has none.
+const checkImagesJS = `Promise.all([...document.images, ...document.querySelectorAll('figure svg')].map(async (el) => {
+  let img = el;
+  if (el.tagName.toLowerCase() === 'svg') {
+    img = new Image();
+    img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(new XMLSerializer().serializeToString(el));
+  }
+  const r = {id: el.closest('figure') ? el.closest('figure').id : '', complete: img.complete, decoded: false, error: '',
              w: img.naturalWidth, h: img.naturalHeight, inked: 0, pixels: 0, src: img.src.slice(0, 26)};
   try { await img.decode(); r.decoded = true; } catch (e) { r.error = String(e); return r; }
   r.w = img.naturalWidth; r.h = img.naturalHeight;
@@ -114,7 +128,8 @@ const checkImagesJS = `Promise.all(Array.from(document.images).map(async (img) =
 
 // TestReportInChromium is the acceptance test of the HTML report: it opens
 // in headless Chromium without console errors, and every plot is present,
-// decodes, has a size and shows something.
+// decodes, has a size and shows something (TestReportFiguresInChromium
+// checks their layout).
 func TestReportInChromium(t *testing.T) {
 	chromiumPath(t)
 	r := synthReport(t, 30)
@@ -140,7 +155,7 @@ func TestReportInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(imgs) != len(figs) {
-		t.Errorf("page has %d images, report has %d figures", len(imgs), len(figs))
+		t.Errorf("page has %d images and SVGs, report has %d figures", len(imgs), len(figs))
 	}
 	seen := map[string]bool{}
 	for _, im := range imgs {
@@ -315,8 +330,14 @@ func TestReportSelfContainedAndEscaped(t *testing.T) {
 	if bytes.Contains(html, []byte("<trace>")) || !bytes.Contains(html, []byte("&lt;trace&gt;")) {
 		t.Error("trace path not escaped in the HTML")
 	}
-	if n := bytes.Count(html, []byte(`src="data:image/svg`)); n != 8 {
-		t.Errorf("%d embedded images, want 8", n)
+	if n := bytes.Count(html, []byte(`<figure id=`)); n != 8 {
+		t.Errorf("%d figures, want 8", n)
+	}
+	if n := bytes.Count(html, []byte(`<svg `)); n != 8 {
+		t.Errorf("%d inline SVGs, want 8", n)
+	}
+	if bytes.Contains(html, []byte("<?xml")) || bytes.Contains(html, []byte("<img")) {
+		t.Error("HTML has an XML declaration or an <img>: the figures are not inline SVG")
 	}
 	if !bytes.Contains(md, []byte(`mean \|gap\| (h)`)) {
 		t.Error("a | in a Markdown header is not escaped")

@@ -1,0 +1,589 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"image/png"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// twelvePolicies is an LS6-like line-up, in a display order that mixes
+// the kinds: six baselines, five learned policies, the oracle.
+var twelvePolicies = []synthPolicy{
+	{"reactive", 1}, {"xgb", 0.4}, {"dependency", 0.9}, {"rf", 0.5}, {"lead", 0.95}, {"oracle", 0.1},
+	{"dqn", 0.55}, {"start-estimate", 0.8}, {"pg", 0.65}, {"average", 0.7}, {"rf-xgb", 0.45}, {"quantile", 0.6},
+}
+
+// twelveLegend is what every legend of that report must read, top to
+// bottom: the kinds in order, each with its policies in display order.
+var twelveLegend = []string{
+	"baselines", "reactive", "dependency", "lead", "start-estimate", "average", "quantile",
+	"learned", "xgb", "rf", "dqn", "pg", "rf-xgb",
+	"oracle", "oracle",
+}
+
+var (
+	twelveBaselines = []string{"reactive", "dependency", "lead", "start-estimate", "average", "quantile"}
+	twelveLearned   = []string{"xgb", "rf", "dqn", "pg", "rf-xgb"}
+)
+
+// policiesReport is a report of 40 hand-offs per size at load ×1 and ×1.2
+// of the given policies.
+func policiesReport(t testing.TB, pols []synthPolicy) *Report {
+	t.Helper()
+	var names []string
+	for _, p := range pols {
+		names = append(names, p.name)
+	}
+	r, err := NewReport("Twelve policies", names, Provenance{Mirage: "test"}, synthSamplesOf(40, 3, []float64{1, 1.2}, pols), Bootstrap{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestPlotPolicyKinds(t *testing.T) {
+	for kind, names := range map[policyKind][]string{
+		kindBaseline: {"reactive", "dependency", "lead", "start-estimate", "average", "quantile"},
+		kindLearned:  {"rf", "rf-golearn", "rf-xgb", "xgb", "dqn", "pg", "xgb-noharm", "xgb-online"},
+		kindOracle:   {"oracle", "oracle-tick"},
+	} {
+		for _, n := range names {
+			if got := kindOf(n); got != kind {
+				t.Errorf("kindOf(%q) = %s, want %s", n, kindNames[got], kindNames[kind])
+			}
+		}
+	}
+}
+
+// styleKey is what a reader sees of a policy in each kind of plot.
+func styleKeys(s policyStyle) (line, glyph, bar string) {
+	ls := s.lineStyle()
+	g := s.glyphStyle()
+	dirs, sp := s.hatch()
+	return fmt.Sprint(s.color, ls.Width, ls.Dashes), fmt.Sprint(s.color, reflect.TypeOf(g.Shape), g.Radius), fmt.Sprint(s.color, dirs, sp)
+}
+
+// TestPlotPolicyStyles checks that no two policies look alike in any plot,
+// with the twelve policies and with far more than the palette has colours,
+// and that each kind has its look.
+func TestPlotPolicyStyles(t *testing.T) {
+	many := []string{"oracle", "oracle-a", "oracle-b", "oracle-c"}
+	for i := range 25 {
+		many = append(many, fmt.Sprintf("base%02d", i), fmt.Sprintf("xgb-%02d", i))
+	}
+	var twelve []string
+	for _, p := range twelvePolicies {
+		twelve = append(twelve, p.name)
+	}
+	for _, pols := range [][]string{twelve, many} {
+		st := policyStyles(pols)
+		if len(st) != len(pols) {
+			t.Fatalf("%d styles for %d policies", len(st), len(pols))
+		}
+		seen := [3]map[string]string{{}, {}, {}}
+		for _, p := range pols {
+			line, glyph, bar := styleKeys(st[p])
+			for i, k := range []string{line, glyph, bar} {
+				if q, dup := seen[i][k]; dup {
+					t.Errorf("%s and %s look alike in %s plots: %s", p, q, []string{"line", "scatter", "bar"}[i], k)
+				}
+				seen[i][k] = p
+			}
+		}
+	}
+	st := policyStyles(twelve)
+	black := rgb(0)
+	for _, p := range twelve {
+		s := st[p]
+		ls, g := s.lineStyle(), s.glyphStyle()
+		dirs, _ := s.hatch()
+		switch {
+		case slices.Contains(twelveBaselines, p):
+			if len(ls.Dashes) == 0 || reflect.TypeOf(g.Shape).Name() != "BoxGlyph" || len(dirs) != 1 || s.color == black {
+				t.Errorf("baseline %s: dashes %v, glyph %T, hatch %v, colour %v; want dashed, square, hatched, not black", p, ls.Dashes, g.Shape, dirs, s.color)
+			}
+		case slices.Contains(twelveLearned, p):
+			if len(ls.Dashes) != 0 || reflect.TypeOf(g.Shape).Name() != "CircleGlyph" || len(dirs) != 0 || s.color == black {
+				t.Errorf("learned %s: dashes %v, glyph %T, hatch %v, colour %v; want solid, round, plain, not black", p, ls.Dashes, g.Shape, dirs, s.color)
+			}
+		default:
+			if len(ls.Dashes) == 0 || g.Shape != (starGlyph{}) || s.color != black {
+				t.Errorf("oracle %s: dashes %v, glyph %T, colour %v; want dotted black star", p, ls.Dashes, g.Shape, s.color)
+			}
+		}
+	}
+	// Nine colours for eleven policies that are not the oracle: every
+	// colour used, the two repeats on policies of different kinds.
+	byColour := map[string][]string{}
+	for _, p := range twelve {
+		if p != "oracle" {
+			c := fmt.Sprint(st[p].color)
+			byColour[c] = append(byColour[c], p)
+		}
+	}
+	if len(byColour) != 9 {
+		t.Errorf("%d colours for 11 policies, want the palette's 9", len(byColour))
+	}
+	for c, ps := range byColour {
+		if len(ps) > 1 && (len(ps) > 2 || kindOf(ps[0]) == kindOf(ps[1])) {
+			t.Errorf("colour %s shared by %v", c, ps)
+		}
+	}
+}
+
+// TestPlotSVGWellFormed parses every figure as XML: its parts are there and
+// a policy name with markup in it comes back as text, escaped.
+func TestPlotSVGWellFormed(t *testing.T) {
+	pols := append(slices.Clone(twelvePolicies[:3]), synthPolicy{`a"<b>&c`, 0.5})
+	r := policiesReport(t, pols)
+	figs, err := r.Figures()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 8 {
+		t.Fatalf("%d figures, want 8", len(figs))
+	}
+	for _, f := range figs {
+		d := xml.NewDecoder(bytes.NewReader(f.SVG))
+		parts := map[string]int{}
+		var policies, texts []string
+		for {
+			tok, err := d.Token()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", f.ID, err)
+			}
+			switch e := tok.(type) {
+			case xml.StartElement:
+				for _, a := range e.Attr {
+					switch a.Name.Local {
+					case "data-part":
+						parts[a.Value]++
+					case "data-policy":
+						policies = append(policies, a.Value)
+					}
+				}
+			case xml.CharData:
+				texts = append(texts, string(e))
+			}
+		}
+		want := map[string]int{"background": 1, "axes": 1, "data": 1, "legend-heading": 2, "legend-entry": 4}
+		if !reflect.DeepEqual(parts, want) {
+			t.Errorf("%s: parts %v, want %v", f.ID, parts, want)
+		}
+		if !slices.Contains(policies, `a"<b>&c`) || !slices.Contains(texts, `a"<b>&c`) {
+			t.Errorf("%s: policy with markup not read back: %q", f.ID, policies)
+		}
+	}
+}
+
+// rect is a box in CSS pixels, as getBoundingClientRect reports it.
+type rect struct {
+	L float64 `json:"l"`
+	T float64 `json:"t"`
+	R float64 `json:"r"`
+	B float64 `json:"b"`
+}
+
+func (a rect) overlaps(b rect) bool { return a.L < b.R && b.L < a.R && a.T < b.B && b.T < a.B }
+
+func (a rect) inside(b rect) bool {
+	const tol = 0.5
+	return a.L >= b.L-tol && a.R <= b.R+tol && a.T >= b.T-tol && a.B <= b.B+tol
+}
+
+func (a rect) union(b rect) rect {
+	return rect{min(a.L, b.L), min(a.T, b.T), max(a.R, b.R), max(a.B, b.B)}
+}
+
+func (a rect) String() string { return fmt.Sprintf("[%.0f,%.0f–%.0f,%.0f]", a.L, a.T, a.R, a.B) }
+
+// svgMark is one drawn element of a figure, as the browser renders it.
+type svgMark struct {
+	Tag    string `json:"tag"`
+	Text   string `json:"text"`
+	Box    rect   `json:"box"`
+	Fill   string `json:"fill"`
+	Stroke string `json:"stroke"`
+	Dash   string `json:"dash"`
+	Shape  string `json:"shape"` // the path's commands, without numbers
+}
+
+// figureLayout is a figure on the page: its SVG's box and the marks of
+// its parts.
+type figureLayout struct {
+	ID      string     `json:"id"`
+	Title   string     `json:"title"`
+	SVG     rect       `json:"svg"`
+	ViewBox [2]float64 `json:"viewBox"`
+	Axes    []svgMark  `json:"axes"`
+	Data    []svgMark  `json:"data"`
+	Legend  []struct {
+		Part   string    `json:"part"`
+		Policy string    `json:"policy"`
+		Marks  []svgMark `json:"marks"`
+	} `json:"legend"`
+}
+
+// figureLayoutJS reports every figure's layout (figureLayout).
+const figureLayoutJS = `(() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  const marks = root => Array.from(root.querySelectorAll('path, text, rect, circle, ellipse, line, polyline, polygon, image')).map(e => {
+    const cs = getComputedStyle(e), tag = e.tagName.toLowerCase();
+    return {tag, text: tag === 'text' ? e.textContent : '', box: box(e), fill: cs.fill, stroke: cs.stroke,
+            dash: cs.strokeDasharray, shape: (e.getAttribute('d') || '').replace(/[^A-Za-z]/g, '')};
+  });
+  const within = (svg, sel) => Array.from(svg.querySelectorAll(sel)).flatMap(marks);
+  return Array.from(document.querySelectorAll('figure')).map(fig => {
+    const svg = fig.querySelector('svg'), vb = svg.viewBox.baseVal, b = fig.querySelector('figcaption b');
+    return {id: fig.id, title: b ? b.textContent.replace(/\.$/, '') : '', svg: box(svg), viewBox: [vb.width, vb.height],
+      axes: within(svg, '[data-part="axes"]'), data: within(svg, '[data-part="data"]'),
+      legend: Array.from(svg.querySelectorAll('[data-part^="legend"]')).map(g => ({part: g.dataset.part, policy: g.dataset.policy || '', marks: marks(g)}))};
+  });
+})()`
+
+// isNumber reports whether a label reads as a number.
+func isNumber(s string) bool {
+	_, err := strconv.ParseFloat(strings.ReplaceAll(s, "−", "-"), 64)
+	return err == nil
+}
+
+// figureProblems checks one figure as laid out in the browser: the data
+// area (the extent of what the "data" part draws) is not empty; every
+// legend mark is inside the figure and clear of the data area and of the
+// axes' marks; the legend reads wantLegend (when given), and no two entries
+// look alike; every axis label other than a nominal "load class" names
+// its unit; and for a share plot the y-axis labels read 0 to 100 from the
+// bottom of the data area to its top.
+func figureProblems(f figureLayout, wantLegend []string, share bool) []string {
+	var out []string
+	bad := func(format string, a ...any) { out = append(out, f.ID+": "+fmt.Sprintf(format, a...)) }
+	if len(f.Data) == 0 {
+		bad("no data marks")
+		return out
+	}
+	data := f.Data[0].Box
+	for _, m := range f.Data[1:] {
+		data = data.union(m.Box)
+	}
+	var legend []string
+	looks := map[string]string{}
+	for _, g := range f.Legend {
+		var sig []string
+		for _, m := range g.Marks {
+			what := g.Policy + " " + m.Tag
+			if m.Tag == "text" {
+				legend = append(legend, m.Text)
+				what = fmt.Sprintf("%q", m.Text)
+			} else {
+				sig = append(sig, fmt.Sprint(m.Tag, m.Fill, m.Stroke, m.Dash, m.Shape))
+			}
+			if !m.Box.inside(f.SVG) {
+				bad("legend %s %v outside the figure %v", what, m.Box, f.SVG)
+			}
+			if m.Box.overlaps(data) {
+				bad("legend %s %v over the data area %v", what, m.Box, data)
+			}
+			for _, a := range f.Axes {
+				if m.Box.overlaps(a.Box) {
+					bad("legend %s %v over the axes' %s %q %v", what, m.Box, a.Tag, a.Text, a.Box)
+				}
+			}
+		}
+		if g.Part == "legend-entry" {
+			k := strings.Join(sig, "; ")
+			if q, dup := looks[k]; dup {
+				bad("legend entries %s and %s look alike (%s)", q, g.Policy, k)
+			}
+			looks[k] = g.Policy
+		}
+	}
+	if wantLegend != nil && !slices.Equal(legend, wantLegend) {
+		bad("legend reads %q, want %q", legend, wantLegend)
+	}
+	var labels []string
+	type tick struct {
+		text string
+		y, h float64
+	}
+	var yTicks []tick
+	for _, a := range f.Axes {
+		switch {
+		case a.Tag != "text" || a.Text == f.Title || slices.Contains([]string{LoadLow, LoadMedium, LoadHeavy, AllClasses}, a.Text):
+		case isNumber(a.Text):
+			if a.Box.R <= data.L+0.5 {
+				yTicks = append(yTicks, tick{a.Text, (a.Box.T + a.Box.B) / 2, a.Box.B - a.Box.T})
+			}
+		default:
+			labels = append(labels, a.Text)
+		}
+	}
+	if len(labels) != 2 {
+		bad("axis labels %q, want two", labels)
+	}
+	for _, l := range labels {
+		if !strings.Contains(l, "(h)") && !strings.Contains(l, "(%)") && l != "load class" {
+			bad("axis label %q has no unit", l)
+		}
+	}
+	if share {
+		slices.SortFunc(yTicks, func(a, b tick) int { return int(math.Copysign(1, b.y-a.y)) }) // bottom first
+		var texts []string
+		for _, tk := range yTicks {
+			texts = append(texts, tk.text)
+		}
+		if want := []string{"0", "20", "40", "60", "80", "100"}; !slices.Equal(texts, want) {
+			bad("share axis reads %q, want %q", texts, want)
+		} else if lo, hi := yTicks[0], yTicks[len(yTicks)-1]; math.Abs(lo.y-data.B) > lo.h/4 || math.Abs(hi.y-data.T) > hi.h/4 {
+			bad("share axis: 0 at y %.1f and 100 at %.1f, the data area spans %.1f–%.1f", lo.y, hi.y, data.B, data.T)
+		}
+		if !slices.ContainsFunc(labels, func(l string) bool { return strings.Contains(l, "(%)") }) {
+			bad("share axis label not in %%: %q", labels)
+		}
+	}
+	return out
+}
+
+// firstScreen is the top of the page in a 1400×900 viewport.
+type firstScreen struct {
+	W        float64 `json:"w"`
+	H        float64 `json:"h"`
+	Content  rect    `json:"content"` // the introduction paragraph: the page's content width
+	Verdicts []rect  `json:"verdicts"`
+}
+
+const firstScreenJS = `(() => {
+  scrollTo(0, 0);
+  const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  return {w: innerWidth, h: innerHeight, content: box(document.querySelector('body > p')),
+          verdicts: Array.from(document.querySelectorAll('section.verdict')).map(box)};
+})()`
+
+// TestReportFiguresInChromium lays the twelve-policy report out in
+// headless Chromium at 1400×900 and checks what a reader sees: the first
+// screen shows the verdicts and the top of the first plot (also in a
+// screenshot); every figure is the full width of the page, its legend
+// beside the data and inside the figure, grouped by kind and with no two
+// entries alike, each kind drawn its own way; share axes read 0–100 %.
+func TestReportFiguresInChromium(t *testing.T) {
+	chromiumPath(t)
+	r := policiesReport(t, twelvePolicies)
+	dir := t.TempDir()
+	if _, err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := startChromium(t, ctx)
+	abs, _ := filepath.Abs(filepath.Join(dir, HTMLFile))
+	session, problems := c.openPage(t, ctx, "file://"+abs)
+	if _, err := c.call(ctx, session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": false}); err != nil {
+		t.Fatal(err)
+	}
+	var screen firstScreen
+	if err := c.eval(ctx, session, firstScreenJS, &screen); err != nil {
+		t.Fatal(err)
+	}
+	var figs []figureLayout
+	if err := c.eval(ctx, session, figureLayoutJS, &figs); err != nil {
+		t.Fatal(err)
+	}
+	if screen.W != 1400 || screen.H != 900 {
+		t.Fatalf("viewport %v×%v, want 1400×900", screen.W, screen.H)
+	}
+	// 2 load scales × 4 plots (synthSamplesOf)
+	if len(figs) != 8 {
+		t.Fatalf("%d figures on the page, want 8", len(figs))
+	}
+
+	// The first screen: every verdict, and the top of the first plot's data area.
+	if len(screen.Verdicts) != 2 {
+		t.Errorf("%d verdicts, want 2", len(screen.Verdicts))
+	}
+	for i, v := range screen.Verdicts {
+		if v.T < 0 || v.B > screen.H {
+			t.Errorf("verdict %d at %v, not within the first %v px", i, v, screen.H)
+		}
+	}
+	if len(figs[0].Data) == 0 {
+		t.Fatalf("%s draws no data", figs[0].ID)
+	}
+	first := figs[0].Data[0].Box
+	for _, m := range figs[0].Data {
+		first = first.union(m.Box)
+	}
+	t.Logf("first screen: verdicts %v, first plot %v, its data area from y %.0f", screen.Verdicts, figs[0].SVG, first.T)
+	if first.T >= screen.H || figs[0].SVG.T < screen.Verdicts[len(screen.Verdicts)-1].B {
+		t.Errorf("first plot %v (data from y %.0f) not on the first screen below the verdicts", figs[0].SVG, first.T)
+	}
+
+	for _, f := range figs {
+		// Full width, in proportion.
+		if w := f.SVG.R - f.SVG.L; w < screen.Content.R-screen.Content.L-1 {
+			t.Errorf("%s: %.0f px wide, the page's content %.0f", f.ID, w, screen.Content.R-screen.Content.L)
+		} else if ratio := (f.SVG.B - f.SVG.T) / w; math.Abs(ratio-f.ViewBox[1]/f.ViewBox[0]) > 0.01 {
+			t.Errorf("%s: drawn %.3f as high as wide, its viewBox %.3f", f.ID, ratio, f.ViewBox[1]/f.ViewBox[0])
+		}
+		share := strings.HasPrefix(f.ID, "cdf-") || strings.HasPrefix(f.ID, "bars-zero-")
+		for _, p := range figureProblems(f, twelveLegend, share) {
+			t.Error(p)
+		}
+		// Each kind its look: in the CDF baselines dashed, learned solid, the
+		// oracle black and dotted; among the bars baselines hatched; in the
+		// scatter plot baselines square, learned round, the oracle a star.
+		for _, g := range f.Legend {
+			if g.Part != "legend-entry" {
+				continue
+			}
+			var m []svgMark
+			for _, x := range g.Marks {
+				if x.Tag != "text" {
+					m = append(m, x)
+				}
+			}
+			if len(m) == 0 {
+				t.Errorf("%s: %s has no thumbnail", f.ID, g.Policy)
+				continue
+			}
+			baseline, learned := slices.Contains(twelveBaselines, g.Policy), slices.Contains(twelveLearned, g.Policy)
+			const black = "rgb(0, 0, 0)"
+			var ok bool
+			switch kind := strings.SplitN(f.ID, "-", 2)[0]; {
+			case kind == "cdf" && baseline:
+				ok = m[0].Dash != "none" && m[0].Stroke != black
+			case kind == "cdf" && learned:
+				ok = m[0].Dash == "none" && m[0].Stroke != black
+			case kind == "cdf":
+				ok = m[0].Dash != "none" && m[0].Stroke == black
+			case kind == "bars" && baseline:
+				ok = len(m) > 1 && m[0].Fill != black
+			case kind == "bars" && learned:
+				ok = len(m) == 1 && m[0].Fill != black
+			case kind == "bars":
+				ok = len(m) == 1 && m[0].Fill == black
+			case baseline:
+				ok = m[0].Shape == "MLLLZ" && m[0].Fill != black
+			case learned:
+				ok = strings.Contains(m[0].Shape, "A") && m[0].Fill != black
+			default:
+				ok = m[0].Shape == "M"+strings.Repeat("L", 9)+"Z" && m[0].Fill == black
+			}
+			if !ok {
+				t.Errorf("%s: %s drawn %+v", f.ID, g.Policy, m)
+			}
+		}
+	}
+
+	// A real screenshot of the first screen: text in the first verdict, ink
+	// in the visible part of the first plot.
+	res, err := c.call(ctx, session, "Page.captureScreenshot", map[string]any{"format": "png"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shot struct {
+		Data string `json:"data"`
+	}
+	if err := json.Unmarshal(res, &shot); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.StdEncoding.DecodeString(shot.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "first-screen.png")
+	_ = os.WriteFile(path, raw, 0o644)
+	img, err := png.Decode(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := img.Bounds()
+	t.Logf("screenshot %s: %d bytes, %d×%d", path, len(raw), b.Dx(), b.Dy())
+	if b.Dx() != 1400 || b.Dy() != 900 {
+		t.Fatalf("screenshot %d×%d, want 1400×900", b.Dx(), b.Dy())
+	}
+	ink := func(area rect, dark uint32) (n, of int) {
+		for y := max(int(area.T), 0); y < min(int(area.B), b.Dy()); y++ {
+			for x := max(int(area.L), 0); x < min(int(area.R), b.Dx()); x++ {
+				r, g, bl, _ := img.At(x, y).RGBA()
+				if (r+g+bl)/3>>8 < dark {
+					n++
+				}
+				of++
+			}
+		}
+		return n, of
+	}
+	if n, of := ink(screen.Verdicts[0], 100); n*100 < of { // text is well over 1% of a verdict
+		t.Errorf("first verdict %v: %d of %d pixels dark", screen.Verdicts[0], n, of)
+	}
+	if n, of := ink(figs[0].SVG, 200); of == 0 || n*100 < of {
+		t.Errorf("first plot's visible part: %d of %d pixels inked", n, of)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if p := problems.all(); len(p) > 0 {
+		t.Errorf("page problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+// TestFigureCheckCatchesOverlap shows figureProblems can fail: a
+// hand-made figure with a legend entry over the data, one running out of
+// the figure, two entries alike, a share axis in fractions and an axis
+// label without a unit.
+func TestFigureCheckCatchesOverlap(t *testing.T) {
+	chromiumPath(t)
+	page := `<!DOCTYPE html><html><head><title>bad</title></head><body>
+<figure id="bars-zero-bad"><svg xmlns="http://www.w3.org/2000/svg" width="400" height="200" viewBox="0 0 400 200">
+<g data-part="axes">
+<text x="2" y="184" font-size="10">0</text><text x="2" y="104" font-size="10">0.5</text><text x="2" y="24" font-size="10">1</text>
+<text x="100" y="198" font-size="10">share</text><text x="0" y="12" font-size="10" transform="rotate(-90 0 12)">y</text>
+</g>
+<g data-part="data"><path d="M30,20L300,20L300,180L30,180Z" fill="none" stroke="#ccc"/></g>
+<g data-part="legend-entry" data-policy="reactive"><path d="M200,50L220,50" stroke="red"/><text x="225" y="54" font-size="10">reactive</text></g>
+<g data-part="legend-entry" data-policy="xgb"><path d="M320,70L340,70" stroke="red"/><text x="345" y="74" font-size="10">a name far too long</text></g>
+</svg><figcaption><b>Bad.</b></figcaption></figure></body></html>`
+	path := filepath.Join(t.TempDir(), "bad.html")
+	if err := os.WriteFile(path, []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	c := startChromium(t, ctx)
+	session, _ := c.openPage(t, ctx, "file://"+path)
+	var figs []figureLayout
+	if err := c.eval(ctx, session, figureLayoutJS, &figs); err != nil {
+		t.Fatal(err)
+	}
+	if len(figs) != 1 {
+		t.Fatalf("figures: %+v", figs)
+	}
+	got := strings.Join(figureProblems(figs[0], []string{"reactive", "xgb"}, true), "\n")
+	t.Log(got)
+	for _, want := range []string{
+		`legend "reactive"`, "over the data area", // the entry over the data
+		`legend "a name far too long"`, "outside the figure",
+		"look alike",
+		`legend reads ["reactive" "a name far too long"]`,
+		`share axis reads ["0" "0.5" "1"]`,
+		`axis label "share" has no unit`, `axis label "y" has no unit`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("problems do not mention %q", want)
+		}
+	}
+}
