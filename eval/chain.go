@@ -75,6 +75,7 @@ type ChainSetup struct {
 	Restart    time.Duration
 	Checkpoint time.Duration
 	NoHandOff  bool
+	Workload   string                    // the chains' workload (provisioner.Chain.Workload): learned policies decide with its thresholds
 	Policies   []string                  // policies to run (include reactive: the load-class reference)
 	Factory    provisioner.PolicyFactory // policies by name; nil: provisioner.BaselinePolicy
 	// ProbeFactory, when set, replaces Factory: it is given each worker's
@@ -430,7 +431,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	ch := provisioner.Chain{
 		ID: t.chain, Name: "mirage-eval", Script: "/dev/null", Policy: t.policy, Segments: segments,
 		Account: chainAccount, TimeLimit: setup.Limit, Nodes: t.nodes, GPUs: t.nodes * setup.GPUsPerNode,
-		State: provisioner.ChainActive, Created: t.inject,
+		State: provisioner.ChainActive, Created: t.inject, Workload: setup.Workload,
 	}
 	fail := func(err error) chainOutcome {
 		return chainOutcome{err: fmt.Errorf("chain %s (%s, %d nodes, injected %s): %w", t.chain, t.policy, t.nodes, t.inject.Format(time.RFC3339), err)}

@@ -367,7 +367,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		setup := ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
-			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff,
+			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff, Workload: e.Workload,
 			Policies: run, Workers: rt.Workers, Progress: progress,
 			ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		}

@@ -45,6 +45,34 @@ type DecisionRule struct {
 	Threshold float64         `json:"threshold"`         // submit when score ≥ Threshold
 	BySize    []SizeThreshold `json:"by_size,omitempty"` // per chain size, overriding Threshold
 	Tuned     string          `json:"tuned,omitempty"`   // how the thresholds were chosen (e.g. "min mean cost on the calibration split")
+	// ByWorkload holds thresholds tuned on the same calibration split for
+	// each workload's cost (provisioner.WorkloadCost): a chain of that
+	// workload decides with them. The model is the same; only where it
+	// submits moves with what a gap costs.
+	ByWorkload map[string]WorkloadRule `json:"by_workload,omitempty"`
+}
+
+// WorkloadRule is the part of a DecisionRule tuned for one workload's cost.
+type WorkloadRule struct {
+	Threshold float64         `json:"threshold"`
+	BySize    []SizeThreshold `json:"by_size,omitempty"`
+	Tuned     string          `json:"tuned,omitempty"`
+}
+
+// ForWorkload is the rule a chain of workload w decides with: the one
+// tuned for w, or the rule itself for "" (the cost the model was trained
+// for). ok is false when the model has no thresholds for w: the rule
+// itself is returned, and the caller says so.
+func (r DecisionRule) ForWorkload(w string) (DecisionRule, bool) {
+	if w == "" {
+		return r, true
+	}
+	wr, ok := r.ByWorkload[w]
+	if !ok {
+		return r, false
+	}
+	r.Threshold, r.BySize, r.Tuned = wr.Threshold, wr.BySize, wr.Tuned
+	return r, true
 }
 
 // SizeThreshold is the threshold for chains of one size.
@@ -175,7 +203,16 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	if nodes == 0 && obs.Chain != nil {
 		nodes = obs.Chain.Nodes
 	}
-	th := p.Rule.For(nodes)
+	rule, note := p.Rule, ""
+	if obs.Chain != nil && obs.Chain.Cost == nil && obs.Chain.Workload != "" {
+		var ok bool
+		if rule, ok = p.Rule.ForWorkload(obs.Chain.Workload); !ok {
+			note = fmt.Sprintf(" (thresholds of the training cost: the model has none for the %s workload; retrain it with this mirage)", obs.Chain.Workload)
+		}
+	} else if obs.Chain != nil && obs.Chain.Cost != nil {
+		note = fmt.Sprintf(" (thresholds of the training cost, not of the chain's own weights %s)", obs.Chain.Cost)
+	}
+	th := rule.For(nodes)
 	submit := score >= th
 	if submit {
 		d.Action = provisioner.SubmitNow
@@ -194,6 +231,7 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 		thd := time.Duration(th * float64(time.Second)).Round(time.Minute)
 		d.Reason = fmt.Sprintf("%s: predicted gap %s %s %s: %s", p.label(), gap, cmp, thd, verb)
 	}
+	d.Reason += note
 	return d, nil
 }
 

@@ -31,7 +31,13 @@ type Chain struct {
 	// Models is the directory of the learned policy's model, recorded by
 	// submit ("" = wherever the daemon looks): the model that decided at
 	// submit decides for the whole chain, whoever runs the daemon.
-	Models     string
+	Models string
+	// Workload is what the chain runs (WorkloadTraining, WorkloadService,
+	// "" for the published symmetric cost); Cost, when set, the explicit
+	// weights given instead. Policies that take a cost decide with
+	// CostOf().
+	Workload   string
+	Cost       *GapCost
 	Segments   int           // segments to run; 0 = until a segment exits 0 before its limit (--until-done)
 	MaxRetries int           // failed segments tolerated in a row before the chain fails
 	Account    string        // team
@@ -115,4 +121,16 @@ type DecisionRecord struct {
 func (d *DecisionRecord) Coalesces(prev *DecisionRecord) bool {
 	return d.Action == Wait && d.Error == "" && prev.Action == Wait && prev.Error == "" &&
 		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy
+}
+
+// CostOf is the cost the chain's hand-offs are priced by: its explicit
+// weights, else its workload's (an unknown workload: the published cost).
+func (c *Chain) CostOf() GapCost {
+	if c.Cost != nil {
+		return *c.Cost
+	}
+	if cost, err := WorkloadCost(c.Workload); err == nil {
+		return cost
+	}
+	return DefaultGapCost
 }

@@ -250,6 +250,9 @@ var migrations = []string{
 	ALTER TABLE chains ADD COLUMN env TEXT NOT NULL DEFAULT '{}';`,
 	// 4: the models directory of a chain's learned policy.
 	`ALTER TABLE chains ADD COLUMN models TEXT NOT NULL DEFAULT '';`,
+	// 5: the chain's workload and explicit cost weights (JSON; '' = the workload's).
+	`ALTER TABLE chains ADD COLUMN workload TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chains ADD COLUMN cost TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -336,15 +339,21 @@ func fromNS(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
-const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models`
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost`
 
 func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var c provisioner.Chain
-	var args, state, env string
+	var args, state, env, cost string
 	var limit, created int64
 	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
-		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models); err != nil {
+		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models, &c.Workload, &cost); err != nil {
 		return c, err
+	}
+	if cost != "" {
+		c.Cost = new(provisioner.GapCost)
+		if err := json.Unmarshal([]byte(cost), c.Cost); err != nil {
+			return c, fmt.Errorf("chain %s: cost: %w", c.ID, err)
+		}
 	}
 	if err := json.Unmarshal([]byte(args), &c.Args); err != nil {
 		return c, fmt.Errorf("chain %s: args: %w", c.ID, err)
@@ -413,13 +422,21 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 	if c.Env == nil {
 		env = []byte("{}")
 	}
-	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	var cost []byte
+	if c.Cost != nil {
+		if cost, err = json.Marshal(c.Cost); err != nil {
+			return fmt.Errorf("chain %s: cost: %w", c.ID, err)
+		}
+	}
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
 		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
 		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
-		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env, models=excluded.models`,
+		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env, models=excluded.models,
+		workload=excluded.workload, cost=excluded.cost`,
 		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
-		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env), c.Models)
+		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env), c.Models,
+		c.Workload, string(cost))
 	return s.wrap("store chain "+c.ID, err)
 }
 

@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 4 {
-		t.Fatalf("version %d, %v; want 4", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 5 {
+		t.Fatalf("version %d, %v; want 5", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -108,6 +108,21 @@ func TestRoundTrip(t *testing.T) {
 	if got, err := s.Chain(ctx, c.ID); err != nil || got.WorkDir != "/scratch/u/run 1" || len(got.Env) != 2 || got.Models != c.Models ||
 		got.Env["PATH"] != "/opt/mirage/bin:/usr/bin" || got.Env["MIRAGE_BIN"] != "/opt/mirage/bin/mirage" {
 		t.Errorf("chain with work dir and env: %+v, %v", got, err)
+	}
+	// The workload and explicit cost weights (schema 5).
+	c.Workload, c.Cost = "custom", &provisioner.GapCost{InterruptionPerHour: 100, OverlapPerHour: 4, OverlapBudget: 90 * time.Minute}
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.Workload != "custom" || got.Cost == nil || *got.Cost != *c.Cost || got.CostOf() != *c.Cost {
+		t.Errorf("chain with a workload and cost: %+v, %v", got, err)
+	}
+	c.Workload, c.Cost = provisioner.WorkloadService, nil
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.Workload != provisioner.WorkloadService || got.Cost != nil || got.CostOf().InterruptionPerHour != 600 {
+		t.Errorf("chain of the service workload: %+v, %v", got, err)
 	}
 	c.State, c.Reason = provisioner.ChainDone, "all 3 segments ran"
 	if err := s.PutChain(ctx, &c); err != nil {
@@ -361,11 +376,11 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 4 {
+	if v, _ := s.Version(ctx); v != 5 {
 		t.Fatalf("version %d", v)
 	}
-	// a chain of schema 1 has no recorded directory, environment nor models
-	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" {
+	// a chain of schema 1 has no recorded directory, environment, models nor workload
+	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" || c.Workload != "" || c.Cost != nil {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")

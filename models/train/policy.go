@@ -16,6 +16,7 @@ import (
 	"github.com/mirage-gpu/mirage/models/nn"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/xgb"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // PolicyTrainOptions control TrainPolicy.
@@ -361,12 +362,32 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 			grid = append(grid, features.Percentile(all, float64(i)/100))
 		}
 	}
+	th, bySize, tuned := tuneThresholds(calib, scores, grid, o.Cost, o)
+	rule.Threshold, rule.BySize = th, bySize
+	if rule.Tuned != "" {
+		tuned = rule.Tuned + "; threshold: " + tuned
+	}
+	rule.Tuned = tuned
+	// The same model decides for every workload, with thresholds tuned for
+	// its cost on the same split.
+	rule.ByWorkload = map[string]models.WorkloadRule{}
+	for _, w := range provisioner.Workloads() {
+		cost, _ := provisioner.WorkloadCost(w)
+		th, bySize, tuned := tuneThresholds(calib, scores, grid, cost, o)
+		rule.ByWorkload[w] = models.WorkloadRule{Threshold: th, BySize: bySize, Tuned: tuned + " (" + w + ": " + cost.String() + ")"}
+	}
+	return rule, nil
+}
+
+// tuneThresholds chooses the threshold, and per chain size where the
+// calibration split has enough chains of it, that minimise the mean cost
+// of the first-reach submissions on calib.
+func tuneThresholds(calib []dataset.ChainEpisode, scores [][]float64, grid []float64, cost scenario.GapCost, o *PolicyTrainOptions) (float64, []models.SizeThreshold, string) {
 	tune := TuneThreshold
 	if o.NoHarm {
 		tune = TuneThresholdNoHarm
 	}
-	th, c := tune(calib, scores, grid, o.Cost)
-	rule.Threshold = th
+	th, c := tune(calib, scores, grid, cost)
 	tuned := fmt.Sprintf("min mean cost %.2f on the calibration split (%d chains, latest %.0f%% of training)", c, len(calib), o.CalibShare*100)
 	bySize := map[int][]int{}
 	for i := range calib {
@@ -378,7 +399,7 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 	}
 	sort.Ints(sizes)
 	total := 0.0
-	rule.BySize = nil
+	var out []models.SizeThreshold
 	for _, n := range sizes {
 		idx := bySize[n]
 		if len(idx) < minSizeChains || len(sizes) < 2 {
@@ -389,18 +410,14 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 		for j, i := range idx {
 			eps[j], sc[j] = calib[i], scores[i]
 		}
-		t, cn := tune(eps, sc, grid, o.Cost)
-		rule.BySize = append(rule.BySize, models.SizeThreshold{Nodes: n, Threshold: t})
+		t, cn := tune(eps, sc, grid, cost)
+		out = append(out, models.SizeThreshold{Nodes: n, Threshold: t})
 		total += cn * float64(len(idx))
 	}
-	if len(rule.BySize) > 0 {
+	if len(out) > 0 {
 		tuned += fmt.Sprintf("; per chain size: mean cost %.2f", total/float64(len(calib)))
 	}
-	if rule.Tuned != "" {
-		tuned = rule.Tuned + "; threshold: " + tuned
-	}
-	rule.Tuned = tuned
-	return rule, nil
+	return th, out, tuned
 }
 
 // minSizeChains is how many calibration chains of one size a per-size threshold needs.
