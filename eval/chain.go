@@ -450,7 +450,8 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		cl.jobs = map[string]int{}
 		cl.handOff(ctx, setup.HandOff)
 	}
-	probe.f, probe.ledger = f, ledger // the oracle's view of this task
+	probe.f, probe.ledger, probe.cursor = f, ledger, nil // the oracle's view of this task
+	probe.task++
 	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
 		return fail(err)

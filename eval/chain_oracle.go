@@ -21,6 +21,24 @@ type chainProbe struct {
 	ledger  *workLedger // run protocol; nil otherwise
 	cycle   time.Duration
 	horizon time.Duration
+	task    int // counts the tasks the worker has run (set with f)
+	// The oracle asks about growing delays from one instant: a fork kept
+	// at the last delay asked (cursor, of task cursorOf at the instant
+	// asked at) serves the next without replaying the time between.
+	cursor   *sim.Sim
+	cursorOf int
+	cursorAt time.Time
+}
+
+// at returns a fork of f advanced to t, from the cursor when it can.
+func (p *chainProbe) at(from, t time.Time) *sim.Sim {
+	if p.cursor == nil || p.cursorOf != p.task || !p.cursorAt.Equal(from) || p.cursor.Now().After(t) {
+		p.cursor, p.cursorOf, p.cursorAt = p.f.Fork(), p.task, from
+		p.cursor.OnStart(nil)
+		p.cursor.OnTick(p.cycle, func(time.Time, provisioner.Cluster) {}) // keeps the clock going to the submission instant
+	}
+	p.cursor.Run(t)
+	return p.cursor.Fork()
 }
 
 func (p *chainProbe) predecessor(obs *provisioner.Observation) (end time.Time, completes bool) {
@@ -40,10 +58,7 @@ func (p *chainProbe) probe(obs *provisioner.Observation, after time.Duration) (t
 		return 0, errors.New("oracle probe outside a chain evaluation")
 	}
 	end, _ := p.predecessor(obs)
-	g := p.f.Fork()
-	g.OnStart(nil)
-	g.OnTick(p.cycle, func(time.Time, provisioner.Cluster) {}) // keeps the clock going to the submission instant
-	g.Run(obs.Now.Add(after))
+	g := p.at(obs.Now, obs.Now.Add(after))
 	req := obs.Successor
 	req.Comment = "" // not the chain's: nothing in the fork tracks it
 	id, err := g.Submit(context.Background(), req)
@@ -84,13 +99,16 @@ func (c *ChainSetup) workerFactory(probe *chainProbe) provisioner.PolicyFactory 
 		return c.Factory
 	}
 	f := c.ProbeFactory(probe.probe)
-	if c.Work <= 0 {
-		return f
-	}
 	return func(name string) (provisioner.Policy, error) {
 		p, err := f(name)
 		if err != nil || name != models.PolicyOracle {
 			return p, err
+		}
+		if o, ok := p.(*models.OraclePolicy); ok {
+			o.OnTicks, o.Interval = true, c.Cycle // the daemon's cycle decides only on its ticks
+		}
+		if c.Work <= 0 {
+			return p, nil
 		}
 		return workOracle{Policy: p, probe: probe}, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -281,5 +282,51 @@ func TestRunReport(t *testing.T) {
 	}
 	if !reflect.DeepEqual(m.RunGroups, r.RunGroups) || !reflect.DeepEqual(m.Runs, r.Runs) {
 		t.Error("merged whole runs differ from the single report's")
+	}
+}
+
+// TestRunOracle: the oracle of the training cost on the empty cluster of
+// TestRunWholeRunsEmptyCluster (W = 100 min, limit 55, C = R = 5, the
+// cycle every 10 min from T). Worked by hand: at the T+10 cycle it weighs
+// submitting at T+10 … T+50 (gaps −45 … −5 min against seg0's end at
+// T+55) and at T+60 (+5): an hour of interruption costs 60, of overlap
+// 2.5, so −5 is the least costly; seg1 starts at T+50, restores after seg0
+// ends (55–60) and saves 100−60 = 40 by its limit at T+105. At T+60 it
+// plans T+100 (gap −5) for seg2, which restores 105–110 and finishes the
+// last 15 at T+125. Knowing seg2 completes the work, it submits no seg3.
+// Completion 125 min, three segments, no hand-off signal (each
+// predecessor ends as its successor's checkpoint time runs out), charged
+// 55+55+25 = 135 min × 4 GPUs.
+func TestRunOracle(t *testing.T) {
+	T := chainT0.Add(time.Hour)
+	cost, _ := provisioner.WorkloadCost(provisioner.WorkloadTraining)
+	setup := ChainSetup{
+		Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+		Cell:     "empty", LoadScale: 1,
+		From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
+		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Work: 100 * time.Minute, Workload: provisioner.WorkloadTraining,
+		Policies: []string{models.PolicyOracle},
+		ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory {
+			return models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: 10 * time.Minute,
+				OracleCost: func(gap time.Duration) float64 { return cost.Cost(gap, 0) }})
+		},
+	}
+	samples, runs, _, err := RunWholeRuns(context.Background(), setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 1 {
+		t.Fatalf("runs %+v", runs)
+	}
+	r := runs[0]
+	if r.Completion != 125*time.Minute || r.Segments != 3 || r.HandOffs != 0 || !approx(r.ChargedGPU, 4*135.0/60) || r.Censored {
+		t.Errorf("oracle run %+v; want completion 125 min, 3 segments, 9 GPU-h", r)
+	}
+	var gaps []time.Duration
+	for _, s := range samples {
+		gaps = append(gaps, s.Gap)
+	}
+	if !slices.Equal(gaps, []time.Duration{-5 * time.Minute, -5 * time.Minute}) {
+		t.Errorf("gaps %v, want −5 min twice", gaps)
 	}
 }

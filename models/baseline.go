@@ -216,6 +216,11 @@ type OraclePolicy struct {
 	// Cost prices a gap for the plan (nil: |gap|, the published symmetric
 	// cost): the oracle of a workload's cost plans the instant of least cost.
 	Cost func(gap time.Duration) float64
+	// OnTicks: the harness decides only every Interval (the chain
+	// protocols' daemon cycle), so the plan considers only those instants,
+	// up to the first at or after the predecessor's expected end, instead
+	// of adding the forced submission Lead before it.
+	OnTicks bool
 
 	mu    sync.Mutex
 	plans map[string]oraclePlan
@@ -265,7 +270,17 @@ func (p *OraclePolicy) Decide(obs *provisioner.Observation) (provisioner.Decisio
 		for a := time.Duration(0); a < forced; a += iv {
 			offsets = append(offsets, a)
 		}
-		offsets = append(offsets, max(forced, 0))
+		if p.OnTicks {
+			end := expectedEnd(obs.Predecessor).Sub(obs.Now)
+			offsets = offsets[:0]
+			a := time.Duration(0)
+			for ; a < end; a += iv {
+				offsets = append(offsets, a)
+			}
+			offsets = append(offsets, a) // the first tick at or after the end: reactive
+		} else {
+			offsets = append(offsets, max(forced, 0))
+		}
 		for i, a := range offsets {
 			g, err := p.Probe(obs, a)
 			if err != nil {

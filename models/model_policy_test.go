@@ -110,3 +110,44 @@ func TestFeatureDigest(t *testing.T) {
 		t.Errorf("digest %q", a)
 	}
 }
+
+// TestModelPolicyWorkload: a chain decides with its workload's thresholds.
+// The model predicts a gap of −3 h; the rule's own threshold (−30 min)
+// waits, the training workload's (−4 h) submits, the service workload's
+// (+1 h) waits; a workload the model was not tuned for, or explicit
+// weights, fall back to the rule's own and say so.
+func TestModelPolicyWorkload(t *testing.T) {
+	m := &testFixedModel{task: Regression, value: -3 * 3600}
+	p, err := NewModelPolicy("test", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Rule.ByWorkload = map[string]WorkloadRule{
+		provisioner.WorkloadTraining: {Threshold: -4 * 3600},
+		provisioner.WorkloadService:  {Threshold: 3600, BySize: []SizeThreshold{{Nodes: 1, Threshold: 7200}}},
+	}
+	for _, c := range []struct {
+		workload string
+		cost     *provisioner.GapCost
+		want     provisioner.Action
+		note     string
+	}{
+		{"", nil, provisioner.Wait, ""},
+		{provisioner.WorkloadTraining, nil, provisioner.SubmitNow, ""},
+		{provisioner.WorkloadService, nil, provisioner.Wait, ""},
+		{"batch", nil, provisioner.Wait, "has none for the batch workload"},
+		{provisioner.WorkloadTraining, &provisioner.GapCost{InterruptionPerHour: 1}, provisioner.Wait, "not of the chain's own weights"},
+	} {
+		obs := testobs.Observation()
+		ch := *obs.Chain
+		ch.Workload, ch.Cost = c.workload, c.cost
+		obs.Chain = &ch
+		d, err := p.Decide(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != c.want || c.note != "" && !strings.Contains(d.Reason, c.note) || c.note == "" && strings.Contains(d.Reason, "(") {
+			t.Errorf("workload %q cost %v: %s (%s), want %s noting %q", c.workload, c.cost, d.Action, d.Reason, c.want, c.note)
+		}
+	}
+}
