@@ -206,7 +206,9 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	rule, note := p.Rule, ""
 	if obs.Chain != nil && obs.Chain.Cost == nil && obs.Chain.Workload != "" {
 		var ok bool
-		if rule, ok = p.Rule.ForWorkload(obs.Chain.Workload); !ok {
+		if rule, ok = p.Rule.ForWorkload(obs.Chain.Workload); ok {
+			note = fmt.Sprintf(" (the %s workload's thresholds)", obs.Chain.Workload)
+		} else {
 			note = fmt.Sprintf(" (thresholds of the training cost: the model has none for the %s workload; retrain it with this mirage)", obs.Chain.Workload)
 		}
 	} else if obs.Chain != nil && obs.Chain.Cost != nil {

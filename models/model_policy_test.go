@@ -133,8 +133,8 @@ func TestModelPolicyWorkload(t *testing.T) {
 		note     string
 	}{
 		{"", nil, provisioner.Wait, ""},
-		{provisioner.WorkloadTraining, nil, provisioner.SubmitNow, ""},
-		{provisioner.WorkloadService, nil, provisioner.Wait, ""},
+		{provisioner.WorkloadTraining, nil, provisioner.SubmitNow, "the training workload's thresholds"},
+		{provisioner.WorkloadService, nil, provisioner.Wait, "the service workload's thresholds"},
 		{"batch", nil, provisioner.Wait, "has none for the batch workload"},
 		{provisioner.WorkloadTraining, &provisioner.GapCost{InterruptionPerHour: 1}, provisioner.Wait, "not of the chain's own weights"},
 	} {

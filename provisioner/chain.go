@@ -1,6 +1,8 @@
 package provisioner
 
 import (
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -133,4 +135,18 @@ func (c *Chain) CostOf() GapCost {
 		return cost
 	}
 	return DefaultGapCost
+}
+
+// CheckCost checks the chain's cost as submit records it: a known workload
+// or none, or explicit weights that are not negative, not both.
+func (c *Chain) CheckCost() error {
+	switch {
+	case c.Cost != nil && c.Workload != "":
+		return errors.New("a workload and explicit cost weights exclude each other")
+	case c.Cost != nil && (c.Cost.InterruptionPerHour < 0 || c.Cost.OverlapPerHour < 0 || c.Cost.OverlapPerGPUHour < 0 || c.Cost.OverlapBudget < 0):
+		return fmt.Errorf("cost weights must not be negative: %s", c.Cost)
+	case c.Workload != "" && !IsWorkload(c.Workload):
+		return fmt.Errorf("workload %q: want one of %v", c.Workload, Workloads())
+	}
+	return nil
 }

@@ -34,6 +34,8 @@ type chainSpec struct {
 	Nodes     int      `json:"N,omitempty"`
 	GPUs      int      `json:"g,omitempty"`
 	Created   int64    `json:"c,omitempty"` // Unix seconds
+	Workload  string   `json:"w,omitempty"`
+	Cost      *GapCost `json:"cost,omitempty"`
 }
 
 // ChainComment is the comment of segment (index, attempt) of ch: its tag
@@ -41,7 +43,7 @@ type chainSpec struct {
 func ChainComment(ch *Chain, index, attempt int) string {
 	sp := chainSpec{V: 1, Name: ch.Name, Script: ch.Script, Args: ch.Args, WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
 		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
-		Nodes: ch.Nodes, GPUs: ch.GPUs}
+		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost}
 	if !ch.Created.IsZero() {
 		sp.Created = ch.Created.Unix()
 	}
@@ -78,7 +80,7 @@ func ParseChainSpec(comment string) (Chain, bool) {
 	}
 	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
 		MaxRetries: sp.Retries, Account: sp.Account, Partition: sp.Partition, TimeLimit: time.Duration(sp.Limit) * time.Second,
-		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive}
+		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive, Workload: sp.Workload, Cost: sp.Cost}
 	if sp.Created != 0 {
 		c.Created = time.Unix(sp.Created, 0).UTC()
 	}
@@ -104,7 +106,7 @@ func DecodeSpecText(comment string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%sspec: name %s, script %s, %s, policy %s, max retries %d, limit %s, %d node(s), %d GPU(s)",
 		comment[:i], c.Name, c.Script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, secs(c.TimeLimit), c.Nodes, c.GPUs)
-	for _, kv := range [][2]string{{"partition", c.Partition}, {"account", c.Account}, {"directory", c.WorkDir}, {"sbatch options", strings.Join(c.Args, " ")}} {
+	for _, kv := range [][2]string{{"partition", c.Partition}, {"account", c.Account}, {"directory", c.WorkDir}, {"sbatch options", strings.Join(c.Args, " ")}, {"workload", c.Workload}} {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, ", %s %s", kv[0], kv[1])
 		}

@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -37,7 +38,9 @@ type ChainJSON struct {
 	WorkDir     string        `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
 	Models      string        `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
 	Policy      string        `json:"policy"`
-	Segments    int           `json:"segments"` // 0: until done
+	Workload    string        `json:"workload,omitempty"` // training, service, or "" (the published cost)
+	Cost        *GapCost      `json:"cost,omitempty"`     // explicit weights, when given
+	Segments    int           `json:"segments"`           // 0: until done
 	MaxRetries  int           `json:"max_retries"`
 	Account     string        `json:"account,omitempty"`
 	Partition   string        `json:"partition,omitempty"`
@@ -53,7 +56,7 @@ type ChainJSON struct {
 // JSON is the view as mirage status --json prints it.
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
-	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Segments: c.Segments, MaxRetries: c.MaxRetries,
+	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
@@ -79,6 +82,9 @@ func (v *ChainView) WriteText(out io.Writer) error {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "script    %s %s\n", c.Script, strings.Join(c.Args, " "))
 	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, SegmentsText(c.Segments), c.MaxRetries)
+	if c.Workload != "" || c.Cost != nil {
+		fmt.Fprintf(out, "cost      %s (%s)\n", cmp.Or(c.Workload, "explicit weights"), c.CostOf())
+	}
 	fmt.Fprintf(out, "shape     limit %s, %d node(s), %d GPU(s), partition %s, account %s\n", limitText(c.TimeLimit), max(c.Nodes, 1), c.GPUs, dash(c.Partition), dash(c.Account))
 	fmt.Fprintf(out, "created   %s\n\n", c.Created.UTC().Format(time.RFC3339))
 	tw := newTable(out, "SEG\tTRY\tJOB\tSTATE\tEXIT\tSUBMIT\tSTART\tEND\tGAP\tNOTE")

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -120,7 +122,36 @@ func ChainScript(ch *provisioner.Chain) error {
 	}
 	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	if ch.Workload == "" && ch.Cost == nil {
+		handsOff, err := HandsOff(script)
+		if err != nil {
+			return err
+		}
+		if handsOff { // a training run that checkpoints when its successor starts
+			ch.Workload = provisioner.WorkloadTraining
+		}
+	}
 	return nil
+}
+
+// handOffLine matches a script line that runs mirage handoff (by name, path
+// or $MIRAGE_BIN).
+var handOffLine = regexp.MustCompile(`(^|[\s;&|(/"'])(mirage|\$\{?MIRAGE_BIN\}?)["']?\s+handoff(\s|$|;)`)
+
+// HandsOff reports whether the batch script at path runs mirage handoff
+// on a line that is not a comment: its chain is then a training run, whose
+// hand-offs cost a checkpoint and a restart (provisioner.WorkloadTraining).
+func HandsOff(path string) (bool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return false, fmt.Errorf("script %s: %w", path, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") && handOffLine.MatchString(l) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // CheckRecovered applies the checks of mirage submit to a chain spec read

@@ -144,3 +144,59 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 		t.Errorf("--policy reactive with models present: policy %q", cj.Policy)
 	}
 }
+
+// TestSubmitWorkload: submit records the chain's workload (training by
+// default when the script runs mirage handoff; --workload; or explicit
+// weights), status shows it, bad values are usage errors, and the daemon's
+// learned policy decides with the workload's thresholds (its reasons say
+// so).
+func TestSubmitWorkload(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	plain := e.script(t, "plain.sbatch", "-t 55")
+	handoff := filepath.Join(e.dir, "handoff.sbatch")
+	if err := os.WriteFile(handoff, []byte("#!/bin/bash\n#SBATCH -t 55\n\"$MIRAGE_BIN\" handoff --signal USR1\nsrun python train.py --resume\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		script   string
+		args     []string
+		workload string
+		cost     *provisioner.GapCost
+	}{
+		{plain, nil, "", nil},
+		{handoff, nil, provisioner.WorkloadTraining, nil},
+		{plain, []string{"--workload", "service"}, provisioner.WorkloadService, nil},
+		{handoff, []string{"--cost-interruption", "100", "--cost-overlap", "5"}, "", &provisioner.GapCost{InterruptionPerHour: 100, OverlapPerHour: 5}},
+	} {
+		id := e.submitChain(t, append(append([]string{c.script, "--new", "--policy", "lead"}, c.args...), "--segments", "2")...)
+		cj := e.statusJSON(t, id)
+		if cj.Workload != c.workload || (cj.Cost == nil) != (c.cost == nil) || c.cost != nil && *cj.Cost != *c.cost {
+			t.Errorf("submit %s %q: workload %q cost %v; want %q %v", filepath.Base(c.script), c.args, cj.Workload, cj.Cost, c.workload, c.cost)
+		}
+	}
+	for _, bad := range [][]string{{"--workload", "batch"}, {"--workload", "training", "--cost-overlap", "1"}, {"--cost-interruption", "-1"}} {
+		if _, stderr, code := e.run(t, append([]string{"submit", plain, "--new"}, bad...)...); code != cmdutil.ExitUsage {
+			t.Errorf("submit %q: exit %d (%s), want %d", bad, code, stderr, cmdutil.ExitUsage)
+		}
+	}
+	// The daemon decides with the training workload's thresholds.
+	needXGBoost(t)
+	fx := trainedFixture(t)
+	id := e.submitChain(t, handoff, "--new", "--segments", "2", "--policy", "xgb", "--models", fx.dir)
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	n := 0
+	for _, d := range chainDecisions(t, e, id) {
+		if d.Policy == "xgb" && (d.Action == string(provisioner.Wait) || d.Action == string(provisioner.SubmitNow)) {
+			n++
+			if !strings.HasSuffix(d.Reason, "(the training workload's thresholds)") {
+				t.Errorf("decision %+v: want the training workload's thresholds", d)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("xgb made no decision")
+	}
+}

@@ -25,6 +25,7 @@ type submitOptions struct {
 	// when its model is there, else lead).
 	defaultPolicy bool
 	grace         time.Duration
+	cost          provisioner.GapCost // explicit weights (--cost-*)
 	policy        policyOptions
 	state         stateOptions
 	backend       backendOptions
@@ -64,6 +65,12 @@ docs/guide/chains-and-daemon.md.`,
 				o.chain.Segments = 0 // until done
 			}
 			o.defaultPolicy = !cmd.Flags().Changed("policy")
+			if fl := cmd.Flags(); fl.Changed("cost-interruption") || fl.Changed("cost-overlap") || fl.Changed("overlap-budget") {
+				o.chain.Cost = &o.cost
+			}
+			if err := o.chain.CheckCost(); err != nil {
+				return cmdutil.WithCode(cmdutil.ExitUsage, err)
+			}
 			if o.grace <= 0 {
 				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--submit-grace %s: want a positive duration", o.grace))
 			}
@@ -81,6 +88,10 @@ docs/guide/chains-and-daemon.md.`,
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
 	fl.BoolVar(&o.new, "new", false, "register a new chain even if one is active for the same script, options and directory")
+	fl.StringVar(&o.chain.Workload, "workload", "", "training or service: what the chain's hand-offs cost (default: training when the script runs mirage handoff, else the published symmetric cost)")
+	fl.Float64Var(&o.cost.InterruptionPerHour, "cost-interruption", 0, "explicit weights instead of a workload: cost of an hour of interruption")
+	fl.Float64Var(&o.cost.OverlapPerHour, "cost-overlap", 0, "explicit weights: cost of an hour of overlap beyond --overlap-budget")
+	fl.DurationVar(&o.cost.OverlapBudget, "overlap-budget", 0, "explicit weights: overlap that costs nothing")
 	addSubmitGrace(cmd, &o.grace)
 	o.policy.add(cmd)
 	o.state.add(cmd)
@@ -165,3 +176,4 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	return stateErr(first.Problem(ch.ID))
 }
+

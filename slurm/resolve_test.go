@@ -1,0 +1,40 @@
+package slurm
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestHandsOff: a script that runs mirage handoff (by name, path or
+// $MIRAGE_BIN) is a training run; a comment, another word or another
+// subcommand is not.
+func TestHandsOff(t *testing.T) {
+	dir := t.TempDir()
+	for i, c := range []struct {
+		body string
+		want bool
+	}{
+		{"#!/bin/bash\nmirage handoff --signal USR1\npython train.py\n", true},
+		{"#!/bin/bash\n\"$MIRAGE_BIN\" handoff\n", true},
+		{"#!/bin/bash\n${MIRAGE_BIN} handoff || true\n", true},
+		{"#!/bin/bash\n/opt/mirage/bin/mirage handoff;\n", true},
+		{"#!/bin/bash\nif true; then mirage handoff; fi\n", true},
+		{"#!/bin/bash\n# mirage handoff (disabled)\n", false},
+		{"#!/bin/bash\nmirage status\necho handoff\n", false},
+		{"#!/bin/bash\nnomirage handoff\n", false},
+		{"#!/bin/bash\nmirage handoffs\n", false},
+	} {
+		p := filepath.Join(dir, fmt.Sprintf("s%d.sbatch", i))
+		if err := os.WriteFile(p, []byte(c.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := HandsOff(p); err != nil || got != c.want {
+			t.Errorf("%q: %v, %v; want %v", c.body, got, err, c.want)
+		}
+	}
+	if _, err := HandsOff(filepath.Join(dir, "missing")); err == nil {
+		t.Error("a missing script reads")
+	}
+}
