@@ -17,9 +17,9 @@ import (
 // design's symmetric reward −60·|gap in hours| so results stay comparable
 // with it; a workload (WorkloadCost) prices what really hurts it.
 type GapCost struct {
-	InterruptionPerHour float64       `json:"interruption_per_h"`           // cost of one hour without a running segment
-	OverlapPerHour      float64       `json:"overlap_per_h"`                // cost of one hour of overlap beyond the budget, whatever the size
-	OverlapPerGPUHour   float64       `json:"overlap_per_gpu_h,omitempty"`  // cost of one GPU-hour held twice beyond the budget
+	InterruptionPerHour float64       `json:"interruption_per_h"`          // cost of one hour without a running segment
+	OverlapPerHour      float64       `json:"overlap_per_h"`               // cost of one hour of overlap beyond the budget, whatever the size
+	OverlapPerGPUHour   float64       `json:"overlap_per_gpu_h,omitempty"` // cost of one GPU-hour held twice beyond the budget
 	OverlapBudget       time.Duration `json:"overlap_budget_ns,omitempty"` // overlap that costs nothing (a service wants both copies serving for a while)
 }
 

@@ -176,4 +176,3 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	return stateErr(first.Problem(ch.ID))
 }
-
