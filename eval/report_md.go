@@ -27,6 +27,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, e := range r.experiments() {
 		v := r.verdict(e)
 		ew.printf("## %s\n\n%s\n\n", v.Title, strings.ReplaceAll(v.Why, "\n", " ")) // prose: a | needs no escape outside tables
+		if v.Table.Title != "" && len(v.Table.Rows) > 0 {
+			ew.printf("### %s\n\n", v.Table.Title)
+		}
 		ew.table(v.Table)
 	}
 	for _, e := range r.experiments() {

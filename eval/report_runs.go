@@ -73,8 +73,12 @@ func (r *Report) runTables(e GroupKey) []tableView {
 }
 
 func runRowCells(g *RunStats, prefix string) []cellView {
-	out := make([]cellView, len(runColumns))
-	for i, c := range runColumns {
+	return runRowCellsOf(g, prefix, runColumns)
+}
+
+func runRowCellsOf(g *RunStats, prefix string, cols []runColumn) []cellView {
+	out := make([]cellView, len(cols))
+	for i, c := range cols {
 		v, ok := c.get(g)
 		if !ok {
 			out[i] = cellView{Text: "–"}

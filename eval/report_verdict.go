@@ -37,6 +37,9 @@ var verdictColumns = func() []tableColumn {
 // and tabulates it per load class: its mean |gap|, interruption reduction
 // and zero-interruption share against reactive, and its overlap cost.
 func (r *Report) verdict(e GroupKey) verdictView {
+	if e.Protocol == ProtocolRun && len(r.RunGroups) > 0 {
+		return r.verdictRuns(e)
+	}
 	v := verdictView{Title: "Verdict, " + e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale),
 		Table: tableView{ID: fmt.Sprintf("verdict-%s-x%g", e.Protocol, e.LoadScale), Heads: []string{"policy", "size", "load class"}}}
 	for _, c := range verdictColumns {

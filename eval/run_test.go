@@ -232,6 +232,13 @@ func TestRunReport(t *testing.T) {
 	if !strings.Contains(string(md), "| lead | 2 | 0 | ") || !strings.Contains(string(md), "0.71×") {
 		t.Errorf("report.md lacks lead's whole-run row:\n%s", md)
 	}
+	// The verdict opens the report with the whole-run answer: lead (the
+	// lower overhead), +12.0% GPU-hours (140/125); reactive and lead for all
+	// sizes and one node, all classes and low.
+	if v := r.verdict(GroupKey{Protocol: ProtocolRun, LoadScale: 1}); v.Policy != provisioner.PolicyLead ||
+		!strings.Contains(v.Why, "on 1 node with lead") || !strings.Contains(v.Why, "+12.0% GPU-hours") || len(v.Table.Rows) != 8 {
+		t.Errorf("verdict %+v", v)
+	}
 	for name, edit := range map[string]func(string) string{
 		"changed ratio": func(s string) string { return strings.Replace(s, "0.71×", "0.70×", 1) },
 		"missing row":   func(s string) string { return strings.Replace(s, "| lead | 2 | 0 | ", "| nobody | 2 | 0 | ", 1) },
