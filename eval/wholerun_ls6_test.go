@@ -1,0 +1,297 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/models/train"
+	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
+)
+
+const (
+	wholeRunResults = "../docs/results/whole-run.md"
+	wholeRunCommand = `MIRAGE_WHOLERUN=1 MIRAGE_UPDATE_RESULTS=1 go test -tags "libsqlite3 xgboost" -run '^TestWholeRunLS6$' -v -timeout 3h ./eval/`
+)
+
+// TestWholeRunLS6 is issue 23's acceptance run on the shared LS6 file (not
+// a unit test: it runs when MIRAGE_WHOLERUN=1). Walk-forward: December,
+// January and February 2023 (to the 20th, so that week-long runs end
+// before the file's arrivals stop on 1 March) are each replayed with an
+// xgb model fitted only on chains whose predecessor ended before the month
+// began (train.FitFolds, the tables of the walk-forward evaluation).
+//
+//   - Training workload: whole runs (the run protocol) of 7 days of work,
+//     48 h segments, 1 and 8 nodes, C = R = 5 min, with hand-off; xgb with
+//     its training-workload thresholds against the baselines and the
+//     oracle of the training cost.
+//   - Service workload: chains of 4 segments each running its limit, no
+//     hand-off (both copies serve during an overlap); xgb with its
+//     service-workload thresholds against the baselines.
+//
+// With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/whole-run.md.
+func TestWholeRunLS6(t *testing.T) {
+	if os.Getenv("MIRAGE_WHOLERUN") == "" {
+		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)")
+	}
+	chi, _ := time.LoadLocation("America/Chicago")
+	bounds := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), time.Date(2023, 1, 1, 0, 0, 0, 0, chi),
+		time.Date(2023, 2, 1, 0, 0, 0, 0, chi), time.Date(2023, 2, 20, 0, 0, 0, 0, chi)}
+	months := []string{"Dec", "Jan", "Feb"}
+	interval := 12 * time.Hour
+	if v := os.Getenv("MIRAGE_WHOLERUN_INTERVAL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		interval = d
+	}
+	path := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
+	jobs, err := readAll(path)
+	if err != nil {
+		t.Skip(err)
+	}
+	cache := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(dir, "mirage", "datasets")
+	}
+	start := time.Now()
+	ctx := context.Background()
+	folds, err := train.FitFolds(ctx, train.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(), Bounds: bounds, Seed: 1, Cache: cache}, "xgb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fitted := time.Since(start)
+	sc, err := scenario.NewScenario(filepath.Base(path), jobs, sim.LS6())
+	if err != nil {
+		t.Fatal(err)
+	}
+	training, _ := provisioner.WorkloadCost(provisioner.WorkloadTraining)
+	runPolicies := []string{Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyQuantile, "xgb", models.PolicyOracle}
+	servicePolicies := []string{Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, "xgb"}
+	var runs []RunSample
+	var runSamples, service []Sample
+	perMonth := map[string][]RunSample{}
+	for i, f := range folds {
+		model := f.Model
+		factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
+			base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: DefaultCycle,
+				OracleCost: func(gap time.Duration) float64 { return training.Cost(gap, 0) }})
+			return func(name string) (provisioner.Policy, error) {
+				if name == "xgb" {
+					return models.NewModelPolicy(name, model)
+				}
+				return base(name)
+			}
+		}
+		setup := ChainSetup{Scenario: sc, Cell: "ls6/" + months[i], LoadScale: 1, From: f.Start, Until: f.End, Interval: interval,
+			Nodes: []int{1, 8}, Work: DefaultWork, Workload: provisioner.WorkloadTraining, Policies: runPolicies, ProbeFactory: factory,
+			Workers: runtime.GOMAXPROCS(0)}
+		s, r, unmeasured, err := RunWholeRuns(ctx, setup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %d runs, unmeasured %v (%s)", months[i], len(r), unmeasured, time.Since(start).Round(time.Second))
+		runs, runSamples = append(runs, r...), append(runSamples, s...)
+		perMonth[months[i]] = r
+		sv := ChainSetup{Scenario: sc, Cell: "ls6/" + months[i] + "/service", LoadScale: 1, K: 4, From: f.Start, Until: f.End, Interval: interval,
+			Nodes: []int{1, 8}, Workload: provisioner.WorkloadService, Policies: servicePolicies, ProbeFactory: factory,
+			Workers: runtime.GOMAXPROCS(0)}
+		ss, _, err := RunChains(ctx, sv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		service = append(service, ss...)
+	}
+	elapsed := time.Since(start)
+
+	// Invariants independent of any policy: every policy ran every run
+	// reactive ran, and a run that was not cut off did exactly its work.
+	count := map[string]int{}
+	for _, r := range runs {
+		count[r.Policy]++
+		if !r.Censored && (r.UsefulGPU < float64(r.GPUs)*r.Work.Hours()-1e-6 || r.UsefulGPU > float64(r.GPUs)*r.Work.Hours()+1e-6) {
+			t.Errorf("run %s %s %s: useful %.3f GPU-h, want W × GPUs = %.3f", r.Policy, r.Cell, r.ChainID, r.UsefulGPU, float64(r.GPUs)*r.Work.Hours())
+		}
+	}
+	for _, p := range runPolicies {
+		if count[p] != count[Reference] {
+			t.Errorf("%s ran %d runs, reactive %d", p, count[p], count[Reference])
+		}
+	}
+
+	rep, err := NewReport("whole runs", runPolicies, Provenance{Mirage: "test"}, runSamples, Bootstrap{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.SetRuns(runs); err != nil {
+		t.Fatal(err)
+	}
+	monthly := map[string][]RunStats{}
+	for m, r := range perMonth {
+		monthly[m] = ComputeRuns(r, MetricsOptions{Policies: runPolicies, BootstrapBelow: -1})
+	}
+	svc := Compute(service, MetricsOptions{Policies: servicePolicies, BootstrapBelow: -1})
+
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# Whole runs on LS6: what a run gains\n\n<!-- Generated by TestWholeRunLS6 (eval/wholerun_ls6_test.go); do not edit. -->\nRegenerate (with the shared LS6 trace):\n\n```sh\n%s\n```\n\n", wholeRunCommand)
+	fmt.Fprintf(&b, "Walk-forward on the shared LS6 file replayed by the `ls6` simulator: December, January and February 2023 (to the 20th, so that\n"+
+		"week-long runs end before the file's arrivals stop) are each replayed with an xgb model fitted only on chains whose predecessor\n"+
+		"ended before the month began (the tables of the walk-forward evaluation; thresholds tuned on the latest 20%% of those, for each\n"+
+		"workload's cost). A chain of 1 or 8 nodes is injected every %s. Fitting took %s, the replays %s (2 cores).\n\n",
+		interval, fitted.Round(time.Second), (elapsed - fitted).Round(time.Second))
+	b.WriteString("## Training workload: whole runs\n\n")
+	b.WriteString("7 days of work per run, 48 h segments, checkpoint and restart 5 min each, hand-off on (`eval --protocol run`). Completion runs\n" +
+		"from the first segment's start; overhead = completion − 7 days. Load class by reactive's mean gap on the same run (≤ 2 h low,\n" +
+		"2–12 h medium, > 12 h heavy). × reactive = Σ overhead (or Σ GPU-hours) / the same of reactive on the same runs, 95% bootstrap\n" +
+		"interval over runs; the oracle plans each hand-off for the training cost knowing the future; pooled over the three months, then\n" +
+		"the overhead ratio month by month.\n\n")
+	b.WriteString("| class | policy | runs | completion (days) | overhead mean (h) | overhead × reactive | 95% CI | GPU-h × reactive | segments | hand-offs | goodput | × oracle | Dec | Jan | Feb |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	find := func(gs []RunStats, p, class string) *RunStats {
+		for i := range gs {
+			if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
+				return &gs[i]
+			}
+		}
+		return nil
+	}
+	ratio := func(v *float64) string {
+		if v == nil {
+			return "–"
+		}
+		return fmt.Sprintf("%.2f", *v)
+	}
+	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+		o := find(rep.RunGroups, models.PolicyOracle, class)
+		for _, p := range runPolicies {
+			g := find(rep.RunGroups, p, class)
+			if g == nil {
+				continue
+			}
+			ci := "–"
+			if g.CI != nil && g.CI.OverheadRatio != nil {
+				ci = fmt.Sprintf("%.2f–%.2f", g.CI.OverheadRatio.Lo, g.CI.OverheadRatio.Hi)
+			}
+			xo := "–"
+			if o != nil && o.OverheadMean > 0 {
+				xo = fmt.Sprintf("%.2f", g.OverheadMean/o.OverheadMean)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f | %s | %s | %s | %.2f | %.2f | %.1f%% | %s |", class, p, g.N, g.CompletionMean/24, g.OverheadMean,
+				ratio(g.OverheadRatio), ci, ratio(g.ChargedRatio), g.SegmentsMean, g.HandOffsMean, 100*g.Goodput, xo)
+			for _, m := range months {
+				if mg := find(monthly[m], p, class); mg != nil {
+					fmt.Fprintf(&b, " %s |", ratio(mg.OverheadRatio))
+				} else {
+					b.WriteString(" – |")
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	// The acceptance, measured.
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "**no**"
+	}
+	b.WriteString("\n### Issue 23's acceptance (training), measured\n\n")
+	for _, c := range []struct {
+		class string
+		limit float64
+	}{{AllClasses, 0.3}, {LoadLow, 1.0}, {LoadMedium, 0.3}, {LoadHeavy, 0.3}} {
+		g := find(rep.RunGroups, "xgb", c.class)
+		if g == nil || g.OverheadRatio == nil {
+			fmt.Fprintf(&b, "- %s: no xgb runs\n", c.class)
+			continue
+		}
+		fmt.Fprintf(&b, "- %s class, xgb's overhead ≤ %.1f× reactive's: %.2f× — %s\n", c.class, c.limit, *g.OverheadRatio, yes(*g.OverheadRatio <= c.limit))
+	}
+	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+		if g := find(rep.RunGroups, "xgb", class); g != nil && g.ChargedRatio != nil {
+			fmt.Fprintf(&b, "- %s class, GPU-hours charged ≤ 1.05× reactive's: %.3f× — %s\n", class, *g.ChargedRatio, yes(*g.ChargedRatio <= 1.05))
+		}
+	}
+	if g, o := find(rep.RunGroups, "xgb", AllClasses), find(rep.RunGroups, models.PolicyOracle, AllClasses); g != nil && o != nil && o.OverheadMean > 0 {
+		fmt.Fprintf(&b, "- overall, xgb's overhead within 2.5× the oracle's: %.2f h against %.2f h, %.2f× — %s\n", g.OverheadMean, o.OverheadMean,
+			g.OverheadMean/o.OverheadMean, yes(g.OverheadMean <= 2.5*o.OverheadMean))
+	}
+
+	b.WriteString("\n## Service workload: hand-offs without downtime\n\n")
+	b.WriteString("Chains of 4 segments, each running its 48 h limit, no hand-off (both copies serve while they overlap); xgb decides with its\n" +
+		"service-workload thresholds (interruption 600/h, overlap beyond 2 h 60/h). Zero interruption = share of hand-offs whose successor\n" +
+		"ran when the predecessor ended; dominated by = the baselines with both a larger zero-interruption share and a smaller mean overlap.\n\n")
+	b.WriteString("| class | policy | hand-offs | zero interruption | mean overlap (h) | mean interruption (h) | dominated by |\n|---|---|---|---|---|---|---|\n")
+	findH := func(p, class string) *GroupStats {
+		for i := range svc {
+			if svc[i].Policy == p && svc[i].Nodes == 0 && svc[i].LoadClass == class {
+				return &svc[i]
+			}
+		}
+		return nil
+	}
+	var svcLines []string
+	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+		for _, p := range servicePolicies {
+			g := findH(p, class)
+			if g == nil {
+				continue
+			}
+			var by []string
+			for _, q := range servicePolicies {
+				if h := findH(q, class); q != p && q != "xgb" && h != nil && h.ZeroInterruption > g.ZeroInterruption && h.OverlapMean < g.OverlapMean {
+					by = append(by, q)
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %d | %.1f%% | %.2f | %.2f | %s |\n", class, p, g.N, 100*g.ZeroInterruption, g.OverlapMean, g.InterruptionMean, strings.Join(by, ", "))
+			if p == "xgb" {
+				l := findH(provisioner.PolicyLead, class)
+				better := l != nil && g.ZeroInterruption > l.ZeroInterruption && g.OverlapMean <= l.OverlapMean
+				svcLines = append(svcLines, fmt.Sprintf("- %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.2f h vs %.2f h — %s",
+					class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, yes(better)))
+			}
+		}
+	}
+	b.WriteString("\n### Issue 23's acceptance (service), measured\n\n")
+	b.WriteString(strings.Join(svcLines, "\n") + "\n")
+	t.Log("\n" + b.String())
+	if os.Getenv("MIRAGE_UPDATE_RESULTS") == "1" {
+		if err := os.WriteFile(wholeRunResults, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func readAll(path string) ([]traces.Job, error) {
+	r, err := traces.Open(path, traces.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	var jobs []traces.Job
+	for j, err := range traces.All(r) {
+		if err != nil {
+			return nil, err
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}

@@ -1,0 +1,51 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
+)
+
+// FoldModel is a learned policy's model for one walk-forward period: fitted
+// only on chains whose predecessor ended before Start.
+type FoldModel struct {
+	Start, End time.Time
+	Train      int // training chains
+	Model      models.Model
+}
+
+// FitFolds fits the learned policy name once per period of s.Bounds, on
+// the chain tables of RunWalkForward (through s.Cache), so that a replay of
+// [Start, End) can be scored with a model that saw only earlier data.
+func FitFolds(ctx context.Context, s WFSpec, name string) ([]FoldModel, error) {
+	if len(s.Bounds) < 2 {
+		return nil, mark(ErrSpec, fmt.Errorf("fit folds: need at least two bounds"))
+	}
+	sc, err := scenario.NewScenario(s.TraceName, s.Jobs, s.Cluster)
+	if err != nil {
+		return nil, mark(ErrInput, err)
+	}
+	g := dataset.GenOptions{Protocol: s.Protocol, Until: s.Bounds[len(s.Bounds)-1], Workers: s.Workers}
+	var d *dataset.ChainData
+	if s.Cache != "" {
+		d, _, err = dayCache(s.Cache, s.Cluster, s.Protocol.WithDefaults(s.Cluster), 1, s.Seed).Generate(ctx, sc, g)
+	} else {
+		d, err = dataset.GenerateChainData(ctx, sc, g)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("fit folds: tables: %w", err)
+	}
+	var out []FoldModel
+	for _, f := range Folds(d, s.Bounds) {
+		m, err := TrainPolicy(name, &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}, nil, PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol})
+		if err != nil {
+			return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+		}
+		out = append(out, FoldModel{Start: f.Start, End: f.End, Train: len(f.Train), Model: m})
+	}
+	return out, nil
+}
