@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -46,14 +47,20 @@ func TestExperimentCells(t *testing.T) {
 func TestExperimentNormalizeRejects(t *testing.T) {
 	ok := func() *Experiment { return &Experiment{Traces: []string{"t"}, Policies: []string{"reactive"}} }
 	cases := map[string]func(*Experiment){
-		"no traces":   func(e *Experiment) { e.Traces = nil },
-		"no policies": func(e *Experiment) { e.Policies = nil },
-		"dup policy":  func(e *Experiment) { e.Policies = []string{"a", "a"} },
-		"slash":       func(e *Experiment) { e.Policies = []string{"a/b"} },
-		"scale":       func(e *Experiment) { e.LoadScales = []float64{0} },
-		"protocol":    func(e *Experiment) { e.Protocol = "chain-1" },
-		"nodes":       func(e *Experiment) { e.Nodes = []int{0} },
-		"limit":       func(e *Experiment) { e.Limit = -time.Hour },
+		"no traces":    func(e *Experiment) { e.Traces = nil },
+		"no policies":  func(e *Experiment) { e.Policies = nil },
+		"dup policy":   func(e *Experiment) { e.Policies = []string{"a", "a"} },
+		"slash":        func(e *Experiment) { e.Policies = []string{"a/b"} },
+		"scale":        func(e *Experiment) { e.LoadScales = []float64{0} },
+		"protocol":     func(e *Experiment) { e.Protocol = "chain-1" },
+		"nodes":        func(e *Experiment) { e.Nodes = []int{0} },
+		"limit":        func(e *Experiment) { e.Limit = -time.Hour },
+		"work in pair": func(e *Experiment) { e.Work = time.Hour },
+		"no-handoff in chain": func(e *Experiment) {
+			e.Protocol, e.NoHandOff = "chain-2", true
+		},
+		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = ProtocolRun, -time.Minute },
+		"workload":         func(e *Experiment) { e.Workload = "batch" },
 		"window": func(e *Experiment) {
 			e.From, e.Until = mustMoment(t, "2023-02-01"), mustMoment(t, "2023-01-01")
 		},
@@ -279,6 +286,19 @@ func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 	}
 	if whole.Provenance.Traces[0].SHA256 == "" || whole.Provenance.Traces[0].Jobs == 0 {
 		t.Errorf("trace provenance %+v", whole.Provenance.Traces)
+	}
+}
+
+// TestLS6RunsSweepFile: the documented whole-run sweep parses into the run
+// protocol with the training workload, 7 days of work, C = R = 5 min.
+func TestLS6RunsSweepFile(t *testing.T) {
+	e, err := ParseSweep(filepath.Join("sweeps", "ls6-runs.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Protocol != ProtocolRun || e.Workload != provisioner.WorkloadTraining || e.Work != 168*time.Hour || e.Restart != 5*time.Minute ||
+		e.Checkpoint != 5*time.Minute || e.NoHandOff || len(e.Cells()) != len(e.Policies) {
+		t.Errorf("sweep %+v", e)
 	}
 }
 

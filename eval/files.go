@@ -150,6 +150,18 @@ type headline struct {
 	Reduction        *float64 `json:"reduction,omitempty"`
 }
 
+// runHeadline is one policy's whole-run figures over all runs in the JSON of Written.
+type runHeadline struct {
+	Protocol       string   `json:"protocol"`
+	LoadScale      float64  `json:"load_scale"`
+	Policy         string   `json:"policy"`
+	N              int      `json:"runs"`
+	CompletionMean float64  `json:"completion_mean_h"`
+	OverheadMean   float64  `json:"overhead_mean_h"`
+	OverheadRatio  *float64 `json:"overhead_ratio,omitempty"`
+	ChargedRatio   *float64 `json:"charged_ratio,omitempty"`
+}
+
 // JSON is the paths, the sample count and each policy's headline figures
 // (all job sizes and load classes), for --json.
 func (w *Written) JSON() any {
@@ -157,12 +169,18 @@ func (w *Written) JSON() any {
 		Paths    map[string]string `json:"paths"`
 		Samples  int               `json:"samples,omitempty"`
 		Headline []headline        `json:"headline,omitempty"`
+		Runs     []runHeadline     `json:"runs,omitempty"` // the run protocol's whole runs
 	}{Paths: w.Paths}
 	if r := w.Report; r != nil {
 		v.Samples = len(r.Samples)
 		for _, g := range r.Groups {
 			if g.Nodes == 0 && g.LoadClass == AllClasses {
 				v.Headline = append(v.Headline, headline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
+			}
+		}
+		for _, g := range r.RunGroups {
+			if g.Nodes == 0 && g.LoadClass == AllClasses {
+				v.Runs = append(v.Runs, runHeadline{g.Protocol, g.LoadScale, g.Policy, g.N, g.CompletionMean, g.OverheadMean, g.OverheadRatio, g.ChargedRatio})
 			}
 		}
 	}
