@@ -117,6 +117,9 @@ func (e *Experiment) Normalize() error {
 	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
+	if e.Workload != "" && e.Protocol == ProtocolPair {
+		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", ErrBadSetup, e.Workload)
+	}
 	if len(e.Nodes) == 0 {
 		e.Nodes = []int{1, 8}
 	}

@@ -60,7 +60,8 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 			e.Protocol, e.NoHandOff = "chain-2", true
 		},
 		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = ProtocolRun, -time.Minute },
-		"workload":         func(e *Experiment) { e.Workload = "batch" },
+		"workload":         func(e *Experiment) { e.Protocol, e.Workload = ProtocolRun, "batch" },
+		"workload in pair": func(e *Experiment) { e.Workload = provisioner.WorkloadService },
 		"window": func(e *Experiment) {
 			e.From, e.Until = mustMoment(t, "2023-02-01"), mustMoment(t, "2023-01-01")
 		},

@@ -23,7 +23,7 @@ func (s *Spec) AddFlags(fl *pflag.FlagSet) {
 	fl.DurationVar(&s.Restart, "restart", 0, "run: restart time of every segment (default 5m)")
 	fl.DurationVar(&s.Checkpoint, "checkpoint", 0, "run: checkpoint time, at the limit and on a hand-off (default 5m)")
 	fl.BoolVar(&s.NoHandOff, "no-handoff", false, "run: successors do not hand off (an early start holds GPUs idle)")
-	fl.StringVar(&s.Workload, "workload", "", "training or service: whose cost the oracle plans for and learned policies decide with (default: the published symmetric cost; run: training)")
+	fl.StringVar(&s.Workload, "workload", "", "chain-K and run: training or service, whose cost the oracle plans for and learned policies decide with (default: the published symmetric cost; run: training)")
 	fl.Float64SliceVar(&s.LoadScales, "load-scale", []float64{1}, "arrival scalings: <1 thins, >1 replicates (seeded)")
 	fl.StringVar(&s.Protocol, "protocol", "pair", "pair, chain-K (K ≥ 2 segments, each its full limit) or run (whole work-conserving runs)")
 	fl.StringVar(&s.Preset, "preset", "ls6", "simulated cluster preset: ls6 or default")
