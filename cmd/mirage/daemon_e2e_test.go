@@ -22,6 +22,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/models/xgb"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -80,7 +81,11 @@ func mirageBinary(t *testing.T) string {
 		if err != nil {
 			goTool = "/usr/local/go/bin/go"
 		}
-		cmd := exec.Command(goTool, "build", "-tags", "libsqlite3", "-o", e2eBin, ".")
+		tags := "libsqlite3"
+		if xgb.CanTrain { // the README commands test trains xgb models with it
+			tags += " xgboost"
+		}
+		cmd := exec.Command(goTool, "build", "-tags", tags, "-o", e2eBin, ".")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			e2eBinErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}

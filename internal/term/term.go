@@ -5,17 +5,27 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	xterm "golang.org/x/term"
 )
 
-// IsTerminal reports whether w is an *os.File open on a character device
-// (a terminal), the condition for drawing progress on it.
+// IsTerminal reports whether stream is an *os.File open on a terminal, the
+// condition for drawing progress on it or asking on it. A character
+// device is not enough: /dev/null is one (cron's and nohup's stdin).
 func IsTerminal(stream any) bool {
 	f, ok := stream.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	is := false
+	if err := rc.Control(func(fd uintptr) { is = xterm.IsTerminal(int(fd)) }); err != nil {
+		return false
+	}
+	return is
 }
 
 // Progress is a one-line progress bar, redrawn in place with a carriage

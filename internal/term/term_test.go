@@ -14,8 +14,13 @@ func TestIsTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if IsTerminal(f) || IsTerminal(&bytes.Buffer{}) || IsTerminal(nil) {
-		t.Error("a file, a buffer or nil taken for a terminal")
+	null, err := os.Open(os.DevNull) // a character device, not a terminal
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if IsTerminal(f) || IsTerminal(null) || IsTerminal(&bytes.Buffer{}) || IsTerminal(nil) {
+		t.Error("a file, /dev/null, a buffer or nil taken for a terminal")
 	}
 }
 
