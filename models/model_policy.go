@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
@@ -150,6 +151,9 @@ type ModelPolicy struct {
 	// ("xgb@VERSION: ..."): its training time from meta.json, RFC 3339 in
 	// UTC. Empty: the reasons name the policy only.
 	Version string
+	// Workloads holds the policies of the models fitted for a workload's
+	// cost: a chain of that workload decides with its own.
+	Workloads map[string]*ModelPolicy
 }
 
 // NewModelPolicy wraps m, refusing a model trained on another feature schema.
@@ -185,6 +189,13 @@ const (
 func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision, error) {
 	if d, ok := gate(obs); ok {
 		return d, nil
+	}
+	if obs.Chain != nil && obs.Chain.Cost == nil {
+		if wp := p.Workloads[obs.Chain.Workload]; wp != nil {
+			d, err := wp.Decide(obs)
+			d.Reason = strings.Replace(d.Reason, "workload's thresholds)", "workload's model)", 1)
+			return d, err
+		}
 	}
 	var buf [128]float64
 	x, err := features.AppendFeatures(buf[:0], obs)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -108,21 +109,57 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		if !IsLearned(name) {
 			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownPolicy, name, PolicyNames())
 		}
-		mu.Lock()
-		m, ok := cache[name]
-		mu.Unlock()
-		if !ok {
-			var err error
-			if m, err = LoadPolicyModel(modelsDir, name); err != nil {
+		load := func(n string) (Model, error) {
+			mu.Lock()
+			m, ok := cache[n]
+			mu.Unlock()
+			if ok {
+				return m, nil
+			}
+			m, err := LoadPolicyModel(modelsDir, n)
+			if err != nil {
 				return nil, err
 			}
 			mu.Lock()
-			cache[name] = m
+			cache[n] = m
 			mu.Unlock()
+			return m, nil
 		}
-		return NewModelPolicy(name, m)
+		m, err := load(name)
+		if err != nil {
+			return nil, err
+		}
+		p, err := NewModelPolicy(name, m)
+		if err != nil {
+			return nil, err
+		}
+		// Models fitted for a workload's cost (mirage train --workload W,
+		// in DIR/NAME@W) decide for the chains of that workload.
+		for _, w := range provisioner.Workloads() {
+			wn := WorkloadModelName(name, w)
+			if _, err := os.Stat(filepath.Join(modelsDir, wn, MetaFile)); err != nil {
+				continue
+			}
+			wm, err := load(wn)
+			if err != nil {
+				return nil, err
+			}
+			wp, err := NewModelPolicy(name, wm)
+			if err != nil {
+				return nil, err
+			}
+			if p.Workloads == nil {
+				p.Workloads = map[string]*ModelPolicy{}
+			}
+			p.Workloads[w] = wp
+		}
+		return p, nil
 	}
 }
+
+// WorkloadModelName is the directory of learned policy name's model fitted
+// for a workload's cost: "NAME@WORKLOAD".
+func WorkloadModelName(name, workload string) string { return name + "@" + workload }
 
 // LoadPolicyModel reads the model of learned policy name from
 // modelsDir/<name>/ and checks that its kind fits the name (rf may hold
@@ -140,8 +177,9 @@ func LoadPolicyModel(modelsDir, name string) (Model, error) {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}
 	k := m.Meta().Kind
-	want := ResolveKind(name)
-	okKind := k == want || (name == "rf" && (k == KindRFXGB || k == KindRFGolearn))
+	base, _, _ := strings.Cut(name, "@") // a workload's model: NAME@WORKLOAD
+	want := ResolveKind(base)
+	okKind := k == want || (base == "rf" && (k == KindRFXGB || k == KindRFGolearn))
 	if !okKind {
 		return nil, fmt.Errorf("policy %q: %s holds a %s model, want %s", name, dir, k, want)
 	}

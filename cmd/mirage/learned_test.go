@@ -199,4 +199,30 @@ func TestSubmitWorkload(t *testing.T) {
 	if n == 0 {
 		t.Error("xgb made no decision")
 	}
+	// With a model fitted for the workload beside it (mirage train
+	// --workload training writes DIR/xgb@training), the chain decides with
+	// that model.
+	both := filepath.Join(t.TempDir(), "models")
+	if err := os.CopyFS(filepath.Join(both, "xgb"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.CopyFS(filepath.Join(both, "xgb@training"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
+		t.Fatal(err)
+	}
+	id = e.submitChain(t, handoff, "--new", "--segments", "2", "--policy", "xgb", "--models", both)
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	n = 0
+	for _, d := range chainDecisions(t, e, id) {
+		if d.Policy == "xgb" && (d.Action == string(provisioner.Wait) || d.Action == string(provisioner.SubmitNow)) {
+			n++
+			if !strings.HasSuffix(d.Reason, "(the training workload's model)") {
+				t.Errorf("decision %+v: want the training workload's model", d)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("xgb@training made no decision")
+	}
 }

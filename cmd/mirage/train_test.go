@@ -348,3 +348,31 @@ func TestTrainWithoutLibXGBoost(t *testing.T) {
 		t.Errorf("--model dqn without libxgboost: %v\n%s", err, out)
 	}
 }
+
+// TestTrainWorkload: train --workload fits the policy for the workload's
+// cost into DIR/NAME@WORKLOAD (its meta records the training cost, 60 per
+// hour of interruption and 2.5 per hour of overlap), with the same data as
+// the fixture (its dataset cache).
+func TestTrainWorkload(t *testing.T) {
+	t.Parallel()
+	fx := trainedFixture(t)
+	out := t.TempDir()
+	if _, stderr, code := runMirage(t, "train", "--trace", fx.trace, "--model", "xgb", "--workload", "training", "--out", out,
+		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+		"--limit", "12h", "--seed", "3", "--cache", filepath.Join(filepath.Dir(fx.dir), "cache")); code != 0 {
+		t.Fatalf("train --workload training: exit %d: %s", code, stderr)
+	}
+	meta, err := models.ReadMeta(filepath.Join(out, "xgb@training"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Params["cost"] != "interruption 60/h, overlap 2.5/h + 0/GPU-h" || meta.Kind != models.KindXGB {
+		t.Errorf("xgb@training meta: kind %s, cost %q", meta.Kind, meta.Params["cost"])
+	}
+	if _, err := os.Stat(filepath.Join(out, "xgb")); err == nil {
+		t.Error("train --workload also wrote DIR/xgb")
+	}
+	if _, stderr, code := runMirage(t, "train", "--trace", fx.trace, "--model", "xgb", "--workload", "batch", "--out", out); code != cmdutil.ExitUsage {
+		t.Errorf("train --workload batch: exit %d (%s), want %d", code, stderr, cmdutil.ExitUsage)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/xgb"
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -48,10 +49,14 @@ type Spec struct {
 	Workers      int               // simulator goroutines (0: all cores)
 	Cache        string            // directory caching generated chain datasets by injection day, checked against the trace's jobs ("": none)
 
-	Cost         scenario.GapCost // tuning objective and RL reward
-	DQNSteps     int              // dqn environment steps (0: default)
-	PGIterations int              // pg updates (0: default)
-	Target       string           // xgb regression target: models.TargetWait or models.TargetGap
+	Cost scenario.GapCost // tuning objective and RL reward
+	// Workload, when set, fits the policies for that workload's cost
+	// (provisioner.WorkloadCost, instead of Cost) into Out/NAME@WORKLOAD,
+	// which a chain of the workload then decides with (models.PolicyFactory).
+	Workload     string
+	DQNSteps     int    // dqn environment steps (0: default)
+	PGIterations int    // pg updates (0: default)
+	Target       string // xgb regression target: models.TargetWait or models.TargetGap
 
 	Created  time.Time    // recorded in meta.json
 	Report   io.Writer    // one line per generated dataset and the wait predictor's validation (nil: none)
@@ -161,6 +166,11 @@ func (s *Spec) Validate() error {
 	}
 	if !s.TrainUntil.IsZero() && !s.Until.IsZero() && !s.Until.After(s.TrainUntil) {
 		return mark(ErrSpec, fmt.Errorf("--until %s is not after --train-until %s", s.Until.Format(time.RFC3339), s.TrainUntil.Format(time.RFC3339)))
+	}
+	if s.Workload != "" {
+		if _, err := provisioner.WorkloadCost(s.Workload); err != nil {
+			return mark(ErrSpec, fmt.Errorf("--workload: %w", err))
+		}
 	}
 	if s.WaitReplicas < 1 || s.WaitReplicas > 64 {
 		return mark(ErrSpec, fmt.Errorf("--wait-replicas %d: want 1–64", s.WaitReplicas))
@@ -381,7 +391,12 @@ func (r *run) trainPolicy(ctx context.Context, name string, meta models.Meta) (T
 	if err != nil {
 		return Trained{}, err
 	}
-	po := PolicyTrainOptions{Seed: r.s.Seed, Meta: meta, Target: r.s.Target, Protocol: r.proto, Cost: r.s.Cost,
+	cost, out := r.s.Cost, name
+	if r.s.Workload != "" {
+		cost, _ = provisioner.WorkloadCost(r.s.Workload) // checked by Validate
+		out = models.WorkloadModelName(name, r.s.Workload)
+	}
+	po := PolicyTrainOptions{Seed: r.s.Seed, Meta: meta, Target: r.s.Target, Protocol: r.proto, Cost: cost,
 		RL: RLOptions{Steps: r.s.DQNSteps, Iterations: r.s.PGIterations},
 		Progress: func(stage string, done, total int) {
 			r.update("train "+name+": "+stage, done, total)
@@ -391,11 +406,11 @@ func (r *run) trainPolicy(ctx context.Context, name string, meta models.Meta) (T
 	if err != nil {
 		return Trained{}, fmt.Errorf("train %s: %w", name, err)
 	}
-	dir := filepath.Join(r.s.Out, name)
+	dir := filepath.Join(r.s.Out, out)
 	if err := models.Save(dir, m); err != nil {
 		return Trained{}, mark(ErrOutput, err)
 	}
-	return Trained{Name: name, Dir: dir, Meta: m.Meta()}, nil
+	return Trained{Name: out, Dir: dir, Meta: m.Meta()}, nil
 }
 
 // trainWait generates the wait datasets and trains the predictor.

@@ -28,6 +28,7 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 		{"wait replicas", func(s *Spec) { s.WaitReplicas = 65 }, ErrSpec},
 		{"scale", func(s *Spec) { s.Scales = []float64{0.5} }, ErrSpec},
 		{"target", func(s *Spec) { s.Target = "both" }, ErrSpec},
+		{"workload", func(s *Spec) { s.Workload = "batch" }, ErrSpec},
 		{"windows", func(s *Spec) {
 			s.TrainUntil = time.Date(2022, 11, 3, 0, 0, 0, 0, time.UTC)
 			s.Until = s.TrainUntil.Add(-time.Hour)

@@ -18,10 +18,13 @@ type FoldModel struct {
 	Model      models.Model
 }
 
-// FitFolds fits the learned policy name once per period of s.Bounds, on
-// the chain tables of RunWalkForward (through s.Cache), so that a replay of
-// [Start, End) can be scored with a model that saw only earlier data.
-func FitFolds(ctx context.Context, s WFSpec, name string) ([]FoldModel, error) {
+// FitFolds fits the learned policy name for the cost once per period of
+// s.Bounds, on the chain tables of RunWalkForward (through s.Cache), so
+// that a replay of [Start, End) can be scored with a model that saw only
+// earlier data. The fit is for the cost (a zero cost: the published one):
+// a quantile model predicts the cost's decision quantile of the wait
+// (DecisionQuantile) and its thresholds are tuned for it.
+func FitFolds(ctx context.Context, s WFSpec, name string, cost scenario.GapCost) ([]FoldModel, error) {
 	if len(s.Bounds) < 2 {
 		return nil, mark(ErrSpec, fmt.Errorf("fit folds: need at least two bounds"))
 	}
@@ -41,7 +44,7 @@ func FitFolds(ctx context.Context, s WFSpec, name string) ([]FoldModel, error) {
 	}
 	var out []FoldModel
 	for _, f := range Folds(d, s.Bounds) {
-		m, err := TrainPolicy(name, &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}, nil, PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol})
+		m, err := TrainPolicy(name, &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}, nil, PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Cost: cost})
 		if err != nil {
 			return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
 		}
