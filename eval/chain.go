@@ -365,6 +365,7 @@ func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []
 	}
 	ClassifyByReference(samples)
 	ClassifyRuns(runs, samples)
+	ClassifyRunSamples(samples, runs)
 	return samples, runs, unmeasured, nil
 }
 
@@ -513,9 +514,10 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	var out []Sample
 	cut := f.Now()
 	handoffs := setup.K - 1
-	if setup.Work > 0 { // every segment that started had its successor's hand-off, but the last
-		handoffs = len(runs) - 1
-		if _, ok := runs[len(runs)-1]; ok && ledger.doneAt().IsZero() {
+	if setup.Work > 0 { // every segment that worked had its successor's hand-off, but the last
+		n := workingSegments(runs, ledger.doneAt())
+		handoffs = n - 1
+		if n > 0 && ledger.doneAt().IsZero() {
 			handoffs++ // the work is not done: its successor's (censored) hand-off too
 		}
 	}
@@ -552,7 +554,7 @@ func wholeRun(setup *ChainSetup, t chainTask, gpus int, l *workLedger, runs map[
 	}
 	r := &RunSample{
 		Policy: t.policy, Cell: setup.Cell, Protocol: ProtocolRun, ChainID: t.chain, Inject: t.inject, Nodes: t.nodes, GPUs: gpus,
-		LoadScale: setup.LoadScale, Work: setup.Work, Segments: len(runs),
+		LoadScale: setup.LoadScale, Work: setup.Work, Segments: workingSegments(runs, l.doneAt()),
 	}
 	done := l.doneAt()
 	if done.IsZero() || done.After(cut) {
@@ -560,15 +562,16 @@ func wholeRun(setup *ChainSetup, t chainTask, gpus int, l *workLedger, runs map[
 	}
 	r.Completion = done.Sub(first.start)
 	var spans []interval
-	var work time.Duration
-	for _, sr := range runs {
+	var work, held time.Duration
+	for _, sr := range runs { // every segment that ran is charged, a late one too
 		end := sr.end
 		if end.IsZero() || end.After(cut) {
 			end = cut // still running at the cut-off
 		}
 		spans = append(spans, interval{sr.start, end})
-		r.ChargedGPU += float64(gpus) * end.Sub(sr.start).Hours()
+		held += end.Sub(sr.start) // whole durations: the sum does not depend on the map's order
 	}
+	r.ChargedGPU = float64(gpus) * held.Hours()
 	for _, s := range l.segs {
 		if s.handed {
 			r.HandOffs++
@@ -587,4 +590,20 @@ func minTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// workingSegments counts a run's segments that started before its work
+// was done (done zero: all of them): a successor that starts as the work
+// ends (a dependency released by the last segment's exit, before the
+// daemon cancels it) is charged but is neither a segment of the run nor a
+// hand-off. Segments start in index order.
+func workingSegments(runs map[int]interval, done time.Time) int {
+	n := 0
+	for k := 0; ; k++ {
+		r, ok := runs[k]
+		if !ok || !done.IsZero() && !r.start.Before(done) {
+			return n
+		}
+		n++
+	}
 }

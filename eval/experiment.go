@@ -457,6 +457,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		// 1-minute-early reactive submission itself).
 		ClassifyByReference(out)
 		ClassifyRuns(ownRuns, out)
+		ClassifyRunSamples(out, ownRuns)
 	}
 	cellPolicies := []string{c.Policy}
 	if c.Policy != Reference {

@@ -364,11 +364,16 @@ func ReadModelRef(policy, dir string) (ModelRef, error) {
 // experiments lists the (protocol, load scale) pairs of the groups in order.
 func (r *Report) experiments() []GroupKey {
 	var out []GroupKey
-	for _, g := range r.Groups {
-		k := GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale}
+	add := func(k GroupKey) {
 		if !slices.Contains(out, k) {
 			out = append(out, k)
 		}
+	}
+	for _, g := range r.Groups {
+		add(GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
+	}
+	for _, g := range r.RunGroups { // whole runs without a hand-off (one segment did the work)
+		add(GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
 	}
 	return out
 }

@@ -206,6 +206,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 	for ln, line := range strings.Split(md, "\n") {
 		if m := mdExperimentRE.FindStringSubmatch(line); m != nil {
 			protocol, scale, heads = m[1], m[2], nil
+			inGap, inRuns = false, false // a section's tables are titled within it
 			continue
 		}
 		if strings.HasPrefix(line, "### ") {

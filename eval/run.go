@@ -209,3 +209,24 @@ func ClassifyRuns(runs []RunSample, samples []Sample) {
 		}
 	}
 }
+
+// ClassifyRunSamples sets the load class of the run protocol's hand-offs
+// to their run's (ClassifyRuns): a policy's k-th hand-off is not at the
+// moment of reactive's k-th, so the per-hand-off reference does not apply.
+func ClassifyRunSamples(samples []Sample, runs []RunSample) {
+	class := map[runKey]string{}
+	for i := range runs {
+		if r := &runs[i]; r.LoadClass != "" {
+			class[runKeyOf(r)] = r.LoadClass
+		}
+	}
+	for i := range samples {
+		s := &samples[i]
+		if s.Protocol != ProtocolRun {
+			continue
+		}
+		if c, ok := class[runKey{s.Cell, s.Protocol, s.LoadScale, s.ChainID, s.Nodes}]; ok {
+			s.LoadClass = c
+		}
+	}
+}

@@ -109,8 +109,16 @@ func TestDowntime(t *testing.T) {
 //	  55–60 and saves 90−60 = 30; seg2 (from 80) waits for 95, restores
 //	  until 100 and finishes the last 25 at 125; seg3 as above. Completion
 //	  125, gaps −15, −15, −5, charged 55+55+45+5 = 160 min.
+//	dependency: seg1 (submitted at 10 with afterany) starts at 55, restores
+//	  55–60 and saves 105−60 = 45 by its limit at 110; seg2 (submitted at
+//	  the 60 cycle) starts at 110, restores until 115 and finishes the last
+//	  10 at 125; seg3, submitted at the 120 cycle, is released at 125 as
+//	  the work ends: it is charged (0 min) but is no segment and no hand-off
+//	  of the run. Completion 125, three segments, gaps 0 and 0, charged
+//	  55+55+15 min.
 //
-// Reactive never overlaps: hand-off on or off, its runs are the same.
+// Reactive and dependency never overlap: hand-off on or off, their runs
+// are the same.
 func TestRunWholeRunsEmptyCluster(t *testing.T) {
 	T := chainT0.Add(time.Hour)
 	factory := func(name string) (provisioner.Policy, error) {
@@ -129,20 +137,21 @@ func TestRunWholeRunsEmptyCluster(t *testing.T) {
 			From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
 			Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour,
 			Work: 100 * time.Minute, NoHandOff: noHandOff,
-			Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead}, Factory: factory,
+			Policies: []string{provisioner.PolicyReactive, provisioner.PolicyLead, provisioner.PolicyDependency}, Factory: factory,
 		}
 		samples, runs, unmeasured, err := RunWholeRuns(context.Background(), setup)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wants := map[string]want{
-			provisioner.PolicyReactive: {m(135), m(10), m(125), 3, 0, []time.Duration{m(5), m(5)}},
-			provisioner.PolicyLead:     {m(125), 0, m(140), 4, 2, []time.Duration{m(-5), m(-5), m(-5)}},
+			provisioner.PolicyReactive:   {m(135), m(10), m(125), 3, 0, []time.Duration{m(5), m(5)}},
+			provisioner.PolicyLead:       {m(125), 0, m(140), 4, 2, []time.Duration{m(-5), m(-5), m(-5)}},
+			provisioner.PolicyDependency: {m(125), 0, m(125), 3, 0, []time.Duration{0, 0}},
 		}
 		if noHandOff {
 			wants[provisioner.PolicyLead] = want{m(125), 0, m(160), 4, 0, []time.Duration{m(-15), m(-15), m(-5)}}
 		}
-		if len(runs) != 2 || unmeasured[Reference]+unmeasured[provisioner.PolicyLead] != 0 {
+		if len(runs) != 3 || unmeasured[Reference]+unmeasured[provisioner.PolicyLead]+unmeasured[provisioner.PolicyDependency] != 0 {
 			t.Fatalf("no hand-off %v: runs %+v, unmeasured %v", noHandOff, runs, unmeasured)
 		}
 		for _, r := range runs {
@@ -160,8 +169,9 @@ func TestRunWholeRunsEmptyCluster(t *testing.T) {
 		}
 		gaps := map[string][]time.Duration{}
 		for _, s := range samples {
-			if s.Protocol != ProtocolRun {
-				t.Errorf("sample protocol %q", s.Protocol)
+			// lead's third hand-off has no reactive counterpart: its class is its run's
+			if s.Protocol != ProtocolRun || s.LoadClass != LoadLow {
+				t.Errorf("sample %+v: want protocol run, class low", s)
 			}
 			gaps[s.Policy] = append(gaps[s.Policy], s.Gap)
 		}
@@ -335,5 +345,43 @@ func TestRunOracle(t *testing.T) {
 	}
 	if !slices.Equal(gaps, []time.Duration{-5 * time.Minute, -5 * time.Minute}) {
 		t.Errorf("gaps %v, want −5 min twice", gaps)
+	}
+}
+
+// TestRunReportWithoutHandOffs: when one segment does all the work (W =
+// 40 min under a 55 min limit: seg0 restores 0–5 and finishes at 45), a
+// run has no hand-off; the report still shows and verifies its runs.
+func TestRunReportWithoutHandOffs(t *testing.T) {
+	T := chainT0.Add(time.Hour)
+	setup := ChainSetup{
+		Scenario: chainScenario(t, 4, traceJob("1", chainT0, 0, time.Minute, 10*time.Minute, 1)),
+		Cell:     "empty", LoadScale: 1,
+		From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
+		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Work: 40 * time.Minute,
+		Policies: []string{provisioner.PolicyReactive},
+	}
+	samples, runs, _, err := RunWholeRuns(context.Background(), setup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(samples) != 0 || len(runs) != 1 || runs[0].Completion != 45*time.Minute || runs[0].Segments != 1 {
+		t.Fatalf("samples %+v, runs %+v; want no hand-off and one run done at 45 min", samples, runs)
+	}
+	r, err := NewReport("one segment", []string{Reference}, Provenance{Mirage: "test"}, samples, Bootstrap{Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetRuns(runs); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if _, err := r.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := VerifyReport(dir); err != nil || n == 0 {
+		t.Fatalf("VerifyReport: %d, %v", n, err)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile)); !strings.Contains(string(md), "### Whole runs (") {
+		t.Errorf("report.md without its whole runs:\n%s", md)
 	}
 }

@@ -3,6 +3,7 @@ package provisioner
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -143,10 +144,13 @@ func (c *Chain) CheckCost() error {
 	switch {
 	case c.Cost != nil && c.Workload != "":
 		return errors.New("a workload and explicit cost weights exclude each other")
-	case c.Cost != nil && (c.Cost.InterruptionPerHour < 0 || c.Cost.OverlapPerHour < 0 || c.Cost.OverlapPerGPUHour < 0 || c.Cost.OverlapBudget < 0):
-		return fmt.Errorf("cost weights must not be negative: %s", c.Cost)
+	case c.Cost != nil && (!weight(c.Cost.InterruptionPerHour) || !weight(c.Cost.OverlapPerHour) || !weight(c.Cost.OverlapPerGPUHour) || c.Cost.OverlapBudget < 0):
+		return fmt.Errorf("cost weights must be finite and not negative: %s", c.Cost)
 	case c.Workload != "" && !IsWorkload(c.Workload):
 		return fmt.Errorf("workload %q: want one of %v", c.Workload, Workloads())
 	}
 	return nil
 }
+
+// weight reports whether w is a usable cost weight: finite and not negative.
+func weight(w float64) bool { return w >= 0 && !math.IsInf(w, 1) }

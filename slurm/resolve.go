@@ -157,7 +157,8 @@ func HandsOff(path string) (bool, error) {
 // CheckRecovered applies the checks of mirage submit to a chain spec read
 // back from a job comment, which may name any path: a batch script the user
 // owns and nobody else may write (safefile.CheckOwned), whose options parse
-// and give a time limit (ChainScript), and a policy among policies.
+// and give a time limit (ChainScript), a policy among policies, and a
+// known workload or usable cost weights (Chain.CheckCost).
 func CheckRecovered(c *provisioner.Chain, policies []string) error {
 	if err := safefile.CheckOwned(c.Script); err != nil {
 		return fmt.Errorf("script: %w", err)
@@ -168,5 +169,5 @@ func CheckRecovered(c *provisioner.Chain, policies []string) error {
 	if !slices.Contains(policies, c.Policy) {
 		return fmt.Errorf("unknown policy %q", c.Policy)
 	}
-	return nil
+	return c.CheckCost()
 }

@@ -168,6 +168,7 @@ func TestSubmitWorkload(t *testing.T) {
 		{handoff, nil, provisioner.WorkloadTraining, nil},
 		{plain, []string{"--workload", "service"}, provisioner.WorkloadService, nil},
 		{handoff, []string{"--cost-interruption", "100", "--cost-overlap", "5"}, "", &provisioner.GapCost{InterruptionPerHour: 100, OverlapPerHour: 5}},
+		{plain, []string{"--overlap-budget", "2h"}, "", &provisioner.GapCost{InterruptionPerHour: 60, OverlapPerHour: 60, OverlapBudget: 2 * time.Hour}}, // the others keep the published weights
 	} {
 		id := e.submitChain(t, append(append([]string{c.script, "--new", "--policy", "lead"}, c.args...), "--segments", "2")...)
 		cj := e.statusJSON(t, id)
@@ -175,7 +176,7 @@ func TestSubmitWorkload(t *testing.T) {
 			t.Errorf("submit %s %q: workload %q cost %v; want %q %v", filepath.Base(c.script), c.args, cj.Workload, cj.Cost, c.workload, c.cost)
 		}
 	}
-	for _, bad := range [][]string{{"--workload", "batch"}, {"--workload", "training", "--cost-overlap", "1"}, {"--cost-interruption", "-1"}} {
+	for _, bad := range [][]string{{"--workload", "batch"}, {"--workload", "training", "--cost-overlap", "1"}, {"--cost-interruption", "-1"}, {"--cost-overlap", "NaN"}, {"--cost-overlap", "+Inf"}} {
 		if _, stderr, code := e.run(t, append([]string{"submit", plain, "--new"}, bad...)...); code != cmdutil.ExitUsage {
 			t.Errorf("submit %q: exit %d (%s), want %d", bad, code, stderr, cmdutil.ExitUsage)
 		}
