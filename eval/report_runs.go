@@ -80,20 +80,11 @@ func runRowCellsOf(g *RunStats, prefix string, cols []runColumn) []cellView {
 	out := make([]cellView, len(cols))
 	for i, c := range cols {
 		v, ok := c.get(g)
-		if !ok {
-			out[i] = cellView{Text: "–"}
-			continue
+		var iv *Interval
+		if ok && c.ci != nil && g.CI != nil {
+			iv = c.ci(g.CI)
 		}
-		cv := cellView{Text: c.unit.format(v), Key: prefix + c.key, Value: fullFloat(v)}
-		if c.ci != nil && g.CI != nil {
-			if iv := c.ci(g.CI); iv != nil {
-				cv.CI = &ciView{
-					LoKey: prefix + c.ciKey + ".lo", HiKey: prefix + c.ciKey + ".hi",
-					Lo: fullFloat(iv.Lo), Hi: fullFloat(iv.Hi), LoText: c.unit.format(iv.Lo), HiText: c.unit.format(iv.Hi),
-				}
-			}
-		}
-		out[i] = cv
+		out[i] = figureCell(v, ok, prefix, c.key, c.unit, iv, c.ciKey)
 	}
 	return out
 }

@@ -179,22 +179,30 @@ func rowCells(g *GroupStats, prefix string, cols []tableColumn) []cellView {
 	out := make([]cellView, len(cols))
 	for i, c := range cols {
 		v, ok := c.get(g)
-		if !ok {
-			out[i] = cellView{Text: "–"}
-			continue
+		var iv *Interval
+		if ok && c.ci != nil && g.CI != nil {
+			iv = c.ci(g.CI)
 		}
-		cv := cellView{Text: c.unit.format(v), Key: prefix + c.key, Value: fullFloat(v)}
-		if c.ci != nil && g.CI != nil {
-			if iv := c.ci(g.CI); iv != nil {
-				cv.CI = &ciView{
-					LoKey: prefix + c.ciKey + ".lo", HiKey: prefix + c.ciKey + ".hi",
-					Lo: fullFloat(iv.Lo), Hi: fullFloat(iv.Hi), LoText: c.unit.format(iv.Lo), HiText: c.unit.format(iv.Hi),
-				}
-			}
-		}
-		out[i] = cv
+		out[i] = figureCell(v, ok, prefix, c.key, c.unit, iv, c.ciKey)
 	}
 	return out
+}
+
+// figureCell is the cell of one figure: its text in the unit, its JSON
+// path under prefix and full value, and its interval when it has one ("–"
+// when there is no figure).
+func figureCell(v float64, ok bool, prefix, key string, unit figUnit, iv *Interval, ciKey string) cellView {
+	if !ok {
+		return cellView{Text: "–"}
+	}
+	cv := cellView{Text: unit.format(v), Key: prefix + key, Value: fullFloat(v)}
+	if iv != nil {
+		cv.CI = &ciView{
+			LoKey: prefix + ciKey + ".lo", HiKey: prefix + ciKey + ".hi",
+			Lo: fullFloat(iv.Lo), Hi: fullFloat(iv.Hi), LoText: unit.format(iv.Lo), HiText: unit.format(iv.Hi),
+		}
+	}
+	return cv
 }
 
 // provenanceView is the provenance as label/value lines.

@@ -58,7 +58,7 @@ func TestWholeRunLS6(t *testing.T) {
 		interval = d
 	}
 	path := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
-	jobs, err := readAll(path)
+	jobs, err := traces.ReadFile(path, traces.Options{})
 	if err != nil {
 		t.Skip(err)
 	}
@@ -289,20 +289,4 @@ func orNone(xs []string) string {
 		return "none"
 	}
 	return strings.Join(xs, ", ")
-}
-
-func readAll(path string) ([]traces.Job, error) {
-	r, err := traces.Open(path, traces.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	var jobs []traces.Job
-	for j, err := range traces.All(r) {
-		if err != nil {
-			return nil, err
-		}
-		jobs = append(jobs, j)
-	}
-	return jobs, nil
 }
