@@ -118,6 +118,15 @@ sacct --allocations --allusers -S "$S" -E "$E" -j "$(paste -sd, "$WORK/ids")" --
 sacct --allocations --allusers -S "$S" -E "$E" -j "$(paste -sd, "$WORK/ids")" --parsable2 --noheader --delimiter=$'\x1f' \
   -o JobID,JobName,User,Account,Partition,QOS,State,Reason,Submit,Eligible,Start,End,Timelimit,NNodes,AllocTRES,ReqTRES,Priority,NodeList,ExitCode,Comment \
   > "$OUT/sacct-$VER.txt"
+# The same moment in every older JSON schema this release still writes
+# (--json=v0.0.NN; 23.11 on): the parsers read each as the same jobs.
+for schema in v0.0.40 v0.0.41 v0.0.42 v0.0.43 v0.0.44; do
+  [ "$(printf '%s\n' "$VER" 23.11 | sort -V | head -1)" = 23.11 ] || break
+  squeue --json="$schema" --all --states=all > "$OUT/squeue-$VER-$schema.json" 2>/dev/null \
+    && sinfo -N --json="$schema" > "$OUT/sinfo-$VER-$schema.json" 2>/dev/null \
+    && sacct --allocations --allusers -S "$S" -E "$E" -j "$(paste -sd, "$WORK/ids")" --json="$schema" > "$OUT/sacct-$VER-$schema.json" 2>/dev/null \
+    || rm -f "$OUT/squeue-$VER-$schema.json" "$OUT/sinfo-$VER-$schema.json" "$OUT/sacct-$VER-$schema.json"
+done
 [ -s "$WORK/signal-$GPU.txt" ] || die "job $GPU did not record USR1"
 sinfo --version > "$OUT/version-$VER.txt"
 
@@ -150,4 +159,4 @@ fail_outputs slurmctld
 fail_outputs munged
 "$HERE/slurm-ctl.sh" start munged
 wait_for 30 slurmctld slurmctld_ok
-log "recorded: $(cd "$OUT" && ls -- *"-$VER".* | tr '\n' ' ')"
+log "recorded: $(cd "$OUT" && ls -- *"-$VER".* *"-$VER"-v*.json 2>/dev/null | tr '\n' ' ')"

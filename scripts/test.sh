@@ -5,6 +5,10 @@
 # The Slurm integration and chain e2e tests then run again against Slurm
 # 24.11 (scripts/slurm-newer/test.sh), and against 25.05 when its build is
 # cached (MIRAGE_TEST_SLURM25=1 builds it; MIRAGE_TEST_SLURM25=0 skips it).
+#
+# Each step's wall time goes to $MIRAGE_TEST_DIR/test-times.tsv; with
+# MIRAGE_TEST_TIMES=FILE the run also writes them as a Markdown table there
+# (scripts/test-times.sh; docs/results/test-times-*.md come from it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +16,16 @@ export MIRAGE_TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
 mkdir -p "$MIRAGE_TEST_DIR"
 GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 
+# Step times. Whether the caches were warm is noted before anything fills them.
+TIMES="$MIRAGE_TEST_DIR/test-times.tsv"
+CACHE="${MIRAGE_CACHE:-$HOME/.cache/mirage}"
+if [ -n "$(ls -A "$CACHE" 2>/dev/null)" ] && [ -n "$(ls -A "$(go env GOCACHE 2>/dev/null || echo /nonexistent)" 2>/dev/null)" ]; then caches=warm; else caches=fresh; fi
+printf '#\tcommit %s\tcaches %s\t%s cores\tstarted %s\n' "$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$caches" "$(nproc)" "$(date -u +%Y-%m-%dT%H:%MZ)" > "$TIMES"
+T0=$SECONDS; TS=$SECONDS
+step() { printf '%s\t%d\n' "$1" $((SECONDS - TS)) >> "$TIMES"; TS=$SECONDS; }
+
 ./scripts/deps.sh
+step "dependencies (scripts/deps.sh: Debian packages, Go tools, modules)"
 
 # The newer Slurm releases tested after the main pass.
 # The race detector over every package, as a developer runs it: no build tags,
@@ -20,6 +33,7 @@ GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 echo "== go test -race ./..."
 # (CI unset: under CI the integration tests insist on their backends.)
 env -u CI go test -race -count=1 -timeout 20m ./...
+step "race pass (go test -race ./..., no backends)"
 
 NEWER=(24.11)
 case "${MIRAGE_TEST_SLURM25:-auto}" in
@@ -41,6 +55,7 @@ for s in scripts/slurm-up.sh scripts/k8s-up.sh; do
   if [ -x "$s" ]; then
     echo "== $s"
     "$s"
+    step "bring-up: $s"
   fi
 done
 for f in "$MIRAGE_TEST_DIR"/*/env.sh; do
@@ -52,22 +67,31 @@ done
 # them alone, before the packages that use Slurm run in parallel.
 echo "== slurm outage tests"
 MIRAGE_TEST_SLURM_OUTAGES=1 go test -tags "$GOTAGS" -count=1 -run 'TestIntegration(ControllerDown|AccountingDown|MungeDown)' ./slurm/
+step "Slurm 22.05 outage tests"
 
 echo "== vulncheck"
 if [ -x ../shared/vulndb/govulncheck.sh ]; then make vulncheck; else echo "vulncheck skipped: ../shared/vulndb (the offline vulnerability database beside the clone) is absent"; fi
+step "vulncheck"
 
 echo "== go test (tags: $GOTAGS)"
 go test -tags "$GOTAGS" -count=1 -timeout 40m ./...
+step "every test on Slurm 22.05 and the kube-apiserver (go test ./...)"
 
 # The same Slurm suites on the newer releases, each with its own env (in a
 # subshell, so the 22.05 env above is untouched).
 for rel in "${NEWER[@]}"; do
   (GOTAGS="$GOTAGS" scripts/slurm-newer/test.sh "$rel")
+  step "Slurm $rel: bring-up (cold: its chroot or build), outage, integration and chain e2e tests"
 done
 
 echo "== fuzz (each target briefly)"
-FUZZTIME="${FUZZTIME:-10s}" ./scripts/fuzz.sh
+FUZZTIME="${FUZZTIME:-5s}" ./scripts/fuzz.sh
+step "fuzz (each target ${FUZZTIME:-5s})"
 
 echo "== benchmarks compile and run once"
 go test -tags "$GOTAGS" -run '^$' -bench . -benchtime 1x ./... > "$MIRAGE_TEST_DIR/bench-smoke.txt"
+step "benchmarks, once each"
+printf 'total\t%d\n' $((SECONDS - T0)) >> "$TIMES"
+scripts/test-times.sh "$TIMES"
+[ -z "${MIRAGE_TEST_TIMES:-}" ] || scripts/test-times.sh "$TIMES" > "$MIRAGE_TEST_TIMES"
 echo "all tests passed"

@@ -1,13 +1,16 @@
 package slurm
 
-// Tests on real Slurm 25.05.8 outputs (data_parser v0.0.43, and v0.0.40 to
-// v0.0.42 through --json=vX), recorded with ../shared/slurm-newer/scenario.sh
-// (11 jobs of known outcome; the truth of each is in its jobs.env) at its
-// third moment (t3: after the timeout of toD). The expectations were read off
-// the files and checked against that truth.
+// Tests on outputs recorded from the project's real Slurm 25.05 cluster
+// (scripts/slurm-newer/up.sh 25.05; scripts/slurm-record.sh 25.05): the same
+// jobs as the 22.05 and 24.11 recordings (timeout 406, the GPU job with shell
+// metacharacters 407, multi 408, dep 409, big 410, array 411, held 412, fail
+// 413, ok 414, cancelled 415, pending-cancelled 416), in data_parser v0.0.43
+// and in every older schema 25.05 still writes (--json=v0.0.40 to v0.0.42,
+// the shapes of 23.11, 24.05 and 24.11). The expectations were read off the
+// text outputs (squeue -O, sacct --parsable2), not the JSON, and checked
+// against what each job was submitted to do (slurm-record.sh).
 
 import (
-	"fmt"
 	"reflect"
 	"slices"
 	"testing"
@@ -24,26 +27,10 @@ func TestRealSqueueJSON2505(t *testing.T) {
 	if v != (Version{Major: 25, Minor: 5, Micro: 8, Release: "25.05.8", Schema: "data_parser/v0.0.43"}) || !v.Known() {
 		t.Errorf("version = %+v", v)
 	}
-	// squeue --json --states=all: the ended jobs are listed. holdK (10) was
-	// cancelled while held: slurmctld gives it its end time as start time,
-	// but it has no nodes, so no start. cancE (--gpus=2) and toD end with
-	// signal 15; cmtJ's comment keeps its quotes and non-ASCII.
-	checkJobs(t, jobs, []provisioner.Job{
-		{ID: "1", Name: "gpuA", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), TimeLimit: 20 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1, Comment: "mirage:chainA/0.0", NodeList: []string{"node1"}},
-		{ID: "2", Name: "gpuB", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), TimeLimit: 20 * time.Minute, Nodes: 2, GPUs: 8, GPUType: "tesla", Priority: 1, NodeList: []string{"node2", "node3"}},
-		{ID: "3", Name: "depC", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StatePending, Reason: "Dependency", Submit: ts(1795481470), TimeLimit: 15 * time.Minute, Nodes: 1, GPUs: 1, Priority: 1, Comment: "mirage:chainA/1.0", Depend: "afterok:1(unfulfilled)"},
-		{ID: "4", Name: "toD", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateTimeout, Reason: "TimeLimit", Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481557), TimeLimit: 1 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}, Signal: 15},
-		{ID: "5", Name: "cancE", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481486), TimeLimit: 5 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}, Signal: 15},
-		{ID: "6", Name: "okG", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481473), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "7", Name: "failH", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateFailed, Reason: "NonZeroExitCode", Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481471), TimeLimit: 2 * time.Minute, Nodes: 1, Priority: 1, NodeList: []string{"node1"}, ExitCode: 3},
-		{ID: "8_0", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481511), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "9", Name: "cmtJ", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481476), TimeLimit: 3 * time.Minute, Nodes: 1, Priority: 1, Comment: "note: a b=c \"q\" ü", NodeList: []string{"node1"}},
-		{ID: "10", Name: "holdK", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StateCancelled, Reason: "JobHeldUser", Submit: ts(1795481470), End: ts(1795481486), TimeLimit: 10 * time.Minute, Nodes: 1, GPUs: 1},
-		{ID: "8_1", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481511), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "8_2", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481511), Start: ts(1795481511), End: ts(1795481552), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "13", Name: "bigF", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StatePending, Reason: "Resources", Submit: ts(1795481473), Eligible: ts(1795481473), EstStart: ts(1795482671), TimeLimit: 10 * time.Minute, Nodes: 2, GPUs: 8, Priority: 1},
-		{ID: "8_3", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481511), Start: ts(1795481512), End: ts(1795481552), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-	})
+	// squeue --json --all --states=all: the jobs that ended (406, 413-416)
+	// are listed. 416 was cancelled while it waited: slurmctld gives it its
+	// end time as start time, but it has no nodes, so no start (issue #17).
+	checkJobs(t, jobs, recordedSqueue2505())
 }
 
 func TestRealSacctJSON2505(t *testing.T) {
@@ -54,83 +41,189 @@ func TestRealSacctJSON2505(t *testing.T) {
 	if v.Release != "25.05.8" || v.Schema != "data_parser/v0.0.43" {
 		t.Errorf("version = %+v", v)
 	}
-	// The same moment from sacct -S/-E: depC (waiting on a dependency) and
-	// holdK (held, then cancelled) were never eligible and are absent;
-	// gpuA's comment is empty while it runs; cancE and toD exit 0:0.
-	checkJobs(t, jobs, []provisioner.Job{
-		{ID: "1", Name: "gpuA", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), TimeLimit: 20 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "2", Name: "gpuB", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), TimeLimit: 20 * time.Minute, Nodes: 2, GPUs: 8, GPUType: "tesla", Priority: 1, NodeList: []string{"node2", "node3"}},
-		{ID: "4", Name: "toD", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateTimeout, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481557), TimeLimit: 1 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "5", Name: "cancE", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481486), TimeLimit: 5 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "6", Name: "okG", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481473), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "7", Name: "failH", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateFailed, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481471), TimeLimit: 2 * time.Minute, Nodes: 1, Priority: 1, NodeList: []string{"node1"}, ExitCode: 3},
-		{ID: "9", Name: "cmtJ", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481476), TimeLimit: 3 * time.Minute, Nodes: 1, Priority: 1, Comment: "note: a b=c \"q\" ü", NodeList: []string{"node1"}},
-		{ID: "8_0", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481511), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "8_1", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: ts(1795481470), Eligible: ts(1795481470), Start: ts(1795481471), End: ts(1795481511), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "8_2", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Reason: "JobArrayTaskLimit", Submit: ts(1795481470), Eligible: ts(1795481511), Start: ts(1795481511), End: ts(1795481552), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node1"}},
-		{ID: "8_3", Name: "arrI", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Reason: "JobArrayTaskLimit", Submit: ts(1795481470), Eligible: ts(1795481511), Start: ts(1795481512), End: ts(1795481552), TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1, NodeList: []string{"node4"}},
-		{ID: "13", Name: "bigF", User: "root", Account: "teama", Partition: "long", QOS: "normal", State: provisioner.StatePending, Submit: ts(1795481473), Eligible: ts(1795481473), TimeLimit: 10 * time.Minute, Nodes: 2, GPUs: 8, Priority: 1},
-	})
+	// As on 24.11: 416's time.start is the plain NO_VAL 4294967294 (no
+	// start); the pending array's eligible time is the plain INFINITE
+	// 4294967295 (none); a running job's comment is empty (407); exit codes
+	// of cancelled and timed-out jobs are 0:0; double quotes in a name come
+	// back as backquotes. Unlike 24.11, the pending array's reason is None.
+	checkJobs(t, jobs, recordedSacct2505())
 }
 
-// TestRealSacctCancelledPending: a job cancelled while it waited for
-// resources (18, liveB), from sacct -j in every schema 25.05 writes: its
-// time.start is the plain NO_VAL 4294967294 in each, read as no start
-// (it once read as 2106-02-07T06:28:14Z; issue #17).
-func TestRealSacctCancelledPending(t *testing.T) {
-	want := []provisioner.Job{{ID: "18", Name: "liveB", User: "root", Account: "teama", Partition: "long", QOS: "normal",
-		State: provisioner.StateCancelled, Submit: ts(1795481956), Eligible: ts(1795481956), End: ts(1795482032),
-		TimeLimit: 5 * time.Minute, Nodes: 4, GPUs: 16, Priority: 1}}
-	for _, schema := range []string{"v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43"} {
-		jobs, v, err := ParseSacctJSON([]byte(readTestdata(t, fmt.Sprintf("sacct-25.05-cancelled-pending-%s.json", schema))))
-		if err != nil {
-			t.Fatal(err)
+func TestRealSqueueText2505(t *testing.T) {
+	jobs, err := ParseSqueueText([]byte(readTestdata(t, "squeue-25.05.txt")), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recordedSqueue2505()
+	for i := range want {
+		want[i].ExitCode, want[i].Signal = 0, 0 // the text has no exit codes
+	}
+	checkJobs(t, inOrderOf(t, jobs, want), want)
+}
+
+func TestRealSacctParsable2505(t *testing.T) {
+	jobs, err := ParseSacctParsable([]byte(readTestdata(t, "sacct-25.05.txt")), time.UTC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := recordedSacct2505()
+	checkJobs(t, inOrderOf(t, jobs, want), want)
+}
+
+func TestRealSinfoJSON2505(t *testing.T) {
+	nodes, v, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05.json")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Release != "25.05.8" {
+		t.Errorf("version = %+v", v)
+	}
+	// node1 runs 407 (2 GPUs) and 411_0 (1 GPU); node2 and node3 run 408
+	// (6 GPUs: 4 + 2); node4 is idle.
+	want := []provisioner.Node{
+		{Name: "node1", State: provisioner.NodeUp, CPUs: 8, CPUsUsed: 2, GPUs: 4, GPUsUsed: 3, GPUType: "tesla"},
+		{Name: "node2", State: provisioner.NodeUp, CPUs: 8, CPUsUsed: 1, GPUs: 4, GPUsUsed: 4, GPUType: "tesla"},
+		{Name: "node3", State: provisioner.NodeUp, CPUs: 8, CPUsUsed: 1, GPUs: 4, GPUsUsed: 2, GPUType: "tesla"},
+		{Name: "node4", State: provisioner.NodeUp, CPUs: 8, GPUs: 4, GPUType: "tesla"},
+	}
+	if len(nodes) != len(want) {
+		t.Fatalf("nodes = %+v", nodes)
+	}
+	for i := range want {
+		n := nodes[i]
+		// 25.05 lists a node's partitions in no fixed order.
+		if got := slices.Sorted(slices.Values(n.Partitions)); !slices.Equal(got, []string{"debug", "long"}) {
+			t.Errorf("node %s partitions %v, want debug and long", n.Name, n.Partitions)
 		}
-		if v.Schema != "data_parser/"+schema {
-			t.Errorf("%s: version = %+v", schema, v)
+		if n.Name != want[i].Name || n.State != want[i].State || n.CPUs != want[i].CPUs || n.CPUsUsed != want[i].CPUsUsed ||
+			n.GPUs != want[i].GPUs || n.GPUsUsed != want[i].GPUsUsed || n.GPUType != want[i].GPUType {
+			t.Errorf("node %d = %+v, want %+v", i, nodes[i], want[i])
 		}
-		checkJobs(t, jobs, want)
 	}
 }
 
-// TestRealSchemasAgree2505: one moment printed by 25.05.8 in each schema it
-// writes (--json=v0.0.40 to v0.0.43: the shapes of 23.11, 24.05, 24.11 and
-// 25.05) reads as the same jobs and nodes in each.
+// TestRealSchemasAgree2505: the recording's moment in every schema 25.05
+// writes reads as the same jobs and nodes as in v0.0.43, each document
+// naming its own schema.
 func TestRealSchemasAgree2505(t *testing.T) {
-	want, _, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05-v0.0.43.json")))
-	if err != nil || len(want) == 0 {
-		t.Fatalf("squeue v0.0.43: %d jobs, %v", len(want), err)
+	wantNodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05.json")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	wantAcct, _, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-25.05-v0.0.43.json")))
-	if err != nil || len(wantAcct) == 0 {
-		t.Fatalf("sacct v0.0.43: %d jobs, %v", len(wantAcct), err)
-	}
-	wantNodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05-v0.0.43.json")))
-	if err != nil || len(wantNodes) != 4 {
-		t.Fatalf("sinfo v0.0.43: %+v, %v", wantNodes, err)
-	}
-	for _, schema := range []string{"v0.0.40", "v0.0.41", "v0.0.42"} {
+	for _, schema := range []string{"v0.0.40", "v0.0.41", "v0.0.42", "v0.0.43"} {
 		jobs, v, err := ParseSqueueJSON([]byte(readTestdata(t, "squeue-25.05-"+schema+".json")))
 		if err != nil || v.Schema != "data_parser/"+schema {
-			t.Fatalf("squeue %s: %v, %v", schema, v, err)
+			t.Fatalf("squeue %s: %+v, %v", schema, v, err)
 		}
-		checkJobs(t, jobs, want)
+		checkJobs(t, jobs, recordedSqueue2505())
 		acct, v, err := ParseSacctJSON([]byte(readTestdata(t, "sacct-25.05-"+schema+".json")))
 		if err != nil || v.Schema != "data_parser/"+schema {
-			t.Fatalf("sacct %s: %v, %v", schema, v, err)
+			t.Fatalf("sacct %s: %+v, %v", schema, v, err)
 		}
-		checkJobs(t, acct, wantAcct)
+		checkJobs(t, acct, recordedSacct2505())
 		nodes, _, err := ParseSinfoJSON([]byte(readTestdata(t, "sinfo-25.05-"+schema+".json")))
 		if err != nil || len(nodes) != len(wantNodes) {
 			t.Fatalf("sinfo %s: %+v, %v", schema, nodes, err)
 		}
 		for i := range nodes {
-			// 25.05 lists a node's partitions in no fixed order.
 			a, b := nodes[i], wantNodes[i]
 			a.Partitions, b.Partitions = slices.Sorted(slices.Values(a.Partitions)), slices.Sorted(slices.Values(b.Partitions))
 			if !reflect.DeepEqual(a, b) {
 				t.Errorf("sinfo %s: node %+v, want %+v", schema, nodes[i], wantNodes[i])
 			}
 		}
+	}
+}
+
+// TestRecordedFailures2505: what 25.05's commands print with munged,
+// slurmctld or slurmdbd stopped, and sbatch's rejections, classified as on
+// 22.05 and 24.11. sacct needs no slurmctld (its file is empty).
+func TestRecordedFailures2505(t *testing.T) {
+	cases := []struct {
+		file, cmd string
+		want      error
+	}{
+		{"fail-munged-squeue-25.05.txt", "squeue", ErrMungeDown},
+		{"fail-munged-sbatch-25.05.txt", "sbatch", ErrMungeDown},
+		{"fail-munged-sacct-25.05.txt", "sacct", ErrMungeDown},
+		{"fail-slurmctld-squeue-25.05.txt", "squeue", ErrControllerDown},
+		{"fail-slurmctld-sbatch-25.05.txt", "sbatch", ErrControllerDown},
+		{"fail-slurmdbd-sacct-25.05.txt", "sacct", provisioner.ErrNoAccounting},
+	}
+	for _, tc := range cases {
+		kind, _ := classify(tc.cmd, []byte(readTestdata(t, tc.file)), exitErr)
+		if kind != tc.want {
+			t.Errorf("%s: kind %v, want %v", tc.file, kind, tc.want)
+		}
+	}
+	if readTestdata(t, "fail-slurmctld-sacct-25.05.txt") != "" {
+		t.Error("sacct with slurmctld down printed an error; the recording says it needs only slurmdbd")
+	}
+	if !connectFailed([]byte(readTestdata(t, "fail-slurmctld-sbatch-25.05.txt"))) {
+		t.Error("sbatch with slurmctld down: want a connect failure (safe to retry)")
+	}
+	rejections := map[string]string{
+		"sbatch-reject-time-25.05.txt":      "Requested time limit is invalid (missing or exceeds some limit)",
+		"sbatch-reject-account-25.05.txt":   "Invalid account or account/partition combination specified",
+		"sbatch-reject-gpus-25.05.txt":      "Requested node configuration is not available",
+		"sbatch-reject-partition-25.05.txt": "Invalid partition name specified (invalid partition specified: nosuchpartition)",
+	}
+	for f, want := range rejections {
+		b := []byte(readTestdata(t, f))
+		if kind, _ := classify("sbatch", b, exitErr); kind != nil {
+			t.Errorf("%s classified as %v; a rejection has no kind", f, kind)
+		}
+		if got := rejection(b); got != want {
+			t.Errorf("%s: reason %q, want %q", f, got, want)
+		}
+	}
+}
+
+// The recording's clock: every job was submitted at 10:08:53 UTC on
+// 2026-11-27; the first ones started at :56, the rest at :57; the timeout
+// job was killed at 10:10:22; big's start estimate is 10:38:56.
+const (
+	rec25Submit   = 1795774133
+	rec25Start    = 1795774136
+	rec25Start2   = 1795774137
+	rec25Timeout  = 1795774222
+	rec25Estimate = 1795775936
+)
+
+// recordedSqueue2505 is what squeue-25.05.json says (see TestRealSqueueJSON2505).
+func recordedSqueue2505() []provisioner.Job {
+	sub, st, st2 := ts(rec25Submit), ts(rec25Start), ts(rec25Start2)
+	return []provisioner.Job{
+		{ID: "406", Name: "timeout", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateTimeout, Reason: "TimeLimit", Submit: sub, Eligible: sub, Start: st, End: ts(rec25Timeout), TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}, Signal: 15},
+		{ID: "407", Name: "train $(touch pwned) `id`; \"q\" 's", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: sub, Start: st, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1000, Comment: "mirage:c-rec/0.0 note; $(touch pwned2)", NodeList: []string{"node1"}},
+		{ID: "408", Name: "multi", User: "root", Account: "teamb", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: sub, Start: st, TimeLimit: 30 * time.Minute, Nodes: 2, GPUs: 6, GPUType: "tesla", Priority: 1000, NodeList: []string{"node2", "node3"}},
+		{ID: "409", Name: "dep", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Reason: "Dependency", Submit: sub, TimeLimit: 2 * time.Minute, Nodes: 1, Priority: 1000, Depend: "afterany:407(unfulfilled)"},
+		{ID: "410", Name: "big", User: "root", Account: "teamb", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Reason: "Resources", Submit: sub, Eligible: sub, EstStart: ts(rec25Estimate), TimeLimit: 5 * time.Minute, Nodes: 4, GPUs: 16, Priority: 1000},
+		{ID: "411_0", Name: "arr", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: st, Start: st2, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1000, NodeList: []string{"node1"}},
+		{ID: "412", Name: "held", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Reason: "JobHeldUser", Submit: sub, TimeLimit: 1 * time.Minute, Nodes: 1},
+		{ID: "413", Name: "fail", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateFailed, Reason: "NonZeroExitCode", Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}, ExitCode: 3},
+		{ID: "414", Name: "ok", User: "root", Account: "teamb", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, Comment: "mirage:c-rec/1.2", NodeList: []string{"node1"}},
+		{ID: "415", Name: "cancelled", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}, Signal: 15},
+		{ID: "416", Name: "pending-cancelled", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Reason: "Priority", Submit: sub, Eligible: sub, End: st2, TimeLimit: 1 * time.Minute, Nodes: 4, GPUs: 16, Priority: 1000},
+		{ID: "411_[1-3%1]", Name: "arr", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Reason: "JobArrayTaskLimit", Submit: sub, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 1, Priority: 1000},
+	}
+}
+
+// recordedSacct2505 is what sacct-25.05.json says (see TestRealSacctJSON2505).
+func recordedSacct2505() []provisioner.Job {
+	sub, st, st2 := ts(rec25Submit), ts(rec25Start), ts(rec25Start2)
+	return []provisioner.Job{
+		{ID: "406", Name: "timeout", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateTimeout, Submit: sub, Eligible: sub, Start: st, End: ts(rec25Timeout), TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}},
+		{ID: "407", Name: "train $(touch pwned) `id`; `q` 's", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: sub, Start: st, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 2, GPUType: "tesla", Priority: 1000, NodeList: []string{"node1"}},
+		{ID: "408", Name: "multi", User: "root", Account: "teamb", Partition: "long", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: sub, Start: st, TimeLimit: 30 * time.Minute, Nodes: 2, GPUs: 6, GPUType: "tesla", Priority: 1000, NodeList: []string{"node2", "node3"}},
+		{ID: "409", Name: "dep", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Submit: sub, TimeLimit: 2 * time.Minute, Nodes: 1, Priority: 1000},
+		{ID: "410", Name: "big", User: "root", Account: "teamb", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Submit: sub, Eligible: sub, TimeLimit: 5 * time.Minute, Nodes: 4, GPUs: 16, Priority: 1000},
+		{ID: "412", Name: "held", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Submit: sub, TimeLimit: 1 * time.Minute, Nodes: 1},
+		{ID: "413", Name: "fail", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateFailed, Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}, ExitCode: 3},
+		{ID: "414", Name: "ok", User: "root", Account: "teamb", Partition: "debug", QOS: "normal", State: provisioner.StateCompleted, Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, Comment: "mirage:c-rec/1.2", NodeList: []string{"node1"}},
+		{ID: "415", Name: "cancelled", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Submit: sub, Eligible: sub, Start: st2, End: st2, TimeLimit: 1 * time.Minute, Nodes: 1, Priority: 1000, NodeList: []string{"node1"}},
+		{ID: "416", Name: "pending-cancelled", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateCancelled, Submit: sub, Eligible: sub, End: st2, TimeLimit: 1 * time.Minute, Nodes: 4, GPUs: 16, Priority: 1000},
+		{ID: "411_0", Name: "arr", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StateRunning, Submit: sub, Eligible: st, Start: st2, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 1, GPUType: "tesla", Priority: 1000, NodeList: []string{"node1"}},
+		{ID: "411_[1-3%1]", Name: "arr", User: "root", Account: "teama", Partition: "debug", QOS: "normal", State: provisioner.StatePending, Submit: sub, TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 1, Priority: 1000},
 	}
 }
