@@ -26,7 +26,7 @@ func (s *Spec) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&s.Workload, "workload", "", "chain-K and run: training or service, whose cost the oracle plans for and learned policies decide with (default: the published symmetric cost; run: training)")
 	fl.Float64SliceVar(&s.LoadScales, "load-scale", []float64{1}, "arrival scalings: <1 thins, >1 replicates (seeded)")
 	fl.StringVar(&s.Protocol, "protocol", "pair", "pair, chain-K (K ≥ 2 segments, each its full limit) or run (whole work-conserving runs)")
-	fl.StringVar(&s.Preset, "preset", "ls6", "simulated cluster preset: ls6 or default")
+	fl.StringVar(&s.Preset, "preset", "ls6", "simulated cluster preset: ls6, default or a preset file (mirage sim calibrate)")
 	fl.StringVar(&s.SlurmConf, "slurm-conf", "", "read the simulated cluster from this slurm.conf (over the preset)")
 	fl.Uint64Var(&s.Seed, "seed", 1, "seed of load scaling and of the bootstrap")
 	fl.StringVar(&s.Title, "title", "", "report title")

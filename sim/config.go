@@ -60,6 +60,7 @@ type Config struct {
 	PriorityWeightJobSize   float64       // PriorityWeightJobSize
 	PriorityWeightPartition float64       // PriorityWeightPartition
 	PriorityWeightQOS       float64       // PriorityWeightQOS
+	PriorityWeightRecorded  float64       // not Slurm's: weight of a replayed job's recorded priority (JobSpec.RecordedPriority; calibration)
 	PriorityMaxAge          time.Duration // PriorityMaxAge
 	PriorityDecayHalfLife   time.Duration // PriorityDecayHalfLife (0 = no decay)
 	PriorityCalcPeriod      time.Duration // PriorityCalcPeriod
@@ -126,7 +127,8 @@ func LS6() Config {
 	return c
 }
 
-// Preset returns a named preset ("ls6", "default").
+// Preset returns a named preset ("ls6", "default") or, for a path (one
+// with a slash or a .yaml/.yml name), the preset file there (LoadPresetFile).
 func Preset(name string) (Config, error) {
 	switch name {
 	case "ls6":
@@ -134,7 +136,10 @@ func Preset(name string) (Config, error) {
 	case "default", "":
 		return Defaults(), nil
 	}
-	return Config{}, fmt.Errorf("%w: unknown preset %q (want ls6 or default)", ErrConfig, name)
+	if isPresetPath(name) {
+		return LoadPresetFile(name)
+	}
+	return Config{}, fmt.Errorf("%w: unknown preset %q (want ls6, default, or a preset file's path such as ./site.yaml from mirage sim calibrate)", ErrConfig, name)
 }
 
 // maxConfHosts caps the names one slurm.conf hostlist may expand to.

@@ -165,11 +165,12 @@ func Holds(jobs []traces.Job, o HoldOptions) (reason []string, eligible []time.T
 
 // Stats are fidelity figures for one group of jobs (waits in seconds).
 type Stats struct {
-	Group        string  `json:"group"`             // "all", "1 node", "2-4 nodes", ">=5 nodes"
+	Group        string  `json:"group"`             // "all", "1 node", "2-4 nodes", "5-8 nodes", ">8 nodes", ">=5 nodes"
 	Jobs         int     `json:"jobs"`              // jobs compared
 	MedianAbsErr float64 `json:"median_abs_err_s"`  // median |simulated − recorded wait|
 	P90AbsErr    float64 `json:"p90_abs_err_s"`     // 90th percentile of the same
 	Pearson      float64 `json:"pearson"`           // correlation of simulated and recorded waits
+	Spearman     float64 `json:"spearman"`          // rank correlation of the same (ties share their mean rank)
 	KS           float64 `json:"ks"`                // Kolmogorov–Smirnov distance of the two wait distributions
 	SimMedian    float64 `json:"sim_median_wait_s"` // median simulated wait
 	RecMedian    float64 `json:"rec_median_wait_s"` // median recorded wait
@@ -177,12 +178,16 @@ type Stats struct {
 	RecP90       float64 `json:"rec_p90_wait_s"`    // p90 recorded wait
 }
 
-// Compare computes Stats over paired waits, overall and by job size.
+// GroupLarge names the pooled group of jobs of 5 nodes or more.
+const GroupLarge = ">=5 nodes"
+
+// Compare computes Stats over paired waits, overall, by job size (1, 2–4,
+// 5–8, > 8 nodes) and for the jobs of 5 nodes or more together.
 func Compare(sim, rec []float64, nodes []int) []Stats {
 	groups := []struct {
 		name   string
 		lo, hi int
-	}{{"all", 0, math.MaxInt}, {"1 node", 1, 1}, {"2-4 nodes", 2, 4}, {">=5 nodes", 5, math.MaxInt}}
+	}{{"all", 0, math.MaxInt}, {"1 node", 1, 1}, {"2-4 nodes", 2, 4}, {"5-8 nodes", 5, 8}, {">8 nodes", 9, math.MaxInt}, {GroupLarge, 5, math.MaxInt}}
 	var out []Stats
 	for _, g := range groups {
 		var a, b []float64
@@ -210,6 +215,7 @@ func stats(name string, a, b []float64) Stats {
 	s.MedianAbsErr = quantile(errs, 0.5)
 	s.P90AbsErr = quantile(errs, 0.9)
 	s.Pearson = pearson(a, b)
+	s.Spearman = pearson(ranks(a), ranks(b))
 	sa, sb := slices.Clone(a), slices.Clone(b)
 	slices.Sort(sa)
 	slices.Sort(sb)
@@ -251,6 +257,39 @@ func pearson(a, b []float64) float64 {
 		return 0
 	}
 	return cov / math.Sqrt(va*vb)
+}
+
+// ranks returns each value's rank (1-based) in xs; tied values share the
+// mean of their ranks.
+func ranks(xs []float64) []float64 {
+	idx := make([]int, len(xs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpFloat(xs[a], xs[b]) })
+	r := make([]float64, len(xs))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && xs[idx[j+1]] == xs[idx[i]] {
+			j++
+		}
+		mean := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			r[idx[k]] = mean
+		}
+		i = j + 1
+	}
+	return r
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // ks is the two-sample Kolmogorov–Smirnov distance of sorted samples.

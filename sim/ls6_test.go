@@ -78,11 +78,11 @@ func writeFidelityResults(t *testing.T, jobs []traces.Job, rep *Report) {
 		fmt.Fprintf(&b, " %s %d,", r, rep.Excluded[r])
 	}
 	b.WriteString(" the rest compared.\n\n")
-	b.WriteString("| group | jobs | median abs. error | p90 abs. error | Pearson | KS distance | sim. median wait | rec. median wait |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| group | jobs | median abs. error | p90 abs. error | Pearson | Spearman | KS distance | sim. median wait | rec. median wait |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
 	for _, s := range rep.Stats {
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f | %.3f | %s | %s |\n", s.Group, s.Jobs,
-			fidelityDur(s.MedianAbsErr), fidelityDur(s.P90AbsErr), s.Pearson, s.KS, fidelityDur(s.SimMedian), fidelityDur(s.RecMedian))
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %.2f | %.2f | %.3f | %s | %s |\n", s.Group, s.Jobs,
+			fidelityDur(s.MedianAbsErr), fidelityDur(s.P90AbsErr), s.Pearson, s.Spearman, s.KS, fidelityDur(s.SimMedian), fidelityDur(s.RecMedian))
 	}
 	b.WriteString("\nTarget: KS distance ≤ 0.15 between the two wait distributions (the test fails above it, overall).\n\n")
 	b.WriteString("## Usable node count\n\n")

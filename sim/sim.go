@@ -64,6 +64,10 @@ type JobSpec struct {
 	Comment   string        // free text carried to snapshots
 	NodeList  []string      // only these nodes (sbatch --nodelist used as a placement hint); empty = any
 	Exclude   []string      // never these nodes (sbatch --exclude)
+	// RecordedPriority is the priority the real scheduler recorded for the
+	// job, scaled to [0, 1] (FromTraces: by the trace's largest); it counts
+	// with Config.PriorityWeightRecorded. 0: none.
+	RecordedPriority float64
 }
 
 // spec is the immutable part of a job, shared between forks.
@@ -79,8 +83,9 @@ type spec struct {
 	limit     int64
 	runtime   int64
 	nodes     int32
-	gpn       int32 // GPUs per node
-	cpn       int32 // CPUs per node
+	gpn       int32   // GPUs per node
+	cpn       int32   // CPUs per node
+	recPrio   float64 // JobSpec.RecordedPriority
 	fail      bool
 	singleton bool
 	deps      []dep
@@ -477,6 +482,7 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 		sp.id = strconv.Itoa(int(j) + 1)
 	}
 	sp.name, sp.comment = js.Name, js.Comment
+	sp.recPrio = min(max(js.RecordedPriority, 0), 1)
 	sp.user, sp.assoc = s.intern(js.User, js.Account)
 	sp.part = st.defPart
 	if js.Partition != "" {
@@ -1052,6 +1058,7 @@ func (s *Sim) priority(j int32) float64 {
 	if cfg.PriorityWeightFairshare != 0 {
 		p += cfg.PriorityWeightFairshare * s.fairshare(sp.assoc)
 	}
+	p += cfg.PriorityWeightRecorded * sp.recPrio
 	p += cfg.PriorityWeightPartition * s.st.partFactor[sp.part]
 	p += cfg.PriorityWeightQOS * s.st.qosFactor[sp.qos]
 	return p

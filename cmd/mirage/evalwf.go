@@ -55,7 +55,7 @@ Method and policies: docs/guide/training-and-evaluation.md.`,
 	fl.StringVar(&o.until, "until", "", "end of the last period (default: the trace's last submit)")
 	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
-	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
+	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
 	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulator and of every fit")
 	fl.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")

@@ -62,7 +62,7 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 	f.StringVar(&o.saveSnapshot, "save-snapshot", "", "also write the snapshot used as JSON to this file")
 	f.StringVar(&o.trace, "trace", "", "trace file: predict in the simulator's state at --at")
 	f.StringVar(&o.at, "at", "", "trace time of the simulated state (with --trace): RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone")
-	f.StringVar(&o.sim.Preset, "preset", "ls6", "cluster preset for --trace")
+	f.StringVar(&o.sim.Preset, "preset", "ls6", "cluster preset for --trace: ls6, default or a preset file (mirage sim calibrate)")
 	f.StringVar(&o.sim.SlurmConf, "sim-conf", "", "slurm.conf of the simulated cluster for --trace (over --preset)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "live cluster: slurm.conf (default: $SLURM_CONF, else Slurm's own default)")
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")

@@ -42,7 +42,7 @@ and docs/results/fidelity.md.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.trace, "trace", "", "trace file (required)")
-	fl.StringVar(&o.opts.Preset, "preset", "ls6", "cluster preset: ls6 or default (Slurm defaults; needs --slurm-conf for nodes)")
+	fl.StringVar(&o.opts.Preset, "preset", "ls6", "cluster preset: ls6, default (Slurm defaults; needs --slurm-conf for nodes) or a preset file (mirage sim calibrate)")
 	fl.StringVar(&o.opts.SlurmConf, "slurm-conf", "", "read nodes, partitions, Priority* and SchedulerParameters from this slurm.conf (over the preset)")
 	fl.BoolVar(&o.report, "report", false, "compare simulated with recorded waits")
 	fl.BoolVar(&o.json, "json", false, "JSON output")
@@ -55,6 +55,7 @@ and docs/results/fidelity.md.`,
 	fl.StringVar(&o.opts.Weights, "weights", "", "override priority weights: age=N,fairshare=N,size=N,partition=N,qos=N")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")
+	cmd.AddCommand(newSimCalibrateCmd(f))
 	return cmd
 }
 

@@ -87,8 +87,13 @@ func TestSimCommandReportJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got.Nodes != 72 || got.Replayed != n || len(got.Report.Stats) != 4 || got.Report.Stats[0].Group != "all" {
-		t.Fatalf("got %+v, want 72 nodes, %d jobs, 4 groups", got, n)
+	if got.Nodes != 72 || got.Replayed != n || len(got.Report.Stats) != 6 || got.Report.Stats[0].Group != "all" {
+		t.Fatalf("got %+v, want 72 nodes, %d jobs, 6 groups", got, n)
+	}
+	// The size groups partition "all"; ">=5 nodes" pools the two large ones.
+	st := got.Report.Stats
+	if st[1].Jobs+st[2].Jobs+st[3].Jobs+st[4].Jobs != st[0].Jobs || st[3].Jobs+st[4].Jobs != st[5].Jobs {
+		t.Fatalf("groups do not add up: %+v", st)
 	}
 	if k := got.Report.Stats[0].KS; k < 0 || k > 1 {
 		t.Fatalf("KS %v outside [0,1]", k)

@@ -62,7 +62,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
 	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (default: where submit and the daemon look: "+
 		"$MIRAGE_MODELS, else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models)")
-	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6 or default (needs --slurm-conf)")
+	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
 	f.StringVar(&o.from, "from", "", "first injection: RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone (default: the trace's first start + --warmup)")
 	f.StringVar(&o.trainUntil, "train-until", "", "end of training; start of validation (read as --from)")

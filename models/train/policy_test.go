@@ -65,6 +65,9 @@ var (
 // (pg 299–528, dqn 443–607 against 654).
 func testPolicies(t testing.TB) map[string]models.Model {
 	t.Helper()
+	if !xgb.CanTrain {
+		t.Skip(xgb.ErrNoXGBoost) // before training the others, which would be thrown away
+	}
 	train, valid := testSplit(t)
 	testPolicyOnce.Do(func() {
 		testPolicyModels = map[string]models.Model{}

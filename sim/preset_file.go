@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/mirage-gpu/mirage/internal/safefile"
+)
+
+// PresetFile is a calibrated preset as `mirage sim calibrate` writes it: a
+// named preset and the parameters that replace its values, with where they
+// came from. Every command that takes --preset takes such a file's path.
+type PresetFile struct {
+	Base      string `yaml:"base"`                 // the named preset it starts from (ls6, default)
+	SlurmConf string `yaml:"slurm_conf,omitempty"` // a slurm.conf read over the base, as --slurm-conf
+	Params    `yaml:",inline"`
+	// Provenance, for people; not read back.
+	Trace     string  `yaml:"trace,omitempty"`
+	Fit       string  `yaml:"fit,omitempty"`   // the span the parameters were fitted on
+	Score     string  `yaml:"score,omitempty"` // the span they were scored on
+	Objective float64 `yaml:"objective,omitempty"`
+}
+
+// isPresetPath reports whether a --preset value names a file rather than a
+// built-in preset.
+func isPresetPath(name string) bool {
+	return strings.ContainsAny(name, `/\`) || strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
+// LoadPresetFile reads a preset file and builds its configuration.
+func LoadPresetFile(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: preset file: %v", ErrConfig, err)
+	}
+	var pf PresetFile
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&pf); err != nil && err != io.EOF {
+		return Config{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, path, err)
+	}
+	if pf.Base == "" || isPresetPath(pf.Base) {
+		return Config{}, fmt.Errorf("%w: preset file %s: base %q: want a named preset (ls6 or default)", ErrConfig, path, pf.Base)
+	}
+	base, err := Preset(pf.Base)
+	if err != nil {
+		return Config{}, fmt.Errorf("preset file %s: %w", path, err)
+	}
+	if pf.SlurmConf != "" {
+		fh, err := os.Open(pf.SlurmConf)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, path, err)
+		}
+		defer fh.Close()
+		if base, err = ParseSlurmConf(fh, base); err != nil {
+			return Config{}, fmt.Errorf("preset file %s: slurm_conf: %w", path, err)
+		}
+	}
+	c, err := pf.Params.Apply(base)
+	if err != nil {
+		return Config{}, fmt.Errorf("preset file %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// WritePresetFile writes pf to path (atomically; 0644: a preset is no secret).
+func WritePresetFile(path string, pf PresetFile) error {
+	return safefile.WriteFile(path, 0o644, func(w io.Writer) error {
+		fmt.Fprintf(w, "# mirage simulator preset, written by `mirage sim calibrate` on %s.\n", time.Now().UTC().Format(time.RFC3339))
+		fmt.Fprintln(w, "# Use it with --preset FILE (mirage sim, train, eval, predict-wait).")
+		enc := yaml.NewEncoder(w)
+		enc.SetIndent(2)
+		if err := enc.Encode(pf); err != nil {
+			return err
+		}
+		return enc.Close()
+	})
+}
+
+// WriteText prints the calibration: the parameters before and after, and
+// the fidelity of both on the fit span and on the scored span.
+func (c *Calibration) WriteText(w io.Writer) error {
+	fmt.Fprintf(w, "%d candidates × %d replicas; %d jobs compared in the fit span %s, %d in the scored span %s; excluded (holds): %v\n",
+		c.Replays, c.Replicas, c.Compared, spanString(c.Fit), c.Scored, spanString(c.Score), c.Excluded)
+	fmt.Fprintf(w, "base:       %s  objective %.3f\n", c.Base.Params, c.Base.Objective)
+	fmt.Fprintf(w, "calibrated: %s  objective %.3f\n", c.Best.Params, c.Best.Objective)
+	for _, part := range []struct {
+		name       string
+		base, best []Stats
+	}{{"fit span", c.Base.Fit, c.Best.Fit}, {"scored span (not fitted on)", c.Base.Score, c.Best.Score}} {
+		if len(part.best) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: base → calibrated\n", part.name)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "group\tjobs\tKS\tpearson\tspearman\tmedian|err|\tp90|err|\t")
+		for i, s := range part.best {
+			b := part.base[i]
+			fmt.Fprintf(tw, "%s\t%d\t%.3f → %.3f\t%.2f → %.2f\t%.2f → %.2f\t%s → %s\t%s → %s\t\n", s.Group, s.Jobs/max(c.Replicas, 1), b.KS, s.KS, b.Pearson, s.Pearson,
+				b.Spearman, s.Spearman, dur(b.MedianAbsErr), dur(s.MedianAbsErr), dur(b.P90AbsErr), dur(s.P90AbsErr))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String renders the parameters on one line.
+func (p Params) String() string {
+	return fmt.Sprintf("nodes %d, weights age %g size %g fair-share %g recorded %g, sched latency %s, bf_interval %s",
+		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, p.SchedLatency, p.BFInterval)
+}
+
+// PresetOrigin is what a preset file calibrated from preset (a name or a
+// file) and slurmConf starts from: the named preset and slurm.conf at its root.
+func PresetOrigin(preset, slurmConf string) (base, conf string, err error) {
+	if !isPresetPath(preset) {
+		return preset, slurmConf, nil
+	}
+	b, err := os.ReadFile(preset)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: preset file: %v", ErrConfig, err)
+	}
+	var pf PresetFile
+	if err := yaml.Unmarshal(b, &pf); err != nil {
+		return "", "", fmt.Errorf("%w: preset file %s: %v", ErrConfig, preset, err)
+	}
+	if slurmConf == "" {
+		slurmConf = pf.SlurmConf
+	}
+	return pf.Base, slurmConf, nil
+}
