@@ -32,6 +32,16 @@ type Scenario struct {
 	index     map[string]int // spec id → index into Jobs
 }
 
+// Recorded returns the recorded job a replay spec stands for (nil when the
+// scenario was built without its jobs, or id is no spec of it).
+func (sc *Scenario) Recorded(id string) *traces.Job {
+	i, ok := sc.index[id]
+	if !ok || i >= len(sc.Jobs) {
+		return nil
+	}
+	return &sc.Jobs[i]
+}
+
 // NewScenario prepares recorded jobs for replay on cfg: jobs with recorded
 // holds are submitted at their estimated eligible time (sim.Holds), jobs
 // that never started or ended are dropped, and so are jobs larger than the
