@@ -94,6 +94,11 @@ func TestEvalArrayOnSlurm(t *testing.T) {
 		t.Fatalf("single: exit %d: %s", code, stderr)
 	}
 	if a, b := readReportJSON(t, filepath.Join(merged, "report.json")), readReportJSON(t, filepath.Join(single, "report.json")); a != b {
-		t.Fatal("the job array's merged report differs from the single-process report")
+		i := 0
+		for i < min(len(a), len(b)) && a[i] == b[i] {
+			i++
+		}
+		t.Fatalf("the job array's merged report differs from the single-process report at byte %d:\nmerged: …%s…\nsingle: …%s…",
+			i, a[max(0, i-300):min(len(a), i+200)], b[max(0, i-300):min(len(b), i+200)])
 	}
 }

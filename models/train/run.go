@@ -46,8 +46,12 @@ type Spec struct {
 	Scales       []float64         // arrival scalings of the training trace, each in [1, 16] (empty: 1)
 	Seed         uint64            // seed of load scaling and every fit
 	WaitReplicas int               // training replays for the wait predictor, 1–64
-	Workers      int               // simulator goroutines (0: all cores)
-	Cache        string            // directory caching generated chain datasets by injection day, checked against the trace's jobs ("": none)
+	// WaitRecorded trains (and validates) the wait predictor on the waits
+	// the trace recorded instead of the replay's: features still come from
+	// the replayed cluster, labels from what really happened (RelabelRecorded).
+	WaitRecorded bool
+	Workers      int    // simulator goroutines (0: all cores)
+	Cache        string // directory caching generated chain datasets by injection day, checked against the trace's jobs ("": none)
 
 	Cost scenario.GapCost // tuning objective and RL reward
 	// Workload, when set, fits the policies for that workload's cost
@@ -421,6 +425,11 @@ func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) 
 		r.done()
 		if err != nil {
 			return nil, fmt.Errorf("wait dataset %s: %w", label, err)
+		}
+		if r.s.WaitRecorded {
+			n := len(d.Samples)
+			d = RelabelRecorded(r.sc, d)
+			r.report("wait dataset %s: %d of %d jobs labelled with their recorded waits (the rest held or unmatched)\n", label, len(d.Samples), n)
 		}
 		r.report("wait dataset %s: %d jobs in %.0f s\n", label, len(d.Samples), d.Seconds)
 		return d, nil

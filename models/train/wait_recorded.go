@@ -196,3 +196,29 @@ func (h *startHistory) at(t time.Time, group string) (med, lo, hi, qbets float64
 	b := models.QBETSBound(len(w), 0.5, 0.95)
 	return features.Percentile(w, 0.5), features.Percentile(w, 0.1), features.Percentile(w, 0.9), w[min(b, len(w))-1], true
 }
+
+// RelabelRecorded returns d with each sample's wait replaced by the wait
+// its job recorded; samples of jobs with a recorded hold (sim.Holds), or
+// that sc cannot match to a recorded job that started, are dropped. The
+// features stay the replay's: a predictor trained on the result learns
+// what really happened from what the simulator shows.
+func RelabelRecorded(sc *scenario.Scenario, d *dataset.WaitData) *dataset.WaitData {
+	reason, _ := sim.Holds(sc.Jobs, sim.HoldOptions{Nodes: len(sc.Config.Nodes)})
+	held := map[*traces.Job]bool{}
+	for i := range sc.Jobs {
+		if reason[i] != sim.HoldNone {
+			held[&sc.Jobs[i]] = true
+		}
+	}
+	out := *d
+	out.Samples = nil
+	for _, s := range d.Samples {
+		j := sc.Recorded(s.ID)
+		if j == nil || j.Start.IsZero() || held[j] {
+			continue
+		}
+		s.Wait, s.Censored = j.Wait().Seconds(), false
+		out.Samples = append(out.Samples, s)
+	}
+	return &out
+}

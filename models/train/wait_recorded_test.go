@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -50,5 +52,31 @@ func TestStartHistoryBaselines(t *testing.T) {
 		if g := sizeGroup(n); g != want {
 			t.Errorf("sizeGroup(%d) = %s, want %s", n, g, want)
 		}
+	}
+}
+
+// TestRelabelRecorded: a warm-up job and a job that waited 3 h while both
+// nodes stood idle (an idle-nodes hold) are dropped; the job that waited
+// 10 minutes keeps its sample with the recorded wait; an unknown id goes.
+func TestRelabelRecorded(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	jobs := []traces.Job{
+		{ID: "warm", User: "u", Nodes: 1, Submit: t0, Start: t0, End: t0.Add(time.Hour), TimeLimit: 2 * time.Hour},
+		{ID: "ok", User: "u", Nodes: 1, Submit: t0.Add(72 * time.Hour), Start: t0.Add(72*time.Hour + 10*time.Minute), End: t0.Add(73 * time.Hour), TimeLimit: 2 * time.Hour},
+		{ID: "held", User: "v", Nodes: 1, Submit: t0.Add(80 * time.Hour), Start: t0.Add(83 * time.Hour), End: t0.Add(84 * time.Hour), TimeLimit: 2 * time.Hour},
+	}
+	cfg := sim.Defaults()
+	cfg.Nodes = []sim.NodeConfig{{Name: "n1", CPUs: 8}, {Name: "n2", CPUs: 8}}
+	sc, err := scenario.NewScenario("t", jobs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dataset.WaitData{Samples: []dataset.WaitSample{{ID: "warm", Wait: 1}, {ID: "ok", Wait: 2, Censored: true}, {ID: "held", Wait: 3}, {ID: "nosuch", Wait: 4}}}
+	got := RelabelRecorded(sc, d)
+	if len(got.Samples) != 1 || got.Samples[0].ID != "ok" || got.Samples[0].Wait != 600 || got.Samples[0].Censored {
+		t.Fatalf("relabelled %+v, want only ok with 600 s, uncensored", got.Samples)
+	}
+	if len(d.Samples) != 4 {
+		t.Error("the input dataset was changed")
 	}
 }
