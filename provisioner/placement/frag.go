@@ -385,10 +385,20 @@ func (c *cdemand) gpuMilli() int32 {
 	return c.milli
 }
 
-// GPUTypeScarcity is the cost frag-aware adds, per GPU taken, on nodes of
-// each GPU type under the mix (see State.scarcity): 0 for a type no
-// type-constrained class needs, up to 1 where their expected demand
-// claims all of its free capacity. Types the mix leaves alone are absent.
+// ScarcityWeight scales the scarcity cost frag-aware charges per GPU taken
+// (pressure × weight GPUs per GPU). Tuned on the openb default and cpu250
+// lists with 25% of their GPU pods type-constrained (ConstrainTypes in
+// eval), arrival seeds 1–10: weights 0.5, 1, 2 and 4 left 5.13, 4.71, 4.57
+// and 4.60% (default) and 6.79, 6.50, 6.40 and 6.29% (cpu250) of the GPUs
+// unallocated at 100% arrival, and 7.59 / 7.71% without the term; 2 and 4
+// are within noise, 2 is the smaller departure from the pressure itself.
+const ScarcityWeight = 2.0
+
+// GPUTypeScarcity is the pressure on each GPU type under the mix as the
+// state stands (see State.scarcity): 0 for a type no type-constrained
+// class needs, up to 1 where their expected demand claims all of its free
+// capacity; frag-aware charges ScarcityWeight × pressure per GPU taken.
+// Types under no pressure are absent.
 func (st *State) GPUTypeScarcity(m Mix) map[string]float64 {
 	fm := compileMix(st, &m)
 	out := map[string]float64{}

@@ -831,7 +831,7 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 			}
 			cand.FragDelta /= MilliGPU
 			if fm.press != nil {
-				cand.Scarcity = fm.press[s.typ] * float64(taken) / MilliGPU
+				cand.Scarcity = ScarcityWeight * fm.press[s.typ] * float64(taken) / MilliGPU
 			}
 			cand.Score = -(cand.FragDelta + cand.Scarcity)
 		}
