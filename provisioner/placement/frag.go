@@ -420,7 +420,6 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 	for k := range fm.classes {
 		c := &fm.classes[k]
 		var fc int32
-		var jobs int32 // jobs of the class the node's free GPUs hold
 		switch {
 		case !c.typeOK(s.typ) || c.cpu > s.cpuFree || c.mem > s.memFree || !s.fitsGPU(&c.cdemand):
 			fc = s.totalFree
@@ -428,31 +427,48 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 			fc = 0
 		case c.whole > 0:
 			fc = s.partial
-			jobs = int32(s.nFull / c.whole)
 		default:
 			for _, g := range free {
 				if g < c.milli {
 					fc += g
-				} else {
-					jobs += g / c.milli
 				}
 			}
 		}
-		if jobs > 1 {
-			// GPUs left without the CPU or memory to use them: the jobs
-			// the free GPUs hold beyond those the free CPU and memory hold.
-			hold := jobs
-			if c.cpu > 0 && s.cpuFree != math.MaxInt32 {
-				hold = min(hold, s.cpuFree/c.cpu)
-			}
-			if c.mem > 0 && s.memFree != math.MaxInt32 {
-				hold = min(hold, s.memFree/c.mem)
-			}
-			fc += (jobs - hold) * c.gpuMilli()
+		if c.milli > 0 && fc < s.totalFree {
+			fc += c.starved(s, free)
 		}
 		f += c.w * float64(fc)
 	}
 	return f
+}
+
+// starved is the GPU capacity, in thousandths, of the jobs of the class
+// that the node's free GPUs hold beyond those its free CPU and memory hold
+// (the CPU-capacity term of the measure; the class fits at least once).
+func (c *cdemand) starved(s *nodeSum, free []int32) int32 {
+	hold := int32(math.MaxInt32)
+	if c.cpu > 0 && s.cpuFree != math.MaxInt32 {
+		hold = s.cpuFree / c.cpu
+	}
+	if c.mem > 0 && s.memFree != math.MaxInt32 {
+		hold = min(hold, s.memFree/c.mem)
+	}
+	g := c.gpuMilli()
+	if hold == math.MaxInt32 || int64(hold)*int64(g) >= int64(s.totalFree) {
+		return 0 // the CPU and memory feed more jobs than the GPUs can hold
+	}
+	var jobs int32
+	if c.whole > 0 {
+		jobs = int32(s.nFull / c.whole)
+	} else {
+		for _, f := range free {
+			jobs += f / c.milli
+		}
+	}
+	if jobs <= hold {
+		return 0
+	}
+	return (jobs - hold) * g
 }
 
 // before is node i's F_n(M) as it stands.

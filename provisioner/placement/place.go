@@ -680,9 +680,20 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 		return gpus, delta
 	}
 	best, bestDelta := -1, 0.0
+	var seen [8]int32 // frag-aware: free shares already measured (a GPU with the same share has the same outcome)
+	nSeen := 0
 	for g, f := range free {
 		if f < c.milli {
 			continue
+		}
+		if policy == FragAware {
+			if slices.Contains(seen[:nSeen], f) {
+				continue
+			}
+			if nSeen < len(seen) {
+				seen[nSeen] = f
+				nSeen++
+			}
 		}
 		if best < 0 {
 			best = g
@@ -705,9 +716,6 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 				best = g
 			}
 		case FragAware:
-			if f == bf {
-				continue // same room, same outcome
-			}
 			d := fm.after(st, i, []int{g}, c.milli, c) - before
 			if d < bestDelta-fragEps || d <= bestDelta+fragEps && f < bf {
 				best, bestDelta = g, d
