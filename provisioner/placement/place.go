@@ -140,6 +140,8 @@ type State struct {
 	off    []int32 // node i's GPUs are free[off[i]:off[i+1]]
 	cpuCap []int32
 	memCap []int32
+	shape  []int16   // by node: its shape (GPU type, GPUs, CPU and memory capacity), an index into shapes
+	shapes []shape   // the distinct node shapes
 	memo   *fragMemo // frag-aware figures kept between placements (Memoize); nil = none
 	ngen   []uint32  // by node: changes since Memoize (with memo only)
 }
@@ -207,6 +209,7 @@ func NewState(nodes []Node) (*State, error) {
 	for i := range st.sum {
 		st.refresh(i)
 	}
+	st.buildShapes()
 	return st, nil
 }
 
@@ -258,6 +261,7 @@ func FromSnapshot(s *provisioner.Snapshot) *State {
 	for i := range st.sum {
 		st.refresh(i)
 	}
+	st.buildShapes()
 	return st
 }
 
@@ -839,7 +843,7 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 			}
 			cand.FragDelta /= MilliGPU
 			if fm.press != nil {
-				cand.Scarcity = ScarcityWeight * fm.press[s.typ] * float64(taken) / MilliGPU
+				cand.Scarcity = ScarcityWeight * fm.press[st.shape[i]] * float64(taken) / MilliGPU
 			}
 			cand.Score = -(cand.FragDelta + cand.Scarcity)
 		}

@@ -19,17 +19,19 @@ import (
 //	   F = 0.2·1000 + 0.3·1000 = 500. ΔF = −100 (−0.1 GPU).
 //
 // FGD's gradient alone (and best-fit, which leaves a full) take a, and
-// the X job that follows finds nothing. Scarcity: the X class asks
-// 0.3·1000 / (0.5·1000 + 0.2·2000 + 0.3·1000) = ¼ of the GPU demand; of the
-// 3 free GPUs that is 0.75 GPU, all of it on X's one free GPU: pressure
-// 0.75, a cost of ScarcityWeight·0.75 = 1.5 GPU for taking a's GPU, so
-// a scores −0.2 + 1.5 = 1.3 against b's −0.1: the job goes to b, and the
-// X job then fits on a.
+// the X job that follows finds nothing. Scarcity: the GPU demand per job
+// is 0.5·1000 + 0.2·2000 + 0.3·1000 = 1200 thousandths and 3 GPUs are
+// free. The X class (held by a only) asks 300/1200 = ¼ of it: 0.75 GPU of
+// a's 1 free, pressure 0.75. The 2-GPU class (held by b only: a has one
+// GPU) asks 400/1200 = ⅓: 1 GPU of b's 2, pressure 0.5. Taking a's GPU
+// costs ScarcityWeight·0.75 = 1.5 GPU, one of b's 2·0.5 = 1: a scores
+// −0.2 + 1.5 = 1.3, b −0.1 + 1 = 0.9. The job goes to b, and the X job
+// then fits on a.
 func TestScarceModelKeptFree(t *testing.T) {
 	st := state(t, pnode("a", 1).typ("X"), pnode("b", 2).typ("Y"))
 	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 0.5}, {GPUMilli: 2000, Weight: 0.2}, {GPUMilli: 1000, GPUTypes: []string{"X"}, Weight: 0.3}}}
-	if got := st.GPUTypeScarcity(*mix); len(got) != 1 || math.Abs(got["X"]-0.75) > 1e-12 {
-		t.Fatalf("scarcity %v, want X 0.75", got)
+	if got := st.Scarcity(*mix); len(got) != 2 || math.Abs(got["a"]-0.75) > 1e-12 || math.Abs(got["b"]-0.5) > 1e-12 {
+		t.Fatalf("scarcity %v, want a 0.75, b 0.5", got)
 	}
 	p := mustPlace(t, st, gpus(1), FragAware, Options{Mix: mix, Explain: true})
 	if p.NodeNames()[0] != "b" {
@@ -40,8 +42,8 @@ func TestScarceModelKeptFree(t *testing.T) {
 		byName[c.Node] = c
 	}
 	a, b := byName["a"], byName["b"]
-	if math.Abs(a.FragDelta+0.2) > 1e-12 || math.Abs(b.FragDelta+0.1) > 1e-12 || math.Abs(a.Scarcity-1.5) > 1e-12 || b.Scarcity != 0 {
-		t.Errorf("a %+v, b %+v; want ΔF −0.2 / −0.1, scarcity 1.5 / 0", a, b)
+	if math.Abs(a.FragDelta+0.2) > 1e-12 || math.Abs(b.FragDelta+0.1) > 1e-12 || math.Abs(a.Scarcity-1.5) > 1e-12 || math.Abs(b.Scarcity-1) > 1e-12 {
+		t.Errorf("a %+v, b %+v; want ΔF −0.2 / −0.1, scarcity 1.5 / 1", a, b)
 	}
 	if bf := mustPlace(t, st, gpus(1), BestFit, Options{}); bf.NodeNames()[0] != "a" {
 		t.Errorf("best-fit on %v, want a (the trap)", bf.NodeNames())
@@ -50,6 +52,39 @@ func TestScarceModelKeptFree(t *testing.T) {
 	x := mustPlace(t, st, Demand{GPUMilli: 1000, GPUTypes: []string{"X"}}, FragAware, Options{Mix: mix})
 	if !x.OK() || x.NodeNames()[0] != "a" {
 		t.Errorf("the X job: %s", x.Reason)
+	}
+}
+
+// The nodes big enough for the largest jobs kept for them. big has 8 GPUs
+// and 128 CPUs, small 8 GPUs and 96 CPUs; the mix: 1 GPU with 8 CPUs 90%,
+// 8 GPUs with 120 CPUs 10% (only big can ever hold those). A 1-GPU job
+// with 8 CPUs arrives. By hand:
+//
+//	big: before, both classes fit (F = 0); after, 7 whole GPUs are left
+//	     and the 8-GPU class no longer fits: F = 0.1·7000, ΔF = +0.7 GPU.
+//	small: the 8-GPU class never fits (120 CPUs > 96): F = 0.1·8000
+//	     before, 0.1·7000 after, ΔF = −0.1 GPU.
+//
+// Scarcity: the GPU demand per job is 0.9·1000 + 0.1·8000 = 1700
+// thousandths; the 8-GPU class asks 800/1700 = 8/17 of it, of 16 free
+// GPUs: 128/17 GPUs, all on big's 8 — pressure 16/17, a cost of 2·16/17
+// GPU for big's GPU. big scores 0.7 + 32/17, small −0.1: the job goes to
+// small and big stays whole (the gradient alone already prefers small
+// here; the scarcity cost adds to it).
+func TestBigNodeKeptFree(t *testing.T) {
+	st := state(t, pnode("big", 8).cpu(128000, 0), pnode("small", 8).cpu(96000, 0))
+	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, CPUMilli: 8000, Weight: 0.9}, {GPUMilli: 8000, CPUMilli: 120000, Weight: 0.1}}}
+	p := mustPlace(t, st, Demand{GPUMilli: 1000, CPUMilli: 8000}, FragAware, Options{Mix: mix, Explain: true})
+	if p.NodeNames()[0] != "small" {
+		t.Fatalf("1-GPU job on %v, want small: %+v", p.NodeNames(), p.Ranked)
+	}
+	byName := map[string]Candidate{}
+	for _, c := range p.Ranked {
+		byName[c.Node] = c
+	}
+	if big, small := byName["big"], byName["small"]; math.Abs(big.FragDelta-0.7) > 1e-12 || math.Abs(small.FragDelta+0.1) > 1e-12 ||
+		math.Abs(big.Scarcity-2*16.0/17) > 1e-12 || small.Scarcity != 0 {
+		t.Errorf("big %+v, small %+v", big, small)
 	}
 }
 
