@@ -497,7 +497,7 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 				}
 			}
 		}
-		if c.milli > 0 && fc < s.totalFree {
+		if c.milli > 0 && fc < s.totalFree && (c.cpu > 0 && s.cpuFree != math.MaxInt32 || c.mem > 0 && s.memFree != math.MaxInt32) {
 			fc += c.starved(s, free)
 		}
 		f += c.w * float64(fc)
@@ -509,16 +509,20 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 // that the node's free GPUs hold beyond those its free CPU and memory hold
 // (the CPU-capacity term of the measure; the class fits at least once).
 func (c *cdemand) starved(s *nodeSum, free []int32) int32 {
+	g := c.gpuMilli()
+	cpuShort := c.cpu > 0 && s.cpuFree != math.MaxInt32 && int64(s.cpuFree)*int64(g) < int64(s.totalFree)*int64(c.cpu)
+	memShort := c.mem > 0 && s.memFree != math.MaxInt32 && int64(s.memFree)*int64(g) < int64(s.totalFree)*int64(c.mem)
+	if !cpuShort && !memShort {
+		// free/demand ≥ totalFree/g for CPU and memory: they feed at least
+		// ⌊totalFree/g⌋ jobs, more than the GPUs can hold.
+		return 0
+	}
 	hold := int32(math.MaxInt32)
-	if c.cpu > 0 && s.cpuFree != math.MaxInt32 {
+	if cpuShort {
 		hold = s.cpuFree / c.cpu
 	}
-	if c.mem > 0 && s.memFree != math.MaxInt32 {
+	if memShort {
 		hold = min(hold, s.memFree/c.mem)
-	}
-	g := c.gpuMilli()
-	if hold == math.MaxInt32 || int64(hold)*int64(g) >= int64(s.totalFree) {
-		return 0 // the CPU and memory feed more jobs than the GPUs can hold
 	}
 	var jobs int32
 	if c.whole > 0 {

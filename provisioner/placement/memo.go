@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"strconv"
@@ -44,19 +45,18 @@ func (st *State) touch(i int) {
 // mixSig is a signature of a mix's classes.
 func mixSig(m *Mix) uint64 {
 	h := fnv.New64a()
-	var b []byte
+	var b [32]byte
 	for _, c := range m.Classes {
-		b = strconv.AppendInt(b[:0], int64(c.GPUMilli), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(c.CPUMilli), 10)
-		b = append(b, ',')
-		b = strconv.AppendInt(b, int64(c.MemMiB), 10)
-		b = append(b, ',')
-		b = append(b, strings.Join(c.GPUTypes, "|")...)
-		b = append(b, ',')
-		b = strconv.AppendUint(b, math.Float64bits(c.Weight), 16)
-		b = append(b, ';')
-		h.Write(b)
+		binary.LittleEndian.PutUint64(b[0:], uint64(c.GPUMilli))
+		binary.LittleEndian.PutUint64(b[8:], uint64(c.CPUMilli))
+		binary.LittleEndian.PutUint64(b[16:], uint64(c.MemMiB))
+		binary.LittleEndian.PutUint64(b[24:], math.Float64bits(c.Weight))
+		h.Write(b[:])
+		for _, t := range c.GPUTypes {
+			h.Write([]byte(t))
+			h.Write([]byte{'|'})
+		}
+		h.Write([]byte{';'})
 	}
 	return h.Sum64()
 }
