@@ -905,7 +905,11 @@ func placedReason(p *Result) string {
 	s := fmt.Sprintf("%s on %s by %s among %d candidate nodes", p.Demand, strings.Join(p.NodeNames(), ","), p.Policy, p.Candidates)
 	switch p.Policy {
 	case FragAware:
-		s += fmt.Sprintf(" (fragmentation %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, math.Round(c.FreeAfter*1000)/1000)
+		if c.Scarcity > 0 {
+			s += fmt.Sprintf(" (fragmentation %+.2f GPUs, scarcity %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, c.Scarcity, math.Round(c.FreeAfter*1000)/1000)
+		} else {
+			s += fmt.Sprintf(" (fragmentation %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, math.Round(c.FreeAfter*1000)/1000)
+		}
 	case BestFit, Spread:
 		s += fmt.Sprintf(" (%.4g GPUs left free)", math.Round(c.FreeAfter*1000)/1000)
 	}

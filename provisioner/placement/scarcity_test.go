@@ -45,6 +45,9 @@ func TestScarceModelKeptFree(t *testing.T) {
 	if math.Abs(a.FragDelta+0.2) > 1e-12 || math.Abs(b.FragDelta+0.1) > 1e-12 || math.Abs(a.Scarcity-1.5) > 1e-12 || math.Abs(b.Scarcity-1) > 1e-12 {
 		t.Errorf("a %+v, b %+v; want ΔF −0.2 / −0.1, scarcity 1.5 / 1", a, b)
 	}
+	if want := "1 GPU on b by frag-aware among 2 candidate nodes (fragmentation -0.10 GPUs, scarcity +1.00 GPUs, 1 GPUs left free)"; p.Reason != want {
+		t.Errorf("reason %q, want %q", p.Reason, want)
+	}
 	if bf := mustPlace(t, st, gpus(1), BestFit, Options{}); bf.NodeNames()[0] != "a" {
 		t.Errorf("best-fit on %v, want a (the trap)", bf.NodeNames())
 	}
