@@ -1,12 +1,19 @@
 package eval
 
 import (
+	"bufio"
 	"context"
+	"encoding/csv"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner/placement"
@@ -30,24 +37,68 @@ func packInput(err error) error { return packInputError{err} }
 // PackSpec is one pack-eval run: an openb node list, the pod lists replayed
 // onto it, and the placement policies compared on each.
 type PackSpec struct {
-	Nodes    string             // node list (openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model)
-	Pods     []string           // pod lists (openb_pod_list_*.csv)
-	Policies []placement.Policy // policies to compare, in this order
-	Mode     PackMode           // PackFill or PackReplay
-	Until    float64            // fill: stop when the arrived GPU demand reaches this multiple of the capacity
-	Seed     uint64             // fill: shuffle the arrival order with this seed (0 = trace order)
-	Points   int                // points on the fragmentation curve
-	SkipBad  bool               // skip malformed pod rows instead of failing
-	Progress PackProgress       // follows the replays (nil = silent)
+	Nodes     string             // node list (openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model)
+	Pods      []string           // pod lists (openb_pod_list_*.csv)
+	Policies  []placement.Policy // policies to compare, in this order
+	Mode      PackMode           // PackFill or PackReplay
+	Until     float64            // fill: stop when the arrived GPU demand reaches this multiple of the capacity
+	Order     string             // fill: "shuffled" (the ATC'23 methodology: seeded sampling, see PackFill) or "trace" ("" = trace)
+	Seeds     int                // shuffled: how many seeds, each a replay per policy (default 10)
+	FirstSeed uint64             // shuffled: the first seed; the others follow it (the ATC'23 figures use 42–51)
+	Inflate   float64            // shuffled: the sampled arrivals ask for this multiple of the capacity (default 1.3)
+	Mix       string             // frag-aware's mix: "list" (the whole pod list's, as ATC'23; "" = list) or "recent" (learned from recent arrivals)
+	Types     float64            // give this share of the GPU pods a GPU-type constraint (ConstrainTypes; 0 = none)
+	Points    int                // points on the fragmentation curve
+	SkipBad   bool               // skip malformed pod rows instead of failing
+	Workers   int                // replays run in parallel (0 = GOMAXPROCS)
+	Progress  PackProgress       // follows the replays (nil = silent)
 }
 
-// PackProgress follows a pack-eval run: Start before each policy's replay
-// of a pod list (label "FILE POLICY"), Update as its arrivals are processed,
-// Done after it.
+// PackProgress follows a pack-eval run: Start before the replays of a pod
+// list (label "FILE"), Update as they finish (replays done of all), Done
+// after them.
 type PackProgress interface {
 	Start(label string)
 	Update(done, total int)
 	Done()
+}
+
+// PackStat is a figure over the seeds: mean and sample standard deviation
+// (0 with one run) over N runs.
+type PackStat struct {
+	Mean float64 `json:"mean"`
+	SD   float64 `json:"sd"`
+	N    int     `json:"n"`
+}
+
+// packStat summarises values.
+func packStat(xs []float64) PackStat {
+	st := PackStat{N: len(xs)}
+	if len(xs) == 0 {
+		return st
+	}
+	for _, x := range xs {
+		st.Mean += x
+	}
+	st.Mean /= float64(len(xs))
+	if len(xs) > 1 {
+		for _, x := range xs {
+			st.SD += (x - st.Mean) * (x - st.Mean)
+		}
+		st.SD = math.Sqrt(st.SD / float64(len(xs)-1))
+	}
+	return st
+}
+
+// PackSummary is one policy's figures on one pod list over its runs.
+type PackSummary struct {
+	Policy      placement.Policy `json:"policy"`
+	Unalloc100  PackStat         `json:"unalloc_100"`        // the headline: unallocated share at 100% arrival (PackResult.Unalloc100)
+	Failed100   PackStat         `json:"failed_100"`         // pods that could not be placed by 100% arrival (at the end when never reached)
+	Frag100     PackStat         `json:"frag_100"`           // fragmented share at 100% arrival (at the end when never reached)
+	FirstFail   PackStat         `json:"first_fail_arrived"` // arrived share at the first failure, over the runs that had one
+	FailUnalloc PackStat         `json:"first_fail_unalloc"` // unallocated share then
+	Curve       []PackPoint      `json:"curve"`              // the mean of the runs' curves, point by point
 }
 
 // PackList is the outcome for one pod list.
@@ -59,7 +110,8 @@ type PackList struct {
 	Typed    int           `json:"typed_pods"`
 	Skipped  int           `json:"skipped_rows,omitempty"`
 	EvalMix  placement.Mix `json:"eval_mix"`
-	Results  []*PackResult `json:"results"`
+	Summary  []PackSummary `json:"summary"`      // one per policy, in the spec's order
+	Results  []*PackResult `json:"results"`      // every replay: per policy, per seed
 	WallSecs float64       `json:"wall_seconds"` // reporting only
 }
 
@@ -70,7 +122,11 @@ type PackReport struct {
 	GPUs     float64            `json:"gpus"`
 	Mode     PackMode           `json:"mode"`
 	Until    float64            `json:"until"`
-	Seed     uint64             `json:"seed"`
+	Order    string             `json:"order"`
+	Seeds    []uint64           `json:"seeds,omitempty"`
+	Inflate  float64            `json:"inflate,omitempty"`
+	Mix      string             `json:"mix"`
+	Types    float64            `json:"types,omitempty"`
 	Policies []placement.Policy `json:"policies"`
 	Lists    []PackList         `json:"pod_lists"`
 }
@@ -84,6 +140,21 @@ func (s *PackSpec) Validate() error {
 	if s.Mode != PackFill && s.Mode != PackReplay {
 		return fmt.Errorf("--mode %q: want fill or replay", s.Mode)
 	}
+	switch s.Order {
+	case "", "trace":
+	case "shuffled":
+		if s.Seeds < 0 || s.FirstSeed == 0 || s.Inflate < 0 {
+			return errors.New("--seeds must not be negative, --first-seed must be positive, --inflate must not be negative")
+		}
+	default:
+		return fmt.Errorf("--order %q: want shuffled or trace", s.Order)
+	}
+	if s.Mix != "" && s.Mix != "list" && s.Mix != "recent" {
+		return fmt.Errorf("--mix %q: want list or recent", s.Mix)
+	}
+	if s.Types < 0 || s.Types > 1 {
+		return errors.New("--types must be a share between 0 and 1")
+	}
 	for _, p := range s.Policies {
 		if _, err := placement.ParsePolicy(string(p)); err != nil {
 			return fmt.Errorf("--policies: %w", err)
@@ -92,9 +163,27 @@ func (s *PackSpec) Validate() error {
 	return nil
 }
 
+// seeds are the arrival seeds of the spec: none (one trace-order replay
+// per policy) unless the order is shuffled in fill mode.
+func (s *PackSpec) seeds() []uint64 {
+	if s.Mode != PackFill || s.Order != "shuffled" {
+		return nil
+	}
+	n := s.Seeds
+	if n == 0 {
+		n = 10
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = s.FirstSeed + uint64(i)
+	}
+	return out
+}
+
 // RunPack replays every pod list onto the node list under every policy
-// (Pack), each policy's fragmentation measured under the mix of the whole
-// pod list.
+// (Pack) and every seed, the replays in parallel, each policy's
+// fragmentation measured under the mix of the whole pod list, and
+// summarises each policy over the seeds.
 func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -104,43 +193,157 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 		return nil, err
 	}
 	capMilli, _ := st.Totals()
+	seeds := spec.seeds()
 	rep := &PackReport{Nodes: spec.Nodes, NodeN: nNodes, GPUs: float64(capMilli) / placement.MilliGPU, Mode: spec.Mode,
-		Until: spec.Until, Seed: spec.Seed, Policies: spec.Policies}
+		Until: spec.Until, Order: "trace", Seeds: seeds, Mix: spec.Mix, Types: spec.Types, Policies: spec.Policies}
+	if rep.Mix == "" {
+		rep.Mix = "list"
+	}
+	if len(seeds) > 0 {
+		rep.Order, rep.Inflate = "shuffled", spec.Inflate
+		if rep.Inflate == 0 {
+			rep.Inflate = 1.3
+		}
+	}
+	workers := spec.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
 	for _, file := range spec.Pods {
 		pods, pl, err := LoadPackPods(file, spec.SkipBad)
 		if err != nil {
 			return nil, err
 		}
-		ds := make([]placement.Demand, len(pods))
-		for i := range pods {
-			ds[i] = pods[i].Demand
+		runSeeds := seeds
+		if len(runSeeds) == 0 {
+			runSeeds = []uint64{0}
 		}
-		mix := placement.LearnMix(ds, placement.Mix{}, placement.MixOptions{MaxClasses: 64})
+		// The pods each seed replays: with type constraints drawn per seed.
+		podsOf := make([][]PackPod, len(runSeeds))
+		for k, sd := range runSeeds {
+			podsOf[k] = pods
+			if spec.Types > 0 {
+				podsOf[k] = ConstrainTypes(pods, st, spec.Types, sd)
+			}
+		}
+		if spec.Types > 0 {
+			pl.Typed = 0
+			for _, p := range podsOf[0] {
+				if len(p.Demand.GPUTypes) > 0 {
+					pl.Typed++
+				}
+			}
+		}
+		mix := placement.LearnMix(listDemands(podsOf[0]), placement.Mix{}, placement.MixOptions{MaxClasses: 64})
 		mix.Source = fmt.Sprintf("%s (%d pods)", filepath.Base(file), len(pods))
 		pl.EvalMix = mix
 		wall := time.Now() // reporting only
-		for _, pol := range spec.Policies {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		type job struct{ pol, seed int }
+		var jobs []job
+		for p := range spec.Policies {
+			for k := range runSeeds {
+				jobs = append(jobs, job{p, k})
 			}
-			o := PackOptions{Mode: spec.Mode, Until: spec.Until, Seed: spec.Seed, Points: spec.Points, EvalMix: &mix}
-			if spec.Progress != nil {
-				spec.Progress.Start(filepath.Base(file) + " " + string(pol))
-				o.Progress = spec.Progress.Update
+		}
+		results := make([]*PackResult, len(jobs))
+		errs := make([]error, len(jobs))
+		if spec.Progress != nil {
+			spec.Progress.Start(filepath.Base(file))
+		}
+		var mu sync.Mutex
+		done := 0
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(workers, len(jobs)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := range next {
+					jb := jobs[j]
+					o := PackOptions{Mode: spec.Mode, Until: spec.Until, Seed: runSeeds[jb.seed], Inflate: spec.Inflate, Points: spec.Points,
+						EvalMix: &mix, ListMix: spec.Mix != "recent"}
+					results[j], errs[j] = Pack(st, podsOf[jb.seed], spec.Policies[jb.pol], o)
+					mu.Lock()
+					done++
+					if spec.Progress != nil {
+						spec.Progress.Update(done, len(jobs))
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		for j := range jobs {
+			if ctx.Err() != nil {
+				break
 			}
-			res, err := Pack(st, pods, pol, o)
-			if spec.Progress != nil {
-				spec.Progress.Done()
-			}
+			next <- j
+		}
+		close(next)
+		wg.Wait()
+		if spec.Progress != nil {
+			spec.Progress.Done()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		for _, err := range errs {
 			if err != nil {
 				return nil, packInput(fmt.Errorf("%s: %w", file, err))
 			}
-			pl.Results = append(pl.Results, res)
+		}
+		pl.Results = results
+		for p, pol := range spec.Policies {
+			pl.Summary = append(pl.Summary, summarise(pol, results[p*len(runSeeds):(p+1)*len(runSeeds)]))
 		}
 		pl.WallSecs = time.Since(wall).Seconds()
 		rep.Lists = append(rep.Lists, *pl)
 	}
 	return rep, nil
+}
+
+// summarise is one policy's figures over its runs.
+func summarise(pol placement.Policy, runs []*PackResult) PackSummary {
+	s := PackSummary{Policy: pol}
+	var ua, fl, fr, ff, fu []float64
+	for _, r := range runs {
+		ua = append(ua, r.Unalloc100)
+		at := r.End
+		if r.AtFull != nil {
+			at = *r.AtFull
+		}
+		fl = append(fl, float64(at.Failed))
+		fr = append(fr, at.Fragmented)
+		if r.FirstFailure != nil {
+			ff = append(ff, r.FirstFailure.Arrived)
+			fu = append(fu, r.FirstFailure.Unallocated)
+		}
+	}
+	s.Unalloc100, s.Failed100, s.Frag100, s.FirstFail, s.FailUnalloc = packStat(ua), packStat(fl), packStat(fr), packStat(ff), packStat(fu)
+	n := len(runs[0].Curve)
+	for _, r := range runs {
+		n = min(n, len(r.Curve))
+	}
+	for i := range n {
+		var p PackPoint
+		for _, r := range runs {
+			c := r.Curve[i]
+			p.Arrivals += c.Arrivals
+			p.Arrived += c.Arrived
+			p.Time += c.Time
+			p.Allocated += c.Allocated
+			p.Unallocated += c.Unallocated
+			p.Fragmented += c.Fragmented
+			p.FragOfFree += c.FragOfFree
+			p.Failed += c.Failed
+			p.FailedGPUs += c.FailedGPUs
+		}
+		k := float64(len(runs))
+		p.Arrivals, p.Failed = int(math.Round(float64(p.Arrivals)/k)), int(math.Round(float64(p.Failed)/k))
+		p.Arrived, p.Time, p.Allocated, p.Unallocated = p.Arrived/k, p.Time/k, p.Allocated/k, p.Unallocated/k
+		p.Fragmented, p.FragOfFree, p.FailedGPUs = p.Fragmented/k, p.FragOfFree/k, p.FailedGPUs/k
+		s.Curve = append(s.Curve, p)
+	}
+	return s
 }
 
 // LoadPackNodes reads an openb node list into a placement state (every node
@@ -159,7 +362,8 @@ func LoadPackNodes(path string) (*placement.State, int, error) {
 	}
 	pn := make([]placement.Node, len(nodes))
 	for i, n := range nodes {
-		pn[i] = placement.Node{Name: n.Name, GPUType: n.Model, Schedulable: true, CPUMilli: n.CPUMilli, GPUFree: make([]int, n.GPUs)}
+		pn[i] = placement.Node{Name: n.Name, GPUType: n.Model, Schedulable: true, CPUMilli: n.CPUMilli, MemMiB: n.MemoryMiB,
+			GPUFree: make([]int, n.GPUs)}
 		for g := range pn[i].GPUFree {
 			pn[i].GPUFree[g] = placement.MilliGPU
 		}
@@ -176,7 +380,8 @@ func LoadPackNodes(path string) (*placement.State, int, error) {
 
 // LoadPackPods reads an openb pod list: every pod asking for a GPU or a CPU,
 // as a pod of one node (num_gpu whole GPUs, or a share of one GPU when
-// gpu_milli is below 1000; the GPU models of gpu_spec; cpu_milli), arriving
+// gpu_milli is below 1000; the GPU models of gpu_spec; cpu_milli and
+// memory_mib exactly, see openbCPUMem), arriving
 // at its creation time and holding its resources for its recorded runtime.
 // The list's counts come back in a PackList.
 func LoadPackPods(path string, skipBad bool) ([]PackPod, *PackList, error) {
@@ -186,12 +391,16 @@ func LoadPackPods(path string, skipBad bool) ([]PackPod, *PackList, error) {
 	}
 	defer r.Close()
 	pl := &PackList{File: path}
+	exact := openbCPUMem(path)
 	var pods []PackPod
 	for j, err := range traces.All(r) {
 		if err != nil {
 			return nil, nil, err
 		}
 		d := placement.Demand{GPUMilli: j.GPUs * placement.MilliGPU, CPUMilli: j.CPUs * 1000}
+		if cm, ok := exact[j.ID]; ok {
+			d.CPUMilli, d.MemMiB = cm[0], cm[1]
+		}
 		if j.GPUMilli > 0 {
 			d.GPUMilli = j.GPUMilli
 			pl.Sharing++
@@ -214,4 +423,54 @@ func LoadPackPods(path string, skipBad bool) ([]PackPod, *PackList, error) {
 		return nil, nil, packInput(fmt.Errorf("%s: no pods asking for GPUs or CPUs", path))
 	}
 	return pods, pl, nil
+}
+
+// openbCPUMem reads the exact cpu_milli and memory_mib of an openb pod
+// list by pod name (the traces package keeps whole CPUs only, rounded up,
+// and no memory). It returns nil when the file cannot be read as plain CSV
+// with those columns (a compressed list, say): the pods then ask for their
+// whole CPUs and no memory. Rows it cannot parse are left out; the traces
+// package reports them.
+func openbCPUMem(path string) map[string][2]int {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	cr := csv.NewReader(bufio.NewReader(f))
+	cr.FieldsPerRecord = -1
+	cr.ReuseRecord = true
+	header, err := cr.Read()
+	if err != nil {
+		return nil
+	}
+	col := map[string]int{}
+	for i, h := range header {
+		col[h] = i
+	}
+	name, okN := col["name"]
+	cpu, okC := col["cpu_milli"]
+	mem, okM := col["memory_mib"]
+	if !okN || !okC || !okM {
+		return nil
+	}
+	out := map[string][2]int{}
+	for {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out
+		}
+		var pe *csv.ParseError
+		if err != nil && !errors.As(err, &pe) {
+			return out
+		}
+		if err != nil || len(rec) <= max(name, cpu, mem) {
+			continue
+		}
+		c, err1 := strconv.Atoi(rec[cpu])
+		m, err2 := strconv.Atoi(rec[mem])
+		if err1 == nil && err2 == nil && c >= 0 && m >= 0 {
+			out[rec[name]] = [2]int{c, m}
+		}
+	}
 }

@@ -62,11 +62,16 @@ func TestPackEvalFill(t *testing.T) {
 	if len(sp.Curve) != 4 || !near(sp.Curve[0].Arrived, 0.25) || !near(sp.End.Allocated, 0.5) || sp.End.FailedGPUs != 4 {
 		t.Errorf("spread curve %+v end %+v", sp.Curve, sp.End)
 	}
+	// The headline: the third arrival brings the arrived demand to exactly
+	// 100%, the only one in the 99.5–100.5% window.
+	if !near(sp.Unalloc100, 0.5) || sp.AtFull == nil || sp.AtFull.Failed != 1 || !near(sp.AtFull.Fragmented, 1.0/6) {
+		t.Errorf("spread at 100%%: %g, %+v", sp.Unalloc100, sp.AtFull)
+	}
 	bf, err := Pack(st, pods, placement.BestFit, PackOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bf.FirstFailure != nil || bf.Failed != 0 || !near(bf.End.Allocated, 1) || !near(bf.MaxAlloc, 1) {
+	if bf.FirstFailure != nil || bf.Failed != 0 || !near(bf.End.Allocated, 1) || !near(bf.MaxAlloc, 1) || bf.Unalloc100 != 0 {
 		t.Errorf("best-fit: %+v", bf)
 	}
 	// The initial state is untouched.
@@ -116,6 +121,69 @@ func TestPackEvalSharing(t *testing.T) {
 	}
 }
 
+// No arrival in the window: one 4-GPU node, pods of 3, 2 and 1 GPUs in
+// trace order. Arrived 75% (3 placed), 125% (the 2-GPU pod fails: 1 free),
+// 150% (the 1-GPU pod fills the node), then the 3-GPU pod again at 225%
+// (fails; past --until 2). Nothing arrives at 99.5–100.5%, so the headline
+// is the state when the demand first reached the capacity: after the
+// second arrival, 1 of 4 GPUs free (25%).
+func TestPackUnalloc100Fallback(t *testing.T) {
+	pods := []PackPod{{Name: "a", Demand: gpus(3)}, {Name: "b", Demand: gpus(2), Arrive: 1}, {Name: "c", Demand: gpus(1), Arrive: 2}}
+	r, err := Pack(state(t, pnode("n1", 4)), pods, placement.BestFit, PackOptions{Until: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Arrivals != 4 || r.AtFull == nil || r.AtFull.Arrivals != 2 || !near(r.Unalloc100, 0.25) || !near(r.End.Unallocated, 0) {
+		t.Errorf("%+v at full %+v", r, r.AtFull)
+	}
+}
+
+// The seeded arrivals (the ATC'23 workload tuning): the list shuffled, then
+// pods drawn with replacement while the demand stays within Inflate ×
+// capacity; a list asking for more loses pods at random instead.
+func TestArrivalOrder(t *testing.T) {
+	pods := []PackPod{{Name: "p1", Demand: gpus(1)}, {Name: "p2", Demand: gpus(2)}, {Name: "p3", Demand: placement.Demand{GPUMilli: 500}},
+		{Name: "c", Demand: placement.Demand{CPUMilli: 1000}}}
+	demand := func(order []int) (sum int) {
+		for _, i := range order {
+			sum += pods[i].Demand.GPUMilli
+		}
+		return sum
+	}
+	// Capacity 4 GPUs, inflate 1.3: 3.5 GPUs listed, drawn up to 5.2.
+	o := PackOptions{Mode: PackFill, Seed: 9, Inflate: 1.3}
+	up := arrivalOrder(pods, o, 4000)
+	first := slices.Clone(up[:4])
+	slices.Sort(first)
+	if !slices.Equal(first, []int{0, 1, 2, 3}) || len(up) == 4 || demand(up) > 5200 || demand(up) <= 5200-2000 {
+		t.Errorf("inflated: %v (demand %d)", up, demand(up))
+	}
+	if again := arrivalOrder(pods, o, 4000); !slices.Equal(again, up) {
+		t.Errorf("seed 9 twice: %v, %v", up, again)
+	}
+	o.Seed = 10
+	if other := arrivalOrder(pods, o, 4000); slices.Equal(other, up) {
+		t.Errorf("seeds 9 and 10 drew the same %v", up)
+	}
+	// Capacity 1 GPU: 3.5 GPUs listed, cut to at most 1.3 by dropping pods.
+	down := arrivalOrder(pods, o, 1000)
+	seen := map[int]bool{}
+	for _, i := range down {
+		if seen[i] {
+			t.Errorf("pod %d twice in %v", i, down)
+		}
+		seen[i] = true
+	}
+	if demand(down) > 1300 || demand(down) <= 1300-2000 {
+		t.Errorf("tuned down: %v (demand %d)", down, demand(down))
+	}
+	// No seed: trace order.
+	o.Seed = 0
+	if tr := arrivalOrder(pods, o, 4000); !slices.Equal(tr, []int{0, 1, 2, 3}) {
+		t.Errorf("trace order %v", tr)
+	}
+}
+
 func TestPackSpecValidate(t *testing.T) {
 	good := PackSpec{Mode: PackFill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware"}}
 	if err := good.Validate(); err != nil {
@@ -129,6 +197,10 @@ func TestPackSpecValidate(t *testing.T) {
 		{func(s *PackSpec) { s.Points = -1 }, "--until and --points must be positive"},
 		{func(s *PackSpec) { s.Mode = "later" }, `--mode "later": want fill or replay`},
 		{func(s *PackSpec) { s.Policies = append(s.Policies, "worst-fit") }, `--policies: unknown placement policy "worst-fit" (want first-fit, best-fit, spread or frag-aware)`},
+		{func(s *PackSpec) { s.Order = "random" }, `--order "random": want shuffled or trace`},
+		{func(s *PackSpec) { s.Order, s.FirstSeed = "shuffled", 0 }, "--seeds must not be negative, --first-seed must be positive, --inflate must not be negative"},
+		{func(s *PackSpec) { s.Mix = "all" }, `--mix "all": want list or recent`},
+		{func(s *PackSpec) { s.Types = 1.5 }, "--types must be a share between 0 and 1"},
 	} {
 		s := good
 		s.Policies = slices.Clone(good.Policies)

@@ -35,14 +35,46 @@ func TestPackEvalTable(t *testing.T) {
 	}
 	s := out.String()
 	for _, want := range []string{
-		"— 2 nodes, 8 GPUs; mode fill until 100% of capacity has arrived\n",
+		"— 2 nodes, 8 GPUs; mode fill until 100% of capacity has arrived; arrivals in trace order, the list cycled;",
 		": 3 pods (3 with GPUs, 0 sharing a GPU, 0 with a GPU-type constraint)\n",
-		"best-fit  none           -                -             0       0.0%         0.0%      100.0%",
-		"spread    50.0%          50.0%            16.7%         1       50.0%        16.7%     50.0%",
+		"best-fit  0.00%         0            0.00%      -              -                \n",
+		"spread    50.00%        1            16.67%     50.00%         50.00%           \n",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// The default methodology: shuffled arrivals, one replay per seed and
+// policy. Whatever the order, best-fit places all three pods here (each
+// 2-GPU pod goes where the other is, the 4-GPU pod on the empty node, or
+// the 4-GPU pod first and both 2-GPU pods on the other node), so every
+// seed ends fully allocated; the list asks for exactly 100% of the
+// capacity, so no pod is drawn beyond it under --inflate 1.
+func TestPackEvalSeeds(t *testing.T) {
+	t.Parallel()
+	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill",
+		Until: 1.3, Order: "shuffled", Seeds: 3, FirstSeed: 7, Inflate: 1, Points: 2}, policies: []string{"best-fit"}, json: true}
+	var out bytes.Buffer
+	if err := runPackEval(context.Background(), &out, o); err != nil {
+		t.Fatal(err)
+	}
+	var rep eval.PackReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	l := rep.Lists[0]
+	if rep.Order != "shuffled" || len(rep.Seeds) != 3 || rep.Seeds[0] != 7 || rep.Seeds[2] != 9 || len(l.Results) != 3 || len(l.Summary) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	for _, r := range l.Results {
+		if r.Arrivals != 3 || r.Failed != 0 || r.Unalloc100 != 0 {
+			t.Errorf("seed %d: %+v", r.Seed, r)
+		}
+	}
+	if s := l.Summary[0]; s.Unalloc100.N != 3 || s.Unalloc100.Mean != 0 || s.Failed100.Mean != 0 || s.FirstFail.N != 0 {
+		t.Errorf("summary %+v", s)
 	}
 }
 

@@ -75,12 +75,15 @@ func openbMix() *Mix {
 }
 
 // BenchmarkPlace1213 is one placement decision on the openb-sized cluster
-// (1,213 nodes, 6,212 GPUs): a 1-GPU and a half-GPU job, each policy.
+// (1,213 nodes, 6,212 GPUs): a 1-GPU, a half-GPU, a CPU-only and a
+// type-constrained job, each policy, without the memo of replays (the mix
+// has type-constrained classes, so frag-aware measures the scarcity too).
 func BenchmarkPlace1213(b *testing.B) {
 	st := openbLike(b, 1)
 	mix := openbMix()
 	for _, pol := range Policies {
-		for _, d := range []Demand{{GPUMilli: 1000, CPUMilli: 8000}, {GPUMilli: 500, CPUMilli: 4000}} {
+		for _, d := range []Demand{{GPUMilli: 1000, CPUMilli: 8000}, {GPUMilli: 500, CPUMilli: 4000}, {CPUMilli: 4000},
+			{GPUMilli: 1000, CPUMilli: 4000, GPUTypes: []string{"T4", "P100"}}} {
 			b.Run(fmt.Sprintf("%s/%s", pol, d), func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {

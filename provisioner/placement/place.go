@@ -28,6 +28,7 @@ var (
 type Demand struct {
 	GPUMilli int      // per node, in thousandths of a GPU: 1–999 a share of one GPU (GPU sharing), else whole GPUs (a multiple of 1000); 0 = no GPU
 	CPUMilli int      // per node, thousandths of a CPU; 0 = not constrained
+	MemMiB   int      // per node, memory in MiB; 0 = not constrained
 	GPUTypes []string // allowed GPU types (products); empty = any
 	Nodes    int      // nodes, each given the per-node demand; 0 means 1
 }
@@ -52,7 +53,7 @@ func (d Demand) Fractional() bool { return d.GPUMilli > 0 && d.GPUMilli < MilliG
 // Validate reports a demand that no placement can honour as stated.
 func (d Demand) Validate() error {
 	switch {
-	case d.GPUMilli < 0 || d.CPUMilli < 0 || d.Nodes < 0:
+	case d.GPUMilli < 0 || d.CPUMilli < 0 || d.MemMiB < 0 || d.Nodes < 0:
 		return fmt.Errorf("%w: negative amount in %s", ErrBadDemand, d)
 	case d.GPUMilli > MilliGPU && d.GPUMilli%MilliGPU != 0:
 		return fmt.Errorf("%w: %d thousandths of a GPU per node: above one GPU only whole GPUs can be asked for", ErrBadDemand, d.GPUMilli)
@@ -120,6 +121,8 @@ type Node struct {
 	Schedulable bool   // up and accepting work
 	CPUMilli    int    // CPU capacity in thousandths; 0 = CPUs not tracked (never a constraint)
 	CPUUsed     int    // CPU in use, thousandths
+	MemMiB      int    // memory capacity in MiB; 0 = memory not tracked (never a constraint)
+	MemUsed     int    // memory in use, MiB
 	GPUFree     []int  // free thousandths of each GPU device (1000 = unused)
 }
 
@@ -136,6 +139,11 @@ type State struct {
 	free   []int32 // free thousandths per GPU, nodes back to back
 	off    []int32 // node i's GPUs are free[off[i]:off[i+1]]
 	cpuCap []int32
+	memCap []int32
+	shape  []int16   // by node: its shape (GPU type, GPUs, CPU and memory capacity), an index into shapes
+	shapes []shape   // the distinct node shapes
+	memo   *fragMemo // frag-aware figures kept between placements (Memoize); nil = none
+	ngen   []uint32  // by node: changes since Memoize (with memo only)
 }
 
 // nodeSum caches the figures filters and scores need per node.
@@ -143,6 +151,7 @@ type nodeSum struct {
 	typ       int16 // GPU type id
 	up        bool  // schedulable
 	cpuFree   int32 // free CPU thousandths (math.MaxInt32 when not tracked)
+	memFree   int32 // free memory MiB (math.MaxInt32 when not tracked)
 	totalFree int32 // Σ free thousandths over the node's GPUs
 	nFull     int16 // GPUs entirely free
 	maxFree   int32 // largest free share of one GPU
@@ -157,6 +166,7 @@ func NewState(nodes []Node) (*State, error) {
 	st.sum = make([]nodeSum, len(nodes))
 	st.off = make([]int32, len(nodes)+1)
 	st.cpuCap = make([]int32, len(nodes))
+	st.memCap = make([]int32, len(nodes))
 	total := 0
 	for _, n := range nodes {
 		total += len(n.GPUFree)
@@ -178,10 +188,11 @@ func NewState(nodes []Node) (*State, error) {
 			}
 			st.free = append(st.free, int32(f))
 		}
-		if n.CPUMilli < 0 || n.CPUUsed < 0 {
-			return nil, fmt.Errorf("placement: node %s: negative CPU figures", n.Name)
+		if n.CPUMilli < 0 || n.CPUUsed < 0 || n.MemMiB < 0 || n.MemUsed < 0 {
+			return nil, fmt.Errorf("placement: node %s: negative CPU or memory figures", n.Name)
 		}
 		st.cpuCap[i] = int32(n.CPUMilli)
+		st.memCap[i] = int32(min(n.MemMiB, math.MaxInt32-1))
 		s := &st.sum[i]
 		s.typ = st.typeOf(n.GPUType)
 		s.up = n.Schedulable
@@ -189,11 +200,16 @@ func NewState(nodes []Node) (*State, error) {
 		if n.CPUMilli > 0 {
 			s.cpuFree = int32(n.CPUMilli - n.CPUUsed)
 		}
+		s.memFree = math.MaxInt32
+		if st.memCap[i] > 0 {
+			s.memFree = st.memCap[i] - int32(min(n.MemUsed, n.MemMiB))
+		}
 	}
 	st.off[len(nodes)] = int32(len(st.free))
 	for i := range st.sum {
 		st.refresh(i)
 	}
+	st.buildShapes()
 	return st, nil
 }
 
@@ -208,7 +224,8 @@ const MaxNodeGPUs = 4096
 func FromSnapshot(s *provisioner.Snapshot) *State {
 	n := len(s.Nodes)
 	st := &State{typeID: map[string]int16{}, index: make(map[string]int, n),
-		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n)}
+		names: make([]string, 0, n), sum: make([]nodeSum, 0, n), off: make([]int32, 0, n+1), cpuCap: make([]int32, 0, n),
+		memCap: make([]int32, 0, n)}
 	total := 0
 	for i := range s.Nodes {
 		total += min(max(s.Nodes[i].GPUs, 0), MaxNodeGPUs)
@@ -230,19 +247,21 @@ func FromSnapshot(s *provisioner.Snapshot) *State {
 			}
 			st.free = append(st.free, f)
 		}
-		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == provisioner.NodeUp, cpuFree: math.MaxInt32}
+		sum := nodeSum{typ: st.typeOf(nd.GPUType), up: nd.State == provisioner.NodeUp, cpuFree: math.MaxInt32, memFree: math.MaxInt32}
 		var cpuCap int32
 		if nd.CPUs > 0 {
 			cpuCap = int32(nd.CPUs * 1000)
 			sum.cpuFree = cpuCap - int32(min(max(nd.CPUsUsed, 0), nd.CPUs)*1000)
 		}
 		st.cpuCap = append(st.cpuCap, cpuCap)
+		st.memCap = append(st.memCap, 0)
 		st.sum = append(st.sum, sum)
 	}
 	st.off = append(st.off, int32(len(st.free)))
 	for i := range st.sum {
 		st.refresh(i)
 	}
+	st.buildShapes()
 	return st
 }
 
@@ -281,6 +300,7 @@ func (st *State) Clone() *State {
 	for k, v := range st.typeID {
 		c.typeID[k] = v
 	}
+	c.memo, c.ngen = nil, nil
 	return &c
 }
 
@@ -305,6 +325,9 @@ func (st *State) Node(i int) Node {
 	n := Node{Name: st.names[i], GPUType: st.types[s.typ], Schedulable: s.up, CPUMilli: int(st.cpuCap[i])}
 	if n.CPUMilli > 0 {
 		n.CPUUsed = n.CPUMilli - int(s.cpuFree)
+	}
+	if n.MemMiB = int(st.memCap[i]); n.MemMiB > 0 {
+		n.MemUsed = n.MemMiB - int(s.memFree)
 	}
 	for _, f := range st.free[st.off[i]:st.off[i+1]] {
 		n.GPUFree = append(n.GPUFree, int(f))
@@ -334,6 +357,7 @@ type Assignment struct {
 	GPUs     []int  // GPU device indices on the node
 	Milli    int    // thousandths taken from each listed GPU (1000 for whole GPUs)
 	CPUMilli int    // CPU thousandths taken
+	MemMiB   int    // memory MiB taken
 }
 
 // Assign takes an assignment's resources from the state. It panics if the
@@ -349,7 +373,11 @@ func (st *State) Assign(a Assignment) {
 	if st.cpuCap[a.Node] > 0 {
 		st.sum[a.Node].cpuFree -= int32(a.CPUMilli)
 	}
+	if st.memCap[a.Node] > 0 {
+		st.sum[a.Node].memFree -= int32(a.MemMiB)
+	}
 	st.refresh(a.Node)
+	st.touch(a.Node)
 }
 
 // Release gives an assignment's resources back.
@@ -361,7 +389,11 @@ func (st *State) Release(a Assignment) {
 	if st.cpuCap[a.Node] > 0 {
 		st.sum[a.Node].cpuFree = min(st.sum[a.Node].cpuFree+int32(a.CPUMilli), st.cpuCap[a.Node])
 	}
+	if st.memCap[a.Node] > 0 {
+		st.sum[a.Node].memFree = min(st.sum[a.Node].memFree+int32(a.MemMiB), st.memCap[a.Node])
+	}
 	st.refresh(a.Node)
+	st.touch(a.Node)
 }
 
 // Policy names a placement policy.
@@ -381,9 +413,12 @@ const (
 	// placement, then most free CPU after, then node name.
 	Spread Policy = "spread"
 	// FragAware takes the node whose expected fragmentation grows least (the
-	// ATC'23 fragmentation gradient descent). Criteria: smallest increase of
-	// the node's fragmentation under the job-size mix, then least free GPU
-	// share after placement (best fit), then node name.
+	// ATC'23 fragmentation gradient descent), charging GPUs of types that
+	// type-constrained jobs need. Criteria: smallest increase of the node's
+	// fragmentation under the job-size mix plus the scarcity cost of the GPU
+	// type taken (GPUTypeScarcity; 0 when no class of the mix is
+	// type-constrained), then least free GPU share after placement (best
+	// fit), then least free CPU after, then node name.
 	FragAware Policy = "frag-aware"
 )
 
@@ -410,6 +445,7 @@ const (
 	ReasonTooSmall       = "fewer GPUs than asked"   // the node's capacity is below the per-node demand
 	ReasonGPUs           = "not enough free GPUs"    // capacity suffices, free GPUs do not
 	ReasonCPUs           = "not enough free CPUs"    // GPUs suffice, free CPUs do not
+	ReasonMemory         = "not enough free memory"  // GPUs and CPUs suffice, free memory does not
 	ReasonNotChosen      = "ranked below the chosen" // passed the filter, lost on score (explanations only)
 )
 
@@ -426,6 +462,7 @@ type Candidate struct {
 	Node      string  // node name
 	Index     int     // node index
 	FragDelta float64 // frag-aware: increase of the node's expected fragmentation, in GPUs
+	Scarcity  float64 // frag-aware: the GPU type's scarcity cost of the GPUs taken, in GPUs (see GPUTypeScarcity)
 	FreeAfter float64 // free GPUs left on the node after placement
 	Score     float64 // the policy's primary score, higher is better
 	Norm      float64 // Score normalised over all candidates to [0, 1] (1 = best)
@@ -468,11 +505,12 @@ type cdemand struct {
 	milli   int32  // per GPU share (fractional) or 1000 (whole)
 	whole   int16  // whole GPUs per node (0 for fractional / none)
 	cpu     int32  // CPU thousandths per node
+	mem     int32  // memory MiB per node
 	allowed []bool // by type id; nil = any
 }
 
 func (st *State) compile(d Demand) cdemand {
-	c := cdemand{cpu: int32(d.CPUMilli)}
+	c := cdemand{cpu: int32(min(d.CPUMilli, math.MaxInt32)), mem: int32(min(d.MemMiB, math.MaxInt32))}
 	switch {
 	case d.Fractional():
 		c.milli = int32(d.GPUMilli)
@@ -534,6 +572,8 @@ func (st *State) filter(i int, c *cdemand, allow []bool) string {
 		return ReasonGPUs
 	case c.cpu > s.cpuFree:
 		return ReasonCPUs
+	case c.mem > s.memFree:
+		return ReasonMemory
 	}
 	return ""
 }
@@ -601,10 +641,10 @@ func (f *Filter) Reason(i int) string {
 
 // Holds reports whether node i could take the demand once GPUs on it are
 // freed: listed and not excluded, schedulable, GPU type allowed, enough
-// GPUs in all and enough free CPU. Only the GPUs in use are ignored.
+// GPUs in all and enough free CPU and memory. Only the GPUs in use are ignored.
 func (f *Filter) Holds(i int) bool {
 	s := &f.st.sum[i]
-	return (f.allow == nil || f.allow[i]) && s.up && f.c.typeOK(s.typ) && f.st.capacityOK(i, &f.c) && f.c.cpu <= s.cpuFree
+	return (f.allow == nil || f.allow[i]) && s.up && f.c.typeOK(s.typ) && f.st.capacityOK(i, &f.c) && f.c.cpu <= s.cpuFree && f.c.mem <= s.memFree
 }
 
 // pick chooses the GPUs of node i for the demand under the policy and
@@ -632,26 +672,37 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 		}
 		var delta float64
 		if fm != nil {
-			delta = fm.after(st, i, gpus, MilliGPU, c.cpu) - before
+			delta = fm.after(st, i, gpus, MilliGPU, c) - before
 		}
 		return gpus, delta
 	}
 	if c.milli == 0 {
 		var delta float64
 		if fm != nil {
-			delta = fm.after(st, i, nil, 0, c.cpu) - before
+			delta = fm.after(st, i, nil, 0, c) - before
 		}
 		return gpus, delta
 	}
 	best, bestDelta := -1, 0.0
+	var seen [8]int32 // frag-aware: free shares already measured (a GPU with the same share has the same outcome)
+	nSeen := 0
 	for g, f := range free {
 		if f < c.milli {
 			continue
 		}
+		if policy == FragAware {
+			if slices.Contains(seen[:nSeen], f) {
+				continue
+			}
+			if nSeen < len(seen) {
+				seen[nSeen] = f
+				nSeen++
+			}
+		}
 		if best < 0 {
 			best = g
 			if fm != nil {
-				bestDelta = fm.after(st, i, []int{g}, c.milli, c.cpu) - before
+				bestDelta = fm.after(st, i, []int{g}, c.milli, c) - before
 			}
 			if policy == FirstFit {
 				break
@@ -669,10 +720,7 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 				best = g
 			}
 		case FragAware:
-			if f == bf {
-				continue // same room, same outcome
-			}
-			d := fm.after(st, i, []int{g}, c.milli, c.cpu) - before
+			d := fm.after(st, i, []int{g}, c.milli, c) - before
 			if d < bestDelta-fragEps || d <= bestDelta+fragEps && f < bf {
 				best, bestDelta = g, d
 			}
@@ -691,7 +739,7 @@ func better(policy Policy, a, b *Candidate, names []string) bool {
 	case FirstFit:
 		return a.Index < b.Index
 	case FragAware:
-		if d := a.FragDelta - b.FragDelta; d < -fragEps || d > fragEps {
+		if d := (a.FragDelta + a.Scarcity) - (b.FragDelta + b.Scarcity); d < -fragEps || d > fragEps {
 			return d < 0
 		}
 		if a.FreeAfter != b.FreeAfter {
@@ -723,7 +771,8 @@ func cpuTie(s *nodeSum, cpu int32) float64 {
 // counted under a constant reason), score (the policy's criteria),
 // normalise (scores to [0, 1] over the candidates) and pick (the best
 // Demand.Nodes distinct nodes under the policy's comparator, ties broken by
-// node name). It does not change the state: Assign the result to commit it.
+// node name). It does not change the state (but for the figures Memoize
+// keeps): Assign the result to commit it.
 // A job no node can take now is not an error: the Result says why.
 func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 	if err := d.Validate(); err != nil {
@@ -738,13 +787,17 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 	}
 	c := st.compile(d)
 	var fm *fragModel
+	var memo *memoRow
 	if policy == FragAware {
 		mix := o.Mix
 		if mix == nil {
 			m := DefaultMix(st)
 			mix = &m
 		}
-		fm = compileMix(st, mix)
+		var mm *fragMemo
+		if fm, mm = st.model(mix); mm != nil {
+			memo = mm.row(&d, len(st.names))
+		}
 	}
 	p := &Result{Policy: policy, Demand: d, Rejected: map[string]int{}}
 	k := d.nodes()
@@ -780,9 +833,19 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 		case Spread:
 			cand.Score = cand.FreeAfter
 		case FragAware:
-			_, cand.FragDelta = st.pick(i, &c, policy, fm, buf[:])
+			if memo != nil && memo.gen[i] == st.ngen[i]+1 {
+				cand.FragDelta = memo.delta[i]
+			} else {
+				_, cand.FragDelta = st.pick(i, &c, policy, fm, buf[:])
+				if memo != nil {
+					memo.delta[i], memo.gen[i] = cand.FragDelta, st.ngen[i]+1
+				}
+			}
 			cand.FragDelta /= MilliGPU
-			cand.Score = -cand.FragDelta
+			if fm.press != nil {
+				cand.Scarcity = ScarcityWeight * fm.press[st.shape[i]] * float64(taken) / MilliGPU
+			}
+			cand.Score = -(cand.FragDelta + cand.Scarcity)
 		}
 		lo, hi = min(lo, cand.Score), max(hi, cand.Score)
 		if o.Explain {
@@ -829,7 +892,7 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 		norm(&top[i])
 		gpus, _ := st.pick(top[i].Index, &c, policy, fm, buf[:])
 		p.Assignments = append(p.Assignments, Assignment{Node: top[i].Index, Name: top[i].Node,
-			GPUs: slices.Clone(gpus), Milli: int(c.milli), CPUMilli: int(c.cpu)})
+			GPUs: slices.Clone(gpus), Milli: int(c.milli), CPUMilli: int(c.cpu), MemMiB: int(c.mem)})
 	}
 	p.Chosen = top
 	p.Reason = placedReason(p)
@@ -842,7 +905,11 @@ func placedReason(p *Result) string {
 	s := fmt.Sprintf("%s on %s by %s among %d candidate nodes", p.Demand, strings.Join(p.NodeNames(), ","), p.Policy, p.Candidates)
 	switch p.Policy {
 	case FragAware:
-		s += fmt.Sprintf(" (fragmentation %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, math.Round(c.FreeAfter*1000)/1000)
+		if c.Scarcity > 0 {
+			s += fmt.Sprintf(" (fragmentation %+.2f GPUs, scarcity %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, c.Scarcity, math.Round(c.FreeAfter*1000)/1000)
+		} else {
+			s += fmt.Sprintf(" (fragmentation %+.2f GPUs, %.4g GPUs left free)", c.FragDelta, math.Round(c.FreeAfter*1000)/1000)
+		}
 	case BestFit, Spread:
 		s += fmt.Sprintf(" (%.4g GPUs left free)", math.Round(c.FreeAfter*1000)/1000)
 	}

@@ -1,0 +1,38 @@
+package eval
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
+)
+
+// BenchmarkPackEval is `mirage pack-eval` on one openb list with the
+// default methodology: 4 policies × 10 seeds on 2 workers (the issue's
+// budget: under 30 s on 2 cores), the default list as it is and with a
+// quarter of its GPU pods type-constrained (ConstrainTypes). It skips
+// without the shared traces.
+func BenchmarkPackEval(b *testing.B) {
+	dir := filepath.Join(testenv.SharedTraces(b), "alibaba-pai-openb-2023")
+	nodes := filepath.Join(dir, "openb_node_list_gpu_node.csv")
+	if _, err := os.Stat(nodes); err != nil {
+		b.Skipf("openb traces not found: %v", err)
+	}
+	pods := []string{filepath.Join(dir, "openb_pod_list_default.csv")}
+	for _, bc := range []struct {
+		name  string
+		types float64
+	}{{"default", 0}, {"default+types25", DefaultTypeShare}} {
+		b.Run(bc.name, func(b *testing.B) {
+			spec := packingSpec(nodes, pods, bc.types)
+			spec.Workers = 2
+			for b.Loop() {
+				if _, err := RunPack(context.Background(), spec); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
