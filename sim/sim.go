@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"maps"
@@ -108,22 +107,54 @@ type event struct {
 	gen uint32
 }
 
+// eventHeap is a binary min-heap of events ordered by (t, job): the
+// algorithm of container/heap, typed so that pushing and popping an event
+// does not box it in an interface (one allocation each).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].job < h[j].job
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push adds ev (container/heap.Push).
+func (h *eventHeap) push(ev event) {
+	*h = append(*h, ev)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the earliest event (container/heap.Pop).
+func (h *eventHeap) pop() event {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1 // left child
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2 // right child
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	ev := q[n]
+	*h = q[:n]
+	return ev
 }
 
 // static is the configuration-derived data shared by all forks.
@@ -761,7 +792,7 @@ func (s *Sim) run(until int64) {
 		}
 		// 2. ends
 		for len(s.events) > 0 && s.events[0].t == t {
-			ev := heap.Pop(&s.events).(event)
+			ev := s.events.pop()
 			s.handleEvent(ev)
 		}
 		// 3. submits
@@ -843,7 +874,7 @@ func (s *Sim) endBy(j int32, t int64) {
 	}
 	d.gen++ // the end event pushed at its start is now stale
 	d.early = t
-	heap.Push(&s.events, event{t: t, job: j, gen: d.gen})
+	s.events.push(event{t: t, job: j, gen: d.gen})
 }
 
 func (s *Sim) handleEvent(ev event) {
@@ -1132,7 +1163,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	defer s.notifyStart(j)
 	s.startLog = append(s.startLog, startEntry{t: s.now, j: j})
 	rt := min(sp.runtime, sp.limit)
-	heap.Push(&s.events, event{t: s.now + rt, job: j, gen: d.gen})
+	s.events.push(event{t: s.now + rt, job: j, gen: d.gen})
 	s.running = append(s.running, j)
 	s.dirtyBF = true
 	return true
