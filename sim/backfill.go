@@ -3,17 +3,22 @@ package sim
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 )
 
 // stepProfile is a step function of free resources of one partition over
-// time: from t[i] until t[i+1], n[i] nodes are idle and g[i] GPUs free.
+// time: from steps[i].t until steps[i+1].t, steps[i].n nodes are idle and
+// steps[i].g GPUs free. Step starts strictly increase; steps[0].t is the
+// pass's now and the last step lasts forever.
 type stepProfile struct {
-	t     []int64
-	n     []int32
-	g     []int32
+	steps []step
 	built bool
+}
+
+// step is one piece of a stepProfile.
+type step struct {
+	t    int64
+	n, g int32
 }
 
 // profile holds one stepProfile per partition plus the reservations made in
@@ -21,7 +26,7 @@ type stepProfile struct {
 type profile struct {
 	parts  []stepProfile
 	resv   []resv
-	deltas []delta
+	deltas []step // buildProfile's scratch: resources freed at t
 	freeAt []int64
 }
 
@@ -31,22 +36,26 @@ type resv struct {
 	n, g     int32
 }
 
-type delta struct {
-	t    int64
-	n, g int32
-}
-
-// split makes sure a step starts at t and returns its index.
+// split makes sure a step starts at t (≥ steps[0].t) and returns its index.
 func (p *stepProfile) split(t int64) int {
-	k := sort.Search(len(p.t), func(i int) bool { return p.t[i] >= t })
-	if k < len(p.t) && p.t[k] == t {
-		return k
+	// binary search: the first step starting at or after t
+	lo, hi := 0, len(p.steps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.steps[m].t < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
 	}
-	// step k-1 covers t (k ≥ 1 because t[0] is now and t ≥ now)
-	p.t = slices.Insert(p.t, k, t)
-	p.n = slices.Insert(p.n, k, p.n[k-1])
-	p.g = slices.Insert(p.g, k, p.g[k-1])
-	return k
+	if lo < len(p.steps) && p.steps[lo].t == t {
+		return lo
+	}
+	// step lo-1 covers t (lo ≥ 1 because steps[0].t is now and t ≥ now)
+	prev := p.steps[lo-1]
+	prev.t = t
+	p.steps = slices.Insert(p.steps, lo, prev)
+	return lo
 }
 
 // take subtracts n nodes and g GPUs over [from, to).
@@ -54,33 +63,33 @@ func (p *stepProfile) take(from, to int64, n, g int32) {
 	a := p.split(from)
 	b := p.split(to)
 	for i := a; i < b; i++ {
-		p.n[i] -= n
-		p.g[i] -= g
+		p.steps[i].n -= n
+		p.steps[i].g -= g
 	}
 }
 
 // earliest returns the first step start ≥ step i0 from which needN idle
 // nodes and needG free GPUs are available for dur, or -1 if none before
-// windowEnd.
+// windowEnd. A candidate start fails at the first step k of its span short
+// of resources, and so does every candidate up to k: the next one tried is
+// k+1, so the scan is linear in the steps.
 func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) int64 {
+	st := p.steps
 	i := i0
-	for i < len(p.t) {
-		s := p.t[i]
+	for i < len(st) {
+		s := st[i].t
 		if s >= windowEnd {
 			return -1
 		}
 		e := s + dur
-		ok := true
-		for k := i; k < len(p.t) && p.t[k] < e; k++ {
-			if p.n[k] < needN || p.g[k] < needG {
-				ok = false
-				i = k + 1
-				break
-			}
+		k := i
+		for k < len(st) && st[k].t < e && st[k].n >= needN && st[k].g >= needG {
+			k++
 		}
-		if ok {
-			return s
+		if k == len(st) || st[k].t >= e {
+			return s // every step of [s, e) has the resources
 		}
+		i = k + 1
 	}
 	return -1
 }
@@ -92,9 +101,29 @@ func roundUp(t, res int64) int64 {
 	return (t + res - 1) / res * res
 }
 
-// build computes the free-resource profile of partition part from the
-// running jobs' planned ends (start + time limit, rounded up to
-// bf_resolution) and the reservations of this pass.
+// planEnd is when the backfill planner expects running job r to end: its
+// start plus its time limit, rounded up to bf_resolution (res seconds).
+func (s *Sim) planEnd(r int32, res int64) int64 {
+	return roundUp(s.dyns[r].start+s.spec(r).limit, res)
+}
+
+// addByEnd inserts running job r into s.byEnd, which lists the running jobs
+// in ascending planEnd (ties in any order), so that buildProfile need not
+// sort them at every pass.
+func (s *Sim) addByEnd(r int32) {
+	res := int64(s.st.cfg.BFResolution / time.Second)
+	end := s.planEnd(r, res)
+	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q int32, t int64) int {
+		if s.planEnd(q, res) <= t {
+			return -1 // after every job ending at or before end
+		}
+		return 1
+	})
+	s.byEnd = slices.Insert(s.byEnd, k, r)
+}
+
+// buildProfile computes the free-resource profile of partition part from the
+// running jobs' planned ends (planEnd) and the reservations of this pass.
 func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	st := s.st
 	pr := &s.prof
@@ -102,7 +131,7 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 		pr.parts = make([]stepProfile, len(st.partNames))
 	}
 	p := &pr.parts[part]
-	p.t, p.n, p.g = p.t[:0], p.n[:0], p.g[:0]
+	p.steps = p.steps[:0]
 	p.built = true
 	if cap(pr.freeAt) < len(st.nodeNames) {
 		pr.freeAt = make([]int64, len(st.nodeNames))
@@ -110,12 +139,12 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	freeAt := pr.freeAt[:len(st.nodeNames)]
 	member := st.partMember[part]
 	dl := pr.deltas[:0]
-	for _, r := range s.running {
+	for _, r := range s.byEnd { // ascending end, so dl is sorted too
 		sp := s.spec(r)
 		d := &s.dyns[r]
 		end := roundUp(d.start+sp.limit, res)
 		if end <= s.now {
-			end = s.now + 1
+			end = s.now + 1 // overdue: all of them come first, and the rest end after now
 		}
 		var k int32
 		excl := st.partExcl[sp.part]
@@ -136,35 +165,36 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 			continue
 		}
 		if excl {
-			dl = append(dl, delta{t: end, n: k, g: g})
+			dl = append(dl, step{t: end, n: k, g: g})
 		} else {
-			dl = append(dl, delta{t: end, g: k * sp.gpn})
+			dl = append(dl, step{t: end, g: k * sp.gpn})
 		}
 	}
+	sorted := len(dl)
 	var n0, g0 int32
 	for _, n := range st.partNodes[part] {
 		g0 += s.nodeFreeG[n]
 		if s.nodeJobs[n] == 0 {
 			n0++
 		} else if freeAt[n] > 0 { // shared node: idle when its last job ends
-			dl = append(dl, delta{t: freeAt[n], n: 1})
+			dl = append(dl, step{t: freeAt[n], n: 1})
 		}
 		freeAt[n] = 0
 	}
-	slices.SortFunc(dl, func(a, b delta) int { return cmp.Compare(a.t, b.t) })
-	p.t = append(p.t, s.now)
-	p.n = append(p.n, n0)
-	p.g = append(p.g, g0)
+	if len(dl) > sorted {
+		// shared nodes' idle times are not in end order (sums at equal
+		// times are integers: the order among equal t does not matter)
+		slices.SortFunc(dl, func(a, b step) int { return cmp.Compare(a.t, b.t) })
+	}
+	p.steps = append(p.steps, step{t: s.now, n: n0, g: g0})
 	for _, x := range dl {
-		last := len(p.t) - 1
-		if p.t[last] == x.t {
-			p.n[last] += x.n
-			p.g[last] += x.g
+		last := &p.steps[len(p.steps)-1]
+		if last.t == x.t {
+			last.n += x.n
+			last.g += x.g
 			continue
 		}
-		p.t = append(p.t, x.t)
-		p.n = append(p.n, p.n[last]+x.n)
-		p.g = append(p.g, p.g[last]+x.g)
+		p.steps = append(p.steps, step{t: x.t, n: last.n + x.n, g: last.g + x.g})
 	}
 	pr.deltas = dl
 	for _, rv := range pr.resv {

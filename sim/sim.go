@@ -205,6 +205,7 @@ type Sim struct {
 	events     eventHeap
 	pending    []int32 // pending jobs, sorted by priority at each pass
 	running    []int32
+	byEnd      []int32 // the running jobs by planned end (addByEnd)
 	waiters    []int32 // pending jobs held by dependencies
 	requeued   []int32 // jobs requeued by preemption during a main pass
 	allocPool  []int32 // node indices of allocations
@@ -926,6 +927,7 @@ func (s *Sim) finish(j int32) {
 	d.end = s.now
 	s.release(j)
 	s.running = remove(s.running, j)
+	s.byEnd = remove(s.byEnd, j)
 	s.dirtyMain, s.dirtyBF = true, true
 	if len(s.waiters) > 0 {
 		s.checkWaiters()
@@ -1165,6 +1167,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	rt := min(sp.runtime, sp.limit)
 	s.events.push(event{t: s.now + rt, job: j, gen: d.gen})
 	s.running = append(s.running, j)
+	s.addByEnd(j)
 	s.dirtyBF = true
 	return true
 }
@@ -1306,6 +1309,7 @@ func (s *Sim) preempt(r int32) {
 	d := &s.dyns[r]
 	s.release(r)
 	s.running = remove(s.running, r)
+	s.byEnd = remove(s.byEnd, r)
 	d.gen++ // its end event is now stale
 	if s.st.qosRequeue[s.spec(r).qos] {
 		d.state = stPending
@@ -1343,6 +1347,7 @@ func (s *Sim) Fork() *Sim {
 	c.events = slices.Clone(s.events)
 	c.pending = slices.Clone(s.pending)
 	c.running = slices.Clone(s.running)
+	c.byEnd = slices.Clone(s.byEnd)
 	c.waiters = slices.Clone(s.waiters)
 	c.requeued = nil
 	c.allocPool = slices.Clone(s.allocPool)
