@@ -11,8 +11,9 @@ import (
 // steps[i].g GPUs free. Step starts strictly increase; steps[0].t is the
 // pass's now and the last step lasts forever.
 type stepProfile struct {
-	steps []step
-	built bool
+	steps  []step
+	built  bool
+	bounds []bound // what this pass's earliest calls found (see bound)
 }
 
 // step is one piece of a stepProfile.
@@ -36,9 +37,53 @@ type resv struct {
 	n, g     int32
 }
 
-// split makes sure a step starts at t (≥ steps[0].t) and returns its index.
-func (p *stepProfile) split(t int64) int {
-	// binary search: the first step starting at or after t
+// bound records that, in the current pass, a job needing needN nodes and
+// needG GPUs for dur could start no earlier than t (-1: not within
+// bf_window). The profile only loses resources during a pass (reservations
+// and starts take, nothing gives back), so a later job that needs at least
+// as many nodes and GPUs for at least as long cannot start before t either:
+// any start that fits it would have fitted the earlier job, at that step's
+// start or earlier. earliest may therefore begin its scan at t, and skip it
+// when t is -1, and still return exactly what a scan from now returns.
+type bound struct {
+	needN, needG int32
+	dur, t       int64
+}
+
+// maxBounds caps the shapes remembered per pass (a lookup scans them all);
+// forgetting a bound only costs a longer scan.
+const maxBounds = 32
+
+// lowerBound returns the time before which no job of the shape can start
+// (0 if none is known), or ok=false if it cannot start within the window.
+func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (lb int64, ok bool) {
+	for _, b := range p.bounds {
+		if b.needN <= needN && b.needG <= needG && b.dur <= dur {
+			if b.t < 0 {
+				return 0, false
+			}
+			lb = max(lb, b.t)
+		}
+	}
+	return lb, true
+}
+
+// addBound records what earliest found for a job of the shape.
+func (p *stepProfile) addBound(needN, needG int32, dur, t int64) {
+	for i := range p.bounds {
+		if b := &p.bounds[i]; b.needN == needN && b.needG == needG && b.dur == dur {
+			b.t = t // not earlier than the t it replaces, or -1
+			return
+		}
+	}
+	if len(p.bounds) < maxBounds {
+		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t})
+	}
+}
+
+// search returns the index of the first step starting at or after t
+// (len(steps) if none).
+func (p *stepProfile) search(t int64) int {
 	lo, hi := 0, len(p.steps)
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
@@ -48,6 +93,12 @@ func (p *stepProfile) split(t int64) int {
 			hi = m
 		}
 	}
+	return lo
+}
+
+// split makes sure a step starts at t (≥ steps[0].t) and returns its index.
+func (p *stepProfile) split(t int64) int {
+	lo := p.search(t)
 	if lo < len(p.steps) && p.steps[lo].t == t {
 		return lo
 	}
@@ -132,6 +183,7 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	}
 	p := &pr.parts[part]
 	p.steps = p.steps[:0]
+	p.bounds = p.bounds[:0]
 	p.built = true
 	if cap(pr.freeAt) < len(st.nodeNames) {
 		pr.freeAt = make([]int64, len(st.nodeNames))
@@ -256,7 +308,11 @@ func (s *Sim) backfill() {
 			takeG = sp.nodes * st.partMaxG[sp.part]
 		}
 		dur := sp.limit
-		t0 := p.earliest(0, dur, needN, needG, windowEnd)
+		t0 := int64(-1)
+		if lb, ok := p.lowerBound(needN, needG, dur); ok {
+			t0 = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
+		}
+		p.addBound(needN, needG, dur, t0)
 		if t0 == s.now {
 			if s.tryAlloc(j) {
 				d.est = s.now

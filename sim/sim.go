@@ -650,6 +650,11 @@ func (s *Sim) Load(jobs []JobSpec) error {
 	}
 	// ids first so dependencies can refer forward within the batch
 	base := int32(len(s.specs))
+	if len(s.ids) == 0 {
+		s.ids = make(map[string]int32, len(jobs))
+	}
+	s.specs = slices.Grow(s.specs, len(jobs))
+	s.dyns = slices.Grow(s.dyns, len(jobs))
 	for k, i := range order {
 		id := jobs[i].ID
 		if id == "" {
