@@ -244,6 +244,7 @@ type Sim struct {
 	// scratch (not copied on Fork)
 	prof    profile
 	scratch []int32
+	fsMemo  []fsMemo // per association (fairshare)
 }
 
 // startEntry is one start: job j started at t.
@@ -1040,17 +1041,23 @@ func (s *Sim) recalc() {
 		for _, j := range s.running {
 			s.accrue(j, &s.dyns[j])
 		}
+		total := 0.0
 		if hl := cfg.PriorityDecayHalfLife; hl > 0 {
+			// decay and sum in one sweep (the same products and the same
+			// sum, in the same order, as two loops)
 			f := math.Exp2(-float64(s.now-s.usageLast) / hl.Seconds())
-			for i := range s.usage {
-				s.usage[i] *= f
+			for i, u := range s.usage {
+				u *= f
+				s.usage[i] = u
+				total += u
+			}
+		} else {
+			for _, u := range s.usage {
+				total += u
 			}
 		}
 		s.usageLast = s.now
-		s.usageTotal = 0
-		for _, u := range s.usage {
-			s.usageTotal += u
-		}
+		s.usageTotal = total
 	}
 	if len(s.pending) == 0 {
 		return
@@ -1102,9 +1109,28 @@ func (s *Sim) fairshare(a int32) float64 {
 	if s.usageTotal <= 0 {
 		return 1
 	}
-	acct := s.assocAcct[a]
-	share := 1 / float64(len(s.acctNames)) / float64(s.acctUsers[acct])
-	return math.Exp2(-(s.usage[a] / s.usageTotal) / share)
+	accts, users := int32(len(s.acctNames)), s.acctUsers[s.assocAcct[a]]
+	// the factor is a pure function of these four inputs, and jobs of one
+	// association pending together ask for it again and again
+	if int(a) >= len(s.fsMemo) {
+		s.fsMemo = append(s.fsMemo, make([]fsMemo, len(s.usage)-len(s.fsMemo))...)
+	}
+	m := &s.fsMemo[a]
+	if m.usage == s.usage[a] && m.total == s.usageTotal && m.accts == accts && m.users == users && m.valid {
+		return m.factor
+	}
+	share := 1 / float64(accts) / float64(users)
+	f := math.Exp2(-(s.usage[a] / s.usageTotal) / share)
+	*m = fsMemo{usage: s.usage[a], total: s.usageTotal, accts: accts, users: users, valid: true, factor: f}
+	return f
+}
+
+// fsMemo is the last fair-share factor computed for an association and
+// what it was computed from.
+type fsMemo struct {
+	usage, total, factor float64
+	accts, users         int32
+	valid                bool
 }
 
 // sortPending orders pending jobs by priority, then submit, then index.
@@ -1363,6 +1389,7 @@ func (s *Sim) Fork() *Sim {
 	c.acctUsers = slices.Clone(s.acctUsers)
 	c.prof = profile{}
 	c.scratch = nil
+	c.fsMemo = nil
 	return &c
 }
 
