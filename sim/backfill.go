@@ -111,11 +111,17 @@ func (p *stepProfile) split(t int64) int {
 
 // take subtracts n nodes and g GPUs over [from, to).
 func (p *stepProfile) take(from, to int64, n, g int32) {
-	a := p.split(from)
-	b := p.split(to)
-	for i := a; i < b; i++ {
+	i := p.split(from)
+	for ; i < len(p.steps) && p.steps[i].t < to; i++ {
 		p.steps[i].n -= n
 		p.steps[i].g -= g
+	}
+	if i == len(p.steps) || p.steps[i].t > to {
+		// the last step taken from runs past to: split it there, the
+		// part from to on keeping its resources
+		rest := p.steps[i-1]
+		rest.t, rest.n, rest.g = to, rest.n+n, rest.g+g
+		p.steps = slices.Insert(p.steps, i, rest)
 	}
 }
 
@@ -152,30 +158,41 @@ func roundUp(t, res int64) int64 {
 	return (t + res - 1) / res * res
 }
 
-// planEnd is when the backfill planner expects running job r to end: its
-// start plus its time limit, rounded up to bf_resolution (res seconds).
-func (s *Sim) planEnd(r int32, res int64) int64 {
-	return roundUp(s.dyns[r].start+s.spec(r).limit, res)
+// running is a running job and when the backfill planner expects it to
+// end: its start plus its time limit, rounded up to bf_resolution.
+type running struct {
+	end int64
+	j   int32
 }
 
 // addByEnd inserts running job r into s.byEnd, which lists the running jobs
-// in ascending planEnd (ties in any order), so that buildProfile need not
-// sort them at every pass.
+// in ascending planned end (ties in any order), so that buildProfile need
+// not sort them at every pass.
 func (s *Sim) addByEnd(r int32) {
 	res := int64(s.st.cfg.BFResolution / time.Second)
-	end := s.planEnd(r, res)
-	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q int32, t int64) int {
-		if s.planEnd(q, res) <= t {
+	end := roundUp(s.dyns[r].start+s.spec(r).limit, res)
+	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q running, t int64) int {
+		if q.end <= t {
 			return -1 // after every job ending at or before end
 		}
 		return 1
 	})
-	s.byEnd = slices.Insert(s.byEnd, k, r)
+	s.byEnd = slices.Insert(s.byEnd, k, running{end: end, j: r})
+}
+
+// removeByEnd removes job r from s.byEnd.
+func (s *Sim) removeByEnd(r int32) {
+	for i, q := range s.byEnd {
+		if q.j == r {
+			s.byEnd = slices.Delete(s.byEnd, i, i+1)
+			return
+		}
+	}
 }
 
 // buildProfile computes the free-resource profile of partition part from the
-// running jobs' planned ends (planEnd) and the reservations of this pass.
-func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
+// running jobs' planned ends (s.byEnd) and the reservations of this pass.
+func (s *Sim) buildProfile(part int16) *stepProfile {
 	st := s.st
 	pr := &s.prof
 	if len(pr.parts) < len(st.partNames) {
@@ -191,10 +208,10 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	freeAt := pr.freeAt[:len(st.nodeNames)]
 	member := st.partMember[part]
 	dl := pr.deltas[:0]
-	for _, r := range s.byEnd { // ascending end, so dl is sorted too
-		sp := s.spec(r)
-		d := &s.dyns[r]
-		end := roundUp(d.start+sp.limit, res)
+	for _, q := range s.byEnd { // ascending end, so dl is sorted too
+		sp := s.spec(q.j)
+		d := &s.dyns[q.j]
+		end := q.end
 		if end <= s.now {
 			end = s.now + 1 // overdue: all of them come first, and the rest end after now
 		}
@@ -298,7 +315,7 @@ func (s *Sim) backfill() {
 		if len(pr.parts) > int(sp.part) && pr.parts[sp.part].built {
 			p = &pr.parts[sp.part]
 		} else {
-			p = s.buildProfile(sp.part, res)
+			p = s.buildProfile(sp.part)
 		}
 		needN, needG := int32(0), sp.nodes*sp.gpn
 		takeN, takeG := sp.nodes, sp.nodes*sp.gpn

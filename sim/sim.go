@@ -205,10 +205,10 @@ type Sim struct {
 	events     eventHeap
 	pending    []int32 // pending jobs, sorted by priority at each pass
 	running    []int32
-	byEnd      []int32 // the running jobs by planned end (addByEnd)
-	waiters    []int32 // pending jobs held by dependencies
-	requeued   []int32 // jobs requeued by preemption during a main pass
-	allocPool  []int32 // node indices of allocations
+	byEnd      []running // the running jobs by planned end (addByEnd)
+	waiters    []int32   // pending jobs held by dependencies
+	requeued   []int32   // jobs requeued by preemption during a main pass
+	allocPool  []int32   // node indices of allocations
 	nodeFreeG  []int32
 	nodeFreeC  []int32
 	nodeJobs   []int32
@@ -933,7 +933,7 @@ func (s *Sim) finish(j int32) {
 	d.end = s.now
 	s.release(j)
 	s.running = remove(s.running, j)
-	s.byEnd = remove(s.byEnd, j)
+	s.removeByEnd(j)
 	s.dirtyMain, s.dirtyBF = true, true
 	if len(s.waiters) > 0 {
 		s.checkWaiters()
@@ -1340,7 +1340,7 @@ func (s *Sim) preempt(r int32) {
 	d := &s.dyns[r]
 	s.release(r)
 	s.running = remove(s.running, r)
-	s.byEnd = remove(s.byEnd, r)
+	s.removeByEnd(r)
 	d.gen++ // its end event is now stale
 	if s.st.qosRequeue[s.spec(r).qos] {
 		d.state = stPending
