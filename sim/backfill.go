@@ -96,6 +96,14 @@ func (p *stepProfile) search(t int64) int {
 	return lo
 }
 
+// startOf returns step i's start, or -1 for i = -1.
+func (p *stepProfile) startOf(i int) int64 {
+	if i < 0 {
+		return -1
+	}
+	return p.steps[i].t
+}
+
 // split makes sure a step starts at t (≥ steps[0].t) and returns its index.
 func (p *stepProfile) split(t int64) int {
 	lo := p.search(t)
@@ -111,7 +119,12 @@ func (p *stepProfile) split(t int64) int {
 
 // take subtracts n nodes and g GPUs over [from, to).
 func (p *stepProfile) take(from, to int64, n, g int32) {
-	i := p.split(from)
+	p.takeAt(p.split(from), to, n, g)
+}
+
+// takeAt subtracts n nodes and g GPUs from step i (which starts at from)
+// until to.
+func (p *stepProfile) takeAt(i int, to int64, n, g int32) {
 	for ; i < len(p.steps) && p.steps[i].t < to; i++ {
 		p.steps[i].n -= n
 		p.steps[i].g -= g
@@ -125,12 +138,12 @@ func (p *stepProfile) take(from, to int64, n, g int32) {
 	}
 }
 
-// earliest returns the first step start ≥ step i0 from which needN idle
-// nodes and needG free GPUs are available for dur, or -1 if none before
-// windowEnd. A candidate start fails at the first step k of its span short
-// of resources, and so does every candidate up to k: the next one tried is
-// k+1, so the scan is linear in the steps.
-func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) int64 {
+// earliest returns the index of the first step, from step i0 on, from
+// whose start needN idle nodes and needG free GPUs are available for dur,
+// or -1 if none starts before windowEnd. A candidate start fails at the
+// first step k of its span short of resources, and so does every candidate
+// up to k: the next one tried is k+1, so the scan is linear in the steps.
+func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) int {
 	st := p.steps
 	i := i0
 	for i < len(st) {
@@ -144,7 +157,7 @@ func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd 
 			k++
 		}
 		if k == len(st) || st[k].t >= e {
-			return s // every step of [s, e) has the resources
+			return i // every step of [s, e) has the resources
 		}
 		i = k + 1
 	}
@@ -161,8 +174,9 @@ func roundUp(t, res int64) int64 {
 // running is a running job and when the backfill planner expects it to
 // end: its start plus its time limit, rounded up to bf_resolution.
 type running struct {
-	end int64
-	j   int32
+	end  int64
+	j    int32
+	gpus int32 // GPUs of its nodes (all of them: a whole-node job frees them all)
 }
 
 // addByEnd inserts running job r into s.byEnd, which lists the running jobs
@@ -170,14 +184,19 @@ type running struct {
 // not sort them at every pass.
 func (s *Sim) addByEnd(r int32) {
 	res := int64(s.st.cfg.BFResolution / time.Second)
-	end := roundUp(s.dyns[r].start+s.spec(r).limit, res)
+	d, sp := &s.dyns[r], s.spec(r)
+	end := roundUp(d.start+sp.limit, res)
+	var gpus int32
+	for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
+		gpus += s.st.nodeGPUs[n]
+	}
 	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q running, t int64) int {
 		if q.end <= t {
 			return -1 // after every job ending at or before end
 		}
 		return 1
 	})
-	s.byEnd = slices.Insert(s.byEnd, k, running{end: end, j: r})
+	s.byEnd = slices.Insert(s.byEnd, k, running{end: end, j: r, gpus: gpus})
 }
 
 // removeByEnd removes job r from s.byEnd.
@@ -215,8 +234,14 @@ func (s *Sim) buildProfile(part int16) *stepProfile {
 		if end <= s.now {
 			end = s.now + 1 // overdue: all of them come first, and the rest end after now
 		}
-		var k int32
 		excl := st.partExcl[sp.part]
+		if excl && sp.part == part {
+			// a whole-node job of this partition: all its nodes are members
+			// and free with it (no shared job can be on them: see below)
+			dl = append(dl, step{t: end, n: sp.nodes, g: q.gpus})
+			continue
+		}
+		var k int32
 		g := int32(0)
 		for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
 			if !member[n] {
@@ -225,7 +250,10 @@ func (s *Sim) buildProfile(part int16) *stepProfile {
 			k++
 			if excl {
 				g += st.nodeGPUs[n]
-				freeAt[n] = -1 // a whole-node job: the node frees with it
+				// a whole-node job: the node frees with it. (It holds the
+				// node alone: it started only on a node without jobs, and
+				// took all its CPUs, which every job asks at least one of.)
+				freeAt[n] = -1
 			} else if freeAt[n] < end {
 				freeAt[n] = end
 			}
@@ -325,26 +353,28 @@ func (s *Sim) backfill() {
 			takeG = sp.nodes * st.partMaxG[sp.part]
 		}
 		dur := sp.limit
-		t0 := int64(-1)
+		at := -1 // the step the job's planned start begins
 		if lb, ok := p.lowerBound(needN, needG, dur); ok {
-			t0 = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
+			at = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
 		}
+		t0 := p.startOf(at)
 		p.addBound(needN, needG, dur, t0)
 		if t0 == s.now {
 			if s.tryAlloc(j) {
 				d.est = s.now
 				startedAny = true
-				s.reserve(sp.part, s.now, roundUp(s.now+dur, res), takeN, takeG)
+				s.reserve(sp.part, at, s.now, roundUp(s.now+dur, res), takeN, takeG)
 				continue
 			}
-			t0 = p.earliest(1, dur, needN, needG, windowEnd)
+			at = p.earliest(1, dur, needN, needG, windowEnd)
+			t0 = p.startOf(at)
 		}
 		if t0 < 0 {
 			d.est = 0
 			continue
 		}
 		d.est = t0
-		s.reserve(sp.part, t0, roundUp(t0+dur, res), takeN, takeG)
+		s.reserve(sp.part, at, t0, roundUp(t0+dur, res), takeN, takeG)
 	}
 	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
@@ -358,11 +388,17 @@ func (s *Sim) backfill() {
 	}
 }
 
-func (s *Sim) reserve(part int16, from, to int64, n, g int32) {
+// reserve takes n nodes and g GPUs over [from, to) for a job of partition
+// part, in every built profile of a partition sharing nodes with it; at is
+// the index of from's step in part's own profile.
+func (s *Sim) reserve(part int16, at int, from, to int64, n, g int32) {
 	pr := &s.prof
 	pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
 	for _, q := range s.st.partOverlap[part] {
-		if pr.parts[q].built {
+		switch {
+		case q == part:
+			pr.parts[q].takeAt(at, to, n, g)
+		case pr.parts[q].built:
 			pr.parts[q].take(from, to, n, g)
 		}
 	}
