@@ -448,7 +448,6 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 	if account == "" {
 		account = user
 	}
-	key := account + "\x00" + user
 	u, ok := s.userIdx["u\x00"+user]
 	if !ok {
 		s.ownNames()
@@ -456,8 +455,9 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 		s.users = append(s.users, user)
 		s.userIdx["u\x00"+user] = u
 	}
-	a, ok := s.userIdx["a\x00"+key]
+	a, ok := s.userIdx["a\x00"+account+"\x00"+user] // a lookup's key needs no allocation
 	if !ok {
+		key := account + "\x00" + user
 		s.ownNames()
 		ac, ok := s.userIdx["c\x00"+account]
 		if !ok {
@@ -1258,8 +1258,8 @@ func (s *Sim) mainPass() {
 func (s *Sim) tryPreempt(j int32) bool {
 	sp := s.spec(j)
 	st := s.st
-	if st.qosPreempt[sp.qos] {
-		return false
+	if st.qosPreempt[sp.qos] || !slices.Contains(st.qosPreempt, true) {
+		return false // preemptible itself, or nothing is
 	}
 	var cand []int32
 	for _, r := range s.running {
