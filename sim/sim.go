@@ -199,40 +199,44 @@ type Sim struct {
 	acctNames  []string
 	namesOwned bool
 
-	now        int64
-	cursor     int // next trace job (specs sorted by submit up to nTrace)
-	nTrace     int // number of jobs loaded before the run (sorted by submit)
-	events     eventHeap
-	pending    []int32 // pending jobs, sorted by priority at each pass
-	running    []int32
-	byEnd      []running // the running jobs by planned end (addByEnd)
-	waiters    []int32   // pending jobs held by dependencies
-	requeued   []int32   // jobs requeued by preemption during a main pass
-	allocPool  []int32   // node indices of allocations
-	nodeFreeG  []int32
-	nodeFreeC  []int32
-	nodeJobs   []int32
-	usage      []float64 // decayed usage per association (GPU- or node-seconds)
-	usageTotal float64   // sum of usage, as of the last recalc
-	acctUsers  []int32   // associations per account
-	usageLast  int64
-	nextSched  int64
-	nextBF     int64
-	nextCalc   int64
-	nextTick   int64
-	dirtyMain  bool
-	mainAt     int64    // when the event-triggered main pass runs (never if none due)
-	rng        rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
-	dirtyBF    bool
-	started    bool
-	watch      int32 // job whose start stops RunUntilStart, or -1
-	tickEvery  int64
-	tickFn     func(now time.Time, c provisioner.Cluster)
-	runtimeFn  func(req provisioner.SubmitRequest) time.Duration
-	progressFn func(now int64)
-	startFn    func(jobID string) // called as each job starts (OnStart)
-	checkpoint int64              // seconds a signalled job takes to checkpoint and exit (Config.Checkpoint, SetCheckpoint)
-	submitted  int                // jobs submitted through the Cluster seam (id counter)
+	now     int64
+	cursor  int // next trace job (specs sorted by submit up to nTrace)
+	nTrace  int // number of jobs loaded before the run (sorted by submit)
+	events  eventHeap
+	pending []int32 // pending jobs, sorted by priority at each pass
+	// pendingSorted says s.pending is in sortPending's order: nothing was
+	// appended and no priority recomputed since it was sorted (removals keep
+	// the order), so sortPending has nothing to do
+	pendingSorted bool
+	running       []int32
+	byEnd         []running // the running jobs by planned end (addByEnd)
+	waiters       []int32   // pending jobs held by dependencies
+	requeued      []int32   // jobs requeued by preemption during a main pass
+	allocPool     []int32   // node indices of allocations
+	nodeFreeG     []int32
+	nodeFreeC     []int32
+	nodeJobs      []int32
+	usage         []float64 // decayed usage per association (GPU- or node-seconds)
+	usageTotal    float64   // sum of usage, as of the last recalc
+	acctUsers     []int32   // associations per account
+	usageLast     int64
+	nextSched     int64
+	nextBF        int64
+	nextCalc      int64
+	nextTick      int64
+	dirtyMain     bool
+	mainAt        int64    // when the event-triggered main pass runs (never if none due)
+	rng           rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
+	dirtyBF       bool
+	started       bool
+	watch         int32 // job whose start stops RunUntilStart, or -1
+	tickEvery     int64
+	tickFn        func(now time.Time, c provisioner.Cluster)
+	runtimeFn     func(req provisioner.SubmitRequest) time.Duration
+	progressFn    func(now int64)
+	startFn       func(jobID string) // called as each job starts (OnStart)
+	checkpoint    int64              // seconds a signalled job takes to checkpoint and exit (Config.Checkpoint, SetCheckpoint)
+	submitted     int                // jobs submitted through the Cluster seam (id counter)
 
 	// startLog lists every start in time order (append-only, cap-trimmed on
 	// Fork); an entry is stale when the job was requeued and started again.
@@ -924,6 +928,7 @@ func (s *Sim) arrive(j int32) {
 	}
 	d.prio = s.priority(j)
 	s.pending = append(s.pending, j)
+	s.pendingSorted = false
 	s.dirtyMain, s.dirtyBF = true, true
 }
 
@@ -1067,6 +1072,7 @@ func (s *Sim) recalc() {
 	for _, j := range s.pending {
 		p := s.priority(j)
 		s.dyns[j].prio = p
+		s.pendingSorted = false
 		if p > prev {
 			changed = true
 		}
@@ -1135,6 +1141,10 @@ type fsMemo struct {
 
 // sortPending orders pending jobs by priority, then submit, then index.
 func (s *Sim) sortPending() {
+	if s.pendingSorted {
+		return
+	}
+	s.pendingSorted = true
 	slices.SortFunc(s.pending, func(a, b int32) int {
 		pa, pb := s.dyns[a].prio, s.dyns[b].prio
 		if pa != pb {
@@ -1250,6 +1260,9 @@ func (s *Sim) mainPass() {
 		out = append(out, j)
 	}
 	s.pending = append(out, s.requeued...)
+	if len(s.requeued) > 0 {
+		s.pendingSorted = false
+	}
 	s.requeued = s.requeued[:0]
 }
 
