@@ -119,12 +119,17 @@ func (p *stepProfile) split(t int64) int {
 
 // take subtracts n nodes and g GPUs over [from, to).
 func (p *stepProfile) take(from, to int64, n, g int32) {
-	p.takeAt(p.split(from), to, n, g)
+	i := p.split(from)
+	p.takeAt(i, i, to, n, g)
 }
 
 // takeAt subtracts n nodes and g GPUs from step i (which starts at from)
-// until to.
-func (p *stepProfile) takeAt(i int, to int64, n, g int32) {
+// until to, where steps i to k-1 are known to start before to.
+func (p *stepProfile) takeAt(i, k int, to int64, n, g int32) {
+	for ; i < k; i++ {
+		p.steps[i].n -= n
+		p.steps[i].g -= g
+	}
 	for ; i < len(p.steps) && p.steps[i].t < to; i++ {
 		p.steps[i].n -= n
 		p.steps[i].g -= g
@@ -138,18 +143,20 @@ func (p *stepProfile) takeAt(i int, to int64, n, g int32) {
 	}
 }
 
-// earliest returns the index of the first step, from step i0 on, from
+// earliest returns the index at of the first step, from step i0 on, from
 // whose start needN idle nodes and needG free GPUs are available for dur,
-// or -1 if none starts before windowEnd. A candidate start fails at the
-// first step k of its span short of resources, and so does every candidate
-// up to k: the next one tried is k+1, so the scan is linear in the steps.
-func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) int {
+// and the index end of the first step starting at or after that start plus
+// dur; at = -1 if no such step starts before windowEnd. A candidate start
+// fails at the first step k of its span short of resources, and so does
+// every candidate up to k: the next one tried is k+1, so the scan is linear
+// in the steps.
+func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) (at, end int) {
 	st := p.steps
 	i := i0
 	for i < len(st) {
 		s := st[i].t
 		if s >= windowEnd {
-			return -1
+			return -1, -1
 		}
 		e := s + dur
 		k := i
@@ -157,11 +164,11 @@ func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd 
 			k++
 		}
 		if k == len(st) || st[k].t >= e {
-			return i // every step of [s, e) has the resources
+			return i, k // every step of [s, e) has the resources
 		}
 		i = k + 1
 	}
-	return -1
+	return -1, -1
 }
 
 func roundUp(t, res int64) int64 {
@@ -353,9 +360,10 @@ func (s *Sim) backfill() {
 			takeG = sp.nodes * st.partMaxG[sp.part]
 		}
 		dur := sp.limit
-		at := -1 // the step the job's planned start begins
+		// the job fits steps at to end-1, from the start of step at
+		at, end := -1, -1
 		if lb, ok := p.lowerBound(needN, needG, dur); ok {
-			at = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
+			at, end = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
 		}
 		t0 := p.startOf(at)
 		p.addBound(needN, needG, dur, t0)
@@ -363,10 +371,10 @@ func (s *Sim) backfill() {
 			if s.tryAlloc(j) {
 				d.est = s.now
 				startedAny = true
-				s.reserve(sp.part, at, s.now, roundUp(s.now+dur, res), takeN, takeG)
+				s.reserve(sp.part, at, end, s.now, roundUp(s.now+dur, res), takeN, takeG)
 				continue
 			}
-			at = p.earliest(1, dur, needN, needG, windowEnd)
+			at, end = p.earliest(1, dur, needN, needG, windowEnd)
 			t0 = p.startOf(at)
 		}
 		if t0 < 0 {
@@ -374,7 +382,7 @@ func (s *Sim) backfill() {
 			continue
 		}
 		d.est = t0
-		s.reserve(sp.part, at, t0, roundUp(t0+dur, res), takeN, takeG)
+		s.reserve(sp.part, at, end, t0, roundUp(t0+dur, res), takeN, takeG)
 	}
 	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
@@ -389,15 +397,16 @@ func (s *Sim) backfill() {
 }
 
 // reserve takes n nodes and g GPUs over [from, to) for a job of partition
-// part, in every built profile of a partition sharing nodes with it; at is
-// the index of from's step in part's own profile.
-func (s *Sim) reserve(part int16, at int, from, to int64, n, g int32) {
+// part, in every built profile of a partition sharing nodes with it; in
+// part's own profile, from is the start of step at and steps at to end-1
+// start before to (what earliest returned).
+func (s *Sim) reserve(part int16, at, end int, from, to int64, n, g int32) {
 	pr := &s.prof
 	pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
 	for _, q := range s.st.partOverlap[part] {
 		switch {
 		case q == part:
-			pr.parts[q].takeAt(at, to, n, g)
+			pr.parts[q].takeAt(at, end, to, n, g)
 		case pr.parts[q].built:
 			pr.parts[q].take(from, to, n, g)
 		}
