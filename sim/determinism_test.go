@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // The replay guard: every optimisation of the simulator's inner loop
@@ -17,9 +20,12 @@ import (
 // (each pending job's planned start, every 6 simulated hours) and, at the
 // end, every job's state, start, end, requeue count and node list. The
 // expected digests were computed by this very test on the simulator as it
-// was before the speed work (commit 579dadc, the branch point of simspeed),
-// by running it with the constants empty and copying the digests it logged;
-// they are not produced by the code under test. A change that alters a
+// was before the speed work (commit 579dadc, the branch point of simspeed:
+// this file copied into a `git archive 579dadc` tree and run there with the
+// constants empty, copying the digests it logged); they are not produced by
+// the code under test. The three first were recorded before any change to
+// the simulator, digestSeam (added later) on that archived tree, where all
+// five pass. A change that alters a
 // digest changes results: it must be explained and the digest re-derived
 // deliberately, never silently.
 const (
@@ -27,6 +33,7 @@ const (
 	digestShared        = "9e5c1e138953a837a06060ed72273f7774a98d9c2510168ab0a2ace656900920"
 	digestLS6Trace      = "ca74509581da184eb690531b250eac75a859a1cf3b6c0ca1eefc4c8a746b2744"
 	digestLS6TraceSteps = "9de864fb34fd49edd92cbc3c51f08c5384b988630311f5c4ee84d17504e453ca"
+	digestSeam          = "68c46c4c7919abe598ef6d0ddc318732bbd5e3cc50bc2aa2d3aa30667817fd38"
 )
 
 // replayDigest runs s to the end in 6-hour steps and hashes what it did.
@@ -189,4 +196,64 @@ func TestReplayDigestLS6Trace(t *testing.T) {
 	digestJobs(h, s)
 	checkDigest(t, "ls6-trace", hex.EncodeToString(h.Sum(nil)), digestLS6Trace)
 	checkDigest(t, "ls6-trace-steps", replayDigest(t, newLoaded(t, specs)), digestLS6TraceSteps)
+}
+
+// TestReplayDigestSeam drives the simulator as mirage's policies do: forks
+// mid-trace that submit a probe through the Cluster seam, read squeue's
+// planned starts from a snapshot and run until the probe starts; then a
+// decision callback that submits, cancels and, with checkpointing, signals
+// jobs while the trace plays on.
+func TestReplayDigestSeam(t *testing.T) {
+	jobs := synthJobs(3000, 17)
+	for i := range jobs {
+		jobs[i].Submit = jobs[0].Submit.Add(jobs[i].Submit.Sub(jobs[0].Submit) * 4 / 5)
+	}
+	s := newLoaded(t, jobs)
+	s.SetCheckpoint(10 * time.Minute)
+	ctx := context.Background()
+	h := sha256.New()
+	s.Run(jobs[1000].Submit)
+	for k := range 12 {
+		f := s.Fork()
+		nodes := 1 + k%8
+		id, err := f.Submit(ctx, provisioner.SubmitRequest{Name: "probe", Account: "mirage", TimeLimit: 24 * time.Hour, Nodes: nodes, GPUs: 3 * nodes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Run(f.Now().Add(10 * time.Minute))
+		snap, err := f.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range snap.Jobs {
+			fmt.Fprintf(h, "snap %s %s %d %d %v\n", j.ID, j.State, j.Priority, j.EstStart.Unix(), j.NodeList)
+		}
+		start, err := f.RunUntilStart(id, f.Now().Add(72*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(h, "probe %d %s %d\n", k, id, start.Unix())
+		s.Run(s.Now().Add(8 * time.Hour))
+	}
+	var mine []string
+	s.OnTick(30*time.Minute, func(now time.Time, c provisioner.Cluster) {
+		n := len(mine)
+		if n >= 200 {
+			return
+		}
+		id, err := c.Submit(ctx, provisioner.SubmitRequest{Name: "seg", Account: "mirage", TimeLimit: time.Duration(1+n%12) * time.Hour, Nodes: 1 + n%3, GPUs: 3 * (1 + n%3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, id)
+		switch {
+		case n%5 == 2: // give up on an earlier one (pending or running)
+			_ = c.Cancel(ctx, mine[n-2])
+		case n%5 == 4: // hand off: the earlier one checkpoints and exits
+			_ = c.Signal(ctx, mine[n-1], "USR1")
+		}
+	})
+	s.Run(time.Time{})
+	digestJobs(h, s)
+	checkDigest(t, "seam", hex.EncodeToString(h.Sum(nil)), digestSeam)
 }
