@@ -126,11 +126,12 @@ func (p *stepProfile) take(from, to int64, n, g int32) {
 // takeAt subtracts n nodes and g GPUs from step i (which starts at from)
 // until to, where steps i to k-1 are known to start before to.
 func (p *stepProfile) takeAt(i, k int, to int64, n, g int32) {
-	for ; i < k; i++ {
-		p.steps[i].n -= n
-		p.steps[i].g -= g
+	span := p.steps[i:k]
+	for x := range span {
+		span[x].n -= n
+		span[x].g -= g
 	}
-	for ; i < len(p.steps) && p.steps[i].t < to; i++ {
+	for i = k; i < len(p.steps) && p.steps[i].t < to; i++ {
 		p.steps[i].n -= n
 		p.steps[i].g -= g
 	}
