@@ -179,9 +179,9 @@ func roundUp(t, res int64) int64 {
 	return (t + res - 1) / res * res
 }
 
-// running is a running job and when the backfill planner expects it to
+// runEnd is a running job and when the backfill planner expects it to
 // end: its start plus its time limit, rounded up to bf_resolution.
-type running struct {
+type runEnd struct {
 	end  int64
 	j    int32
 	gpus int32 // GPUs of its nodes (all of them: a whole-node job frees them all)
@@ -198,13 +198,13 @@ func (s *Sim) addByEnd(r int32) {
 	for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
 		gpus += s.st.nodeGPUs[n]
 	}
-	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q running, t int64) int {
+	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q runEnd, t int64) int {
 		if q.end <= t {
 			return -1 // after every job ending at or before end
 		}
 		return 1
 	})
-	s.byEnd = slices.Insert(s.byEnd, k, running{end: end, j: r, gpus: gpus})
+	s.byEnd = slices.Insert(s.byEnd, k, runEnd{end: end, j: r, gpus: gpus})
 }
 
 // removeByEnd removes job r from s.byEnd.

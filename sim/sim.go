@@ -209,10 +209,10 @@ type Sim struct {
 	// the order), so sortPending has nothing to do
 	pendingSorted bool
 	running       []int32
-	byEnd         []running // the running jobs by planned end (addByEnd)
-	waiters       []int32   // pending jobs held by dependencies
-	requeued      []int32   // jobs requeued by preemption during a main pass
-	allocPool     []int32   // node indices of allocations
+	byEnd         []runEnd // the running jobs by planned end (addByEnd)
+	waiters       []int32  // pending jobs held by dependencies
+	requeued      []int32  // jobs requeued by preemption during a main pass
+	allocPool     []int32  // node indices of allocations
 	nodeFreeG     []int32
 	nodeFreeC     []int32
 	nodeJobs      []int32
