@@ -55,28 +55,32 @@ type bound struct {
 const maxBounds = 32
 
 // lowerBound returns the time before which no job of the shape can start
-// (0 if none is known), or ok=false if it cannot start within the window.
-func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (lb int64, ok bool) {
-	for _, b := range p.bounds {
+// (0 if none is known) and the index of the shape's own bound (-1 if none),
+// or ok=false if it cannot start within the window.
+func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (lb int64, own int, ok bool) {
+	own = -1
+	for i, b := range p.bounds {
 		if b.needN <= needN && b.needG <= needG && b.dur <= dur {
 			if b.t < 0 {
-				return 0, false
+				return 0, -1, false
 			}
 			lb = max(lb, b.t)
+			if b.needN == needN && b.needG == needG && b.dur == dur {
+				own = i
+			}
 		}
 	}
-	return lb, true
+	return lb, own, true
 }
 
-// addBound records what earliest found for a job of the shape.
-func (p *stepProfile) addBound(needN, needG int32, dur, t int64) {
-	for i := range p.bounds {
-		if b := &p.bounds[i]; b.needN == needN && b.needG == needG && b.dur == dur {
-			b.t = t // not earlier than the t it replaces, or -1
-			return
-		}
-	}
-	if len(p.bounds) < maxBounds {
+// setBound records t, what earliest found for a job of the shape whose own
+// bound is at index own (-1: none yet). A shape that lowerBound found
+// cannot start needs no bound of its own: the one that said so covers it.
+func (p *stepProfile) setBound(own int, needN, needG int32, dur, t int64) {
+	switch {
+	case own >= 0:
+		p.bounds[own].t = t // not earlier than the t it replaces, or -1
+	case len(p.bounds) < maxBounds:
 		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t})
 	}
 }
@@ -363,11 +367,11 @@ func (s *Sim) backfill() {
 		dur := sp.limit
 		// the job fits steps at to end-1, from the start of step at
 		at, end := -1, -1
-		if lb, ok := p.lowerBound(needN, needG, dur); ok {
+		if lb, own, ok := p.lowerBound(needN, needG, dur); ok {
 			at, end = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
+			p.setBound(own, needN, needG, dur, p.startOf(at))
 		}
 		t0 := p.startOf(at)
-		p.addBound(needN, needG, dur, t0)
 		if t0 == s.now {
 			if s.tryAlloc(j) {
 				d.est = s.now
@@ -400,16 +404,22 @@ func (s *Sim) backfill() {
 // reserve takes n nodes and g GPUs over [from, to) for a job of partition
 // part, in every built profile of a partition sharing nodes with it; in
 // part's own profile, from is the start of step at and steps at to end-1
-// start before to (what earliest returned).
+// start before to (what earliest returned). It is kept for the profiles
+// built later in the pass, if any of them shares nodes with part.
 func (s *Sim) reserve(part int16, at, end int, from, to int64, n, g int32) {
 	pr := &s.prof
-	pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
+	later := false
 	for _, q := range s.st.partOverlap[part] {
 		switch {
 		case q == part:
 			pr.parts[q].takeAt(at, end, to, n, g)
 		case pr.parts[q].built:
 			pr.parts[q].take(from, to, n, g)
+		default:
+			later = true
 		}
+	}
+	if later {
+		pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
 	}
 }
