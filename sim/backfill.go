@@ -48,40 +48,50 @@ type resv struct {
 type bound struct {
 	needN, needG int32
 	dur, t       int64
+	at           int // the index of t's step when recorded (steps are only inserted during a pass: it can only have moved right)
 }
 
 // maxBounds caps the shapes remembered per pass (a lookup scans them all);
 // forgetting a bound only costs a longer scan.
 const maxBounds = 32
 
-// lowerBound returns the time before which no job of the shape can start
-// (0 if none is known) and the index of the shape's own bound (-1 if none),
-// or ok=false if it cannot start within the window.
-func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (lb int64, own int, ok bool) {
+// lowerBound returns the index of the first step a job of the shape could
+// start at (0 if no bound applies) and the index of the shape's own bound
+// (-1 if none), or ok=false if it cannot start within the window.
+func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (from, own int, ok bool) {
 	own = -1
+	var lb int64
+	hint := 0
 	for i, b := range p.bounds {
 		if b.needN <= needN && b.needG <= needG && b.dur <= dur {
 			if b.t < 0 {
 				return 0, -1, false
 			}
-			lb = max(lb, b.t)
+			if b.t > lb {
+				lb, hint = b.t, b.at
+			}
 			if b.needN == needN && b.needG == needG && b.dur == dur {
 				own = i
 			}
 		}
 	}
-	return lb, own, true
+	// lb's step is where it was recorded or a few steps right of it
+	for from = hint; from < len(p.steps) && p.steps[from].t < lb; from++ {
+	}
+	return from, own, true
 }
 
-// setBound records t, what earliest found for a job of the shape whose own
-// bound is at index own (-1: none yet). A shape that lowerBound found
-// cannot start needs no bound of its own: the one that said so covers it.
-func (p *stepProfile) setBound(own int, needN, needG int32, dur, t int64) {
+// setBound records what earliest found for a job of the shape (at, the
+// index of its step, or -1) whose own bound is at index own (-1: none yet).
+// A shape that lowerBound found cannot start needs no bound of its own: the
+// one that said so covers it.
+func (p *stepProfile) setBound(own int, needN, needG int32, dur int64, at int) {
+	t := p.startOf(at)
 	switch {
 	case own >= 0:
-		p.bounds[own].t = t // not earlier than the t it replaces, or -1
+		p.bounds[own].t, p.bounds[own].at = t, at // not earlier than the t it replaces, or -1
 	case len(p.bounds) < maxBounds:
-		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t})
+		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t, at: at})
 	}
 }
 
@@ -367,9 +377,9 @@ func (s *Sim) backfill() {
 		dur := sp.limit
 		// the job fits steps at to end-1, from the start of step at
 		at, end := -1, -1
-		if lb, own, ok := p.lowerBound(needN, needG, dur); ok {
-			at, end = p.earliest(p.search(lb), dur, needN, needG, windowEnd)
-			p.setBound(own, needN, needG, dur, p.startOf(at))
+		if from, own, ok := p.lowerBound(needN, needG, dur); ok {
+			at, end = p.earliest(from, dur, needN, needG, windowEnd)
+			p.setBound(own, needN, needG, dur, at)
 		}
 		t0 := p.startOf(at)
 		if t0 == s.now {
