@@ -402,12 +402,17 @@ func (s *Sim) backfill() {
 	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
 		out := s.pending[:0]
-		for _, j := range s.pending {
+		sorted := 0 // of the jobs kept, those of the sorted prefix (a callback may have appended others)
+		for i, j := range s.pending {
 			if s.dyns[j].state == stPending {
 				out = append(out, j)
+				if i < s.sortedLen {
+					sorted++
+				}
 			}
 		}
 		s.pending = out
+		s.sortedLen = sorted
 	}
 }
 

@@ -204,39 +204,39 @@ type Sim struct {
 	nTrace  int // number of jobs loaded before the run (sorted by submit)
 	events  eventHeap
 	pending []int32 // pending jobs, sorted by priority at each pass
-	// pendingSorted says s.pending is in sortPending's order: nothing was
-	// appended and no priority recomputed since it was sorted (removals keep
-	// the order), so sortPending has nothing to do
-	pendingSorted bool
-	running       []int32
-	byEnd         []runEnd // the running jobs by planned end (addByEnd)
-	waiters       []int32  // pending jobs held by dependencies
-	requeued      []int32  // jobs requeued by preemption during a main pass
-	allocPool     []int32  // node indices of allocations
-	nodeFreeG     []int32
-	nodeFreeC     []int32
-	nodeJobs      []int32
-	usage         []float64 // decayed usage per association (GPU- or node-seconds)
-	usageTotal    float64   // sum of usage, as of the last recalc
-	acctUsers     []int32   // associations per account
-	usageLast     int64
-	nextSched     int64
-	nextBF        int64
-	nextCalc      int64
-	nextTick      int64
-	dirtyMain     bool
-	mainAt        int64    // when the event-triggered main pass runs (never if none due)
-	rng           rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
-	dirtyBF       bool
-	started       bool
-	watch         int32 // job whose start stops RunUntilStart, or -1
-	tickEvery     int64
-	tickFn        func(now time.Time, c provisioner.Cluster)
-	runtimeFn     func(req provisioner.SubmitRequest) time.Duration
-	progressFn    func(now int64)
-	startFn       func(jobID string) // called as each job starts (OnStart)
-	checkpoint    int64              // seconds a signalled job takes to checkpoint and exit (Config.Checkpoint, SetCheckpoint)
-	submitted     int                // jobs submitted through the Cluster seam (id counter)
+	// s.pending[:sortedLen] is in sortPending's order: jobs appended since
+	// come after it, removals keep its order (removePending), and only
+	// recomputed priorities (recalc) unsort it all
+	sortedLen  int
+	running    []int32
+	byEnd      []runEnd // the running jobs by planned end (addByEnd)
+	waiters    []int32  // pending jobs held by dependencies
+	requeued   []int32  // jobs requeued by preemption during a main pass
+	allocPool  []int32  // node indices of allocations
+	nodeFreeG  []int32
+	nodeFreeC  []int32
+	nodeJobs   []int32
+	usage      []float64 // decayed usage per association (GPU- or node-seconds)
+	usageTotal float64   // sum of usage, as of the last recalc
+	acctUsers  []int32   // associations per account
+	usageLast  int64
+	nextSched  int64
+	nextBF     int64
+	nextCalc   int64
+	nextTick   int64
+	dirtyMain  bool
+	mainAt     int64    // when the event-triggered main pass runs (never if none due)
+	rng        rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
+	dirtyBF    bool
+	started    bool
+	watch      int32 // job whose start stops RunUntilStart, or -1
+	tickEvery  int64
+	tickFn     func(now time.Time, c provisioner.Cluster)
+	runtimeFn  func(req provisioner.SubmitRequest) time.Duration
+	progressFn func(now int64)
+	startFn    func(jobID string) // called as each job starts (OnStart)
+	checkpoint int64              // seconds a signalled job takes to checkpoint and exit (Config.Checkpoint, SetCheckpoint)
+	submitted  int                // jobs submitted through the Cluster seam (id counter)
 
 	// startLog lists every start in time order (append-only, cap-trimmed on
 	// Fork); an entry is stale when the job was requeued and started again.
@@ -931,7 +931,6 @@ func (s *Sim) arrive(j int32) {
 	}
 	d.prio = s.priority(j)
 	s.pending = append(s.pending, j)
-	s.pendingSorted = false
 	s.dirtyMain, s.dirtyBF = true, true
 }
 
@@ -991,7 +990,7 @@ func (s *Sim) checkWaiters() {
 			d.state = stCancelled
 			d.end = s.now
 			d.held = false
-			s.pending = remove(s.pending, j)
+			s.removePending(j)
 		case ok:
 			d.held = false
 			d.elig = s.now
@@ -1075,7 +1074,7 @@ func (s *Sim) recalc() {
 	for _, j := range s.pending {
 		p := s.priority(j)
 		s.dyns[j].prio = p
-		s.pendingSorted = false
+		s.sortedLen = 0
 		if p > prev {
 			changed = true
 		}
@@ -1142,22 +1141,48 @@ type fsMemo struct {
 	valid                bool
 }
 
-// sortPending orders pending jobs by priority, then submit, then index.
+// sortPending orders pending jobs by priority, then index (a total order:
+// the sorted list is unique, however it is reached). A few jobs appended
+// since the last sort are inserted into the sorted prefix one by one.
 func (s *Sim) sortPending() {
-	if s.pendingSorted {
+	k := s.sortedLen
+	if tail := len(s.pending) - k; tail == 0 {
 		return
-	}
-	s.pendingSorted = true
-	slices.SortFunc(s.pending, func(a, b int32) int {
-		pa, pb := s.dyns[a].prio, s.dyns[b].prio
-		if pa != pb {
-			if pa > pb {
-				return -1
-			}
-			return 1
+	} else if k == 0 || tail > 8 {
+		slices.SortFunc(s.pending, s.pendingOrder)
+	} else {
+		for i := k; i < len(s.pending); i++ {
+			x := s.pending[i]
+			at, _ := slices.BinarySearchFunc(s.pending[:i], x, s.pendingOrder)
+			copy(s.pending[at+1:i+1], s.pending[at:i])
+			s.pending[at] = x
 		}
-		return int(a - b)
-	})
+	}
+	s.sortedLen = len(s.pending)
+}
+
+// pendingOrder compares pending jobs a and b: the higher priority first,
+// then the lower index (for loaded jobs, the earlier submit).
+func (s *Sim) pendingOrder(a, b int32) int {
+	pa, pb := s.dyns[a].prio, s.dyns[b].prio
+	if pa != pb {
+		if pa > pb {
+			return -1
+		}
+		return 1
+	}
+	return int(a - b)
+}
+
+// removePending removes job j from s.pending, keeping the order (as remove
+// does).
+func (s *Sim) removePending(j int32) {
+	if i := slices.Index(s.pending, j); i >= 0 {
+		s.pending = remove(s.pending, j)
+		if i < s.sortedLen {
+			s.sortedLen--
+		}
+	}
 }
 
 // tryAlloc finds nodes for j now and, when found, starts it.
@@ -1262,10 +1287,8 @@ func (s *Sim) mainPass() {
 		_ = i
 		out = append(out, j)
 	}
+	s.sortedLen = len(out) // sorted above, and still in order
 	s.pending = append(out, s.requeued...)
-	if len(s.requeued) > 0 {
-		s.pendingSorted = false
-	}
 	s.requeued = s.requeued[:0]
 }
 
