@@ -54,6 +54,15 @@ done
 
 cpu=$(sed -n 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -n 1)
 stat() { (cd "$work" && "$BENCHSTAT" "$base=$1" "$head=$2") | grep -v '^\(goos\|goarch\|pkg\|cpu\):'; }
+# fastest NAME FILE: the fastest and the median run of each benchmark, in
+# seconds per op (the fastest is the run the machine's other work disturbed
+# least)
+fastest() {
+  awk -v name="$1" '$4 == "ns/op" { n = $1; sub(/-[0-9]+$/, "", n); sub(/^Benchmark/, "", n); v[n] = v[n] " " $3 }
+    END { for (n in v) { k = split(v[n], a, " "); for (i = 2; i <= k; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] + 0 > t + 0; j--) a[j + 1] = a[j]; a[j + 1] = t }
+      m = (k % 2) ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2
+      printf "| %s | %s | %d | %.4g | %.4g |\n", n, name, k, a[1] / 1e9, m / 1e9 } }' "$work/$2" | sort
+}
 {
   echo "# Replay speed"
   echo
@@ -84,6 +93,12 @@ stat() { (cd "$work" && "$BENCHSTAT" "$base=$1" "$head=$2") | grep -v '^\(goos\|
   echo "comparison holds because both binaries ran alternately under the same load."
   echo
   echo "## One core (-cpu 1)"
+  echo
+  echo "Against the target, seconds per op: the fastest and the median of the runs."
+  echo
+  echo "| benchmark | commit | runs | fastest | median |"
+  echo "|---|---|---|---|---|"
+  { fastest "$base" base-cpu1.txt; fastest "$head" head-cpu1.txt; } | sort -s -t '|' -k 2,2
   echo
   echo '```'
   stat base-cpu1.txt head-cpu1.txt
