@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mirage-gpu/mirage/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build install deps test test-slurm25 unit demo bench bench-results docs lint fuzz vulncheck clean
+.PHONY: all build install deps test test-slurm25 unit demo bench bench-results bench-replay docs lint fuzz vulncheck clean
 
 all: build
 
@@ -58,6 +58,11 @@ bench:
 # Benchmarks run COUNT times; medians written to docs/results/performance.md.
 bench-results:
 	GOTAGS="$(GOTAGS)" ./scripts/bench-results.sh
+
+# The simulator's replay benchmarks, BASE commit against the working tree
+# (benchstat, one core and default GOMAXPROCS): docs/results/replay-speed.md.
+bench-replay:
+	GOTAGS="$(GOTAGS)" BENCHSTAT="$(CACHE)/bin/benchstat" ./scripts/bench-replay.sh
 
 # Generated reference: the command pages (docs/reference/cli) and the feature schema.
 docs:

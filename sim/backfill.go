@@ -3,17 +3,23 @@ package sim
 import (
 	"cmp"
 	"slices"
-	"sort"
 	"time"
 )
 
 // stepProfile is a step function of free resources of one partition over
-// time: from t[i] until t[i+1], n[i] nodes are idle and g[i] GPUs free.
+// time: from steps[i].t until steps[i+1].t, steps[i].n nodes are idle and
+// steps[i].g GPUs free. Step starts strictly increase; steps[0].t is the
+// pass's now and the last step lasts forever.
 type stepProfile struct {
-	t     []int64
-	n     []int32
-	g     []int32
-	built bool
+	steps  []step
+	built  bool
+	bounds []bound // what this pass's earliest calls found (see bound)
+}
+
+// step is one piece of a stepProfile.
+type step struct {
+	t    int64
+	n, g int32
 }
 
 // profile holds one stepProfile per partition plus the reservations made in
@@ -21,7 +27,7 @@ type stepProfile struct {
 type profile struct {
 	parts  []stepProfile
 	resv   []resv
-	deltas []delta
+	deltas []step // buildProfile's scratch: resources freed at t
 	freeAt []int64
 }
 
@@ -31,58 +37,153 @@ type resv struct {
 	n, g     int32
 }
 
-type delta struct {
-	t    int64
-	n, g int32
+// bound records that, in the current pass, a job needing needN nodes and
+// needG GPUs for dur could start no earlier than t (-1: not within
+// bf_window). The profile only loses resources during a pass (reservations
+// and starts take, nothing gives back), so a later job that needs at least
+// as many nodes and GPUs for at least as long cannot start before t either:
+// any start that fits it would have fitted the earlier job, at that step's
+// start or earlier. earliest may therefore begin its scan at t, and skip it
+// when t is -1, and still return exactly what a scan from now returns.
+type bound struct {
+	needN, needG int32
+	dur, t       int64
+	at           int // the index of t's step when recorded (steps are only inserted during a pass: it can only have moved right)
 }
 
-// split makes sure a step starts at t and returns its index.
-func (p *stepProfile) split(t int64) int {
-	k := sort.Search(len(p.t), func(i int) bool { return p.t[i] >= t })
-	if k < len(p.t) && p.t[k] == t {
-		return k
+// maxBounds caps the shapes remembered per pass (a lookup scans them all);
+// forgetting a bound only costs a longer scan.
+const maxBounds = 32
+
+// lowerBound returns the index of the first step a job of the shape could
+// start at (0 if no bound applies) and the index of the shape's own bound
+// (-1 if none), or ok=false if it cannot start within the window.
+func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (from, own int, ok bool) {
+	own = -1
+	var lb int64
+	hint := 0
+	for i, b := range p.bounds {
+		if b.needN <= needN && b.needG <= needG && b.dur <= dur {
+			if b.t < 0 {
+				return 0, -1, false
+			}
+			if b.t > lb {
+				lb, hint = b.t, b.at
+			}
+			if b.needN == needN && b.needG == needG && b.dur == dur {
+				own = i
+			}
+		}
 	}
-	// step k-1 covers t (k ≥ 1 because t[0] is now and t ≥ now)
-	p.t = slices.Insert(p.t, k, t)
-	p.n = slices.Insert(p.n, k, p.n[k-1])
-	p.g = slices.Insert(p.g, k, p.g[k-1])
-	return k
+	// lb's step is where it was recorded or a few steps right of it
+	for from = hint; from < len(p.steps) && p.steps[from].t < lb; from++ {
+	}
+	return from, own, true
+}
+
+// setBound records what earliest found for a job of the shape (at, the
+// index of its step, or -1) whose own bound is at index own (-1: none yet).
+// A shape that lowerBound found cannot start needs no bound of its own: the
+// one that said so covers it.
+func (p *stepProfile) setBound(own int, needN, needG int32, dur int64, at int) {
+	t := p.startOf(at)
+	switch {
+	case own >= 0:
+		p.bounds[own].t, p.bounds[own].at = t, at // not earlier than the t it replaces, or -1
+	case len(p.bounds) < maxBounds:
+		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t, at: at})
+	}
+}
+
+// search returns the index of the first step starting at or after t
+// (len(steps) if none).
+func (p *stepProfile) search(t int64) int {
+	lo, hi := 0, len(p.steps)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if p.steps[m].t < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// startOf returns step i's start, or -1 for i = -1.
+func (p *stepProfile) startOf(i int) int64 {
+	if i < 0 {
+		return -1
+	}
+	return p.steps[i].t
+}
+
+// split makes sure a step starts at t (≥ steps[0].t) and returns its index.
+func (p *stepProfile) split(t int64) int {
+	lo := p.search(t)
+	if lo < len(p.steps) && p.steps[lo].t == t {
+		return lo
+	}
+	// step lo-1 covers t (lo ≥ 1 because steps[0].t is now and t ≥ now)
+	prev := p.steps[lo-1]
+	prev.t = t
+	p.steps = slices.Insert(p.steps, lo, prev)
+	return lo
 }
 
 // take subtracts n nodes and g GPUs over [from, to).
 func (p *stepProfile) take(from, to int64, n, g int32) {
-	a := p.split(from)
-	b := p.split(to)
-	for i := a; i < b; i++ {
-		p.n[i] -= n
-		p.g[i] -= g
+	i := p.split(from)
+	p.takeAt(i, i, to, n, g)
+}
+
+// takeAt subtracts n nodes and g GPUs from step i (which starts at from)
+// until to, where steps i to k-1 are known to start before to.
+func (p *stepProfile) takeAt(i, k int, to int64, n, g int32) {
+	span := p.steps[i:k]
+	for x := range span {
+		span[x].n -= n
+		span[x].g -= g
+	}
+	for i = k; i < len(p.steps) && p.steps[i].t < to; i++ {
+		p.steps[i].n -= n
+		p.steps[i].g -= g
+	}
+	if i == len(p.steps) || p.steps[i].t > to {
+		// the last step taken from runs past to: split it there, the
+		// part from to on keeping its resources
+		rest := p.steps[i-1]
+		rest.t, rest.n, rest.g = to, rest.n+n, rest.g+g
+		p.steps = slices.Insert(p.steps, i, rest)
 	}
 }
 
-// earliest returns the first step start ≥ step i0 from which needN idle
-// nodes and needG free GPUs are available for dur, or -1 if none before
-// windowEnd.
-func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) int64 {
+// earliest returns the index at of the first step, from step i0 on, from
+// whose start needN idle nodes and needG free GPUs are available for dur,
+// and the index end of the first step starting at or after that start plus
+// dur; at = -1 if no such step starts before windowEnd. A candidate start
+// fails at the first step k of its span short of resources, and so does
+// every candidate up to k: the next one tried is k+1, so the scan is linear
+// in the steps.
+func (p *stepProfile) earliest(i0 int, dur int64, needN, needG int32, windowEnd int64) (at, end int) {
+	st := p.steps
 	i := i0
-	for i < len(p.t) {
-		s := p.t[i]
+	for i < len(st) {
+		s := st[i].t
 		if s >= windowEnd {
-			return -1
+			return -1, -1
 		}
 		e := s + dur
-		ok := true
-		for k := i; k < len(p.t) && p.t[k] < e; k++ {
-			if p.n[k] < needN || p.g[k] < needG {
-				ok = false
-				i = k + 1
-				break
-			}
+		k := i
+		for k < len(st) && st[k].t < e && st[k].n >= needN && st[k].g >= needG {
+			k++
 		}
-		if ok {
-			return s
+		if k == len(st) || st[k].t >= e {
+			return i, k // every step of [s, e) has the resources
 		}
+		i = k + 1
 	}
-	return -1
+	return -1, -1
 }
 
 func roundUp(t, res int64) int64 {
@@ -92,17 +193,55 @@ func roundUp(t, res int64) int64 {
 	return (t + res - 1) / res * res
 }
 
-// build computes the free-resource profile of partition part from the
-// running jobs' planned ends (start + time limit, rounded up to
-// bf_resolution) and the reservations of this pass.
-func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
+// runEnd is a running job and when the backfill planner expects it to
+// end: its start plus its time limit, rounded up to bf_resolution.
+type runEnd struct {
+	end  int64
+	j    int32
+	gpus int32 // GPUs of its nodes (all of them: a whole-node job frees them all)
+}
+
+// addByEnd inserts running job r into s.byEnd, which lists the running jobs
+// in ascending planned end (ties in any order), so that buildProfile need
+// not sort them at every pass.
+func (s *Sim) addByEnd(r int32) {
+	res := int64(s.st.cfg.BFResolution / time.Second)
+	d, sp := &s.dyns[r], s.spec(r)
+	end := roundUp(d.start+sp.limit, res)
+	var gpus int32
+	for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
+		gpus += s.st.nodeGPUs[n]
+	}
+	k, _ := slices.BinarySearchFunc(s.byEnd, end, func(q runEnd, t int64) int {
+		if q.end <= t {
+			return -1 // after every job ending at or before end
+		}
+		return 1
+	})
+	s.byEnd = slices.Insert(s.byEnd, k, runEnd{end: end, j: r, gpus: gpus})
+}
+
+// removeByEnd removes job r from s.byEnd.
+func (s *Sim) removeByEnd(r int32) {
+	for i, q := range s.byEnd {
+		if q.j == r {
+			s.byEnd = slices.Delete(s.byEnd, i, i+1)
+			return
+		}
+	}
+}
+
+// buildProfile computes the free-resource profile of partition part from the
+// running jobs' planned ends (s.byEnd) and the reservations of this pass.
+func (s *Sim) buildProfile(part int16) *stepProfile {
 	st := s.st
 	pr := &s.prof
 	if len(pr.parts) < len(st.partNames) {
 		pr.parts = make([]stepProfile, len(st.partNames))
 	}
 	p := &pr.parts[part]
-	p.t, p.n, p.g = p.t[:0], p.n[:0], p.g[:0]
+	p.steps = p.steps[:0]
+	p.bounds = p.bounds[:0]
 	p.built = true
 	if cap(pr.freeAt) < len(st.nodeNames) {
 		pr.freeAt = make([]int64, len(st.nodeNames))
@@ -110,15 +249,21 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 	freeAt := pr.freeAt[:len(st.nodeNames)]
 	member := st.partMember[part]
 	dl := pr.deltas[:0]
-	for _, r := range s.running {
-		sp := s.spec(r)
-		d := &s.dyns[r]
-		end := roundUp(d.start+sp.limit, res)
+	for _, q := range s.byEnd { // ascending end, so dl is sorted too
+		sp := s.spec(q.j)
+		d := &s.dyns[q.j]
+		end := q.end
 		if end <= s.now {
-			end = s.now + 1
+			end = s.now + 1 // overdue: all of them come first, and the rest end after now
+		}
+		excl := st.partExcl[sp.part]
+		if excl && sp.part == part {
+			// a whole-node job of this partition: all its nodes are members
+			// and free with it (no shared job can be on them: see below)
+			dl = append(dl, step{t: end, n: sp.nodes, g: q.gpus})
+			continue
 		}
 		var k int32
-		excl := st.partExcl[sp.part]
 		g := int32(0)
 		for _, n := range s.allocPool[d.allocOff : d.allocOff+sp.nodes] {
 			if !member[n] {
@@ -127,7 +272,10 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 			k++
 			if excl {
 				g += st.nodeGPUs[n]
-				freeAt[n] = -1 // a whole-node job: the node frees with it
+				// a whole-node job: the node frees with it. (It holds the
+				// node alone: it started only on a node without jobs, and
+				// took all its CPUs, which every job asks at least one of.)
+				freeAt[n] = -1
 			} else if freeAt[n] < end {
 				freeAt[n] = end
 			}
@@ -136,35 +284,36 @@ func (s *Sim) buildProfile(part int16, res int64) *stepProfile {
 			continue
 		}
 		if excl {
-			dl = append(dl, delta{t: end, n: k, g: g})
+			dl = append(dl, step{t: end, n: k, g: g})
 		} else {
-			dl = append(dl, delta{t: end, g: k * sp.gpn})
+			dl = append(dl, step{t: end, g: k * sp.gpn})
 		}
 	}
+	sorted := len(dl)
 	var n0, g0 int32
 	for _, n := range st.partNodes[part] {
 		g0 += s.nodeFreeG[n]
 		if s.nodeJobs[n] == 0 {
 			n0++
 		} else if freeAt[n] > 0 { // shared node: idle when its last job ends
-			dl = append(dl, delta{t: freeAt[n], n: 1})
+			dl = append(dl, step{t: freeAt[n], n: 1})
 		}
 		freeAt[n] = 0
 	}
-	slices.SortFunc(dl, func(a, b delta) int { return cmp.Compare(a.t, b.t) })
-	p.t = append(p.t, s.now)
-	p.n = append(p.n, n0)
-	p.g = append(p.g, g0)
+	if len(dl) > sorted {
+		// shared nodes' idle times are not in end order (sums at equal
+		// times are integers: the order among equal t does not matter)
+		slices.SortFunc(dl, func(a, b step) int { return cmp.Compare(a.t, b.t) })
+	}
+	p.steps = append(p.steps, step{t: s.now, n: n0, g: g0})
 	for _, x := range dl {
-		last := len(p.t) - 1
-		if p.t[last] == x.t {
-			p.n[last] += x.n
-			p.g[last] += x.g
+		last := &p.steps[len(p.steps)-1]
+		if last.t == x.t {
+			last.n += x.n
+			last.g += x.g
 			continue
 		}
-		p.t = append(p.t, x.t)
-		p.n = append(p.n, p.n[last]+x.n)
-		p.g = append(p.g, p.g[last]+x.g)
+		p.steps = append(p.steps, step{t: x.t, n: last.n + x.n, g: last.g + x.g})
 	}
 	pr.deltas = dl
 	for _, rv := range pr.resv {
@@ -216,7 +365,7 @@ func (s *Sim) backfill() {
 		if len(pr.parts) > int(sp.part) && pr.parts[sp.part].built {
 			p = &pr.parts[sp.part]
 		} else {
-			p = s.buildProfile(sp.part, res)
+			p = s.buildProfile(sp.part)
 		}
 		needN, needG := int32(0), sp.nodes*sp.gpn
 		takeN, takeG := sp.nodes, sp.nodes*sp.gpn
@@ -226,41 +375,66 @@ func (s *Sim) backfill() {
 			takeG = sp.nodes * st.partMaxG[sp.part]
 		}
 		dur := sp.limit
-		t0 := p.earliest(0, dur, needN, needG, windowEnd)
+		// the job fits steps at to end-1, from the start of step at
+		at, end := -1, -1
+		if from, own, ok := p.lowerBound(needN, needG, dur); ok {
+			at, end = p.earliest(from, dur, needN, needG, windowEnd)
+			p.setBound(own, needN, needG, dur, at)
+		}
+		t0 := p.startOf(at)
 		if t0 == s.now {
 			if s.tryAlloc(j) {
 				d.est = s.now
 				startedAny = true
-				s.reserve(sp.part, s.now, roundUp(s.now+dur, res), takeN, takeG)
+				s.reserve(sp.part, at, end, s.now, roundUp(s.now+dur, res), takeN, takeG)
 				continue
 			}
-			t0 = p.earliest(1, dur, needN, needG, windowEnd)
+			at, end = p.earliest(1, dur, needN, needG, windowEnd)
+			t0 = p.startOf(at)
 		}
 		if t0 < 0 {
 			d.est = 0
 			continue
 		}
 		d.est = t0
-		s.reserve(sp.part, t0, roundUp(t0+dur, res), takeN, takeG)
+		s.reserve(sp.part, at, end, t0, roundUp(t0+dur, res), takeN, takeG)
 	}
 	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
 		out := s.pending[:0]
-		for _, j := range s.pending {
+		sorted := 0 // of the jobs kept, those of the sorted prefix (a callback may have appended others)
+		for i, j := range s.pending {
 			if s.dyns[j].state == stPending {
 				out = append(out, j)
+				if i < s.sortedLen {
+					sorted++
+				}
 			}
 		}
 		s.pending = out
+		s.sortedLen = sorted
 	}
 }
 
-func (s *Sim) reserve(part int16, from, to int64, n, g int32) {
+// reserve takes n nodes and g GPUs over [from, to) for a job of partition
+// part, in every built profile of a partition sharing nodes with it; in
+// part's own profile, from is the start of step at and steps at to end-1
+// start before to (what earliest returned). It is kept for the profiles
+// built later in the pass, if any of them shares nodes with part.
+func (s *Sim) reserve(part int16, at, end int, from, to int64, n, g int32) {
 	pr := &s.prof
-	pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
+	later := false
 	for _, q := range s.st.partOverlap[part] {
-		if pr.parts[q].built {
+		switch {
+		case q == part:
+			pr.parts[q].takeAt(at, end, to, n, g)
+		case pr.parts[q].built:
 			pr.parts[q].take(from, to, n, g)
+		default:
+			later = true
 		}
+	}
+	if later {
+		pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
 	}
 }

@@ -134,7 +134,7 @@ func (s *Sim) Cancel(ctx context.Context, jobID string) error {
 	case stPending:
 		d.state = stCancelled
 		d.end = s.now
-		s.pending = remove(s.pending, j)
+		s.removePending(j)
 		s.dirtyMain, s.dirtyBF = true, true
 		if len(s.waiters) > 0 {
 			s.checkWaiters()

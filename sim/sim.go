@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"maps"
@@ -113,22 +112,54 @@ type event struct {
 	gen uint32
 }
 
+// eventHeap is a binary min-heap of events ordered by (t, job): the
+// algorithm of container/heap, typed so that pushing and popping an event
+// does not box it in an interface (one allocation each).
 type eventHeap []event
 
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
+func (h eventHeap) less(i, j int) bool {
 	if h[i].t != h[j].t {
 		return h[i].t < h[j].t
 	}
 	return h[i].job < h[j].job
 }
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+// push adds ev (container/heap.Push).
+func (h *eventHeap) push(ev event) {
+	*h = append(*h, ev)
+	q := *h
+	for j := len(q) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		j = i
+	}
+}
+
+// pop removes and returns the earliest event (container/heap.Pop).
+func (h *eventHeap) pop() event {
+	q := *h
+	n := len(q) - 1
+	q[0], q[n] = q[n], q[0]
+	for i := 0; ; {
+		j := 2*i + 1 // left child
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && q.less(j2, j) {
+			j = j2 // right child
+		}
+		if !q.less(j, i) {
+			break
+		}
+		q[i], q[j] = q[j], q[i]
+		i = j
+	}
+	ev := q[n]
+	*h = q[:n]
+	return ev
 }
 
 // static is the configuration-derived data shared by all forks.
@@ -173,15 +204,20 @@ type Sim struct {
 	acctNames  []string
 	namesOwned bool
 
-	now        int64
-	cursor     int // next trace job (specs sorted by submit up to nTrace)
-	nTrace     int // number of jobs loaded before the run (sorted by submit)
-	events     eventHeap
-	pending    []int32 // pending jobs, sorted by priority at each pass
+	now     int64
+	cursor  int // next trace job (specs sorted by submit up to nTrace)
+	nTrace  int // number of jobs loaded before the run (sorted by submit)
+	events  eventHeap
+	pending []int32 // pending jobs, sorted by priority at each pass
+	// s.pending[:sortedLen] is in sortPending's order: jobs appended since
+	// come after it, removals keep its order (removePending), and only
+	// recomputed priorities (recalc) unsort it all
+	sortedLen  int
 	running    []int32
-	waiters    []int32 // pending jobs held by dependencies
-	requeued   []int32 // jobs requeued by preemption during a main pass
-	allocPool  []int32 // node indices of allocations
+	byEnd      []runEnd // the running jobs by planned end (addByEnd)
+	waiters    []int32  // pending jobs held by dependencies
+	requeued   []int32  // jobs requeued by preemption during a main pass
+	allocPool  []int32  // node indices of allocations
 	nodeFreeG  []int32
 	nodeFreeC  []int32
 	nodeJobs   []int32
@@ -217,6 +253,7 @@ type Sim struct {
 	// scratch (not copied on Fork)
 	prof    profile
 	scratch []int32
+	fsMemo  []fsMemo // per association (fairshare)
 }
 
 // startEntry is one start: job j started at t.
@@ -420,7 +457,6 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 	if account == "" {
 		account = user
 	}
-	key := account + "\x00" + user
 	u, ok := s.userIdx["u\x00"+user]
 	if !ok {
 		s.ownNames()
@@ -428,8 +464,9 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 		s.users = append(s.users, user)
 		s.userIdx["u\x00"+user] = u
 	}
-	a, ok := s.userIdx["a\x00"+key]
+	a, ok := s.userIdx["a\x00"+account+"\x00"+user] // a lookup's key needs no allocation
 	if !ok {
+		key := account + "\x00" + user
 		s.ownNames()
 		ac, ok := s.userIdx["c\x00"+account]
 		if !ok {
@@ -618,12 +655,20 @@ func (s *Sim) Load(jobs []JobSpec) error {
 	for i := range order {
 		order[i] = i
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return jobs[a].Submit.Compare(jobs[b].Submit) })
+	bySubmit := func(a, b int) int { return jobs[a].Submit.Compare(jobs[b].Submit) }
+	if !slices.IsSortedFunc(order, bySubmit) { // traces usually come in submit order
+		slices.SortStableFunc(order, bySubmit)
+	}
 	if len(order) > 0 && s.nTrace > 0 && jobs[order[0]].Submit.Unix() < s.specs[s.nTrace-1].submit {
 		return errors.New("sim: Load calls must come in submit order")
 	}
 	// ids first so dependencies can refer forward within the batch
 	base := int32(len(s.specs))
+	if len(s.ids) == 0 {
+		s.ids = make(map[string]int32, len(jobs))
+	}
+	s.specs = slices.Grow(s.specs, len(jobs))
+	s.dyns = slices.Grow(s.dyns, len(jobs))
 	for k, i := range order {
 		id := jobs[i].ID
 		if id == "" {
@@ -767,7 +812,7 @@ func (s *Sim) run(until int64) {
 		}
 		// 2. ends
 		for len(s.events) > 0 && s.events[0].t == t {
-			ev := heap.Pop(&s.events).(event)
+			ev := s.events.pop()
 			s.handleEvent(ev)
 		}
 		// 3. submits
@@ -849,7 +894,7 @@ func (s *Sim) endBy(j int32, t int64) {
 	}
 	d.gen++ // the end event pushed at its start is now stale
 	d.early = t
-	heap.Push(&s.events, event{t: t, job: j, gen: d.gen})
+	s.events.push(event{t: t, job: j, gen: d.gen})
 }
 
 func (s *Sim) handleEvent(ev event) {
@@ -901,6 +946,7 @@ func (s *Sim) finish(j int32) {
 	d.end = s.now
 	s.release(j)
 	s.running = remove(s.running, j)
+	s.removeByEnd(j)
 	s.dirtyMain, s.dirtyBF = true, true
 	if len(s.waiters) > 0 {
 		s.checkWaiters()
@@ -950,7 +996,7 @@ func (s *Sim) checkWaiters() {
 			d.state = stCancelled
 			d.end = s.now
 			d.held = false
-			s.pending = remove(s.pending, j)
+			s.removePending(j)
 		case ok:
 			d.held = false
 			d.elig = s.now
@@ -1008,17 +1054,23 @@ func (s *Sim) recalc() {
 		for _, j := range s.running {
 			s.accrue(j, &s.dyns[j])
 		}
+		total := 0.0
 		if hl := cfg.PriorityDecayHalfLife; hl > 0 {
+			// decay and sum in one sweep (the same products and the same
+			// sum, in the same order, as two loops)
 			f := math.Exp2(-float64(s.now-s.usageLast) / hl.Seconds())
-			for i := range s.usage {
-				s.usage[i] *= f
+			for i, u := range s.usage {
+				u *= f
+				s.usage[i] = u
+				total += u
+			}
+		} else {
+			for _, u := range s.usage {
+				total += u
 			}
 		}
 		s.usageLast = s.now
-		s.usageTotal = 0
-		for _, u := range s.usage {
-			s.usageTotal += u
-		}
+		s.usageTotal = total
 	}
 	if len(s.pending) == 0 {
 		return
@@ -1028,6 +1080,7 @@ func (s *Sim) recalc() {
 	for _, j := range s.pending {
 		p := s.priority(j)
 		s.dyns[j].prio = p
+		s.sortedLen = 0
 		if p > prev {
 			changed = true
 		}
@@ -1071,23 +1124,72 @@ func (s *Sim) fairshare(a int32) float64 {
 	if s.usageTotal <= 0 {
 		return 1
 	}
-	acct := s.assocAcct[a]
-	share := 1 / float64(len(s.acctNames)) / float64(s.acctUsers[acct])
-	return math.Exp2(-(s.usage[a] / s.usageTotal) / share)
+	accts, users := int32(len(s.acctNames)), s.acctUsers[s.assocAcct[a]]
+	// the factor is a pure function of these four inputs, and jobs of one
+	// association pending together ask for it again and again
+	if int(a) >= len(s.fsMemo) {
+		s.fsMemo = append(s.fsMemo, make([]fsMemo, len(s.usage)-len(s.fsMemo))...)
+	}
+	m := &s.fsMemo[a]
+	if m.usage == s.usage[a] && m.total == s.usageTotal && m.accts == accts && m.users == users && m.valid {
+		return m.factor
+	}
+	share := 1 / float64(accts) / float64(users)
+	f := math.Exp2(-(s.usage[a] / s.usageTotal) / share)
+	*m = fsMemo{usage: s.usage[a], total: s.usageTotal, accts: accts, users: users, valid: true, factor: f}
+	return f
 }
 
-// sortPending orders pending jobs by priority, then submit, then index.
+// fsMemo is the last fair-share factor computed for an association and
+// what it was computed from.
+type fsMemo struct {
+	usage, total, factor float64
+	accts, users         int32
+	valid                bool
+}
+
+// sortPending orders pending jobs by priority, then index (a total order:
+// the sorted list is unique, however it is reached). A few jobs appended
+// since the last sort are inserted into the sorted prefix one by one.
 func (s *Sim) sortPending() {
-	slices.SortFunc(s.pending, func(a, b int32) int {
-		pa, pb := s.dyns[a].prio, s.dyns[b].prio
-		if pa != pb {
-			if pa > pb {
-				return -1
-			}
-			return 1
+	k := s.sortedLen
+	if tail := len(s.pending) - k; tail == 0 {
+		return
+	} else if k == 0 || tail > 8 {
+		slices.SortFunc(s.pending, s.pendingOrder)
+	} else {
+		for i := k; i < len(s.pending); i++ {
+			x := s.pending[i]
+			at, _ := slices.BinarySearchFunc(s.pending[:i], x, s.pendingOrder)
+			copy(s.pending[at+1:i+1], s.pending[at:i])
+			s.pending[at] = x
 		}
-		return int(a - b)
-	})
+	}
+	s.sortedLen = len(s.pending)
+}
+
+// pendingOrder compares pending jobs a and b: the higher priority first,
+// then the lower index (for loaded jobs, the earlier submit).
+func (s *Sim) pendingOrder(a, b int32) int {
+	pa, pb := s.dyns[a].prio, s.dyns[b].prio
+	if pa != pb {
+		if pa > pb {
+			return -1
+		}
+		return 1
+	}
+	return int(a - b)
+}
+
+// removePending removes job j from s.pending, keeping the order (as remove
+// does).
+func (s *Sim) removePending(j int32) {
+	if i := slices.Index(s.pending, j); i >= 0 {
+		s.pending = remove(s.pending, j)
+		if i < s.sortedLen {
+			s.sortedLen--
+		}
+	}
 }
 
 // tryAlloc finds nodes for j now and, when found, starts it.
@@ -1139,8 +1241,9 @@ func (s *Sim) tryAlloc(j int32) bool {
 	defer s.notifyStart(j)
 	s.startLog = append(s.startLog, startEntry{t: s.now, j: j})
 	rt := min(sp.runtime, sp.limit)
-	heap.Push(&s.events, event{t: s.now + rt, job: j, gen: d.gen})
+	s.events.push(event{t: s.now + rt, job: j, gen: d.gen})
 	s.running = append(s.running, j)
+	s.addByEnd(j)
 	s.dirtyBF = true
 	return true
 }
@@ -1191,6 +1294,7 @@ func (s *Sim) mainPass() {
 		_ = i
 		out = append(out, j)
 	}
+	s.sortedLen = len(out) // sorted above, and still in order
 	s.pending = append(out, s.requeued...)
 	s.requeued = s.requeued[:0]
 }
@@ -1200,8 +1304,8 @@ func (s *Sim) mainPass() {
 func (s *Sim) tryPreempt(j int32) bool {
 	sp := s.spec(j)
 	st := s.st
-	if st.qosPreempt[sp.qos] {
-		return false
+	if st.qosPreempt[sp.qos] || !slices.Contains(st.qosPreempt, true) {
+		return false // preemptible itself, or nothing is
 	}
 	var cand []int32
 	for _, r := range s.running {
@@ -1282,6 +1386,7 @@ func (s *Sim) preempt(r int32) {
 	d := &s.dyns[r]
 	s.release(r)
 	s.running = remove(s.running, r)
+	s.removeByEnd(r)
 	d.gen++ // its end event is now stale
 	if s.st.qosRequeue[s.spec(r).qos] {
 		d.state = stPending
@@ -1319,6 +1424,7 @@ func (s *Sim) Fork() *Sim {
 	c.events = slices.Clone(s.events)
 	c.pending = slices.Clone(s.pending)
 	c.running = slices.Clone(s.running)
+	c.byEnd = slices.Clone(s.byEnd)
 	c.waiters = slices.Clone(s.waiters)
 	c.requeued = nil
 	c.allocPool = slices.Clone(s.allocPool)
@@ -1329,6 +1435,7 @@ func (s *Sim) Fork() *Sim {
 	c.acctUsers = slices.Clone(s.acctUsers)
 	c.prof = profile{}
 	c.scratch = nil
+	c.fsMemo = nil
 	return &c
 }
 
