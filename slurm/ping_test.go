@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -56,20 +57,29 @@ func TestPing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	conf := filepath.Join(t.TempDir(), "slurm.conf")
-	body := "SlurmctldHost=head(127.0.0.1)\nSlurmctldPort=" + strconv.Itoa(port) + "\n"
-	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-		t.Fatal(err)
+	defer ln.Close()
+	client := func(port int) (*Client, string) {
+		conf := filepath.Join(t.TempDir(), "slurm.conf")
+		body := "SlurmctldHost=head(127.0.0.1)\nSlurmctldPort=" + strconv.Itoa(port) + "\n"
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{SlurmConf: conf, Runner: &ExecRunner{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, conf
 	}
-	c, err := New(Config{SlurmConf: conf, Runner: &ExecRunner{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, _ := client(ln.Addr().(*net.TCPAddr).Port)
 	if err := c.Ping(context.Background()); err != nil {
 		t.Fatalf("ping with the port open: %v", err)
 	}
-	ln.Close()
+	// A closed port that stays closed: a TCP socket bound but never
+	// listening refuses connections and keeps the port from being handed
+	// to anything else meanwhile (closing a listener and reusing its port
+	// raced with the parallel tests binding ephemeral ports).
+	port := reservedClosedPort(t)
+	c, conf := client(port)
 	err = c.Ping(context.Background())
 	if !errors.Is(err, ErrControllerDown) || !errors.Is(err, provisioner.ErrUnavailable) {
 		t.Fatalf("ping with the port closed: %v, want ErrControllerDown", err)
@@ -84,4 +94,23 @@ func TestPing(t *testing.T) {
 	if err := c2.Ping(context.Background()); err != nil {
 		t.Errorf("ping without a readable slurm.conf: %v", err)
 	}
+}
+
+// reservedClosedPort returns a 127.0.0.1 TCP port held by a socket that is
+// bound but not listening (connections to it are refused) until the test ends.
+func reservedClosedPort(t *testing.T) int {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sa.(*syscall.SockaddrInet4).Port
 }
