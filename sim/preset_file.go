@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -119,9 +120,26 @@ func (p Params) String() string {
 		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, p.SchedLatency, p.BFInterval)
 }
 
-// PresetOrigin is what a preset file calibrated from preset (a name or a
+// CalibratedPreset is the preset file of a calibration that searched from
+// preset (a name or a preset file) and slurmConf on trace: the named preset
+// and slurm.conf (absolute) at its root, the best parameters, provenance.
+func CalibratedPreset(preset, slurmConf, trace string, cal *Calibration) (PresetFile, error) {
+	base, conf, err := presetOrigin(preset, slurmConf)
+	if err != nil {
+		return PresetFile{}, err
+	}
+	if conf != "" {
+		if conf, err = filepath.Abs(conf); err != nil {
+			return PresetFile{}, err
+		}
+	}
+	return PresetFile{Base: base, SlurmConf: conf, Params: cal.Best.Params, Trace: trace, Objective: cal.Best.Objective,
+		Fit: cal.Fit.String(), Score: cal.Score.String()}, nil
+}
+
+// presetOrigin is what a preset file calibrated from preset (a name or a
 // file) and slurmConf starts from: the named preset and slurm.conf at its root.
-func PresetOrigin(preset, slurmConf string) (base, conf string, err error) {
+func presetOrigin(preset, slurmConf string) (base, conf string, err error) {
 	if !isPresetPath(preset) {
 		return preset, slurmConf, nil
 	}

@@ -94,15 +94,10 @@ func simCalibrate(ctx context.Context, o *simCalOptions) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
-	origin, conf, err := sim.PresetOrigin(o.opts.Preset, o.opts.SlurmConf)
+	pf, err := sim.CalibratedPreset(o.opts.Preset, o.opts.SlurmConf, filepath.Base(o.trace), cal)
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	if conf != "" {
-		conf, _ = filepath.Abs(conf)
-	}
-	pf := sim.PresetFile{Base: origin, SlurmConf: conf, Params: cal.Best.Params, Trace: filepath.Base(o.trace), Objective: cal.Best.Objective,
-		Fit: s.Fit.String(), Score: s.Score.String()}
 	if err := sim.WritePresetFile(o.out, pf); err != nil {
 		return err
 	}
