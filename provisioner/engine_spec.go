@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strings"
 	"time"
@@ -75,7 +76,10 @@ func ParseChainSpec(comment string) (Chain, bool) {
 		return Chain{}, false
 	}
 	var sp chainSpec
-	if err := json.Unmarshal(b, &sp); err != nil || sp.V != 1 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Nodes < 0 || sp.GPUs < 0 {
+	// A limit past time.Duration's range (about 292 years) would wrap negative.
+	const maxLimit = math.MaxInt64 / int64(time.Second)
+	if err := json.Unmarshal(b, &sp); err != nil || sp.V != 1 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Limit > maxLimit ||
+		sp.Nodes < 0 || sp.GPUs < 0 {
 		return Chain{}, false
 	}
 	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
