@@ -18,6 +18,7 @@ awk -F'\t' '
     print "|---|---|"
     next
   }
-  $1 == "total" { print "| **total** | **" mmss($2) "** |"; next }
-  { print "| " $1 " | " mmss($2) " |" }
+  $1 == "total" { print "| **total** | **" mmss($2) "** |"; total = 1; next }
+  { print "| " $1 " | " mmss($2) " |"; sum += $2 }
+  END { if (!total) print "| **the run stopped here: the next step failed** (steps above: " mmss(sum) ") | — |" }
 ' "$TSV"

@@ -43,6 +43,8 @@ esac
 
 cleanup() {
   set +e
+  # The step times, also when a step failed (the table then says where it stopped).
+  [ -z "${MIRAGE_TEST_TIMES:-}" ] || scripts/test-times.sh "$TIMES" > "$MIRAGE_TEST_TIMES"
   for s in scripts/k8s-down.sh scripts/slurm-down.sh; do
     [ -x "$s" ] && "$s"
   done
@@ -93,5 +95,4 @@ go test -tags "$GOTAGS" -run '^$' -bench . -benchtime 1x ./... > "$MIRAGE_TEST_D
 step "benchmarks, once each"
 printf 'total\t%d\n' $((SECONDS - T0)) >> "$TIMES"
 scripts/test-times.sh "$TIMES"
-[ -z "${MIRAGE_TEST_TIMES:-}" ] || scripts/test-times.sh "$TIMES" > "$MIRAGE_TEST_TIMES"
 echo "all tests passed"
