@@ -81,17 +81,23 @@ func TestRealSinfoJSON2411(t *testing.T) {
 // slurmctld or slurmdbd stopped, and sbatch's rejections, classified as on
 // 22.05. Unlike 22.05, squeue --json with slurmctld down prints no JSON: it
 // exits 1 with "slurm_load_jobs error: Unable to contact slurm controller".
-func TestRecordedFailures2411(t *testing.T) {
+func TestRecordedFailures2411(t *testing.T) { checkRecordedFailures(t, "24.11") }
+
+// checkRecordedFailures classifies what release's commands printed with
+// munged, slurmctld or slurmdbd stopped (fail-*-RELEASE.txt) and sbatch's
+// rejections (sbatch-reject-*-RELEASE.txt), as on 22.05.
+func checkRecordedFailures(t *testing.T, release string) {
+	t.Helper()
 	cases := []struct {
 		file, cmd string
 		want      error
 	}{
-		{"fail-munged-squeue-24.11.txt", "squeue", ErrMungeDown},
-		{"fail-munged-sbatch-24.11.txt", "sbatch", ErrMungeDown},
-		{"fail-munged-sacct-24.11.txt", "sacct", ErrMungeDown},
-		{"fail-slurmctld-squeue-24.11.txt", "squeue", ErrControllerDown},
-		{"fail-slurmctld-sbatch-24.11.txt", "sbatch", ErrControllerDown},
-		{"fail-slurmdbd-sacct-24.11.txt", "sacct", provisioner.ErrNoAccounting},
+		{"fail-munged-squeue-" + release + ".txt", "squeue", ErrMungeDown},
+		{"fail-munged-sbatch-" + release + ".txt", "sbatch", ErrMungeDown},
+		{"fail-munged-sacct-" + release + ".txt", "sacct", ErrMungeDown},
+		{"fail-slurmctld-squeue-" + release + ".txt", "squeue", ErrControllerDown},
+		{"fail-slurmctld-sbatch-" + release + ".txt", "sbatch", ErrControllerDown},
+		{"fail-slurmdbd-sacct-" + release + ".txt", "sacct", provisioner.ErrNoAccounting},
 	}
 	for _, tc := range cases {
 		kind, _ := classify(tc.cmd, []byte(readTestdata(t, tc.file)), exitErr)
@@ -99,14 +105,14 @@ func TestRecordedFailures2411(t *testing.T) {
 			t.Errorf("%s: kind %v, want %v", tc.file, kind, tc.want)
 		}
 	}
-	if !connectFailed([]byte(readTestdata(t, "fail-slurmctld-sbatch-24.11.txt"))) {
+	if !connectFailed([]byte(readTestdata(t, "fail-slurmctld-sbatch-"+release+".txt"))) {
 		t.Error("sbatch with slurmctld down: want a connect failure (safe to retry)")
 	}
 	rejections := map[string]string{
-		"sbatch-reject-time-24.11.txt":      "Requested time limit is invalid (missing or exceeds some limit)",
-		"sbatch-reject-account-24.11.txt":   "Invalid account or account/partition combination specified",
-		"sbatch-reject-gpus-24.11.txt":      "Requested node configuration is not available",
-		"sbatch-reject-partition-24.11.txt": "Invalid partition name specified (invalid partition specified: nosuchpartition)",
+		"sbatch-reject-time-" + release + ".txt":      "Requested time limit is invalid (missing or exceeds some limit)",
+		"sbatch-reject-account-" + release + ".txt":   "Invalid account or account/partition combination specified",
+		"sbatch-reject-gpus-" + release + ".txt":      "Requested node configuration is not available",
+		"sbatch-reject-partition-" + release + ".txt": "Invalid partition name specified (invalid partition specified: nosuchpartition)",
 	}
 	for f, want := range rejections {
 		b := []byte(readTestdata(t, f))

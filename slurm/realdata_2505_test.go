@@ -139,43 +139,9 @@ func TestRealSchemasAgree2505(t *testing.T) {
 // slurmctld or slurmdbd stopped, and sbatch's rejections, classified as on
 // 22.05 and 24.11. sacct needs no slurmctld (its file is empty).
 func TestRecordedFailures2505(t *testing.T) {
-	cases := []struct {
-		file, cmd string
-		want      error
-	}{
-		{"fail-munged-squeue-25.05.txt", "squeue", ErrMungeDown},
-		{"fail-munged-sbatch-25.05.txt", "sbatch", ErrMungeDown},
-		{"fail-munged-sacct-25.05.txt", "sacct", ErrMungeDown},
-		{"fail-slurmctld-squeue-25.05.txt", "squeue", ErrControllerDown},
-		{"fail-slurmctld-sbatch-25.05.txt", "sbatch", ErrControllerDown},
-		{"fail-slurmdbd-sacct-25.05.txt", "sacct", provisioner.ErrNoAccounting},
-	}
-	for _, tc := range cases {
-		kind, _ := classify(tc.cmd, []byte(readTestdata(t, tc.file)), exitErr)
-		if kind != tc.want {
-			t.Errorf("%s: kind %v, want %v", tc.file, kind, tc.want)
-		}
-	}
+	checkRecordedFailures(t, "25.05")
 	if readTestdata(t, "fail-slurmctld-sacct-25.05.txt") != "" {
 		t.Error("sacct with slurmctld down printed an error; the recording says it needs only slurmdbd")
-	}
-	if !connectFailed([]byte(readTestdata(t, "fail-slurmctld-sbatch-25.05.txt"))) {
-		t.Error("sbatch with slurmctld down: want a connect failure (safe to retry)")
-	}
-	rejections := map[string]string{
-		"sbatch-reject-time-25.05.txt":      "Requested time limit is invalid (missing or exceeds some limit)",
-		"sbatch-reject-account-25.05.txt":   "Invalid account or account/partition combination specified",
-		"sbatch-reject-gpus-25.05.txt":      "Requested node configuration is not available",
-		"sbatch-reject-partition-25.05.txt": "Invalid partition name specified (invalid partition specified: nosuchpartition)",
-	}
-	for f, want := range rejections {
-		b := []byte(readTestdata(t, f))
-		if kind, _ := classify("sbatch", b, exitErr); kind != nil {
-			t.Errorf("%s classified as %v; a rejection has no kind", f, kind)
-		}
-		if got := rejection(b); got != want {
-			t.Errorf("%s: reason %q, want %q", f, got, want)
-		}
 	}
 }
 
