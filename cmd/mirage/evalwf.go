@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/models/dataset"
@@ -21,7 +22,7 @@ type evalWFOptions struct {
 	trace, preset, slurmConf string
 	months                   []string
 	until, cache             string
-	policies                 []string
+	policies, baselines      []string
 	seed                     uint64
 	workers                  int
 	protocol                 scenario.Protocol
@@ -54,6 +55,7 @@ Method and policies: docs/guide/training-and-evaluation.md.`,
 	fl.StringSliceVar(&o.months, "months", nil, "start of each scored period, read as train's --from (required)")
 	fl.StringVar(&o.until, "until", "", "end of the last period (default: the trace's last submit)")
 	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
+	fl.StringSliceVar(&o.baselines, "baselines", train.WFBaselines, "policies without training to score too, replayed on the same chains (\"\": none)")
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
 	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
@@ -78,6 +80,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	}
 	loc := jobs[0].Submit.Location()
 	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
+		Baselines: o.baselines, Replay: eval.WalkForwardBaselines,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)

@@ -45,7 +45,7 @@ func TestEvalWalkForward(t *testing.T) {
 			all[row.Policy] = row
 		}
 	}
-	for _, p := range []string{train.WFReactive, train.WFOracle, "xgb"} {
+	for _, p := range append([]string{train.WFReactive, train.WFOracle, "xgb"}, train.WFBaselines...) {
 		if all[p].N != scored {
 			t.Errorf("%s: %d hand-offs, want every scored chain (%d)", p, all[p].N, scored)
 		}
@@ -56,7 +56,11 @@ func TestEvalWalkForward(t *testing.T) {
 	}
 	// From the cache, the same result.
 	if again := run(); !reflect.DeepEqual(again.Rows, r.Rows) {
-		t.Error("a second run (tables from the cache) gave other rows")
+		for i := range r.Rows {
+			if !reflect.DeepEqual(again.Rows[i], r.Rows[i]) {
+				t.Errorf("a second run (tables from the cache) gave other rows: %+v, then %+v", r.Rows[i], again.Rows[i])
+			}
+		}
 	}
 
 	for _, tc := range []struct {
@@ -67,6 +71,7 @@ func TestEvalWalkForward(t *testing.T) {
 		{[]string{"--months", "yesterday"}, cmdutil.ExitUsage, `--months "yesterday"`},
 		{[]string{"--months", "2022-11-08,2022-11-06"}, cmdutil.ExitUsage, "is not after"},
 		{[]string{"--months", "2022-11-06", "--policies", "nope"}, cmdutil.ExitUsage, `"nope"`},
+		{[]string{"--months", "2022-11-06", "--baselines", "xgb"}, cmdutil.ExitUsage, `"xgb" as a baseline`},
 	} {
 		_, stderr, code := runMirage(t, append([]string{"eval", "walk-forward", "--trace", fx.trace}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.msg) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -69,6 +71,10 @@ const (
 	WFReactive = "reactive" // the successor submitted at the deadline (Lead before the predecessor's end)
 	WFOracle   = "oracle"   // the tick with the smallest |gap| (dataset.OracleTick)
 )
+
+// WFBaselines are the policies without training a walk-forward can score
+// beside the learned ones (WFSpec.Baselines), in the order of its table.
+var WFBaselines = []string{provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyAverage, models.PolicyQuantile}
 
 // OnlinePolicyName names OnlinePolicy in a walk-forward run: xgb's
 // predicted gap with a do-no-harm guard and online thresholds.
@@ -149,6 +155,108 @@ type WFSpec struct {
 	Cache     string            // per-day chain dataset cache ("": none)
 	Workers   int               // simulator goroutines (0: all cores)
 	Progress  Progress          // dataset generation and fitting (nil: none)
+	// Baselines are scored beside the learned policies: policies that need
+	// no training (lead, dependency, start-estimate, average, quantile),
+	// played by Replay on the same chains. Empty: none.
+	Baselines []string
+	Replay    BaselineReplay
+}
+
+// BaselineReplay plays policies that need no training on the chains a
+// walk-forward scores: the pair protocol's replay of sc (the same
+// injections and decision ticks as the chain tables) over injections in
+// [from, until), one outcome per chain and policy, with Policy, Inject,
+// Nodes, GPUs, Gap and Censored set (eval.WalkForwardBaselines). The
+// walk-forward asks for reactive too and checks that the replay's reactive
+// gap is its table's deadline gap on every chain: the two harnesses must
+// agree before their rows are pooled.
+type BaselineReplay func(ctx context.Context, sc *scenario.Scenario, p scenario.Protocol, from, until time.Time, policies []string, workers int, progress func(done, total int)) ([]WFOutcome, error)
+
+// addBaselines replays s.Baselines over the folds and inserts their
+// outcomes after each fold's learned policies. An outcome must fall on a
+// chain of its fold's table: the replay and the tables inject the same
+// chains, so a stray or a missing one is an error, never a silent gap in
+// a row.
+func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []Fold, outs []WFOutcome) ([]WFOutcome, error) {
+	if len(s.Baselines) == 0 {
+		return outs, nil
+	}
+	if s.Replay == nil {
+		return nil, mark(ErrSpec, errors.New("walk-forward: baselines need a replay"))
+	}
+	var prog func(done, total int)
+	if s.Progress != nil {
+		prog = func(done, total int) { s.Progress.Update("baselines", done, total) }
+	}
+	// From the first scored chain's injection, so that the replay's
+	// injection grid is the tables'.
+	from := folds[0].End
+	for _, f := range folds {
+		for _, e := range f.Test {
+			if e.Inject.Before(from) {
+				from = e.Inject
+			}
+		}
+	}
+	got, err := s.Replay(ctx, sc, s.Protocol, from, folds[len(folds)-1].End, append([]string{WFReactive}, s.Baselines...), s.Workers, prog)
+	if s.Progress != nil {
+		s.Progress.Done()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("walk-forward baselines: %w", err)
+	}
+	type key struct {
+		inject time.Time
+		nodes  int
+	}
+	table := map[key]*dataset.ChainEpisode{}
+	foldOf := map[key]int{}
+	for fi := range folds {
+		for i := range folds[fi].Test {
+			e := &folds[fi].Test[i]
+			k := key{e.Inject.UTC(), e.Nodes}
+			table[k], foldOf[k] = e, fi
+		}
+	}
+	byFold := make([][]WFOutcome, len(folds))
+	seen := map[string]int{}
+	for _, o := range got {
+		k := key{o.Inject.UTC(), o.Nodes}
+		e, ok := table[k]
+		if !ok {
+			return nil, fmt.Errorf("walk-forward baselines: %s's chain of %d nodes injected %s is not in the tables", o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+		}
+		seen[o.Policy]++
+		if o.Policy == WFReactive {
+			if o.Gap != e.Reactive {
+				return nil, fmt.Errorf("walk-forward baselines: the replay and the tables disagree: reactive's gap on the %d-node chain injected %s is %.0f s in the replay, %.0f s in the tables",
+					o.Nodes, o.Inject.Format(time.RFC3339), o.Gap, e.Reactive)
+			}
+			continue
+		}
+		o.Fold, o.Reactive, o.Inject = foldOf[k], e.Reactive, e.Inject // the table's instant: rows pair outcomes by it
+		byFold[o.Fold] = append(byFold[o.Fold], o)
+	}
+	want := 0
+	for _, f := range folds {
+		want += len(f.Test)
+	}
+	for _, p := range append([]string{WFReactive}, s.Baselines...) {
+		if seen[p] != want {
+			return nil, fmt.Errorf("walk-forward baselines: %s scored %d chains, the tables hold %d", p, seen[p], want)
+		}
+	}
+	// Keep the fold-then-policy order of WalkForward's outcomes.
+	var merged []WFOutcome
+	for fi := range folds {
+		for _, o := range outs {
+			if o.Fold == fi {
+				merged = append(merged, o)
+			}
+		}
+		merged = append(merged, byFold[fi]...)
+	}
+	return merged, nil
 }
 
 // WFResult is a walk-forward run's outcomes and its pooled table.
@@ -189,6 +297,11 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q (want a learned policy, NAME%s, %s or %s)", models.ErrUnknownPolicy, p, NoHarmSuffix, OnlinePolicyName, ImitationPolicyName))
 		}
 	}
+	for _, p := range s.Baselines {
+		if !slices.Contains(WFBaselines, p) {
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q as a baseline (want one of %s; reactive and the oracle are always scored)", models.ErrUnknownPolicy, p, strings.Join(WFBaselines, ", ")))
+		}
+	}
 	sc, err := scenario.NewScenario(s.TraceName, s.Jobs, s.Cluster)
 	if err != nil {
 		return nil, mark(ErrInput, err)
@@ -225,13 +338,16 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	if res.Outcomes, err = WalkForward(folds, o); err != nil {
 		return nil, mark(ErrSpec, err)
 	}
+	if res.Outcomes, err = addBaselines(ctx, s, sc, folds, res.Outcomes); err != nil {
+		return nil, err
+	}
 	if s.Progress != nil {
 		s.Progress.Done()
 	}
 	res.Rows = WalkForwardRows(res.Outcomes, len(folds), 2000, 1)
 	best, pick := -1.0, -1.0
 	for _, r := range res.Rows {
-		if r.Class != "all" || r.Policy == WFReactive || r.Policy == WFOracle {
+		if r.Class != "all" || !slices.Contains(s.Policies, r.Policy) {
 			continue
 		}
 		if best < 0 || r.MeanAbsGap < best {

@@ -1,6 +1,7 @@
 package train
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -26,6 +27,40 @@ type WFRow struct {
 	VsReactive95 [2]float64 `json:"vs_reactive_95"`       // paired percentile bootstrap
 	VsOracle     float64    `json:"vs_oracle"`            // mean |gap| / the oracle's
 	PerFold      []float64  `json:"per_fold_vs_reactive"` // VsReactive of each fold (NaN: no hand-off of the class)
+}
+
+// MarshalJSON writes a ratio without a denominator (NaN: e.g. a class
+// the oracle has no gap in, or a fold without hand-offs of the class) as
+// null, which JSON can carry and NaN cannot.
+func (r WFRow) MarshalJSON() ([]byte, error) {
+	type row struct {
+		Class        string       `json:"class"`
+		Policy       string       `json:"policy"`
+		N            int          `json:"n"`
+		MeanAbsGap   float64      `json:"mean_abs_gap_h"`
+		MeanOverlap  float64      `json:"mean_overlap_h"`
+		MeanIntr     float64      `json:"mean_interruption_h"`
+		VsReactive   nullFloat    `json:"vs_reactive"`
+		VsReactive95 [2]nullFloat `json:"vs_reactive_95"`
+		VsOracle     nullFloat    `json:"vs_oracle"`
+		PerFold      []nullFloat  `json:"per_fold_vs_reactive"`
+	}
+	out := row{Class: r.Class, Policy: r.Policy, N: r.N, MeanAbsGap: r.MeanAbsGap, MeanOverlap: r.MeanOverlap, MeanIntr: r.MeanIntr,
+		VsReactive: nullFloat(r.VsReactive), VsReactive95: [2]nullFloat{nullFloat(r.VsReactive95[0]), nullFloat(r.VsReactive95[1])}, VsOracle: nullFloat(r.VsOracle)}
+	for _, v := range r.PerFold {
+		out.PerFold = append(out.PerFold, nullFloat(v))
+	}
+	return json.Marshal(out)
+}
+
+// nullFloat is a float64 that JSON-encodes NaN and ±Inf as null.
+type nullFloat float64
+
+func (f nullFloat) MarshalJSON() ([]byte, error) {
+	if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(float64(f))
 }
 
 // WalkForwardRows pools walk-forward outcomes by load class (by the
