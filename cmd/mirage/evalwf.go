@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +25,7 @@ type evalWFOptions struct {
 	until, cache             string
 	policies, baselines      []string
 	seed                     uint64
+	retrain                  time.Duration
 	workers                  int
 	protocol                 scenario.Protocol
 	json                     bool
@@ -36,8 +38,9 @@ func newEvalWalkForwardCmd(f *Factory, runF func(*evalWFOptions) error) *cobra.C
 		Use:   "walk-forward --trace FILE --months START[,START...] --until END",
 		Short: "Score the learned policies period by period, each trained only on what came before",
 		Long: `Score each period [START, next START or --until) of a trace with policies trained
-only on chains that ended before it began (thresholds chosen on the latest 20% of
-those), pooled per load class with paired bootstrap intervals against reactive;
+only on chains whose outcomes were all known before (refitted every --retrain inside
+the period; thresholds chosen on the latest 20% of the chains), and the baselines
+replayed on the same chains, pooled per load class with paired bootstrap intervals against reactive;
 the last line names the best policy, and the best one mirage submit can run.
 Method and policies: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage eval walk-forward --trace ls6.log.gz --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27
@@ -55,6 +58,7 @@ Method and policies: docs/guide/training-and-evaluation.md.`,
 	fl.StringSliceVar(&o.months, "months", nil, "start of each scored period, read as train's --from (required)")
 	fl.StringVar(&o.until, "until", "", "end of the last period (default: the trace's last submit)")
 	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
+	fl.DurationVar(&o.retrain, "retrain", 7*24*time.Hour, "refit the learned policies this often inside a period, on the chains known by then, as a cron retrain does (0: once per period)")
 	fl.StringSliceVar(&o.baselines, "baselines", train.WFBaselines, "policies without training to score too, replayed on the same chains (\"\": none)")
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
@@ -80,7 +84,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	}
 	loc := jobs[0].Submit.Location()
 	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
-		Baselines: o.baselines, Replay: eval.WalkForwardBaselines,
+		Baselines: o.baselines, Replay: eval.WalkForwardBaselines, Retrain: o.retrain,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)

@@ -16,7 +16,7 @@ func TestEvalWalkForward(t *testing.T) {
 	fx := trainedFixture(t) // its synthetic trace
 	cache := filepath.Join(t.TempDir(), "cache")
 	args := []string{"eval", "walk-forward", "--trace", fx.trace, "--months", "2022-11-06,2022-11-08", "--until", "2022-11-10",
-		"--nodes", "1,4", "--every", "12h", "--tick", "30m", "--limit", "12h", "--warmup", "24h", "--policies", "xgb", "--cache", cache, "--json"}
+		"--nodes", "1,4", "--every", "12h", "--tick", "30m", "--limit", "12h", "--warmup", "24h", "--policies", "xgb", "--retrain", "24h", "--cache", cache, "--json"}
 	run := func() train.WFResult {
 		out, stderr, code := runMirage(t, args...)
 		if code != 0 {
@@ -37,6 +37,9 @@ func TestEvalWalkForward(t *testing.T) {
 		scored += f.Scored
 		if f.Train == 0 || f.Scored == 0 {
 			t.Errorf("fold %+v: want chains to train on and to score", f)
+		}
+		if f.Fits != 2 { // two days, refitted every 24 h
+			t.Errorf("fold %+v: %d fits, want 2", f, f.Fits)
 		}
 	}
 	all := map[string]train.WFRow{}
@@ -72,6 +75,7 @@ func TestEvalWalkForward(t *testing.T) {
 		{[]string{"--months", "2022-11-08,2022-11-06"}, cmdutil.ExitUsage, "is not after"},
 		{[]string{"--months", "2022-11-06", "--policies", "nope"}, cmdutil.ExitUsage, `"nope"`},
 		{[]string{"--months", "2022-11-06", "--baselines", "xgb"}, cmdutil.ExitUsage, `"xgb" as a baseline`},
+		{[]string{"--months", "2022-11-06", "--retrain", "5m"}, cmdutil.ExitUsage, "at least 1h"},
 	} {
 		_, stderr, code := runMirage(t, append([]string{"eval", "walk-forward", "--trace", fx.trace}, tc.args...)...)
 		if code != tc.code || !strings.Contains(stderr, tc.msg) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -48,6 +49,20 @@ func (e *ChainEpisode) TickTime(k int) time.Time {
 		first = e.PredStart
 	}
 	return first.Add(time.Duration(k) * e.Tick)
+}
+
+// KnownBy is the instant by which every outcome of the episode is known:
+// the latest start (or censoring) of any probed successor, never before
+// the predecessor's end. A model fitted at time t may learn only from
+// episodes known by t: a chain whose predecessor has ended but whose
+// deadline successor is still queued has an outcome that depends on what
+// happens after t.
+func (e *ChainEpisode) KnownBy() time.Time {
+	last := math.Max(e.Reactive, 0)
+	for _, g := range e.Gap {
+		last = math.Max(last, g)
+	}
+	return e.PredEnd.Add(time.Duration(last * float64(time.Second)))
 }
 
 // Left is the predecessor's remaining time at tick k, in seconds.

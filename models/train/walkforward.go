@@ -25,32 +25,63 @@ import (
 // tables are exact (dataset.ChainEpisode), so a policy's outcome on a chain
 // is the outcome at the first tick it submits.
 
-// Fold is one period of a walk-forward evaluation.
+// Fold is one period of a walk-forward evaluation, or one retraining
+// period inside it (RetrainFolds).
 type Fold struct {
 	Schema     features.SchemaID      // feature schema of the tables
+	Period     int                    // the reported period it belongs to (WFOutcome.Fold)
 	Start, End time.Time              // scored injections in [Start, End)
-	Train      []dataset.ChainEpisode // chains whose predecessor ended by Start
+	Train      []dataset.ChainEpisode // chains whose every outcome was known by Start (ChainEpisode.KnownBy)
 	Test       []dataset.ChainEpisode // chains injected in [Start, End), in injection order
 }
 
 // Folds cuts d's episodes (in injection order) at bounds: fold i scores
-// [bounds[i], bounds[i+1]) and trains on every chain whose predecessor
-// ended by bounds[i].
+// [bounds[i], bounds[i+1]) and trains on every chain known by bounds[i]:
+// its predecessor had ended and every successor probed for it had started
+// (a chain whose reactive successor still queued at bounds[i] would teach
+// the model the future).
 func Folds(d *dataset.ChainData, bounds []time.Time) []Fold {
+	return RetrainFolds(d, bounds, 0)
+}
+
+// RetrainFolds is Folds with the models refitted every `every` inside each
+// period, as a nightly (or weekly) retrain from the site's history does in
+// deployment: period i is cut into folds [t, t+every) (the last one
+// shorter), each training on the chains known by its t and reporting as
+// period i. Whole days are calendar days in the bounds' zone, so nightly
+// refits stay at the same hour across a daylight-saving change. every ≤ 0
+// keeps one fold per period.
+func RetrainFolds(d *dataset.ChainData, bounds []time.Time, every time.Duration) []Fold {
 	var out []Fold
 	for i := 0; i+1 < len(bounds); i++ {
-		f := Fold{Schema: d.Schema, Start: bounds[i], End: bounds[i+1]}
-		for _, e := range d.Episodes {
-			if !e.PredEnd.After(f.Start) {
-				f.Train = append(f.Train, e)
+		for start := bounds[i]; start.Before(bounds[i+1]); {
+			end := bounds[i+1]
+			if next := retrainAfter(start, every); every > 0 && next.Before(end) {
+				end = next
 			}
-			if !e.Inject.Before(f.Start) && e.Inject.Before(f.End) {
-				f.Test = append(f.Test, e)
+			f := Fold{Schema: d.Schema, Period: i, Start: start, End: end}
+			for _, e := range d.Episodes {
+				if !e.KnownBy().After(f.Start) {
+					f.Train = append(f.Train, e)
+				}
+				if !e.Inject.Before(f.Start) && e.Inject.Before(f.End) {
+					f.Test = append(f.Test, e)
+				}
 			}
+			out = append(out, f)
+			start = end
 		}
-		out = append(out, f)
 	}
 	return out
+}
+
+// retrainAfter is the next refit after t: whole days as calendar days.
+func retrainAfter(t time.Time, every time.Duration) time.Time {
+	const day = 24 * time.Hour
+	if every > 0 && every%day == 0 {
+		return t.AddDate(0, 0, int(every/day))
+	}
+	return t.Add(every)
 }
 
 // WFOutcome is one policy's hand-off in a walk-forward fold.
@@ -96,14 +127,19 @@ type WFOptions struct {
 
 // WalkForward trains each policy on each fold's training chains and plays
 // it on the fold's chains in injection order. Outcomes come in fold, then
-// policy (reactive, oracle, then opts.Policies), then injection order.
+// policy (reactive, oracle, then opts.Policies), then injection order;
+// their Fold is the fold's Period.
 func WalkForward(folds []Fold, opts WFOptions) ([]WFOutcome, error) {
 	var out []WFOutcome
-	for fi, f := range folds {
-		if len(f.Train) < 10 || len(f.Test) == 0 {
-			return nil, fmt.Errorf("walk-forward fold %d (%s): %d training and %d scored chains: need ≥ 10 and ≥ 1",
-				fi, f.Start.Format("2006-01-02"), len(f.Train), len(f.Test))
+	for _, f := range folds {
+		if len(f.Test) == 0 {
+			continue // a retraining period without injections
 		}
+		if len(f.Train) < 10 {
+			return nil, fmt.Errorf("walk-forward fold %d (%s): %d chains known to train on: need ≥ 10",
+				f.Period, f.Start.Format("2006-01-02 15:04"), len(f.Train))
+		}
+		fi := f.Period
 		rec := func(name string, ep *dataset.ChainEpisode, k int) WFOutcome {
 			g, c := ep.Outcome(k)
 			o := WFOutcome{Policy: name, Fold: fi, Inject: ep.Inject, Nodes: ep.Nodes, GPUs: ep.GPUs, Tick: k, Gap: g, Censored: c, Reactive: ep.Reactive}
@@ -150,6 +186,7 @@ type WFSpec struct {
 	Cluster   sim.Config
 	Protocol  scenario.Protocol // zero fields: defaults
 	Bounds    []time.Time       // fold starts, then the end of the last fold (≥ 2)
+	Retrain   time.Duration     // refit the learned policies this often inside a period, as a nightly cron retrain does (0: once per period)
 	Policies  []string          // scored besides reactive and the oracle
 	Seed      uint64            // of every fit
 	Cache     string            // per-day chain dataset cache ("": none)
@@ -275,7 +312,8 @@ type WFResult struct {
 // FoldInfo describes one fold.
 type FoldInfo struct {
 	Start, End    time.Time
-	Train, Scored int
+	Train, Scored int // chains known at Start to train on; chains scored
+	Fits          int // fits of each learned policy in the period (RetrainFolds)
 }
 
 // RunWalkForward tables every chain injected before the last bound (through
@@ -296,6 +334,9 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 		if p != OnlinePolicyName && p != ImitationPolicyName && !models.IsLearned(base) {
 			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q (want a learned policy, NAME%s, %s or %s)", models.ErrUnknownPolicy, p, NoHarmSuffix, OnlinePolicyName, ImitationPolicyName))
 		}
+	}
+	if s.Retrain < 0 || (s.Retrain > 0 && s.Retrain < time.Hour) {
+		return nil, mark(ErrSpec, fmt.Errorf("walk-forward: retrain every %s: want 0 (once per period) or at least 1h", s.Retrain))
 	}
 	for _, p := range s.Baselines {
 		if !slices.Contains(WFBaselines, p) {
@@ -322,23 +363,28 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("walk-forward tables: %w", err)
 	}
-	folds := Folds(d, s.Bounds)
+	periods, folds := Folds(d, s.Bounds), RetrainFolds(d, s.Bounds, s.Retrain)
 	res := &WFResult{Chains: len(d.Episodes)}
-	for _, f := range folds {
+	for _, f := range periods {
 		res.Folds = append(res.Folds, FoldInfo{Start: f.Start, End: f.End, Train: len(f.Train), Scored: len(f.Test)})
+	}
+	for _, f := range folds {
+		if len(f.Test) > 0 {
+			res.Folds[f.Period].Fits++
+		}
 	}
 	o := WFOptions{Policies: s.Policies, Train: PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol}}
 	if s.Progress != nil {
 		done := 0
 		o.Progress = func(fold int, p string) {
-			s.Progress.Update(fmt.Sprintf("fit and score (fold %d: %s)", fold+1, p), done, len(folds)*len(s.Policies))
+			s.Progress.Update(fmt.Sprintf("fit and score (period %d: %s)", fold+1, p), done, len(folds)*len(s.Policies))
 			done++
 		}
 	}
 	if res.Outcomes, err = WalkForward(folds, o); err != nil {
 		return nil, mark(ErrSpec, err)
 	}
-	if res.Outcomes, err = addBaselines(ctx, s, sc, folds, res.Outcomes); err != nil {
+	if res.Outcomes, err = addBaselines(ctx, s, sc, periods, res.Outcomes); err != nil {
 		return nil, err
 	}
 	if s.Progress != nil {
