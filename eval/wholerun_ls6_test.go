@@ -29,8 +29,9 @@ const (
 // a unit test: it runs when MIRAGE_WHOLERUN=1). Walk-forward: December,
 // January and February 2023 (to the 20th, so that week-long runs end
 // before the file's arrivals stop on 1 March) are each replayed with an
-// xgb model fitted only on chains whose predecessor ended before the month
-// began (train.FitFolds, the tables of the walk-forward evaluation).
+// xgb model fitted only on chains known before the month began
+// (train.FitFolds, the tables of the walk-forward evaluation; the page was
+// written when "known" meant the predecessor had ended).
 //
 //   - Training workload: whole runs (the run protocol) of 7 days of work,
 //     48 h segments, 1 and 8 nodes, C = R = 5 min, with hand-off; xgb with

@@ -47,6 +47,9 @@ func TestEvalWalkForward(t *testing.T) {
 		if row.Class == "all" {
 			all[row.Policy] = row
 		}
+		if len(row.PerFold) != len(r.Folds) { // one ratio per reported period, however often the models were refitted
+			t.Errorf("%s %s: %d per-period ratios for %d periods", row.Class, row.Policy, len(row.PerFold), len(r.Folds))
+		}
 	}
 	for _, p := range append([]string{train.WFReactive, train.WFOracle, "xgb"}, train.WFBaselines...) {
 		if all[p].N != scored {

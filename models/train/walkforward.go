@@ -19,8 +19,9 @@ import (
 )
 
 // Walk-forward evaluation on episode tables. Each fold scores the chains
-// injected in one period with policies trained only on chains whose
-// predecessor had ended before the period began; every decision a policy
+// injected in one period with policies trained only on chains whose every
+// outcome was known before (ChainEpisode.KnownBy), refitted as often as a
+// site's cron retrains them (RetrainFolds); every decision a policy
 // makes inside the period uses only hand-offs that had ended by then. The
 // tables are exact (dataset.ChainEpisode), so a policy's outcome on a chain
 // is the outcome at the first tick it submits.
@@ -390,7 +391,7 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	if s.Progress != nil {
 		s.Progress.Done()
 	}
-	res.Rows = WalkForwardRows(res.Outcomes, len(folds), 2000, 1)
+	res.Rows = WalkForwardRows(res.Outcomes, len(periods), 2000, 1)
 	best, pick := -1.0, -1.0
 	for _, r := range res.Rows {
 		if r.Class != "all" || !slices.Contains(s.Policies, r.Policy) {

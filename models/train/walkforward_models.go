@@ -11,7 +11,7 @@ import (
 )
 
 // FoldModel is a learned policy's model for one walk-forward period: fitted
-// only on chains whose predecessor ended before Start.
+// only on chains whose every outcome was known by Start (Folds).
 type FoldModel struct {
 	Start, End time.Time
 	Train      int // training chains
