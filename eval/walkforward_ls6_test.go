@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/sim"
-	"github.com/mirage-gpu/mirage/traces"
 )
 
 const (
@@ -44,15 +42,8 @@ func TestWalkForwardLS6(t *testing.T) {
 	if p := os.Getenv("MIRAGE_WALKFORWARD_POLICIES"); p != "" {
 		policies = strings.Split(p, ",")
 	}
-	tr := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
-	jobs, err := traces.ReadFile(tr, traces.Options{})
-	if err != nil {
-		t.Skip(err)
-	}
-	cache := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "mirage", "datasets") // where mirage eval walk-forward keeps them
-	}
+	tr, jobs, cache := sharedLS6(t)
+	var err error
 	// Refitted weekly inside each month, as `mirage eval walk-forward`
 	// does by default (the nightly cron refits daily: set the variable to 24h).
 	retrain := 7 * 24 * time.Hour

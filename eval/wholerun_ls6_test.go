@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
-	"github.com/mirage-gpu/mirage/traces"
 )
 
 const (
@@ -58,15 +56,7 @@ func TestWholeRunLS6(t *testing.T) {
 		}
 		interval = d
 	}
-	path := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
-	jobs, err := traces.ReadFile(path, traces.Options{})
-	if err != nil {
-		t.Skip(err)
-	}
-	cache := ""
-	if dir, err := os.UserCacheDir(); err == nil {
-		cache = filepath.Join(dir, "mirage", "datasets")
-	}
+	path, jobs, cache := sharedLS6(t)
 	start := time.Now()
 	ctx := context.Background()
 	// One xgb per workload's cost ("train one per cost"): fitted for the
