@@ -54,7 +54,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	}
 	start := time.Now()
 	res, err := train.RunWalkForward(context.Background(), train.WFSpec{Jobs: jobs, TraceName: filepath.Base(tr), Cluster: sim.LS6(), Bounds: bounds,
-		Policies: policies, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: WalkForwardBaselines, Retrain: retrain})
+		Policies: policies, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: ReplayBaselines, Retrain: retrain})
 	if err != nil {
 		t.Fatal(err)
 	}

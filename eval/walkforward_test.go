@@ -11,20 +11,20 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// TestWalkForwardBaselinesOnTables: the baselines a walk-forward scores
+// TestReplayBaselinesOnTables: the baselines a walk-forward scores
 // through the pair replay land on the tables' chains with the outcome the
 // tables give at the tick the baseline fires. lead fires at the first
 // tick with at most its lead time left, which the tables say without any
 // replay; the replay's reactive must equal the tables' deadline gap (the
 // walk-forward checks it on every chain and fails otherwise).
-func TestWalkForwardBaselinesOnTables(t *testing.T) {
+func TestReplayBaselinesOnTables(t *testing.T) {
 	sc := testScenario(t)
 	p := testProtocol()
 	p.Tick = 10 * time.Minute
 	f := sc.First
 	bounds := []time.Time{f.Add(8 * 24 * time.Hour), f.Add(10 * 24 * time.Hour), f.Add(11 * 24 * time.Hour)}
 	spec := train.WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
-		Baselines: []string{provisioner.PolicyLead}, Replay: WalkForwardBaselines}
+		Baselines: []string{provisioner.PolicyLead}, Replay: ReplayBaselines}
 	res, err := train.RunWalkForward(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)

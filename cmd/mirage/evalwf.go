@@ -84,7 +84,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	}
 	loc := jobs[0].Submit.Location()
 	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
-		Baselines: o.baselines, Replay: eval.WalkForwardBaselines, Retrain: o.retrain,
+		Baselines: o.baselines, Replay: eval.ReplayBaselines, Retrain: o.retrain,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)

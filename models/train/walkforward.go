@@ -203,12 +203,13 @@ type WFSpec struct {
 // BaselineReplay plays policies that need no training on the chains a
 // walk-forward scores: the pair protocol's replay of sc (the same
 // injections and decision ticks as the chain tables) over injections in
-// [from, until), one outcome per chain and policy, with Policy, Inject,
-// Nodes, GPUs, Gap and Censored set (eval.WalkForwardBaselines). The
-// walk-forward asks for reactive too and checks that the replay's reactive
-// gap is its table's deadline gap on every chain: the two harnesses must
-// agree before their rows are pooled.
-type BaselineReplay func(ctx context.Context, sc *scenario.Scenario, p scenario.Protocol, from, until time.Time, policies []string, workers int, progress func(done, total int)) ([]WFOutcome, error)
+// [from, until), calling emit once per chain and policy with the hand-off's
+// gap (eval.ReplayBaselines; its signature uses no type of this package,
+// so eval need not import it). The walk-forward asks for reactive too and
+// checks that the replay's reactive gap is its table's deadline gap on
+// every chain: the two harnesses must agree before their rows are pooled.
+type BaselineReplay func(ctx context.Context, sc *scenario.Scenario, p scenario.Protocol, from, until time.Time, policies []string, workers int,
+	progress func(done, total int), emit func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool)) error
 
 // addBaselines replays s.Baselines over the folds and inserts their
 // outcomes after each fold's learned policies. An outcome must fall on a
@@ -236,7 +237,11 @@ func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []
 			}
 		}
 	}
-	got, err := s.Replay(ctx, sc, s.Protocol, from, folds[len(folds)-1].End, append([]string{WFReactive}, s.Baselines...), s.Workers, prog)
+	var got []WFOutcome
+	emit := func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool) {
+		got = append(got, WFOutcome{Policy: policy, Inject: inject, Nodes: nodes, GPUs: gpus, Tick: -2, Gap: gap.Seconds(), Censored: censored})
+	}
+	err := s.Replay(ctx, sc, s.Protocol, from, folds[len(folds)-1].End, append([]string{WFReactive}, s.Baselines...), s.Workers, prog, emit)
 	if s.Progress != nil {
 		s.Progress.Done()
 	}

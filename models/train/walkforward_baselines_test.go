@@ -17,7 +17,7 @@ import (
 // replayed outcomes only when they fall exactly on the tables' chains and
 // the replay's reactive agrees with the tables. The replays here are
 // fakes built from the tables (this tests the bookkeeping; eval's
-// TestWalkForwardBaselinesOnTables runs the real replay).
+// TestReplayBaselinesOnTables runs the real replay).
 func TestWalkForwardBaselineChecks(t *testing.T) {
 	sc := modeltest.Scenario(t)
 	p := modeltest.Protocol()
@@ -33,7 +33,8 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 	}
 	// A replay in which "lead" submits at the deadline on every chain.
 	honest := func(edit func([]WFOutcome) []WFOutcome) BaselineReplay {
-		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ func(int, int)) ([]WFOutcome, error) {
+		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ func(int, int),
+			emit func(string, time.Time, int, int, time.Duration, bool)) error {
 			var out []WFOutcome
 			for _, e := range scored {
 				if e.Inject.Before(from) || !e.Inject.Before(until) {
@@ -43,7 +44,10 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 					out = append(out, WFOutcome{Policy: name, Inject: e.Inject, Nodes: e.Nodes, GPUs: e.GPUs, Gap: e.Reactive})
 				}
 			}
-			return edit(out), nil
+			for _, o := range edit(out) {
+				emit(o.Policy, o.Inject, o.Nodes, o.GPUs, time.Duration(o.Gap*float64(time.Second)), o.Censored)
+			}
+			return nil
 		}
 	}
 	spec := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
