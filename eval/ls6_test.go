@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/traces"
@@ -24,4 +25,12 @@ func sharedLS6(t *testing.T) (path string, jobs []traces.Job, cache string) {
 		cache = filepath.Join(dir, "mirage", "datasets")
 	}
 	return path, jobs, cache
+}
+
+// ls6Months are the scored periods of the LS6 result runs: December,
+// January and February 2023 (US Central), February ending on lastFeb.
+func ls6Months(lastFeb int) []time.Time {
+	chi, _ := time.LoadLocation("America/Chicago")
+	return []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), time.Date(2023, 1, 1, 0, 0, 0, 0, chi),
+		time.Date(2023, 2, 1, 0, 0, 0, 0, chi), time.Date(2023, 2, lastFeb, 0, 0, 0, 0, chi)}
 }

@@ -32,9 +32,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WALKFORWARD") == "" {
 		t.Skip("set MIRAGE_WALKFORWARD=1 to run the LS6 walk-forward evaluation (about 15 minutes on 2 cores)")
 	}
-	chi, _ := time.LoadLocation("America/Chicago")
-	bounds := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), time.Date(2023, 1, 1, 0, 0, 0, 0, chi),
-		time.Date(2023, 2, 1, 0, 0, 0, 0, chi), time.Date(2023, 2, 27, 0, 0, 0, 0, chi)}
+	bounds := ls6Months(27)
 	foldNames := []string{"Dec", "Jan", "Feb"}
 	// dqn and pg are left out by default: at their default sizes they take
 	// several minutes per fold each (add them with the variable).

@@ -44,9 +44,7 @@ func TestWholeRunLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WHOLERUN") == "" {
 		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)")
 	}
-	chi, _ := time.LoadLocation("America/Chicago")
-	bounds := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), time.Date(2023, 1, 1, 0, 0, 0, 0, chi),
-		time.Date(2023, 2, 1, 0, 0, 0, 0, chi), time.Date(2023, 2, 20, 0, 0, 0, 0, chi)}
+	bounds := ls6Months(20)
 	months := []string{"Dec", "Jan", "Feb"}
 	interval := 12 * time.Hour
 	if v := os.Getenv("MIRAGE_WHOLERUN_INTERVAL"); v != "" {

@@ -92,7 +92,7 @@ type WFOutcome struct {
 	Inject   time.Time
 	Nodes    int
 	GPUs     int
-	Tick     int     // tick submitted at (−1: the deadline)
+	Tick     int     // tick submitted at (−1: the deadline; TickReplayed: a baseline played by the replay, not on the table)
 	Gap      float64 // seconds
 	Censored bool
 	Reactive float64 // the deadline submission's gap (seconds): the load class
@@ -103,6 +103,10 @@ const (
 	WFReactive = "reactive" // the successor submitted at the deadline (Lead before the predecessor's end)
 	WFOracle   = "oracle"   // the tick with the smallest |gap| (dataset.OracleTick)
 )
+
+// TickReplayed is WFOutcome.Tick of a baseline's outcome: the replay
+// decided it through the engine, not at a tick of the table.
+const TickReplayed = -2
 
 // WFBaselines are the policies without training a walk-forward can score
 // beside the learned ones (WFSpec.Baselines), in the order of its table.
@@ -239,7 +243,7 @@ func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []
 	}
 	var got []WFOutcome
 	emit := func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool) {
-		got = append(got, WFOutcome{Policy: policy, Inject: inject, Nodes: nodes, GPUs: gpus, Tick: -2, Gap: gap.Seconds(), Censored: censored})
+		got = append(got, WFOutcome{Policy: policy, Inject: inject, Nodes: nodes, GPUs: gpus, Tick: TickReplayed, Gap: gap.Seconds(), Censored: censored})
 	}
 	err := s.Replay(ctx, sc, s.Protocol, from, folds[len(folds)-1].End, append([]string{WFReactive}, s.Baselines...), s.Workers, prog, emit)
 	if s.Progress != nil {
@@ -263,12 +267,18 @@ func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []
 	}
 	byFold := make([][]WFOutcome, len(folds))
 	seen := map[string]int{}
+	twice := map[string]bool{}
 	for _, o := range got {
 		k := key{o.Inject.UTC(), o.Nodes}
 		e, ok := table[k]
 		if !ok {
 			return nil, fmt.Errorf("walk-forward baselines: %s's chain of %d nodes injected %s is not in the tables", o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
 		}
+		id := fmt.Sprint(o.Policy, k)
+		if twice[id] {
+			return nil, fmt.Errorf("walk-forward baselines: %s played the %d-node chain injected %s twice", o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+		}
+		twice[id] = true
 		seen[o.Policy]++
 		if o.Policy == WFReactive {
 			if o.Gap != e.Reactive {

@@ -85,6 +85,10 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 			return o
 		}, "disagree"},
 		{"a chain missing", func(o []WFOutcome) []WFOutcome { return o[:len(o)-1] }, "scored"},
+		{"a chain twice, another missing", func(o []WFOutcome) []WFOutcome {
+			o[len(o)-1] = o[1] // lead's outcome of the first chain in place of its last
+			return o
+		}, "twice"},
 	} {
 		if _, err := run(honest(tc.edit)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
