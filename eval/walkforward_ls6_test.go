@@ -36,7 +36,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	foldNames := []string{"Dec", "Jan", "Feb"}
 	// dqn and pg are left out by default: at their default sizes they take
 	// several minutes per fold each (add them with the variable).
-	policies := []string{"xgb", "rf-xgb", "xgb" + train.NoHarmSuffix, train.OnlinePolicyName, train.ImitationPolicyName}
+	policies := []string{"xgb", "xgb" + train.NoHoldSuffix, "rf-xgb", "xgb" + train.NoHarmSuffix, train.OnlinePolicyName, train.ImitationPolicyName}
 	if p := os.Getenv("MIRAGE_WALKFORWARD_POLICIES"); p != "" {
 		policies = strings.Split(p, ",")
 	}
@@ -95,10 +95,11 @@ func TestWalkForwardLS6(t *testing.T) {
 	fmt.Fprintf(&b, "Reactive is the successor submitted at the deadline (1 min before the predecessor's end); oracle the tick with the\n"+
 		"smallest |gap| (it sees the future). Load class by reactive's gap (≤ 2 h low, 2–12 h medium, > 12 h heavy), pooled over\n"+
 		"the three months. × reactive = Σ|gap| / Σ|gap| of reactive on the same hand-offs, with a paired 95%% bootstrap interval\n"+
-		"(2,000 resamples); the last columns are the same ratio month by month. `%s` is xgb with a do-no-harm guard and\n"+
-		"online thresholds (docs/guide/training-and-evaluation.md). The baselines (%s) need no training: the pair\n"+
+		"(2,000 resamples); the last columns are the same ratio month by month. `xgb%s` is xgb without the plan hold\n"+
+		"(xgb's default before it), `xgb%s` xgb with thresholds tuned under a do-no-harm constraint, `%s` xgb with a\n"+
+		"do-no-harm guard and online thresholds (docs/guide/training-and-evaluation.md). The baselines (%s) need no training: the pair\n"+
 		"protocol replays them on the same chains, decided through the provisioner's engine as in the daemon (the replay's\n"+
-		"reactive gap equals the tables' on every chain, or the run fails).\n\n", train.OnlinePolicyName, strings.Join(train.WFBaselines, ", "))
+		"reactive gap equals the tables' on every chain, or the run fails).\n\n", train.NoHoldSuffix, train.NoHarmSuffix, train.OnlinePolicyName, strings.Join(train.WFBaselines, ", "))
 	if err := train.WriteWalkForwardTable(&b, rows, foldNames); err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,6 +47,13 @@ type DecisionRule struct {
 	Threshold float64         `json:"threshold"`         // submit when score ≥ Threshold
 	BySize    []SizeThreshold `json:"by_size,omitempty"` // per chain size, overriding Threshold
 	Tuned     string          `json:"tuned,omitempty"`   // how the thresholds were chosen (e.g. "min mean cost on the calibration split")
+	// Hold (hours, 0: off) keeps the policy from submitting while the
+	// scheduler's plan (the successor placed ahead of the pending queue,
+	// every running job running to its limit: plan_gap_first_h) starts the
+	// successor more than Hold before its predecessor ends: resources are
+	// free long before they are needed, and an early submission would buy
+	// overlap. It is tuned with the thresholds (0 when holding never paid).
+	Hold float64 `json:"hold_h,omitempty"`
 	// ByWorkload holds thresholds tuned on the same calibration split for
 	// each workload's cost (provisioner.WorkloadCost): a chain of that
 	// workload decides with them. The model is the same; only where it
@@ -130,6 +138,15 @@ func (r DecisionRule) Score(task Task, y, leftSec float64) float64 {
 		return y - leftSec
 	}
 	return y
+}
+
+// planGapFirst is the chain schema's index of plan_gap_first_h, Hold's feature.
+var planGapFirst = slices.Index(features.Schema().Fields, "plan_gap_first_h")
+
+// Held reports whether Hold keeps the policy from submitting at features x
+// (of the chain schema).
+func (r DecisionRule) Held(x []float64) bool {
+	return r.Hold > 0 && planGapFirst >= 0 && planGapFirst < len(x) && x[planGapFirst] < -r.Hold
 }
 
 // Submit reports whether a score reaches the threshold for chains of nodes nodes.
@@ -227,6 +244,11 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	}
 	th := rule.For(nodes)
 	submit := score >= th
+	if submit && rule.Held(x) {
+		d.Reason = fmt.Sprintf("%s: the scheduler's plan starts the successor %s before its predecessor ends, more than the hold of %s: wait%s",
+			p.label(), time.Duration(-x[planGapFirst]*float64(time.Hour)).Round(time.Minute), time.Duration(rule.Hold*float64(time.Hour)).Round(time.Minute), note)
+		return d, nil
+	}
 	if submit {
 		d.Action = provisioner.SubmitNow
 	}

@@ -151,3 +151,35 @@ func TestModelPolicyWorkload(t *testing.T) {
 		}
 	}
 }
+
+// TestModelPolicyHold: the model predicts a 2 h wait with 2 h left (gap 0:
+// submit under the default rule). Placed ahead of the pending queue, the
+// 1-node, 4-GPU successor starts at once on node n3 (8 idle GPUs), 2 h before
+// its predecessor ends (plan_gap_first_h = −2, features_test's hand values):
+// a hold of 1 h waits, one of 3 h does not. A prediction that does not reach
+// the threshold waits for that reason, whatever the hold.
+func TestModelPolicyHold(t *testing.T) {
+	for _, c := range []struct {
+		hold, wait float64
+		want       provisioner.Action
+		reason     string
+	}{
+		{0, 7200, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{1, 7200, provisioner.Wait, "the scheduler's plan starts the successor 2h0m0s before its predecessor ends, more than the hold of 1h0m0s: wait"},
+		{3, 7200, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{1, 3600, provisioner.Wait, "predicted gap -1h0m0s < -30m0s: wait"},
+	} {
+		p, err := NewModelPolicy("test", &testFixedModel{task: Regression, value: c.wait})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Rule = DecisionRule{Target: TargetWait, Threshold: -1800, Hold: c.hold}
+		d, err := p.Decide(testobs.Observation())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != c.want || !strings.HasSuffix(d.Reason, c.reason) {
+			t.Errorf("hold %g h, wait %g s: %s %q, want %s ending %q", c.hold, c.wait, d.Action, d.Reason, c.want, c.reason)
+		}
+	}
+}

@@ -16,6 +16,11 @@ import (
 // thresholds under the do-no-harm constraint (PolicyTrainOptions.NoHarm).
 const NoHarmSuffix = "-noharm"
 
+// NoHoldSuffix after xgb's name (xgb-nohold) keeps it from holding
+// (models.DecisionRule.Hold) instead of choosing a hold among DefaultHolds
+// on the calibration split, so that a walk-forward shows what the hold does.
+const NoHoldSuffix = "-nohold"
+
 // FitTablePolicy trains policy name on train and returns it as a decider on
 // episode tables: a learned policy (models.IsLearned, optionally with
 // NoHarmSuffix) decides by its tuned rule; OnlinePolicyName is an
@@ -27,9 +32,7 @@ func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions)
 	case ImitationPolicyName:
 		return FitImitation(train, o)
 	}
-	if base, ok := strings.CutSuffix(name, NoHarmSuffix); ok && models.IsLearned(base) {
-		name, o.NoHarm = base, true
-	}
+	name, o = variantOf(name, o)
 	if !models.IsLearned(name) {
 		return nil, fmt.Errorf("%w %q", models.ErrUnknownPolicy, name)
 	}
@@ -38,6 +41,22 @@ func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions)
 		return nil, err
 	}
 	return &ruleDecider{m: m, rule: *m.Meta().Decision}, nil
+}
+
+// variantOf strips NoHarmSuffix and NoHoldSuffix from a learned
+// policy's name, returning the policy and o with what they ask for.
+func variantOf(name string, o PolicyTrainOptions) (string, PolicyTrainOptions) {
+	for {
+		if base, ok := strings.CutSuffix(name, NoHarmSuffix); ok {
+			name, o.NoHarm = base, true
+			continue
+		}
+		if base, ok := strings.CutSuffix(name, NoHoldSuffix); ok {
+			name, o.Holds = base, []float64{0}
+			continue
+		}
+		return name, o
+	}
 }
 
 // ruleDecider plays a trained model's rule: the first tick whose score
@@ -81,7 +100,7 @@ func FitImitation(train *dataset.ChainData, o PolicyTrainOptions) (TableDecider,
 	if err != nil {
 		return nil, err
 	}
-	rule, err := tuneRule(m0, models.DecisionRule{Threshold: 0.5}, calib, thresholdGrid(0.02, 0.98, 0.01), &o)
+	rule, _, err := tuneRule(m0, models.DecisionRule{Threshold: 0.5}, calib, thresholdGrid(0.02, 0.98, 0.01), &o)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -26,6 +27,7 @@ type PolicyTrainOptions struct {
 	CalibShare  float64                             // latest share of training episodes held out to tune the decision threshold (default 0.2)
 	NoHarm      bool                                // tune thresholds under the do-no-harm constraint (TuneThresholdNoHarm)
 	Target      string                              // xgb regression target: TargetWait (default) or TargetGap
+	Holds       []float64                           // xgb hold candidates (hours; 0: off; models.DecisionRule.Hold), chosen on the calibration split (nil: DefaultHolds)
 	XGBLoss     string                              // xgb loss: LossQuantileDecision (default) or LossSquared
 	XGB         *xgb.XGBParams                      // xgb parameters (nil: DefaultQuantileParams, or DefaultXGBParams for LossSquared)
 	RFXGB       *xgb.XGBParams                      // rf-xgb parameters (nil: DefaultRFXGBParams)
@@ -66,6 +68,9 @@ func (o *PolicyTrainOptions) defaults() {
 	}
 	if o.GolearnRows <= 0 {
 		o.GolearnRows = 20000
+	}
+	if o.Holds == nil {
+		o.Holds = DefaultHolds
 	}
 }
 
@@ -197,9 +202,12 @@ func policyMetrics(metrics map[string]float64, prefix string, m models.Model, ru
 		sc := make([]float64, len(raw))
 		for k := range raw {
 			sc[k] = rule.Score(task, raw[k], ep.Left(k))
+			if rule.Held(ep.X[k]) {
+				sc[k] = math.Inf(-1)
+			}
 			switch task {
 			case models.Regression:
-				pred, yv = append(pred, sc[k]), append(yv, ep.Gap[k])
+				pred, yv = append(pred, rule.Score(task, raw[k], ep.Left(k))), append(yv, ep.Gap[k]) // the predicted gap, held or not
 			case models.Classification:
 				pred, yv = append(pred, raw[k]), append(yv, dataset.SafeTarget(ep, k))
 			}
@@ -260,14 +268,12 @@ func trainTreePolicy(kind models.Kind, early, calib, all []dataset.ChainEpisode,
 		return nil, models.DecisionRule{}, err
 	}
 	rule := models.DefaultDecisionRule(m0.Meta().Task)
-	var grid []float64
 	if kind == models.KindXGB {
 		rule.Target = o.Target
-		grid = thresholdGrid(-12*3600, 6*3600, 300) // −12 h … +6 h of predicted gap, 5-minute steps
-	} else {
-		grid = thresholdGrid(0.02, 0.98, 0.01)
-	}
-	if rule, err = tuneRule(m0, rule, calib, grid, o); err != nil {
+		if rule, err = tuneHold(m0, rule, calib, o); err != nil {
+			return nil, models.DecisionRule{}, err
+		}
+	} else if rule, _, err = tuneRule(m0, rule, calib, thresholdGrid(0.02, 0.98, 0.01), o); err != nil {
 		return nil, models.DecisionRule{}, err
 	}
 	m, err := fit(all, "refit on all training episodes")
@@ -335,18 +341,50 @@ func fitXGBPolicy(eps []dataset.ChainEpisode, schema features.SchemaID, meta mod
 	return m, err
 }
 
+// gridSeconds are the xgb policy's threshold candidates: −12 h … +6 h of
+// predicted gap, 5-minute steps.
+var gridSeconds = thresholdGrid(-12*3600, 6*3600, 300)
+
+// tuneHold tunes the xgb rule's thresholds for each of o.Holds and keeps the
+// hold of lower mean cost on calib (the first on ties: no hold, by default).
+func tuneHold(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpisode, o *PolicyTrainOptions) (models.DecisionRule, error) {
+	var best models.DecisionRule
+	bestCost := math.Inf(1)
+	var costs []string
+	for _, hold := range o.Holds {
+		r := rule
+		r.Hold = hold
+		r, c, err := tuneRule(m, r, calib, gridSeconds, o)
+		if err != nil {
+			return rule, err
+		}
+		costs = append(costs, fmt.Sprintf("%gh %.2f", hold, c))
+		if c < bestCost || len(costs) == 1 {
+			best, bestCost = r, c
+		}
+	}
+	if len(costs) > 1 {
+		best.Tuned += fmt.Sprintf("; hold %gh (calibration mean cost by hold: %s)", best.Hold, strings.Join(costs, ", "))
+	}
+	return best, nil
+}
+
+// DefaultHolds are xgb's hold candidates (hours; 0: no hold, which wins ties).
+var DefaultHolds = []float64{0, 0.5, 1, 2, 4}
+
 // tuneRule sets the rule's threshold, and per chain size where the
 // calibration split has enough chains of it, to the candidates that
-// minimise the mean cost of m's first-reach submissions on calib.
-func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpisode, grid []float64, o *PolicyTrainOptions) (models.DecisionRule, error) {
+// minimise the mean cost of m's first-reach submissions on calib. It
+// returns the tuned rule's mean cost on calib.
+func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpisode, grid []float64, o *PolicyTrainOptions) (models.DecisionRule, float64, error) {
 	if len(calib) == 0 {
-		return rule, nil
+		return rule, math.NaN(), nil
 	}
 	scores := make([][]float64, len(calib))
 	for i := range calib {
 		var err error
 		if scores[i], err = EpisodeScores(m, rule, &calib[i]); err != nil {
-			return rule, err
+			return rule, math.NaN(), err
 		}
 	}
 	if grid == nil {
@@ -376,7 +414,18 @@ func tuneRule(m models.Model, rule models.DecisionRule, calib []dataset.ChainEpi
 		th, bySize, tuned := tuneThresholds(calib, scores, grid, cost, o)
 		rule.ByWorkload[w] = models.WorkloadRule{Threshold: th, BySize: bySize, Tuned: tuned + " (" + w + ": " + cost.String() + ")"}
 	}
-	return rule, nil
+	return rule, ruleCost(calib, scores, rule, o.Cost), nil
+}
+
+// ruleCost is the mean cost on eps of the rule's first-reach submissions
+// (each chain with its size's threshold), scores[i] being eps[i]'s.
+func ruleCost(eps []dataset.ChainEpisode, scores [][]float64, rule models.DecisionRule, cost scenario.GapCost) float64 {
+	total := 0.0
+	for i := range eps {
+		g, _ := eps[i].Outcome(FirstAtLeast(scores[i], rule.For(eps[i].Nodes)))
+		total += cost.Cost(time.Duration(g*float64(time.Second)), eps[i].GPUs)
+	}
+	return total / float64(len(eps))
 }
 
 // tuneThresholds chooses the threshold, and per chain size where the
@@ -696,7 +745,7 @@ func trainRLPolicy(kind models.Kind, early, calib []dataset.ChainEpisode, meta m
 		return nil, models.DecisionRule{}, err
 	}
 	if !o.RL.Greedy {
-		if rule, err = tuneRule(m, rule, calib, nil, o); err != nil {
+		if rule, _, err = tuneRule(m, rule, calib, nil, o); err != nil {
 			return nil, models.DecisionRule{}, err
 		}
 	}

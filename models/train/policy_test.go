@@ -5,7 +5,9 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -220,5 +222,72 @@ func TestTuneThresholdAndTableOutcomes(t *testing.T) {
 	// sorted by injection 1, 2, 2, 3: the cut after two would split the 2s, so it moves to after them.
 	if len(early) != 3 || len(late) != 1 || late[0].Inject.Unix() != 3 {
 		t.Errorf("split %d/%d", len(early), len(late))
+	}
+}
+
+// testColumnModel predicts a wait equal to each row's first feature.
+type testColumnModel struct{}
+
+func (testColumnModel) Meta() models.Meta {
+	return models.Meta{Kind: models.KindXGB, Task: models.Regression, Schema: features.Schema()}
+}
+func (testColumnModel) Predict(x []float64) (float64, error) { return x[0], nil }
+func (testColumnModel) PredictBatch(rows [][]float64, out []float64) error {
+	for i, r := range rows {
+		out[i] = r[0]
+	}
+	return nil
+}
+func (testColumnModel) SaveFiles(string) error { return nil }
+
+// TestTuneHold: two 1-node chains with ticks at 8 h, 7 h, …, 1 h before
+// their predecessor ends. Chain q's successor would start at once (wait 0,
+// gap −left) and the scheduler's plans say so (plan gaps −left), but the
+// model says 3 h; chain h's waits 6 h, the model says 6 h and the plans put
+// it 2 h after the end. Worked by hand (submit when ŷ − left ≥ th):
+//   - no hold: q submits at left ≤ 3 h − th and h at left ≤ 6 h − th, so
+//     |gap q| + |gap h| = L + |3 h − L| ≥ 3 h (L: q's left at submission):
+//     mean cost 60·3/2 = 90;
+//   - hold 0.5 h: every tick of q has a plan gap below −0.5 h, so q waits
+//     for the deadline (gap 0) and th = 0 submits h at 6 h left (gap 0):
+//     cost 0. Holds of 1, 2 and 4 h let q submit at 1, 2 and 3 h left.
+func TestTuneHold(t *testing.T) {
+	h := 3600.0
+	t0 := time.Date(2023, 1, 2, 0, 0, 0, 0, time.UTC)
+	schema := features.Schema().Fields
+	first, last := slices.Index(schema, "plan_gap_first_h"), slices.Index(schema, "plan_gap_last_h")
+	ep := func(wait, predicted float64, planGap func(left float64) float64) dataset.ChainEpisode {
+		e := dataset.ChainEpisode{Nodes: 1, GPUs: 3, First: t0, Tick: time.Hour, PredEnd: t0.Add(8 * time.Hour), Reactive: wait}
+		for k := 0; k < 8; k++ {
+			x := make([]float64, features.NumFeatures())
+			x[0] = predicted
+			x[first], x[last] = planGap(e.Left(k)), planGap(e.Left(k))
+			e.X = append(e.X, x)
+			e.Gap = append(e.Gap, wait-e.Left(k))
+			e.Censored = append(e.Censored, false)
+		}
+		return e
+	}
+	calib := []dataset.ChainEpisode{
+		ep(0, 3*h, func(left float64) float64 { return -left / h }),
+		ep(6*h, 6*h, func(float64) float64 { return 2 }),
+	}
+	o := PolicyTrainOptions{}
+	o.defaults()
+	got, err := tuneHold(testColumnModel{}, models.DecisionRule{Target: models.TargetWait}, calib, &o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Hold != 0.5 || !strings.Contains(got.Tuned, "hold 0.5h (calibration mean cost by hold: 0h 90.00, 0.5h 0.00, 1h 30.00, 2h 60.00, 4h 90.00)") {
+		t.Errorf("chosen hold %g, tuned %q: want 0.5 h, costs 90 without a hold, 0, 30, 60 and 90 with 0.5, 1, 2 and 4 h", got.Hold, got.Tuned)
+	}
+	for k, want := range []int{-1, 2} { // q at the deadline, h at 6 h left
+		sc, err := EpisodeScores(testColumnModel{}, got, &calib[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tick := FirstAtLeast(sc, got.For(1)); tick != want {
+			t.Errorf("chain %d submits at tick %d, want %d", k, tick, want)
+		}
 	}
 }

@@ -20,6 +20,9 @@ func EpisodeScores(m models.Model, rule models.DecisionRule, ep *dataset.ChainEp
 	task := m.Meta().Task
 	for k := range out {
 		out[k] = rule.Score(task, out[k], ep.Left(k))
+		if rule.Held(ep.X[k]) {
+			out[k] = math.Inf(-1) // never reaches a threshold
+		}
 	}
 	return out, nil
 }

@@ -346,9 +346,9 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 		}
 	}
 	for _, p := range s.Policies {
-		base, _ := strings.CutSuffix(p, NoHarmSuffix)
+		base, _ := variantOf(p, PolicyTrainOptions{})
 		if p != OnlinePolicyName && p != ImitationPolicyName && !models.IsLearned(base) {
-			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q (want a learned policy, NAME%s, %s or %s)", models.ErrUnknownPolicy, p, NoHarmSuffix, OnlinePolicyName, ImitationPolicyName))
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q (want a learned policy, NAME%s, xgb%s, %s or %s)", models.ErrUnknownPolicy, p, NoHarmSuffix, NoHoldSuffix, OnlinePolicyName, ImitationPolicyName))
 		}
 	}
 	if s.Retrain < 0 || (s.Retrain > 0 && s.Retrain < time.Hour) {
