@@ -201,13 +201,11 @@ func policyMetrics(metrics map[string]float64, prefix string, m models.Model, ru
 		}
 		sc := make([]float64, len(raw))
 		for k := range raw {
-			sc[k] = rule.Score(task, raw[k], ep.Left(k))
-			if rule.Held(ep.X[k]) {
-				sc[k] = math.Inf(-1)
-			}
+			score := rule.Score(task, raw[k], ep.Left(k))
+			sc[k] = unlessHeld(rule, ep.X[k], score)
 			switch task {
 			case models.Regression:
-				pred, yv = append(pred, rule.Score(task, raw[k], ep.Left(k))), append(yv, ep.Gap[k]) // the predicted gap, held or not
+				pred, yv = append(pred, score), append(yv, ep.Gap[k]) // the predicted gap, held or not
 			case models.Classification:
 				pred, yv = append(pred, raw[k]), append(yv, dataset.SafeTarget(ep, k))
 			}

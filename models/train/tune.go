@@ -19,12 +19,18 @@ func EpisodeScores(m models.Model, rule models.DecisionRule, ep *dataset.ChainEp
 	}
 	task := m.Meta().Task
 	for k := range out {
-		out[k] = rule.Score(task, out[k], ep.Left(k))
-		if rule.Held(ep.X[k]) {
-			out[k] = math.Inf(-1) // never reaches a threshold
-		}
+		out[k] = unlessHeld(rule, ep.X[k], rule.Score(task, out[k], ep.Left(k)))
 	}
 	return out, nil
+}
+
+// unlessHeld is score, or −Inf (it never reaches a threshold) where the
+// rule's hold keeps the policy from submitting at features x.
+func unlessHeld(rule models.DecisionRule, x []float64, score float64) float64 {
+	if rule.Held(x) {
+		return math.Inf(-1)
+	}
+	return score
 }
 
 // FirstAtLeast returns the first tick whose score reaches th, or −1 (the
