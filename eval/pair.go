@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -100,6 +101,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	}
 	results := make([][]Sample, len(points))
 	errs := make([]error, len(points))
+	ledger := newHandOffLedger(len(points))
 	jobs := make(chan job, workers)
 	var wg sync.WaitGroup
 	var done atomic.Int64
@@ -108,19 +110,22 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct}
+			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct, ledger: ledger}
 			wk.policies, wk.err = wk.build(cfg)
 			for jb := range jobs {
 				if wk.err != nil {
 					errs[jb.i] = wk.err
 					cancel()
+					ledger.finish(jb.i, nil)
 					continue
 				}
 				if ctx.Err() == nil {
-					results[jb.i], errs[jb.i] = wk.injection(ctx, jb.s, points[jb.i])
+					results[jb.i], errs[jb.i] = wk.injection(ctx, jb.i, jb.s, points[jb.i])
 					if errs[jb.i] != nil {
 						cancel()
 					}
+				} else {
+					ledger.finish(jb.i, nil)
 				}
 				d := done.Add(1)
 				if cfg.Progress != nil {
@@ -161,6 +166,57 @@ type pairWorker struct {
 	policies []provisioner.Policy
 	run      *scenario.ChainRun
 	err      error
+	ledger   *handOffLedger
+	handOffs []provisioner.HandOff // of the injections before the current one, for an online policy
+}
+
+// handOffLedger holds, by injection, the hand-offs of the policies that
+// learn from them (provisioner.LearnsFromHandOffs), so that such a policy
+// replayed at injection i is given the outcomes of its own chains injected
+// before i — each decision sees those known by its time, as the daemon's
+// store gives them — whatever the number of workers. A worker waits for
+// the injections before its own only when it reaches such a policy;
+// injections are handed out in order, so the waits always point to
+// earlier injections and end.
+type handOffLedger struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	finished []bool
+	next     int // every injection before next is finished
+	byInj    [][]provisioner.HandOff
+}
+
+func newHandOffLedger(n int) *handOffLedger {
+	l := &handOffLedger{finished: make([]bool, n), byInj: make([][]provisioner.HandOff, n)}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+// finish records injection i's hand-offs (every injection must be finished once).
+func (l *handOffLedger) finish(i int, hs []provisioner.HandOff) {
+	l.mu.Lock()
+	l.finished[i], l.byInj[i] = true, hs
+	for l.next < len(l.finished) && l.finished[l.next] {
+		l.next++
+	}
+	l.mu.Unlock()
+	l.cond.Broadcast()
+}
+
+// before waits until every injection before i is finished and returns
+// their hand-offs sorted by Known.
+func (l *handOffLedger) before(i int) []provisioner.HandOff {
+	l.mu.Lock()
+	for l.next < i {
+		l.cond.Wait()
+	}
+	var out []provisioner.HandOff
+	for _, hs := range l.byInj[:i] {
+		out = append(out, hs...)
+	}
+	l.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b provisioner.HandOff) int { return a.Known.Compare(b.Known) })
+	return out
 }
 
 func (w *pairWorker) build(cfg PairConfig) ([]provisioner.Policy, error) {
@@ -188,8 +244,12 @@ func (w *pairWorker) probe(obs *provisioner.Observation, after time.Duration) (t
 	return out.Gap, err
 }
 
-func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time) ([]Sample, error) {
+func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at time.Time) ([]Sample, error) {
 	var out []Sample
+	var learned []provisioner.HandOff // this injection's outcomes of the online policies
+	defer func() { w.ledger.finish(i, learned) }()
+	w.handOffs = nil
+	fed := false
 	for _, n := range w.p.Nodes {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -209,9 +269,21 @@ func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time)
 		}
 		class := LoadClassOf(reactive.Gap)
 		for _, pol := range w.policies {
-			o, submits, err := w.play(c.Fork(), pol)
+			online := provisioner.LearnsFromHandOffs(pol)
+			if online && !fed {
+				w.handOffs, fed = w.ledger.before(i), true
+			}
+			run := c.Fork()
+			o, submits, err := w.play(run, pol, online)
 			if err != nil {
 				return nil, fmt.Errorf("policy %s, %d nodes: %w", pol.Name(), n, err)
+			}
+			if online && !o.Censored {
+				known := o.Start
+				if run.PredEnd.After(known) {
+					known = run.PredEnd
+				}
+				learned = append(learned, provisioner.HandOff{ChainID: c.Chain.ID, Policy: pol.Name(), Nodes: n, Segment: 1, Gap: o.Gap, Known: known})
 			}
 			out = append(out, Sample{Policy: pol.Name(), Cell: w.cell, Protocol: ProtocolPair, ChainID: c.Chain.ID, Segment: 1,
 				Inject: at, Nodes: n, GPUs: c.Chain.GPUs, LoadScale: 1, LoadClass: class, Gap: o.Gap, Submits: submits, Censored: o.Censored})
@@ -220,23 +292,30 @@ func (w *pairWorker) injection(ctx context.Context, base *sim.Sim, at time.Time)
 	return out, nil
 }
 
-// play asks pol at every tick until it submits (or the deadline) and runs until the successor starts.
-func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
+// play asks pol at every tick until it submits (or the deadline) and runs
+// until the successor starts. An online policy is given the hand-offs of
+// the earlier injections (w.handOffs).
+func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy, online bool) (scenario.Outcome, int, error) {
 	w.run = run
 	defer func() { w.run = nil }()
-	if w.direct {
-		return w.playDirect(run, pol)
+	var hs []provisioner.HandOff
+	if online {
+		hs = w.handOffs
 	}
-	return w.playEngine(run, pol)
+	if w.direct {
+		return w.playDirect(run, pol, hs)
+	}
+	return w.playEngine(run, pol, hs)
 }
 
 // playDirect calls Decide on features.Observe's observation and submits itself.
-func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
+func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, hs []provisioner.HandOff) (scenario.Outcome, int, error) {
 	for k := 0; k < run.Ticks(); k++ {
 		obs, err := run.Observe(run.TickTime(k))
 		if err != nil {
 			return scenario.Outcome{}, 0, err
 		}
+		obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
 		d, err := pol.Decide(obs)
 		if err != nil {
 			return scenario.Outcome{}, 0, err
@@ -274,7 +353,7 @@ type simClock struct{ s *sim.Sim }
 func (c simClock) Now() time.Time { return c.s.Now() }
 
 // playEngine registers the chain in a MemStore and runs the engine's cycle every tick.
-func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy) (scenario.Outcome, int, error) {
+func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy, hs []provisioner.HandOff) (scenario.Outcome, int, error) {
 	ctx := context.Background()
 	st := provisioner.NewMemStore()
 	ch := run.Chain
@@ -287,7 +366,8 @@ func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy) 
 		return scenario.Outcome{}, 0, err
 	}
 	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
-		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog}
+		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog,
+		HandOffs: func(context.Context) ([]provisioner.HandOff, error) { return hs, nil }}
 	for k := 0; k < run.Ticks(); k++ {
 		run.Advance(run.TickTime(k))
 		rep, err := eng.CycleChains(ctx, []string{ch.ID})

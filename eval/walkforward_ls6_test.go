@@ -88,7 +88,7 @@ func TestWalkForwardLS6(t *testing.T) {
 		"arrivals stop) are each scored by policies refitted every %s inside the month (%d fits each), every fit only on\n"+
 		"chains whose every outcome was known at its start (predecessor ended, every probed successor started),\n"+
 		"thresholds and every other choice made on the latest 20%% of those; the online policy adapts only to hand-offs\n"+
-		"that had ended in the scored month before each decision. The same as `mirage eval walk-forward --trace FILE --months\n"+
+		"known (successor started, predecessor ended) since its fit and before each decision. The same as `mirage eval walk-forward --trace FILE --months\n"+
 		"2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27 --retrain %s`. Wall time: %s on this machine (2 cores; chain\n"+
 		"tables from the per-day cache when it holds them).\n\n",
 		res.Chains, fmtEvery(retrain), fits, strings.TrimSuffix(strings.TrimSuffix(retrain.String(), "0s"), "0m"), elapsed.Round(time.Second))

@@ -179,6 +179,12 @@ func (m Meta) writeText(w io.Writer, dir string) error {
 		if d.Target != "" {
 			rule += " (target " + d.Target + ")"
 		}
+		if d.Hold > 0 {
+			rule += fmt.Sprintf("; hold while the scheduler's plan starts the successor more than %g h early", d.Hold)
+		}
+		if o := d.Online; o != nil {
+			rule += "; online: " + o.String()
+		}
 		if d.Tuned != "" {
 			rule += "; " + d.Tuned
 		}

@@ -40,11 +40,15 @@ const (
 // choice when a seed must reproduce the model.
 const KindRF = KindRFGolearn
 
-// ResolveKind maps user-facing names to stored kinds: "rf" is KindRF;
-// every other name maps to itself.
+// ResolveKind maps user-facing names to stored kinds: "rf" is KindRF,
+// "xgb-online" (an xgb model with an online rule) KindXGB; every other
+// name maps to itself.
 func ResolveKind(name string) Kind {
-	if name == "rf" {
+	switch name {
+	case "rf":
 		return KindRF
+	case "xgb-online":
+		return KindXGB
 	}
 	return Kind(name)
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models/adapt"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -59,6 +60,77 @@ type DecisionRule struct {
 	// workload decides with them. The model is the same; only where it
 	// submits moves with what a gap costs.
 	ByWorkload map[string]WorkloadRule `json:"by_workload,omitempty"`
+	// Online, when set, makes the policy online (xgb-online): a do-no-harm
+	// guard and thresholds that move with the realised hand-offs.
+	Online *OnlineRule `json:"online,omitempty"`
+}
+
+// OnlineRule is the online part of a decision rule (xgb-online):
+//
+//   - the guard: a classifier (GuardDir beside the model) of "this hand-off
+//     is in the low load class" (the successor submitted at the deadline
+//     would start within 2 h). While it says so with probability ≥ Gamma
+//     the policy waits, and the successor is submitted when its
+//     predecessor ends, where an early start could only cost overlap;
+//   - online thresholds (models/adapt): each size's threshold moves by Step
+//     against the sign of every realised gap beyond DeadBand, among the
+//     hand-offs of the policy's own chains known since Since (the end of
+//     the model's training data: a retrained model starts afresh, as in
+//     the walk-forward evaluation).
+type OnlineRule struct {
+	Gamma    float64   `json:"guard_level"` // guard level (≥ 1: guard off)
+	Step     float64   `json:"step_s"`      // threshold change per outcome (seconds; 0: no adaptation)
+	DeadBand float64   `json:"dead_band_s"` // |gap| at or below this moves nothing (seconds)
+	Since    time.Time `json:"since"`       // outcomes known before this are ignored
+}
+
+// GuardDir is the sub-directory of an online policy's model directory
+// holding its guard classifier.
+const GuardDir = "guard"
+
+// String says what the rule does, for mirage models show.
+func (o *OnlineRule) String() string {
+	guard := "no guard"
+	if o.GuardOn() {
+		guard = fmt.Sprintf("wait while the guard's P(low load) ≥ %.2f", o.Gamma)
+	}
+	moves := "thresholds fixed"
+	if c := o.Adapt(); c.Step > 0 {
+		moves = fmt.Sprintf("thresholds move %s per hand-off beyond ±%s known since %s", c.Step, c.DeadBand, o.Since.UTC().Format(time.RFC3339))
+	}
+	return guard + ", " + moves
+}
+
+// GuardOn reports whether the rule has a guard (Gamma < 1).
+func (o *OnlineRule) GuardOn() bool { return o != nil && o.Gamma < 1 }
+
+// Guarded reports whether the guard's probability of the low load class
+// keeps the policy from submitting early.
+func (o *OnlineRule) Guarded(pLow float64) bool { return o.GuardOn() && pLow >= o.Gamma }
+
+// Adapt is the configuration of the online thresholds.
+func (o *OnlineRule) Adapt() adapt.Config {
+	if o == nil {
+		return adapt.Off
+	}
+	return adapt.Config{Step: time.Duration(o.Step * float64(time.Second)), DeadBand: time.Duration(o.DeadBand * float64(time.Second))}
+}
+
+// Offset is the online threshold offset (seconds) for a chain of nodes
+// nodes at now, from the hand-offs of policy's chains known since o.Since
+// (hs sorted by Known, as the engine gives them).
+func (o *OnlineRule) Offset(policy string, nodes int, now time.Time, hs []provisioner.HandOff) float64 {
+	cfg := o.Adapt()
+	if cfg.Step <= 0 {
+		return 0
+	}
+	th := adapt.New(cfg)
+	for _, h := range hs {
+		if h.Policy == policy && h.Nodes == nodes && !h.Known.Before(o.Since) {
+			th.Observe(adapt.Outcome{At: h.Known, Nodes: h.Nodes, Gap: h.Gap})
+		}
+	}
+	return th.Offset(nodes, now).Seconds()
 }
 
 // WorkloadRule is the part of a DecisionRule tuned for one workload's cost.
@@ -171,6 +243,8 @@ type ModelPolicy struct {
 	// Workloads holds the policies of the models fitted for a workload's
 	// cost: a chain of that workload decides with its own.
 	Workloads map[string]*ModelPolicy
+	// Guard is the online rule's guard classifier (Rule.Online; nil: no guard).
+	Guard Model
 }
 
 // NewModelPolicy wraps m, refusing a model trained on another feature schema.
@@ -195,6 +269,20 @@ func (p *ModelPolicy) label() string {
 
 // Name implements provisioner.Policy.
 func (p *ModelPolicy) Name() string { return p.PolicyName }
+
+// LearnsFromHandOffs implements provisioner.HandOffLearner: an online rule
+// with a step moves its thresholds with the hand-offs it is given.
+func (p *ModelPolicy) LearnsFromHandOffs() bool {
+	if p.Rule.Online.Adapt().Step > 0 {
+		return true
+	}
+	for _, wp := range p.Workloads {
+		if wp.LearnsFromHandOffs() {
+			return true
+		}
+	}
+	return false
+}
 
 // Reasons recorded in the decision log when no model is consulted.
 const (
@@ -243,7 +331,24 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 		note = fmt.Sprintf(" (thresholds of the training cost, not of the chain's own weights %s)", obs.Chain.Cost)
 	}
 	th := rule.For(nodes)
+	if o := rule.Online; o != nil {
+		if off := o.Offset(p.PolicyName, nodes, obs.Now, obs.HandOffs); off != 0 {
+			th += off
+			note += fmt.Sprintf(" (threshold moved %s by the realised hand-offs)", signedDur(off))
+		}
+	}
 	submit := score >= th
+	if submit && rule.Online != nil && p.Guard != nil {
+		pLow, err := p.Guard.Predict(x)
+		if err != nil {
+			return provisioner.Decision{}, fmt.Errorf("policy %s guard: %w", p.PolicyName, err)
+		}
+		if rule.Online.Guarded(pLow) {
+			d.Reason = fmt.Sprintf("%s: guard: P(low load)=%.2f ≥ %.2f: wait; the successor is submitted when its predecessor ends, where an early start could only cost overlap%s",
+				p.label(), pLow, rule.Online.Gamma, note)
+			return d, nil
+		}
+	}
 	if submit && rule.Held(x) {
 		d.Reason = fmt.Sprintf("%s: the scheduler's plan starts the successor %s before its predecessor ends, more than the hold of %s: wait%s",
 			p.label(), time.Duration(-x[planGapFirst]*float64(time.Hour)).Round(time.Minute), time.Duration(rule.Hold*float64(time.Hour)).Round(time.Minute), note)
@@ -268,6 +373,15 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 	}
 	d.Reason += note
 	return d, nil
+}
+
+// signedDur renders seconds as a signed duration rounded to the minute.
+func signedDur(sec float64) string {
+	d := time.Duration(sec * float64(time.Second)).Round(time.Minute)
+	if d > 0 {
+		return "+" + d.String()
+	}
+	return d.String()
 }
 
 // FeatureDigest is a short stable digest of a feature vector (schema

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/internal/testobs"
@@ -180,6 +181,58 @@ func TestModelPolicyHold(t *testing.T) {
 		}
 		if d.Action != c.want || !strings.HasSuffix(d.Reason, c.reason) {
 			t.Errorf("hold %g h, wait %g s: %s %q, want %s ending %q", c.hold, c.wait, d.Action, d.Reason, c.want, c.reason)
+		}
+	}
+}
+
+// TestModelPolicyOnline: the online rule's threshold moves with the
+// hand-offs of the policy's own chains of the same size known since its
+// model's training (one step of 1 h per gap beyond the 15-min dead band),
+// and its guard waits while P(low load) ≥ Gamma. The observation's
+// predicted gap is 0 s (wait 2 h, 2 h left); the trained threshold −30 min.
+func TestModelPolicyOnline(t *testing.T) {
+	now := testobs.T0
+	since := now.Add(-48 * time.Hour)
+	own := provisioner.HandOff{Policy: "test", Nodes: 1, Gap: -2 * time.Hour, Known: now.Add(-time.Hour)}
+	with := func(f func(*provisioner.HandOff)) provisioner.HandOff { h := own; f(&h); return h }
+	for _, c := range []struct {
+		name     string
+		gamma    float64
+		pLow     float64
+		handOffs []provisioner.HandOff
+		want     provisioner.Action
+		reason   string
+	}{
+		{"no outcome yet", 1, 0, nil, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		// an overlap of 2 h raises the threshold by 1 h: −30 min → +30 min
+		{"own overlap", 1, 0, []provisioner.HandOff{own}, provisioner.Wait,
+			"predicted gap 0s < 30m0s: wait (threshold moved +1h0m0s by the realised hand-offs)"},
+		// a late start of 3 h lowers it by 1 h: the decision stays
+		{"own late start", 1, 0, []provisioner.HandOff{with(func(h *provisioner.HandOff) { h.Gap = 3 * time.Hour })}, provisioner.SubmitNow,
+			"predicted gap 0s ≥ -1h30m0s: submit (threshold moved -1h0m0s by the realised hand-offs)"},
+		{"within the dead band", 1, 0, []provisioner.HandOff{with(func(h *provisioner.HandOff) { h.Gap = -10 * time.Minute })}, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{"another policy's", 1, 0, []provisioner.HandOff{with(func(h *provisioner.HandOff) { h.Policy = "lead" })}, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{"another size's", 1, 0, []provisioner.HandOff{with(func(h *provisioner.HandOff) { h.Nodes = 8 })}, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{"known before the model", 1, 0, []provisioner.HandOff{with(func(h *provisioner.HandOff) { h.Known = since.Add(-time.Minute) })}, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+		{"guard sure of low load", 0.5, 0.7, nil, provisioner.Wait, "guard: P(low load)=0.70 ≥ 0.50: wait; the successor is submitted when its predecessor ends, where an early start could only cost overlap"},
+		{"guard at its level", 0.5, 0.5, nil, provisioner.Wait, "guard: P(low load)=0.50 ≥ 0.50: wait; the successor is submitted when its predecessor ends, where an early start could only cost overlap"},
+		{"guard unsure", 0.5, 0.3, nil, provisioner.SubmitNow, "predicted gap 0s ≥ -30m0s: submit"},
+	} {
+		p, err := NewModelPolicy("test", &testFixedModel{task: Regression, value: 7200})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Rule = DecisionRule{Target: TargetWait, Threshold: -1800,
+			Online: &OnlineRule{Gamma: c.gamma, Step: 3600, DeadBand: 900, Since: since}}
+		p.Guard = &testFixedModel{task: Classification, value: c.pLow}
+		obs := testobs.Observation()
+		obs.HandOffs = c.handOffs
+		d, err := p.Decide(obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != c.want || !strings.HasSuffix(d.Reason, c.reason) {
+			t.Errorf("%s: %s %q, want %s ending %q", c.name, d.Action, d.Reason, c.want, c.reason)
 		}
 	}
 }

@@ -15,8 +15,13 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
+// PolicyXGBOnline is xgb with a do-no-harm guard and online thresholds
+// (DecisionRule.Online): an xgb model whose directory also holds the guard
+// classifier (GuardDir).
+const PolicyXGBOnline = "xgb-online"
+
 // Learned policy names: each is loaded from MODELS_DIR/<name>/.
-var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), string(KindXGB), string(KindDQN), string(KindPG)}
+var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), string(KindXGB), PolicyXGBOnline, string(KindDQN), string(KindPG)}
 
 // ProvisionerBaselines are the baselines the provisioner itself implements
 // (provisioner.BaselinePolicy); the registry delegates these names.
@@ -129,7 +134,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		if err != nil {
 			return nil, err
 		}
-		p, err := NewModelPolicy(name, m)
+		p, err := newLoadedPolicy(modelsDir, name, name, m)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +149,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			if err != nil {
 				return nil, err
 			}
-			wp, err := NewModelPolicy(name, wm)
+			wp, err := newLoadedPolicy(modelsDir, wn, name, wm)
 			if err != nil {
 				return nil, err
 			}
@@ -155,6 +160,30 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		}
 		return p, nil
 	}
+}
+
+// newLoadedPolicy wraps the model of modelsDir/dirName as policy name,
+// with its guard when its rule is online.
+func newLoadedPolicy(modelsDir, dirName, name string, m Model) (*ModelPolicy, error) {
+	p, err := NewModelPolicy(name, m)
+	if err != nil {
+		return nil, err
+	}
+	if name == PolicyXGBOnline && p.Rule.Online == nil {
+		return nil, fmt.Errorf("policy %q: %s holds an xgb model without an online rule (train it with mirage train --model %s)", name, filepath.Join(modelsDir, dirName), name)
+	}
+	if p.Rule.Online.GuardOn() {
+		dir := filepath.Join(modelsDir, dirName, GuardDir)
+		g, err := Load(dir, features.Schema())
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: its guard: %w (retrain it with mirage train --model %s)", name, err, name)
+		}
+		if g.Meta().Task != Classification {
+			return nil, fmt.Errorf("policy %q: %s holds a %s model, want the guard's classifier", name, dir, g.Meta().Task)
+		}
+		p.Guard = g
+	}
+	return p, nil
 }
 
 // WorkloadModelName is the directory of learned policy name's model fitted
@@ -245,20 +274,29 @@ func (s *standIn) Decide(obs *provisioner.Observation) (provisioner.Decision, er
 // not given and its model is in the models directory: the one with the
 // lowest pooled mean |gap| in the walk-forward evaluation
 // (docs/results/walk-forward.md, which names it from its own figures).
-const DefaultLearned = "xgb"
+const DefaultLearned = PolicyXGBOnline
+
+// fallbackLearned stands in for DefaultLearned where only its model is
+// trained (a models directory from before xgb-online).
+const fallbackLearned = string(KindXGB)
 
 // DefaultPolicy is the policy of a chain submitted without one:
 // DefaultLearned when policies can build it (its model is trained), else
-// lead. warn says why a trained default cannot be used (nil when it is
-// used or simply not trained).
+// xgb when its model is trained, else lead. warn says why a trained
+// default cannot be used (nil when it is used or simply not trained).
 func DefaultPolicy(policies provisioner.PolicyFactory) (name string, warn error) {
-	switch _, err := policies(DefaultLearned); {
-	case err == nil:
-		return DefaultLearned, nil
-	case errors.Is(err, ErrNoModel):
-		return provisioner.PolicyLead, nil
-	default:
-		return provisioner.PolicyLead, fmt.Errorf("the default policy %s cannot be used (%v); this chain uses lead (retrain with mirage train --model %s, or pass --policy)",
-			DefaultLearned, err, DefaultLearned)
+	var errs []error
+	for _, n := range []string{DefaultLearned, fallbackLearned} {
+		_, err := policies(n)
+		switch {
+		case err == nil:
+			return n, errors.Join(errs...)
+		case !errors.Is(err, ErrNoModel):
+			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain it with mirage train --model %s, or pass --policy", n, err, n))
+		}
 	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("this chain uses lead"))
+	}
+	return provisioner.PolicyLead, errors.Join(errs...)
 }

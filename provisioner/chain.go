@@ -75,6 +75,11 @@ type Observation struct {
 	Chain       *Chain        // the chain asking
 	Predecessor *Job          // the running (or pending) segment the successor follows
 	Successor   SubmitRequest // the job that would be submitted
+	// HandOffs are the realised hand-offs of the stored chains known by
+	// Now, oldest first (StepInput.HandOffs): an online policy learns from
+	// the outcomes of its own earlier decisions. Empty where nothing is
+	// stored yet.
+	HandOffs []HandOff
 }
 
 // Action is what a Policy may decide.

@@ -25,7 +25,11 @@ type StepInput struct {
 	History   []Job         // jobs started or finished since the earliest time any stored segment may need, oldest first
 	HistoryOK bool          // History is complete for that window: a job missing from it and from Snapshot is gone
 	Chains    []ChainRecord // stored chains (only ChainActive ones are decided on) and their segments
-	Policies  PolicyFactory // policy by name; nil means BaselinePolicy with default options
+	// HandOffs are the realised hand-offs of every stored chain, ended ones
+	// included, sorted by Known (HandOffs); a decision sees those known by
+	// Now (Observation.HandOffs).
+	HandOffs []HandOff
+	Policies PolicyFactory // policy by name; nil means BaselinePolicy with default options
 	// PoliciesIn resolves the policies of a chain that names its models
 	// directory (Chain.Models); nil: Policies for every chain.
 	PoliciesIn func(modelsDir string) PolicyFactory
@@ -245,7 +249,7 @@ func (c *stepContext) decide(w *chainWork) {
 	}
 	predCopy := *pred
 	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &predCopy,
-		Successor: segmentRequest(ch, last.Index+1, 0, last.JobID)}
+		Successor: segmentRequest(ch, last.Index+1, 0, last.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
 	d, err := pol.Decide(obs)
 	feat := d.Features
 	if feat == "" {

@@ -45,7 +45,12 @@ type Engine struct {
 	Self string
 	// TagKey signs the comments of the jobs it submits and verifies those
 	// of tagged jobs before adopting them (StepInput.TagKey); nil: no MACs.
-	TagKey        *TagKey
+	TagKey *TagKey
+	// HandOffs, when set, gives the realised hand-offs (sorted by Known)
+	// instead of those of the store's chains: a replay that plays chains
+	// side by side, each in its own store, feeds an online policy the
+	// outcomes of the others with it.
+	HandOffs      func(ctx context.Context) ([]HandOff, error)
 	HistoryWindow time.Duration      // default DefaultHistoryWindow
 	SubmitGrace   time.Duration      // how long an unrecorded submission holds its chain; default DefaultSubmitGrace
 	Fault         func(point string) // test-only fault injection, called at the Fault* points; nil in production
@@ -161,8 +166,12 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			e.log().Warn("history failed; deciding from the live view only", "err", err)
 		}
 	}
+	handOffs, err := e.handOffs(ctx, records)
+	if err != nil {
+		return rep, err
+	}
 	// 4. the pure step
-	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
 		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction

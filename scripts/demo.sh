@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job on embedded defaults (make demo): a synthetic LS6-like trace,
-# quick training of the default learned policy (xgb) and the wait predictor,
+# quick training of the default learned policy (xgb-online), xgb and the wait predictor,
 # the replay evaluation of the policies with the published pair protocol, a
 # check that the report's numbers
 # equal its JSON, and the report's path. `make demo TRACE=path` runs the same
@@ -16,10 +16,10 @@
 #                70% and 100% of its submit span)
 #   PROTOCOL     pair (default) or chain-K
 #   LOAD         load scales, comma-separated (default 1.0)
-#   MODELS       models to train (default xgb,wait: the default learned policy and the
-#                wait predictor; rf,xgb,dqn,pg,wait trains every learned policy, ~1.5 min more)
-#   POLICIES     policies to evaluate (default: the baselines, xgb and the oracle; add
-#                rf,dqn,pg when MODELS has them)
+#   MODELS       models to train (default xgb-online,xgb,wait: the default learned policy,
+#                xgb and the wait predictor; add rf,dqn,pg for every learned policy, ~1.5 min more)
+#   POLICIES     policies to evaluate (default: the baselines, xgb-online, xgb and the oracle;
+#                add rf,dqn,pg when MODELS has them)
 #   MIRAGE       the mirage binary (default ./bin/mirage, from make build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +28,8 @@ OUT="${OUT:-demo-out}"
 TRACE="${TRACE:-}"
 LOAD="${LOAD:-1.0}"
 PROTOCOL="${PROTOCOL:-pair}"
-MODELS="${MODELS:-xgb,wait}"
-POLICIES="${POLICIES:-reactive,dependency,lead,start-estimate,average,quantile,xgb,oracle}"
+MODELS="${MODELS:-xgb-online,xgb,wait}"
+POLICIES="${POLICIES:-reactive,dependency,lead,start-estimate,average,quantile,xgb-online,xgb,oracle}"
 mkdir -p "$OUT"
 start=$(date +%s)
 step() { printf '\n== [%3ds] %s\n' "$(( $(date +%s) - start ))" "$*"; }

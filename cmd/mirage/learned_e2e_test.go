@@ -79,7 +79,7 @@ func (e *e2eEnv) readmeCronLoop(t *testing.T, period time.Duration) func() strin
 
 // TestE2ELearnedPoliciesUnderCron is the acceptance of learned policies at
 // work (#25): models trained by mirage train on a synthetic LS6-like trace,
-// chains submitted with --policy xgb, rf, dqn and pg and --models, and a
+// chains submitted with --policy xgb, xgb-online, rf, dqn and pg and --models, and a
 // daemon run only by the README's crontab line, as written (in /, cron's
 // PATH, no flags). Every chain completes, every decision its model made
 // names the model and its version (once the predecessor has ended, the
@@ -108,7 +108,7 @@ fi
 sleep 600 &
 wait $!`)
 	ids := map[string]string{"xgb": e.submit(t, nil, handoff, "--segments", "2", "--policy", "xgb", "--models", fx.dir)}
-	for _, p := range []string{"rf", "dqn", "pg"} {
+	for _, p := range []string{"xgb-online", "rf", "dqn", "pg"} {
 		ids[p] = e.submit(t, nil, e.script(t, "mirage-e2e-"+p, "sleep 20"), "--segments", "2", "--policy", p, "--models", fx.dir)
 	}
 	stop := e.readmeCronLoop(t, 2*time.Second)

@@ -124,7 +124,8 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 
 // TestSubmitDefaultPolicy: without --policy, submit uses the default
 // learned policy when the models directory holds it (recording the
-// directory), lead when it does not, and an explicit --policy always wins.
+// directory), xgb when only xgb's model is there, lead when it holds
+// neither, and an explicit --policy always wins.
 func TestSubmitDefaultPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
@@ -133,6 +134,14 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 	id := e.submitChain(t, script, "--segments", "2", "--models", fx.dir, "--", "-p", "batch")
 	if cj := e.statusJSON(t, id); cj.Policy != models.DefaultLearned || cj.Models != fx.dir {
 		t.Errorf("with %s in --models: policy %q, models %q; want %q and %q", models.DefaultLearned, cj.Policy, cj.Models, models.DefaultLearned, fx.dir)
+	}
+	xgbOnly := t.TempDir()
+	if err := os.CopyFS(filepath.Join(xgbOnly, "xgb"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
+		t.Fatal(err)
+	}
+	id = e.submitChain(t, script, "--new", "--segments", "2", "--models", xgbOnly, "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != "xgb" || cj.Models != xgbOnly {
+		t.Errorf("with only xgb in --models: policy %q, models %q; want xgb and %q", cj.Policy, cj.Models, xgbOnly)
 	}
 	empty := t.TempDir()
 	id = e.submitChain(t, script, "--new", "--segments", "2", "--models", empty, "--", "-p", "batch")

@@ -62,7 +62,7 @@ func trainedFixture(t *testing.T) trainFixture {
 			return
 		}
 		trainFix.dir = filepath.Join(tmp, "models")
-		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,rf,wait,dqn,pg", "--out", trainFix.dir, "--dqn-steps", "3000", "--pg-iterations", "20",
+		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,xgb-online,rf,wait,dqn,pg", "--out", trainFix.dir, "--dqn-steps", "3000", "--pg-iterations", "20",
 			"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
 			"--limit", "12h", "--seed", "3", "--cache", filepath.Join(tmp, "cache"))
 	})
@@ -180,9 +180,9 @@ func TestModelsLsShow(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	// The fixture's models, by name: dqn, pg, rf, wait, xgb.
-	if len(lines) != 6 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "dqn ") || !strings.HasPrefix(lines[2], "pg ") ||
-		!strings.HasPrefix(lines[3], "rf ") || !strings.HasPrefix(lines[4], "wait ") || !strings.HasPrefix(lines[5], "xgb ") {
+	// The fixture's models, by name: dqn, pg, rf, wait, xgb, xgb-online.
+	if len(lines) != 7 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "dqn ") || !strings.HasPrefix(lines[2], "pg ") ||
+		!strings.HasPrefix(lines[3], "rf ") || !strings.HasPrefix(lines[4], "wait ") || !strings.HasPrefix(lines[5], "xgb ") || !strings.HasPrefix(lines[6], "xgb-online ") {
 		t.Fatalf("ls:\n%s", out)
 	}
 	lines = append(lines[:1], lines[3:]...) // rf, wait, xgb as below
@@ -191,7 +191,7 @@ func TestModelsLsShow(t *testing.T) {
 	}
 	out, _, _ = runMirage(t, "models", "ls", "--json", fx.dir)
 	var ents []models.Entry
-	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 5 {
+	if err := json.Unmarshal([]byte(out), &ents); err != nil || len(ents) != 6 {
 		t.Fatalf("ls --json: %v\n%s", err, out)
 	}
 	ents = ents[2:] // rf, wait, xgb after dqn and pg
@@ -209,6 +209,14 @@ func TestModelsLsShow(t *testing.T) {
 	if code != 0 || kv["kind"] != "xgb (regression)" || kv["seed"] != "3" || !strings.HasPrefix(kv["decision"], "submit when score ≥") ||
 		!strings.Contains(kv["decision"], "(target wait)") || kv["param num_round"] != "300" || kv["metric valid_episodes"] != "8" {
 		t.Errorf("show:\n%s", out)
+	}
+	// xgb-online: an xgb model whose rule is online, its guard beside it.
+	out, _, code = runMirage(t, "models", "show", filepath.Join(fx.dir, "xgb-online"))
+	if code != 0 || !strings.Contains(out, "; online: ") || !strings.Contains(out, "guard ") {
+		t.Errorf("show xgb-online:\n%s", out)
+	}
+	if g, err := models.ReadMeta(filepath.Join(fx.dir, "xgb-online", models.GuardDir)); err != nil || g.Task != models.Classification {
+		t.Errorf("xgb-online's guard: %+v, %v", g, err)
 	}
 	out, _, _ = runMirage(t, "models", "show", "--json", filepath.Join(fx.dir, "wait"))
 	var w map[string]models.Meta

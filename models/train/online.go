@@ -9,6 +9,7 @@ import (
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/adapt"
 	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/xgb"
 )
 
@@ -90,7 +91,7 @@ func FitImitation(train *dataset.ChainData, o PolicyTrainOptions) (TableDecider,
 	fit := func(eps []dataset.ChainEpisode) (models.Model, error) {
 		p := xgb.DefaultXGBParams()
 		p.Objective, p.MaxDepth, p.MinChildWeight, p.Rounds, p.Seed = "binary:logistic", 5, 20, 200, o.Seed
-		m, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, dataset.OracleTarget), p, models.Meta{Schema: train.Schema, Task: models.Classification})
+		m, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, dataset.OracleTarget), p, models.Meta{Kind: models.KindXGB, Schema: train.Schema, Task: models.Classification})
 		if err != nil {
 			return nil, fmt.Errorf("train %s: %w", ImitationPolicyName, err)
 		}
@@ -111,25 +112,19 @@ func FitImitation(train *dataset.ChainData, o PolicyTrainOptions) (TableDecider,
 	return &ruleDecider{m: m, rule: rule}, nil
 }
 
-// OnlinePolicy is xgb's predicted gap against
-// its tuned per-size threshold, plus
+// OnlinePolicy is xgb-online on episode tables: xgb's predicted gap
+// against its tuned per-size threshold, with the do-no-harm guard and the
+// online thresholds of its rule (models.OnlineRule, which says what they
+// do; models.ModelPolicy decides the same way in deployment). Thresh is fed
+// the realised outcomes by Observe, in the order they become known.
 //
-//   - a do-no-harm guard: a classifier of "this hand-off is in the low load
-//     class" (the successor submitted at the deadline would start within
-//     2 h). While it says so with probability ≥ Gamma, the policy does not
-//     submit early and falls back to the deadline, where an early start
-//     could only cost overlap;
-//   - online thresholds: adapt.Thresholds moves the per-size threshold with
-//     the realised gaps of hand-offs that have already happened.
-//
-// Gamma and the adaptation step are chosen on the latest share of the
-// training chains, with models fitted on the earlier share, never on the
-// chains a fold scores.
+// The guard level and the adaptation step are chosen on the latest share
+// of the training chains, with models fitted on the earlier share, never
+// on the chains a fold scores.
 type OnlinePolicy struct {
 	Model  models.Model        // xgb, predicting the wait
-	Rule   models.DecisionRule // its tuned thresholds
+	Rule   models.DecisionRule // its tuned thresholds and Online
 	Guard  models.Model        // P(low load class)
-	Gamma  float64             // guard level (≥ 1: guard off)
 	Thresh *adapt.Thresholds   // online offsets
 }
 
@@ -140,7 +135,7 @@ func (p *OnlinePolicy) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
 		return 0, err
 	}
 	var low []float64
-	if p.Gamma < 1 {
+	if p.Rule.Online.GuardOn() {
 		low = make([]float64, len(ep.X))
 		if err := p.Guard.PredictBatch(ep.X, low); err != nil {
 			return 0, err
@@ -149,7 +144,7 @@ func (p *OnlinePolicy) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
 	base := p.Rule.For(ep.Nodes)
 	for k, s := range sc {
 		th := base + p.Thresh.Offset(ep.Nodes, ep.TickTime(k)).Seconds()
-		if s >= th && (low == nil || low[k] < p.Gamma) {
+		if s >= th && (low == nil || !p.Rule.Online.Guarded(low[k])) {
 			return k, nil
 		}
 	}
@@ -158,6 +153,14 @@ func (p *OnlinePolicy) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
 
 // Observe implements TableDecider.
 func (p *OnlinePolicy) Observe(o adapt.Outcome) { p.Thresh.Observe(o) }
+
+// outcomeOf is the outcome of an episode's hand-off with gap g (seconds),
+// known at the later of the successor's start and the predecessor's end
+// (as provisioner.HandOff.Known).
+func outcomeOf(ep *dataset.ChainEpisode, g float64) adapt.Outcome {
+	gap := time.Duration(g * float64(time.Second))
+	return adapt.Outcome{At: ep.PredEnd.Add(max(gap, 0)), Nodes: ep.Nodes, Gap: gap}
+}
 
 // LowLoadTarget labels every tick of an episode 1 when its deadline
 // submission's gap is in the low class (≤ 2 h), the guard's target.
@@ -201,7 +204,7 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 		if err != nil {
 			return nil, models.DecisionRule{}, nil, err
 		}
-		g, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Schema: train.Schema, Task: models.Classification})
+		g, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Kind: models.KindXGB, Schema: train.Schema, Task: models.Classification})
 		if err != nil {
 			return nil, models.DecisionRule{}, nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
 		}
@@ -222,7 +225,9 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 	bestOK, bestAll, bestLow := false, math.Inf(1), math.Inf(1)
 	for _, gamma := range onlineGammas {
 		for _, step := range onlineSteps {
-			p := &OnlinePolicy{Model: m0, Rule: r0, Guard: g0, Gamma: gamma, Thresh: adapt.New(adapt.Config{Step: step, DeadBand: onlineDeadBand})}
+			r := r0
+			r.Online = onlineRule(gamma, step, time.Time{})
+			p := &OnlinePolicy{Model: m0, Rule: r, Guard: g0, Thresh: adapt.New(r.Online.Adapt())}
 			all, low, err := playMeanAbs(p, calib)
 			if err != nil {
 				return nil, err
@@ -248,8 +253,47 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 	}
 	r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean |gap| %.2f h, low class %.2f h (deadline %.2f h)",
 		bestGamma, bestStep, len(calib), bestAll/3600, bestLow/3600, reactLow/max(nLow, 1)/3600)
-	return &OnlinePolicy{Model: m, Rule: r, Guard: g, Gamma: bestGamma,
-		Thresh: adapt.New(adapt.Config{Step: bestStep, DeadBand: onlineDeadBand})}, nil
+	since := o.Meta.Windows.TrainUntil
+	if since.IsZero() {
+		since = o.Meta.Created
+	}
+	r.Online = onlineRule(bestGamma, bestStep, since)
+	if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Decision = &r }); err != nil {
+		return nil, err
+	}
+	return &OnlinePolicy{Model: m, Rule: r, Guard: g, Thresh: adapt.New(r.Online.Adapt())}, nil
+}
+
+// OnlineMetrics plays p on eps in order, with thresholds fed only by these
+// episodes' own outcomes (p's are left alone), and records the outcome
+// metrics under prefix, as policyMetrics does for a rule.
+func OnlineMetrics(metrics map[string]float64, prefix string, p *OnlinePolicy, eps []dataset.ChainEpisode, cost scenario.GapCost) error {
+	if len(eps) == 0 {
+		return nil
+	}
+	q := *p
+	q.Thresh = adapt.New(p.Rule.Online.Adapt())
+	gaps, gpus, cens, err := dataset.TableOutcomes(eps, func(ep *dataset.ChainEpisode) (int, error) {
+		k, err := q.SubmitTick(ep)
+		if err != nil {
+			return 0, err
+		}
+		if g, c := ep.Outcome(k); !c {
+			q.Observe(outcomeOf(ep, g))
+		}
+		return k, nil
+	})
+	if err != nil {
+		return err
+	}
+	outcomeMetrics(metrics, prefix, eps, gaps, gpus, cens, cost)
+	return nil
+}
+
+// onlineRule is the online rule with guard level gamma and adaptation step,
+// counting outcomes known from since.
+func onlineRule(gamma float64, step time.Duration, since time.Time) *models.OnlineRule {
+	return &models.OnlineRule{Gamma: gamma, Step: step.Seconds(), DeadBand: onlineDeadBand.Seconds(), Since: since}
 }
 
 // playMeanAbs plays d on eps in order (feeding it each outcome) and returns
@@ -269,8 +313,7 @@ func playMeanAbs(d TableDecider, eps []dataset.ChainEpisode) (all, low float64, 
 			nLow++
 		}
 		if !c {
-			gap := time.Duration(g * float64(time.Second))
-			d.Observe(adapt.Outcome{At: ep.PredEnd.Add(gap), Nodes: ep.Nodes, Gap: gap})
+			d.Observe(outcomeOf(ep, g))
 		}
 	}
 	return all / float64(len(eps)), low / max(nLow, 1), nil

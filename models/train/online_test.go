@@ -64,7 +64,9 @@ func TestOnlineGuardFallsBack(t *testing.T) {
 		{"guard at exactly gamma blocks", []float64{0.5, 0.5, 0.5, 0.5, 0.4}, 0.5, 4},
 		{"guard lifts at tick 3", []float64{0.1, 0.1, 0.8, 0.2, 0.2}, 0.5, 3},
 	} {
-		p := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: tc.gamma, Thresh: adapt.New(adapt.Off)}
+		r := rule
+		r.Online = &models.OnlineRule{Gamma: tc.gamma}
+		p := &OnlinePolicy{Model: column{models.Regression}, Rule: r, Guard: lowProb{}, Thresh: adapt.New(adapt.Off)}
 		got, err := p.SubmitTick(episode(score, tc.low))
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +81,7 @@ func TestOnlineThresholdsUseOnlyPastOutcomes(t *testing.T) {
 	rule := models.DecisionRule{Target: models.TargetGap, Threshold: 0}
 	score := []float64{-7200, -3600, 0, 600, 1200}
 	ep := episode(score, []float64{0, 0, 0, 0, 0})
-	p := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: 1, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
+	p := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
 	// A late start (+5 h) that happened before the chain's first tick lowers
 	// the threshold by an hour: the policy submits at tick 1 (score −1 h).
 	p.Observe(adapt.Outcome{At: ep.First.Add(-time.Minute), Nodes: 8, Gap: 5 * time.Hour})
@@ -89,7 +91,7 @@ func TestOnlineThresholdsUseOnlyPastOutcomes(t *testing.T) {
 		t.Errorf("tick %d (%v), want 1", got, err)
 	}
 	// Without the past outcome the trained threshold applies: tick 2.
-	q := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Gamma: 1, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
+	q := &OnlinePolicy{Model: column{models.Regression}, Rule: rule, Guard: lowProb{}, Thresh: adapt.New(adapt.Config{Step: time.Hour})}
 	q.Observe(adapt.Outcome{At: ep.PredEnd.Add(time.Hour), Nodes: 8, Gap: -9 * time.Hour})
 	if got, err := q.SubmitTick(ep); err != nil || got != 2 {
 		t.Errorf("future outcome only: tick %d (%v), want 2", got, err)

@@ -215,6 +215,21 @@ func policyMetrics(metrics map[string]float64, prefix string, m models.Model, ru
 	if err != nil {
 		return err
 	}
+	outcomeMetrics(metrics, prefix, eps, gaps, gpus, cens, cost)
+	switch task {
+	case models.Regression:
+		metrics[prefix+"gap_mae_h"] = models.MAE(pred, yv) / 3600
+		metrics[prefix+"gap_rmse_h"] = models.RMSE(pred, yv) / 3600
+	case models.Classification:
+		metrics[prefix+"accuracy"] = models.Accuracy(pred, yv)
+		metrics[prefix+"auc"] = models.AUC(pred, yv)
+	}
+	return nil
+}
+
+// outcomeMetrics records the outcome metrics of a policy's gaps on eps
+// (and reactive's, for comparison) under prefix.
+func outcomeMetrics(metrics map[string]float64, prefix string, eps []dataset.ChainEpisode, gaps []float64, gpus []int, cens []bool, cost scenario.GapCost) {
 	s := scenario.Summarise(gaps, gpus, cens, cost)
 	metrics[prefix+"episodes"] = float64(s.N)
 	metrics[prefix+"mean_abs_gap_h"] = s.MeanAbsGapH
@@ -227,15 +242,6 @@ func policyMetrics(metrics map[string]float64, prefix string, m models.Model, ru
 	metrics[prefix+"within_hour"] = s.WithinHour
 	rg, rgp, rc, _ := dataset.TableOutcomes(eps, func(*dataset.ChainEpisode) (int, error) { return -1, nil })
 	metrics[prefix+"reactive_mean_abs_gap_h"] = scenario.Summarise(rg, rgp, rc, cost).MeanAbsGapH
-	switch task {
-	case models.Regression:
-		metrics[prefix+"gap_mae_h"] = models.MAE(pred, yv) / 3600
-		metrics[prefix+"gap_rmse_h"] = models.RMSE(pred, yv) / 3600
-	case models.Classification:
-		metrics[prefix+"accuracy"] = models.Accuracy(pred, yv)
-		metrics[prefix+"auc"] = models.AUC(pred, yv)
-	}
-	return nil
 }
 
 // trainTreePolicy fits a tree model on early, tunes its threshold on calib, refits on all.

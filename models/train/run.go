@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,13 +131,13 @@ func ModelNames(in []string) ([]string, error) {
 
 func checkModel(n string) error {
 	if n != WaitModel && !models.IsLearned(n) {
-		return mark(ErrSpec, fmt.Errorf("--model %q: want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait", n))
+		return mark(ErrSpec, fmt.Errorf("--model %q: want rf, rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg or wait", n))
 	}
 	return nil
 }
 
 // needsLibXGBoost are the models whose training calls libxgboost.
-var needsLibXGBoost = []string{string(models.KindXGB), string(models.KindRFXGB), WaitModel}
+var needsLibXGBoost = []string{string(models.KindXGB), models.PolicyXGBOnline, string(models.KindRFXGB), WaitModel}
 
 // CheckBuild reports, before any work, a model this build cannot train:
 // one that needs libxgboost in a build without it (an error wrapping
@@ -405,7 +406,12 @@ func (r *run) trainPolicy(ctx context.Context, name string, meta models.Meta) (T
 		Progress: func(stage string, done, total int) {
 			r.update("train "+name+": "+stage, done, total)
 		}}
-	m, err := TrainPolicy(name, train, valid, po)
+	var m, guard models.Model
+	if name == OnlinePolicyName {
+		m, guard, err = fitOnlineModels(train, valid, po)
+	} else {
+		m, err = TrainPolicy(name, train, valid, po)
+	}
 	r.done()
 	if err != nil {
 		return Trained{}, fmt.Errorf("train %s: %w", name, err)
@@ -414,7 +420,44 @@ func (r *run) trainPolicy(ctx context.Context, name string, meta models.Meta) (T
 	if err := models.Save(dir, m); err != nil {
 		return Trained{}, mark(ErrOutput, err)
 	}
+	if guard != nil {
+		if err := models.Save(filepath.Join(dir, models.GuardDir), guard); err != nil {
+			return Trained{}, mark(ErrOutput, err)
+		}
+	}
 	return Trained{Name: out, Dir: dir, Meta: m.Meta()}, nil
+}
+
+// fitOnlineModels fits xgb-online (FitOnline) and returns its model, with
+// the validation outcome of the whole policy (guard and online thresholds
+// fed by the validation chains' own outcomes) in its metrics, and its guard.
+func fitOnlineModels(train, valid *dataset.ChainData, o PolicyTrainOptions) (models.Model, models.Model, error) {
+	p, err := FitOnline(train, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	metrics := maps.Clone(p.Model.Meta().Metrics)
+	if metrics == nil {
+		metrics = map[string]float64{}
+	}
+	if valid != nil {
+		o.defaults()
+		if err := OnlineMetrics(metrics, "valid_", p, valid.Episodes, o.Cost); err != nil {
+			return nil, nil, err
+		}
+	}
+	err = models.UpdateMeta(p.Model, func(mt *models.Meta) {
+		mt.Metrics = metrics
+		mt.Params["guard_level"] = strconv.FormatFloat(p.Rule.Online.Gamma, 'g', -1, 64)
+		mt.Params["adapt_step"] = (time.Duration(p.Rule.Online.Step) * time.Second).String()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	err = models.UpdateMeta(p.Guard, func(mt *models.Meta) {
+		mt.Trace, mt.Windows, mt.Seed, mt.Created = o.Meta.Trace, o.Meta.Windows, o.Seed, o.Meta.Created
+	})
+	return p.Model, p.Guard, err
 }
 
 // trainWait generates the wait datasets and trains the predictor.

@@ -71,7 +71,7 @@ func TestModelNames(t *testing.T) {
 		in   []string
 		want string
 	}{
-		{[]string{"xgb", "nope"}, `--model "nope": want rf, rf-golearn, rf-xgb, xgb, dqn, pg or wait`},
+		{[]string{"xgb", "nope"}, `--model "nope": want rf, rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg or wait`},
 		{[]string{" ", ""}, "--model: nothing to train"},
 		{nil, "--model: nothing to train"},
 	} {

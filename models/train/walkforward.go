@@ -174,8 +174,7 @@ func WalkForward(folds []Fold, opts WFOptions) ([]WFOutcome, error) {
 				}
 				o := rec(name, ep, k)
 				if !o.Censored {
-					gap := time.Duration(o.Gap * float64(time.Second))
-					d.Observe(adapt.Outcome{At: ep.PredEnd.Add(gap), Nodes: ep.Nodes, Gap: gap})
+					d.Observe(outcomeOf(ep, o.Gap))
 				}
 			}
 		}
@@ -320,7 +319,7 @@ type WFResult struct {
 	Rows     []WFRow     `json:"rows"`
 	Pick     string      `json:"pick"` // the deployable policy (models.IsLearned) with the lowest pooled mean |gap|
 	// Best is the scored policy with the lowest pooled mean |gap|, whether
-	// or not `mirage submit` can run it yet (xgb-online, NAME-noharm and
+	// or not `mirage submit` can run it yet (NAME-noharm, xgb-nohold and
 	// imitate exist only in the walk-forward).
 	Best string `json:"best"`
 }

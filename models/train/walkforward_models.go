@@ -16,6 +16,7 @@ type FoldModel struct {
 	Start, End time.Time
 	Train      int // training chains
 	Model      models.Model
+	Guard      models.Model // xgb-online's guard (nil for the others)
 }
 
 // FitFolds fits the learned policy name for the cost once per period of
@@ -23,7 +24,9 @@ type FoldModel struct {
 // that a replay of [Start, End) can be scored with a model that saw only
 // earlier data. The fit is for the cost (a zero cost: the published one):
 // a quantile model predicts the cost's decision quantile of the wait
-// (DecisionQuantile) and its thresholds are tuned for it.
+// (DecisionQuantile) and its thresholds are tuned for it. OnlinePolicyName
+// fits xgb-online (FitOnline): its model carries the online rule, and
+// FoldModel.Guard its guard.
 func FitFolds(ctx context.Context, s WFSpec, name string, cost scenario.GapCost) ([]FoldModel, error) {
 	if len(s.Bounds) < 2 {
 		return nil, mark(ErrSpec, fmt.Errorf("fit folds: need at least two bounds"))
@@ -44,11 +47,19 @@ func FitFolds(ctx context.Context, s WFSpec, name string, cost scenario.GapCost)
 	}
 	var out []FoldModel
 	for _, f := range Folds(d, s.Bounds) {
-		m, err := TrainPolicy(name, &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}, nil, PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Cost: cost})
-		if err != nil {
+		td := &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}
+		o := PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Cost: cost, Meta: models.Meta{Windows: models.Windows{TrainUntil: f.Start}}}
+		fm := FoldModel{Start: f.Start, End: f.End, Train: len(f.Train)}
+		if name == OnlinePolicyName {
+			p, err := FitOnline(td, o)
+			if err != nil {
+				return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+			}
+			fm.Model, fm.Guard = p.Model, p.Guard
+		} else if fm.Model, err = TrainPolicy(name, td, nil, o); err != nil {
 			return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
 		}
-		out = append(out, FoldModel{Start: f.Start, End: f.End, Train: len(f.Train), Model: m})
+		out = append(out, fm)
 	}
 	return out, nil
 }
