@@ -37,14 +37,17 @@ type trainOptions struct {
 func newTrainCmd(factory *Factory, runF func(*trainOptions) error) *cobra.Command {
 	o := &trainOptions{now: time.Now}
 	cmd := &cobra.Command{
-		Use: "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|dqn|pg|wait[,...] --out DIR",
-		Example: `  mirage train --trace ls6.log.gz --model xgb,rf --train-until 2023-02-01 --until 2023-02-27
+		Use: "train --trace FILE --model rf|rf-golearn|rf-xgb|xgb|xgb-online|dqn|pg|wait[,...] --out DIR",
+		Example: `  mirage train --trace ls6.log.gz --model xgb-online --train-until 2023-02-01 --until 2023-02-27
+  mirage train --trace ls6.log.gz --model xgb,rf --train-until 2023-02-01 --until 2023-02-27
   mirage train --trace ls6.log.gz --model dqn,pg --out ls6-models/ --from 2023-01-03 --train-until 2023-02-01
   mirage train --trace ls6.log.gz --model wait --seed 2 --out ls6-models/`,
 		Short: "Train submission policies and the wait predictor in the simulator on a trace",
-		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, dqn, pg) and the wait
-predictor of mirage predict-wait (wait) on a trace replayed in the simulator;
-each model is saved as DIR/NAME/ with meta.json.
+		Long: `Train learned policies (rf, rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg) and
+the wait predictor of mirage predict-wait (wait) on a trace replayed in the
+simulator; each model is saved as DIR/NAME/ with meta.json. xgb-online, the
+default policy of mirage submit, is xgb with a guard (DIR/xgb-online/guard/)
+and thresholds that adapt to the chains' realised hand-offs.
 
 Windows, and what each model learns and how it decides: docs/guide/training-and-evaluation.md.`,
 		Args: cobra.NoArgs,
@@ -59,7 +62,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.trace, "trace", "", "trace file (required)")
-	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, dqn, pg, wait (required)")
+	f.StringSliceVar(&o.spec.Models, "model", nil, "models to train, comma-separated: rf, rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg, wait (required)")
 	f.StringVar(&o.spec.Out, "out", "", "models directory; each model goes to DIR/NAME (default: where submit and the daemon look: "+
 		"$MIRAGE_MODELS, else $XDG_DATA_HOME/mirage/models, else ~/.local/share/mirage/models)")
 	f.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
