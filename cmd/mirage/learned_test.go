@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -235,4 +236,72 @@ func TestSubmitWorkload(t *testing.T) {
 	if n == 0 {
 		t.Error("xgb@training made no decision")
 	}
+}
+
+// TestDaemonAdaptsXGBOnline: the daemon gives xgb-online the hand-offs of
+// the chains in its state database, ended ones included. xgb-online's rule
+// is set to move a threshold 1 h per hand-off beyond a dead band of 0 (guard
+// off): after chain A has handed off with gap g, every model decision of a
+// later chain B of the same size says its threshold moved by −1 h (g > 0:
+// submit earlier), +1 h (g < 0) or not at all (g = 0).
+func TestDaemonAdaptsXGBOnline(t *testing.T) {
+	t.Parallel()
+	fx := trainedFixture(t)
+	dir := t.TempDir()
+	src := filepath.Join(fx.dir, models.PolicyXGBOnline)
+	dst := filepath.Join(dir, models.PolicyXGBOnline)
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dst, models.MetaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta map[string]any
+	if err := json.Unmarshal(b, &meta); err != nil {
+		t.Fatal(err)
+	}
+	meta["decision"].(map[string]any)["online"] = map[string]any{"guard_level": 1, "step_s": 3600, "dead_band_s": 0, "since": "2000-01-01T00:00:00Z"}
+	if b, err = json.Marshal(meta); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dst, models.MetaFile), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newChainEnv(t)
+	script := e.script(t, "o.sbatch", "-t 55")
+	a := e.submitChain(t, script, "--segments", "2", "--policy", models.PolicyXGBOnline, "--models", dir, "--", "-p", "batch")
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	ca := e.statusJSON(t, a)
+	if ca.State != string(provisioner.ChainDone) || len(ca.SegmentList) != 2 || ca.SegmentList[1].GapSec == nil {
+		t.Fatalf("chain A: %s with %d segments, want done with 2 and a gap", ca.State, len(ca.SegmentList))
+	}
+	g := *ca.SegmentList[1].GapSec
+	want := ""
+	switch {
+	case g > 0:
+		want = "(threshold moved -1h0m0s by the realised hand-offs)"
+	case g < 0:
+		want = "(threshold moved +1h0m0s by the realised hand-offs)"
+	}
+	bID := e.submitChain(t, script, "--new", "--segments", "2", "--policy", models.PolicyXGBOnline, "--models", dir, "--", "-p", "batch")
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	n := 0
+	for _, d := range chainDecisions(t, e, bID) {
+		if !strings.HasPrefix(d.Reason, models.PolicyXGBOnline+"@") {
+			continue
+		}
+		n++
+		if moved := strings.Contains(d.Reason, "threshold moved"); want == "" && moved || want != "" && !strings.HasSuffix(d.Reason, want) {
+			t.Errorf("chain B decision %q after chain A's gap of %g s: want %q", d.Reason, g, cmp.Or(want, "no move"))
+		}
+	}
+	if n == 0 {
+		t.Fatal("chain B: no decision of the model")
+	}
+	t.Logf("chain A's gap %g s; chain B: %d model decisions", g, n)
 }
