@@ -190,9 +190,13 @@ const onlineDeadBand = 15 * time.Minute
 // FitOnline trains the default learned policy: guard level and adaptation
 // step chosen on the calibration split (the latest CalibShare of train) with
 // the xgb model and guard fitted on the earlier split — the pair with the
-// lowest mean |gap| among those no worse than the deadline submission on the
-// split's low-class chains (else the lowest low-class mean |gap|) — then
-// both refitted on all of train.
+// lowest mean loss among those no worse than the deadline submission on the
+// split's low-class chains (else the lowest low-class mean loss) — then
+// both refitted on all of train. The loss is the fit's cost (o.Cost, as the
+// thresholds are tuned): with the published symmetric cost, 60/h of |gap|
+// either way, the |gap| itself. A cost under which overlap is cheap (the
+// training workload, whose hand-off turns an hour of overlap into a
+// checkpoint) thus does not pick a guard that only saves overlap.
 func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, error) {
 	o.defaults()
 	early, calib := dataset.SplitByTime(train.Episodes, o.CalibShare)
@@ -214,10 +218,11 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 	if err != nil {
 		return nil, err
 	}
+	loss := gapLoss(o.Cost)
 	var reactLow, nLow float64
 	for i := range calib {
 		if LowLoadTarget(&calib[i], 0) == 1 {
-			reactLow += math.Abs(calib[i].Reactive)
+			reactLow += loss(&calib[i], calib[i].Reactive)
 			nLow++
 		}
 	}
@@ -228,7 +233,7 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 			r := r0
 			r.Online = onlineRule(gamma, step, time.Time{})
 			p := &OnlinePolicy{Model: m0, Rule: r, Guard: g0, Thresh: adapt.New(r.Online.Adapt())}
-			all, low, err := playMeanAbs(p, calib)
+			all, low, err := playMeanLoss(p, calib, loss)
 			if err != nil {
 				return nil, err
 			}
@@ -251,8 +256,13 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 	if err != nil {
 		return nil, err
 	}
-	r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean |gap| %.2f h, low class %.2f h (deadline %.2f h)",
-		bestGamma, bestStep, len(calib), bestAll/3600, bestLow/3600, reactLow/max(nLow, 1)/3600)
+	if o.Cost == scenario.DefaultGapCost {
+		r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean |gap| %.2f h, low class %.2f h (deadline %.2f h)",
+			bestGamma, bestStep, len(calib), bestAll/3600, bestLow/3600, reactLow/max(nLow, 1)/3600)
+	} else {
+		r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean cost %.2f, low class %.2f (deadline %.2f)",
+			bestGamma, bestStep, len(calib), bestAll, bestLow, reactLow/max(nLow, 1))
+	}
 	since := o.Meta.Windows.TrainUntil
 	if since.IsZero() {
 		since = o.Meta.Created
@@ -296,9 +306,21 @@ func onlineRule(gamma float64, step time.Duration, since time.Time) *models.Onli
 	return &models.OnlineRule{Gamma: gamma, Step: step.Seconds(), DeadBand: onlineDeadBand.Seconds(), Since: since}
 }
 
-// playMeanAbs plays d on eps in order (feeding it each outcome) and returns
-// the mean |gap| over all chains and over the low-class ones, in seconds.
-func playMeanAbs(d TableDecider, eps []dataset.ChainEpisode) (all, low float64, err error) {
+// gapLoss is what a gap of g seconds costs a chain under c: with the
+// published symmetric cost (60/h of |gap|) the |gap| in seconds, which
+// orders the same; otherwise c's cost for the chain's GPUs.
+func gapLoss(c scenario.GapCost) func(ep *dataset.ChainEpisode, g float64) float64 {
+	if c == scenario.DefaultGapCost {
+		return func(_ *dataset.ChainEpisode, g float64) float64 { return math.Abs(g) }
+	}
+	return func(ep *dataset.ChainEpisode, g float64) float64 {
+		return c.Cost(time.Duration(g*float64(time.Second)), ep.GPUs)
+	}
+}
+
+// playMeanLoss plays d on eps in order (feeding it each outcome) and
+// returns the mean loss over all chains and over the low-class ones.
+func playMeanLoss(d TableDecider, eps []dataset.ChainEpisode, loss func(*dataset.ChainEpisode, float64) float64) (all, low float64, err error) {
 	var nLow float64
 	for i := range eps {
 		ep := &eps[i]
@@ -307,9 +329,9 @@ func playMeanAbs(d TableDecider, eps []dataset.ChainEpisode) (all, low float64, 
 			return 0, 0, err
 		}
 		g, c := ep.Outcome(k)
-		all += math.Abs(g)
+		all += loss(ep, g)
 		if LowLoadTarget(ep, 0) == 1 {
-			low += math.Abs(g)
+			low += loss(ep, g)
 			nLow++
 		}
 		if !c {

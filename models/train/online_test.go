@@ -149,3 +149,18 @@ func TestTuneThresholdNoHarm(t *testing.T) {
 		t.Errorf("all harmful: %g, want the latest candidate −1", th)
 	}
 }
+
+// TestGapLoss: the guard and the step are chosen by the fit's cost: |gap|
+// in seconds for the published cost; for the training workload's (60/h of
+// interruption, 2.5/h of overlap) an hour late costs 60 and an hour early 2.5.
+func TestGapLoss(t *testing.T) {
+	ep := &dataset.ChainEpisode{GPUs: 24}
+	def := gapLoss(scenario.DefaultGapCost)
+	if def(ep, 3600) != 3600 || def(ep, -1800) != 1800 {
+		t.Errorf("published cost: %g, %g; want 3600, 1800", def(ep, 3600), def(ep, -1800))
+	}
+	tr := gapLoss(scenario.GapCost{InterruptionPerHour: 60, OverlapPerHour: 2.5})
+	if tr(ep, 3600) != 60 || tr(ep, -3600) != 2.5 || tr(ep, -7200) != 5 {
+		t.Errorf("training cost: %g, %g, %g; want 60, 2.5, 5", tr(ep, 3600), tr(ep, -3600), tr(ep, -7200))
+	}
+}
