@@ -96,8 +96,9 @@ func knownBy(hs []HandOff, now time.Time) []HandOff {
 }
 
 // handOffs reads the hand-offs of every stored chain, ended ones included:
-// the active ones from records (already read), the others from the store;
-// or those of Engine.HandOffs when it is set.
+// the active ones from records (already read), the others from the store
+// (in one read when it is a SegmentLister); or those of Engine.HandOffs
+// when it is set.
 func (e *Engine) handOffs(ctx context.Context, records []ChainRecord) ([]HandOff, error) {
 	if e.HandOffs != nil {
 		return e.HandOffs(ctx)
@@ -110,14 +111,24 @@ func (e *Engine) handOffs(ctx context.Context, records []ChainRecord) ([]HandOff
 	for i := range records {
 		have[records[i].Chain.ID] = true
 	}
+	var bulk map[string][]Segment
+	if l, ok := e.Store.(SegmentLister); ok && len(all) > len(records) {
+		if bulk, err = l.AllSegments(ctx); err != nil {
+			return nil, fmt.Errorf("read segments for the hand-offs: %w", err)
+		}
+	}
 	recs := slices.Clone(records)
 	for _, c := range all {
 		if have[c.ID] {
 			continue
 		}
-		segs, err := e.Store.Segments(ctx, c.ID)
-		if err != nil {
-			return nil, fmt.Errorf("read segments of chain %s for its hand-offs: %w", c.ID, err)
+		segs, ok := bulk[c.ID]
+		if bulk == nil {
+			if segs, err = e.Store.Segments(ctx, c.ID); err != nil {
+				return nil, fmt.Errorf("read segments of chain %s for its hand-offs: %w", c.ID, err)
+			}
+		} else if !ok {
+			continue // no segment: no hand-off
 		}
 		recs = append(recs, ChainRecord{Chain: c, Segments: segs})
 	}

@@ -189,6 +189,15 @@ type DecisionLog interface {
 	Decisions(ctx context.Context, chainID string) ([]DecisionRecord, error)
 }
 
+// SegmentLister is implemented by stores that read every chain's segments
+// at once (the SQLite store: one query), which the engine uses for the
+// hand-offs of ended chains instead of one read per chain.
+type SegmentLister interface {
+	// AllSegments returns every stored segment by chain, each chain's in
+	// index, then attempt order.
+	AllSegments(ctx context.Context) (map[string][]Segment, error)
+}
+
 // TxStore is implemented by stores that can group writes atomically. The
 // Store handed to fn writes inside the transaction (and implements
 // EventStore when the outer store does); an error from fn rolls back.

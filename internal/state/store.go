@@ -442,25 +442,55 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 
 // Segments implements provisioner.Store.
 func (s *Store) Segments(ctx context.Context, chainID string) ([]provisioner.Segment, error) {
-	rows, err := s.q.QueryContext(ctx, `SELECT idx, attempt, job_id, state, submit, start, end, exit_code, note
-		FROM segments WHERE chain_id = ? ORDER BY idx, attempt`, chainID)
+	rows, err := s.q.QueryContext(ctx, `SELECT `+segmentCols+` FROM segments WHERE chain_id = ? ORDER BY idx, attempt`, chainID)
 	if err != nil {
 		return nil, s.wrap("read segments of "+chainID, err)
 	}
 	defer rows.Close()
 	var out []provisioner.Segment
 	for rows.Next() {
-		sg := provisioner.Segment{ChainID: chainID}
-		var state string
-		var sub, st, end int64
-		if err := rows.Scan(&sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note); err != nil {
+		sg, err := scanSegment(rows)
+		if err != nil {
 			return nil, s.wrap("read segments of "+chainID, err)
 		}
-		sg.State = provisioner.JobState(state)
-		sg.Submit, sg.Start, sg.End = fromNS(sub), fromNS(st), fromNS(end)
 		out = append(out, sg)
 	}
 	return out, s.wrap("read segments of "+chainID, rows.Err())
+}
+
+// segmentCols are the columns scanSegment reads, in its order.
+const segmentCols = `chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note`
+
+// scanSegment reads one row of segmentCols.
+func scanSegment(rows *sql.Rows) (provisioner.Segment, error) {
+	var sg provisioner.Segment
+	var state string
+	var sub, st, end int64
+	if err := rows.Scan(&sg.ChainID, &sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note); err != nil {
+		return sg, err
+	}
+	sg.State = provisioner.JobState(state)
+	sg.Submit, sg.Start, sg.End = fromNS(sub), fromNS(st), fromNS(end)
+	return sg, nil
+}
+
+// AllSegments implements provisioner.SegmentLister: every stored segment
+// in one query, by chain.
+func (s *Store) AllSegments(ctx context.Context) (map[string][]provisioner.Segment, error) {
+	rows, err := s.q.QueryContext(ctx, `SELECT `+segmentCols+` FROM segments ORDER BY chain_id, idx, attempt`)
+	if err != nil {
+		return nil, s.wrap("read segments", err)
+	}
+	defer rows.Close()
+	out := map[string][]provisioner.Segment{}
+	for rows.Next() {
+		sg, err := scanSegment(rows)
+		if err != nil {
+			return nil, s.wrap("read segments", err)
+		}
+		out[sg.ChainID] = append(out[sg.ChainID], sg)
+	}
+	return out, s.wrap("read segments", rows.Err())
 }
 
 // PutSegment implements provisioner.Store.

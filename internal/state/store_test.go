@@ -492,3 +492,47 @@ func (f *fakeCluster) Submit(_ context.Context, req provisioner.SubmitRequest) (
 
 func (f *fakeCluster) Cancel(context.Context, string) error         { return nil }
 func (f *fakeCluster) Signal(context.Context, string, string) error { return nil }
+
+// TestAllSegments: one read of every chain's segments gives what Segments
+// gives chain by chain (the engine's hand-offs of ended chains use it).
+func TestAllSegments(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	for i, id := range []string{"c-b", "c-a", "c-empty"} {
+		c := testChain()
+		c.ID = id
+		if err := s.PutChain(ctx, &c); err != nil {
+			t.Fatal(err)
+		}
+		for k := 0; k < 2-i && id != "c-empty"; k++ {
+			for a := 0; a <= k; a++ {
+				sg := provisioner.Segment{ChainID: id, Index: k, Attempt: a, JobID: id + strconv.Itoa(k) + strconv.Itoa(a), State: provisioner.StateTimeout,
+					Submit: t0, Start: t0.Add(time.Duration(k) * time.Hour), End: t0.Add(time.Duration(k+1) * time.Hour), ExitCode: a, Note: "n"}
+				if err := s.PutSegment(ctx, &sg); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	all, err := s.AllSegments(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 || len(all["c-b"]) != 3 || len(all["c-a"]) != 1 {
+		t.Fatalf("AllSegments: %d chains, c-b %d, c-a %d segments; want 2, 3, 1", len(all), len(all["c-b"]), len(all["c-a"]))
+	}
+	for _, id := range []string{"c-b", "c-a", "c-empty"} {
+		one, err := s.Segments(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(one) != len(all[id]) {
+			t.Fatalf("%s: %d segments by chain, %d at once", id, len(one), len(all[id]))
+		}
+		for i := range one {
+			if one[i] != all[id][i] {
+				t.Errorf("%s segment %d: %+v by chain, %+v at once", id, i, one[i], all[id][i])
+			}
+		}
+	}
+}
