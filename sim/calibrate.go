@@ -39,23 +39,28 @@ import (
 
 // Params are the simulator parameters a calibration fits.
 type Params struct {
-	Nodes           int           `json:"nodes" yaml:"nodes"`                                                           // usable nodes (copies of the base preset's first node)
+	Nodes           int           `json:"nodes" yaml:"nodes"`                                                           // usable nodes (the base preset's first ones, or copies of its nodes)
 	AgeWeight       float64       `json:"priority_weight_age" yaml:"priority_weight_age"`                               // PriorityWeightAge
 	SizeWeight      float64       `json:"priority_weight_job_size" yaml:"priority_weight_job_size"`                     // PriorityWeightJobSize
 	FairshareWeight float64       `json:"priority_weight_fairshare" yaml:"priority_weight_fairshare"`                   // PriorityWeightFairshare
 	RecordedWeight  float64       `json:"priority_weight_recorded,omitempty" yaml:"priority_weight_recorded,omitempty"` // PriorityWeightRecorded (traces that record priorities)
 	SchedLatency    time.Duration `json:"sched_latency" yaml:"sched_latency"`                                           // event-triggered main pass latency bound
 	BFInterval      time.Duration `json:"bf_interval" yaml:"bf_interval"`                                               // bf_interval
+	// EmpiricalLatency draws the latency from the base's LatencyTable (the
+	// one fitLatency measured) instead of uniformly up to SchedLatency.
+	EmpiricalLatency bool `json:"empirical_latency,omitempty" yaml:"empirical_latency,omitempty"`
 }
 
 // ParamsOf reads a configuration's calibrated parameters.
 func ParamsOf(c Config) Params {
 	return Params{Nodes: len(c.Nodes), AgeWeight: c.PriorityWeightAge, SizeWeight: c.PriorityWeightJobSize,
-		FairshareWeight: c.PriorityWeightFairshare, RecordedWeight: c.PriorityWeightRecorded, SchedLatency: c.SchedLatency, BFInterval: c.BFInterval}
+		FairshareWeight: c.PriorityWeightFairshare, RecordedWeight: c.PriorityWeightRecorded, SchedLatency: c.SchedLatency, BFInterval: c.BFInterval,
+		EmpiricalLatency: len(c.LatencyTable) > 0}
 }
 
 // Apply returns base with p's values. The node list is base's first p.Nodes
-// nodes, extended with copies of its first node (named like the preset's).
+// nodes, extended with copies of its nodes in order (named cal0001, …), so
+// a mixed cluster grows in its own proportions.
 func (p Params) Apply(base Config) (Config, error) {
 	if len(base.Nodes) == 0 {
 		return Config{}, fmt.Errorf("%w: calibration needs a preset with nodes", ErrConfig)
@@ -63,10 +68,16 @@ func (p Params) Apply(base Config) (Config, error) {
 	if p.Nodes < 1 || p.AgeWeight < 0 || p.SizeWeight < 0 || p.FairshareWeight < 0 || p.RecordedWeight < 0 || p.SchedLatency < 0 || p.BFInterval < time.Second {
 		return Config{}, fmt.Errorf("%w: calibration parameters out of range: %+v", ErrConfig, p)
 	}
+	if p.EmpiricalLatency && len(base.LatencyTable) == 0 {
+		return Config{}, fmt.Errorf("%w: an empirical latency needs the preset's latency table (latency_table in a preset file)", ErrConfig)
+	}
 	c := base
+	if !p.EmpiricalLatency {
+		c.LatencyTable = nil
+	}
 	c.Nodes = slices.Clone(base.Nodes[:min(p.Nodes, len(base.Nodes))])
 	for i := len(c.Nodes); i < p.Nodes; i++ {
-		n := base.Nodes[0]
+		n := base.Nodes[(i-len(base.Nodes))%len(base.Nodes)]
 		n.Name = fmt.Sprintf("cal%04d", i+1)
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -86,11 +97,15 @@ type Space struct {
 	RecordedWeight  []float64 // searched only when the trace records priorities
 	SchedLatency    []time.Duration
 	BFInterval      []time.Duration
+	// EmpiricalLatency: whether to try the latency fitLatency measures on
+	// the fit span ({false, true}); searched only when it can be measured.
+	EmpiricalLatency []bool
 }
 
 // DefaultSpace is the grid `mirage sim calibrate` searches: usable nodes
 // from 70% to 110% of the preset's (every count, or 41 steps on large
-// clusters), weights 0–5000, latencies 0–60 s, bf_interval 30–120 s.
+// clusters), weights 0–5000, latencies 0–60 s or the empirical one,
+// bf_interval 30–120 s.
 func DefaultSpace(base Config) Space {
 	n := len(base.Nodes)
 	var nodes []int
@@ -105,8 +120,9 @@ func DefaultSpace(base Config) Space {
 	}
 	w := []float64{0, 100, 500, 1000, 2000, 5000}
 	return Space{Nodes: nodes, AgeWeight: w, SizeWeight: w, FairshareWeight: w, RecordedWeight: w,
-		SchedLatency: []time.Duration{0, time.Second, 10 * time.Second, 60 * time.Second},
-		BFInterval:   []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second}}
+		SchedLatency:     []time.Duration{0, time.Second, 10 * time.Second, 60 * time.Second},
+		BFInterval:       []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second},
+		EmpiricalLatency: []bool{false, true}}
 }
 
 // Span is a window of submissions.
@@ -153,7 +169,12 @@ type Calibration struct {
 	HoldNodes        int            `json:"hold_nodes"`
 	Replicas         int            `json:"replicas"`          // replays per candidate (Stats count each job once per replica)
 	RecordedPriority bool           `json:"recorded_priority"` // the trace records priorities: their weight was searched
-	Fit, Score       Span           `json:"-"`
+	// LatencyTable is the empirical latency the search could use (the
+	// base's, or fitLatency's on the fit span; empty: none measured) and
+	// LatencySamples the jobs fitLatency measured it on.
+	LatencyTable   []time.Duration `json:"latency_table,omitempty"`
+	LatencySamples int             `json:"latency_samples,omitempty"`
+	Fit, Score     Span            `json:"-"`
 }
 
 // ErrCalibrate: the trace cannot be calibrated on (too few jobs in a span).
@@ -214,6 +235,20 @@ func Calibrate(ctx context.Context, s CalibrateSpec) (*Calibration, error) {
 		return nil, fmt.Errorf("%w: %d jobs to compare in the fit span %s, want at least %d", ErrCalibrate, cal.Compared, spanString(s.Fit), s.MinGroup)
 	}
 	base := ParamsOf(s.Base)
+	if len(s.Space.EmpiricalLatency) > 0 && !base.EmpiricalLatency {
+		tab, n, err := r.fitLatency(s.Base)
+		if err != nil {
+			return nil, err
+		}
+		cal.LatencySamples = n
+		if tab == nil {
+			r.spec.Space.EmpiricalLatency = nil
+		} else {
+			r.spec.Base.LatencyTable = tab
+		}
+	}
+	cal.LatencyTable = r.spec.Base.LatencyTable
+	s.Space = r.spec.Space
 	evs, err := r.run(ctx, []Params{base})
 	if err != nil {
 		return nil, err
@@ -268,6 +303,8 @@ func axes(sp Space) []func(p Params) []Params {
 		move(len(sp.RecordedWeight), func(p *Params, i int) { p.RecordedWeight = sp.RecordedWeight[i] }, func(p Params, i int) bool { return p.RecordedWeight == sp.RecordedWeight[i] }),
 		move(len(sp.SchedLatency), func(p *Params, i int) { p.SchedLatency = sp.SchedLatency[i] }, func(p Params, i int) bool { return p.SchedLatency == sp.SchedLatency[i] }),
 		move(len(sp.BFInterval), func(p *Params, i int) { p.BFInterval = sp.BFInterval[i] }, func(p Params, i int) bool { return p.BFInterval == sp.BFInterval[i] }),
+		move(len(sp.EmpiricalLatency), func(p *Params, i int) { p.EmpiricalLatency = sp.EmpiricalLatency[i] },
+			func(p Params, i int) bool { return p.EmpiricalLatency == sp.EmpiricalLatency[i] }),
 	}
 }
 
@@ -424,7 +461,7 @@ func (sp Space) MaxReplays(rounds int) int {
 	if rounds <= 0 {
 		rounds = 3
 	}
-	return 1 + rounds*(len(sp.Nodes)+len(sp.AgeWeight)+len(sp.SizeWeight)+len(sp.FairshareWeight)+len(sp.RecordedWeight)+len(sp.SchedLatency)+len(sp.BFInterval))
+	return 1 + rounds*(len(sp.Nodes)+len(sp.AgeWeight)+len(sp.SizeWeight)+len(sp.FairshareWeight)+len(sp.RecordedWeight)+len(sp.SchedLatency)+len(sp.BFInterval)+len(sp.EmpiricalLatency))
 }
 
 // String renders the span as [from, until) with dates ("…": open).
@@ -438,4 +475,50 @@ func spanString(s Span) string {
 		return t.Format("2006-01-02")
 	}
 	return "[" + f(s.From) + ", " + f(s.Until) + ")"
+}
+
+// LatencyQuantiles is the size of the latency table fitLatency measures.
+const LatencyQuantiles = 100
+
+// fitLatency measures the scheduler's own latency on the fit span: it
+// replays the trace with base and no latency at all, and takes the jobs of
+// the fit span that the replay started the moment they could start (the
+// cluster had room for them). What those jobs waited in the trace is what
+// the real scheduler took to start a job it had room for; its
+// LatencyQuantiles quantiles, in whole seconds, are the table. Fewer than
+// MinGroup such jobs: no table (nil).
+func (r *replayer) fitLatency(base Config) ([]time.Duration, int, error) {
+	c := base
+	c.SchedLatency, c.LatencyTable = 0, nil
+	s, err := New(c)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.Load(r.specs); err != nil {
+		return nil, 0, err
+	}
+	s.Run(time.Time{})
+	start := make(map[string]time.Time, len(r.specs))
+	for _, res := range s.Results() {
+		start[res.ID] = res.Start
+	}
+	var lat []float64
+	for _, cj := range r.fit {
+		sp := r.specs[cj.spec]
+		if st := start[sp.ID]; st.IsZero() || !st.Equal(sp.Submit) {
+			continue
+		}
+		recStart := cj.submit.Add(time.Duration(cj.rec * float64(time.Second)))
+		lat = append(lat, max(0, recStart.Sub(sp.Submit).Seconds()))
+	}
+	if len(lat) < r.spec.MinGroup {
+		return nil, len(lat), nil
+	}
+	slices.Sort(lat)
+	tab := make([]time.Duration, LatencyQuantiles)
+	for k := range tab {
+		x := lat[min(len(lat)-1, int((float64(k)+0.5)/LatencyQuantiles*float64(len(lat))))]
+		tab[k] = time.Duration(math.Round(x)) * time.Second
+	}
+	return tab, len(lat), nil
 }

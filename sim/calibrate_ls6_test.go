@@ -63,28 +63,7 @@ func writeCalibrationResults(t *testing.T, cal *Calibration, wall time.Duration,
 	b.WriteString("groups with fewer than 30 jobs not counted. Trace fields used: submit, start, end, nodes, time limit, user and account\n")
 	b.WriteString("(fair-share), and the recorded priority (LS6's `Priority` at accounting time, scaled by the largest) as a factor\n")
 	b.WriteString("of its own whose weight is searched too (`PriorityWeightRecorded`, 0 in the hand-made preset).\n\n")
-	b.WriteString("| preset | nodes | weight age | weight size | weight fair-share | weight recorded priority | sched latency | bf_interval | objective (fit) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, e := range []struct {
-		name string
-		ev   Evaluation
-	}{{"ls6 (hand-made)", cal.Base}, {"calibrated", cal.Best}} {
-		p := e.ev.Params
-		fmt.Fprintf(&b, "| %s | %d | %g | %g | %g | %g | %s | %s | %.3f |\n", e.name, p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, p.SchedLatency, p.BFInterval, e.ev.Objective)
-	}
-	for _, part := range []struct {
-		title      string
-		base, best []Stats
-	}{{"February 2023 (scored, not fitted on)", cal.Base.Score, cal.Best.Score}, {"Before February 2023 (fitted on)", cal.Base.Fit, cal.Best.Fit}} {
-		fmt.Fprintf(&b, "\n## %s\n\n", part.title)
-		b.WriteString("| group | jobs | KS ls6 | KS calibrated | Pearson ls6 | Pearson calibrated | Spearman ls6 | Spearman calibrated | median abs. error ls6 | calibrated | p90 abs. error ls6 | calibrated |\n")
-		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for i, s := range part.best {
-			o := part.base[i]
-			fmt.Fprintf(&b, "| %s | %d | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s |\n", s.Group, s.Jobs/cal.Replicas, o.KS, s.KS, o.Pearson, s.Pearson,
-				o.Spearman, s.Spearman, fidelityDur(o.MedianAbsErr), fidelityDur(s.MedianAbsErr), fidelityDur(o.P90AbsErr), fidelityDur(s.P90AbsErr))
-		}
-	}
+	writeCalibrationTables(&b, cal, "ls6", "ls6 (hand-made)", "February 2023 (scored, not fitted on)", "Before February 2023 (fitted on)")
 	b.WriteString("\n## Issue 19's acceptance, measured on February (calibrated preset)\n\n")
 	for _, s := range cal.Best.Score {
 		if s.Group == GroupLarge {
@@ -103,6 +82,54 @@ func writeCalibrationResults(t *testing.T, cal *Calibration, wall time.Duration,
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s", calibrationResults)
+}
+
+// writeCalibrationTables writes the parameters of the base preset
+// (baseRow) and the calibrated one, then the fidelity of both on the
+// scored span and on the fit span, groups with jobs only.
+func writeCalibrationTables(b *strings.Builder, cal *Calibration, baseName, baseRow, scoredTitle, fitTitle string) {
+	b.WriteString("| preset | nodes | weight age | weight size | weight fair-share | weight recorded priority | latency | bf_interval | objective (fit) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, e := range []struct {
+		name string
+		ev   Evaluation
+	}{{baseRow, cal.Base}, {"calibrated", cal.Best}} {
+		p := e.ev.Params
+		lat := "uniform 0–" + p.SchedLatency.String()
+		if p.EmpiricalLatency {
+			lat = "empirical (per job)"
+		}
+		fmt.Fprintf(b, "| %s | %d | %g | %g | %g | %g | %s | %s | %.3f |\n", e.name, p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, lat, p.BFInterval, e.ev.Objective)
+	}
+	if len(cal.LatencyTable) > 0 {
+		q := func(f float64) string {
+			return cal.LatencyTable[min(len(cal.LatencyTable)-1, int(f*float64(len(cal.LatencyTable))))].String()
+		}
+		fmt.Fprintf(b, "\nThe empirical latency the search could choose instead of the uniform one: the recorded waits of the %d fit-span jobs that a\n", cal.LatencySamples)
+		b.WriteString("replay without latency started the moment they were submitted (the cluster had room; what they waited is what the real\n")
+		fmt.Fprintf(b, "scheduler took), as %d quantiles, each job drawing one: p50 %s, p90 %s, p99 %s. ", len(cal.LatencyTable), q(0.5), q(0.9), q(0.99))
+		if cal.Best.Params.EmpiricalLatency {
+			b.WriteString("It was chosen.\n")
+		} else {
+			b.WriteString("It was not chosen (the uniform latency fits better).\n")
+		}
+	}
+	for _, part := range []struct {
+		title      string
+		base, best []Stats
+	}{{scoredTitle, cal.Base.Score, cal.Best.Score}, {fitTitle, cal.Base.Fit, cal.Best.Fit}} {
+		fmt.Fprintf(b, "\n## %s\n\n", part.title)
+		fmt.Fprintf(b, "| group | jobs | KS %[1]s | KS calibrated | Pearson %[1]s | Pearson calibrated | Spearman %[1]s | Spearman calibrated | median abs. error %[1]s | calibrated | p90 abs. error %[1]s | calibrated |\n", baseName)
+		b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for i, s := range part.best {
+			if s.Jobs == 0 {
+				continue
+			}
+			o := part.base[i]
+			fmt.Fprintf(b, "| %s | %d | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f | %s | %s | %s | %s |\n", s.Group, s.Jobs/cal.Replicas, o.KS, s.KS, o.Pearson, s.Pearson,
+				o.Spearman, s.Spearman, fidelityDur(o.MedianAbsErr), fidelityDur(s.MedianAbsErr), fidelityDur(o.P90AbsErr), fidelityDur(s.P90AbsErr))
+		}
+	}
 }
 
 func yesNo(ok bool) string {

@@ -74,7 +74,13 @@ type Config struct {
 
 	TickInterval time.Duration // decision-callback interval (default 10 min)
 	SchedLatency time.Duration // event-triggered main passes run after a latency uniform in [0, SchedLatency] whole seconds (0: at once)
-	Seed         uint64        // seed of the latency draws (the only randomness)
+	// LatencyTable, when set, replaces SchedLatency's per-pass draw by an
+	// empirical per-job one: each job reaches the scheduler LatencyTable[k]
+	// (whole seconds) after its submission, k uniform over the entries (the
+	// quantiles a calibration measured: what the real scheduler took to
+	// start a job it had room for). Its submission time stays as it was.
+	LatencyTable []time.Duration
+	Seed         uint64 // seed of the latency draws (the only randomness)
 }
 
 // Defaults returns Slurm 22.05's defaults (slurm.conf(5)) with no nodes.

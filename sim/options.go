@@ -13,6 +13,7 @@ import (
 type Options struct {
 	Preset    string        // "ls6" or "default"
 	SlurmConf string        // slurm.conf read over the preset ("" = none)
+	NodeList  string        // a node list (sn,cpu_milli,memory_mib,gpu,model) replacing the nodes and partitions ("" = none); see WithNodeList
 	Nodes     int           // keep only the first N nodes (0 = all)
 	Backfill  string        // "on", "off" or "" (the preset's)
 	BFWindow  time.Duration // bf_window (0 = the preset's)
@@ -49,6 +50,11 @@ func (o Options) Config() (Config, error) {
 		}
 		defer fh.Close()
 		if cfg, err = ParseSlurmConf(fh, cfg); err != nil {
+			return cfg, err
+		}
+	}
+	if o.NodeList != "" {
+		if cfg, err = readNodeList(o.NodeList, cfg); err != nil {
 			return cfg, err
 		}
 	}

@@ -21,7 +21,11 @@ import (
 type PresetFile struct {
 	Base      string `yaml:"base"`                 // the named preset it starts from (ls6, default)
 	SlurmConf string `yaml:"slurm_conf,omitempty"` // a slurm.conf read over the base, as --slurm-conf
+	NodeList  string `yaml:"node_list,omitempty"`  // a node list replacing the nodes, as --node-list
 	Params    `yaml:",inline"`
+	// LatencyTable is the empirical latency (Config.LatencyTable), with
+	// empirical_latency set.
+	LatencyTable []time.Duration `yaml:"latency_table,omitempty"`
 	// Provenance, for people; not read back.
 	Trace     string  `yaml:"trace,omitempty"`
 	Fit       string  `yaml:"fit,omitempty"`   // the span the parameters were fitted on
@@ -63,6 +67,14 @@ func LoadPresetFile(path string) (Config, error) {
 		if base, err = ParseSlurmConf(fh, base); err != nil {
 			return Config{}, fmt.Errorf("preset file %s: slurm_conf: %w", path, err)
 		}
+	}
+	if pf.NodeList != "" {
+		if base, err = readNodeList(pf.NodeList, base); err != nil {
+			return Config{}, fmt.Errorf("preset file %s: node_list: %w", path, err)
+		}
+	}
+	if len(pf.LatencyTable) > 0 {
+		base.LatencyTable = pf.LatencyTable
 	}
 	c, err := pf.Params.Apply(base)
 	if err != nil {
@@ -116,43 +128,54 @@ func (c *Calibration) WriteText(w io.Writer) error {
 
 // String renders the parameters on one line.
 func (p Params) String() string {
-	return fmt.Sprintf("nodes %d, weights age %g size %g fair-share %g recorded %g, sched latency %s, bf_interval %s",
-		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, p.SchedLatency, p.BFInterval)
+	lat := "sched latency " + p.SchedLatency.String()
+	if p.EmpiricalLatency {
+		lat = "empirical latency"
+	}
+	return fmt.Sprintf("nodes %d, weights age %g size %g fair-share %g recorded %g, %s, bf_interval %s",
+		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, lat, p.BFInterval)
 }
 
 // CalibratedPreset is the preset file of a calibration that searched from
-// preset (a name or a preset file) and slurmConf on trace: the named preset
-// and slurm.conf (absolute) at its root, the best parameters, provenance.
-func CalibratedPreset(preset, slurmConf, trace string, cal *Calibration) (PresetFile, error) {
-	base, conf, err := presetOrigin(preset, slurmConf)
+// the options' preset (a name or a preset file), slurm.conf and node list on
+// trace: the named preset, slurm.conf and node list (absolute paths) at its
+// root, the best parameters, provenance.
+func CalibratedPreset(o Options, trace string, cal *Calibration) (PresetFile, error) {
+	pf, err := presetOrigin(o.Preset)
 	if err != nil {
 		return PresetFile{}, err
 	}
-	if conf != "" {
-		if conf, err = filepath.Abs(conf); err != nil {
-			return PresetFile{}, err
+	for _, f := range []struct{ given, dst *string }{{&o.SlurmConf, &pf.SlurmConf}, {&o.NodeList, &pf.NodeList}} {
+		if *f.given != "" {
+			*f.dst = *f.given
+		}
+		if *f.dst != "" {
+			if *f.dst, err = filepath.Abs(*f.dst); err != nil {
+				return PresetFile{}, err
+			}
 		}
 	}
-	return PresetFile{Base: base, SlurmConf: conf, Params: cal.Best.Params, Trace: trace, Objective: cal.Best.Objective,
-		Fit: cal.Fit.String(), Score: cal.Score.String()}, nil
+	pf.Params, pf.Trace, pf.Objective, pf.Fit, pf.Score = cal.Best.Params, trace, cal.Best.Objective, cal.Fit.String(), cal.Score.String()
+	if cal.Best.Params.EmpiricalLatency {
+		pf.LatencyTable = cal.LatencyTable
+	}
+	return pf, nil
 }
 
 // presetOrigin is what a preset file calibrated from preset (a name or a
-// file) and slurmConf starts from: the named preset and slurm.conf at its root.
-func presetOrigin(preset, slurmConf string) (base, conf string, err error) {
+// file) starts from: the named preset, with the file's slurm.conf and node
+// list when it is a file.
+func presetOrigin(preset string) (PresetFile, error) {
 	if !isPresetPath(preset) {
-		return preset, slurmConf, nil
+		return PresetFile{Base: preset}, nil
 	}
 	b, err := os.ReadFile(preset)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: preset file: %v", ErrConfig, err)
+		return PresetFile{}, fmt.Errorf("%w: preset file: %v", ErrConfig, err)
 	}
 	var pf PresetFile
 	if err := yaml.Unmarshal(b, &pf); err != nil {
-		return "", "", fmt.Errorf("%w: preset file %s: %v", ErrConfig, preset, err)
+		return PresetFile{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, preset, err)
 	}
-	if slurmConf == "" {
-		slurmConf = pf.SlurmConf
-	}
-	return pf.Base, slurmConf, nil
+	return PresetFile{Base: pf.Base, SlurmConf: pf.SlurmConf, NodeList: pf.NodeList}, nil
 }

@@ -95,6 +95,7 @@ type spec struct {
 type dyn struct {
 	state    uint8
 	held     bool // dependency not yet satisfied
+	lat      bool // its latency (Config.LatencyTable) was drawn
 	gen      uint32
 	start    int64
 	end      int64
@@ -279,6 +280,11 @@ var ErrUnknownJob = errors.New("sim: unknown job")
 func New(cfg Config) (*Sim, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+	}
+	for _, l := range cfg.LatencyTable {
+		if l < 0 {
+			return nil, fmt.Errorf("%w: negative latency %s in the latency table", ErrConfig, l)
+		}
 	}
 	d := Defaults()
 	if cfg.SchedInterval <= 0 {
@@ -856,12 +862,13 @@ func (s *Sim) run(until int64) {
 
 // due returns when the event-triggered main pass runs: now plus a latency
 // drawn once per pass from [0, SchedLatency] (whole seconds), modelling
-// slurmctld's processing delay and the sub-second clock that sacct rounds.
+// slurmctld's processing delay and the sub-second clock that sacct rounds
+// (none with a LatencyTable: each job's own latency delays its arrival).
 func (s *Sim) due() int64 {
 	if s.mainAt == never {
 		lat := int64(s.st.cfg.SchedLatency / time.Second)
 		s.mainAt = s.now
-		if lat > 0 {
+		if lat > 0 && len(s.st.cfg.LatencyTable) == 0 {
 			s.mainAt += int64(s.rng.Uint64() % uint64(lat+1))
 		}
 	}
@@ -921,11 +928,19 @@ func (s *Sim) handleEvent(ev event) {
 	}
 }
 
-// arrive makes job j pending at now.
+// arrive makes job j pending at now or, with a LatencyTable, after the
+// latency it draws there (once per job).
 func (s *Sim) arrive(j int32) {
 	d := &s.dyns[j]
 	if d.state != stFuture {
 		return
+	}
+	if tab := s.st.cfg.LatencyTable; len(tab) > 0 && !d.lat {
+		d.lat = true
+		if lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second); lat > 0 {
+			s.events.push(event{t: s.now + lat, job: j, gen: d.gen})
+			return
+		}
 	}
 	d.state = stPending
 	d.elig = s.now

@@ -25,7 +25,8 @@ func newSimCmd(f *Factory, runF func(*simOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "sim --trace FILE [--preset ls6 | --slurm-conf FILE] [--report] [--json]",
 		Example: `  mirage sim --trace ls6.log.gz --report            # simulated vs recorded waits
-  mirage sim --trace jobs.swf --preset default --slurm-conf /etc/slurm/slurm.conf --jobs sim.csv`,
+  mirage sim --trace jobs.swf --preset default --slurm-conf /etc/slurm/slurm.conf --jobs sim.csv
+  mirage sim --trace openb_pod_list_default.csv --node-list openb_node_list_all_node.csv --report`,
 		Short: "Replay a job trace in the discrete-event Slurm simulator",
 		Long: `Replay a recorded trace in the simulator and print per-job simulated start and
 end or, with --report, the fidelity of simulated against recorded waits.
@@ -44,6 +45,7 @@ and docs/results/fidelity.md.`,
 	fl.StringVar(&o.trace, "trace", "", "trace file (required)")
 	fl.StringVar(&o.opts.Preset, "preset", "ls6", "cluster preset: ls6, default (Slurm defaults; needs --slurm-conf for nodes) or a preset file (mirage sim calibrate)")
 	fl.StringVar(&o.opts.SlurmConf, "slurm-conf", "", "read nodes, partitions, Priority* and SchedulerParameters from this slurm.conf (over the preset)")
+	fl.StringVar(&o.opts.NodeList, "node-list", "", "take the nodes from this node list (sn,cpu_milli,memory_mib,gpu,model; as the openb traces ship) as one shared partition")
 	fl.BoolVar(&o.report, "report", false, "compare simulated with recorded waits")
 	fl.BoolVar(&o.json, "json", false, "JSON output")
 	fl.StringVar(&o.jobsOut, "jobs", "", "write per-job simulated start/end as CSV to this file")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,5 +112,79 @@ func TestSimCommandBadInput(t *testing.T) {
 	tr := writeCSVTrace(t, []traces.Job{{ID: "a", Submit: time.Unix(0, 0), Start: time.Unix(0, 0), End: time.Unix(1, 0), Nodes: 1}})
 	if _, _, code := runMirage(t, "sim", "--trace", tr, "--slurm-conf", conf); code != cmdutil.ExitBadInput {
 		t.Fatalf("bad slurm.conf: exit %d, want %d", code, cmdutil.ExitBadInput)
+	}
+}
+
+// A Kubernetes pod list calibrated on its own node list: the preset file
+// keeps the node list and the measured latency, and `mirage sim` replays
+// with it. The pods (one every 10 minutes, 1 GPU, on two 4-GPU nodes that
+// always have room) alternately waited 0 s and 40 s, which only the
+// empirical latency reproduces.
+func TestSimCalibrateNodeList(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	nodes := filepath.Join(dir, "nodes.csv")
+	if err := os.WriteFile(nodes, []byte("sn,cpu_milli,memory_mib,gpu,model\nn1,32000,65536,4,T4\nn2,32000,65536,4,T4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var pods strings.Builder
+	pods.WriteString("name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n")
+	// one pod 49 h before the rest ends the hold detection's warm-up
+	pods.WriteString("p0,1000,1024,1,1000,,LS,Succeeded,0,300,0\n")
+	const n = 200
+	for i := range n {
+		c := 49*3600 + i*600
+		w := 40 * (i % 2)
+		fmt.Fprintf(&pods, "p%d,1000,1024,1,1000,,LS,Succeeded,%d,%d,%d\n", i+1, c, c+w+300, c+w)
+	}
+	trace := filepath.Join(dir, "openb_pod_list_test.csv")
+	if err := os.WriteFile(trace, []byte(pods.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	preset := filepath.Join(dir, "cal.yaml")
+	fitUntil := time.Unix(49*3600+n/2*600, 0).UTC().Format(time.RFC3339)
+	out, stderr, code := runMirage(t, "sim", "calibrate", "--trace", trace, "--preset", "default", "--node-list", nodes,
+		"--fit-until", fitUntil, "--replicas", "1", "--out", preset, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var cal struct {
+		Best struct {
+			Params struct {
+				Nodes            int  `json:"nodes"`
+				EmpiricalLatency bool `json:"empirical_latency"`
+			} `json:"params"`
+		} `json:"best"`
+		LatencySamples int `json:"latency_samples"`
+	}
+	if err := json.Unmarshal([]byte(out), &cal); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !cal.Best.Params.EmpiricalLatency || cal.LatencySamples != n/2 {
+		t.Fatalf("want the empirical latency measured on the %d fit-span pods: %s", n/2, out)
+	}
+	b, err := os.ReadFile(preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "node_list: "+nodes) || !strings.Contains(string(b), "latency_table:") {
+		t.Fatalf("preset file without the node list or the latency table:\n%s", b)
+	}
+	out, stderr, code = runMirage(t, "sim", "--trace", trace, "--preset", preset, "--report", "--json")
+	if code != 0 {
+		t.Fatalf("sim --preset: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Nodes    int `json:"nodes"`
+		Replayed int `json:"replayed"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rep.Nodes != cal.Best.Params.Nodes || rep.Replayed != n+1 {
+		t.Fatalf("sim with the preset: %+v, want %d nodes and %d pods", rep, cal.Best.Params.Nodes, n+1)
+	}
+	if _, stderr, code := runMirage(t, "sim", "--trace", trace, "--node-list", filepath.Join(dir, "missing.csv")); code != cmdutil.ExitBadInput {
+		t.Fatalf("missing node list: exit %d, want %d: %s", code, cmdutil.ExitBadInput, stderr)
 	}
 }

@@ -36,6 +36,8 @@ jobs submitted before --fit-until, then report the fidelity on the later jobs
 accepted by --preset of mirage sim, train, eval and predict-wait.
 Objective and method: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage sim calibrate --trace ls6.log.gz --fit-until 2023-02-01 --out ls6-calibrated.yaml
+  mirage sim calibrate --trace openb_pod_list_default.csv --node-list openb_node_list_all_node.csv \
+    --fit-until 2023-04-11 --out openb-calibrated.yaml
   mirage sim --trace ls6.log.gz --preset ./ls6-calibrated.yaml --report`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return simCalibrate(cmd.Context(), o) },
@@ -45,6 +47,7 @@ Objective and method: docs/guide/training-and-evaluation.md.`,
 	fl.StringVar(&o.out, "out", "", "preset file to write (required)")
 	fl.StringVar(&o.opts.Preset, "preset", "ls6", "preset searched from: ls6, default (with --slurm-conf) or a preset file")
 	fl.StringVar(&o.opts.SlurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf (over the preset)")
+	fl.StringVar(&o.opts.NodeList, "node-list", "", "take the nodes from this node list (sn,cpu_milli,memory_mib,gpu,model; as the openb traces ship) as one shared partition")
 	fl.StringVar(&o.fitFrom, "fit-from", "", "fit on jobs submitted from this time (default: the trace's start)")
 	fl.StringVar(&o.fitUntil, "fit-until", "", "fit on jobs submitted before this time; later ones are scored (required)")
 	fl.StringVar(&o.scoreEnd, "score-until", "", "score jobs submitted before this time (default: to the trace's end)")
@@ -94,7 +97,7 @@ func simCalibrate(ctx context.Context, o *simCalOptions) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
-	pf, err := sim.CalibratedPreset(o.opts.Preset, o.opts.SlurmConf, filepath.Base(o.trace), cal)
+	pf, err := sim.CalibratedPreset(o.opts, filepath.Base(o.trace), cal)
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
