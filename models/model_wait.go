@@ -92,3 +92,19 @@ func (w *WaitPredictor) Predict(obs *provisioner.Observation) (WaitEstimate, err
 	d := func(sec float64) time.Duration { return time.Duration(sec * float64(time.Second)).Round(time.Second) }
 	return WaitEstimate{P10: d(q[0]), P50: d(q[1]), P90: d(q[2])}, nil
 }
+
+// WaitHistoryParam is the meta.json param that says where the wait
+// predictor's training history came from: WaitHistoryRecorded when its
+// history features were the trace's recorded jobs (`mirage train
+// --wait-recorded`); absent when they were the replay's.
+const (
+	WaitHistoryParam    = "history"
+	WaitHistoryRecorded = "recorded"
+)
+
+// RecordedHistory reports whether w learned from the recorded history, so
+// a replayed answer (predict-wait --trace, the validation against recorded
+// waits) must show it the recorded history too.
+func (w *WaitPredictor) RecordedHistory() bool {
+	return w.Models[1].Meta().Params[WaitHistoryParam] == WaitHistoryRecorded
+}

@@ -60,7 +60,7 @@ for s in "${seeds[@]}"; do
   dir="$work/seed-$s"
   echo "results-wait: seed $s: training into $dir" >&2
   t0=$(date +%s)
-  "$MIRAGE" train --trace "$TRACE" --model wait --train-until "$TRAIN_UNTIL" --until "$UNTIL" \
+  "$MIRAGE" train --trace "$TRACE" --model wait --wait-recorded=false --train-until "$TRAIN_UNTIL" --until "$UNTIL" \
     --seed "$s" --out "$dir" >"$tmp/train-$s.txt"
   t1=$(date +%s)
   secs+=("$((t1 - t0))")
@@ -101,7 +101,7 @@ table() {
   echo
   echo '```sh'
   echo "mirage train --trace ../shared/traces/tacc-ls6-a100/ls6-a100-until-2023-03-01.log.gz \\"
-  echo "  --model wait --train-until $TRAIN_UNTIL --until $UNTIL --seed N --out DIR"
+  echo "  --model wait --wait-recorded=false --train-until $TRAIN_UNTIL --until $UNTIL --seed N --out DIR"
   echo "mirage models show DIR/wait --json"
   echo '```'
   echo
@@ -110,6 +110,11 @@ table() {
   echo "simulator's backfill plan after the job's first backfill pass, as \`squeue --start\` shows"
   echo "it) on the same jobs, the shares within 10 minutes and 1 hour, the same for the jobs still"
   echo "pending after the first backfill pass, and the p10–p90 interval's coverage."
+  echo
+  echo "This page compares inside the simulator: the predictor learns the replay's waits"
+  echo "(\`--wait-recorded=false\`) and both answers are scored against them. The default"
+  echo "predictor learns the recorded waits; against those, and against what a site's own"
+  echo "accounting history predicts: [wait-recorded.md](wait-recorded.md)."
   echo
   echo "## Jobs Slurm gave an estimate for"
   echo

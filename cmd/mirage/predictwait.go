@@ -90,7 +90,7 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		}
 		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w (train it with mirage train --model wait --out %s)", err, o.modelsDir))
 	}
-	st, err := o.state(ctx)
+	st, err := o.state(ctx, pred.RecordedHistory())
 	if err != nil {
 		return err
 	}
@@ -106,8 +106,10 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	return cmdutil.PrintView(w, o.json, a, a)
 }
 
-// state gets the cluster state from the chosen source.
-func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, error) {
+// state gets the cluster state from the chosen source. With a trace, the
+// history is the recorded one when recordedHistory (the predictor learned
+// from it, as `mirage train --wait-recorded` trains), else the replay's.
+func (o *predictWaitOptions) state(ctx context.Context, recordedHistory bool) (*models.ClusterState, error) {
 	switch {
 	case o.snapshot != "":
 		st, err := models.SnapshotFileState(o.snapshot)
@@ -135,7 +137,12 @@ func (o *predictWaitOptions) state(ctx context.Context) (*models.ClusterState, e
 		case err != nil:
 			return nil, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
-		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: hist, Source: "simulated " + filepath.Base(o.trace)}, nil
+		source := "simulated " + filepath.Base(o.trace)
+		if recordedHistory {
+			hist = scenario.NewRecordedHistory(jobs).At(at, at.Add(-o.history))
+			source += " (history as recorded)"
+		}
+		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: hist, Source: source}, nil
 	}
 	c, h, err := o.f.LiveCluster(ctx, o)
 	if err != nil {

@@ -83,7 +83,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	f.IntVar(&o.spec.PGIterations, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
 	f.StringVar(&o.spec.Target, "target", models.TargetWait, "xgb regression target: wait or gap")
 	f.IntVar(&o.spec.WaitReplicas, "wait-replicas", 5, "wait predictor: training replays of the trace, with simulator seeds --seed, --seed+1, …")
-	f.BoolVar(&o.spec.WaitRecorded, "wait-recorded", false, "wait predictor: learn the waits the trace recorded (features from the replay) instead of the replay's")
+	f.BoolVar(&o.spec.WaitRecorded, "wait-recorded", true, "wait predictor: learn the waits the trace recorded (queue features from the replay, history from the trace); =false learns the replay's waits")
 	f.BoolVar(&o.json, "json", false, "print the trained models' metadata as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("trace")

@@ -44,11 +44,17 @@ type WaitData struct {
 
 // WaitGenOptions control GenerateWaitData.
 type WaitGenOptions struct {
-	From      time.Time             // submissions at or after (zero: all)
-	Until     time.Time             // submissions before (zero: all)
-	Estimates bool                  // also record Slurm's backfill estimate (one short fork per job)
-	History   time.Duration         // Observation.History window (default 24 h)
-	Progress  func(done, total int) // optional, on the calling goroutine
+	From      time.Time     // submissions at or after (zero: all)
+	Until     time.Time     // submissions before (zero: all)
+	Estimates bool          // also record Slurm's backfill estimate (one short fork per job)
+	History   time.Duration // Observation.History window (default 24 h)
+	// RecordedHistory takes Observation.History from the scenario's
+	// recorded jobs (what sacct showed at that instant,
+	// scenario.RecordedHistory) instead of from the replay: for a
+	// predictor that learns the recorded waits, as a live cluster's sacct
+	// will show it. The queue snapshot stays the replay's.
+	RecordedHistory bool
+	Progress        func(done, total int) // optional, on the calling goroutine
 }
 
 // WaitRequest is the submission a recorded job stands for (the job as a wait sample frames it).
@@ -84,6 +90,13 @@ func GenerateWaitData(ctx context.Context, sc *scenario.Scenario, o WaitGenOptio
 		return nil, fmt.Errorf("wait dataset: no jobs of %s submitted in [%s, %s)", sc.Name, fmtTime(o.From), fmtTime(o.Until))
 	}
 	slices.SortStableFunc(specs, func(a, b *sim.JobSpec) int { return a.Submit.Compare(b.Submit) })
+	var recorded *scenario.RecordedHistory
+	if o.RecordedHistory {
+		if len(sc.Jobs) == 0 {
+			return nil, fmt.Errorf("wait dataset: the recorded history needs the recorded jobs of %s", sc.Name)
+		}
+		recorded = scenario.NewRecordedHistory(sc.Jobs)
+	}
 	s, err := sc.NewSim()
 	if err != nil {
 		return nil, err
@@ -106,7 +119,11 @@ func GenerateWaitData(ctx context.Context, sc *scenario.Scenario, o WaitGenOptio
 			if obsSnap, err = s.Snapshot(ctx); err != nil {
 				return nil, err
 			}
-			obsHist = s.History(at.Add(-o.History))
+			if recorded != nil {
+				obsHist = recorded.At(at, at.Add(-o.History))
+			} else {
+				obsHist = s.History(at.Add(-o.History))
+			}
 			lastAt = at
 		}
 		req := WaitRequest(sp)

@@ -48,8 +48,10 @@ type Spec struct {
 	Seed         uint64            // seed of load scaling and every fit
 	WaitReplicas int               // training replays for the wait predictor, 1–64
 	// WaitRecorded trains (and validates) the wait predictor on the waits
-	// the trace recorded instead of the replay's: features still come from
-	// the replayed cluster, labels from what really happened (RelabelRecorded).
+	// the trace recorded instead of the replay's: the queue features still
+	// come from the replayed cluster, the history features from the
+	// recorded jobs (what sacct showed then), labels from what really
+	// happened (RelabelRecorded).
 	WaitRecorded bool
 	Workers      int    // simulator goroutines (0: all cores)
 	Cache        string // directory caching generated chain datasets by injection day, checked against the trace's jobs ("": none)
@@ -463,6 +465,7 @@ func fitOnlineModels(train, valid *dataset.ChainData, o PolicyTrainOptions) (mod
 // trainWait generates the wait datasets and trains the predictor.
 func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) {
 	gen := func(label string, o dataset.WaitGenOptions, replicas int) (*dataset.WaitData, error) {
+		o.RecordedHistory = r.s.WaitRecorded
 		o.Progress = func(done, total int) { r.update("wait dataset "+label, done, total) }
 		d, err := dataset.GenerateWaitReplicas(ctx, r.sc, o, replicas, r.s.Workers)
 		r.done()
@@ -487,11 +490,22 @@ func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) 
 			return Trained{}, err
 		}
 	}
-	w, rep, err := TrainWaitPredictor(train, valid, WaitTrainOptions{Seed: r.s.Seed, Meta: meta,
+	var params func(float64) xgb.XGBParams
+	if r.s.WaitRecorded {
+		params = RecordedWaitParams
+	}
+	w, rep, err := TrainWaitPredictor(train, valid, WaitTrainOptions{Seed: r.s.Seed, Meta: meta, Params: params,
 		Progress: func(stage string, done, total int) { r.update("train "+stage, done, total) }})
 	r.done()
 	if err != nil {
 		return Trained{}, fmt.Errorf("train wait: %w", err)
+	}
+	if r.s.WaitRecorded {
+		for _, m := range w.Models {
+			if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Params[models.WaitHistoryParam] = models.WaitHistoryRecorded }); err != nil {
+				return Trained{}, err
+			}
+		}
 	}
 	dir := filepath.Join(r.s.Out, WaitModel)
 	if err := models.SaveWaitPredictor(dir, w); err != nil {

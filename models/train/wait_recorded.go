@@ -30,8 +30,10 @@ import (
 //
 // The predictor sees the cluster as the simulator replays it up to the
 // job's submission (as `mirage predict-wait --trace --at` does): the trace
-// records no queue snapshots, so the features come from the replay, and
-// the answer is scored against the recorded wait. Jobs with recorded
+// records no queue snapshots, so the queue features come from the replay
+// (the history features too, unless the predictor learned from the
+// recorded history: then from the recorded jobs), and the answer is
+// scored against the recorded wait. Jobs with recorded
 // holds (sim.Holds) are left out: their recorded wait includes the hold.
 
 // HistoryJobs is how many earlier starts of the same size group the
@@ -80,7 +82,7 @@ func ValidateAgainstRecorded(ctx context.Context, sc *scenario.Scenario, w *mode
 	if len(sc.Jobs) == 0 {
 		return nil, fmt.Errorf("recorded waits: scenario %s has no recorded jobs", sc.Name)
 	}
-	d, err := dataset.GenerateWaitData(ctx, sc, dataset.WaitGenOptions{From: from, Until: until, Estimates: true})
+	d, err := dataset.GenerateWaitData(ctx, sc, dataset.WaitGenOptions{From: from, Until: until, Estimates: true, RecordedHistory: w.RecordedHistory()})
 	if err != nil {
 		return nil, err
 	}
