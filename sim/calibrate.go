@@ -402,17 +402,9 @@ func (r *replayer) evaluate(p Params) (Evaluation, error) {
 	for k := 0; k < r.spec.Replicas; k++ {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(k)
-		s, err := New(c)
+		start, err := ReplayStarts(c, r.specs)
 		if err != nil {
 			return Evaluation{}, err
-		}
-		if err := s.Load(r.specs); err != nil {
-			return Evaluation{}, err
-		}
-		s.Run(time.Time{})
-		start := make(map[string]time.Time, len(r.specs))
-		for _, res := range s.Results() {
-			start[res.ID] = res.Start
 		}
 		add := func(dst *pooled, cs []compared) {
 			for _, c := range cs {
@@ -490,17 +482,9 @@ const LatencyQuantiles = 100
 func (r *replayer) fitLatency(base Config) ([]time.Duration, int, error) {
 	c := base
 	c.SchedLatency, c.LatencyTable = 0, nil
-	s, err := New(c)
+	start, err := ReplayStarts(c, r.specs)
 	if err != nil {
 		return nil, 0, err
-	}
-	if err := s.Load(r.specs); err != nil {
-		return nil, 0, err
-	}
-	s.Run(time.Time{})
-	start := make(map[string]time.Time, len(r.specs))
-	for _, res := range s.Results() {
-		start[res.ID] = res.Start
 	}
 	var lat []float64
 	for _, cj := range r.fit {
@@ -521,4 +505,22 @@ func (r *replayer) fitLatency(base Config) ([]time.Duration, int, error) {
 		tab[k] = time.Duration(math.Round(x)) * time.Second
 	}
 	return tab, len(lat), nil
+}
+
+// ReplayStarts replays specs on cfg to the end and returns each job's
+// simulated start by id (zero: it never started).
+func ReplayStarts(cfg Config, specs []JobSpec) (map[string]time.Time, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Load(specs); err != nil {
+		return nil, err
+	}
+	s.Run(time.Time{})
+	start := make(map[string]time.Time, len(specs))
+	for _, res := range s.Results() {
+		start[res.ID] = res.Start
+	}
+	return start, nil
 }

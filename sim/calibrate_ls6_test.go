@@ -107,17 +107,9 @@ func shortHolds(t *testing.T, jobs []traces.Job, cal *Calibration, span Span) st
 	for k := 0; k < cal.Replicas; k++ {
 		c := cfg
 		c.Seed = cfg.Seed + uint64(k)
-		s, err := New(c)
+		start, err := ReplayStarts(c, specs)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if err := s.Load(specs); err != nil {
-			t.Fatal(err)
-		}
-		s.Run(time.Time{})
-		start := map[string]time.Time{}
-		for _, r := range s.Results() {
-			start[r.ID] = r.Start
 		}
 		for sk, i := range index {
 			j := &jobs[i]
@@ -259,17 +251,9 @@ func largestMisses(t *testing.T, jobs []traces.Job, cal *Calibration, span Span,
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(cfg)
+	start, err := ReplayStarts(cfg, specs)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := s.Load(specs); err != nil {
-		t.Fatal(err)
-	}
-	s.Run(time.Time{})
-	start := map[string]time.Time{}
-	for _, r := range s.Results() {
-		start[r.ID] = r.Start
 	}
 	// recorded busy nodes as a step function
 	type ev struct {
