@@ -130,7 +130,7 @@ func (o *predictWaitOptions) state(ctx context.Context, recordedHistory bool) (*
 		if err != nil {
 			return nil, err
 		}
-		snap, hist, err := scenario.StateAt(ctx, filepath.Base(o.trace), jobs, cfg, at, o.history)
+		snap, hist, err := scenario.StateAt(ctx, filepath.Base(o.trace), jobs, cfg, at, o.history, recordedHistory)
 		switch {
 		case errors.Is(err, scenario.ErrOutsideReplay):
 			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--at %s: %w", o.at, err))
@@ -139,7 +139,6 @@ func (o *predictWaitOptions) state(ctx context.Context, recordedHistory bool) (*
 		}
 		source := "simulated " + filepath.Base(o.trace)
 		if recordedHistory {
-			hist = scenario.NewRecordedHistory(jobs).At(at, at.Add(-o.history))
 			source += " (history as recorded)"
 		}
 		return &models.ClusterState{Now: snap.Time, Snap: snap, Hist: hist, Source: source}, nil

@@ -16,8 +16,9 @@ var ErrOutsideReplay = errors.New("outside the trace's replay")
 
 // StateAt replays the trace jobs (named name) on the cluster cfg up to at and
 // returns what squeue/sinfo and sacct would show then: the snapshot, and the
-// jobs that ended in the window before at.
-func StateAt(ctx context.Context, name string, jobs []traces.Job, cfg sim.Config, at time.Time, window time.Duration) (*provisioner.Snapshot, []provisioner.Job, error) {
+// jobs active in the window before at, as the replay ran them or, with
+// recorded, as the trace recorded them (RecordedHistory).
+func StateAt(ctx context.Context, name string, jobs []traces.Job, cfg sim.Config, at time.Time, window time.Duration, recorded bool) (*provisioner.Snapshot, []provisioner.Job, error) {
 	sc, err := NewScenario(name, jobs, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -33,6 +34,9 @@ func StateAt(ctx context.Context, name string, jobs []traces.Job, cfg sim.Config
 	snap, err := s.Snapshot(ctx)
 	if err != nil {
 		return nil, nil, err
+	}
+	if recorded {
+		return snap, NewRecordedHistory(jobs).At(at, at.Add(-window)), nil
 	}
 	return snap, s.History(at.Add(-window)), nil
 }
