@@ -29,6 +29,15 @@ type profile struct {
 	resv   []resv
 	deltas []step // buildProfile's scratch: resources freed at t
 	freeAt []int64
+	free   []partFree // startsNothing's scratch, per partition
+}
+
+// partFree sums up what is free now on a partition's nodes.
+type partFree struct {
+	done       bool
+	idle       int32 // nodes without jobs
+	room       int32 // nodes with a free CPU (every job asks at least one)
+	maxG, maxC int32 // the most GPUs and CPUs free on one of those
 }
 
 type resv struct {
@@ -57,13 +66,19 @@ const maxBounds = 32
 
 // lowerBound returns the index of the first step a job of the shape could
 // start at (0 if no bound applies) and the index of the shape's own bound
-// (-1 if none), or ok=false if it cannot start within the window.
+// (-1 if none), or ok=false if it cannot start within the window. The
+// bounds are kept in ascending needN, so the scan stops at the first that
+// needs more nodes; what it returns does not depend on the bounds' order.
 func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (from, own int, ok bool) {
 	own = -1
 	var lb int64
 	hint := 0
-	for i, b := range p.bounds {
-		if b.needN <= needN && b.needG <= needG && b.dur <= dur {
+	for i := range p.bounds {
+		b := &p.bounds[i]
+		if b.needN > needN {
+			break
+		}
+		if b.needG <= needG && b.dur <= dur {
 			if b.t < 0 {
 				return 0, -1, false
 			}
@@ -75,7 +90,9 @@ func (p *stepProfile) lowerBound(needN, needG int32, dur int64) (from, own int, 
 			}
 		}
 	}
-	// lb's step is where it was recorded or a few steps right of it
+	// lb's step is where it was recorded or a few steps right of it (any
+	// bound's at is at or left of its t's step, so the scan ends at the
+	// same step whichever bound of the same t gave the hint)
 	for from = hint; from < len(p.steps) && p.steps[from].t < lb; from++ {
 	}
 	return from, own, true
@@ -91,7 +108,11 @@ func (p *stepProfile) setBound(own int, needN, needG int32, dur int64, at int) {
 	case own >= 0:
 		p.bounds[own].t, p.bounds[own].at = t, at // not earlier than the t it replaces, or -1
 	case len(p.bounds) < maxBounds:
-		p.bounds = append(p.bounds, bound{needN: needN, needG: needG, dur: dur, t: t, at: at})
+		i := len(p.bounds)
+		for i > 0 && p.bounds[i-1].needN > needN {
+			i--
+		}
+		p.bounds = slices.Insert(p.bounds, i, bound{needN: needN, needG: needG, dur: dur, t: t, at: at})
 	}
 }
 
@@ -344,6 +365,10 @@ func (s *Sim) backfill() {
 	res := int64(cfg.BFResolution / time.Second)
 	windowEnd := s.now + int64(cfg.BFWindow/time.Second)
 	s.sortPending()
+	if s.plansUnread && s.startsNothing() {
+		s.bfSkipped++
+		return // it would only plan, and nobody reads the plans
+	}
 	pr := &s.prof
 	pr.resv = pr.resv[:0]
 	for i := range pr.parts {
@@ -436,5 +461,59 @@ func (s *Sim) reserve(part int16, at, end int, from, to int64, n, g int32) {
 	}
 	if later {
 		pr.resv = append(pr.resv, resv{from: from, to: to, part: part, n: n, g: g})
+	}
+}
+
+// startsNothing reports whether no job that a backfill pass would test can
+// start now on the resources free now, reservations aside. It is
+// conservative: it may say false when nothing can start, never true when
+// something can. Such a pass starts nothing; all it does is plan the
+// tested jobs' starts (squeue --start).
+func (s *Sim) startsNothing() bool {
+	st := s.st
+	free := s.prof.free
+	if len(free) < len(st.partNames) {
+		free = make([]partFree, len(st.partNames))
+		s.prof.free = free
+	}
+	clear(free)
+	tested := 0
+	for _, j := range s.pending {
+		d := &s.dyns[j]
+		if d.state != stPending || d.held {
+			continue
+		}
+		if tested >= st.cfg.BFMaxJobTest {
+			break
+		}
+		tested++
+		sp := s.spec(j)
+		f := &free[sp.part]
+		if !f.done {
+			s.sumFree(sp.part, f)
+		}
+		if st.partExcl[sp.part] {
+			if sp.nodes <= f.idle {
+				return false
+			}
+		} else if sp.nodes <= f.room && sp.gpn <= f.maxG && sp.cpn <= f.maxC {
+			return false
+		}
+	}
+	return true
+}
+
+// sumFree sums up the resources free now on partition part's nodes.
+func (s *Sim) sumFree(part int16, f *partFree) {
+	*f = partFree{done: true}
+	for _, n := range s.st.partNodes[part] {
+		if s.nodeJobs[n] == 0 {
+			f.idle++
+		}
+		if c := s.nodeFreeC[n]; c > 0 {
+			f.room++
+			f.maxC = max(f.maxC, c)
+			f.maxG = max(f.maxG, s.nodeFreeG[n])
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -103,6 +104,26 @@ func TestReplayDigestLS6Synth(t *testing.T) {
 	}
 	s := newLoaded(t, jobs)
 	checkDigest(t, "ls6-synth", replayDigest(t, s), digestLS6Synth)
+	checkRunToEnd(t, newLoaded(t, jobs), s)
+}
+
+// checkRunToEnd runs one to the end in one go, where backfill passes that
+// can start nothing are skipped (nobody can read their plans), and checks
+// that every job started, ended and ran where it did in stepped, a run of
+// the same jobs in steps whose passes all ran (its plans were read).
+func checkRunToEnd(t *testing.T, one, stepped *Sim) {
+	t.Helper()
+	one.Run(time.Time{})
+	if one.bfSkipped == 0 || stepped.bfSkipped != 0 {
+		t.Fatalf("backfill passes skipped: %d in one run to the end (want some), %d in the stepped run (want none)", one.bfSkipped, stepped.bfSkipped)
+	}
+	a, b := sha256.New(), sha256.New()
+	digestJobs(a, one)
+	digestJobs(b, stepped)
+	if !bytes.Equal(a.Sum(nil), b.Sum(nil)) {
+		t.Errorf("a run to the end (%d plan-only passes skipped) scheduled differently from the stepped run", one.bfSkipped)
+	}
+	t.Logf("run to the end: %d plan-only backfill passes skipped, same schedule", one.bfSkipped)
 }
 
 // TestReplayDigestShared exercises what the ls6 preset does not: a
@@ -177,10 +198,18 @@ func TestReplayDigestShared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	one, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := one.Load(slices.Clone(jobs)); err != nil {
+		t.Fatal(err)
+	}
 	if err := s.Load(jobs); err != nil {
 		t.Fatal(err)
 	}
 	checkDigest(t, "shared", replayDigest(t, s), digestShared)
+	checkRunToEnd(t, one, s)
 }
 
 // TestReplayDigestLS6Trace: the whole shared LS6 cut as BenchmarkReplayLS6
@@ -195,6 +224,9 @@ func TestReplayDigestLS6Trace(t *testing.T) {
 	h := sha256.New()
 	digestJobs(h, s)
 	checkDigest(t, "ls6-trace", hex.EncodeToString(h.Sum(nil)), digestLS6Trace)
+	if s.bfSkipped == 0 {
+		t.Error("no plan-only backfill pass skipped in a run to the end")
+	}
 	checkDigest(t, "ls6-trace-steps", replayDigest(t, newLoaded(t, specs)), digestLS6TraceSteps)
 }
 

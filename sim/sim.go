@@ -85,6 +85,7 @@ type spec struct {
 	gpn       int32   // GPUs per node
 	cpn       int32   // CPUs per node
 	recPrio   float64 // JobSpec.RecordedPriority
+	sizeTerm  float64 // the job-size term of its priority (it never changes)
 	fail      bool
 	singleton bool
 	deps      []dep
@@ -185,6 +186,7 @@ type static struct {
 	qosPreempt  []bool
 	qosRequeue  []bool
 	totalNodes  int
+	maxAge      float64 // PriorityMaxAge in seconds
 }
 
 // Sim is the simulator state. Create with New; copy with Fork.
@@ -251,10 +253,17 @@ type Sim struct {
 	startLog []startEntry
 	maxLimit int64
 
+	plansUnread bool // during a run whose backfill plans nobody can read (run)
+	bfSkipped   int  // backfill passes skipped for it (tests read it)
+
 	// scratch (not copied on Fork)
 	prof    profile
 	scratch []int32
-	fsMemo  []fsMemo // per association (fairshare)
+	fsAt    []uint64  // per association: the fsEpoch its fsVal was computed in
+	fsVal   []float64 // per association: the fair-share factor (fairshare)
+	decayDT int64     // the last usage decay's step (seconds) ...
+	decayF  float64   // ... and its factor (recalc)
+	fsEpoch uint64    // bumped when every association's factor may change (≥ 1 once an association exists: intern bumps it)
 }
 
 // startEntry is one start: job j started at t.
@@ -311,7 +320,7 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = d.TickInterval
 	}
-	st := &static{cfg: cfg, totalNodes: len(cfg.Nodes)}
+	st := &static{cfg: cfg, totalNodes: len(cfg.Nodes), maxAge: cfg.PriorityMaxAge.Seconds()}
 	idx := map[string]int32{}
 	for i, n := range cfg.Nodes {
 		if _, dup := idx[n.Name]; dup {
@@ -438,7 +447,9 @@ func (s *Sim) OnTick(interval time.Duration, fn func(now time.Time, c provisione
 }
 
 // OnProgress installs a callback invoked with the logical time about once
-// per simulated hour (for progress bars); nil removes it.
+// per simulated hour (for progress bars); nil removes it. It must not read
+// the simulator: during a run to the end, pending jobs' planned starts are
+// not kept up to date (see run).
 func (s *Sim) OnProgress(fn func(now time.Time)) {
 	if fn == nil {
 		s.progressFn = nil
@@ -487,6 +498,7 @@ func (s *Sim) intern(user, account string) (int32, int32) {
 		s.acctUsers[ac]++
 		s.userIdx["a\x00"+key] = a
 		s.usage = append(s.usage, 0)
+		s.fsEpoch++ // the shares changed
 	}
 	return u, a
 }
@@ -526,6 +538,9 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 	}
 	sp.name, sp.comment = js.Name, js.Comment
 	sp.recPrio = min(max(js.RecordedPriority, 0), 1)
+	if math.IsNaN(sp.recPrio) {
+		sp.recPrio = 0 // no usable recorded priority
+	}
 	sp.user, sp.assoc = s.intern(js.User, js.Account)
 	sp.part = st.defPart
 	if js.Partition != "" {
@@ -612,6 +627,13 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 			}
 		}
 	}
+	if cfg := &st.cfg; cfg.PriorityWeightJobSize != 0 {
+		f := float64(sp.nodes) / float64(st.totalNodes)
+		if cfg.PriorityFavorSmall {
+			f = 1 - f
+		}
+		sp.sizeTerm = cfg.PriorityWeightJobSize * f
+	}
 	return sp, nil
 }
 
@@ -685,6 +707,7 @@ func (s *Sim) Load(jobs []JobSpec) error {
 			return err
 		}
 	}
+	nodes := 0
 	for k, i := range order {
 		sp, err := s.makeSpec(jobs[i], base+int32(k))
 		if err != nil {
@@ -693,8 +716,12 @@ func (s *Sim) Load(jobs []JobSpec) error {
 		s.specs = append(s.specs, sp)
 		s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
 		s.maxLimit = max(s.maxLimit, sp.limit)
+		nodes += int(sp.nodes)
 	}
 	s.nTrace = len(s.specs)
+	// room for every start's node list (requeues aside), so that starting
+	// jobs does not copy the pool as it grows
+	s.allocPool = slices.Grow(s.allocPool, nodes)
 	return nil
 }
 
@@ -761,6 +788,13 @@ func (s *Sim) done() bool {
 
 func (s *Sim) run(until int64) {
 	s.start()
+	// A run to the end returns with no job pending (done: while one is,
+	// recalcs keep it going), and without a decision callback, a start
+	// callback or a watched job nothing reads the queue before then: no
+	// one can see the backfill passes' planned starts, and a pass that
+	// can start nothing is skipped (backfill). Starts and ends are the same.
+	s.plansUnread = until == never && s.tickFn == nil && s.startFn == nil && s.watch < 0
+	defer func() { s.plansUnread = false }()
 	bfEvery := int64(s.st.cfg.BFInterval / time.Second)
 	calcEvery := int64(s.st.cfg.PriorityCalcPeriod / time.Second)
 	schedEvery := int64(s.st.cfg.SchedInterval / time.Second)
@@ -1059,6 +1093,9 @@ func (s *Sim) accrue(j int32, d *dyn) {
 		w = float64(sp.nodes)
 	}
 	s.usage[sp.assoc] += w * float64(s.now-from)
+	if int(sp.assoc) < len(s.fsAt) {
+		s.fsAt[sp.assoc] = 0 // its fair-share factor changed
+	}
 }
 
 // recalc decays usage, accrues running usage and recomputes priorities,
@@ -1073,7 +1110,13 @@ func (s *Sim) recalc() {
 		if hl := cfg.PriorityDecayHalfLife; hl > 0 {
 			// decay and sum in one sweep (the same products and the same
 			// sum, in the same order, as two loops)
-			f := math.Exp2(-float64(s.now-s.usageLast) / hl.Seconds())
+			// recalcs come every PriorityCalcPeriod: the factor for that
+			// step is computed once
+			dt := s.now - s.usageLast
+			if dt != s.decayDT {
+				s.decayDT, s.decayF = dt, math.Exp2(-float64(dt)/hl.Seconds())
+			}
+			f := s.decayF
 			for i, u := range s.usage {
 				u *= f
 				s.usage[i] = u
@@ -1086,6 +1129,7 @@ func (s *Sim) recalc() {
 		}
 		s.usageLast = s.now
 		s.usageTotal = total
+		s.fsEpoch++ // every association's fair-share factor changed
 	}
 	if len(s.pending) == 0 {
 		return
@@ -1106,29 +1150,32 @@ func (s *Sim) recalc() {
 	}
 }
 
-// priority is Slurm's multifactor priority of pending job j at now.
+// priority is Slurm's multifactor priority of pending job j at now: the
+// weighted factors summed in a fixed order (a factor of weight 0 is left
+// out: adding it would add 0).
 func (s *Sim) priority(j int32) float64 {
 	cfg := &s.st.cfg
 	sp := s.spec(j)
-	d := &s.dyns[j]
 	p := 0.0
-	if cfg.PriorityWeightAge != 0 && !d.held {
-		age := float64(s.now-d.elig) / cfg.PriorityMaxAge.Seconds()
-		p += cfg.PriorityWeightAge * min(max(age, 0), 1)
-	}
-	if cfg.PriorityWeightJobSize != 0 {
-		f := float64(sp.nodes) / float64(s.st.totalNodes)
-		if cfg.PriorityFavorSmall {
-			f = 1 - f
+	if cfg.PriorityWeightAge != 0 {
+		if d := &s.dyns[j]; !d.held {
+			age := float64(s.now-d.elig) / s.st.maxAge
+			p += cfg.PriorityWeightAge * min(max(age, 0), 1)
 		}
-		p += cfg.PriorityWeightJobSize * f
 	}
+	p += sp.sizeTerm // PriorityWeightJobSize times the size factor (makeSpec)
 	if cfg.PriorityWeightFairshare != 0 {
 		p += cfg.PriorityWeightFairshare * s.fairshare(sp.assoc)
 	}
-	p += cfg.PriorityWeightRecorded * sp.recPrio
-	p += cfg.PriorityWeightPartition * s.st.partFactor[sp.part]
-	p += cfg.PriorityWeightQOS * s.st.qosFactor[sp.qos]
+	if cfg.PriorityWeightRecorded != 0 {
+		p += cfg.PriorityWeightRecorded * sp.recPrio
+	}
+	if cfg.PriorityWeightPartition != 0 {
+		p += cfg.PriorityWeightPartition * s.st.partFactor[sp.part]
+	}
+	if cfg.PriorityWeightQOS != 0 {
+		p += cfg.PriorityWeightQOS * s.st.qosFactor[sp.qos]
+	}
 	return p
 }
 
@@ -1139,28 +1186,22 @@ func (s *Sim) fairshare(a int32) float64 {
 	if s.usageTotal <= 0 {
 		return 1
 	}
-	accts, users := int32(len(s.acctNames)), s.acctUsers[s.assocAcct[a]]
-	// the factor is a pure function of these four inputs, and jobs of one
-	// association pending together ask for it again and again
-	if int(a) >= len(s.fsMemo) {
-		s.fsMemo = append(s.fsMemo, make([]fsMemo, len(s.usage)-len(s.fsMemo))...)
+	// the factor is a pure function of the association's usage, the total
+	// and the share counts, and jobs of one association pending together ask
+	// for it again and again: it is kept until one of those changes (accrue
+	// forgets one association's, recalc and intern everyone's)
+	if int(a) < len(s.fsAt) && s.fsAt[a] == s.fsEpoch {
+		return s.fsVal[a]
 	}
-	m := &s.fsMemo[a]
-	if m.usage == s.usage[a] && m.total == s.usageTotal && m.accts == accts && m.users == users && m.valid {
-		return m.factor
-	}
+	accts, users := len(s.acctNames), s.acctUsers[s.assocAcct[a]]
 	share := 1 / float64(accts) / float64(users)
 	f := math.Exp2(-(s.usage[a] / s.usageTotal) / share)
-	*m = fsMemo{usage: s.usage[a], total: s.usageTotal, accts: accts, users: users, valid: true, factor: f}
+	if n := len(s.usage); len(s.fsAt) < n {
+		s.fsAt = append(s.fsAt, make([]uint64, n-len(s.fsAt))...)
+		s.fsVal = append(s.fsVal, make([]float64, n-len(s.fsVal))...)
+	}
+	s.fsAt[a], s.fsVal[a] = s.fsEpoch, f
 	return f
-}
-
-// fsMemo is the last fair-share factor computed for an association and
-// what it was computed from.
-type fsMemo struct {
-	usage, total, factor float64
-	accts, users         int32
-	valid                bool
 }
 
 // sortPending orders pending jobs by priority, then index (a total order:
@@ -1450,7 +1491,7 @@ func (s *Sim) Fork() *Sim {
 	c.acctUsers = slices.Clone(s.acctUsers)
 	c.prof = profile{}
 	c.scratch = nil
-	c.fsMemo = nil
+	c.fsAt, c.fsVal = nil, nil
 	return &c
 }
 
