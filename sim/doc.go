@@ -38,7 +38,11 @@
 //     free GPUs. It is exact for homogeneous whole-node partitions; for
 //     GPU-granular partitions a planned start of "now" is checked against
 //     real placement, and a job that does not fit (fragmentation) is
-//     planned from the next step.
+//     planned from the next step. In a run to the end that no callback
+//     can observe (Run with a zero time, no OnTick or OnStart), a backfill
+//     pass that can start no job on what is free now is skipped: it would
+//     only plan starts, and the run ends with no job pending, so nobody
+//     can read them. Starts and ends are those of a run that plans.
 //   - Preemption (PreemptType=preempt/qos): a job of a non-preemptible QOS
 //     that cannot start in the main pass preempts running jobs of
 //     preemptible QOS, latest-started first, only if that frees enough;
