@@ -82,7 +82,7 @@ func TestWholeRunLS6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runPolicies := []string{Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyQuantile, "xgb", train.OnlinePolicyName, models.PolicyOracle}
+	runPolicies := []string{Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyQuantile, "xgb", newsvendorPolicy, train.OnlinePolicyName, models.PolicyOracle}
 	servicePolicies := []string{Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, "xgb"}
 	var runs []RunSample
 	var runSamples, service []Sample
@@ -96,6 +96,8 @@ func TestWholeRunLS6(t *testing.T) {
 					switch {
 					case name == "xgb":
 						return models.NewModelPolicy(name, model)
+					case name == newsvendorPolicy:
+						return newsvendor(name, model)
 					case name == train.OnlinePolicyName && online != nil:
 						p, err := models.NewModelPolicy(name, online.Model)
 						if err != nil {
@@ -164,7 +166,8 @@ func TestWholeRunLS6(t *testing.T) {
 		"week-long runs end before the file's arrivals stop) are each replayed with models fitted only on chains whose every outcome\n"+
 		"was known before the month began (predecessor ended, every probed successor started; the tables of the walk-forward evaluation):\n"+
 		"xgb once per workload, a quantile model of the wait at the workload's decision quantile, its thresholds and plan hold tuned for\n"+
-		"that cost on the latest 20%% of those chains; and, for the training workload, `%s` (xgb with its guard and online thresholds,\n"+
+		"that cost on the latest 20%% of those chains (`xgb-untuned` is the same model with nothing tuned: it submits when the decision\n"+
+		"quantile of the wait reaches the predecessor's time left); and, for the training workload, `%s` (xgb with its guard and online thresholds,\n"+
 		"which adapt to the run's own earlier hand-offs as the daemon's do; `mirage submit`'s default is **%s**). A chain of 1 or 8 nodes is\n"+
 		"injected every %s. Fitting took %s, the replays %s (2 cores).\n\n",
 		train.OnlinePolicyName, def, interval, fitted.Round(time.Second), (elapsed - fitted).Round(time.Second))
@@ -288,6 +291,25 @@ func TestWholeRunLS6(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// newsvendorPolicy is xgb's model with nothing tuned on the calibration
+// split: it submits when the cost's decision quantile of the successor's
+// wait (what the model predicts) reaches the predecessor's time left, the
+// rule under which submitting now beats waiting a little longer
+// (train.LossQuantileDecision): threshold 0 for every size, no plan hold.
+const newsvendorPolicy = "xgb-untuned"
+
+func newsvendor(name string, m models.Model) (provisioner.Policy, error) {
+	p, err := models.NewModelPolicy(name, m)
+	if err != nil {
+		return nil, err
+	}
+	if p.Rule.Target != models.TargetWait {
+		return nil, fmt.Errorf("%s: the model predicts %q, not the wait", name, p.Rule.Target)
+	}
+	p.Rule = models.DecisionRule{Target: models.TargetWait, Tuned: "untuned: submit when the decision quantile of the wait reaches the time left"}
+	return p, nil
 }
 
 func orNone(xs []string) string {
