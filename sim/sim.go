@@ -256,14 +256,16 @@ type Sim struct {
 	plansUnread bool // during a run whose backfill plans nobody can read (run)
 	bfSkipped   int  // backfill passes skipped for it (tests read it)
 
+	// memos of pure functions (a fork may keep them)
+	decayDT int64   // the last usage decay's step (seconds) ...
+	decayF  float64 // ... and its factor (recalc)
+	fsEpoch uint64  // bumped when every association's fair-share factor may change (≥ 1 once an association exists: intern bumps it)
+
 	// scratch (not copied on Fork)
 	prof    profile
 	scratch []int32
 	fsAt    []uint64  // per association: the fsEpoch its fsVal was computed in
 	fsVal   []float64 // per association: the fair-share factor (fairshare)
-	decayDT int64     // the last usage decay's step (seconds) ...
-	decayF  float64   // ... and its factor (recalc)
-	fsEpoch uint64    // bumped when every association's factor may change (≥ 1 once an association exists: intern bumps it)
 }
 
 // startEntry is one start: job j started at t.
