@@ -116,9 +116,9 @@ func (p *AveragePolicy) Decide(obs *provisioner.Observation) (provisioner.Decisi
 // largest wait, which only adds overlap, so 0.95 is the stronger baseline
 // to beat on |gap|. Set Quantile to 0.99 to reproduce it.
 type QuantilePolicy struct {
-	Quantile   float64 // quantile bounded (default 0.95)
-	Confidence float64 // confidence of the upper bound (default 0.95)
-	Window     int     // jobs (default 100)
+	Quantile   float64 `json:"quantile,omitempty"`   // quantile bounded (default 0.95)
+	Confidence float64 `json:"confidence,omitempty"` // confidence of the upper bound (default 0.95)
+	Window     int     `json:"window,omitempty"`     // jobs (default 100)
 }
 
 // Name implements provisioner.Policy.

@@ -63,6 +63,15 @@ type DecisionRule struct {
 	// Online, when set, makes the policy online (xgb-online): a do-no-harm
 	// guard and thresholds that move with the realised hand-offs.
 	Online *OnlineRule `json:"online,omitempty"`
+	// WaitShift moves a wait model's prediction on its log1p(wait/60 s)
+	// scale (split conformal calibration: the shift at which the predicted
+	// quantile covers its share of the calibration split's waits).
+	WaitShift float64 `json:"wait_shift,omitempty"`
+	// Floor, when set, submits whenever a QBETS bound on recent waits
+	// (QuantilePolicy) says so, whatever the model says: the rule of a cost
+	// whose successors hand off, where submitting early is cheap and a
+	// model that underestimates a surge of waits is costly.
+	Floor *QuantilePolicy `json:"floor,omitempty"`
 }
 
 // OnlineRule is the online part of a decision rule (xgb-online):
@@ -207,9 +216,18 @@ func ruleOf(m Meta) DecisionRule {
 // y − left, otherwise y itself.
 func (r DecisionRule) Score(task Task, y, leftSec float64) float64 {
 	if task == Regression && r.Target == TargetWait {
-		return y - leftSec
+		return ShiftWait(y, r.WaitShift) - leftSec
 	}
 	return y
+}
+
+// ShiftWait moves a predicted wait (seconds) by shift on the
+// log1p(wait/60 s) scale the wait models are fitted on.
+func ShiftWait(wait, shift float64) float64 {
+	if shift == 0 {
+		return wait
+	}
+	return math.Expm1(math.Log1p(math.Max(wait, 0)/60)+shift) * 60
 }
 
 // planGapFirst is the chain schema's index of plan_gap_first_h, Hold's feature.
@@ -353,6 +371,16 @@ func (p *ModelPolicy) Decide(obs *provisioner.Observation) (provisioner.Decision
 		d.Reason = fmt.Sprintf("%s: the scheduler's plan starts the successor %s before its predecessor ends, more than the hold of %s: wait%s",
 			p.label(), time.Duration(-x[planGapFirst]*float64(time.Hour)).Round(time.Minute), time.Duration(rule.Hold*float64(time.Hour)).Round(time.Minute), note)
 		return d, nil
+	}
+	if !submit && rule.Floor != nil {
+		fd, err := rule.Floor.Decide(obs)
+		if err != nil {
+			return provisioner.Decision{}, fmt.Errorf("policy %s floor: %w", p.PolicyName, err)
+		}
+		if fd.Action == provisioner.SubmitNow {
+			fd.Score, fd.Reason = score, fmt.Sprintf("%s: floor: %s%s", p.label(), fd.Reason, note)
+			return fd, nil
+		}
 	}
 	if submit {
 		d.Action = provisioner.SubmitNow

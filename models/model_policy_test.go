@@ -3,6 +3,7 @@ package models
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -233,6 +234,50 @@ func TestModelPolicyOnline(t *testing.T) {
 		}
 		if d.Action != c.want || !strings.HasSuffix(d.Reason, c.reason) {
 			t.Errorf("%s: %s %q, want %s ending %q", c.name, d.Action, d.Reason, c.want, c.reason)
+		}
+	}
+}
+
+// TestModelPolicyHandOffRule: the hand-off rule's two parts. The model
+// predicts a 10 min wait with 2 h left (testChainObs), which alone waits.
+//   - WaitShift moves the prediction on the log1p(wait/60 s) scale: by
+//     ln 11 it becomes 60·(e^(2 ln 11) − 1) = 60·120 s = 2 h, the time left;
+//     a hair above submits, a hair below waits.
+//   - The floor submits when its QBETS bound does (waits 0, 10, …, 190 min,
+//     q 0.5: c 0.9 bounds by 2 h 10 min ≥ 2 h; c 0.5 by 1 h 40 min, see
+//     TestQuantilePolicy), whatever the model says.
+func TestModelPolicyHandOffRule(t *testing.T) {
+	var ws []time.Duration
+	for i := 0; i < 20; i++ {
+		ws = append(ws, time.Duration(i)*10*time.Minute)
+	}
+	for _, c := range []struct {
+		name   string
+		shift  float64
+		floorC float64 // floor's confidence (0: no floor)
+		want   provisioner.Action
+		reason string
+	}{
+		{"model alone", 0, 0, provisioner.Wait, "predicted gap -1h50m0s < 0s: wait"},
+		{"shift just above", math.Log(11) + 0.001, 0, provisioner.SubmitNow, "predicted gap 0s ≥ 0s: submit"},
+		{"shift just below", math.Log(11) - 0.001, 0, provisioner.Wait, "predicted gap 0s < 0s: wait"},
+		{"floor reaches", 0, 0.9, provisioner.SubmitNow, "floor: quantile: predecessor ends in 2h0m0s ≤ 2h10m0s"},
+		{"floor short", 0, 0.5, provisioner.Wait, "predicted gap -1h50m0s < 0s: wait"},
+	} {
+		p, err := NewModelPolicy("test", &testFixedModel{task: Regression, value: 600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Rule = DecisionRule{Target: TargetWait, WaitShift: c.shift}
+		if c.floorC > 0 {
+			p.Rule.Floor = &QuantilePolicy{Quantile: 0.5, Confidence: c.floorC, Window: 20}
+		}
+		d, err := p.Decide(testChainObs(ws...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Action != c.want || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("%s: %s %q, want %s with %q", c.name, d.Action, d.Reason, c.want, c.reason)
 		}
 	}
 }

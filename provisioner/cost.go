@@ -21,6 +21,11 @@ type GapCost struct {
 	OverlapPerHour      float64       `json:"overlap_per_h"`               // cost of one hour of overlap beyond the budget, whatever the size
 	OverlapPerGPUHour   float64       `json:"overlap_per_gpu_h,omitempty"` // cost of one GPU-hour held twice beyond the budget
 	OverlapBudget       time.Duration `json:"overlap_budget_ns,omitempty"` // overlap that costs nothing (a service wants both copies serving for a while)
+	// HandOff: the chain's successors hand off (mirage handoff), so an
+	// early start costs a checkpoint and a restart, not hours of GPUs held
+	// twice. Learned policies then decide by the wait's quantile under the
+	// cost, not by thresholds tuned on hand-offs that run to their limits.
+	HandOff bool `json:"hand_off,omitempty"`
 }
 
 // DefaultGapCost is the published symmetric cost: 60 per hour either way.
@@ -43,6 +48,9 @@ func (c GapCost) String() string {
 	s := fmt.Sprintf("interruption %g/h, overlap %g/h + %g/GPU-h", c.InterruptionPerHour, c.OverlapPerHour, c.OverlapPerGPUHour)
 	if c.OverlapBudget > 0 {
 		s += " beyond " + c.OverlapBudget.String()
+	}
+	if c.HandOff {
+		s += ", with hand-off"
 	}
 	return s
 }
@@ -72,7 +80,7 @@ func WorkloadCost(workload string) (GapCost, error) {
 	case "":
 		return DefaultGapCost, nil
 	case WorkloadTraining:
-		return GapCost{InterruptionPerHour: 60, OverlapPerHour: 2.5}, nil
+		return GapCost{InterruptionPerHour: 60, OverlapPerHour: 2.5, HandOff: true}, nil
 	case WorkloadService:
 		return GapCost{InterruptionPerHour: 600, OverlapPerHour: 60, OverlapBudget: 2 * time.Hour}, nil
 	}

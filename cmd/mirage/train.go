@@ -78,7 +78,7 @@ Windows, and what each model learns and how it decides: docs/guide/training-and-
 	f.Float64Var(&o.spec.Cost.InterruptionPerHour, "cost-interruption", scenario.DefaultGapCost.InterruptionPerHour, "cost per hour of interruption")
 	f.Float64Var(&o.spec.Cost.OverlapPerHour, "cost-overlap", scenario.DefaultGapCost.OverlapPerHour, "cost per hour of overlap")
 	f.Float64Var(&o.spec.Cost.OverlapPerGPUHour, "cost-overlap-gpu", scenario.DefaultGapCost.OverlapPerGPUHour, "cost per GPU-hour of overlap")
-	f.StringVar(&o.spec.Workload, "workload", "", "fit the policies for a workload's cost (training or service, over --cost-*) into DIR/NAME@WORKLOAD, which that workload's chains decide with")
+	f.StringVar(&o.spec.Workload, "workload", "", "fit the policies for a workload's cost (training or service, over --cost-*) into DIR/NAME@WORKLOAD, which that workload's chains decide with; xgb and xgb-online for training decide by the hand-off rule (docs/guide/training-and-evaluation.md)")
 	f.IntVar(&o.spec.DQNSteps, "dqn-steps", 0, "dqn environment steps (default 150000)")
 	f.IntVar(&o.spec.PGIterations, "pg-iterations", 0, "pg updates of 16 chains each (default 800)")
 	f.StringVar(&o.spec.Target, "target", models.TargetWait, "xgb regression target: wait or gap")

@@ -359,8 +359,9 @@ func TestTrainWithoutLibXGBoost(t *testing.T) {
 
 // TestTrainWorkload: train --workload fits the policy for the workload's
 // cost into DIR/NAME@WORKLOAD (its meta records the training cost, 60 per
-// hour of interruption and 2.5 per hour of overlap), with the same data as
-// the fixture (its dataset cache).
+// hour of interruption and 2.5 per hour of overlap, with hand-off, and the
+// hand-off rule it decides by), with the same data as the fixture (its
+// dataset cache).
 func TestTrainWorkload(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
@@ -374,8 +375,11 @@ func TestTrainWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if meta.Params["cost"] != "interruption 60/h, overlap 2.5/h + 0/GPU-h" || meta.Kind != models.KindXGB {
+	if meta.Params["cost"] != "interruption 60/h, overlap 2.5/h + 0/GPU-h, with hand-off" || meta.Kind != models.KindXGB {
 		t.Errorf("xgb@training meta: kind %s, cost %q", meta.Kind, meta.Params["cost"])
+	}
+	if d := meta.Decision; d == nil || d.Floor == nil || !strings.HasPrefix(d.Tuned, "hand-off rule") {
+		t.Errorf("xgb@training decides by %+v, want the hand-off rule", d)
 	}
 	if _, err := os.Stat(filepath.Join(out, "xgb")); err == nil {
 		t.Error("train --workload also wrote DIR/xgb")

@@ -214,6 +214,9 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 		}
 		return m, *m.Meta().Decision, g, nil
 	}
+	if o.handOffRule() {
+		return fitOnlineHandOff(train, o)
+	}
 	m0, r0, g0, err := fit(early)
 	if err != nil {
 		return nil, err
@@ -268,6 +271,35 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 		since = o.Meta.Created
 	}
 	r.Online = onlineRule(bestGamma, bestStep, since)
+	if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Decision = &r }); err != nil {
+		return nil, err
+	}
+	return &OnlinePolicy{Model: m, Rule: r, Guard: g, Thresh: adapt.New(r.Online.Adapt())}, nil
+}
+
+// fitOnlineHandOff is FitOnline for a cost whose successors hand off: xgb
+// with its hand-off rule (a conformal quantile of the wait and a QBETS
+// floor, handOffRule), guard off and thresholds fixed. The guard and the
+// adaptation step are chosen on per-hand-off tables, which price an early
+// start as hours held twice where a hand-off makes it one checkpoint. The
+// guard is still fitted, so that the model directory has the layout of
+// every xgb-online.
+func fitOnlineHandOff(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, error) {
+	m, err := TrainPolicy(string(models.KindXGB), train, nil, o)
+	if err != nil {
+		return nil, err
+	}
+	g, err := xgb.TrainXGB(dataset.Rows(train.Episodes, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Kind: models.KindXGB, Schema: train.Schema, Task: models.Classification})
+	if err != nil {
+		return nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
+	}
+	r := *m.Meta().Decision
+	since := o.Meta.Windows.TrainUntil
+	if since.IsZero() {
+		since = o.Meta.Created
+	}
+	r.Online = onlineRule(1, 0, since)
+	r.Tuned += "; guard off and thresholds fixed (both would be chosen on tables that price an early start as hours held twice)"
 	if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Decision = &r }); err != nil {
 		return nil, err
 	}

@@ -274,7 +274,12 @@ func trainTreePolicy(kind models.Kind, early, calib, all []dataset.ChainEpisode,
 	rule := models.DefaultDecisionRule(m0.Meta().Task)
 	if kind == models.KindXGB {
 		rule.Target = o.Target
-		if rule, err = tuneHold(m0, rule, calib, o); err != nil {
+		if o.handOffRule() {
+			rule, err = handOffRule(m0, rule, early, calib, o)
+		} else {
+			rule, err = tuneHold(m0, rule, calib, o)
+		}
+		if err != nil {
 			return nil, models.DecisionRule{}, err
 		}
 	} else if rule, _, err = tuneRule(m0, rule, calib, thresholdGrid(0.02, 0.98, 0.01), o); err != nil {
@@ -295,12 +300,7 @@ func fitXGBPolicy(eps []dataset.ChainEpisode, schema features.SchemaID, meta mod
 	if o.XGBLoss != LossQuantileDecision && o.XGBLoss != LossSquared {
 		return nil, fmt.Errorf("train xgb: loss %q: want %s or %s", o.XGBLoss, LossQuantileDecision, LossSquared)
 	}
-	var gpus []float64
-	for i := range eps {
-		gpus = append(gpus, float64(eps[i].GPUs))
-	}
-	sort.Float64s(gpus)
-	q := DecisionQuantile(o.Cost, int(features.Percentile(gpus, 0.5)))
+	q := fitQuantile(eps, o.Cost)
 	var p xgb.XGBParams
 	switch {
 	case o.XGB != nil:
@@ -343,6 +343,83 @@ func fitXGBPolicy(eps []dataset.ChainEpisode, schema features.SchemaID, meta mod
 		}
 	})
 	return m, err
+}
+
+// fitQuantile is the decision quantile of the cost at the episodes' median
+// GPUs: the quantile of the wait xgb is fitted for.
+func fitQuantile(eps []dataset.ChainEpisode, cost scenario.GapCost) float64 {
+	var gpus []float64
+	for i := range eps {
+		gpus = append(gpus, float64(eps[i].GPUs))
+	}
+	sort.Float64s(gpus)
+	return DecisionQuantile(cost, int(features.Percentile(gpus, 0.5)))
+}
+
+// handOffRule reports whether xgb decides by the hand-off rule: the cost's
+// successors hand off and the model is a quantile of the wait.
+func (o *PolicyTrainOptions) handOffRule() bool {
+	return o.Cost.HandOff && o.Target == models.TargetWait && o.XGBLoss == LossQuantileDecision
+}
+
+// handOffRule is xgb's rule for a cost whose successors hand off. Its
+// calibration split's tables price every early start as hours of GPUs held
+// twice, which a hand-off makes one checkpoint, so no threshold is tuned on
+// them. The model m (fitted on early) predicts the cost's decision
+// quantile q of the wait; the rule submits when that quantile reaches the
+// predecessor's time left (threshold 0: from then on, waiting longer costs
+// more than it saves), with
+//
+//   - the prediction shifted on its log scale by split conformal
+//     calibration (ConformalShift on calib), so that it covers q of the
+//     calibration split's waits, which the model fitted on earlier chains
+//     may not: waits drift;
+//   - a floor: the QBETS bound on the q quantile of the last waits
+//     (QuantilePolicy), which follows a surge of waits the features have
+//     not seen; the policy submits when either says so.
+func handOffRule(m models.Model, rule models.DecisionRule, early, calib []dataset.ChainEpisode, o *PolicyTrainOptions) (models.DecisionRule, error) {
+	q := fitQuantile(early, o.Cost)
+	shift, n, err := ConformalShift(m, calib, q)
+	if err != nil {
+		return rule, err
+	}
+	rule.Threshold, rule.BySize, rule.Hold, rule.ByWorkload = 0, nil, 0, nil
+	rule.WaitShift = shift
+	rule.Floor = &models.QuantilePolicy{Quantile: q, Confidence: 0.95, Window: features.HistoryStarts}
+	rule.Tuned = fmt.Sprintf("hand-off rule (%s): submit when the %.2f quantile of the wait reaches the time left, "+
+		"the prediction shifted by %+.3f on its log scale to cover that share of the calibration split's %d waits (%d chains), "+
+		"or when the QBETS bound on the last %d waits does", o.Cost, q, shift, n, len(calib), features.HistoryStarts)
+	// The workload whose cost this is decides by the same rule.
+	for _, w := range provisioner.Workloads() {
+		if c, _ := provisioner.WorkloadCost(w); c == o.Cost {
+			rule.ByWorkload = map[string]models.WorkloadRule{w: {Tuned: rule.Tuned}}
+		}
+	}
+	return rule, nil
+}
+
+// ConformalShift is split conformal calibration of a wait quantile model:
+// the shift s of m's predicted log1p(wait/60 s) such that the shifted
+// prediction reaches the recorded wait at ⌈(n+1)·q⌉ of the n ticks of calib
+// (the order statistic of the residuals log1p(wait/60) − log1p(pred/60)).
+// With no tick it returns 0.
+func ConformalShift(m models.Model, calib []dataset.ChainEpisode, q float64) (shift float64, n int, err error) {
+	var res []float64
+	for i := range calib {
+		ep := &calib[i]
+		pred := make([]float64, len(ep.X))
+		if err := m.PredictBatch(ep.X, pred); err != nil {
+			return 0, 0, err
+		}
+		for k := range pred {
+			w := math.Max(dataset.WaitTarget(ep, k), 0)
+			res = append(res, math.Log1p(w/60)-math.Log1p(math.Max(pred[k], 0)/60))
+		}
+	}
+	if len(res) == 0 {
+		return 0, 0, nil
+	}
+	return conformalQuantile(res, q), len(res), nil
 }
 
 // gridSeconds are the xgb policy's threshold candidates: −12 h … +6 h of
