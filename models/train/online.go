@@ -9,6 +9,7 @@ import (
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/adapt"
 	"github.com/mirage-gpu/mirage/models/dataset"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/xgb"
 )
@@ -208,9 +209,9 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 		if err != nil {
 			return nil, models.DecisionRule{}, nil, err
 		}
-		g, err := xgb.TrainXGB(dataset.Rows(eps, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Kind: models.KindXGB, Schema: train.Schema, Task: models.Classification})
+		g, err := fitGuard(eps, train.Schema, o.Seed)
 		if err != nil {
-			return nil, models.DecisionRule{}, nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
+			return nil, models.DecisionRule{}, nil, err
 		}
 		return m, *m.Meta().Decision, g, nil
 	}
@@ -266,11 +267,7 @@ func FitOnline(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePolicy, e
 		r.Tuned += fmt.Sprintf("; guard %.2f and adaptation step %s chosen on the calibration split (%d chains): mean cost %.2f, low class %.2f (deadline %.2f)",
 			bestGamma, bestStep, len(calib), bestAll, bestLow, reactLow/max(nLow, 1))
 	}
-	since := o.Meta.Windows.TrainUntil
-	if since.IsZero() {
-		since = o.Meta.Created
-	}
-	r.Online = onlineRule(bestGamma, bestStep, since)
+	r.Online = onlineRule(bestGamma, bestStep, onlineSince(o))
 	if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Decision = &r }); err != nil {
 		return nil, err
 	}
@@ -289,21 +286,35 @@ func fitOnlineHandOff(train *dataset.ChainData, o PolicyTrainOptions) (*OnlinePo
 	if err != nil {
 		return nil, err
 	}
-	g, err := xgb.TrainXGB(dataset.Rows(train.Episodes, train.Schema, LowLoadTarget), guardParams(o.Seed), models.Meta{Kind: models.KindXGB, Schema: train.Schema, Task: models.Classification})
+	g, err := fitGuard(train.Episodes, train.Schema, o.Seed)
 	if err != nil {
-		return nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
+		return nil, err
 	}
 	r := *m.Meta().Decision
-	since := o.Meta.Windows.TrainUntil
-	if since.IsZero() {
-		since = o.Meta.Created
-	}
-	r.Online = onlineRule(1, 0, since)
+	r.Online = onlineRule(1, 0, onlineSince(o))
 	r.Tuned += "; guard off and thresholds fixed (both would be chosen on tables that price an early start as hours held twice)"
 	if err := models.UpdateMeta(m, func(mt *models.Meta) { mt.Decision = &r }); err != nil {
 		return nil, err
 	}
 	return &OnlinePolicy{Model: m, Rule: r, Guard: g, Thresh: adapt.New(r.Online.Adapt())}, nil
+}
+
+// fitGuard fits xgb-online's guard: the classifier of the low load class.
+func fitGuard(eps []dataset.ChainEpisode, schema features.SchemaID, seed uint64) (models.Model, error) {
+	g, err := xgb.TrainXGB(dataset.Rows(eps, schema, LowLoadTarget), guardParams(seed), models.Meta{Kind: models.KindXGB, Schema: schema, Task: models.Classification})
+	if err != nil {
+		return nil, fmt.Errorf("train %s guard: %w", OnlinePolicyName, err)
+	}
+	return g, nil
+}
+
+// onlineSince is when the online rule starts counting hand-offs: the end
+// of the training data (its creation time when no window is recorded).
+func onlineSince(o PolicyTrainOptions) time.Time {
+	if t := o.Meta.Windows.TrainUntil; !t.IsZero() {
+		return t
+	}
+	return o.Meta.Created
 }
 
 // OnlineMetrics plays p on eps in order, with thresholds fed only by these
