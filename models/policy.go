@@ -25,7 +25,7 @@ var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), s
 
 // ProvisionerBaselines are the baselines the provisioner itself implements
 // (provisioner.BaselinePolicy); the registry delegates these names.
-var ProvisionerBaselines = []string{"reactive", "dependency", "lead", "start-estimate"}
+var ProvisionerBaselines = provisioner.BaselineNames()
 
 // ErrUnknownPolicy: a name the registry does not know.
 var ErrUnknownPolicy = errors.New("unknown policy")

@@ -13,6 +13,7 @@ const (
 	PolicyDependency    = "dependency"     // submit at once with afterany on the predecessor
 	PolicyLead          = "lead"           // submit a fixed lead time before the predecessor's limit
 	PolicyStartEstimate = "start-estimate" // submit when the expected wait covers the predecessor's remaining time
+	PolicyPin           = "pin"            // submit at once, pinned to the predecessor's nodes
 )
 
 // Defaults of the baseline options.
@@ -37,7 +38,7 @@ var ErrUnknownPolicy = errors.New("unknown policy")
 
 // BaselineNames lists the baseline policies in a stable order.
 func BaselineNames() []string {
-	return []string{PolicyReactive, PolicyDependency, PolicyLead, PolicyStartEstimate}
+	return []string{PolicyReactive, PolicyDependency, PolicyLead, PolicyStartEstimate, PolicyPin}
 }
 
 // BaselineOption tunes a baseline policy.
@@ -91,6 +92,16 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     that started within DefaultRecentWindow; (c) otherwise 0 (nothing
 //     suggests a wait). On an empty cluster it therefore behaves like lead
 //     with a lead equal to the slack.
+//   - pin: while enough whole nodes of the successor's shape are free
+//     (idle, in its partition), behave as lead: Wait, then SubmitNow once
+//     now ≥ E − lead. Once they are not, SubmitPinned (when the
+//     predecessor's nodes are known, Job.NodeList): the successor queues
+//     from then on but may only start on its predecessor's nodes (the
+//     engine adds --nodelist), so it never overlaps it, and the scheduler
+//     plans those nodes for it. If another job takes them as the
+//     predecessor ends, the engine lifts the node list (Unpinner) and the
+//     successor, aged since its submission, may start anywhere. Meant for
+//     services of whole-node segments, where downtime is what hurts.
 //
 // Decision.Score is the gap predicted if the successor were submitted now
 // (seconds; negative means overlap) where the policy estimates one.
@@ -111,6 +122,8 @@ func BaselinePolicy(name string, opts ...BaselineOption) (Policy, error) {
 		return lead{o.lead}, nil
 	case PolicyStartEstimate:
 		return startEstimate{o}, nil
+	case PolicyPin:
+		return pin{o.lead}, nil
 	}
 	return nil, fmt.Errorf("%w %q (baselines: %v)", ErrUnknownPolicy, name, BaselineNames())
 }
@@ -168,6 +181,59 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 	}
 	p := obs.Predecessor
 	return Decision{Action: SubmitAfter, Reason: fmt.Sprintf("predecessor %s %s: submit now, held by the scheduler until it ends", p.ID, p.State)}, nil
+}
+
+type pin struct{ lead time.Duration }
+
+func (pin) Name() string { return PolicyPin }
+
+func (p pin) Decide(obs *Observation) (Decision, error) {
+	if d, ok := common(obs); ok {
+		return d, nil
+	}
+	pred := obs.Predecessor
+	end, ok := limitEnd(obs)
+	if !ok {
+		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
+	}
+	free := freeNodes(obs.Snapshot, &obs.Successor)
+	need := max(obs.Successor.Nodes, 1)
+	left := end.Sub(obs.Now)
+	switch {
+	case free >= need && left <= p.lead:
+		return Decision{Action: SubmitNow, Score: -left.Seconds(), Reason: fmt.Sprintf("predecessor reaches its limit in %s (lead %s) and %d node(s) are free now: submit", secs(left), secs(p.lead), free)}, nil
+	case free >= need:
+		return Decision{Action: Wait, Reason: fmt.Sprintf("%d node(s) free now: no need to queue pinned; submit from %s before the limit, or pinned once they fill", free, secs(p.lead))}, nil
+	case len(pred.NodeList) == 0:
+		return Decision{Action: Wait, Reason: fmt.Sprintf("no %d node(s) free and the nodes of predecessor %s are not known yet: wait (a pinned successor needs them)", need, pred.ID)}, nil
+	}
+	return Decision{Action: SubmitPinned, Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
+		need, pred.ID, secs(left), len(pred.NodeList))}, nil
+}
+
+// freeNodes counts the schedulable nodes of the request's partition (any
+// partition when it names none) whose GPUs are all free and number at
+// least its GPUs per node: where a whole-node successor could start now.
+func freeNodes(snap *Snapshot, req *SubmitRequest) int {
+	if snap == nil {
+		return 0
+	}
+	per := 0
+	if req.GPUs > 0 {
+		per = (req.GPUs + max(req.Nodes, 1) - 1) / max(req.Nodes, 1)
+	}
+	n := 0
+	for i := range snap.Nodes {
+		nd := &snap.Nodes[i]
+		if nd.State != NodeUp || nd.GPUsUsed > 0 || nd.GPUs < per || nd.CPUsUsed >= nd.CPUs && nd.CPUs > 0 {
+			continue
+		}
+		if req.Partition != "" && len(nd.Partitions) > 0 && !slices.Contains(nd.Partitions, req.Partition) {
+			continue
+		}
+		n++
+	}
+	return n
 }
 
 type lead struct{ lead time.Duration }

@@ -65,6 +65,9 @@ type Segment struct {
 	End      time.Time // end time, when known
 	ExitCode int       // exit code when finished
 	Note     string    // why it ended, when mirage knows more than the state (rejection message, "lost")
+	// Pinned are the nodes the job was submitted pinned to (SubmitPinned),
+	// comma-separated, until the engine lifts its node list; "": not pinned.
+	Pinned string
 }
 
 // Observation is what a Policy sees when asked about one chain.
@@ -90,6 +93,11 @@ const (
 	Wait        Action = "wait"         // do nothing now; ask again next cycle
 	SubmitNow   Action = "submit"       // submit the successor now
 	SubmitAfter Action = "submit-after" // submit now with a dependency on the predecessor (afterany)
+	// SubmitPinned submits now, restricted to the predecessor's nodes
+	// (sbatch --nodelist): the successor cannot start before they free, so
+	// it never runs alongside its predecessor, yet it queues (and ages)
+	// from now and the scheduler plans those nodes for it.
+	SubmitPinned Action = "submit-pinned"
 )
 
 // Decision is a Policy's answer with the reason recorded in the decision log.

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -223,15 +224,17 @@ func (c *stepContext) decide(w *chainWork) {
 		}
 		return
 	}
-	// 5. the last segment is pending or running: is a successor needed, and now?
+	// 5. the last segment is pending or running.
+	if last.State == StatePending && last.Pinned != "" && last.JobID != "" {
+		if c.unpin(w, last) {
+			return
+		}
+	}
+	// Is a successor needed, and now?
 	if n > 0 && last.Index+1 >= n || last.JobID == "" {
 		return
 	}
-	pred := c.idx.byID[last.JobID]
-	if pred == nil {
-		pred = &Job{ID: last.JobID, Name: ch.Name, Account: ch.Account, Partition: ch.Partition, State: last.State,
-			Submit: last.Submit, Start: last.Start, End: last.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, last.Index, last.Attempt}.String()}
-	}
+	pred := c.jobOf(ch, last)
 	if last.State == StatePending {
 		// A successor of a job still in the queue would only queue behind
 		// it; deciding for it now would let a policy pile up segments.
@@ -266,12 +269,59 @@ func (c *stepContext) decide(w *chainWork) {
 		c.submit(w, last.Index+1, 0, last.JobID, rec)
 	case SubmitAfter:
 		c.submit(w, last.Index+1, 0, last.JobID, rec)
+	case SubmitPinned:
+		if len(pred.NodeList) == 0 {
+			rec.Action = Wait
+			rec.Reason += fmt.Sprintf("; the nodes of predecessor job %s are not known: wait (a successor pinned to no node would run anywhere)", pred.ID)
+			w.record(rec)
+			return
+		}
+		c.submit(w, last.Index+1, 0, last.JobID, rec, pred.NodeList...)
 	case Wait:
 		w.record(rec)
 	default:
 		rec.Action, rec.Error = ActError, fmt.Sprintf("policy %s returned unknown action %q", pol.Name(), d.Action)
 		w.record(rec)
 	}
+}
+
+// jobOf is the backend's job of a stored segment, or one built from the
+// segment and its chain when the backend no longer lists it.
+func (c *stepContext) jobOf(ch *Chain, seg *Segment) *Job {
+	if j := c.idx.byID[seg.JobID]; j != nil {
+		return j
+	}
+	return &Job{ID: seg.JobID, Name: ch.Name, Account: ch.Account, Partition: ch.Partition, State: seg.State,
+		Submit: seg.Submit, Start: seg.Start, End: seg.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, seg.Index, seg.Attempt}.String()}
+}
+
+// unpin asks the chain's policy again about its pending pinned successor,
+// as if it were not submitted yet: when the policy would now submit it
+// unpinned (SubmitNow: its predecessor has ended and another job took the
+// nodes, or whole nodes are free now and it is time), it plans lifting its
+// node list (OpUnpin) and reports true; otherwise nothing is decided here.
+func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
+	ch := &w.chain
+	prev := w.final(last.Index - 1)
+	if prev == nil || prev.JobID == "" {
+		return false
+	}
+	pol, err := c.policy(ch)
+	if err != nil {
+		return false // the policy error is recorded by the decision for the next segment, if any
+	}
+	pj := *c.jobOf(ch, prev)
+	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
+		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
+	d, err := pol.Decide(obs)
+	if err != nil || d.Action != SubmitNow {
+		return false
+	}
+	rec := DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: last.Index, Policy: pol.Name(), Action: ActUnpin, JobID: last.JobID, Score: d.Score,
+		Reason: fmt.Sprintf("%s; job %s, pinned to nodes %s, is still pending: lift its node list", d.Reason, last.JobID, last.Pinned)}
+	seg := *last
+	w.tail = append(w.tail, Op{Kind: OpUnpin, Segment: &seg, Record: &rec})
+	return true
 }
 
 // describeEnd renders how a segment ended, for reasons.
@@ -299,14 +349,19 @@ func (w *chainWork) end(state ChainState, reason string) {
 }
 
 // submit plans the submission of segment (index, attempt) after step 6
-// (team rules). rec carries the decision behind it.
-func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord) {
+// (team rules). rec carries the decision behind it; pin, for
+// SubmitPinned, the nodes the successor is restricted to.
+func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord, pin ...string) {
 	ch := &w.chain
 	req := segmentRequest(ch, index, attempt, prevJob)
 	req.Comment = c.in.TagKey.Sign(c.in.Self, req.Comment)
 	if rec.Action == SubmitAfter && prevJob != "" {
 		req.Dependency = "afterany:" + prevJob
 		rec.Reason += " (dependency afterany:" + prevJob + ")"
+	}
+	if rec.Action == SubmitPinned {
+		req.NodeList = slices.Clone(pin)
+		rec.Reason += " (nodelist " + strings.Join(pin, ",") + ")"
 	}
 	rec.Segment = index
 	if c.in.Rules != nil { // 6. team rules
@@ -337,6 +392,9 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		rec.Reason += fmt.Sprintf(" (again, under the same tag: the submission at %s left no job)", at.UTC().Format(time.RFC3339))
 	}
 	seg := Segment{ChainID: ch.ID, Index: index, Attempt: attempt, State: StatePending, Submit: w.now}
+	if rec.Action == SubmitPinned { // (a team rule's placement is not a pin to lift)
+		seg.Pinned = strings.Join(req.NodeList, ",")
+	}
 	w.tail = append(w.tail, Op{Kind: OpSubmit, Segment: &seg, Request: &req, Record: &rec})
 }
 

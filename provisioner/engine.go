@@ -177,7 +177,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	// 5. bookkeeping in one transaction
 	var book, tail []Op
 	for _, op := range plan.Ops {
-		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup {
+		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup || op.Kind == OpUnpin {
 			tail = append(tail, op)
 		} else {
 			book = append(book, op)
@@ -199,6 +199,8 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			err = e.cancel(ctx, now, op, rep)
 		case OpCancelDup:
 			err = e.cancelDup(ctx, now, op, rep)
+		case OpUnpin:
+			err = e.unpin(ctx, op, rep)
 		case OpSubmit:
 			if unavailable {
 				op.Record.Action, op.Record.Error = ActError, "not attempted: the backend was unavailable for an earlier submission in this cycle"
@@ -418,6 +420,32 @@ func (e *Engine) cancelDup(ctx context.Context, now time.Time, op *Op, rep *Repo
 	}
 	e.log().Warn("duplicate job carries a segment's tag", "chain", rec.ChainID, "segment", rec.Segment, "job", rec.JobID, "error", rec.Error)
 	ops := []Op{{Kind: OpEvent, Event: ev}, {Kind: OpRecord, Record: &rec}}
+	ctx = context.WithoutCancel(ctx)
+	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
+}
+
+// unpin lifts the node list of a pinned successor still pending after its
+// predecessor ended (Unpinner), then stores the segment unpinned. When the
+// backend fails, the segment stays pinned (the next cycle tries again); a
+// backend that cannot lift node lists at all gets one error record and the
+// segment is stored unpinned, so that it is not tried again: the job waits
+// for its nodes.
+func (e *Engine) unpin(ctx context.Context, op *Op, rep *Report) error {
+	seg, rec := *op.Segment, *op.Record
+	ops := []Op{{Kind: OpRecord, Record: &rec}}
+	seg.Pinned = ""
+	if u, ok := e.Cluster.(Unpinner); !ok {
+		rec.Action, rec.Error = ActError, fmt.Sprintf("unpin job %s: the backend cannot lift a pending job's node list; it waits for its nodes", seg.JobID)
+		rep.Errors++
+	} else if err := u.Unpin(ctx, seg.JobID); err != nil && !errors.Is(err, ErrNotFound) {
+		rec.Action, rec.Error = ActError, fmt.Sprintf("unpin job %s: %v (tried again next cycle)", seg.JobID, err)
+		rep.Errors++
+		seg.Pinned = op.Segment.Pinned
+	}
+	if seg.Pinned == "" {
+		ops = append(ops, Op{Kind: OpPutSegment, Segment: &seg})
+		rep.Updated++
+	}
 	ctx = context.WithoutCancel(ctx)
 	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
 }

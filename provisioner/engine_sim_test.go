@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,33 @@ import (
 
 // simCluster adapts sim.Sim to provisioner.HistorySource.
 type simCluster struct{ *sim.Sim }
+
+func (c simCluster) sim() *sim.Sim { return c.Sim }
+
+// simBacked is a backend over a simulator.
+type simBacked interface {
+	provisioner.Cluster
+	sim() *sim.Sim
+}
+
+// noUnpin is the simulator as a backend that cannot lift a pending job's
+// node list (no provisioner.Unpinner).
+type noUnpin struct{ s *sim.Sim }
+
+func (c noUnpin) sim() *sim.Sim { return c.s }
+func (c noUnpin) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
+	return c.s.Snapshot(ctx)
+}
+func (c noUnpin) Submit(ctx context.Context, r provisioner.SubmitRequest) (string, error) {
+	return c.s.Submit(ctx, r)
+}
+func (c noUnpin) Cancel(ctx context.Context, id string) error { return c.s.Cancel(ctx, id) }
+func (c noUnpin) Signal(ctx context.Context, id, sig string) error {
+	return c.s.Signal(ctx, id, sig)
+}
+func (c noUnpin) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	return c.s.History(since), nil
+}
 
 func (c simCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	return c.Sim.History(since), nil
@@ -46,7 +74,6 @@ func newFourNodeSim(t *testing.T) *sim.Sim {
 // jobs as the simulator reports them, by segment index.
 func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int) time.Duration) (*provisioner.Chain, []float64, map[int][]provisioner.Job) {
 	t.Helper()
-	ctx := context.Background()
 	s := newFourNodeSim(t)
 	if runtime != nil {
 		s.SetRuntimeFunc(func(req provisioner.SubmitRequest) time.Duration {
@@ -57,17 +84,38 @@ func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int
 			return req.TimeLimit
 		})
 	}
+	return runChainOn(t, s, policy, segments, nil)
+}
+
+// runChainOn is runSimChain on the simulator s; at, when set, is called
+// every 10 minutes of logical time before the daemon's cycle (to submit
+// other users' jobs at given times).
+func runChainOn(t *testing.T, s *sim.Sim, policy string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job) {
+	t.Helper()
+	ch, gaps, bySeg, _ := runChainWith(t, simCluster{s}, policy, segments, at)
+	return ch, gaps, bySeg
+}
+
+// runChainWith is runChainOn on a given backend over a simulator; it also
+// returns the chain's decision log.
+func runChainWith(t *testing.T, cl simBacked, policy string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job, []provisioner.DecisionRecord) {
+	t.Helper()
+	s := cl.sim()
+	ctx := context.Background()
 	st := provisioner.NewMemStore()
 	ch := provisioner.Chain{ID: "c-sim-" + policy, Name: "sim-chain", Script: "/x.sbatch", Policy: policy, Segments: segments, MaxRetries: 2,
 		Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
 	if err := st.PutChain(ctx, &ch); err != nil {
 		t.Fatal(err)
 	}
-	eng := &provisioner.Engine{Cluster: simCluster{s}, Store: st, Clock: simClock{s}, Log: slog.New(slog.DiscardHandler)}
+	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: simClock{s}, Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
 		t.Fatal(err)
 	}
-	s.OnTick(10*time.Minute, func(time.Time, provisioner.Cluster) {
+	s.OnTick(10*time.Minute, func(now time.Time, _ provisioner.Cluster) {
+		if at != nil {
+			at(now)
+		}
 		if _, err := eng.Cycle(ctx); err != nil {
 			t.Errorf("cycle at %s: %v", s.Now(), err)
 		}
@@ -87,13 +135,20 @@ func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int
 	bySeg := map[int][]provisioner.Job{}
 	for _, j := range s.History(simT0) {
 		tag, ok := provisioner.ParseTag(j.Comment)
+		if !ok && at != nil {
+			continue // another user's job
+		}
 		if !ok || tag.Chain != ch.ID {
 			t.Errorf("job %s not tagged with the chain: %q", j.ID, j.Comment)
 			continue
 		}
 		bySeg[tag.Segment] = append(bySeg[tag.Segment], j)
 	}
-	return got, gaps, bySeg
+	recs, err := st.Decisions(ctx, ch.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, gaps, bySeg, recs
 }
 
 func TestSimChainBaselines(t *testing.T) {
@@ -117,6 +172,8 @@ func TestSimChainBaselines(t *testing.T) {
 		{provisioner.PolicyLead, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
 		{provisioner.PolicyDependency, []time.Duration{0, 55 * time.Minute, 110 * time.Minute}, []float64{0, 0}},
 		{provisioner.PolicyStartEstimate, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
+		// pin: three nodes are always free, so it never pins and submits as lead.
+		{provisioner.PolicyPin, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
 	}
 	for _, c := range cases {
 		t.Run(c.policy, func(t *testing.T) {
@@ -146,6 +203,69 @@ func TestSimChainBaselines(t *testing.T) {
 	}
 }
 
+// TestSimChainPinnedAheadOfLaterJobs: a pinned successor queues from the
+// first decision, so a job another user submits later does not take its
+// predecessor's nodes. Four nodes, three held by other users' 10 h jobs
+// from 00:00; the chain's segment 0 runs 00:00–00:55 on the fourth; at
+// 00:20 another user submits a 1-node 1 h job F (pending: no node free).
+//
+//	lead: seg1 submitted at 00:50, behind F; at 00:55 F takes the freed
+//	      node (00:55–01:55), seg1 starts at 01:55: gap +60 min.
+//	pin:  seg1 submitted at 00:10 pinned to seg0's node, ahead of F; it
+//	      starts there at 00:55 (gap 0) and F at 01:50, when seg1 ends.
+func TestSimChainPinnedAheadOfLaterJobs(t *testing.T) {
+	cases := []struct {
+		policy string
+		start1 time.Duration
+		gap    float64
+		startF time.Duration
+	}{
+		{provisioner.PolicyLead, 115 * time.Minute, 3600, 55 * time.Minute},
+		{provisioner.PolicyPin, 55 * time.Minute, 0, 110 * time.Minute},
+	}
+	for _, c := range cases {
+		t.Run(c.policy, func(t *testing.T) {
+			ctx := context.Background()
+			s := newFourNodeSim(t)
+			other := provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: 10 * time.Hour, Nodes: 1, GPUs: 4}
+			for range 3 {
+				if _, err := s.Submit(ctx, other); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var idF string
+			ch, gaps, bySeg := runChainOn(t, s, c.policy, 2, func(now time.Time) {
+				if now.Equal(simT0.Add(20 * time.Minute)) {
+					f := other
+					f.Name, f.TimeLimit = "F", time.Hour
+					var err error
+					if idF, err = s.Submit(ctx, f); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+			if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
+				t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
+			}
+			if got := bySeg[1][0].Start.Sub(simT0); got != c.start1 {
+				t.Errorf("segment 1 started at +%s, want +%s", got, c.start1)
+			}
+			if fmt.Sprint(gaps) != fmt.Sprint([]float64{c.gap}) {
+				t.Errorf("recorded gaps %v s, want [%v]", gaps, c.gap)
+			}
+			var startF time.Duration = -1
+			for _, j := range s.History(simT0) {
+				if j.ID == idF {
+					startF = j.Start.Sub(simT0)
+				}
+			}
+			if startF != c.startF {
+				t.Errorf("F started at +%s, want +%s", startF, c.startF)
+			}
+		})
+	}
+}
+
 func TestSimChainUntilDone(t *testing.T) {
 	// Reactive, --until-done; segment 1 finishes its work after 30 min.
 	// seg0 00:00–00:55 TIMEOUT; seg1 01:00–01:30 COMPLETED; seen at 01:30: done, no third job.
@@ -163,5 +283,123 @@ func TestSimChainUntilDone(t *testing.T) {
 	}
 	if fmt.Sprint(gaps) != "[300]" {
 		t.Errorf("gaps %v", gaps)
+	}
+}
+
+// TestSimChainUnpinAfterLostRace: a pinned successor whose predecessor's
+// node goes to a job ahead of it is unpinned once the predecessor has
+// ended, and starts on the next node to free. Four nodes: other users'
+// jobs A1, A2 (10 h) and A3 (1 h 30) from 00:00, the chain's segment 0 on
+// the fourth (00:00–00:55). At 00:10, before the daemon's cycle, another
+// user submits F (1 node, 2 h); the cycle then pins segment 1 behind it
+// (no node free). At 00:55 F, ahead in the queue, takes segment 0's node
+// (00:55–02:55).
+//
+//	with Unpinner: the 01:00 cycle sees segment 0 ended and segment 1
+//	               pending: unpin; A3's node frees at 01:30 and segment 1
+//	               starts there (gap 35 min).
+//	without:       the unpin fails (one error record, not repeated) and
+//	               segment 1 waits for its node until F ends at 02:55
+//	               (gap 2 h).
+func TestSimChainUnpinAfterLostRace(t *testing.T) {
+	cases := []struct {
+		name    string
+		cluster func(*sim.Sim) simBacked
+		start1  time.Duration
+		gap     float64
+		unpin   provisioner.Action // the action of the unpin record
+	}{
+		{"unpinner", func(s *sim.Sim) simBacked { return simCluster{s} }, 90 * time.Minute, 35 * 60, provisioner.ActUnpin},
+		{"no unpinner", func(s *sim.Sim) simBacked { return noUnpin{s} }, 175 * time.Minute, 120 * 60, provisioner.ActError},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := newFourNodeSim(t)
+			other := provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: 10 * time.Hour, Nodes: 1, GPUs: 4}
+			for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 90 * time.Minute} {
+				o := other
+				o.TimeLimit = limit
+				if _, err := s.Submit(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ch, gaps, bySeg, recs := runChainWith(t, c.cluster(s), provisioner.PolicyPin, 2, func(now time.Time) {
+				if now.Equal(simT0.Add(10 * time.Minute)) {
+					f := other
+					f.Name, f.TimeLimit = "F", 2*time.Hour
+					if _, err := s.Submit(ctx, f); err != nil {
+						t.Error(err)
+					}
+				}
+			})
+			if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
+				t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
+			}
+			s1 := bySeg[1][0]
+			if got := s1.Start.Sub(simT0); got != c.start1 {
+				t.Errorf("segment 1 started at +%s, want +%s", got, c.start1)
+			}
+			if fmt.Sprint(gaps) != fmt.Sprint([]float64{c.gap}) {
+				t.Errorf("recorded gaps %v s, want [%v]", gaps, c.gap)
+			}
+			var pinned, unpin *provisioner.DecisionRecord
+			unpins := 0
+			for i := range recs {
+				r := &recs[i]
+				switch {
+				case r.Action == provisioner.SubmitPinned:
+					pinned = r
+				case r.Segment == 1 && (r.Action == provisioner.ActUnpin || strings.HasPrefix(r.Error, "unpin job")):
+					unpin = r
+					unpins++
+				}
+			}
+			if unpins != 1 {
+				t.Errorf("%d unpin records, want 1", unpins)
+			}
+			if pinned == nil || !pinned.Time.Equal(simT0.Add(10*time.Minute)) || !strings.Contains(pinned.Reason, "nodelist "+bySeg[0][0].NodeList[0]) {
+				t.Errorf("pinned submission: %+v, want at +10m to segment 0's node %v", pinned, bySeg[0][0].NodeList)
+			}
+			if unpin == nil || unpin.Action != c.unpin || !unpin.Time.Equal(simT0.Add(time.Hour)) {
+				t.Errorf("unpin record %+v, want %s at +1h", unpin, c.unpin)
+			}
+		})
+	}
+}
+
+// TestSimChainUnpinAtLead: a pinned successor is unpinned when, within the
+// lead of its predecessor's limit, a whole node is free elsewhere: it then
+// starts as lead's would. Four nodes: other users' jobs A1, A2 (10 h) and
+// A3 (45 min) from 00:00, segment 0 on the fourth (00:00–00:55). At 00:10
+// no node is free: segment 1 is pinned. A3 ends at 00:45; at the 00:50
+// cycle (5 min left, lead 10 min) its node is free: unpin, and segment 1
+// starts there at 00:50 (gap −5 min), not at 00:55 on segment 0's node.
+func TestSimChainUnpinAtLead(t *testing.T) {
+	ctx := context.Background()
+	s := newFourNodeSim(t)
+	for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 45 * time.Minute} {
+		if _, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: limit, Nodes: 1, GPUs: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ch, gaps, bySeg, recs := runChainWith(t, simCluster{s}, provisioner.PolicyPin, 2, func(time.Time) {}) // (other users' jobs: not the chain's)
+	if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
+		t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
+	}
+	if got := bySeg[1][0].Start.Sub(simT0); got != 50*time.Minute {
+		t.Errorf("segment 1 started at +%s, want +50m", got)
+	}
+	if fmt.Sprint(gaps) != "[-300]" {
+		t.Errorf("recorded gaps %v s, want [-300]", gaps)
+	}
+	var actions []string
+	for _, r := range recs {
+		if r.Segment == 1 && r.Action != provisioner.Wait {
+			actions = append(actions, fmt.Sprintf("%s@+%s", r.Action, r.Time.Sub(simT0)))
+		}
+	}
+	if want := "[submit-pinned@+10m0s unpin@+50m0s]"; fmt.Sprint(actions) != want {
+		t.Errorf("segment 1's decisions %v, want %s", actions, want)
 	}
 }

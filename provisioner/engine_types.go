@@ -5,13 +5,14 @@ import (
 )
 
 // Actions the engine itself records in the decision log, beside the
-// policies' Wait, SubmitNow and SubmitAfter.
+// policies' Wait, SubmitNow, SubmitAfter and SubmitPinned.
 const (
 	ActFirst  Action = "first"  // the first segment of a chain is submitted
 	ActRetry  Action = "retry"  // a failed segment is submitted again
 	ActAdopt  Action = "adopt"  // a tagged job found in the backend was taken into its chain
 	ActEnd    Action = "end"    // the chain ended (done or failed)
 	ActCancel Action = "cancel" // a successor made unnecessary by the end of the work (or a duplicate job) was cancelled
+	ActUnpin  Action = "unpin"  // a pinned successor's node list was lifted (its predecessor ended, it still pends)
 	// ActAbandon: a submission whose outcome was never recorded left no job
 	// within its grace; it is taken as not done.
 	ActAbandon Action = "abandon"
@@ -93,15 +94,16 @@ const (
 	OpCancel     OpKind = "cancel"      // cancel Segment.JobID, then store Segment as cancelled
 	OpCancelDup  OpKind = "cancel-dup"  // cancel Record.JobID, a duplicate of a stored segment's job; the segment is left as it is
 	OpSubmit     OpKind = "submit"      // submit Request, then store Segment with the job id and Record with it
+	OpUnpin      OpKind = "unpin"       // lift the node list of pending Segment.JobID (Unpinner), then store Segment unpinned and Record
 )
 
 // Op is one effect the apply layer performs. Which fields are set depends on Kind.
 type Op struct {
 	Kind    OpKind
 	Chain   *Chain          // OpPutChain
-	Segment *Segment        // OpPutSegment, OpCancel, OpSubmit (the segment to store; JobID filled after submission)
+	Segment *Segment        // OpPutSegment, OpCancel, OpSubmit (the segment to store; JobID filled after submission), OpUnpin
 	Request *SubmitRequest  // OpSubmit
-	Record  *DecisionRecord // OpRecord, OpSubmit (the decision behind the submission), OpCancel
+	Record  *DecisionRecord // OpRecord, OpSubmit (the decision behind the submission), OpCancel, OpUnpin
 	Event   *Event          // OpEvent
 }
 
@@ -113,13 +115,14 @@ type Plan struct {
 	Ops []Op      // effects, in order
 }
 
-// Counts tallies a plan's operations.
+// Counts tallies a plan's operations; unpins count with the cancels (both
+// change a job the backend already has).
 func (p *Plan) Counts() (book, cancels, submits int) {
 	for i := range p.Ops {
 		switch p.Ops[i].Kind {
 		case OpSubmit:
 			submits++
-		case OpCancel, OpCancelDup:
+		case OpCancel, OpCancelDup, OpUnpin:
 			cancels++
 		default:
 			book++

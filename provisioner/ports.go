@@ -90,6 +90,16 @@ func RulesOf(cl Cluster) Rules {
 	return nil
 }
 
+// Unpinner is a Cluster that can lift the node list of a pending job
+// (Slurm: scontrol update JobId=ID ReqNodeList=), so that a successor
+// pinned to its predecessor's nodes (SubmitPinned) that lost them to
+// another job may start anywhere. The engine lifts it once the predecessor
+// has ended; on a Cluster without it a pinned successor keeps waiting for
+// its nodes.
+type Unpinner interface {
+	Unpin(ctx context.Context, jobID string) error
+}
+
 // Pinger is a Cluster that can tell quickly whether it answers
 // (slurm.Client.Ping: a TCP connection to slurmctld).
 type Pinger interface {

@@ -26,7 +26,17 @@ type SegmentJSON struct {
 	End      *time.Time `json:"end,omitempty"`
 	ExitCode int        `json:"exit_code"`
 	Note     string     `json:"note,omitempty"`
-	GapSec   *float64   `json:"gap_s,omitempty"` // start − predecessor's end (final attempts only)
+	Pinned   string     `json:"pinned,omitempty"` // nodes a pending successor is pinned to (the pin policy), comma-separated
+	GapSec   *float64   `json:"gap_s,omitempty"`  // start − predecessor's end (final attempts only)
+}
+
+// segmentNote is the NOTE column: the segment's note, and the nodes a
+// pending successor is pinned to.
+func segmentNote(s *Segment) string {
+	if s.Pinned == "" || s.State != StatePending {
+		return s.Note
+	}
+	return strings.TrimPrefix(s.Note+"; pinned to "+s.Pinned, "; ")
 }
 
 // ChainJSON is one chain in mirage status --json.
@@ -60,7 +70,7 @@ func (v *ChainView) JSON() ChainJSON {
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
-		sj := SegmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note,
+		sj := SegmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note, Pinned: s.Pinned,
 			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End)}
 		if g, ok := v.Gaps[i]; ok {
 			v := g.Seconds()
@@ -94,7 +104,7 @@ func (v *ChainView) WriteText(out io.Writer) error {
 			gap = signed(g)
 		}
 		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", s.Index, s.Attempt, dash(s.JobID), s.State, s.ExitCode,
-			stamp(s.Submit), stamp(s.Start), stamp(s.End), gap, dash(s.Note))
+			stamp(s.Submit), stamp(s.Start), stamp(s.End), gap, dash(segmentNote(&s)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,6 +1,10 @@
 package provisioner
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+)
 
 // displayWords quotes exactly the words that are not plain.
 func TestDisplayWords(t *testing.T) {
@@ -16,5 +20,32 @@ func TestDisplayWords(t *testing.T) {
 		if got := displayWords(c.in); got != c.want {
 			t.Errorf("displayWords(%q) = %s, want %s", c.in, got, c.want)
 		}
+	}
+}
+
+// A pending pinned successor shows its nodes in status; once it runs, or
+// unpinned, it does not.
+func TestStatusShowsPin(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	v := &ChainView{Chain: Chain{ID: "c1", Name: "svc", Policy: PolicyPin, State: ChainActive, Created: t0},
+		Segments: []Segment{
+			{ChainID: "c1", Index: 0, JobID: "10", State: StateRunning, Submit: t0, Start: t0},
+			{ChainID: "c1", Index: 1, JobID: "11", State: StatePending, Submit: t0, Pinned: "gpu01,gpu02"},
+		}}
+	var b strings.Builder
+	if err := v.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "pinned to gpu01,gpu02") {
+		t.Errorf("status text lacks the pin:\n%s", b.String())
+	}
+	if j := v.JSON(); j.SegmentList[1].Pinned != "gpu01,gpu02" || j.SegmentList[0].Pinned != "" {
+		t.Errorf("status JSON segments %+v", j.SegmentList)
+	}
+	v.Segments[1].State = StateRunning
+	b.Reset()
+	_ = v.WriteText(&b)
+	if strings.Contains(b.String(), "pinned") {
+		t.Errorf("a running successor shown as pinned:\n%s", b.String())
 	}
 }

@@ -11,7 +11,10 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-var _ provisioner.Cluster = (*Sim)(nil)
+var (
+	_ provisioner.Cluster  = (*Sim)(nil)
+	_ provisioner.Unpinner = (*Sim)(nil)
+)
 
 // Snapshot returns the pending and running jobs and the nodes at the
 // logical now, as squeue/sinfo would (EstStart is the last backfill plan).
@@ -150,6 +153,27 @@ func (s *Sim) Cancel(ctx context.Context, jobID string) error {
 	return nil
 }
 
+// Unpin lifts the node list of a pending job submitted to the simulator
+// (provisioner.Unpinner; scontrol update ReqNodeList= on Slurm): it may
+// then start on any node of its partition it does not exclude. A job that
+// is no longer pending is left as it is.
+func (s *Sim) Unpin(ctx context.Context, jobID string) error {
+	j, ok := s.lookup(jobID)
+	if !ok {
+		return fmt.Errorf("sim: unpin %s: %w", jobID, provisioner.ErrNotFound)
+	}
+	if int(j) < len(s.specs) {
+		return fmt.Errorf("sim: unpin %s: a job of the replayed trace has no node list to lift", jobID)
+	}
+	if s.dyns[j].state != stPending {
+		return nil
+	}
+	sp := s.spec(j)
+	sp.allowed = sp.unpinned
+	s.dirtyMain, s.dirtyBF = true, true
+	return nil
+}
+
 // Signal signals a running job. With Config.Checkpoint set the job
 // checkpoints and exits that long after (as a segment does when `mirage
 // handoff` asks it to), unless it ends sooner anyway: it ends COMPLETED and
@@ -213,6 +237,9 @@ func (s *Sim) History(since time.Time) []provisioner.Job {
 		if d := &s.dyns[j]; d.state > stRunning {
 			out[i].Start = time.Unix(d.start, 0).UTC()
 			out[i].End = time.Unix(d.end, 0).UTC()
+			for _, n := range s.allocPool[d.allocOff : d.allocOff+s.spec(j).nodes] { // sacct's NodeList
+				out[i].NodeList = append(out[i].NodeList, s.st.nodeNames[n])
+			}
 		}
 	}
 	return out

@@ -90,6 +90,7 @@ type spec struct {
 	singleton bool
 	deps      []dep
 	allowed   []bool // per node: may run there (NodeList/Exclude); nil = any node
+	unpinned  []bool // allowed without the NodeList (Exclude only; nil = any node), for Unpin
 }
 
 // dyn is the mutable part of a job.
@@ -599,6 +600,9 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 	if len(js.NodeList) > 0 || len(js.Exclude) > 0 {
 		if sp.allowed, err = s.allowedNodes(sp.id, js.NodeList, js.Exclude); err != nil {
 			return sp, err
+		}
+		if len(js.NodeList) > 0 && len(js.Exclude) > 0 {
+			sp.unpinned, _ = s.allowedNodes(sp.id, nil, js.Exclude)
 		}
 	}
 	if js.Depend != "" {

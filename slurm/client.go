@@ -556,6 +556,18 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 	return err
 }
 
+// Unpin implements provisioner.Unpinner: `scontrol update JobId=ID
+// ReqNodeList=` lifts a pending job's node list (--nodelist), so it may
+// start on any node of its partition. A job that has ended gives an error
+// wrapping provisioner.ErrNotFound.
+func (c *Client) Unpin(ctx context.Context, jobID string) error {
+	if err := validJobID(jobID); err != nil {
+		return err
+	}
+	_, err := c.run(ctx, "scontrol", []string{"update", "JobId=" + jobID, "ReqNodeList="}, runOpts{stderrErrors: true})
+	return err
+}
+
 // Signal implements provisioner.Cluster (`scancel --signal=SIG --full ID` by
 // default; see Config.SignalScope). With --full the batch script and all its
 // steps receive the signal, so a script that traps it (trap ... USR1) can

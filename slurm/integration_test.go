@@ -698,3 +698,42 @@ func TestIntegrationHostileNameAndComment(t *testing.T) {
 		t.Logf("text=%v: %d squeue jobs, %d sacct records, %d skipped lines", text, len(jobs), len(hist), it.c.Skipped())
 	}
 }
+
+// TestIntegrationPinned: a successor submitted with the predecessor's node
+// list (provisioner.SubmitPinned) queues while the predecessor holds the
+// node's GPUs; Unpin (scontrol update ReqNodeList=) lifts the list and it
+// starts on another node while the predecessor still runs.
+func TestIntegrationPinned(t *testing.T) {
+	t.Parallel()
+	it := newITest(t, nil)
+	first := it.submit(provisioner.SubmitRequest{Name: "pin-pred", Script: it.script("pin-pred.sh", "sleep 300"),
+		Partition: "debug", TimeLimit: 3 * time.Minute, Nodes: 1, GPUs: 4})
+	pred := it.waitJob(first, time.Minute, "running", running)
+	if len(pred.NodeList) != 1 {
+		t.Fatalf("predecessor's node list %v, want one node", pred.NodeList)
+	}
+	second := it.submit(provisioner.SubmitRequest{Name: "pin-succ", Script: it.script("pin-succ.sh", "sleep 30"),
+		Partition: "debug", TimeLimit: time.Minute, Nodes: 1, GPUs: 4, NodeList: pred.NodeList})
+	// Several scheduling passes: it must stay pending while its only
+	// allowed node has no free GPU.
+	deadline := time.Now().Add(8 * time.Second)
+	for time.Now().Before(deadline) {
+		j := it.waitJob(second, 30*time.Second, "known", func(*provisioner.Job) bool { return true })
+		if j.State != provisioner.StatePending {
+			t.Fatalf("pinned successor %s while its predecessor runs: %+v", j.State, j)
+		}
+		time.Sleep(time.Second)
+	}
+	if err := it.c.Unpin(it.ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	j := it.waitJob(second, 2*time.Minute, "started once unpinned", func(j *provisioner.Job) bool {
+		return j.State == provisioner.StateRunning || j.State.Finished()
+	})
+	if j.State != provisioner.StateRunning || len(j.NodeList) != 1 || j.NodeList[0] == pred.NodeList[0] {
+		t.Errorf("unpinned successor %s on %v while its predecessor runs on %v: want running on another node", j.State, j.NodeList, pred.NodeList)
+	}
+	if p := it.waitJob(first, 10*time.Second, "known", func(*provisioner.Job) bool { return true }); p.State != provisioner.StateRunning {
+		t.Errorf("predecessor %s: the successor must have started while it ran", p.State)
+	}
+}

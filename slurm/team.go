@@ -19,7 +19,10 @@ type TeamCluster struct {
 	Rules *team.Rules
 }
 
-var _ provisioner.RulesCluster = (*TeamCluster)(nil)
+var (
+	_ provisioner.RulesCluster = (*TeamCluster)(nil)
+	_ provisioner.Unpinner     = (*TeamCluster)(nil)
+)
 
 // NewTeamCluster wraps a client with the team rules.
 func NewTeamCluster(c *Client, rules *team.Rules) *TeamCluster {

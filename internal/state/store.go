@@ -253,6 +253,8 @@ var migrations = []string{
 	// 5: the chain's workload and explicit cost weights (JSON; '' = the workload's).
 	`ALTER TABLE chains ADD COLUMN workload TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chains ADD COLUMN cost TEXT NOT NULL DEFAULT '';`,
+	// 6: the nodes a pending successor was pinned to (comma-separated; '' = none).
+	`ALTER TABLE segments ADD COLUMN pinned TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -459,14 +461,14 @@ func (s *Store) Segments(ctx context.Context, chainID string) ([]provisioner.Seg
 }
 
 // segmentCols are the columns scanSegment reads, in its order.
-const segmentCols = `chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note`
+const segmentCols = `chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note, pinned`
 
 // scanSegment reads one row of segmentCols.
 func scanSegment(rows *sql.Rows) (provisioner.Segment, error) {
 	var sg provisioner.Segment
 	var state string
 	var sub, st, end int64
-	if err := rows.Scan(&sg.ChainID, &sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note); err != nil {
+	if err := rows.Scan(&sg.ChainID, &sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note, &sg.Pinned); err != nil {
 		return sg, err
 	}
 	sg.State = provisioner.JobState(state)
@@ -495,11 +497,11 @@ func (s *Store) AllSegments(ctx context.Context) (map[string][]provisioner.Segme
 
 // PutSegment implements provisioner.Store.
 func (s *Store) PutSegment(ctx context.Context, sg *provisioner.Segment) error {
-	_, err := s.q.ExecContext(ctx, `INSERT INTO segments(chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note)
-		VALUES (?,?,?,?,?,?,?,?,?,?)
+	_, err := s.q.ExecContext(ctx, `INSERT INTO segments(chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note, pinned)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(chain_id, idx, attempt) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, submit=excluded.submit,
-		start=excluded.start, end=excluded.end, exit_code=excluded.exit_code, note=excluded.note`,
-		sg.ChainID, sg.Index, sg.Attempt, sg.JobID, string(sg.State), ns(sg.Submit), ns(sg.Start), ns(sg.End), sg.ExitCode, sg.Note)
+		start=excluded.start, end=excluded.end, exit_code=excluded.exit_code, note=excluded.note, pinned=excluded.pinned`,
+		sg.ChainID, sg.Index, sg.Attempt, sg.JobID, string(sg.State), ns(sg.Submit), ns(sg.Start), ns(sg.End), sg.ExitCode, sg.Note, sg.Pinned)
 	return s.wrap(fmt.Sprintf("store segment %s/%d.%d", sg.ChainID, sg.Index, sg.Attempt), err)
 }
 

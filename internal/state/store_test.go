@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 5 {
-		t.Fatalf("version %d, %v; want 5", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 6 {
+		t.Fatalf("version %d, %v; want 6", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -138,7 +138,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("unknown chain: %v", err)
 	}
 	segs := []provisioner.Segment{
-		{ChainID: c.ID, Index: 1, Attempt: 0, JobID: "12", State: provisioner.StateRunning, Submit: t0, Start: t0.Add(time.Minute)},
+		{ChainID: c.ID, Index: 1, Attempt: 0, JobID: "12", State: provisioner.StatePending, Submit: t0, Pinned: "gpu[01-02],gpu07"},
 		{ChainID: c.ID, Index: 0, Attempt: 0, JobID: "11", State: provisioner.StateTimeout, Submit: t0, Start: t0, End: t0.Add(time.Hour), ExitCode: 0},
 	}
 	for i := range segs {
@@ -146,12 +146,15 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	segs[0].State, segs[0].End, segs[0].ExitCode, segs[0].Note = provisioner.StateFailed, t0.Add(2*time.Hour), 3, "oom"
+	if back, _ := s.Segments(ctx, c.ID); len(back) != 2 || back[1].Pinned != "gpu[01-02],gpu07" {
+		t.Errorf("pinned segment read back as %+v", back)
+	}
+	segs[0].State, segs[0].Start, segs[0].End, segs[0].ExitCode, segs[0].Note, segs[0].Pinned = provisioner.StateFailed, t0.Add(time.Minute), t0.Add(2*time.Hour), 3, "oom", ""
 	if err := s.PutSegment(ctx, &segs[0]); err != nil {
 		t.Fatal(err)
 	}
 	back, _ := s.Segments(ctx, c.ID)
-	if len(back) != 2 || back[0].Index != 0 || back[1].State != provisioner.StateFailed || back[1].ExitCode != 3 || back[1].Note != "oom" ||
+	if len(back) != 2 || back[0].Index != 0 || back[1].State != provisioner.StateFailed || back[1].ExitCode != 3 || back[1].Note != "oom" || back[1].Pinned != "" ||
 		!back[1].End.Equal(t0.Add(2*time.Hour)) || !back[0].End.Equal(t0.Add(time.Hour)) || !back[1].Start.Equal(t0.Add(time.Minute)) {
 		t.Errorf("segments %+v", back)
 	}
@@ -376,7 +379,7 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 5 {
+	if v, _ := s.Version(ctx); v != 6 {
 		t.Fatalf("version %d", v)
 	}
 	// a chain of schema 1 has no recorded directory, environment, models nor workload

@@ -352,6 +352,18 @@ type Outcome struct {
 func (c *ChainRun) SubmitSuccessor(dependency string) (Outcome, error) {
 	req := c.Succ
 	req.Dependency = dependency
+	return c.submit(req)
+}
+
+// SubmitPinned is SubmitSuccessor restricted to nodes (the predecessor's:
+// provisioner.SubmitPinned).
+func (c *ChainRun) SubmitPinned(nodes []string) (Outcome, error) {
+	req := c.Succ
+	req.NodeList = nodes
+	return c.submit(req)
+}
+
+func (c *ChainRun) submit(req provisioner.SubmitRequest) (Outcome, error) {
 	now := c.S.Now()
 	id, err := c.S.Submit(context.Background(), req)
 	if err != nil {
