@@ -60,7 +60,8 @@ type PairConfig struct {
 // segment 0, and every Tick the harness runs Engine.CycleChains on the
 // chain's simulator (the sim is the Cluster and HistorySource, its logical
 // clock the Clock); the engine builds the observation, asks the policy and
-// submits the successor (with an afterany dependency for SubmitAfter).
+// submits the successor (with an afterany dependency for SubmitAfter, on
+// the predecessor's nodes for SubmitPinned).
 // With Direct, the harness calls Policy.Decide on features.Observe's
 // observation and submits itself. The deadline submission is the
 // protocol's, outside the engine.
@@ -327,6 +328,11 @@ func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, 
 		case provisioner.SubmitAfter:
 			o, err := run.SubmitSuccessor("afterany:" + run.PredID)
 			return o, 1, err
+		case provisioner.SubmitPinned:
+			if obs.Predecessor != nil && len(obs.Predecessor.NodeList) > 0 {
+				o, err := run.SubmitPinned(obs.Predecessor.NodeList)
+				return o, 1, err
+			}
 		}
 	}
 	return w.deadline(run)

@@ -153,6 +153,16 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 	if cj := e.statusJSON(t, id); cj.Policy != "reactive" {
 		t.Errorf("--policy reactive with models present: policy %q", cj.Policy)
 	}
+	// A service on a backend that can lift node lists (the simulator, as
+	// Slurm) is pinned by default, models or not; --policy still wins.
+	id = e.submitChain(t, script, "--new", "--segments", "2", "--workload", "service", "--models", fx.dir, "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyPin {
+		t.Errorf("--workload service: policy %q, want %s", cj.Policy, provisioner.PolicyPin)
+	}
+	id = e.submitChain(t, script, "--new", "--segments", "2", "--workload", "service", "--policy", "lead", "--", "-p", "batch")
+	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyLead {
+		t.Errorf("--workload service --policy lead: policy %q", cj.Policy)
+	}
 }
 
 // TestSubmitWorkload: submit records the chain's workload (training by

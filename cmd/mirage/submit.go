@@ -83,7 +83,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: "+models.DefaultLearned+" when --models holds it, else xgb when it holds that, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: pin for --workload service on Slurm; else "+models.DefaultLearned+" when --models holds it, else xgb when it holds that, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -99,6 +99,18 @@ docs/guide/chains-and-daemon.md.`,
 	return cmd
 }
 
+// defaultPolicy is the policy of a chain submitted without --policy: pin
+// for a service on a backend that can lift a pending job's node list (the
+// default measured for services in docs/results/whole-run.md), else the
+// default learned policy when the models directory holds it
+// (models.DefaultPolicy).
+func defaultPolicy(ch *provisioner.Chain, cl provisioner.Cluster, policies provisioner.PolicyFactory) (string, error) {
+	if _, ok := cl.(provisioner.Unpinner); ok && ch.Workload == provisioner.WorkloadService {
+		return provisioner.PolicyPin, nil
+	}
+	return models.DefaultPolicy(policies)
+}
+
 func submitRun(ctx context.Context, o *submitOptions) error {
 	ch := o.chain
 	if err := slurm.ChainScript(&ch); err != nil {
@@ -107,18 +119,18 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.MaxRetries < 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
+	cl, err := o.f.Backend(&o.backend)
+	if err != nil {
+		return stateErr(err)
+	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = models.DefaultPolicy(o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = defaultPolicy(&ch, cl, o.policy.factory(o.f)); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
 	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
-	}
-	cl, err := o.f.Backend(&o.backend)
-	if err != nil {
-		return stateErr(err)
 	}
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
