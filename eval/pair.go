@@ -330,7 +330,25 @@ func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, 
 			return o, 1, err
 		case provisioner.SubmitPinned:
 			if obs.Predecessor != nil && len(obs.Predecessor.NodeList) > 0 {
-				o, err := run.SubmitPinned(obs.Predecessor.NodeList)
+				req := run.Succ
+				req.NodeList = obs.Predecessor.NodeList
+				id, err := run.S.Submit(context.Background(), req)
+				if err != nil {
+					return scenario.Outcome{}, 0, fmt.Errorf("chain %s: submit successor: %w", run.Chain.ID, err)
+				}
+				// Each tick, ask the policy again; when it would submit
+				// unpinned, lift the pin (as the engine does).
+				o, err := w.followPinned(run, id, obs.Now, true, func() (bool, error) {
+					obs, err := run.Observe(run.S.Now())
+					if err != nil {
+						return false, err
+					}
+					obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
+					if d, err := pol.Decide(obs); err != nil || d.Action != provisioner.SubmitNow {
+						return true, err
+					}
+					return false, run.S.Unpin(context.Background(), id)
+				})
 				return o, 1, err
 			}
 		}
@@ -387,17 +405,58 @@ func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy, 
 			continue
 		}
 		id := rep.Submissions[0].JobID
-		horizon := run.PredEnd.Add(w.p.Horizon)
-		start, err := run.S.RunUntilStart(id, horizon)
+		// A pinned successor: the engine's cycle goes on every tick, as the
+		// daemon's does, and lifts the pin when the policy says so.
+		pinned := func() (bool, error) {
+			segs, err := st.Segments(ctx, ch.ID)
+			return err == nil && len(segs) > 0 && segs[len(segs)-1].Pinned != "", err
+		}
+		now, err := pinned()
 		if err != nil {
 			return scenario.Outcome{}, 0, err
 		}
-		if start.IsZero() {
-			return scenario.Outcome{Submit: rep.Time, Gap: w.p.Horizon, Censored: true}, len(rep.Submissions), nil
-		}
-		return scenario.Outcome{Submit: rep.Time, Start: start, Gap: start.Sub(run.PredEnd)}, len(rep.Submissions), nil
+		o, err := w.followPinned(run, id, rep.Time, now, func() (bool, error) {
+			rep, err := eng.CycleChains(ctx, []string{ch.ID})
+			if err == nil && rep.Errors > 0 {
+				err = engineError(ctx, st, ch.ID)
+			}
+			if err != nil {
+				return false, fmt.Errorf("engine cycle at %s: %w", run.S.Now().Format(time.RFC3339), err)
+			}
+			return pinned()
+		})
+		return o, len(rep.Submissions), err
 	}
 	return w.deadline(run)
+}
+
+// followPinned runs the chain's simulator until the successor (job id,
+// submitted at submit) starts or the horizon passes. While step reports
+// it pinned, step is called at every tick after the submission (it asks
+// the policy again and may lift the pin); after that the replay runs on.
+func (w *pairWorker) followPinned(run *scenario.ChainRun, id string, submit time.Time, pinned bool, step func() (pinned bool, err error)) (scenario.Outcome, error) {
+	horizon := run.PredEnd.Add(w.p.Horizon)
+	var start time.Time
+	var err error
+	for at := submit; ; at = at.Add(w.p.Tick) {
+		until := horizon
+		if pinned && at.Add(w.p.Tick).Before(horizon) {
+			until = at.Add(w.p.Tick)
+		}
+		if start, err = run.S.RunUntilStart(id, until); err != nil {
+			return scenario.Outcome{}, err
+		}
+		if !start.IsZero() || !until.Before(horizon) {
+			break
+		}
+		if pinned, err = step(); err != nil {
+			return scenario.Outcome{}, err
+		}
+	}
+	if start.IsZero() {
+		return scenario.Outcome{Submit: submit, Gap: w.p.Horizon, Censored: true}, nil
+	}
+	return scenario.Outcome{Submit: submit, Start: start, Gap: start.Sub(run.PredEnd)}, nil
 }
 
 // engineError returns the last error the engine recorded for a chain.

@@ -260,7 +260,7 @@ func (r testRecorder) Decide(obs *provisioner.Observation) (provisioner.Decision
 func TestRunPairsEngineMatchesDirect(t *testing.T) {
 	sc := testScenario(t)
 	from, until := sc.First.Add(4*24*time.Hour), sc.First.Add(5*24*time.Hour)
-	names := []string{"reactive", "dependency", "lead", "start-estimate", "average", "quantile", "field-rule"}
+	names := []string{"reactive", "dependency", "lead", "start-estimate", "pin", "average", "quantile", "field-rule"}
 	rule := testFieldRule{field: fieldIndex(t, "pred_left_h"), th: 1e9} // never fires: every tick is observed
 	var mu sync.Mutex
 	seen := map[string][][]float64{}
@@ -302,10 +302,29 @@ func TestRunPairsEngineMatchesDirect(t *testing.T) {
 			t.Errorf("chain %s: the engine showed %d observations whose features differ from the dataset's %d ticks", id, len(engineSeen[id]), len(ep.X))
 		}
 	}
-	// The dependency baseline submits with afterany at once: it never overlaps.
+	// The dependency baseline submits with afterany at once: it never
+	// overlaps; a pinned successor overlaps at most by pin's lead (it starts
+	// early only when unpinned within it, on free nodes), and where nodes
+	// are busy pin differs from lead.
+	leadGap := map[string]time.Duration{}
 	for _, s := range viaEngine {
+		if s.Policy == "lead" {
+			leadGap[s.ChainID] = s.Gap
+		}
+	}
+	differs := 0
+	for _, s := range viaEngine {
+		if g, ok := leadGap[s.ChainID]; s.Policy == "pin" && ok && g != s.Gap {
+			differs++
+		}
 		if s.Policy == "dependency" && s.Gap < 0 {
 			t.Errorf("dependency overlapped: %+v", s)
 		}
+		if s.Policy == "pin" && s.Gap < -provisioner.DefaultLead {
+			t.Errorf("pin overlapped beyond its lead: %+v", s)
+		}
+	}
+	if differs == 0 {
+		t.Error("pin decided exactly as lead on every hand-off: the scenario never exercised a pinned successor")
 	}
 }
