@@ -110,7 +110,7 @@ const TickReplayed = -2
 
 // WFBaselines are the policies without training a walk-forward can score
 // beside the learned ones (WFSpec.Baselines), in the order of its table.
-var WFBaselines = []string{provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyAverage, models.PolicyQuantile}
+var WFBaselines = []string{provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyAverage, models.PolicyQuantile, provisioner.PolicyPin}
 
 // OnlinePolicyName names OnlinePolicy in a walk-forward run: xgb's
 // predicted gap with a do-no-harm guard and online thresholds.
