@@ -106,7 +106,8 @@ func TestWalkForwardLS6(t *testing.T) {
 	if err := train.WriteWalkForwardTable(&b, rows, foldNames); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Fprintf(&b, "\n## Issue 16's acceptance, measured\n\nThe policy a site should use is the one `mirage submit` can run with the lowest pooled mean |gap|: **%s**", best)
+	fmt.Fprintf(&b, "\n## Issue 16's acceptance, measured\n\nThe learned policy with the lowest pooled mean |gap| that `mirage submit` can run (its default learned policy, used\n"+
+		"where `pin` cannot be: on Kubernetes) is **%s**", best)
 	if res.Best != best {
 		fmt.Fprintf(&b, " (`%s`, which exists only in this evaluation so far, has %.2f h against %.2f h)", res.Best, byKey["all|"+res.Best].MeanAbsGap, byKey["all|"+best].MeanAbsGap)
 	}
@@ -148,7 +149,8 @@ func TestWalkForwardLS6(t *testing.T) {
 			"there), acts as lead while nodes are free, and lifts the pin when it would submit unpinned (docs/guide/chains-and-daemon.md).\n"+
 			"It is not learned and nothing in it is fitted; it is not bound by the oracle, which only picks the tick to submit\n"+
 			"at. Its form (lifting the pin within the lead when nodes are free) was chosen after seeing the service workload's\n"+
-			"results on these months (whole-run.md). Of every policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h).\n\n", lowest, at)
+			"results on these months (whole-run.md). Of every policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h):\n"+
+			"it is what `mirage submit` uses on Slurm unless `--policy` says otherwise, and the policy a site should use.\n\n", lowest, at)
 		lines(provisioner.PolicyPin)
 	}
 	t.Log("\n" + b.String())

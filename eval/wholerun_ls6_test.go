@@ -184,7 +184,7 @@ func TestWholeRunLS6(t *testing.T) {
 	fmt.Fprintf(&b, "Walk-forward on the shared LS6 file replayed by the `ls6` simulator: December, January and February 2023 (to the 20th, so that\n"+
 		"week-long runs end before the file's arrivals stop) are each replayed with models fitted only on chains whose every outcome\n"+
 		"was known before the month began (predecessor ended, every probed successor started; the tables of the walk-forward evaluation),\n"+
-		"one per workload's cost. Training workload: **`%s`** (`mirage submit`'s default is **%s**) fitted for the training cost, whose\n"+
+		"one per workload's cost. Training workload: **`%s`** (the default learned policy is **%s**) fitted for the training cost, whose\n"+
 		"successors hand off, decides by the hand-off rule: xgb's quantile of the wait at the cost's decision quantile (0.95) reaching the\n"+
 		"predecessor's time left, the prediction shifted by split conformal calibration to cover that share of the waits of the latest 20%%\n"+
 		"of its chains, or the QBETS bound on the last 100 waits reaching it (guard off, thresholds fixed; nothing is tuned on per-hand-off\n"+
@@ -195,8 +195,9 @@ func TestWholeRunLS6(t *testing.T) {
 		"Disclosure: no parameter of the hand-off rule was fitted on these months (its quantile follows from the cost, its shift from\n"+
 		"chains before each month, QBETS's confidence and window are QBETS's own), but its form (calibration plus floor) was chosen\n"+
 		"after trying variants on them, with the quantile baseline's results in view. The shared copy of the file holds no job\n"+
-		"submitted from March on, so no later month can confirm it here. `pin` (the service default, below) is scored on the\n"+
-		"training runs too; its form was chosen after seeing the service results on these months.\n\n",
+		"submitted from March on, so no later month can confirm it here. **`pin`** (`mirage submit`'s default on Slurm, described\n"+
+		"with the service workload below) is scored on the training runs too; its form was chosen after seeing the service results on\n"+
+		"these months.\n\n",
 		train.OnlinePolicyName, def, newsvendorPolicy, conformalPolicy, tablesPolicy, interval, fitted.Round(time.Second), (elapsed - fitted).Round(time.Second))
 	b.WriteString("## Training workload: whole runs\n\n")
 	b.WriteString("7 days of work per run, 48 h segments, checkpoint and restart 5 min each, hand-off on (`eval --protocol run`). Completion runs\n" +
@@ -277,12 +278,12 @@ func TestWholeRunLS6(t *testing.T) {
 	}
 	b.WriteString("\n### Issue 23's acceptance (training), measured\n\n")
 	trainingLines(def)
-	b.WriteString("\nThe same lines for `pin` (not learned; the oracle plans submission times only, on any node):\n\n")
+	b.WriteString("\nThe same lines for `pin`, `mirage submit`'s default on Slurm (not learned; the oracle plans submission times only, on any\nnode):\n\n")
 	trainingLines(provisioner.PolicyPin)
 
 	b.WriteString("\n## Service workload: hand-offs without downtime\n\n")
 	b.WriteString("Chains of 4 segments, each running its 48 h limit, no hand-off (both copies serve while they overlap); xgb decides with its\n" +
-		"service-workload thresholds (interruption 600/h, overlap beyond 2 h 60/h). **`pin`** (`mirage submit --workload service`'s default)\n" +
+		"service-workload thresholds (interruption 600/h, overlap beyond 2 h 60/h). **`pin`** (`mirage submit`'s default on Slurm)\n" +
 		"submits as lead while whole nodes are free, and otherwise at once pinned to the predecessor's nodes (`--nodelist`), lifting the\n" +
 		"pin (`scontrol update ReqNodeList=`) when it would submit unpinned: the predecessor ended and another job took them, or nodes\n" +
 		"are free within the lead. Nothing in it is fitted. Zero interruption = share of hand-offs whose successor ran when the\n" +

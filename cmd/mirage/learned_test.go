@@ -12,6 +12,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
 )
 
 // chainDecisions reads a chain's decision log (mirage log --json).
@@ -123,45 +124,52 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 	return cj
 }
 
-// TestSubmitDefaultPolicy: without --policy, submit uses the default
-// learned policy when the models directory holds it (recording the
-// directory), xgb when only xgb's model is there, lead when it holds
-// neither, and an explicit --policy always wins.
+// TestSubmitDefaultPolicy: without --policy, submit uses pin on a backend
+// that can lift a pending job's node list (the simulator, as Slurm), for
+// every workload and whether or not --models holds a model; an explicit
+// --policy always wins.
 func TestSubmitDefaultPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
 	e := newChainEnv(t)
 	script := e.script(t, "d.sbatch", "-t 55")
-	id := e.submitChain(t, script, "--segments", "2", "--models", fx.dir, "--", "-p", "batch")
-	if cj := e.statusJSON(t, id); cj.Policy != models.DefaultLearned || cj.Models != fx.dir {
-		t.Errorf("with %s in --models: policy %q, models %q; want %q and %q", models.DefaultLearned, cj.Policy, cj.Models, models.DefaultLearned, fx.dir)
+	for _, args := range [][]string{{"--models", fx.dir}, nil, {"--workload", "service"}, {"--workload", "training", "--models", fx.dir}} {
+		id := e.submitChain(t, append(append([]string{script, "--new", "--segments", "2"}, args...), "--", "-p", "batch")...)
+		if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyPin || cj.Models != "" {
+			t.Errorf("submit %q: policy %q, models %q; want %s and none", args, cj.Policy, cj.Models, provisioner.PolicyPin)
+		}
 	}
-	xgbOnly := t.TempDir()
-	if err := os.CopyFS(filepath.Join(xgbOnly, "xgb"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
-		t.Fatal(err)
-	}
-	id = e.submitChain(t, script, "--new", "--segments", "2", "--models", xgbOnly, "--", "-p", "batch")
-	if cj := e.statusJSON(t, id); cj.Policy != "xgb" || cj.Models != xgbOnly {
-		t.Errorf("with only xgb in --models: policy %q, models %q; want xgb and %q", cj.Policy, cj.Models, xgbOnly)
-	}
-	empty := t.TempDir()
-	id = e.submitChain(t, script, "--new", "--segments", "2", "--models", empty, "--", "-p", "batch")
-	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyLead || cj.Models != "" {
-		t.Errorf("with an empty --models: policy %q, models %q; want lead and none", cj.Policy, cj.Models)
-	}
-	id = e.submitChain(t, script, "--new", "--segments", "2", "--policy", "reactive", "--models", fx.dir, "--", "-p", "batch")
+	id := e.submitChain(t, script, "--new", "--segments", "2", "--policy", "reactive", "--models", fx.dir, "--", "-p", "batch")
 	if cj := e.statusJSON(t, id); cj.Policy != "reactive" {
 		t.Errorf("--policy reactive with models present: policy %q", cj.Policy)
-	}
-	// A service on a backend that can lift node lists (the simulator, as
-	// Slurm) is pinned by default, models or not; --policy still wins.
-	id = e.submitChain(t, script, "--new", "--segments", "2", "--workload", "service", "--models", fx.dir, "--", "-p", "batch")
-	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyPin {
-		t.Errorf("--workload service: policy %q, want %s", cj.Policy, provisioner.PolicyPin)
 	}
 	id = e.submitChain(t, script, "--new", "--segments", "2", "--workload", "service", "--policy", "lead", "--", "-p", "batch")
 	if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyLead {
 		t.Errorf("--workload service --policy lead: policy %q", cj.Policy)
+	}
+}
+
+// noPin is a backend that cannot lift a node list (Kubernetes): the
+// default is then the learned one, as models.DefaultPolicy finds it.
+type noPin struct{ provisioner.Cluster }
+
+// TestDefaultPolicyWithoutUnpin: on a backend without provisioner.Unpinner
+// the default is the default learned policy when the models directory
+// holds it, xgb when only xgb's model is there, lead when it holds neither.
+func TestDefaultPolicyWithoutUnpin(t *testing.T) {
+	fx := trainedFixture(t)
+	f := func(dir string) provisioner.PolicyFactory { return models.PolicyFactory(dir, models.PolicyOptions{}) }
+	xgbOnly := t.TempDir()
+	if err := os.CopyFS(filepath.Join(xgbOnly, "xgb"), os.DirFS(filepath.Join(fx.dir, "xgb"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
+		if got, _ := defaultPolicy(noPin{}, f(c.dir)); got != c.want {
+			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
+		}
+	}
+	if got, _ := defaultPolicy(&sim.Sim{}, f(fx.dir)); got != provisioner.PolicyPin {
+		t.Errorf("on the simulator (an Unpinner): default %q, want pin", got)
 	}
 }
 

@@ -83,7 +83,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: pin for --workload service on Slurm; else "+models.DefaultLearned+" when --models holds it, else xgb when it holds that, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: pin on Slurm; elsewhere "+models.DefaultLearned+" when --models holds it, else xgb when it holds that, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -100,12 +100,13 @@ docs/guide/chains-and-daemon.md.`,
 }
 
 // defaultPolicy is the policy of a chain submitted without --policy: pin
-// for a service on a backend that can lift a pending job's node list (the
-// default measured for services in docs/results/whole-run.md), else the
-// default learned policy when the models directory holds it
-// (models.DefaultPolicy).
-func defaultPolicy(ch *provisioner.Chain, cl provisioner.Cluster, policies provisioner.PolicyFactory) (string, error) {
-	if _, ok := cl.(provisioner.Unpinner); ok && ch.Workload == provisioner.WorkloadService {
+// on a backend that can lift a pending job's node list (Slurm), whatever
+// the workload: the lowest mean |gap| of every policy in the walk-forward
+// evaluation and the lowest whole-run overhead for training and services
+// (docs/results/walk-forward.md, whole-run.md). Elsewhere the default
+// learned policy when the models directory holds it (models.DefaultPolicy).
+func defaultPolicy(cl provisioner.Cluster, policies provisioner.PolicyFactory) (string, error) {
+	if _, ok := cl.(provisioner.Unpinner); ok {
 		return provisioner.PolicyPin, nil
 	}
 	return models.DefaultPolicy(policies)
@@ -125,7 +126,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = defaultPolicy(&ch, cl, o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = defaultPolicy(cl, o.policy.factory(o.f)); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
