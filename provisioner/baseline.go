@@ -100,8 +100,10 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     engine adds --nodelist), so it never overlaps it, and the scheduler
 //     plans those nodes for it. If another job takes them as the
 //     predecessor ends, the engine lifts the node list (Unpinner) and the
-//     successor, aged since its submission, may start anywhere. Meant for
-//     services of whole-node segments, where downtime is what hurts.
+//     successor, aged since its submission, may start anywhere. Where the
+//     successor would fit beside its predecessor on the predecessor's nodes
+//     (nodes shared between jobs), a pin cannot keep them apart and pin
+//     acts as lead.
 //
 // Decision.Score is the gap predicted if the successor were submitted now
 // (seconds; negative means overlap) where the policy estimates one.
@@ -199,6 +201,14 @@ func (p pin) Decide(obs *Observation) (Decision, error) {
 	free := freeNodes(obs.Snapshot, &obs.Successor)
 	need := max(obs.Successor.Nodes, 1)
 	left := end.Sub(obs.Now)
+	if fitsBeside(obs.Snapshot, pred.NodeList, &obs.Successor) {
+		// Pinned there, it could start beside its predecessor at once:
+		// the pin would not keep them apart. Act as lead.
+		if left <= p.lead {
+			return Decision{Action: SubmitNow, Score: -left.Seconds(), Reason: fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart: as lead, submit %s before the limit", pred.ID, secs(left))}, nil
+		}
+		return Decision{Action: Wait, Reason: fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart: as lead, submit from %s before the limit", pred.ID, secs(p.lead))}, nil
+	}
 	switch {
 	case free >= need && left <= p.lead:
 		return Decision{Action: SubmitNow, Score: -left.Seconds(), Reason: fmt.Sprintf("predecessor reaches its limit in %s (lead %s) and %d node(s) are free now: submit", secs(left), secs(p.lead), free)}, nil
@@ -209,6 +219,24 @@ func (p pin) Decide(obs *Observation) (Decision, error) {
 	}
 	return Decision{Action: SubmitPinned, Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
 		need, pred.ID, secs(left), len(pred.NodeList))}, nil
+}
+
+// fitsBeside reports whether the request's GPUs per node fit on every one
+// of the given (the predecessor's) nodes beside what runs there now, as on
+// nodes shared between jobs: a successor pinned to them would not wait.
+// Nodes the snapshot does not list count as not fitting.
+func fitsBeside(snap *Snapshot, nodes []string, req *SubmitRequest) bool {
+	if snap == nil || len(nodes) == 0 || req.GPUs <= 0 {
+		return false
+	}
+	per := (req.GPUs + max(req.Nodes, 1) - 1) / max(req.Nodes, 1)
+	for _, name := range nodes {
+		i := slices.IndexFunc(snap.Nodes, func(n Node) bool { return n.Name == name })
+		if i < 0 || snap.Nodes[i].FreeGPUs() < per {
+			return false
+		}
+	}
+	return true
 }
 
 // freeNodes counts the schedulable nodes of the request's partition (any

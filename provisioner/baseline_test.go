@@ -129,3 +129,44 @@ func TestReasonsToTheSecond(t *testing.T) {
 		}
 	}
 }
+
+// TestPin: pin's decision while its predecessor (on n1, limit end 09:00)
+// runs, by which nodes are free and how much time is left (lead 10 min).
+func TestPin(t *testing.T) {
+	p, err := BaselinePolicy(PolicyPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := func(name string, gpus, used int) Node {
+		return Node{Name: name, State: NodeUp, CPUs: 8, GPUs: gpus, GPUsUsed: used, Partitions: []string{"gpu"}}
+	}
+	busy := []Node{node("n1", 4, 4), node("n2", 4, 4), node("n3", 4, 2)}   // n3 half used: not a whole free node
+	oneFree := []Node{node("n1", 4, 4), node("n2", 4, 0), node("n3", 4, 4)} // n2 idle
+	shared := []Node{node("n1", 8, 4), node("n2", 8, 8)}                    // 4 GPUs free beside the predecessor on n1
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	cases := []struct {
+		name  string
+		now   time.Time
+		nodes []Node
+		list  []string // the predecessor's nodes
+		want  Action
+	}{
+		{"no whole node free: pin at once", min_(10), busy, []string{"n1"}, SubmitPinned},
+		{"no whole node free, 5 min left: still pinned", min_(55), busy, []string{"n1"}, SubmitPinned},
+		{"a node free, 50 min left: wait as lead", min_(10), oneFree, []string{"n1"}, Wait},
+		{"a node free within the lead: submit unpinned", min_(50), oneFree, []string{"n1"}, SubmitNow},
+		{"its nodes not known yet", min_(10), busy, nil, Wait},
+		{"it would fit beside its predecessor: lead, waiting", min_(10), shared, []string{"n1"}, Wait},
+		{"it would fit beside its predecessor: lead, within the lead", min_(51), shared, []string{"n1"}, SubmitNow},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			pred := job("10").state(StateRunning).start(t0).shape(1, 4).partition("gpu").build()
+			pred.NodeList = c.list
+			d, err := p.Decide(&Observation{Now: c.now, Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: c.now, Nodes: c.nodes}})
+			if err != nil || d.Action != c.want {
+				t.Errorf("%s (%v), want %s: %s", d.Action, err, c.want, d.Reason)
+			}
+		})
+	}
+}
