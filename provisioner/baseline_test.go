@@ -140,7 +140,7 @@ func TestPin(t *testing.T) {
 	node := func(name string, gpus, used int) Node {
 		return Node{Name: name, State: NodeUp, CPUs: 8, GPUs: gpus, GPUsUsed: used, Partitions: []string{"gpu"}}
 	}
-	busy := []Node{node("n1", 4, 4), node("n2", 4, 4), node("n3", 4, 2)}   // n3 half used: not a whole free node
+	busy := []Node{node("n1", 4, 4), node("n2", 4, 4), node("n3", 4, 2)}    // n3 half used: not a whole free node
 	oneFree := []Node{node("n1", 4, 4), node("n2", 4, 0), node("n3", 4, 4)} // n2 idle
 	shared := []Node{node("n1", 8, 4), node("n2", 8, 8)}                    // 4 GPUs free beside the predecessor on n1
 	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
