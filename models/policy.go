@@ -300,3 +300,16 @@ func DefaultPolicy(policies provisioner.PolicyFactory) (name string, warn error)
 	}
 	return provisioner.PolicyLead, errors.Join(errs...)
 }
+
+// DefaultPolicyFor is the policy of a chain submitted to cl without one:
+// pin on a backend that can lift a pending job's node list
+// (provisioner.Unpinner: Slurm, the simulator), whatever the workload, as
+// it has the lowest mean |gap| of every policy in the walk-forward
+// evaluation and the lowest whole-run overhead for training and services
+// (docs/results/walk-forward.md, whole-run.md); elsewhere DefaultPolicy.
+func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory) (name string, warn error) {
+	if _, ok := cl.(provisioner.Unpinner); ok {
+		return provisioner.PolicyPin, nil
+	}
+	return DefaultPolicy(policies)
+}

@@ -229,7 +229,7 @@ func fitsBeside(snap *Snapshot, nodes []string, req *SubmitRequest) bool {
 	if snap == nil || len(nodes) == 0 || req.GPUs <= 0 {
 		return false
 	}
-	per := (req.GPUs + max(req.Nodes, 1) - 1) / max(req.Nodes, 1)
+	per := req.GPUsPerNode()
 	for _, name := range nodes {
 		i := slices.IndexFunc(snap.Nodes, func(n Node) bool { return n.Name == name })
 		if i < 0 || snap.Nodes[i].FreeGPUs() < per {
@@ -246,10 +246,7 @@ func freeNodes(snap *Snapshot, req *SubmitRequest) int {
 	if snap == nil {
 		return 0
 	}
-	per := 0
-	if req.GPUs > 0 {
-		per = (req.GPUs + max(req.Nodes, 1) - 1) / max(req.Nodes, 1)
-	}
+	per := req.GPUsPerNode()
 	n := 0
 	for i := range snap.Nodes {
 		nd := &snap.Nodes[i]

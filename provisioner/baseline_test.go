@@ -170,3 +170,18 @@ func TestPin(t *testing.T) {
 		})
 	}
 }
+
+func TestGPUsPerNode(t *testing.T) {
+	for _, c := range []struct{ gpus, nodes, want int }{
+		{8, 1, 8},  // one node
+		{16, 2, 8}, // spread evenly
+		{3, 2, 2},  // rounded up: one node carries 2
+		{4, 0, 4},  // nodes unset means one
+		{0, 2, 0},  // no GPUs
+	} {
+		r := SubmitRequest{GPUs: c.gpus, Nodes: c.nodes}
+		if got := r.GPUsPerNode(); got != c.want {
+			t.Errorf("%d GPUs on %d nodes: %d per node, want %d", c.gpus, c.nodes, got, c.want)
+		}
+	}
+}

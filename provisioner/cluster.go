@@ -166,3 +166,13 @@ type SubmitRequest struct {
 	Env        map[string]string // extra environment for the job
 	WorkDir    string            // working directory
 }
+
+// GPUsPerNode is the request's GPUs on each of its nodes (its total spread
+// over its nodes, rounded up; 0 when it asks for none).
+func (r *SubmitRequest) GPUsPerNode() int {
+	if r.GPUs <= 0 {
+		return 0
+	}
+	n := max(r.Nodes, 1)
+	return (r.GPUs + n - 1) / n
+}

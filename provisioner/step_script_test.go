@@ -360,8 +360,8 @@ func (d *stepDriver) dump(t *testing.T, ctx context.Context) string {
 	return b.String()
 }
 
-// segment renders a segment: index.attempt, job, state, times, exit code
-// and, with notes, its note.
+// segment renders a segment: index.attempt, job, state, times, exit code,
+// the nodes it is pinned to and, with notes, its note.
 func segment(s *provisioner.Segment, notes bool) string {
 	out := fmt.Sprintf("%d.%d job=%s %s", s.Index, s.Attempt, s.JobID, s.State)
 	for _, f := range []struct {
@@ -374,6 +374,9 @@ func segment(s *provisioner.Segment, notes bool) string {
 	}
 	if s.ExitCode != 0 {
 		out += " exit=" + strconv.Itoa(s.ExitCode)
+	}
+	if s.Pinned != "" {
+		out += " pinned=" + s.Pinned
 	}
 	if notes && s.Note != "" {
 		out += " note=" + s.Note
@@ -511,6 +514,8 @@ func parseSegment(t *testing.T, chainID, line string) provisioner.Segment {
 			s.End = at(t, v)
 		case "exit":
 			s.ExitCode = atoi(t, v)
+		case "pinned":
+			s.Pinned = v
 		default:
 			t.Fatalf("segment %q: unknown key %q", line, k)
 		}
@@ -518,7 +523,8 @@ func parseSegment(t *testing.T, chainID, line string) provisioner.Segment {
 	return s
 }
 
-// parseJobs reads one job per line: "ID [tag=C/I.A] [STATE] key=value...".
+// parseJobs reads one job per line: "ID [tag=C/I.A] [STATE] key=value..."
+// (on=N1,N2 is the node list).
 func parseJobs(t *testing.T, input string) []provisioner.Job {
 	t.Helper()
 	var out []provisioner.Job
@@ -552,6 +558,8 @@ func parseJobs(t *testing.T, input string) []provisioner.Job {
 				j.GPUs = atoi(t, v)
 			case "partition":
 				j.Partition = v
+			case "on":
+				j.NodeList = strings.Split(v, ",")
 			default:
 				t.Fatalf("job %q: unknown key %q", line, k)
 			}

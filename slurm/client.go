@@ -558,13 +558,28 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 
 // Unpin implements provisioner.Unpinner: `scontrol update JobId=ID
 // ReqNodeList=` lifts a pending job's node list (--nodelist), so it may
-// start on any node of its partition. A job that has ended gives an error
-// wrapping provisioner.ErrNotFound.
+// start on any node of its partition. A job that started meanwhile (the
+// race between the snapshot and the update) is not an error: its pin has
+// nothing left to hold. A job that has ended gives an error wrapping
+// provisioner.ErrNotFound.
 func (c *Client) Unpin(ctx context.Context, jobID string) error {
 	if err := validJobID(jobID); err != nil {
 		return err
 	}
 	_, err := c.run(ctx, "scontrol", []string{"update", "JobId=" + jobID, "ReqNodeList="}, runOpts{stderrErrors: true})
+	if err == nil || errors.Is(err, provisioner.ErrUnavailable) || errors.Is(err, provisioner.ErrNotFound) {
+		return err
+	}
+	// On a running job the field means a resize, and an empty list is
+	// refused (22.05: "Invalid node name specified"): the job started
+	// between the caller's snapshot and the update.
+	j, jerr := c.Job(ctx, jobID)
+	switch {
+	case jerr == nil && j.State != provisioner.StatePending:
+		return nil
+	case errors.Is(jerr, provisioner.ErrNotFound):
+		return jerr
+	}
 	return err
 }
 

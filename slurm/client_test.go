@@ -624,3 +624,30 @@ func TestExecRunnerPassesArgumentsVerbatim(t *testing.T) {
 		t.Errorf("something ran: %v", m)
 	}
 }
+
+// TestUnpinRace: `scontrol update ReqNodeList=` on a job that started
+// meanwhile is refused (on a running job the field is a resize; 22.05
+// says "Invalid node name specified"): Unpin looks the job up and, as it
+// is no longer pending, reports success. A job still pending keeps the
+// error; one squeue no longer holds is ErrNotFound.
+func TestUnpinRace(t *testing.T) {
+	refused := reply{stderr: "scontrol: Invalid node name specified for job %s", err: exitErr}
+	for _, c := range []struct {
+		id       string
+		wantErr  bool
+		notFound bool
+	}{
+		{"92", false, false}, // RUNNING in the testdata
+		{"94", true, false},  // PENDING: the refusal stands
+		{"555", true, true},  // not in squeue
+	} {
+		rf := refused
+		rf.stderr = fmt.Sprintf(rf.stderr, c.id)
+		r := &fakeRunner{replies: map[string][]reply{"scontrol": {rf}, "squeue": {{out: readTestdata(t, "squeue-22.05.json")}}}}
+		cl, _ := newTestClient(t, r, nil)
+		err := cl.Unpin(context.Background(), c.id)
+		if (err != nil) != c.wantErr || errors.Is(err, provisioner.ErrNotFound) != c.notFound {
+			t.Errorf("job %s: Unpin = %v, want error %t (not found %t)", c.id, err, c.wantErr, c.notFound)
+		}
+	}
+}

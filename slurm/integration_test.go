@@ -733,6 +733,11 @@ func TestIntegrationPinned(t *testing.T) {
 	if j.State != provisioner.StateRunning || len(j.NodeList) != 1 || j.NodeList[0] == pred.NodeList[0] {
 		t.Errorf("unpinned successor %s on %v while its predecessor runs on %v: want running on another node", j.State, j.NodeList, pred.NodeList)
 	}
+	// The race the engine can meet: the job started between its snapshot
+	// and the update. Nothing is left to lift, which is not an error.
+	if err := it.c.Unpin(it.ctx, second); err != nil {
+		t.Errorf("unpinning job %s after it started: %v, want nil", second, err)
+	}
 	if p := it.waitJob(first, 10*time.Second, "known", func(*provisioner.Job) bool { return true }); p.State != provisioner.StateRunning {
 		t.Errorf("predecessor %s: the successor must have started while it ran", p.State)
 	}

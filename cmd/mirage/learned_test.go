@@ -164,11 +164,11 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := defaultPolicy(noPin{}, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir)); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	if got, _ := defaultPolicy(&sim.Sim{}, f(fx.dir)); got != provisioner.PolicyPin {
+	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(fx.dir)); got != provisioner.PolicyPin {
 		t.Errorf("on the simulator (an Unpinner): default %q, want pin", got)
 	}
 }

@@ -99,19 +99,6 @@ docs/guide/chains-and-daemon.md.`,
 	return cmd
 }
 
-// defaultPolicy is the policy of a chain submitted without --policy: pin
-// on a backend that can lift a pending job's node list (Slurm), whatever
-// the workload: the lowest mean |gap| of every policy in the walk-forward
-// evaluation and the lowest whole-run overhead for training and services
-// (docs/results/walk-forward.md, whole-run.md). Elsewhere the default
-// learned policy when the models directory holds it (models.DefaultPolicy).
-func defaultPolicy(cl provisioner.Cluster, policies provisioner.PolicyFactory) (string, error) {
-	if _, ok := cl.(provisioner.Unpinner); ok {
-		return provisioner.PolicyPin, nil
-	}
-	return models.DefaultPolicy(policies)
-}
-
 func submitRun(ctx context.Context, o *submitOptions) error {
 	ch := o.chain
 	if err := slurm.ChainScript(&ch); err != nil {
@@ -126,7 +113,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = defaultPolicy(cl, o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f)); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
