@@ -540,6 +540,9 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	o := chainOutcome{samples: out}
 	if setup.Work > 0 {
 		o.run = wholeRun(setup, t, ch.GPUs, ledger, runs, cut)
+		if o.run != nil { // the cut-off is never before inject + W: the work takes W
+			o.run.OthersQueued = f.QueuedGPUHours(t.inject, t.inject.Add(setup.Work))
+		}
 	}
 	return o
 }

@@ -45,6 +45,8 @@ var runColumns = []runColumn{
 	{head: "GPU-h × reactive", key: "charged_ratio", unit: unitRatio, get: runOptional(func(g *RunStats) *float64 { return g.ChargedRatio }),
 		ci: func(c *RunIntervals) *Interval { return c.ChargedRatio }, ciKey: "ci.charged_ratio"},
 	{head: "goodput", key: "goodput", unit: unitShare, get: runAlways(func(g *RunStats) float64 { return g.Goodput })},
+	{head: "others' queue Δ (GPU-h)", key: "others_queued_delta_gpu_h", unit: unitGPUh, get: runOptional(func(g *RunStats) *float64 { return g.OthersDelta }),
+		ci: func(c *RunIntervals) *Interval { return c.OthersDelta }, ciKey: "ci.others_queued_delta_gpu_h"},
 }
 
 // runTables are the whole-run tables of an experiment of the run protocol:

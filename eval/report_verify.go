@@ -76,7 +76,7 @@ func expectText(field string, v float64) string {
 		return fmt.Sprintf("%.1f%%", 100*v)
 	case "n", "censored", "submits", "chains":
 		return fmt.Sprintf("%.0f", v)
-	case "wasted_gpu_h", "charged_gpu_h_mean":
+	case "wasted_gpu_h", "charged_gpu_h_mean", "others_queued_delta_gpu_h":
 		return fmt.Sprintf("%.1f", v)
 	case "overhead_ratio", "charged_ratio":
 		return fmt.Sprintf("%.2f×", v)
@@ -144,13 +144,14 @@ var runMarkdownFields = map[string]string{
 	"runs": "n", "censored": "censored", "completion mean (h)": "completion_mean_h", "overhead mean (h)": "overhead_mean_h",
 	"overhead p90 (h)": "overhead_p90_h", "overhead × reactive": "overhead_ratio", "segments": "segments_mean", "hand-offs": "handoffs_mean",
 	"downtime mean (h)": "downtime_mean_h", "GPU-h charged": "charged_gpu_h_mean", "GPU-h × reactive": "charged_ratio", "goodput": "goodput",
+	"others' queue Δ (GPU-h)": "others_queued_delta_gpu_h",
 }
 
 // runTable starts the titles of the whole-run tables; runCIFields are their
 // figures that may carry an interval.
 const runTable = "### Whole runs"
 
-var runCIFields = map[string]bool{"overhead_mean_h": true, "charged_gpu_h_mean": true, "overhead_ratio": true, "charged_ratio": true}
+var runCIFields = map[string]bool{"overhead_mean_h": true, "charged_gpu_h_mean": true, "overhead_ratio": true, "charged_ratio": true, "others_queued_delta_gpu_h": true}
 
 // gapTable is the title of the gap-distribution table, whose columns
 // "min (h)", "p5 (h)", ... are the quantiles in gap_h.

@@ -54,6 +54,10 @@ type RunSample struct {
 	ChargedGPU float64       `json:"charged_gpu_h"` // Σ GPUs × run time of every segment, GPU-hours
 	UsefulGPU  float64       `json:"useful_gpu_h"`  // GPUs × work done, GPU-hours
 	Censored   bool          `json:"censored"`      // the work was not done at the cut-off
+	// OthersQueued is what the replayed trace's jobs spent queued in the
+	// run's first W after its injection (GPU-hours, sim.QueuedGPUHours):
+	// against reactive's on the same run, what the policy cost other users.
+	OthersQueued float64 `json:"others_queued_gpu_h"`
 }
 
 // Overhead is the completion time beyond the work itself.

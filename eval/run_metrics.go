@@ -30,6 +30,11 @@ type RunStats struct {
 	OverheadRatio *float64 `json:"overhead_ratio,omitempty"`
 	ChargedRatio  *float64 `json:"charged_ratio,omitempty"`
 	RatioPairs    int      `json:"ratio_pairs"`
+	// OthersDelta is the mean, over the same runs, of the other jobs'
+	// queued GPU-hours minus those under reactive (RunSample.OthersQueued):
+	// > 0 when the policy made everyone else wait longer. Nil without
+	// reactive runs.
+	OthersDelta *float64 `json:"others_queued_delta_gpu_h,omitempty"`
 
 	CI *RunIntervals `json:"ci,omitempty"` // bootstrap CIs when N < the bootstrap threshold
 }
@@ -40,6 +45,7 @@ type RunIntervals struct {
 	ChargedMean   *Interval `json:"charged_gpu_h_mean,omitempty"`
 	OverheadRatio *Interval `json:"overhead_ratio,omitempty"` // paired resampling
 	ChargedRatio  *Interval `json:"charged_ratio,omitempty"`  // paired resampling
+	OthersDelta   *Interval `json:"others_queued_delta_gpu_h,omitempty"`
 }
 
 // ComputeRuns groups runs as Compute groups hand-offs and computes each
@@ -83,8 +89,9 @@ func runKeyOf(r *RunSample) runKey {
 	return runKey{r.Cell, r.Protocol, r.LoadScale, r.ChainID, r.Nodes}
 }
 
-// runPair is one run's (overhead, charged) with reactive's on the same run.
-type runPair struct{ over, refOver, charged, refCharged float64 }
+// runPair is one run's (overhead, charged, others queued) with reactive's
+// on the same run.
+type runPair struct{ over, refOver, charged, refCharged, others, refOthers float64 }
 
 func ratios(pairs []runPair) (over float64, overOK bool, charged float64, chargedOK bool) {
 	var o, ro, c, rc float64
@@ -92,6 +99,15 @@ func ratios(pairs []runPair) (over float64, overOK bool, charged float64, charge
 		o, ro, c, rc = o+p.over, ro+p.refOver, c+p.charged, rc+p.refCharged
 	}
 	return o / ro, ro > 0, c / rc, rc > 0
+}
+
+// othersDelta is the mean of the pairs' others-queued differences.
+func othersDelta(pairs []runPair) float64 {
+	var d float64
+	for _, p := range pairs {
+		d += p.others - p.refOthers
+	}
+	return d / float64(len(pairs))
 }
 
 func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts MetricsOptions) RunStats {
@@ -113,7 +129,7 @@ func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts Metric
 		useful += r.UsefulGPU
 		chargedSum += r.ChargedGPU
 		if b, ok := ref[runKeyOf(r)]; ok {
-			pairs = append(pairs, runPair{over[i], b.Overhead().Hours(), r.ChargedGPU, b.ChargedGPU})
+			pairs = append(pairs, runPair{over[i], b.Overhead().Hours(), r.ChargedGPU, b.ChargedGPU, r.OthersQueued, b.OthersQueued})
 		}
 	}
 	n := float64(len(g))
@@ -136,6 +152,8 @@ func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts Metric
 		if cok {
 			st.ChargedRatio = &c
 		}
+		d := othersDelta(pairs)
+		st.OthersDelta = &d
 	}
 	if opts.BootstrapBelow > 0 && st.N < opts.BootstrapBelow && st.N >= 2 {
 		st.CI = bootstrapRuns(k, over, charged, pairs, opts)
@@ -161,11 +179,13 @@ func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts Me
 	ci := &RunIntervals{OverheadMean: percentileInterval(mo, opts.Level), ChargedMean: percentileInterval(mc, opts.Level)}
 	if len(pairs) >= 2 {
 		var ro, rc []float64
+		rd := make([]float64, b)
 		res := make([]runPair, len(pairs))
-		for range b {
+		for i := range b {
 			for j := range res {
 				res[j] = pairs[rng.IntN(len(pairs))]
 			}
+			rd[i] = othersDelta(res)
 			o, ok, c, cok := ratios(res)
 			if ok {
 				ro = append(ro, o)
@@ -180,6 +200,7 @@ func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts Me
 		if len(rc) > 0 {
 			ci.ChargedRatio = percentileInterval(rc, opts.Level)
 		}
+		ci.OthersDelta = percentileInterval(rd, opts.Level)
 	}
 	return ci
 }

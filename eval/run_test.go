@@ -228,7 +228,9 @@ func TestRunReport(t *testing.T) {
 	}
 	if lead == nil || lead.N != 2 || lead.OverheadRatio == nil || math.Abs(*lead.OverheadRatio-25.0/35) > 1e-12 ||
 		lead.ChargedRatio == nil || math.Abs(*lead.ChargedRatio-140.0/125) > 1e-12 || math.Abs(lead.OverheadMean-25.0/60) > 1e-12 ||
-		lead.SegmentsMean != 4 || lead.HandOffsMean != 2 || math.Abs(lead.Goodput-100.0/140) > 1e-12 || lead.CI == nil {
+		lead.SegmentsMean != 4 || lead.HandOffsMean != 2 || math.Abs(lead.Goodput-100.0/140) > 1e-12 || lead.CI == nil ||
+		lead.OthersDelta == nil || *lead.OthersDelta != 0 { // the trace's one job ended before the first injection
+
 		t.Fatalf("lead's whole-run group: %+v", lead)
 	}
 	dir := t.TempDir()
@@ -383,5 +385,31 @@ func TestRunReportWithoutHandOffs(t *testing.T) {
 	}
 	if md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile)); !strings.Contains(string(md), "### Whole runs (") {
 		t.Errorf("report.md without its whole runs:\n%s", md)
+	}
+}
+
+// TestRunOthersDelta: the other jobs' queued GPU-hours against reactive's
+// on the same run, worked by hand. Two runs (chains a, b): reactive's
+// others queued 10 and 20 GPU-h, pin's 13 and 19: pin's mean difference is
+// (3 − 1)/2 = 1 GPU-h; reactive's own is 0. A run reactive lacks (chain c)
+// is left out of the pairs.
+func TestRunOthersDelta(t *testing.T) {
+	run := func(p, chain string, others float64) RunSample {
+		return RunSample{Policy: p, Cell: "x", Protocol: ProtocolRun, ChainID: chain, Nodes: 1, GPUs: 4, LoadScale: 1,
+			LoadClass: LoadLow, Work: time.Hour, Completion: 2 * time.Hour, ChargedGPU: 8, UsefulGPU: 4, OthersQueued: others}
+	}
+	runs := []RunSample{run(Reference, "a", 10), run(Reference, "b", 20),
+		run(provisioner.PolicyPin, "a", 13), run(provisioner.PolicyPin, "b", 19), run(provisioner.PolicyPin, "c", 500)}
+	want := map[string]float64{Reference: 0, provisioner.PolicyPin: 1}
+	for _, g := range ComputeRuns(runs, MetricsOptions{Policies: []string{Reference, provisioner.PolicyPin}, BootstrapBelow: 100, Seed: 1}) {
+		if g.Nodes != 0 || g.LoadClass != AllClasses {
+			continue
+		}
+		if g.OthersDelta == nil || math.Abs(*g.OthersDelta-want[g.Policy]) > 1e-12 {
+			t.Errorf("%s: others' queue delta %v, want %v", g.Policy, g.OthersDelta, want[g.Policy])
+		}
+		if g.Policy == provisioner.PolicyPin && (g.CI == nil || g.CI.OthersDelta == nil || g.CI.OthersDelta.Lo < -1-1e-12 || g.CI.OthersDelta.Hi > 3+1e-12) {
+			t.Errorf("pin's interval %+v: resampling differences of −1 and 3 stays within them", g.CI)
+		}
 	}
 }

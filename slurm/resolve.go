@@ -122,12 +122,15 @@ func ChainScript(ch *provisioner.Chain) error {
 	}
 	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
 	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
-	if ch.Workload == "" && ch.Cost == nil {
+	if ch.Workload == "" {
 		handsOff, err := HandsOff(script)
 		if err != nil {
 			return err
 		}
-		if handsOff { // a training run that checkpoints when its successor starts
+		switch {
+		case ch.Cost != nil: // explicit weights: an early start still costs a checkpoint, not hours held twice
+			ch.Cost.HandOff = handsOff
+		case handsOff: // a training run that checkpoints when its successor starts
 			ch.Workload = provisioner.WorkloadTraining
 		}
 	}

@@ -32,11 +32,11 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 		scored = append(scored, fo.Test...)
 	}
 	// A replay in which "lead" submits at the deadline on every chain.
-	honest := func(edit func([]WFOutcome) []WFOutcome) BaselineReplay {
+	honestOn := func(eps []dataset.ChainEpisode, edit func([]WFOutcome) []WFOutcome) BaselineReplay {
 		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ func(int, int),
 			emit func(string, time.Time, int, int, time.Duration, bool)) error {
 			var out []WFOutcome
-			for _, e := range scored {
+			for _, e := range eps {
 				if e.Inject.Before(from) || !e.Inject.Before(until) {
 					continue
 				}
@@ -50,6 +50,7 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 			return nil
 		}
 	}
+	honest := func(edit func([]WFOutcome) []WFOutcome) BaselineReplay { return honestOn(scored, edit) }
 	spec := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
 		Baselines: []string{provisioner.PolicyLead}}
 	run := func(r BaselineReplay) (*WFResult, error) {
@@ -101,5 +102,19 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 	s.Baselines = []string{"xgb"}
 	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "as a baseline") {
 		t.Errorf("a learned policy as a baseline: %v, want ErrSpec", err)
+	}
+	// A period from the trace's start has no earlier chain to fit on: the
+	// baselines, which fit nothing, are scored; a learned policy is refused.
+	s = spec
+	s.Bounds = []time.Time{sc.First, bounds[0]}
+	s.Replay = honestOn(data.Episodes, func(o []WFOutcome) []WFOutcome { return o })
+	if res, err := RunWalkForward(context.Background(), s); err != nil {
+		t.Errorf("baselines on the first period: %v", err)
+	} else if len(res.Rows) == 0 {
+		t.Error("baselines on the first period: no rows")
+	}
+	s.Policies = []string{"rf"}
+	if _, err := RunWalkForward(context.Background(), s); err == nil || !strings.Contains(err.Error(), "need ≥ 10") {
+		t.Errorf("a learned policy on the first period: %v, want too few chains to train on", err)
 	}
 }
