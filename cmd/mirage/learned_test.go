@@ -196,7 +196,7 @@ func TestSubmitWorkload(t *testing.T) {
 		{handoff, nil, provisioner.WorkloadTraining, nil},
 		{plain, []string{"--workload", "service"}, provisioner.WorkloadService, nil},
 		{handoff, []string{"--cost-interruption", "100", "--cost-overlap", "5"}, "", &provisioner.GapCost{InterruptionPerHour: 100, OverlapPerHour: 5, HandOff: true}}, // the script hands off
-		{plain, []string{"--overlap-budget", "2h"}, "", &provisioner.GapCost{InterruptionPerHour: 60, OverlapPerHour: 60, OverlapBudget: 2 * time.Hour}}, // the others keep the published weights
+		{plain, []string{"--overlap-budget", "2h"}, "", &provisioner.GapCost{InterruptionPerHour: 60, OverlapPerHour: 60, OverlapBudget: 2 * time.Hour}},               // the others keep the published weights
 	} {
 		id := e.submitChain(t, append(append([]string{c.script, "--new", "--policy", "lead"}, c.args...), "--segments", "2")...)
 		cj := e.statusJSON(t, id)
