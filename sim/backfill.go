@@ -402,7 +402,17 @@ func (s *Sim) backfill() {
 		dur := sp.limit
 		// the job fits steps at to end-1, from the start of step at
 		at, end := -1, -1
-		if from, own, ok := p.lowerBound(needN, needG, dur); ok {
+		if sp.required {
+			// Planned where its node list allows: not before those nodes
+			// are all free. Its start says nothing of its shape's (no bound).
+			split := -1
+			if t := s.requiredFree(j, res); t > s.now {
+				split = p.split(t)
+			}
+			if from, _, ok := p.lowerBound(needN, needG, dur); ok {
+				at, end = p.earliest(max(from, split), dur, needN, needG, windowEnd)
+			}
+		} else if from, own, ok := p.lowerBound(needN, needG, dur); ok {
 			at, end = p.earliest(from, dur, needN, needG, windowEnd)
 			p.setBound(own, needN, needG, dur, at)
 		}
@@ -516,4 +526,23 @@ func (s *Sim) sumFree(part int16, f *partFree) {
 			f.maxG = max(f.maxG, s.nodeFreeG[n])
 		}
 	}
+}
+
+// requiredFree is when every node job j's node list allows is free, as the
+// backfill planner expects it: the latest planned end (start + limit,
+// rounded up to res) of the jobs running on them; now when they are free.
+func (s *Sim) requiredFree(j int32, res int64) int64 {
+	allowed := s.spec(j).allowed
+	t := s.now
+	for _, r := range s.running {
+		d := &s.dyns[r]
+		rs := s.spec(r)
+		for _, n := range s.allocPool[d.allocOff : d.allocOff+rs.nodes] {
+			if allowed[n] {
+				t = max(t, roundUp(d.start+rs.limit, res))
+				break
+			}
+		}
+	}
+	return t
 }

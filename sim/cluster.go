@@ -169,7 +169,7 @@ func (s *Sim) Unpin(ctx context.Context, jobID string) error {
 		return nil
 	}
 	sp := s.spec(j)
-	sp.allowed = sp.unpinned
+	sp.allowed, sp.required = sp.unpinned, false
 	s.dirtyMain, s.dirtyBF = true, true
 	return nil
 }

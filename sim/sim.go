@@ -91,6 +91,7 @@ type spec struct {
 	deps      []dep
 	allowed   []bool // per node: may run there (NodeList/Exclude); nil = any node
 	unpinned  []bool // allowed without the NodeList (Exclude only; nil = any node), for Unpin
+	required  bool   // allowed comes from a NodeList naming at least its nodes (sbatch --nodelist), until Unpin
 }
 
 // dyn is the mutable part of a job.
@@ -263,10 +264,11 @@ type Sim struct {
 	fsEpoch uint64  // bumped when every association's fair-share factor may change (≥ 1 once an association exists: intern bumps it)
 
 	// scratch (not copied on Fork)
-	prof    profile
-	scratch []int32
-	fsAt    []uint64  // per association: the fsEpoch its fsVal was computed in
-	fsVal   []float64 // per association: the fair-share factor (fairshare)
+	passHeld []bool // during mainPass: nodes required by a higher-priority job that could not start (nil: none)
+	prof     profile
+	scratch  []int32
+	fsAt     []uint64  // per association: the fsEpoch its fsVal was computed in
+	fsVal    []float64 // per association: the fair-share factor (fairshare)
 }
 
 // startEntry is one start: job j started at t.
@@ -604,6 +606,7 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 		if len(js.NodeList) > 0 && len(js.Exclude) > 0 {
 			sp.unpinned, _ = s.allowedNodes(sp.id, nil, js.Exclude)
 		}
+		sp.required = len(js.NodeList) >= int(sp.nodes)
 	}
 	if js.Depend != "" {
 		for _, d := range strings.Split(js.Depend, ",") {
@@ -1262,7 +1265,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 	need := int(sp.nodes)
 	pick := s.scratch[:0]
 	for _, n := range st.partNodes[sp.part] {
-		if sp.allowed != nil && !sp.allowed[n] {
+		if sp.allowed != nil && !sp.allowed[n] || s.passHeld != nil && s.passHeld[n] {
 			continue
 		}
 		if excl {
@@ -1312,8 +1315,11 @@ func (s *Sim) tryAlloc(j int32) bool {
 
 // mainPass is Slurm's main scheduler: pending jobs in priority order, each
 // started if resources allow; the first that cannot start blocks the rest of
-// its partition. A job of a non-preemptible QOS may preempt running jobs of
-// a preemptible QOS.
+// its partition, except a job whose node list (--nodelist) names its nodes:
+// it keeps lower-priority jobs off those nodes only, for the rest of the
+// pass (slurmctld's _schedule: "Do not schedule more jobs on nodes required
+// by this job, but don't block the entire queue/partition"). A job of a
+// non-preemptible QOS may preempt running jobs of a preemptible QOS.
 func (s *Sim) mainPass() {
 	s.dirtyMain = false
 	s.mainAt = never
@@ -1343,6 +1349,16 @@ func (s *Sim) mainPass() {
 		if s.tryAlloc(j) || s.tryPreempt(j) {
 			continue
 		}
+		if sp.required {
+			if s.passHeld == nil {
+				s.passHeld = make([]bool, len(s.st.nodeNames))
+			}
+			for n, ok := range sp.allowed {
+				s.passHeld[n] = s.passHeld[n] || ok
+			}
+			out = append(out, j)
+			continue
+		}
 		for _, p := range s.st.partOverlap[sp.part] {
 			if p < 64 {
 				blocked |= 1 << p
@@ -1356,6 +1372,7 @@ func (s *Sim) mainPass() {
 		_ = i
 		out = append(out, j)
 	}
+	s.passHeld = nil
 	s.sortedLen = len(out) // sorted above, and still in order
 	s.pending = append(out, s.requeued...)
 	s.requeued = s.requeued[:0]

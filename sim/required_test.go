@@ -1,0 +1,114 @@
+package sim
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// A pending job whose node list (--nodelist) names busy nodes keeps the
+// main scheduler off those nodes only; it does not block its partition, as
+// slurmctld's _schedule does for a job with required nodes. Two nodes of 4
+// GPUs, allocated whole, no latency, no backfill (the main pass alone
+// starts jobs); every job 1 node:
+//
+//	0:00  A (trace) starts on n1, runs 2 h
+//	0:10  P is submitted through the seam pinned to n1: pending (n1 busy)
+//	0:20  Q (trace) arrives: P ranks above it (older), but Q needs any
+//	      node and n2 is free: the main pass starts it at 0:20
+//	2:00  A ends; P starts on n1 (Q holds n2 until 3:20)
+//
+// Blocking the partition instead, Q would wait until P starts at 2:00.
+func TestRequiredNodesDoNotBlockThePartition(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.PriorityWeightAge = 1000 // older first (all weights 0: in the order loaded, the seam's jobs last)
+	cfg.Backfill = false
+	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}, {Name: "n2", CPUs: 8, GPUs: 4}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at, run time.Duration) JobSpec {
+		return JobSpec{ID: id, User: "u", Account: "a", Submit: t0.Add(at), TimeLimit: 4 * time.Hour, Runtime: run, Nodes: 1, GPUs: 4}
+	}
+	if err := s.Load([]JobSpec{job("A", 0, 2*time.Hour), job("Q", 20*time.Minute, 3*time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	s.SetRuntimeFunc(func(provisioner.SubmitRequest) time.Duration { return time.Hour })
+	s.Run(t0.Add(10 * time.Minute))
+	p, err := s.Submit(context.Background(), provisioner.SubmitRequest{Name: "P", Account: "a", TimeLimit: 4 * time.Hour, Nodes: 1, GPUs: 4, NodeList: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(t0.Add(24 * time.Hour))
+	for _, c := range []struct {
+		id    string
+		start time.Duration
+	}{{"A", 0}, {p, 2 * time.Hour}, {"Q", 20 * time.Minute}} {
+		res, err := s.Result(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Start.Sub(t0); got != c.start {
+			t.Errorf("job %s started at +%s, want +%s", c.id, got, c.start)
+		}
+	}
+}
+
+// The backfill planner plans a job with a node list on those nodes: not
+// before they are all free. Five nodes, allocated whole, no latency:
+//
+//	0:00  A (2 nodes, limit 10 h) starts on n1, n2; D (1 node, 2 h) on n3
+//	0:05  B (5 nodes, 4 h) arrives: it cannot start and, unpinned, blocks
+//	      the main pass; the planner reserves all five nodes at 10:00
+//	0:10  P (2 nodes, 5 h) is submitted pinned to n1, n2: planned at
+//	      10:00, when A's limit frees them, hence after B, at 14:00
+//	0:20  Q (2 nodes, 4 h) arrives: n4, n5 are free until B's 10:00, so
+//	      the planner starts it at once
+//	10:00 A ends, B starts on all five; 14:00 B ends, P starts
+//
+// Planned on any two nodes instead, P would take two from 2:00 (when D
+// frees n3, three are idle) and Q could not start before then.
+func TestBackfillPlansRequiredNodes(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.PriorityWeightAge = 1000 // older first
+	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
+		cfg.Nodes = append(cfg.Nodes, NodeConfig{Name: n, CPUs: 8, GPUs: 4})
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at time.Duration, nodes int, limit time.Duration) JobSpec {
+		return JobSpec{ID: id, User: "u", Account: "a", Submit: t0.Add(at), TimeLimit: limit, Runtime: limit, Nodes: nodes, GPUs: 4 * nodes}
+	}
+	if err := s.Load([]JobSpec{job("A", 0, 2, 10*time.Hour), job("D", 0, 1, 2*time.Hour), job("B", 5*time.Minute, 5, 4*time.Hour),
+		job("Q", 20*time.Minute, 2, 4*time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	s.SetRuntimeFunc(func(provisioner.SubmitRequest) time.Duration { return 5 * time.Hour })
+	s.Run(t0.Add(10 * time.Minute))
+	p, err := s.Submit(context.Background(), provisioner.SubmitRequest{Name: "P", Account: "a", TimeLimit: 5 * time.Hour, Nodes: 2, GPUs: 8, NodeList: []string{"n1", "n2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(t0.Add(48 * time.Hour))
+	for _, c := range []struct {
+		id    string
+		start time.Duration
+	}{{"A", 0}, {"D", 0}, {"Q", 20 * time.Minute}, {"B", 10 * time.Hour}, {p, 14 * time.Hour}} {
+		res, err := s.Result(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Start.Sub(t0); got != c.start {
+			t.Errorf("job %s started at +%s, want +%s", c.id, got, c.start)
+		}
+	}
+}
