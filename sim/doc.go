@@ -3,7 +3,8 @@
 // cluster (nodes with CPUs and GPUs, partitions), deciding start times with
 // Slurm's semantics: multifactor priority (age, job size, fair-share with a
 // decay half-life, partition, QOS), a main scheduling pass in priority order
-// that stops at the first job of each partition that cannot start, EASY/
+// that stops at the first job of each partition that cannot start (a job
+// whose node list names its nodes only keeps later jobs off those), EASY/
 // Slurm-style backfill (bf_window, bf_resolution, bf_max_job_test,
 // bf_interval) planned from time limits only, TIMEOUT at the limit,
 // dependencies (afterok, afterany, singleton) and QOS preemption (requeue or
@@ -38,9 +39,12 @@
 //     free GPUs. It is exact for homogeneous whole-node partitions; for
 //     GPU-granular partitions a planned start of "now" is checked against
 //     real placement, and a job that does not fit (fragmentation) is
-//     planned from the next step. In a run to the end that no callback
-//     can observe (Run with a zero time, no OnTick or OnStart), a backfill
-//     pass that can start no job on what is free now is skipped: it would
+//     planned from the next step. A job with a node list (--nodelist) is
+//     planned from when those nodes are all free (the planned ends of the
+//     jobs on them; on shared nodes, the latest, which may be late).
+//   - In a run to the end that no callback can observe (Run with a zero
+//     time, no OnTick or OnStart), a backfill pass that can start no job
+//     on what is free now is skipped: it would
 //     only plan starts, and the run ends with no job pending, so nobody
 //     can read them. Starts and ends are those of a run that plans.
 //   - Preemption (PreemptType=preempt/qos): a job of a non-preemptible QOS
