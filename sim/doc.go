@@ -53,5 +53,7 @@
 //     requeued jobs run again from scratch with their original submit time.
 //   - A limit above the partition MaxTime is capped to it (Slurm would
 //     leave the job pending forever without EnforcePartLimits).
-//   - Nodes never fail; Signal is accepted and has no effect.
+//   - Nodes never fail. Signal ends a running job Config.Checkpoint after
+//     it (a segment checkpointing for mirage handoff); without one it has
+//     no effect.
 package sim
