@@ -125,12 +125,6 @@ func TestPinNovemberLS6(t *testing.T) {
 	if err := train.WriteWalkForwardTable(&b, res.Rows, []string{"Nov"}); err != nil {
 		t.Fatal(err)
 	}
-	yes := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
 	b.WriteString("\n### Issue 16's lines, for pin, measured\n\n")
 	for _, c := range []struct {
 		class    string
@@ -166,14 +160,6 @@ func TestPinNovemberLS6(t *testing.T) {
 		"future. Others' queue Δ: what the trace's jobs spent queued in the 7 days after injection, minus the same under reactive\n" +
 		"(GPU-hours per run).\n\n")
 	b.WriteString("| class | policy | runs | overhead mean (h) | overhead × reactive | 95% CI | GPU-h × reactive | × oracle | others' queue Δ (GPU-h) |\n|---|---|---|---|---|---|---|---|---|\n")
-	findRun := func(p, class string) *RunStats {
-		for i := range groups {
-			if g := &groups[i]; g.Policy == p && g.Nodes == 0 && g.LoadClass == class {
-				return g
-			}
-		}
-		return nil
-	}
 	opt := func(v *float64, f string) string {
 		if v == nil {
 			return "–"
@@ -181,9 +167,9 @@ func TestPinNovemberLS6(t *testing.T) {
 		return fmt.Sprintf(f, *v)
 	}
 	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-		o := findRun(models.PolicyOracle, class)
+		o := findRun(groups, models.PolicyOracle, class)
 		for _, p := range runPolicies {
-			g := findRun(p, class)
+			g := findRun(groups, p, class)
 			if g == nil {
 				continue
 			}
@@ -199,60 +185,13 @@ func TestPinNovemberLS6(t *testing.T) {
 		}
 	}
 	b.WriteString("\n### Issue 23's training lines, for pin, measured\n\n")
-	for _, c := range []struct {
-		class string
-		limit float64
-	}{{AllClasses, 0.3}, {LoadLow, 1.0}, {LoadMedium, 0.3}, {LoadHeavy, 0.3}} {
-		if g := findRun(provisioner.PolicyPin, c.class); g != nil && g.OverheadRatio != nil {
-			fmt.Fprintf(&b, "- %s class, overhead ≤ %.1f× reactive's: %.2f× — %s\n", c.class, c.limit, *g.OverheadRatio, yes(*g.OverheadRatio <= c.limit))
-		} else {
-			fmt.Fprintf(&b, "- %s class: no runs with overhead\n", c.class)
-		}
-	}
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-		if g := findRun(provisioner.PolicyPin, class); g != nil && g.ChargedRatio != nil {
-			fmt.Fprintf(&b, "- %s class, GPU-hours charged ≤ 1.05× reactive's: %.3f× — %s\n", class, *g.ChargedRatio, yes(*g.ChargedRatio <= 1.05))
-		}
-	}
-	if g, o := findRun(provisioner.PolicyPin, AllClasses), findRun(models.PolicyOracle, AllClasses); g != nil && o != nil && o.OverheadMean > 0 {
-		fmt.Fprintf(&b, "- overall, overhead within 2.5× the oracle's: %.2f h against %.2f h, %.2f× — %s\n", g.OverheadMean, o.OverheadMean,
-			g.OverheadMean/o.OverheadMean, yes(g.OverheadMean <= 2.5*o.OverheadMean))
-	}
+	writeTrainingLines(&b, groups, provisioner.PolicyPin)
 
 	b.WriteString("\n## Service workload: hand-offs without downtime\n\n")
 	b.WriteString("As whole-run.md: chains of 4 segments each running its 48 h limit, no hand-off, one of 1 or 8 nodes every 12 h.\n" +
 		"Zero interruption = share of hand-offs whose successor ran when the predecessor ended; dominated by = the baselines with\n" +
 		"both a larger zero-interruption share and a smaller mean overlap.\n\n")
-	b.WriteString("| class | policy | hand-offs | zero interruption | mean overlap (h) | mean interruption (h) | dominated by |\n|---|---|---|---|---|---|---|\n")
-	findH := func(p, class string) *GroupStats {
-		for i := range svc {
-			if svc[i].Policy == p && svc[i].Nodes == 0 && svc[i].LoadClass == class {
-				return &svc[i]
-			}
-		}
-		return nil
-	}
-	var lines []string
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-		for _, p := range servicePolicies {
-			g := findH(p, class)
-			if g == nil {
-				continue
-			}
-			var by []string
-			for _, q := range serviceBaselines {
-				if h := findH(q, class); q != p && h != nil && h.ZeroInterruption > g.ZeroInterruption && h.OverlapMean < g.OverlapMean {
-					by = append(by, q)
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %.1f%% | %.3f | %.2f | %s |\n", class, p, g.N, 100*g.ZeroInterruption, g.OverlapMean, g.InterruptionMean, strings.Join(by, ", "))
-			if l := findH(provisioner.PolicyLead, class); p == provisioner.PolicyPin && l != nil {
-				better := g.ZeroInterruption > l.ZeroInterruption && g.OverlapMean <= l.OverlapMean
-				lines = append(lines, fmt.Sprintf("- %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.3f h vs %.3f h — %s",
-					class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, yes(better)))
-			}
-		}
-	}
+	lines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines)
 	b.WriteString("\n### Issue 23's service lines, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")
 	t.Log("\n" + b.String())

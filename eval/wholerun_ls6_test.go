@@ -206,14 +206,6 @@ func TestWholeRunLS6(t *testing.T) {
 		"interval over runs; the oracle plans each hand-off for the training cost knowing the future; pooled over the three months, then\n" +
 		"the overhead ratio month by month.\n\n")
 	b.WriteString("| class | policy | runs | completion (days) | overhead mean (h) | overhead × reactive | 95% CI | GPU-h × reactive | segments | hand-offs | goodput | × oracle | Dec | Jan | Feb |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-	find := func(gs []RunStats, p, class string) *RunStats {
-		for i := range gs {
-			if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
-				return &gs[i]
-			}
-		}
-		return nil
-	}
 	ratio := func(v *float64) string {
 		if v == nil {
 			return "–"
@@ -221,9 +213,9 @@ func TestWholeRunLS6(t *testing.T) {
 		return fmt.Sprintf("%.2f", *v)
 	}
 	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-		o := find(rep.RunGroups, models.PolicyOracle, class)
+		o := findRun(rep.RunGroups, models.PolicyOracle, class)
 		for _, p := range runPolicies {
-			g := find(rep.RunGroups, p, class)
+			g := findRun(rep.RunGroups, p, class)
 			if g == nil {
 				continue
 			}
@@ -238,7 +230,7 @@ func TestWholeRunLS6(t *testing.T) {
 			fmt.Fprintf(&b, "| %s | %s | %d | %.2f | %.2f | %s | %s | %s | %.2f | %.2f | %.1f%% | %s |", class, p, g.N, g.CompletionMean/24, g.OverheadMean,
 				ratio(g.OverheadRatio), ci, ratio(g.ChargedRatio), g.SegmentsMean, g.HandOffsMean, 100*g.Goodput, xo)
 			for _, m := range months {
-				if mg := find(monthly[m], p, class); mg != nil {
+				if mg := findRun(monthly[m], p, class); mg != nil {
 					fmt.Fprintf(&b, " %s |", ratio(mg.OverheadRatio))
 				} else {
 					b.WriteString(" – |")
@@ -247,39 +239,10 @@ func TestWholeRunLS6(t *testing.T) {
 			b.WriteString("\n")
 		}
 	}
-	// The acceptance, measured.
-	yes := func(ok bool) string {
-		if ok {
-			return "yes"
-		}
-		return "**no**"
-	}
-	trainingLines := func(def string) {
-		for _, c := range []struct {
-			class string
-			limit float64
-		}{{AllClasses, 0.3}, {LoadLow, 1.0}, {LoadMedium, 0.3}, {LoadHeavy, 0.3}} {
-			g := find(rep.RunGroups, def, c.class)
-			if g == nil || g.OverheadRatio == nil {
-				fmt.Fprintf(&b, "- %s: no %s runs\n", c.class, def)
-				continue
-			}
-			fmt.Fprintf(&b, "- %s class, %s's overhead ≤ %.1f× reactive's: %.2f× — %s\n", c.class, def, c.limit, *g.OverheadRatio, yes(*g.OverheadRatio <= c.limit))
-		}
-		for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-			if g := find(rep.RunGroups, def, class); g != nil && g.ChargedRatio != nil {
-				fmt.Fprintf(&b, "- %s class, %s's GPU-hours charged ≤ 1.05× reactive's: %.3f× — %s\n", class, def, *g.ChargedRatio, yes(*g.ChargedRatio <= 1.05))
-			}
-		}
-		if g, o := find(rep.RunGroups, def, AllClasses), find(rep.RunGroups, models.PolicyOracle, AllClasses); g != nil && o != nil && o.OverheadMean > 0 {
-			fmt.Fprintf(&b, "- overall, %s's overhead within 2.5× the oracle's: %.2f h against %.2f h, %.2f× — %s\n", def, g.OverheadMean, o.OverheadMean,
-				g.OverheadMean/o.OverheadMean, yes(g.OverheadMean <= 2.5*o.OverheadMean))
-		}
-	}
 	b.WriteString("\n### Issue 23's acceptance (training), measured\n\n")
-	trainingLines(def)
+	writeTrainingLines(&b, rep.RunGroups, def)
 	b.WriteString("\nThe same lines for `pin`, `mirage submit`'s default on Slurm (not learned; the oracle plans submission times only, on any\nnode):\n\n")
-	trainingLines(provisioner.PolicyPin)
+	writeTrainingLines(&b, rep.RunGroups, provisioner.PolicyPin)
 
 	writeOthers(&b, rep.RunGroups, runs, runPolicies)
 
@@ -290,37 +253,7 @@ func TestWholeRunLS6(t *testing.T) {
 		"pin (`scontrol update ReqNodeList=`) when it would submit unpinned: the predecessor ended and another job took them, or nodes\n" +
 		"are free within the lead. Nothing in it is fitted. Zero interruption = share of hand-offs whose successor ran when the\n" +
 		"predecessor ended; dominated by = the baselines with both a larger zero-interruption share and a smaller mean overlap.\n\n")
-	b.WriteString("| class | policy | hand-offs | zero interruption | mean overlap (h) | mean interruption (h) | dominated by |\n|---|---|---|---|---|---|---|\n")
-	findH := func(p, class string) *GroupStats {
-		for i := range svc {
-			if svc[i].Policy == p && svc[i].Nodes == 0 && svc[i].LoadClass == class {
-				return &svc[i]
-			}
-		}
-		return nil
-	}
-	var svcLines []string
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
-		for _, p := range servicePolicies {
-			g := findH(p, class)
-			if g == nil {
-				continue
-			}
-			var by []string
-			for _, q := range serviceBaselines {
-				if h := findH(q, class); q != p && h != nil && h.ZeroInterruption > g.ZeroInterruption && h.OverlapMean < g.OverlapMean {
-					by = append(by, q)
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %.1f%% | %.2f | %.2f | %s |\n", class, p, g.N, 100*g.ZeroInterruption, g.OverlapMean, g.InterruptionMean, strings.Join(by, ", "))
-			if p == provisioner.PolicyPin {
-				l := findH(provisioner.PolicyLead, class)
-				better := l != nil && g.ZeroInterruption > l.ZeroInterruption && g.OverlapMean <= l.OverlapMean
-				svcLines = append(svcLines, fmt.Sprintf("- %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.3f h vs %.3f h (mean interruption %.2f h vs %.2f h) — %s",
-					class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, g.InterruptionMean, l.InterruptionMean, yes(better)))
-			}
-		}
-	}
+	svcLines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines)
 	b.WriteString("\n### Issue 23's acceptance (service, the default `pin`), measured\n\n")
 	b.WriteString(strings.Join(svcLines, "\n") + "\n")
 	t.Log("\n" + b.String())
