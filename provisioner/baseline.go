@@ -204,10 +204,9 @@ func (p pin) Decide(obs *Observation) (Decision, error) {
 	if fitsBeside(obs.Snapshot, pred.NodeList, &obs.Successor) {
 		// Pinned there, it could start beside its predecessor at once:
 		// the pin would not keep them apart. Act as lead.
-		if left <= p.lead {
-			return Decision{Action: SubmitNow, Score: -left.Seconds(), Reason: fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart: as lead, submit %s before the limit", pred.ID, secs(left))}, nil
-		}
-		return Decision{Action: Wait, Reason: fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart: as lead, submit from %s before the limit", pred.ID, secs(p.lead))}, nil
+		d, err := lead{p.lead}.Decide(obs)
+		d.Reason = fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart; as lead: %s", pred.ID, d.Reason)
+		return d, err
 	}
 	switch {
 	case free >= need && left <= p.lead:
