@@ -191,7 +191,7 @@ func TestPinNovemberLS6(t *testing.T) {
 	b.WriteString("As whole-run.md: chains of 4 segments each running its 48 h limit, no hand-off, one of 1 or 8 nodes every 12 h.\n" +
 		"Zero interruption = share of hand-offs whose successor ran when the predecessor ended; dominated by = the baselines with\n" +
 		"both a larger zero-interruption share and a smaller mean overlap.\n\n")
-	lines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines)
+	lines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin})
 	b.WriteString("\n### Issue 23's service lines, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")
 	t.Log("\n" + b.String())

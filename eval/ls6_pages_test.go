@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -69,9 +70,9 @@ func writeTrainingLines(b *bytes.Buffer, groups []RunStats, p string) {
 // writeServiceTable writes the service workload's table (per class and
 // policy: hand-offs, zero-interruption share, mean overlap and
 // interruption, the baselines that dominate it) and returns issue 23's
-// service lines for pin: dominated by no baseline, and more hand-offs
-// without downtime than lead at no more mean overlap.
-func writeServiceTable(b *bytes.Buffer, svc []GroupStats, policies, baselines []string) []string {
+// service lines for each of defs: dominated by no baseline, and more
+// hand-offs without downtime than lead at no more mean overlap.
+func writeServiceTable(b *bytes.Buffer, svc []GroupStats, policies, baselines, defs []string) []string {
 	b.WriteString("| class | policy | hand-offs | zero interruption | mean overlap (h) | mean interruption (h) | dominated by |\n|---|---|---|---|---|---|---|\n")
 	var lines []string
 	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
@@ -87,10 +88,10 @@ func writeServiceTable(b *bytes.Buffer, svc []GroupStats, policies, baselines []
 				}
 			}
 			fmt.Fprintf(b, "| %s | %s | %d | %.1f%% | %.2f | %.2f | %s |\n", class, p, g.N, 100*g.ZeroInterruption, g.OverlapMean, g.InterruptionMean, strings.Join(by, ", "))
-			if l := findHandoffs(svc, provisioner.PolicyLead, class); p == provisioner.PolicyPin && l != nil {
+			if l := findHandoffs(svc, provisioner.PolicyLead, class); slices.Contains(defs, p) && l != nil {
 				better := g.ZeroInterruption > l.ZeroInterruption && g.OverlapMean <= l.OverlapMean
-				lines = append(lines, fmt.Sprintf("- %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.3f h vs %.3f h (mean interruption %.2f h vs %.2f h) — %s",
-					class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, g.InterruptionMean, l.InterruptionMean, yes(better)))
+				lines = append(lines, fmt.Sprintf("- %s, %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.3f h vs %.3f h (mean interruption %.2f h vs %.2f h) — %s",
+					p, class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, g.InterruptionMean, l.InterruptionMean, yes(better)))
 			}
 		}
 	}

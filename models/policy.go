@@ -23,6 +23,26 @@ const PolicyXGBOnline = "xgb-online"
 // Learned policy names: each is loaded from MODELS_DIR/<name>/.
 var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), string(KindXGB), PolicyXGBOnline, string(KindDQN), string(KindPG)}
 
+// PinSuffix names the pinned form of a learned policy: NAME-pin decides as
+// NAME where a pin cannot or need not hold the successor (nodes shared
+// with its predecessor, whole nodes free) and otherwise submits at once,
+// pinned to the predecessor's nodes (provisioner.Pinned). It loads NAME's
+// model, and learns from the hand-offs of its own chains.
+const PinSuffix = "-pin"
+
+// PinnedBase is the learned policy whose pinned form name is.
+func PinnedBase(name string) (base string, ok bool) {
+	base, ok = strings.CutSuffix(name, PinSuffix)
+	return base, ok && IsLearned(base)
+}
+
+// UsesModel reports whether name decides with a trained model: a learned
+// policy or its pinned form.
+func UsesModel(name string) bool {
+	_, pinned := PinnedBase(name)
+	return pinned || IsLearned(name)
+}
+
 // ProvisionerBaselines are the baselines the provisioner itself implements
 // (provisioner.BaselinePolicy); the registry delegates these names.
 var ProvisionerBaselines = provisioner.BaselineNames()
@@ -56,6 +76,9 @@ type PolicyOptions struct {
 // PolicyNames lists every name the registry resolves, sorted.
 func PolicyNames() []string {
 	n := append([]string{PolicyAverage, PolicyQuantile, PolicyOracle}, learnedPolicies...)
+	for _, l := range learnedPolicies {
+		n = append(n, l+PinSuffix)
+	}
 	n = append(n, ProvisionerBaselines...)
 	sort.Strings(n)
 	return n
@@ -75,8 +98,9 @@ func IsLearned(name string) bool {
 }
 
 // PolicyFactory resolves registry names to policies: the learned ones (rf,
-// rf-golearn, rf-xgb, xgb, dqn, pg) from modelsDir/<name>/ (each model is
-// read once and shared by the policies built from it), average, quantile
+// rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg) from modelsDir/<name>/
+// (each model is read once and shared by the policies built from it), their
+// pinned forms (NAME-pin, PinSuffix) from the same models, average, quantile
 // and oracle from this package, and reactive, dependency, lead and
 // start-estimate from the provisioner's baselines. The result is safe for
 // concurrent use.
@@ -88,6 +112,10 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		opts.Baseline = func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) }
 	}
 	return func(name string) (provisioner.Policy, error) {
+		policyName := name
+		if base, ok := PinnedBase(name); ok {
+			name = base // its model, under the pinned form's name (its hand-offs are the pinned form's)
+		}
 		switch name {
 		case PolicyAverage:
 			p := opts.Average
@@ -134,7 +162,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		if err != nil {
 			return nil, err
 		}
-		p, err := newLoadedPolicy(modelsDir, name, name, m)
+		p, err := newLoadedPolicy(modelsDir, name, policyName, m)
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +177,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			if err != nil {
 				return nil, err
 			}
-			wp, err := newLoadedPolicy(modelsDir, wn, name, wm)
+			wp, err := newLoadedPolicy(modelsDir, wn, policyName, wm)
 			if err != nil {
 				return nil, err
 			}
@@ -157,6 +185,9 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 				p.Workloads = map[string]*ModelPolicy{}
 			}
 			p.Workloads[w] = wp
+		}
+		if policyName != name {
+			return provisioner.Pinned(policyName, p), nil
 		}
 		return p, nil
 	}
@@ -169,7 +200,7 @@ func newLoadedPolicy(modelsDir, dirName, name string, m Model) (*ModelPolicy, er
 	if err != nil {
 		return nil, err
 	}
-	if name == PolicyXGBOnline && p.Rule.Online == nil {
+	if base, _ := strings.CutSuffix(name, PinSuffix); base == PolicyXGBOnline && p.Rule.Online == nil {
 		return nil, fmt.Errorf("policy %q: %s holds an xgb model without an online rule (train it with mirage train --model %s)", name, filepath.Join(modelsDir, dirName), name)
 	}
 	if p.Rule.Online.GuardOn() {
@@ -301,15 +332,42 @@ func DefaultPolicy(policies provisioner.PolicyFactory) (name string, warn error)
 	return provisioner.PolicyLead, errors.Join(errs...)
 }
 
-// DefaultPolicyFor is the policy of a chain submitted to cl without one:
-// pin on a backend that can lift a pending job's node list
-// (provisioner.Unpinner: Slurm, the simulator), whatever the workload, as
-// it has the lowest mean |gap| of every policy in the walk-forward
-// evaluation and the lowest whole-run overhead for training and services
-// (docs/results/walk-forward.md, whole-run.md); elsewhere DefaultPolicy.
-func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory) (name string, warn error) {
-	if _, ok := cl.(provisioner.Unpinner); ok {
+// DefaultPinned is the policy `mirage submit` uses on a backend that can
+// lift a pending job's node list for a chain with a workload's cost, when
+// DefaultLearned's model is trained: its pinned form, the model-backed
+// policy with the lowest pooled mean |gap| in the walk-forward evaluation
+// (docs/results/walk-forward.md, which checks this from its own figures)
+// and the lowest whole-run overhead of training runs (whole-run.md).
+const DefaultPinned = DefaultLearned + PinSuffix
+
+// DefaultPolicyFor is the policy of chain ch submitted to cl without one.
+// On a backend that can lift a pending job's node list
+// (provisioner.Unpinner: Slurm, the simulator): for a chain with a
+// workload (ch.Workload) or its own cost weights, DefaultPinned when
+// policies can build it, else xgb's pinned form when only xgb is trained,
+// else pin; for a chain under the published symmetric cost, pin, which
+// has the lowest pooled mean |gap| under that cost. Elsewhere
+// DefaultPolicy. warn says why a trained default cannot be used.
+func DefaultPolicyFor(cl provisioner.Cluster, ch *provisioner.Chain, policies provisioner.PolicyFactory) (name string, warn error) {
+	if _, ok := cl.(provisioner.Unpinner); !ok {
+		return DefaultPolicy(policies)
+	}
+	if ch == nil || ch.Workload == "" && ch.Cost == nil {
 		return provisioner.PolicyPin, nil
 	}
-	return DefaultPolicy(policies)
+	var errs []error
+	for _, n := range []string{DefaultPinned, fallbackLearned + PinSuffix} {
+		_, err := policies(n)
+		switch {
+		case err == nil:
+			return n, errors.Join(errs...)
+		case !errors.Is(err, ErrNoModel):
+			base, _ := PinnedBase(n)
+			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain its model with mirage train --model %s, or pass --policy", n, err, base))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, errors.New("this chain uses pin"))
+	}
+	return provisioner.PolicyPin, errors.Join(errs...)
 }

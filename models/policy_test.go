@@ -39,6 +39,37 @@ func TestPolicyFactoryLoadsLearned(t *testing.T) {
 	if _, err := f("pg"); err == nil || !strings.Contains(err.Error(), "holds a dqn model, want pg") {
 		t.Errorf("kind mismatch: %v", err)
 	}
+	// The pinned form: dqn's model under the name dqn-pin, pinning where no
+	// node is free (a busy snapshot: no node at all), and no model, no form.
+	pp, err := f("dqn" + models.PinSuffix)
+	if err != nil || pp.Name() != "dqn-pin" {
+		t.Fatalf("dqn-pin: %v, %v", pp, err)
+	}
+	t0 := time.Date(2026, 1, 1, 8, 0, 0, 0, time.UTC)
+	pred := provisioner.Job{ID: "1", State: provisioner.StateRunning, Start: t0, TimeLimit: time.Hour, Nodes: 1, GPUs: 4, NodeList: []string{"n1"}}
+	d, err := pp.Decide(&provisioner.Observation{Now: t0.Add(10 * time.Minute), Predecessor: &pred, Successor: provisioner.SubmitRequest{Nodes: 1, GPUs: 4},
+		Snapshot: &provisioner.Snapshot{Time: t0, Nodes: []provisioner.Node{{Name: "n1", State: provisioner.NodeUp, CPUs: 8, GPUs: 4, GPUsUsed: 4}}}})
+	if err != nil || d.Action != provisioner.SubmitPinned {
+		t.Errorf("dqn-pin with no node free: %s (%v), want submit-pinned", d.Action, err)
+	}
+	if _, err := f("rf" + models.PinSuffix); !errors.Is(err, models.ErrNoModel) {
+		t.Errorf("rf-pin without rf's model: %v, want ErrNoModel", err)
+	}
+}
+
+// TestPinnedNames: NAME-pin is a pinned form only of a learned NAME.
+func TestPinnedNames(t *testing.T) {
+	for name, want := range map[string]string{"xgb-online-pin": "xgb-online", "xgb-pin": "xgb", "pin": "", "lead-pin": "", "xgb": "", "xgb-pin-pin": ""} {
+		base, ok := models.PinnedBase(name)
+		if ok != (want != "") || ok && base != want {
+			t.Errorf("PinnedBase(%q) = %q, %v; want %q", name, base, ok, want)
+		}
+	}
+	for name, want := range map[string]bool{"xgb-online-pin": true, "xgb": true, "dqn-pin": true, "pin": false, "lead-pin": false, "lead": false} {
+		if got := models.UsesModel(name); got != want {
+			t.Errorf("UsesModel(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
 
 // TestWithFallback: a learned policy without a model is replaced by lead,

@@ -125,7 +125,7 @@ func BaselinePolicy(name string, opts ...BaselineOption) (Policy, error) {
 	case PolicyStartEstimate:
 		return startEstimate{o}, nil
 	case PolicyPin:
-		return pin{o.lead}, nil
+		return Pinned(PolicyPin, lead{o.lead}), nil
 	}
 	return nil, fmt.Errorf("%w %q (baselines: %v)", ErrUnknownPolicy, name, BaselineNames())
 }
@@ -185,11 +185,35 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 	return Decision{Action: SubmitAfter, Reason: fmt.Sprintf("predecessor %s %s: submit now, held by the scheduler until it ends", p.ID, p.State)}, nil
 }
 
-type pin struct{ lead time.Duration }
+// Pinned is a policy named name that pins, deciding by inner where a pin
+// cannot or need not hold the successor: pin is Pinned(PolicyPin, lead).
+//   - The shared rules first (predecessor ended or pending).
+//   - Where the successor would fit beside its predecessor on the
+//     predecessor's nodes (nodes shared between jobs), pinning cannot keep
+//     them apart: inner decides.
+//   - While enough whole nodes of the successor's shape are free, there is
+//     no need to queue pinned: inner decides (the engine also asks again
+//     about a pending pinned successor, and lifts its node list when inner
+//     would submit it now).
+//   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
+//     before.
+//
+// The result learns from hand-offs when inner does.
+func Pinned(name string, inner Policy) Policy {
+	return pinned{name: name, inner: inner}
+}
 
-func (pin) Name() string { return PolicyPin }
+type pinned struct {
+	name  string
+	inner Policy
+}
 
-func (p pin) Decide(obs *Observation) (Decision, error) {
+func (p pinned) Name() string { return p.name }
+
+// LearnsFromHandOffs forwards inner's (HandOffLearner).
+func (p pinned) LearnsFromHandOffs() bool { return LearnsFromHandOffs(p.inner) }
+
+func (p pinned) Decide(obs *Observation) (Decision, error) {
 	if d, ok := common(obs); ok {
 		return d, nil
 	}
@@ -201,23 +225,30 @@ func (p pin) Decide(obs *Observation) (Decision, error) {
 	free := freeNodes(obs.Snapshot, &obs.Successor)
 	need := max(obs.Successor.Nodes, 1)
 	left := end.Sub(obs.Now)
-	if fitsBeside(obs.Snapshot, pred.NodeList, &obs.Successor) {
-		// Pinned there, it could start beside its predecessor at once:
-		// the pin would not keep them apart. Act as lead.
-		d, err := lead{p.lead}.Decide(obs)
-		d.Reason = fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart; as lead: %s", pred.ID, d.Reason)
-		return d, err
-	}
+	var why string
 	switch {
-	case free >= need && left <= p.lead:
-		return Decision{Action: SubmitNow, Score: -left.Seconds(), Reason: fmt.Sprintf("predecessor reaches its limit in %s (lead %s) and %d node(s) are free now: submit", secs(left), secs(p.lead), free)}, nil
+	case fitsBeside(obs.Snapshot, pred.NodeList, &obs.Successor):
+		// Pinned there, it could start beside its predecessor at once:
+		// the pin would not keep them apart.
+		why = fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart", pred.ID)
 	case free >= need:
-		return Decision{Action: Wait, Reason: fmt.Sprintf("%d node(s) free now: no need to queue pinned; submit from %s before the limit, or pinned once they fill", free, secs(p.lead))}, nil
+		why = fmt.Sprintf("%d node(s) free now: no need to queue pinned (pinned once they fill)", free)
 	case len(pred.NodeList) == 0:
 		return Decision{Action: Wait, Reason: fmt.Sprintf("no %d node(s) free and the nodes of predecessor %s are not known yet: wait (a pinned successor needs them)", need, pred.ID)}, nil
+	default:
+		return Decision{Action: SubmitPinned, Score: -left.Seconds(), Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
+			need, pred.ID, secs(left), len(pred.NodeList))}, nil
 	}
-	return Decision{Action: SubmitPinned, Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
-		need, pred.ID, secs(left), len(pred.NodeList))}, nil
+	d, err := p.inner.Decide(obs)
+	if err != nil {
+		return d, fmt.Errorf("%s: %s: %w", p.name, p.inner.Name(), err)
+	}
+	as := "as " + p.inner.Name()
+	if p.inner.Name() == p.name {
+		as = "its model decides" // a learned policy's pinned form (its reason names the model)
+	}
+	d.Reason = fmt.Sprintf("%s; %s: %s", why, as, d.Reason)
+	return d, nil
 }
 
 // fitsBeside reports whether the request's GPUs per node fit on every one

@@ -171,6 +171,62 @@ func TestPin(t *testing.T) {
 	}
 }
 
+// askedPolicy is an inner policy that always submits and counts the times
+// it was asked; it says it learns from hand-offs.
+type askedPolicy struct{ asked *int }
+
+func (askedPolicy) Name() string             { return "inner" }
+func (askedPolicy) LearnsFromHandOffs() bool { return true }
+func (a askedPolicy) Decide(*Observation) (Decision, error) {
+	*a.asked++
+	return Decision{Action: SubmitNow, Reason: "inner says submit"}, nil
+}
+
+// TestPinnedAsksInner: Pinned(name, inner) asks inner exactly where pin
+// acts as lead (a whole node free, or room beside the predecessor) and
+// nowhere else (no node free: pinned, without asking; nodes unknown: wait;
+// predecessor ended or pending: the shared rules), keeps inner's action,
+// and learns from hand-offs as inner does.
+func TestPinnedAsksInner(t *testing.T) {
+	asked := 0
+	p := Pinned("inner-pin", askedPolicy{&asked})
+	if p.Name() != "inner-pin" || !LearnsFromHandOffs(p) {
+		t.Errorf("name %q, learns %v: want inner-pin, true", p.Name(), LearnsFromHandOffs(p))
+	}
+	node := func(name string, gpus, used int) Node {
+		return Node{Name: name, State: NodeUp, CPUs: 8, GPUs: gpus, GPUsUsed: used, Partitions: []string{"gpu"}}
+	}
+	busy := []Node{node("n1", 4, 4), node("n2", 4, 4)}
+	oneFree := []Node{node("n1", 4, 4), node("n2", 4, 0)}
+	shared := []Node{node("n1", 8, 4), node("n2", 8, 8)}
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	for _, c := range []struct {
+		name  string
+		state JobState
+		nodes []Node
+		list  []string
+		want  Action
+		asks  int
+	}{
+		{"no whole node free: pinned", StateRunning, busy, []string{"n1"}, SubmitPinned, 0},
+		{"its nodes not known: wait", StateRunning, busy, nil, Wait, 0},
+		{"a node free: inner", StateRunning, oneFree, []string{"n1"}, SubmitNow, 1},
+		{"room beside the predecessor: inner", StateRunning, shared, []string{"n1"}, SubmitNow, 1},
+		{"predecessor pending: wait", StatePending, oneFree, []string{"n1"}, Wait, 0},
+	} {
+		asked = 0
+		pred := job("10").state(c.state).start(t0).shape(1, 4).partition("gpu").build()
+		pred.NodeList = c.list
+		d, err := p.Decide(&Observation{Now: min_(10), Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: min_(10), Nodes: c.nodes}})
+		if err != nil || d.Action != c.want || asked != c.asks {
+			t.Errorf("%s: %s (%v), inner asked %d times; want %s, asked %d: %s", c.name, d.Action, err, asked, c.want, c.asks, d.Reason)
+		}
+		if c.asks > 0 && !strings.HasSuffix(d.Reason, "inner says submit") {
+			t.Errorf("%s: reason %q does not carry inner's", c.name, d.Reason)
+		}
+	}
+}
+
 func TestGPUsPerNode(t *testing.T) {
 	for _, c := range []struct{ gpus, nodes, want int }{
 		{8, 1, 8},  // one node

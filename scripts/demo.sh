@@ -18,7 +18,8 @@
 #   LOAD         load scales, comma-separated (default 1.0)
 #   MODELS       models to train (default xgb-online,xgb,wait: the default learned policy,
 #                xgb and the wait predictor; add rf,dqn,pg for every learned policy, ~1.5 min more)
-#   POLICIES     policies to evaluate (default: the baselines with pin, xgb-online, xgb and the oracle;
+#   POLICIES     policies to evaluate (default: the baselines with pin, xgb-online-pin (the default on
+#                Slurm for training and service chains), xgb-online, xgb and the oracle;
 #                add rf,dqn,pg when MODELS has them)
 #   MIRAGE       the mirage binary (default ./bin/mirage, from make build)
 set -euo pipefail
@@ -29,7 +30,7 @@ TRACE="${TRACE:-}"
 LOAD="${LOAD:-1.0}"
 PROTOCOL="${PROTOCOL:-pair}"
 MODELS="${MODELS:-xgb-online,xgb,wait}"
-POLICIES="${POLICIES:-reactive,dependency,lead,start-estimate,pin,average,quantile,xgb-online,xgb,oracle}"
+POLICIES="${POLICIES:-reactive,dependency,lead,start-estimate,pin,average,quantile,xgb-online-pin,xgb-online,xgb,oracle}"
 mkdir -p "$OUT"
 start=$(date +%s)
 step() { printf '\n== [%3ds] %s\n' "$(( $(date +%s) - start ))" "$*"; }

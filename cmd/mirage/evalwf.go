@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
@@ -24,6 +25,7 @@ type evalWFOptions struct {
 	months                   []string
 	until, cache             string
 	policies, baselines      []string
+	replayed                 []string
 	seed                     uint64
 	retrain                  time.Duration
 	workers                  int
@@ -40,7 +42,9 @@ func newEvalWalkForwardCmd(f *Factory, runF func(*evalWFOptions) error) *cobra.C
 		Long: `Score each period [START, next START or --until) of a trace with policies trained
 only on chains whose outcomes were all known before (refitted every --retrain inside
 the period; thresholds chosen on the latest 20% of the chains), and the baselines
-replayed on the same chains, pooled per load class with paired bootstrap intervals against reactive;
+replayed on the same chains (with --replayed, learned policies run as the daemon runs
+them, such as the pinned default of mirage submit on Slurm), pooled per load class with
+paired bootstrap intervals against reactive;
 the last line names the best policy, and the best one mirage submit can run.
 Method and policies: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage eval walk-forward --trace ls6.log.gz --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27
@@ -59,6 +63,7 @@ Method and policies: docs/guide/training-and-evaluation.md.`,
 	fl.StringVar(&o.until, "until", "", "end of the last period (default: the trace's last submit)")
 	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
 	fl.DurationVar(&o.retrain, "retrain", 7*24*time.Hour, "refit the learned policies this often inside a period, on the chains known by then, as a cron retrain does (0: once per period)")
+	fl.StringSliceVar(&o.replayed, "replayed", []string{models.DefaultPinned}, "learned policies (or their pinned forms, NAME"+models.PinSuffix+") replayed as the daemon runs them, each period with a model fitted once at its start (\"\": none)")
 	fl.StringSliceVar(&o.baselines, "baselines", train.WFBaselines, "policies without training to score too, replayed on the same chains (\"\": none)")
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
@@ -84,7 +89,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	}
 	loc := jobs[0].Submit.Location()
 	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
-		Baselines: o.baselines, Replay: eval.ReplayBaselines, Retrain: o.retrain,
+		Baselines: o.baselines, Replayed: o.replayed, Replay: eval.ReplayBaselines, Retrain: o.retrain,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)

@@ -124,19 +124,31 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 	return cj
 }
 
-// TestSubmitDefaultPolicy: without --policy, submit uses pin on a backend
-// that can lift a pending job's node list (the simulator, as Slurm), for
-// every workload and whether or not --models holds a model; an explicit
-// --policy always wins.
+// TestSubmitDefaultPolicy: without --policy, submit uses on a backend that
+// can lift a pending job's node list (the simulator, as Slurm), for a chain
+// with a workload or cost weights, the default learned policy's pinned form
+// when --models holds its model (and records the directory for the
+// daemon), pin when it holds none; pin for a chain under the published
+// cost; an explicit --policy always wins.
 func TestSubmitDefaultPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
 	e := newChainEnv(t)
 	script := e.script(t, "d.sbatch", "-t 55")
-	for _, args := range [][]string{{"--models", fx.dir}, nil, {"--workload", "service"}, {"--workload", "training", "--models", fx.dir}} {
-		id := e.submitChain(t, append(append([]string{script, "--new", "--segments", "2"}, args...), "--", "-p", "batch")...)
-		if cj := e.statusJSON(t, id); cj.Policy != provisioner.PolicyPin || cj.Models != "" {
-			t.Errorf("submit %q: policy %q, models %q; want %s and none", args, cj.Policy, cj.Models, provisioner.PolicyPin)
+	for _, c := range []struct {
+		args               []string
+		policy, modelsPath string
+	}{
+		{[]string{"--models", fx.dir}, provisioner.PolicyPin, ""}, // no workload: the published symmetric cost
+		{nil, provisioner.PolicyPin, ""},
+		{[]string{"--workload", "service"}, provisioner.PolicyPin, ""}, // no model
+		{[]string{"--workload", "training", "--models", fx.dir}, models.DefaultPinned, fx.dir},
+		{[]string{"--workload", "service", "--models", fx.dir}, models.DefaultPinned, fx.dir},
+		{[]string{"--cost-interruption", "120", "--models", fx.dir}, models.DefaultPinned, fx.dir},
+	} {
+		id := e.submitChain(t, append(append([]string{script, "--new", "--segments", "2"}, c.args...), "--", "-p", "batch")...)
+		if cj := e.statusJSON(t, id); cj.Policy != c.policy || cj.Models != c.modelsPath {
+			t.Errorf("submit %q: policy %q, models %q; want %s and %q", c.args, cj.Policy, cj.Models, c.policy, c.modelsPath)
 		}
 	}
 	id := e.submitChain(t, script, "--new", "--segments", "2", "--policy", "reactive", "--models", fx.dir, "--", "-p", "batch")
@@ -155,7 +167,8 @@ type noPin struct{ provisioner.Cluster }
 
 // TestDefaultPolicyWithoutUnpin: on a backend without provisioner.Unpinner
 // the default is the default learned policy when the models directory
-// holds it, xgb when only xgb's model is there, lead when it holds neither.
+// holds it, xgb when only xgb's model is there, lead when it holds neither;
+// on one with it, their pinned forms, and pin.
 func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 	fx := trainedFixture(t)
 	f := func(dir string) provisioner.PolicyFactory { return models.PolicyFactory(dir, models.PolicyOptions{}) }
@@ -164,12 +177,20 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin{}, &provisioner.Chain{}, f(c.dir)); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(fx.dir)); got != provisioner.PolicyPin {
-		t.Errorf("on the simulator (an Unpinner): default %q, want pin", got)
+	// On the simulator (an Unpinner), a training chain: the same models'
+	// pinned forms, pin without; a chain without a workload: pin.
+	training := &provisioner.Chain{Workload: provisioner.WorkloadTraining}
+	for _, c := range []struct{ dir, want string }{{fx.dir, "xgb-online-pin"}, {xgbOnly, "xgb-pin"}, {t.TempDir(), provisioner.PolicyPin}} {
+		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, training, f(c.dir)); got != c.want {
+			t.Errorf("on the simulator, models in %s: default %q, want %q", c.dir, got, c.want)
+		}
+	}
+	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, &provisioner.Chain{}, f(fx.dir)); got != provisioner.PolicyPin {
+		t.Errorf("on the simulator, no workload: default %q, want pin", got)
 	}
 }
 

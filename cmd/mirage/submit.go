@@ -83,7 +83,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors (default: pin on Slurm; elsewhere "+models.DefaultLearned+" when --models holds it, else xgb when it holds that, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: for a chain with a --workload or --cost-* weights, "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; without, pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -113,7 +113,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = models.DefaultPolicyFor(cl, &ch, o.policy.factory(o.f)); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
@@ -135,7 +135,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
-	if models.IsLearned(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
+	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
 			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--models: %w", err))
 		}

@@ -200,7 +200,13 @@ type WFSpec struct {
 	// no training (lead, dependency, start-estimate, average, quantile),
 	// played by Replay on the same chains. Empty: none.
 	Baselines []string
-	Replay    BaselineReplay
+	// Replayed are learned policies played by Replay, as the daemon runs
+	// them (through the engine, so that they may pin: NAME-pin,
+	// models.PinnedBase), each period with its model fitted once on the
+	// chains known at the period's start (FitFolds; the published cost).
+	// An online rule learns only from hand-offs the replay has seen end.
+	Replayed []string
+	Replay   BaselineReplay
 }
 
 // BaselineReplay plays policies that need no training on the chains a
@@ -211,92 +217,49 @@ type WFSpec struct {
 // so eval need not import it). The walk-forward asks for reactive too and
 // checks that the replay's reactive gap is its table's deadline gap on
 // every chain: the two harnesses must agree before their rows are pooled.
+// learned, when not nil, builds the policies the registry cannot (a
+// period's fitted models; nil policy and error: not one of them).
 type BaselineReplay func(ctx context.Context, sc *scenario.Scenario, p scenario.Protocol, from, until time.Time, policies []string, workers int,
-	progress func(done, total int), emit func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool)) error
+	learned provisioner.PolicyFactory, progress func(done, total int), emit func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool)) error
 
-// addBaselines replays s.Baselines over the folds and inserts their
-// outcomes after each fold's learned policies. An outcome must fall on a
-// chain of its fold's table: the replay and the tables inject the same
-// chains, so a stray or a missing one is an error, never a silent gap in
-// a row.
+// addBaselines replays s.Baselines over the folds, and s.Replayed period
+// by period with that period's fits, and inserts their outcomes after each
+// fold's learned policies. An outcome must fall on a chain of its fold's
+// table: the replay and the tables inject the same chains, so a stray or a
+// missing one is an error, never a silent gap in a row.
 func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []Fold, outs []WFOutcome) ([]WFOutcome, error) {
-	if len(s.Baselines) == 0 {
+	if len(s.Baselines) == 0 && len(s.Replayed) == 0 {
 		return outs, nil
 	}
 	if s.Replay == nil {
 		return nil, mark(ErrSpec, errors.New("walk-forward: baselines need a replay"))
 	}
-	var prog func(done, total int)
-	if s.Progress != nil {
-		prog = func(done, total int) { s.Progress.Update("baselines", done, total) }
-	}
-	// From the first scored chain's injection, so that the replay's
-	// injection grid is the tables'.
-	from := folds[0].End
-	for _, f := range folds {
-		for _, e := range f.Test {
-			if e.Inject.Before(from) {
-				from = e.Inject
-			}
-		}
-	}
-	var got []WFOutcome
-	emit := func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool) {
-		got = append(got, WFOutcome{Policy: policy, Inject: inject, Nodes: nodes, GPUs: gpus, Tick: TickReplayed, Gap: gap.Seconds(), Censored: censored})
-	}
-	err := s.Replay(ctx, sc, s.Protocol, from, folds[len(folds)-1].End, append([]string{WFReactive}, s.Baselines...), s.Workers, prog, emit)
-	if s.Progress != nil {
-		s.Progress.Done()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("walk-forward baselines: %w", err)
-	}
-	type key struct {
-		inject time.Time
-		nodes  int
-	}
-	table := map[key]*dataset.ChainEpisode{}
-	foldOf := map[key]int{}
-	for fi := range folds {
-		for i := range folds[fi].Test {
-			e := &folds[fi].Test[i]
-			k := key{e.Inject.UTC(), e.Nodes}
-			table[k], foldOf[k] = e, fi
-		}
-	}
 	byFold := make([][]WFOutcome, len(folds))
-	seen := map[string]int{}
-	twice := map[string]bool{}
-	for _, o := range got {
-		k := key{o.Inject.UTC(), o.Nodes}
-		e, ok := table[k]
-		if !ok {
-			return nil, fmt.Errorf("walk-forward baselines: %s's chain of %d nodes injected %s is not in the tables", o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+	add := func(batch [][]WFOutcome) {
+		for fi := range batch {
+			byFold[fi] = append(byFold[fi], batch[fi]...)
 		}
-		id := fmt.Sprint(o.Policy, k)
-		if twice[id] {
-			return nil, fmt.Errorf("walk-forward baselines: %s played the %d-node chain injected %s twice", o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+	}
+	if len(s.Baselines) > 0 {
+		batch, err := replayOn(ctx, s, sc, folds, nil, s.Baselines, nil, "baselines")
+		if err != nil {
+			return nil, err
 		}
-		twice[id] = true
-		seen[o.Policy]++
-		if o.Policy == WFReactive {
-			if o.Gap != e.Reactive {
-				return nil, fmt.Errorf("walk-forward baselines: the replay and the tables disagree: reactive's gap on the %d-node chain injected %s is %.0f s in the replay, %.0f s in the tables",
-					o.Nodes, o.Inject.Format(time.RFC3339), o.Gap, e.Reactive)
-			}
+		add(batch)
+	}
+	for fi, f := range folds {
+		if len(s.Replayed) == 0 || len(f.Test) == 0 {
 			continue
 		}
-		o.Fold, o.Reactive, o.Inject = foldOf[k], e.Reactive, e.Inject // the table's instant: rows pair outcomes by it
-		byFold[o.Fold] = append(byFold[o.Fold], o)
-	}
-	want := 0
-	for _, f := range folds {
-		want += len(f.Test)
-	}
-	for _, p := range append([]string{WFReactive}, s.Baselines...) {
-		if seen[p] != want {
-			return nil, fmt.Errorf("walk-forward baselines: %s scored %d chains, the tables hold %d", p, seen[p], want)
+		learned, err := fitReplayed(s, f)
+		if err != nil {
+			return nil, err
 		}
+		batch, err := replayOn(ctx, s, sc, folds, []int{fi}, s.Replayed, learned, fmt.Sprintf("replayed (period %d)", fi+1))
+		if err != nil {
+			return nil, err
+		}
+		add(batch)
 	}
 	// Keep the fold-then-policy order of WalkForward's outcomes.
 	var merged []WFOutcome
@@ -311,13 +274,136 @@ func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []
 	return merged, nil
 }
 
+// fitReplayed fits the models of s.Replayed once on the chains known at
+// f's start (the published cost), as FitFolds does, and builds their
+// policies: NAME's model for NAME and NAME-pin.
+func fitReplayed(s WFSpec, f Fold) (provisioner.PolicyFactory, error) {
+	td := &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}
+	o := PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Meta: models.Meta{Windows: models.Windows{TrainUntil: f.Start}}}
+	built := map[string]provisioner.Policy{}
+	for _, name := range s.Replayed {
+		base := name
+		if b, ok := models.PinnedBase(name); ok {
+			base = b
+		}
+		var mp *models.ModelPolicy
+		var err error
+		if base == OnlinePolicyName {
+			var p *OnlinePolicy
+			if p, err = FitOnline(td, o); err == nil {
+				if mp, err = models.NewModelPolicy(name, p.Model); err == nil {
+					mp.Guard = p.Guard
+				}
+			}
+		} else {
+			var m models.Model
+			if m, err = TrainPolicy(base, td, nil, o); err == nil {
+				mp, err = models.NewModelPolicy(name, m)
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("walk-forward: fit %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+		}
+		built[name] = mp
+		if base != name {
+			built[name] = provisioner.Pinned(name, mp)
+		}
+	}
+	return func(name string) (provisioner.Policy, error) { return built[name], nil }, nil
+}
+
+// replayOn replays policies (with reactive) over the chains of folds
+// (only) or all of them, and returns their outcomes by fold, checked
+// against the tables.
+func replayOn(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []Fold, only []int, policies []string, learned provisioner.PolicyFactory, what string) ([][]WFOutcome, error) {
+	covered := func(fi int) bool { return only == nil || slices.Contains(only, fi) }
+	var prog func(done, total int)
+	if s.Progress != nil {
+		prog = func(done, total int) { s.Progress.Update(what, done, total) }
+	}
+	// From the first scored chain's injection, so that the replay's
+	// injection grid is the tables'.
+	var from, until time.Time
+	for fi, f := range folds {
+		if !covered(fi) {
+			continue
+		}
+		until = f.End
+		for _, e := range f.Test {
+			if from.IsZero() || e.Inject.Before(from) {
+				from = e.Inject
+			}
+		}
+	}
+	var got []WFOutcome
+	emit := func(policy string, inject time.Time, nodes, gpus int, gap time.Duration, censored bool) {
+		got = append(got, WFOutcome{Policy: policy, Inject: inject, Nodes: nodes, GPUs: gpus, Tick: TickReplayed, Gap: gap.Seconds(), Censored: censored})
+	}
+	err := s.Replay(ctx, sc, s.Protocol, from, until, append([]string{WFReactive}, policies...), s.Workers, learned, prog, emit)
+	if s.Progress != nil {
+		s.Progress.Done()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("walk-forward %s: %w", what, err)
+	}
+	type key struct {
+		inject time.Time
+		nodes  int
+	}
+	table := map[key]*dataset.ChainEpisode{}
+	foldOf := map[key]int{}
+	want := 0
+	for fi := range folds {
+		if !covered(fi) {
+			continue
+		}
+		want += len(folds[fi].Test)
+		for i := range folds[fi].Test {
+			e := &folds[fi].Test[i]
+			k := key{e.Inject.UTC(), e.Nodes}
+			table[k], foldOf[k] = e, fi
+		}
+	}
+	byFold := make([][]WFOutcome, len(folds))
+	seen := map[string]int{}
+	twice := map[string]bool{}
+	for _, o := range got {
+		k := key{o.Inject.UTC(), o.Nodes}
+		e, ok := table[k]
+		if !ok {
+			return nil, fmt.Errorf("walk-forward %s: %s's chain of %d nodes injected %s is not in the tables", what, o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+		}
+		id := fmt.Sprint(o.Policy, k)
+		if twice[id] {
+			return nil, fmt.Errorf("walk-forward %s: %s played the %d-node chain injected %s twice", what, o.Policy, o.Nodes, o.Inject.Format(time.RFC3339))
+		}
+		twice[id] = true
+		seen[o.Policy]++
+		if o.Policy == WFReactive {
+			if o.Gap != e.Reactive {
+				return nil, fmt.Errorf("walk-forward %s: the replay and the tables disagree: reactive's gap on the %d-node chain injected %s is %.0f s in the replay, %.0f s in the tables",
+					what, o.Nodes, o.Inject.Format(time.RFC3339), o.Gap, e.Reactive)
+			}
+			continue
+		}
+		o.Fold, o.Reactive, o.Inject = foldOf[k], e.Reactive, e.Inject // the table's instant: rows pair outcomes by it
+		byFold[o.Fold] = append(byFold[o.Fold], o)
+	}
+	for _, p := range append([]string{WFReactive}, policies...) {
+		if seen[p] != want {
+			return nil, fmt.Errorf("walk-forward %s: %s scored %d chains, the tables hold %d", what, p, seen[p], want)
+		}
+	}
+	return byFold, nil
+}
+
 // WFResult is a walk-forward run's outcomes and its pooled table.
 type WFResult struct {
 	Chains   int         `json:"chains"` // tabled chains (all folds, training included)
 	Folds    []FoldInfo  `json:"folds"`
 	Outcomes []WFOutcome `json:"-"`
 	Rows     []WFRow     `json:"rows"`
-	Pick     string      `json:"pick"` // the deployable policy (models.IsLearned) with the lowest pooled mean |gap|
+	Pick     string      `json:"pick"` // the deployable policy (models.UsesModel) with the lowest pooled mean |gap|
 	// Best is the scored policy with the lowest pooled mean |gap|, whether
 	// or not `mirage submit` can run it yet (NAME-noharm, xgb-nohold and
 	// imitate exist only in the walk-forward).
@@ -352,6 +438,14 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	}
 	if s.Retrain < 0 || (s.Retrain > 0 && s.Retrain < time.Hour) {
 		return nil, mark(ErrSpec, fmt.Errorf("walk-forward: retrain every %s: want 0 (once per period) or at least 1h", s.Retrain))
+	}
+	for _, p := range s.Replayed {
+		if !models.UsesModel(p) {
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q to replay (want a learned policy or its pinned form NAME%s)", models.ErrUnknownPolicy, p, models.PinSuffix))
+		}
+		if slices.Contains(s.Policies, p) {
+			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %s is both scored on the tables and replayed: name it once", p))
+		}
 	}
 	for _, p := range s.Baselines {
 		if !slices.Contains(WFBaselines, p) {
@@ -408,13 +502,13 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	res.Rows = WalkForwardRows(res.Outcomes, len(periods), 2000, 1)
 	best, pick := -1.0, -1.0
 	for _, r := range res.Rows {
-		if r.Class != "all" || !slices.Contains(s.Policies, r.Policy) {
+		if r.Class != "all" || !slices.Contains(s.Policies, r.Policy) && !slices.Contains(s.Replayed, r.Policy) {
 			continue
 		}
 		if best < 0 || r.MeanAbsGap < best {
 			res.Best, best = r.Policy, r.MeanAbsGap
 		}
-		if models.IsLearned(r.Policy) && (pick < 0 || r.MeanAbsGap < pick) {
+		if models.UsesModel(r.Policy) && (pick < 0 || r.MeanAbsGap < pick) {
 			res.Pick, pick = r.Policy, r.MeanAbsGap
 		}
 	}

@@ -3,10 +3,13 @@ package train
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/internal/modeltest"
 	"github.com/mirage-gpu/mirage/models/scenario"
@@ -33,7 +36,7 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 	}
 	// A replay in which "lead" submits at the deadline on every chain.
 	honestOn := func(eps []dataset.ChainEpisode, edit func([]WFOutcome) []WFOutcome) BaselineReplay {
-		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ func(int, int),
+		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ provisioner.PolicyFactory, _ func(int, int),
 			emit func(string, time.Time, int, int, time.Duration, bool)) error {
 			var out []WFOutcome
 			for _, e := range eps {
@@ -116,5 +119,99 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 	s.Policies = []string{"rf"}
 	if _, err := RunWalkForward(context.Background(), s); err == nil || !strings.Contains(err.Error(), "need ≥ 10") {
 		t.Errorf("a learned policy on the first period: %v, want too few chains to train on", err)
+	}
+}
+
+// TestWalkForwardReplaysLearnedPerPeriod: a replayed learned policy (here
+// rf's pinned form) is replayed once per period, over that period's chains
+// only, with a policy the walk-forward built (not the registry, which has
+// no models here) of that name; the baselines' replay gets no such
+// policies.
+func TestWalkForwardReplaysLearnedPerPeriod(t *testing.T) {
+	sc := modeltest.Scenario(t)
+	p := modeltest.Protocol()
+	f := sc.First
+	bounds := []time.Time{f.Add(8 * 24 * time.Hour), f.Add(10 * 24 * time.Hour), f.Add(11 * 24 * time.Hour)}
+	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: p, Until: bounds[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const replayed = "rf" + models.PinSuffix
+	type call struct {
+		from, until time.Time
+		policies    []string
+		built       bool
+	}
+	var calls []call
+	replay := func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, learned provisioner.PolicyFactory, _ func(int, int),
+		emit func(string, time.Time, int, int, time.Duration, bool)) error {
+		c := call{from: from, until: until, policies: policies}
+		if learned != nil {
+			pol, err := learned(replayed)
+			if err != nil {
+				return err
+			}
+			if pol != nil && pol.Name() == replayed {
+				c.built = true
+			}
+			if other, _ := learned(provisioner.PolicyLead); other != nil {
+				return fmt.Errorf("learned built %s, which the registry builds", other.Name())
+			}
+		}
+		calls = append(calls, c)
+		for _, e := range data.Episodes {
+			if e.Inject.Before(from) || !e.Inject.Before(until) {
+				continue
+			}
+			for _, name := range policies {
+				emit(name, e.Inject, e.Nodes, e.GPUs, time.Duration(e.Reactive*float64(time.Second)), false)
+			}
+		}
+		return nil
+	}
+	s := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
+		Baselines: []string{provisioner.PolicyLead}, Replayed: []string{replayed}, Replay: replay}
+	res, err := RunWalkForward(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(calls) != 3 {
+		t.Fatalf("%d replays, want 3 (the baselines, then one per period): %+v", len(calls), calls)
+	}
+	if calls[0].built || slices.Contains(calls[0].policies, replayed) {
+		t.Errorf("the baselines' replay %+v: want no learned policy", calls[0])
+	}
+	for i, c := range calls[1:] {
+		lo, hi := bounds[i], bounds[i+1]
+		if !c.built || !slices.Equal(c.policies, []string{WFReactive, replayed}) {
+			t.Errorf("period %d: replay %+v, want reactive and %s built by the walk-forward", i+1, c, replayed)
+		}
+		if c.from.Before(lo) || c.until != hi {
+			t.Errorf("period %d: replayed over [%s, %s), want inside [%s, %s)", i+1, c.from, c.until, lo, hi)
+		}
+	}
+	n := 0
+	for _, o := range res.Outcomes {
+		if o.Policy == replayed {
+			n++
+		}
+	}
+	scored := 0
+	for _, fo := range Folds(data, bounds) {
+		scored += len(fo.Test)
+	}
+	if n != scored {
+		t.Errorf("%s scored %d chains, want %d", replayed, n, scored)
+	}
+	if res.Pick != replayed {
+		t.Errorf("pick %q, want the only model-backed policy %s", res.Pick, replayed)
+	}
+	s.Policies = []string{replayed}
+	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) {
+		t.Errorf("a policy both on the tables and replayed: %v, want ErrSpec", err)
+	}
+	s.Policies, s.Replayed = nil, []string{"lead" + models.PinSuffix}
+	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) {
+		t.Errorf("the pinned form of a baseline replayed: %v, want ErrSpec", err)
 	}
 }
