@@ -16,12 +16,10 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
-// TestWalkForwardBaselineChecks: the walk-forward pools a baseline's
-// replayed outcomes only when they fall exactly on the tables' chains and
-// the replay's reactive agrees with the tables. The replays here are
-// fakes built from the tables (this tests the bookkeeping; eval's
-// TestReplayBaselinesOnTables runs the real replay).
-func TestWalkForwardBaselineChecks(t *testing.T) {
+// wfTables is the small scenario's protocol, two periods (days 8–10 and
+// 10–11) and the chain tables up to their end.
+func wfTables(t *testing.T) (*scenario.Scenario, scenario.Protocol, []time.Time, *dataset.ChainData) {
+	t.Helper()
 	sc := modeltest.Scenario(t)
 	p := modeltest.Protocol()
 	f := sc.First
@@ -30,6 +28,16 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sc, p, bounds, data
+}
+
+// TestWalkForwardBaselineChecks: the walk-forward pools a baseline's
+// replayed outcomes only when they fall exactly on the tables' chains and
+// the replay's reactive agrees with the tables. The replays here are
+// fakes built from the tables (this tests the bookkeeping; eval's
+// TestReplayBaselinesOnTables runs the real replay).
+func TestWalkForwardBaselineChecks(t *testing.T) {
+	sc, p, bounds, data := wfTables(t)
 	var scored []dataset.ChainEpisode
 	for _, fo := range Folds(data, bounds) {
 		scored = append(scored, fo.Test...)
@@ -128,14 +136,7 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 // no models here) of that name; the baselines' replay gets no such
 // policies.
 func TestWalkForwardReplaysLearnedPerPeriod(t *testing.T) {
-	sc := modeltest.Scenario(t)
-	p := modeltest.Protocol()
-	f := sc.First
-	bounds := []time.Time{f.Add(8 * 24 * time.Hour), f.Add(10 * 24 * time.Hour), f.Add(11 * 24 * time.Hour)}
-	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: p, Until: bounds[2]})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc, p, bounds, data := wfTables(t)
 	const replayed = "rf" + models.PinSuffix
 	type call struct {
 		from, until time.Time
