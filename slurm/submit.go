@@ -64,8 +64,9 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 			return nil, bad("%s %q holds a space", f.name, f.v)
 		}
 	}
-	if strings.ContainsAny(req.GPUType, ":,=") {
-		return nil, bad("GPU type %q holds one of ':', ',' or '='", req.GPUType)
+	if strings.ContainsAny(req.GPUType, ":,=()") {
+		// '(' starts a GRES annotation, gpu:TYPE:N(S:0-1): sbatch would not read the type back.
+		return nil, bad("GPU type %q holds one of ':', ',', '=', '(' or ')'", req.GPUType)
 	}
 	if req.Nodes < 0 || req.GPUs < 0 || req.TimeLimit < 0 {
 		return nil, bad("negative nodes (%d), GPUs (%d) or time limit (%s)", req.Nodes, req.GPUs, req.TimeLimit)
