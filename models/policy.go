@@ -162,7 +162,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		if err != nil {
 			return nil, err
 		}
-		p, err := newLoadedPolicy(modelsDir, name, policyName, m)
+		p, err := newLoadedPolicy(modelsDir, name, name, policyName, m)
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +177,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			if err != nil {
 				return nil, err
 			}
-			wp, err := newLoadedPolicy(modelsDir, wn, policyName, wm)
+			wp, err := newLoadedPolicy(modelsDir, wn, name, policyName, wm)
 			if err != nil {
 				return nil, err
 			}
@@ -193,14 +193,15 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 	}
 }
 
-// newLoadedPolicy wraps the model of modelsDir/dirName as policy name,
-// with its guard when its rule is online.
-func newLoadedPolicy(modelsDir, dirName, name string, m Model) (*ModelPolicy, error) {
+// newLoadedPolicy wraps the model of modelsDir/dirName, trained for
+// learned policy base, as policy name (base or its pinned form), with its
+// guard when its rule is online.
+func newLoadedPolicy(modelsDir, dirName, base, name string, m Model) (*ModelPolicy, error) {
 	p, err := NewModelPolicy(name, m)
 	if err != nil {
 		return nil, err
 	}
-	if base, _ := strings.CutSuffix(name, PinSuffix); base == PolicyXGBOnline && p.Rule.Online == nil {
+	if base == PolicyXGBOnline && p.Rule.Online == nil {
 		return nil, fmt.Errorf("policy %q: %s holds an xgb model without an online rule (train it with mirage train --model %s)", name, filepath.Join(modelsDir, dirName), name)
 	}
 	if p.Rule.Online.GuardOn() {
@@ -316,20 +317,28 @@ const fallbackLearned = string(KindXGB)
 // xgb when its model is trained, else lead. warn says why a trained
 // default cannot be used (nil when it is used or simply not trained).
 func DefaultPolicy(policies provisioner.PolicyFactory) (name string, warn error) {
+	return firstBuildable(policies, []string{DefaultLearned, fallbackLearned}, provisioner.PolicyLead)
+}
+
+// firstBuildable is the first of names that policies can build, else
+// fallback. Names whose model is missing (ErrNoModel) are passed over
+// quietly; warn says why each other name cannot be used and what to do.
+func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback string) (name string, warn error) {
 	var errs []error
-	for _, n := range []string{DefaultLearned, fallbackLearned} {
+	for _, n := range names {
 		_, err := policies(n)
 		switch {
 		case err == nil:
 			return n, errors.Join(errs...)
 		case !errors.Is(err, ErrNoModel):
-			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain it with mirage train --model %s, or pass --policy", n, err, n))
+			base, _ := PinnedBase(n) // n itself when not a pinned form
+			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain its model with mirage train --model %s, or pass --policy", n, err, base))
 		}
 	}
 	if len(errs) > 0 {
-		errs = append(errs, errors.New("this chain uses lead"))
+		errs = append(errs, fmt.Errorf("this chain uses %s", fallback))
 	}
-	return provisioner.PolicyLead, errors.Join(errs...)
+	return fallback, errors.Join(errs...)
 }
 
 // DefaultPinned is the policy `mirage submit` uses on a backend that can
@@ -355,19 +364,5 @@ func DefaultPolicyFor(cl provisioner.Cluster, ch *provisioner.Chain, policies pr
 	if ch == nil || ch.Workload == "" && ch.Cost == nil {
 		return provisioner.PolicyPin, nil
 	}
-	var errs []error
-	for _, n := range []string{DefaultPinned, fallbackLearned + PinSuffix} {
-		_, err := policies(n)
-		switch {
-		case err == nil:
-			return n, errors.Join(errs...)
-		case !errors.Is(err, ErrNoModel):
-			base, _ := PinnedBase(n)
-			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain its model with mirage train --model %s, or pass --policy", n, err, base))
-		}
-	}
-	if len(errs) > 0 {
-		errs = append(errs, errors.New("this chain uses pin"))
-	}
-	return provisioner.PolicyPin, errors.Join(errs...)
+	return firstBuildable(policies, []string{DefaultPinned, fallbackLearned + PinSuffix}, provisioner.PolicyPin)
 }

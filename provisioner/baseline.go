@@ -192,9 +192,9 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     predecessor's nodes (nodes shared between jobs), pinning cannot keep
 //     them apart: inner decides.
 //   - While enough whole nodes of the successor's shape are free, there is
-//     no need to queue pinned: inner decides (the engine also asks again
-//     about a pending pinned successor, and lifts its node list when inner
-//     would submit it now).
+//     no need to queue pinned: inner decides. Once pinned, the successor
+//     stays pinned while its predecessor runs (the engine lifts its node
+//     list only if it still pends after the predecessor ended).
 //   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
 //     before.
 //

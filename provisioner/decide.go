@@ -295,22 +295,29 @@ func (c *stepContext) jobOf(ch *Chain, seg *Segment) *Job {
 		Submit: seg.Submit, Start: seg.Start, End: seg.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, seg.Index, seg.Attempt}.String()}
 }
 
-// unpin asks the chain's policy again about its pending pinned successor,
-// as if it were not submitted yet: when the policy would now submit it
-// unpinned (SubmitNow: its predecessor has ended and another job took the
-// nodes, or whole nodes are free now and it is time), it plans lifting its
-// node list (OpUnpin) and reports true; otherwise nothing is decided here.
+// unpin lifts the node list of a pending pinned successor once the pin
+// cannot help any more: its predecessor has ended and the successor still
+// pends (another job took the nodes). While the predecessor runs, the pin
+// holds whatever the policy would now do: pinned, the successor starts as
+// the predecessor's nodes free, so lifting it early could only start it
+// alongside its predecessor. The policy is asked again, as if the
+// successor were not submitted yet; when it would submit it now
+// (SubmitNow), unpin plans lifting its node list (OpUnpin) and reports
+// true; otherwise nothing is decided here.
 func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	ch := &w.chain
 	prev := w.final(last.Index - 1)
 	if prev == nil || prev.JobID == "" {
 		return false
 	}
+	pj := *c.jobOf(ch, prev)
+	if !pj.State.Finished() {
+		return false
+	}
 	pol, err := c.policy(ch)
 	if err != nil {
 		return false // the policy error is recorded by the decision for the next segment, if any
 	}
-	pj := *c.jobOf(ch, prev)
 	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
 		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
 	d, err := pol.Decide(obs)

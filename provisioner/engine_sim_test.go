@@ -368,14 +368,17 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 	}
 }
 
-// TestSimChainUnpinAtLead: a pinned successor is unpinned when, within the
-// lead of its predecessor's limit, a whole node is free elsewhere: it then
-// starts as lead's would. Four nodes: other users' jobs A1, A2 (10 h) and
-// A3 (45 min) from 00:00, segment 0 on the fourth (00:00–00:55). At 00:10
-// no node is free: segment 1 is pinned. A3 ends at 00:45; at the 00:50
-// cycle (5 min left, lead 10 min) its node is free: unpin, and segment 1
-// starts there at 00:50 (gap −5 min), not at 00:55 on segment 0's node.
-func TestSimChainUnpinAtLead(t *testing.T) {
+// TestSimChainPinHeldToEnd: a pinned successor stays pinned while its
+// predecessor runs, even when a whole node frees elsewhere within the
+// lead (where pin, deciding afresh, would submit as lead): pinned, it
+// starts as its predecessor ends, on its node. Four nodes: other users'
+// jobs A1, A2 (10 h) and A3 (45 min) from 00:00, segment 0 on the fourth
+// (00:00–00:55). At 00:10 no node is free: segment 1 is pinned to segment
+// 0's node. A3's node is free from 00:45, within the lead (10 min) of
+// segment 0's end; nothing lifts the pin, and segment 1 starts at 00:55 on
+// segment 0's node (gap 0), not at 00:50 on A3's (gap −5 min, as it did
+// when the pin was lifted within the lead).
+func TestSimChainPinHeldToEnd(t *testing.T) {
 	ctx := context.Background()
 	s := newFourNodeSim(t)
 	for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 45 * time.Minute} {
@@ -387,11 +390,14 @@ func TestSimChainUnpinAtLead(t *testing.T) {
 	if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
 		t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
 	}
-	if got := bySeg[1][0].Start.Sub(simT0); got != 50*time.Minute {
-		t.Errorf("segment 1 started at +%s, want +50m", got)
+	if got := bySeg[1][0].Start.Sub(simT0); got != 55*time.Minute {
+		t.Errorf("segment 1 started at +%s, want +55m", got)
 	}
-	if fmt.Sprint(gaps) != "[-300]" {
-		t.Errorf("recorded gaps %v s, want [-300]", gaps)
+	if got, want := bySeg[1][0].NodeList, bySeg[0][0].NodeList; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("segment 1 ran on %v, want segment 0's %v", got, want)
+	}
+	if fmt.Sprint(gaps) != "[0]" {
+		t.Errorf("recorded gaps %v s, want [0]", gaps)
 	}
 	var actions []string
 	for _, r := range recs {
@@ -399,7 +405,7 @@ func TestSimChainUnpinAtLead(t *testing.T) {
 			actions = append(actions, fmt.Sprintf("%s@+%s", r.Action, r.Time.Sub(simT0)))
 		}
 	}
-	if want := "[submit-pinned@+10m0s unpin@+50m0s]"; fmt.Sprint(actions) != want {
+	if want := "[submit-pinned@+10m0s]"; fmt.Sprint(actions) != want {
 		t.Errorf("segment 1's decisions %v, want %s", actions, want)
 	}
 }

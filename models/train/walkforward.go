@@ -278,7 +278,6 @@ func addBaselines(ctx context.Context, s WFSpec, sc *scenario.Scenario, folds []
 // f's start (the published cost), as FitFolds does, and builds their
 // policies: NAME's model for NAME and NAME-pin.
 func fitReplayed(s WFSpec, f Fold) (provisioner.PolicyFactory, error) {
-	td := &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}
 	o := PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Meta: models.Meta{Windows: models.Windows{TrainUntil: f.Start}}}
 	built := map[string]provisioner.Policy{}
 	for _, name := range s.Replayed {
@@ -286,23 +285,15 @@ func fitReplayed(s WFSpec, f Fold) (provisioner.PolicyFactory, error) {
 		if b, ok := models.PinnedBase(name); ok {
 			base = b
 		}
+		fm, err := fitFold(base, f, o)
 		var mp *models.ModelPolicy
-		var err error
-		if base == OnlinePolicyName {
-			var p *OnlinePolicy
-			if p, err = FitOnline(td, o); err == nil {
-				if mp, err = models.NewModelPolicy(name, p.Model); err == nil {
-					mp.Guard = p.Guard
-				}
-			}
-		} else {
-			var m models.Model
-			if m, err = TrainPolicy(base, td, nil, o); err == nil {
-				mp, err = models.NewModelPolicy(name, m)
+		if err == nil {
+			if mp, err = models.NewModelPolicy(name, fm.Model); err == nil {
+				mp.Guard = fm.Guard
 			}
 		}
 		if err != nil {
-			return nil, fmt.Errorf("walk-forward: fit %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+			return nil, fmt.Errorf("walk-forward: fit %s: %w", name, err)
 		}
 		built[name] = mp
 		if base != name {

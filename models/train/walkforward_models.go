@@ -47,19 +47,33 @@ func FitFolds(ctx context.Context, s WFSpec, name string, cost scenario.GapCost)
 	}
 	var out []FoldModel
 	for _, f := range Folds(d, s.Bounds) {
-		td := &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}
 		o := PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Cost: cost, Meta: models.Meta{Windows: models.Windows{TrainUntil: f.Start}}}
-		fm := FoldModel{Start: f.Start, End: f.End, Train: len(f.Train)}
-		if name == OnlinePolicyName {
-			p, err := FitOnline(td, o)
-			if err != nil {
-				return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
-			}
-			fm.Model, fm.Guard = p.Model, p.Guard
-		} else if fm.Model, err = TrainPolicy(name, td, nil, o); err != nil {
-			return nil, fmt.Errorf("fit folds: %s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+		fm, err := fitFold(name, f, o)
+		if err != nil {
+			return nil, fmt.Errorf("fit folds: %w", err)
 		}
 		out = append(out, fm)
 	}
 	return out, nil
+}
+
+// fitFold fits learned policy name (not a pinned form) on the chains
+// before fold f, with options o: FitOnline for OnlinePolicyName (model and
+// guard), TrainPolicy for the others.
+func fitFold(name string, f Fold, o PolicyTrainOptions) (FoldModel, error) {
+	td := &dataset.ChainData{Schema: f.Schema, Episodes: f.Train}
+	fm := FoldModel{Start: f.Start, End: f.End, Train: len(f.Train)}
+	var err error
+	if name == OnlinePolicyName {
+		var p *OnlinePolicy
+		if p, err = FitOnline(td, o); err == nil {
+			fm.Model, fm.Guard = p.Model, p.Guard
+		}
+	} else {
+		fm.Model, err = TrainPolicy(name, td, nil, o)
+	}
+	if err != nil {
+		return FoldModel{}, fmt.Errorf("%s from %s: %w", name, f.Start.Format("2006-01-02"), err)
+	}
+	return fm, nil
 }
