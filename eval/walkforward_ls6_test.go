@@ -186,11 +186,13 @@ func TestWalkForwardLS6(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "\n### The pin baseline against the same lines\n\n"+
 			"`pin` queues the successor at once on its predecessor's nodes while no whole node is free (it cannot start early\n"+
-			"there), acts as lead while nodes are free, and lifts the pin when it would submit unpinned (docs/guide/chains-and-daemon.md).\n"+
-			"It is not learned and nothing in it is fitted; it is not bound by the oracle, which only picks the tick to submit\n"+
-			"at. Its form (lifting the pin within the lead when nodes are free) was chosen after seeing the service workload's\n"+
-			"results on these months (whole-run.md), and so was the split of the pinned forms' decisions between pin and the model\n"+
-			"(no parameter of either was fitted on them). Of every policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h);\n"+
+			"there), acts as lead while nodes are free, and holds the pin while the predecessor runs, lifting it only if the\n"+
+			"successor still pends after the predecessor ended (docs/guide/chains-and-daemon.md). It is not learned and nothing in\n"+
+			"it is fitted; it is not bound by the oracle, which only picks the tick to submit at, on any node. Its form was chosen\n"+
+			"after seeing results on these months: the split of the pinned forms' decisions between pin and the model after the\n"+
+			"service workload's (whole-run.md), holding the pin to the predecessor's end after the pinned forms' overlap here, in\n"+
+			"whole-run.md's service workload and in `make demo` (no parameter of either was fitted on them; history.md). Of every\n"+
+			"policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h);\n"+
 			"per class%s. Which policy a site should use weighs this page, which prices an hour of overlap as an hour of\n"+
 			"interruption, with whole-run.md, which prices it as the workload does: docs/guide/chains-and-daemon.md.\n\n", lowest, at, perClass)
 		lines(provisioner.PolicyPin)
