@@ -60,7 +60,7 @@ func (r *Report) verdict(e GroupKey) verdictView {
 		return v
 	}
 	v.Policy = r.Groups[best].Policy
-	v.Why = fmt.Sprintf("Use %s: the lowest mean |gap| over all hand-offs of the policies a site can run (the oracle, which knows the future, is the bound, not a choice). "+
+	v.Why = fmt.Sprintf("Use %s: the lowest mean |gap| over all hand-offs of the policies a site can run (the oracle, which knows the future, is not a choice; it only picks when to submit, on any node, so a policy that pins may beat it). "+
 		"Per load class (by reactive's gap on the same hand-off), against reactive:", v.Policy)
 	if v.Policy == Reference {
 		v.Why = fmt.Sprintf("Keep %s: no other policy a site can run has a lower mean |gap| over all hand-offs here. Per load class:", Reference)

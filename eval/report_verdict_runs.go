@@ -69,7 +69,7 @@ func (r *Report) verdictRuns(e GroupKey) verdictView {
 	}
 	v.Policy = best.Policy
 	var b strings.Builder
-	fmt.Fprintf(&b, "Use %s: the lowest mean overhead (completion time beyond the work itself) over all runs of the policies a site can run; the oracle, which knows the future, is the bound.", v.Policy)
+	fmt.Fprintf(&b, "Use %s: the lowest mean overhead (completion time beyond the work itself) over all runs of the policies a site can run; the oracle, which knows the future, is not a choice (it plans submission times only, on any node).", v.Policy)
 	for _, n := range sizes {
 		_, p := find(v.Policy, n, AllClasses)
 		_, re := find(Reference, n, AllClasses)

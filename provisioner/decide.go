@@ -295,31 +295,32 @@ func (c *stepContext) jobOf(ch *Chain, seg *Segment) *Job {
 		Submit: seg.Submit, Start: seg.Start, End: seg.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, seg.Index, seg.Attempt}.String()}
 }
 
-// unpin lifts the node list of a pending pinned successor once the pin
-// cannot help any more: its predecessor has ended and the successor still
-// pends (another job took the nodes). While the predecessor runs, the pin
-// holds whatever the policy would now do: pinned, the successor starts as
-// the predecessor's nodes free, so lifting it early could only start it
-// alongside its predecessor. The policy is asked again, as if the
-// successor were not submitted yet; when it would submit it now
-// (SubmitNow), unpin plans lifting its node list (OpUnpin) and reports
-// true; otherwise nothing is decided here.
+// unpin asks the chain's policy again about its pending pinned successor,
+// as if it were not submitted yet, and when it would now submit it
+// unpinned (SubmitNow) plans lifting its node list (OpUnpin) and reports
+// true; otherwise nothing is decided here. Once the predecessor has ended
+// (another job took its nodes), the pin cannot help any more. While it
+// runs, the pin holds unless the chain's cost prices an early start below
+// an equal interruption (earlyStartCheaper): pinned, the successor starts
+// as its predecessor's nodes free, so lifting the pin can only start it
+// alongside, which under the published symmetric cost is no cheaper than
+// the interruption it avoids.
 func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	ch := &w.chain
 	prev := w.final(last.Index - 1)
 	if prev == nil || prev.JobID == "" {
 		return false
 	}
-	pj := *c.jobOf(ch, prev)
-	if !pj.State.Finished() {
-		return false
-	}
 	pol, err := c.policy(ch)
 	if err != nil {
 		return false // the policy error is recorded by the decision for the next segment, if any
 	}
+	pj := *c.jobOf(ch, prev)
 	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
 		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
+	if !pj.State.Finished() && !earlyStartCheaper(obs) {
+		return false
+	}
 	d, err := pol.Decide(obs)
 	if err != nil || d.Action != SubmitNow {
 		return false
@@ -329,6 +330,22 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	seg := *last
 	w.tail = append(w.tail, Op{Kind: OpUnpin, Segment: &seg, Record: &rec})
 	return true
+}
+
+// earlyStartCheaper reports whether, under the chain's cost, a successor
+// starting now alongside its running predecessor (an overlap lasting to the
+// predecessor's limit) costs less than an interruption of the same length:
+// with a training cost (an early start costs a checkpoint) or a service's
+// overlap budget, but not under the published symmetric cost. False when
+// the predecessor's limit is not known.
+func earlyStartCheaper(obs *Observation) bool {
+	end, ok := limitEnd(obs)
+	left := end.Sub(obs.Now)
+	if !ok || left <= 0 {
+		return false
+	}
+	cost := obs.Chain.CostOf()
+	return cost.Cost(-left, obs.Successor.GPUs) < cost.Cost(left, obs.Successor.GPUs)
 }
 
 // describeEnd renders how a segment ended, for reasons.

@@ -92,19 +92,19 @@ func runSimChain(t *testing.T, policy string, segments int, runtime func(seg int
 // other users' jobs at given times).
 func runChainOn(t *testing.T, s *sim.Sim, policy string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job) {
 	t.Helper()
-	ch, gaps, bySeg, _ := runChainWith(t, simCluster{s}, policy, segments, at)
+	ch, gaps, bySeg, _ := runChainWith(t, simCluster{s}, policy, "", segments, at)
 	return ch, gaps, bySeg
 }
 
 // runChainWith is runChainOn on a given backend over a simulator; it also
 // returns the chain's decision log.
-func runChainWith(t *testing.T, cl simBacked, policy string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job, []provisioner.DecisionRecord) {
+func runChainWith(t *testing.T, cl simBacked, policy, workload string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job, []provisioner.DecisionRecord) {
 	t.Helper()
 	s := cl.sim()
 	ctx := context.Background()
 	st := provisioner.NewMemStore()
 	ch := provisioner.Chain{ID: "c-sim-" + policy, Name: "sim-chain", Script: "/x.sbatch", Policy: policy, Segments: segments, MaxRetries: 2,
-		Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0}
+		Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0, Workload: workload}
 	if err := st.PutChain(ctx, &ch); err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ch, gaps, bySeg, recs := runChainWith(t, c.cluster(s), provisioner.PolicyPin, 2, func(now time.Time) {
+			ch, gaps, bySeg, recs := runChainWith(t, c.cluster(s), provisioner.PolicyPin, "", 2, func(now time.Time) {
 				if now.Equal(simT0.Add(10 * time.Minute)) {
 					f := other
 					f.Name, f.TimeLimit = "F", 2*time.Hour
@@ -368,44 +368,62 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 	}
 }
 
-// TestSimChainPinHeldToEnd: a pinned successor stays pinned while its
-// predecessor runs, even when a whole node frees elsewhere within the
-// lead (where pin, deciding afresh, would submit as lead): pinned, it
-// starts as its predecessor ends, on its node. Four nodes: other users'
-// jobs A1, A2 (10 h) and A3 (45 min) from 00:00, segment 0 on the fourth
-// (00:00–00:55). At 00:10 no node is free: segment 1 is pinned to segment
-// 0's node. A3's node is free from 00:45, within the lead (10 min) of
-// segment 0's end; nothing lifts the pin, and segment 1 starts at 00:55 on
-// segment 0's node (gap 0), not at 00:50 on A3's (gap −5 min, as it did
-// when the pin was lifted within the lead).
+// TestSimChainPinHeldToEnd: under the published symmetric cost a pinned
+// successor stays pinned while its predecessor runs, even when a whole
+// node frees elsewhere within the lead (where pin, deciding afresh, would
+// submit as lead); under a cost that prices an early start below an equal
+// interruption (the training workload: 2.5/h against 60/h; a service's
+// overlap within its 2 h budget: 0) the pin is lifted then, as the policy would submit unpinned. Four nodes: other
+// users' jobs A1, A2 (10 h) and A3 (45 min) from 00:00, segment 0 on the
+// fourth (00:00–00:55). At 00:10 no node is free: segment 1 is pinned to
+// segment 0's node. A3's node is free from 00:45, within the lead (10 min)
+// of segment 0's end. Symmetric: nothing lifts the pin, and segment 1
+// starts at 00:55 on segment 0's node (gap 0). Training, service: at the 00:50
+// cycle the pin is lifted, and segment 1 starts at 00:50 on A3's node
+// (gap −5 min).
 func TestSimChainPinHeldToEnd(t *testing.T) {
-	ctx := context.Background()
-	s := newFourNodeSim(t)
-	for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 45 * time.Minute} {
-		if _, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: limit, Nodes: 1, GPUs: 4}); err != nil {
-			t.Fatal(err)
-		}
+	cases := []struct {
+		workload string
+		start1   time.Duration
+		onPred   bool // segment 1 ran on segment 0's node
+		gaps     string
+		actions  string
+	}{
+		{"", 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
+		{provisioner.WorkloadTraining, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
+		{provisioner.WorkloadService, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"}, // overlap within its 2 h budget costs nothing
 	}
-	ch, gaps, bySeg, recs := runChainWith(t, simCluster{s}, provisioner.PolicyPin, 2, func(time.Time) {}) // (other users' jobs: not the chain's)
-	if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
-		t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
-	}
-	if got := bySeg[1][0].Start.Sub(simT0); got != 55*time.Minute {
-		t.Errorf("segment 1 started at +%s, want +55m", got)
-	}
-	if got, want := bySeg[1][0].NodeList, bySeg[0][0].NodeList; fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("segment 1 ran on %v, want segment 0's %v", got, want)
-	}
-	if fmt.Sprint(gaps) != "[0]" {
-		t.Errorf("recorded gaps %v s, want [0]", gaps)
-	}
-	var actions []string
-	for _, r := range recs {
-		if r.Segment == 1 && r.Action != provisioner.Wait {
-			actions = append(actions, fmt.Sprintf("%s@+%s", r.Action, r.Time.Sub(simT0)))
-		}
-	}
-	if want := "[submit-pinned@+10m0s]"; fmt.Sprint(actions) != want {
-		t.Errorf("segment 1's decisions %v, want %s", actions, want)
+	for _, c := range cases {
+		t.Run("workload="+c.workload, func(t *testing.T) {
+			ctx := context.Background()
+			s := newFourNodeSim(t)
+			for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 45 * time.Minute} {
+				if _, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: limit, Nodes: 1, GPUs: 4}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ch, gaps, bySeg, recs := runChainWith(t, simCluster{s}, provisioner.PolicyPin, c.workload, 2, func(time.Time) {}) // (other users' jobs: not the chain's)
+			if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
+				t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
+			}
+			if got := bySeg[1][0].Start.Sub(simT0); got != c.start1 {
+				t.Errorf("segment 1 started at +%s, want +%s", got, c.start1)
+			}
+			if got := fmt.Sprint(bySeg[1][0].NodeList) == fmt.Sprint(bySeg[0][0].NodeList); got != c.onPred {
+				t.Errorf("segment 1 ran on %v, segment 0 on %v: same nodes %v, want %v", bySeg[1][0].NodeList, bySeg[0][0].NodeList, got, c.onPred)
+			}
+			if fmt.Sprint(gaps) != c.gaps {
+				t.Errorf("recorded gaps %v s, want %s", gaps, c.gaps)
+			}
+			var actions []string
+			for _, r := range recs {
+				if r.Segment == 1 && r.Action != provisioner.Wait {
+					actions = append(actions, fmt.Sprintf("%s@+%s", r.Action, r.Time.Sub(simT0)))
+				}
+			}
+			if fmt.Sprint(actions) != c.actions {
+				t.Errorf("segment 1's decisions %v, want %s", actions, c.actions)
+			}
+		})
 	}
 }
