@@ -129,8 +129,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	}
 	fmt.Fprintf(&b, "\n## Issue 16's acceptance, measured\n\nThe model-backed policy with the lowest pooled mean |gap| that `mirage submit` can run is **%s**", best)
 	if _, pinned := models.PinnedBase(best); pinned {
-		fmt.Fprintf(&b, ", its default on Slurm for a chain with a workload (`--workload`, or a script that runs `mirage handoff`)\n"+
-			"once the model is trained (`models.DefaultPinned`; a chain under this page's published cost gets `pin`)")
+		fmt.Fprintf(&b, ", its default on Slurm once the model is trained (`models.DefaultPinned`; `pin` before)")
 		if best != models.DefaultPinned {
 			t.Errorf("the walk-forward picks %s, but models.DefaultPinned (what mirage submit uses on Slurm) is %s", best, models.DefaultPinned)
 		}
@@ -195,6 +194,9 @@ func TestWalkForwardLS6(t *testing.T) {
 			"policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h);\n"+
 			"per class%s. Which policy a site should use weighs this page, which prices an hour of overlap as an hour of\n"+
 			"interruption, with whole-run.md, which prices it as the workload does: docs/guide/chains-and-daemon.md.\n\n", lowest, at, perClass)
+		if lowest != models.DefaultPinned {
+			t.Errorf("of every policy scored, %s has the lowest pooled mean |gap|, but mirage submit's default on Slurm with a model is %s", lowest, models.DefaultPinned)
+		}
 		lines(provisioner.PolicyPin)
 	}
 	t.Log("\n" + b.String())

@@ -342,27 +342,23 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 }
 
 // DefaultPinned is the policy `mirage submit` uses on a backend that can
-// lift a pending job's node list for a chain with a workload's cost, when
-// DefaultLearned's model is trained: its pinned form, the model-backed
-// policy with the lowest pooled mean |gap| in the walk-forward evaluation
-// (docs/results/walk-forward.md, which checks this from its own figures)
-// and the lowest whole-run overhead of training runs (whole-run.md).
+// lift a pending job's node list, when DefaultLearned's model is trained:
+// its pinned form, the policy with the lowest pooled mean |gap| in the
+// walk-forward evaluation (docs/results/walk-forward.md, which checks
+// this from its own figures) and the lowest whole-run overhead of
+// training runs (whole-run.md).
 const DefaultPinned = DefaultLearned + PinSuffix
 
-// DefaultPolicyFor is the policy of chain ch submitted to cl without one.
+// DefaultPolicyFor is the policy of a chain submitted to cl without one.
 // On a backend that can lift a pending job's node list
-// (provisioner.Unpinner: Slurm, the simulator): for a chain with a
-// workload (ch.Workload) or its own cost weights, DefaultPinned when
+// (provisioner.Unpinner: Slurm, the simulator): DefaultPinned when
 // policies can build it, else xgb's pinned form when only xgb is trained,
-// else pin; for a chain under the published symmetric cost, pin, which
-// has the lowest pooled mean |gap| under that cost. Elsewhere
-// DefaultPolicy. warn says why a trained default cannot be used.
-func DefaultPolicyFor(cl provisioner.Cluster, ch *provisioner.Chain, policies provisioner.PolicyFactory) (name string, warn error) {
+// else pin; the chain's cost (its workload) then decides how the policy
+// submits and when a pin may be lifted early. Elsewhere DefaultPolicy.
+// warn says why a trained default cannot be used.
+func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory) (name string, warn error) {
 	if _, ok := cl.(provisioner.Unpinner); !ok {
 		return DefaultPolicy(policies)
-	}
-	if ch == nil || ch.Workload == "" && ch.Cost == nil {
-		return provisioner.PolicyPin, nil
 	}
 	return firstBuildable(policies, []string{DefaultPinned, fallbackLearned + PinSuffix}, provisioner.PolicyPin)
 }

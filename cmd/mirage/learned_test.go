@@ -139,7 +139,7 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 		args               []string
 		policy, modelsPath string
 	}{
-		{[]string{"--models", fx.dir}, provisioner.PolicyPin, ""}, // no workload: the published symmetric cost
+		{[]string{"--models", fx.dir}, models.DefaultPinned, fx.dir}, // no workload: the published symmetric cost
 		{nil, provisioner.PolicyPin, ""},
 		{[]string{"--workload", "service"}, provisioner.PolicyPin, ""}, // no model
 		{[]string{"--workload", "training", "--models", fx.dir}, models.DefaultPinned, fx.dir},
@@ -177,20 +177,16 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := models.DefaultPolicyFor(noPin{}, &provisioner.Chain{}, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir)); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	// On the simulator (an Unpinner), a training chain: the same models'
-	// pinned forms, pin without; a chain without a workload: pin.
-	training := &provisioner.Chain{Workload: provisioner.WorkloadTraining}
+	// On the simulator (an Unpinner): the same models' pinned forms, pin
+	// without.
 	for _, c := range []struct{ dir, want string }{{fx.dir, "xgb-online-pin"}, {xgbOnly, "xgb-pin"}, {t.TempDir(), provisioner.PolicyPin}} {
-		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, training, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(c.dir)); got != c.want {
 			t.Errorf("on the simulator, models in %s: default %q, want %q", c.dir, got, c.want)
 		}
-	}
-	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, &provisioner.Chain{}, f(fx.dir)); got != provisioner.PolicyPin {
-		t.Errorf("on the simulator, no workload: default %q, want pin", got)
 	}
 }
 

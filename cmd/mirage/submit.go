@@ -113,7 +113,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = models.DefaultPolicyFor(cl, &ch, o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f)); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
