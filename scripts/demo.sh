@@ -19,7 +19,7 @@
 #   MODELS       models to train (default xgb-online,xgb,wait: the default learned policy,
 #                xgb and the wait predictor; add rf,dqn,pg for every learned policy, ~1.5 min more)
 #   POLICIES     policies to evaluate (default: the baselines with pin, xgb-online-pin (the default on
-#                Slurm for training and service chains), xgb-online, xgb and the oracle;
+#                Slurm once trained), xgb-online, xgb and the oracle;
 #                add rf,dqn,pg when MODELS has them)
 #   MIRAGE       the mirage binary (default ./bin/mirage, from make build)
 set -euo pipefail

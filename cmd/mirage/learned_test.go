@@ -125,11 +125,10 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 }
 
 // TestSubmitDefaultPolicy: without --policy, submit uses on a backend that
-// can lift a pending job's node list (the simulator, as Slurm), for a chain
-// with a workload or cost weights, the default learned policy's pinned form
-// when --models holds its model (and records the directory for the
-// daemon), pin when it holds none; pin for a chain under the published
-// cost; an explicit --policy always wins.
+// can lift a pending job's node list (the simulator, as Slurm), whatever
+// the chain's workload, the default learned policy's pinned form when
+// --models holds its model (and records the directory for the daemon), pin
+// when it holds none; an explicit --policy always wins.
 func TestSubmitDefaultPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
