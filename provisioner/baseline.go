@@ -100,7 +100,9 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     engine adds --nodelist), so it never overlaps it, and the scheduler
 //     plans those nodes for it. If another job takes them as the
 //     predecessor ends, the engine lifts the node list (Unpinner) and the
-//     successor, aged since its submission, may start anywhere. Where the
+//     successor, aged since its submission, may start anywhere; under a
+//     cost that prices an early start below an equal interruption it also
+//     does so within the lead when whole nodes are free elsewhere. Where the
 //     successor would fit beside its predecessor on the predecessor's nodes
 //     (nodes shared between jobs), a pin cannot keep them apart and pin
 //     acts as lead.
@@ -192,9 +194,11 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     predecessor's nodes (nodes shared between jobs), pinning cannot keep
 //     them apart: inner decides.
 //   - While enough whole nodes of the successor's shape are free, there is
-//     no need to queue pinned: inner decides. Once pinned, the successor
-//     stays pinned while its predecessor runs (the engine lifts its node
-//     list only if it still pends after the predecessor ended).
+//     no need to queue pinned: inner decides. The engine asks again about
+//     a pending pinned successor and lifts its node list when this policy
+//     would submit it now: after the predecessor ended, or before where
+//     the chain's cost prices an early start below an equal interruption
+//     (stepContext.unpin).
 //   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
 //     before.
 //
