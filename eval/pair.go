@@ -323,7 +323,7 @@ func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, 
 		}
 		switch d.Action {
 		case provisioner.SubmitNow:
-			o, err := run.SubmitSuccessor("")
+			o, err := run.SubmitBegin(d.Begin)
 			return o, 1, err
 		case provisioner.SubmitAfter:
 			o, err := run.SubmitSuccessor("afterany:" + run.PredID)

@@ -31,6 +31,17 @@ const (
 	// DefaultRecentWindow bounds how old those starts may be (the
 	// published protocol keeps 24 hours of history).
 	DefaultRecentWindow = 24 * time.Hour
+	// BeginMargin is how long before its predecessor's limit a pinned
+	// policy's successor, submitted unpinned in the last decision cycle
+	// (within DefaultLead of the limit) while whole nodes are free, is
+	// asked to start (Decision.Begin, sbatch --begin): without it, it
+	// would start at once, up to a whole cycle early. Not for chains that
+	// hand off (the training workload), whose early start costs one
+	// checkpoint. Slurm notices a
+	// begin time at its next scheduling pass (backfill every bf_interval,
+	// 30 s by default; the main pass every sched_interval, 60 s), so two
+	// minutes leave a whole main pass to start it before the limit.
+	BeginMargin = 2 * time.Minute
 )
 
 // ErrUnknownPolicy is returned for a policy name no registry knows.
@@ -105,7 +116,9 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     does so within the lead when whole nodes are free elsewhere. Where the
 //     successor would fit beside its predecessor on the predecessor's nodes
 //     (nodes shared between jobs), a pin cannot keep them apart and pin
-//     acts as lead.
+//     acts as lead. Acting as lead in the last cycle before E, it asks the
+//     scheduler to start the successor at E − BeginMargin (sbatch --begin),
+//     not at once, unless the chain hands off (see Pinned).
 //
 // Decision.Score is the gap predicted if the successor were submitted now
 // (seconds; negative means overlap) where the policy estimates one.
@@ -198,7 +211,12 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     a pending pinned successor and lifts its node list when this policy
 //     would submit it now: after the predecessor ended, or before where
 //     the chain's cost prices an early start below an equal interruption
-//     (stepContext.unpin).
+//     (stepContext.unpin). A submission (or lift) inner decides in the
+//     last decision cycle before the predecessor's limit (within
+//     DefaultLead) is timed to start BeginMargin before the limit
+//     (Decision.Begin) rather than at once, up to a cycle early, unless
+//     the chain hands off (the training workload). A lift within the lead
+//     takes effect at once all the same (stepContext.unpin).
 //   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
 //     before.
 //
@@ -252,8 +270,19 @@ func (p pinned) Decide(obs *Observation) (Decision, error) {
 		as = "its model decides" // a learned policy's pinned form (its reason names the model)
 	}
 	d.Reason = fmt.Sprintf("%s; %s: %s", why, as, d.Reason)
+	if d.Action == SubmitNow && left > BeginMargin && left <= DefaultLead && d.Begin.IsZero() && !handsOff(obs.Chain) {
+		d.Begin = end.Add(-BeginMargin)
+		d.Reason += fmt.Sprintf("; the last cycle before the limit: start from %s before it, not at once", secs(BeginMargin))
+	}
 	return d, nil
 }
+
+// handsOff reports whether the chain's segments hand off (the training
+// workload: a successor that starts early asks its predecessor to
+// checkpoint and exit, `mirage handoff`). Such a segment also checkpoints
+// ahead of its limit (--signal), so a begin time just before the limit
+// could fall after it has ended; an early start costs it one checkpoint.
+func handsOff(ch *Chain) bool { return ch != nil && ch.Workload == WorkloadTraining }
 
 // fitsBeside reports whether the request's GPUs per node fit on every one
 // of the given (the predecessor's) nodes beside what runs there now, as on

@@ -150,14 +150,18 @@ func TestPin(t *testing.T) {
 		nodes []Node
 		list  []string // the predecessor's nodes
 		want  Action
+		begin int // Decision.Begin, minutes after t0 (0: none)
 	}{
-		{"no whole node free: pin at once", min_(10), busy, []string{"n1"}, SubmitPinned},
-		{"no whole node free, 5 min left: still pinned", min_(55), busy, []string{"n1"}, SubmitPinned},
-		{"a node free, 50 min left: wait as lead", min_(10), oneFree, []string{"n1"}, Wait},
-		{"a node free within the lead: submit unpinned", min_(50), oneFree, []string{"n1"}, SubmitNow},
-		{"its nodes not known yet", min_(10), busy, nil, Wait},
-		{"it would fit beside its predecessor: lead, waiting", min_(10), shared, []string{"n1"}, Wait},
-		{"it would fit beside its predecessor: lead, within the lead", min_(51), shared, []string{"n1"}, SubmitNow},
+		{"no whole node free: pin at once", min_(10), busy, []string{"n1"}, SubmitPinned, 0},
+		{"no whole node free, 5 min left: still pinned", min_(55), busy, []string{"n1"}, SubmitPinned, 0},
+		{"a node free, 50 min left: wait as lead", min_(10), oneFree, []string{"n1"}, Wait, 0},
+		// The limit is at 60 min: in the last cycle (10 min) a submission
+		// is timed to start BeginMargin (2 min) before it, at 58 min.
+		{"a node free within the lead: submit unpinned, to begin at 58 min", min_(50), oneFree, []string{"n1"}, SubmitNow, 58},
+		{"a node free, 1 min left: submit unpinned at once", min_(59), oneFree, []string{"n1"}, SubmitNow, 0},
+		{"its nodes not known yet", min_(10), busy, nil, Wait, 0},
+		{"it would fit beside its predecessor: lead, waiting", min_(10), shared, []string{"n1"}, Wait, 0},
+		{"it would fit beside its predecessor: lead, within the lead", min_(51), shared, []string{"n1"}, SubmitNow, 58},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,7 +171,18 @@ func TestPin(t *testing.T) {
 			if err != nil || d.Action != c.want {
 				t.Errorf("%s (%v), want %s: %s", d.Action, err, c.want, d.Reason)
 			}
+			if want := min_(c.begin); c.begin == 0 && !d.Begin.IsZero() || c.begin > 0 && !d.Begin.Equal(want) {
+				t.Errorf("begin %s, want %d min after t0 (0: none): %s", d.Begin, c.begin, d.Reason)
+			}
 		})
+	}
+	// A training chain hands off: its successor, within the lead with a
+	// node free, is submitted to start at once.
+	pred := job("10").state(StateRunning).start(t0).shape(1, 4).partition("gpu").build()
+	pred.NodeList = []string{"n1"}
+	d, err := p.Decide(&Observation{Now: min_(50), Chain: &Chain{Workload: WorkloadTraining}, Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: min_(50), Nodes: oneFree}})
+	if err != nil || d.Action != SubmitNow || !d.Begin.IsZero() {
+		t.Errorf("training chain, a node free within the lead: %s, begin %s (%v); want submit at once: %s", d.Action, d.Begin, err, d.Reason)
 	}
 }
 
@@ -220,6 +235,9 @@ func TestPinnedAsksInner(t *testing.T) {
 		d, err := p.Decide(&Observation{Now: min_(10), Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: min_(10), Nodes: c.nodes}})
 		if err != nil || d.Action != c.want || asked != c.asks {
 			t.Errorf("%s: %s (%v), inner asked %d times; want %s, asked %d: %s", c.name, d.Action, err, asked, c.want, c.asks, d.Reason)
+		}
+		if !d.Begin.IsZero() {
+			t.Errorf("%s: begin %s 50 min before the limit, want none (only in the last cycle)", c.name, d.Begin)
 		}
 		if c.asks > 0 && !strings.HasSuffix(d.Reason, "inner says submit") {
 			t.Errorf("%s: reason %q does not carry inner's", c.name, d.Reason)

@@ -108,6 +108,11 @@ type Decision struct {
 	// Features is a digest of the features the policy used, if it computes
 	// any; the engine records a digest of the observation otherwise.
 	Features string
+	// Begin, with SubmitNow, is the earliest time the successor may start
+	// (sbatch --begin): the submission is made now, at the decision cycle,
+	// and the scheduler starts the job from then, not at the cycle's
+	// granularity. Zero: as soon as it can.
+	Begin time.Time
 }
 
 // DecisionRecord is one entry of the decision log.

@@ -165,6 +165,9 @@ type SubmitRequest struct {
 	Exclude    []string          // placement hint: not these nodes
 	Env        map[string]string // extra environment for the job
 	WorkDir    string            // working directory
+	// Begin is the earliest time the job may start (sbatch --begin; zero =
+	// at once). Backends that cannot defer a start (Kubernetes) ignore it.
+	Begin time.Time
 }
 
 // GPUsPerNode is the request's GPUs on each of its nodes (its total spread

@@ -197,7 +197,7 @@ func (c *stepContext) decide(w *chainWork) {
 	}
 	// 3. nothing submitted yet.
 	if len(w.segs) == 0 {
-		c.submit(w, 0, 0, "", DecisionRecord{Action: ActFirst, Reason: "chain registered: submit its first segment"})
+		c.submit(w, 0, 0, "", DecisionRecord{Action: ActFirst, Reason: "chain registered: submit its first segment"}, placement{})
 		return
 	}
 	last := &w.segs[len(w.segs)-1]
@@ -209,7 +209,7 @@ func (c *stepContext) decide(w *chainWork) {
 			w.end(ChainDone, fmt.Sprintf("all %d segments ran (last: segment %d, job %s, %s)", n, last.Index, last.JobID, last.State))
 		case continues(last):
 			c.submit(w, last.Index+1, 0, last.JobID, DecisionRecord{Action: SubmitNow,
-				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339))})
+				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339))}, placement{})
 		case last.State == StateRejected && last.Index == 0:
 			w.end(ChainFailed, fmt.Sprintf("the backend rejected the first segment: %s", last.Note))
 		case last.Attempt < ch.MaxRetries:
@@ -218,7 +218,7 @@ func (c *stepContext) decide(w *chainWork) {
 				prev = p.JobID
 			}
 			c.submit(w, last.Index, last.Attempt+1, prev, DecisionRecord{Action: ActRetry,
-				Reason: fmt.Sprintf("segment %d failed (%s): retry %d of %d", last.Index, describeEnd(last), last.Attempt+1, ch.MaxRetries)})
+				Reason: fmt.Sprintf("segment %d failed (%s): retry %d of %d", last.Index, describeEnd(last), last.Attempt+1, ch.MaxRetries)}, placement{})
 		default:
 			w.end(ChainFailed, fmt.Sprintf("segment %d failed %d times in a row (max retries %d); last: %s", last.Index, last.Attempt+1, ch.MaxRetries, describeEnd(last)))
 		}
@@ -266,9 +266,9 @@ func (c *stepContext) decide(w *chainWork) {
 	}
 	switch d.Action {
 	case SubmitNow:
-		c.submit(w, last.Index+1, 0, last.JobID, rec)
+		c.submit(w, last.Index+1, 0, last.JobID, rec, placement{begin: d.Begin})
 	case SubmitAfter:
-		c.submit(w, last.Index+1, 0, last.JobID, rec)
+		c.submit(w, last.Index+1, 0, last.JobID, rec, placement{})
 	case SubmitPinned:
 		if len(pred.NodeList) == 0 {
 			rec.Action = Wait
@@ -276,7 +276,7 @@ func (c *stepContext) decide(w *chainWork) {
 			w.record(rec)
 			return
 		}
-		c.submit(w, last.Index+1, 0, last.JobID, rec, pred.NodeList...)
+		c.submit(w, last.Index+1, 0, last.JobID, rec, placement{pin: pred.NodeList})
 	case Wait:
 		w.record(rec)
 	default:
@@ -326,10 +326,23 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 		return false
 	}
 	rec := DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: last.Index, Policy: pol.Name(), Action: ActUnpin, JobID: last.JobID, Score: d.Score,
-		Reason: fmt.Sprintf("%s; job %s, pinned to nodes %s, is still pending: lift its node list", d.Reason, last.JobID, last.Pinned)}
+		Reason: fmt.Sprintf("%s; job %s, pinned to nodes %s, is still pending: lift its node list%s", d.Reason, last.JobID, last.Pinned, liftNote(d.Begin, w.now))}
 	seg := *last
 	w.tail = append(w.tail, Op{Kind: OpUnpin, Segment: &seg, Record: &rec})
 	return true
+}
+
+// liftNote says why a lifted pin takes effect at once although the policy
+// named a begin time ("" when it named none): a pending job given a begin
+// time is not eligible until then (it cannot start, and Slurm's age factor
+// counts only eligible time) and may lose the free nodes meanwhile, which
+// for a job that has queued since its predecessor's start costs more than
+// the minutes of overlap saved.
+func liftNote(begin, now time.Time) string {
+	if !begin.After(now) {
+		return ""
+	}
+	return " at once (a begin time would make it ineligible until then and could leave the free nodes to others)"
 }
 
 // earlyStartCheaper reports whether, under the chain's cost, a successor
@@ -372,10 +385,26 @@ func (w *chainWork) end(state ChainState, reason string) {
 	w.record(DecisionRecord{Segment: -1, Action: ActEnd, Reason: string(state) + ": " + reason})
 }
 
+// placement is where and when a submission may start: pin, for
+// SubmitPinned, the nodes the successor is restricted to; begin, for
+// SubmitNow, the earliest time it may start (Decision.Begin).
+type placement struct {
+	pin   []string
+	begin time.Time
+}
+
+// beginNote renders a begin time for a reason ("" unless after now).
+func beginNote(begin, now time.Time) string {
+	if !begin.After(now) {
+		return ""
+	}
+	return " (begin " + begin.UTC().Format(time.RFC3339) + ")"
+}
+
 // submit plans the submission of segment (index, attempt) after step 6
-// (team rules). rec carries the decision behind it; pin, for
-// SubmitPinned, the nodes the successor is restricted to.
-func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord, pin ...string) {
+// (team rules). rec carries the decision behind it; at, where and when the
+// successor may start.
+func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, rec DecisionRecord, at placement) {
 	ch := &w.chain
 	req := segmentRequest(ch, index, attempt, prevJob)
 	req.Comment = c.in.TagKey.Sign(c.in.Self, req.Comment)
@@ -384,8 +413,12 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		rec.Reason += " (dependency afterany:" + prevJob + ")"
 	}
 	if rec.Action == SubmitPinned {
-		req.NodeList = slices.Clone(pin)
-		rec.Reason += " (nodelist " + strings.Join(pin, ",") + ")"
+		req.NodeList = slices.Clone(at.pin)
+		rec.Reason += " (nodelist " + strings.Join(at.pin, ",") + ")"
+	}
+	if rec.Action == SubmitNow && at.begin.After(w.now) {
+		req.Begin = at.begin
+		rec.Reason += beginNote(at.begin, w.now)
 	}
 	rec.Segment = index
 	if c.in.Rules != nil { // 6. team rules

@@ -163,6 +163,9 @@ func TestSimChainBaselines(t *testing.T) {
 	//                   released at 01:50 (gap 0).
 	//   start-estimate: nothing pending, the only recent start (seg0) waited 0 → W = 0; submit once the
 	//                   remaining time R = 00:55 − now ≤ slack 10 min: at 00:50 (R = 5 min) → as lead: −5, −5 min.
+	//   pin:            three nodes are always free, so it never pins and submits as lead, but in that last
+	//                   cycle with a begin time BeginMargin (2 min) before the limit: submitted at 00:50
+	//                   with --begin 00:53, seg1 00:53–01:48; at 01:40, --begin 01:46: seg2 01:46 (gaps −2 min).
 	cases := []struct {
 		policy string
 		starts []time.Duration // of segments 0, 1, 2 after simT0
@@ -172,8 +175,7 @@ func TestSimChainBaselines(t *testing.T) {
 		{provisioner.PolicyLead, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
 		{provisioner.PolicyDependency, []time.Duration{0, 55 * time.Minute, 110 * time.Minute}, []float64{0, 0}},
 		{provisioner.PolicyStartEstimate, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
-		// pin: three nodes are always free, so it never pins and submits as lead.
-		{provisioner.PolicyPin, []time.Duration{0, 50 * time.Minute, 100 * time.Minute}, []float64{-300, -300}},
+		{provisioner.PolicyPin, []time.Duration{0, 53 * time.Minute, 106 * time.Minute}, []float64{-120, -120}},
 	}
 	for _, c := range cases {
 		t.Run(c.policy, func(t *testing.T) {
@@ -379,8 +381,8 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 // segment 0's node. A3's node is free from 00:45, within the lead (10 min)
 // of segment 0's end. Symmetric: nothing lifts the pin, and segment 1
 // starts at 00:55 on segment 0's node (gap 0). Training, service: at the 00:50
-// cycle the pin is lifted, and segment 1 starts at 00:50 on A3's node
-// (gap −5 min).
+// cycle the pin is lifted, at once (no begin time: the pinned job keeps its
+// queue time), and segment 1 starts at 00:50 on A3's node (gap −5 min).
 func TestSimChainPinHeldToEnd(t *testing.T) {
 	cases := []struct {
 		workload string

@@ -94,8 +94,9 @@ func RulesOf(cl Cluster) Rules {
 // (Slurm: scontrol update JobId=ID ReqNodeList=), so that a successor
 // pinned to its predecessor's nodes (SubmitPinned) that lost them to
 // another job may start anywhere. The engine lifts it once the predecessor
-// has ended; on a Cluster without it a pinned successor keeps waiting for
-// its nodes.
+// has ended, or before where the chain's cost prices an early start below
+// an equal interruption; on a Cluster without it a pinned successor keeps
+// waiting for its nodes.
 type Unpinner interface {
 	Unpin(ctx context.Context, jobID string) error
 }

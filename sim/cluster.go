@@ -65,6 +65,9 @@ func (s *Sim) snapJob(j int32) provisioner.Job {
 		job.Reason = "Priority"
 		if d.held {
 			job.Reason = "Dependency"
+			if d.begin > s.now {
+				job.Reason = "BeginTime"
+			}
 		}
 		if d.est > 0 {
 			job.EstStart = time.Unix(d.est, 0).UTC()
@@ -121,6 +124,9 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 	}
 	s.extra = append(s.extra, sp)
 	s.dyns = append(s.dyns, dyn{state: stFuture, start: -1, end: -1})
+	if !req.Begin.IsZero() {
+		s.dyns[j].begin = req.Begin.Unix()
+	}
 	s.maxLimit = max(s.maxLimit, sp.limit)
 	s.arrive(j)
 	return id, nil

@@ -108,6 +108,7 @@ type dyn struct {
 	requeues int32
 	est      int64 // backfill's planned start (squeue --start), 0 if none
 	early    int64 // when a signal makes it end (Config.Checkpoint), 0 if none
+	begin    int64 // earliest start (sbatch --begin), 0 if none
 }
 
 type event struct {
@@ -956,6 +957,8 @@ func (s *Sim) handleEvent(ev event) {
 	switch d.state {
 	case stFuture: // delayed submit
 		s.arrive(j)
+	case stPending: // its begin time came
+		s.atBegin(j)
 	case stRunning:
 		sp := s.spec(j)
 		if s.now-d.start >= sp.limit {
@@ -988,9 +991,10 @@ func (s *Sim) arrive(j int32) {
 	d.state = stPending
 	d.elig = s.now
 	sp := s.spec(j)
-	if len(sp.deps) > 0 || sp.singleton {
+	if len(sp.deps) > 0 || sp.singleton || d.begin > s.now {
 		d.held = true
 		s.waiters = append(s.waiters, j)
+		s.deferTo(j, d.begin)
 		s.checkWaiters()
 	}
 	d.prio = s.priority(j)
@@ -1067,6 +1071,9 @@ func (s *Sim) checkWaiters() {
 }
 
 func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
+	if s.dyns[j].begin > s.now {
+		return false, false // not eligible before its begin time
+	}
 	sp := s.spec(j)
 	for _, dp := range sp.deps {
 		t := &s.dyns[dp.job]
@@ -1088,6 +1095,31 @@ func (s *Sim) depsMet(j int32) (ok, neverOK bool) {
 		}
 	}
 	return true, false
+}
+
+// deferTo makes pending job j, held in s.waiters, eligible no earlier than
+// begin (a Unix time; nothing when it is not after now): an event then
+// checks its hold again (atBegin).
+func (s *Sim) deferTo(j int32, begin int64) {
+	if begin > s.now {
+		s.events.push(event{t: begin, job: j, gen: s.dyns[j].gen})
+	}
+}
+
+// atBegin releases pending job j whose begin time came, unless a
+// dependency still holds it. Slurm has no event for a begin time: the job
+// is seen by the next backfill pass (bf_interval) or main pass, so only
+// those are flagged here, not an event-triggered main pass.
+func (s *Sim) atBegin(j int32) {
+	d := &s.dyns[j]
+	if !d.held {
+		return
+	}
+	main := s.dirtyMain
+	s.checkWaiters()
+	if !d.held && s.st.cfg.Backfill {
+		s.dirtyMain = main // the backfill pass (dirtyBF, set) starts it
+	}
 }
 
 // accrue adds the usage of running job j since the last accounting instant.

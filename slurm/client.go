@@ -514,6 +514,9 @@ func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string,
 // instead, and the caller (the chains layer) finds and adopts the job by
 // the tag in its comment (provisioner.Tag) on its next pass.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	if !req.Begin.IsZero() {
+		req.Begin = req.Begin.In(c.loc) // sbatch runs with TZ=c.cfg.TZ
+	}
 	args, err := SbatchArgs(req, c.cfg.Output)
 	if err != nil {
 		return "", err

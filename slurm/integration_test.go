@@ -452,6 +452,25 @@ func TestIntegrationDependency(t *testing.T) {
 	})
 }
 
+// TestIntegrationBegin: a job submitted with a begin time (sbatch --begin,
+// provisioner.SubmitRequest.Begin, in the Client's zone) pends for that
+// reason on an idle cluster and starts no earlier than that time.
+func TestIntegrationBegin(t *testing.T) {
+	t.Parallel()
+	it := newITest(t, nil)
+	begin := time.Now().Add(20 * time.Second).Truncate(time.Second)
+	id := it.submit(provisioner.SubmitRequest{Name: "begin", Script: it.script("begin.sh", "sleep 2"), TimeLimit: time.Minute, Begin: begin})
+	it.waitJob(id, 15*time.Second, "pending for its begin time", func(j *provisioner.Job) bool {
+		return j.State == provisioner.StatePending && j.Reason == "BeginTime"
+	})
+	j := it.waitJob(id, 2*time.Minute, "started", func(j *provisioner.Job) bool {
+		return j.State == provisioner.StateRunning || j.State.Finished()
+	})
+	if j.Start.Before(begin) {
+		t.Errorf("started at %s, before its begin time %s", j.Start, begin)
+	}
+}
+
 func TestIntegrationRejected(t *testing.T) {
 	t.Parallel()
 	it := newITest(t, nil)

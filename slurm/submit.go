@@ -24,7 +24,9 @@ var ErrBadRequest = wrapSentinel("invalid submission", provisioner.ErrRejected)
 //
 // Order: --parsable, then one option per set field of req — --job-name,
 // --account, --partition, --qos, --time (D-HH:MM:SS, rounded up to the
-// second), --nodes, GPUs, --comment, --dependency, --nodelist, --exclude,
+// second), --nodes, GPUs, --comment, --dependency, --begin (req.Begin as
+// YYYY-MM-DDTHH:MM:SS in the zone of its time.Time value, which sbatch reads
+// in its TZ: the Client converts it to the cluster's zone first), --nodelist, --exclude,
 // --export=ALL (when req.Env is set: the job gets sbatch's environment, to
 // which the Client adds SbatchEnv), --chdir, --output (output, unless
 // req.Args already sets -o/--output) — then req.Args verbatim (so the
@@ -98,6 +100,9 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	}
 	add("--comment", req.Comment)
 	add("--dependency", req.Dependency)
+	if !req.Begin.IsZero() {
+		add("--begin", req.Begin.Format(beginLayout))
+	}
 	for _, l := range []struct {
 		opt   string
 		nodes []string
@@ -122,6 +127,9 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	args = append(args, req.Args...)
 	return append(args, "--", req.Script), nil
 }
+
+// beginLayout is how sbatch --begin reads an absolute time (in its TZ).
+const beginLayout = "2006-01-02T15:04:05"
 
 // SbatchEnv lists req.Env as KEY=VALUE entries, keys sorted. The Client
 // runs sbatch with them added to its environment, and SbatchArgs passes

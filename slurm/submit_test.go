@@ -30,6 +30,7 @@ func TestSbatchArgs(t *testing.T) {
 				TimeLimit: 90*time.Minute + 30*time.Second, // 0 days, 1 h 30 min 30 s
 				Nodes:     2, GPUs: 8, GPUType: "a100",     // 8 GPUs over 2 nodes: 4 per node
 				Comment: "mirage:c1/3.0", Dependency: "afterany:41",
+				Begin:    time.Date(2026, 11, 29, 4, 5, 6, 0, time.FixedZone("CET", 3600)), // rendered in its own zone
 				NodeList: []string{"n1", "n2"}, Exclude: []string{"n3"},
 				Env:     map[string]string{"B": "2", "A": "x=y z"},
 				WorkDir: "/scratch/run",
@@ -37,7 +38,7 @@ func TestSbatchArgs(t *testing.T) {
 			output: "/scratch/logs/%x-%j.out",
 			want: []string{"--parsable", "--job-name=train", "--account=teama", "--partition=gpu", "--qos=normal",
 				"--time=0-01:30:30", "--nodes=2", "--gres=gpu:a100:4", "--comment=mirage:c1/3.0",
-				"--dependency=afterany:41", "--nodelist=n1,n2", "--exclude=n3", "--export=ALL",
+				"--dependency=afterany:41", "--begin=2026-11-29T04:05:06", "--nodelist=n1,n2", "--exclude=n3", "--export=ALL",
 				"--chdir=/scratch/run", "--output=/scratch/logs/%x-%j.out",
 				"--mem=4G", "--signal=B:USR1@120", "--", "job.sh"},
 		},
@@ -143,6 +144,21 @@ func TestSubmitPassesEnvToSbatch(t *testing.T) {
 	}
 	if got := r.calls[0]; !slices.Equal(got.env, []string{"MIRAGE_CHAIN=c1", "MIRAGE_PREV_JOB="}) || !slices.Contains(got.args, "--export=ALL") {
 		t.Errorf("sbatch ran with args %q, env %q", got.args, got.env)
+	}
+}
+
+// TestBeginInClusterZone: the Client renders a begin time in its zone
+// (Config.TZ, the TZ its commands run with) for sbatch --begin: 03:00 UTC
+// is 04:00 in Berlin in November (CET, UTC+1).
+func TestBeginInClusterZone(t *testing.T) {
+	r := &fakeRunner{replies: map[string][]reply{"sbatch": {{out: "42\n"}}}}
+	c, _ := newTestClient(t, r, func(cfg *Config) { cfg.TZ = "Europe/Berlin" })
+	begin := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	if _, err := c.Submit(context.Background(), provisioner.SubmitRequest{Script: "/x.sh", Begin: begin}); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.calls) != 1 || !slices.Contains(r.calls[0].args, "--begin=2026-11-29T04:00:00") {
+		t.Errorf("calls %v: want sbatch --begin=2026-11-29T04:00:00", r.calls)
 	}
 }
 

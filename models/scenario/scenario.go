@@ -355,6 +355,14 @@ func (c *ChainRun) SubmitSuccessor(dependency string) (Outcome, error) {
 	return c.submit(req)
 }
 
+// SubmitBegin is SubmitSuccessor with an earliest start (sbatch --begin;
+// Decision.Begin): the successor is submitted now and may start from begin.
+func (c *ChainRun) SubmitBegin(begin time.Time) (Outcome, error) {
+	req := c.Succ
+	req.Begin = begin
+	return c.submit(req)
+}
+
 // SubmitPinned is SubmitSuccessor restricted to nodes (the predecessor's:
 // provisioner.SubmitPinned).
 func (c *ChainRun) SubmitPinned(nodes []string) (Outcome, error) {
