@@ -112,7 +112,8 @@ func TestWalkForwardLS6(t *testing.T) {
 		"reactive gap equals the tables' on every chain, or the run fails). Replayed the same way, as `mirage submit` runs them: %s,\n"+
 		"each month with its model fitted once on the chains known at the month's start (the published cost), its online rule fed\n"+
 		"only hand-offs the replay has seen end. `NAME%s` is NAME's model deciding where `pin` would act as lead (whole nodes\n"+
-		"free, or nodes shared with the predecessor) and, everywhere else, the successor queued at once on its predecessor's nodes.\n\n",
+		"free, or nodes shared with the predecessor; a submission in the lead's last cycle begins 2 min before the limit) and,\n"+
+		"everywhere else, the successor queued at once on its predecessor's nodes.\n\n",
 		train.NoHoldSuffix, train.NoHarmSuffix, train.OnlinePolicyName, strings.Join(train.WFBaselines, ", "), strings.Join(replayed, ", "), models.PinSuffix)
 	if err := train.WriteWalkForwardTable(&b, rows, foldNames); err != nil {
 		t.Fatal(err)
@@ -185,12 +186,14 @@ func TestWalkForwardLS6(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "\n### The pin baseline against the same lines\n\n"+
 			"`pin` queues the successor at once on its predecessor's nodes while no whole node is free (it cannot start early\n"+
-			"there), acts as lead while nodes are free, and holds the pin while the predecessor runs, lifting it only if the\n"+
+			"there), acts as lead while nodes are free (in the lead's last cycle with `--begin` 2 min before the limit, so it does\n"+
+			"not start up to a cycle early), and holds the pin while the predecessor runs, lifting it only if the\n"+
 			"successor still pends after the predecessor ended (docs/guide/chains-and-daemon.md). It is not learned and nothing in\n"+
 			"it is fitted; it is not bound by the oracle, which only picks the tick to submit at, on any node. Its form was chosen\n"+
 			"after seeing results on these months: the split of the pinned forms' decisions between pin and the model after the\n"+
 			"service workload's (whole-run.md), holding the pin to the predecessor's end after the pinned forms' overlap here, in\n"+
-			"whole-run.md's service workload and in `make demo` (no parameter of either was fitted on them; history.md). Of every\n"+
+			"whole-run.md's service workload and in `make demo`, the begin time after whole-run.md's service workload (no parameter\n"+
+			"of any was fitted on them; history.md). Of every\n"+
 			"policy scored, the lowest pooled mean |gap| is **%s**'s (%.2f h);\n"+
 			"per class%s. Which policy a site should use weighs this page, which prices an hour of overlap as an hour of\n"+
 			"interruption, with whole-run.md, which prices it as the workload does: docs/guide/chains-and-daemon.md.\n\n", lowest, at, perClass)
