@@ -37,10 +37,10 @@ const (
 	// asked to start (Decision.Begin, sbatch --begin): without it, it
 	// would start at once, up to a whole cycle early. Not for chains that
 	// hand off (the training workload), whose early start costs one
-	// checkpoint. Slurm notices a
-	// begin time at its next scheduling pass (backfill every bf_interval,
-	// 30 s by default; the main pass every sched_interval, 60 s), so two
-	// minutes leave a whole main pass to start it before the limit.
+	// checkpoint. Slurm notices a begin time at its next scheduling pass
+	// (backfill every bf_interval, 30 s by default; the main pass every
+	// sched_interval, 60 s), so two minutes leave a whole main pass to
+	// start it before the limit.
 	BeginMargin = 2 * time.Minute
 )
 
@@ -211,8 +211,8 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     a pending pinned successor and lifts its node list when this policy
 //     would submit it now: after the predecessor ended, or before where
 //     the chain's cost prices an early start below an equal interruption
-//     (stepContext.unpin). A submission (or lift) inner decides in the
-//     last decision cycle before the predecessor's limit (within
+//     (stepContext.unpin). A submission inner decides in the last
+//     decision cycle before the predecessor's limit (within
 //     DefaultLead) is timed to start BeginMargin before the limit
 //     (Decision.Begin) rather than at once, up to a cycle early, unless
 //     the chain hands off (the training workload). A lift within the lead

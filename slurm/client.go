@@ -635,8 +635,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			return nil, err
 		}
 	}
-	const layout = "2006-01-02T15:04:05"
-	args := []string{"--allocations", "-S", q.Start.In(c.loc).Format(layout), "-E", q.End.In(c.loc).Format(layout)}
+	args := []string{"--allocations", "-S", q.Start.In(c.loc).Format(timeLayout), "-E", q.End.In(c.loc).Format(timeLayout)}
 	if len(q.IDs) > 0 {
 		args = append(args, "-j", strings.Join(q.IDs, ","))
 	}

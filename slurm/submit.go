@@ -101,7 +101,7 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	add("--comment", req.Comment)
 	add("--dependency", req.Dependency)
 	if !req.Begin.IsZero() {
-		add("--begin", req.Begin.Format(beginLayout))
+		add("--begin", req.Begin.Format(timeLayout))
 	}
 	for _, l := range []struct {
 		opt   string
@@ -128,8 +128,9 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	return append(args, "--", req.Script), nil
 }
 
-// beginLayout is how sbatch --begin reads an absolute time (in its TZ).
-const beginLayout = "2006-01-02T15:04:05"
+// timeLayout is Slurm's absolute time (YYYY-MM-DDTHH:MM:SS), as its
+// commands print it and read it (sbatch --begin, sacct -S/-E), in their TZ.
+const timeLayout = "2006-01-02T15:04:05"
 
 // SbatchEnv lists req.Env as KEY=VALUE entries, keys sorted. The Client
 // runs sbatch with them added to its environment, and SbatchArgs passes

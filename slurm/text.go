@@ -159,7 +159,7 @@ func parseSlurmTime(s string, loc *time.Location) (time.Time, error) {
 	if loc == nil {
 		loc = time.UTC
 	}
-	t, err := time.ParseInLocation("2006-01-02T15:04:05", s, loc)
+	t, err := time.ParseInLocation(timeLayout, s, loc)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("time %q: want YYYY-MM-DDTHH:MM:SS (is SLURM_TIME_FORMAT set?)", s)
 	}
