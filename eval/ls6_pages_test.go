@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -90,8 +91,9 @@ func writeServiceTable(b *bytes.Buffer, svc []GroupStats, policies, baselines, d
 			fmt.Fprintf(b, "| %s | %s | %d | %.1f%% | %.2f | %.2f | %s |\n", class, p, g.N, 100*g.ZeroInterruption, g.OverlapMean, g.InterruptionMean, strings.Join(by, ", "))
 			if l := findHandoffs(svc, provisioner.PolicyLead, class); slices.Contains(defs, p) && l != nil {
 				better := g.ZeroInterruption > l.ZeroInterruption && g.OverlapMean <= l.OverlapMean
-				lines = append(lines, fmt.Sprintf("- %s, %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% at mean overlap %.3f h vs %.3f h (mean interruption %.2f h vs %.2f h) — %s",
-					p, class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, g.OverlapMean, l.OverlapMean, g.InterruptionMean, l.InterruptionMean, yes(better)))
+				lines = append(lines, fmt.Sprintf("- %s, %s class: dominated by %s — %s; against lead, zero interruption %.1f%% vs %.1f%% (%d vs %d of %d) at mean overlap %.3f h vs %.3f h (mean interruption %.2f h vs %.2f h) — %s",
+					p, class, orNone(by), yes(len(by) == 0), 100*g.ZeroInterruption, 100*l.ZeroInterruption, int(math.Round(g.ZeroInterruption*float64(g.N))), int(math.Round(l.ZeroInterruption*float64(l.N))), g.N,
+					g.OverlapMean, l.OverlapMean, g.InterruptionMean, l.InterruptionMean, yes(better)))
 			}
 		}
 	}

@@ -349,16 +349,27 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 // training runs (whole-run.md).
 const DefaultPinned = DefaultLearned + PinSuffix
 
-// DefaultPolicyFor is the policy of a chain submitted to cl without one.
-// On a backend that can lift a pending job's node list
-// (provisioner.Unpinner: Slurm, the simulator): DefaultPinned when
-// policies can build it, else xgb's pinned form when only xgb is trained,
-// else pin; the chain's cost (its workload) then decides how the policy
-// submits and when a pin may be lifted early. Elsewhere DefaultPolicy.
-// warn says why a trained default cannot be used.
-func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory) (name string, warn error) {
+// DefaultPolicyFor is the policy of a chain of the given workload
+// submitted to cl without one. On a backend that can lift a pending job's
+// node list (provisioner.Unpinner: Slurm, the simulator): pin for a
+// service (provisioner.WorkloadService), whatever is trained; otherwise
+// DefaultPinned when policies can build it, else xgb's pinned form when
+// only xgb is trained, else pin. The chain's cost (its workload) then
+// decides how the policy submits and when a pin may be lifted early.
+// Elsewhere DefaultPolicy. warn says why a trained default cannot be used.
+//
+// A service's default is pin because, of the policies in whole-run.md,
+// it alone starts more of a service's successors without downtime than
+// lead at no more overlap in every load class: a learned policy deciding
+// with the service cost, under which overlap within its budget is free,
+// starts successors up to that budget early (hours of both copies
+// serving).
+func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
 	if _, ok := cl.(provisioner.Unpinner); !ok {
 		return DefaultPolicy(policies)
+	}
+	if workload == provisioner.WorkloadService {
+		return provisioner.PolicyPin, nil
 	}
 	return firstBuildable(policies, []string{DefaultPinned, fallbackLearned + PinSuffix}, provisioner.PolicyPin)
 }

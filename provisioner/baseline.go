@@ -113,7 +113,9 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     predecessor ends, the engine lifts the node list (Unpinner) and the
 //     successor, aged since its submission, may start anywhere; under a
 //     cost that prices an early start below an equal interruption it also
-//     does so within the lead when whole nodes are free elsewhere. Where the
+//     does so within the lead when whole nodes are free elsewhere and, in
+//     a chain that does not hand off, spare (no pending job waits for
+//     them: it would jump ahead of the jobs they are kept for). Where the
 //     successor would fit beside its predecessor on the predecessor's nodes
 //     (nodes shared between jobs), a pin cannot keep them apart and pin
 //     acts as lead. Acting as lead in the last cycle before E, it asks the
@@ -211,7 +213,8 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     a pending pinned successor and lifts its node list when this policy
 //     would submit it now: after the predecessor ended, or before where
 //     the chain's cost prices an early start below an equal interruption
-//     (stepContext.unpin). A submission inner decides in the last
+//     and, unless the chain hands off, no pending job waits for the free
+//     nodes (stepContext.unpin). A submission inner decides in the last
 //     decision cycle before the predecessor's limit (within
 //     DefaultLead) is timed to start BeginMargin before the limit
 //     (Decision.Begin) rather than at once, up to a cycle early, unless
@@ -322,6 +325,29 @@ func freeNodes(snap *Snapshot, req *SubmitRequest) int {
 		n++
 	}
 	return n
+}
+
+// spareNodes is freeNodes less what the jobs waiting for nodes could take
+// of them: every pending job of the request's partition (any partition
+// when it names none) other than own whose reason says it waits for nodes
+// (Priority, Resources) takes its nodes, or all the free ones when it
+// needs more (they are what it would start on as others free). Whole
+// nodes free while such jobs wait are the scheduler's to give to the job
+// ahead (a backfill reservation keeps them for it); a successor started
+// early there would take them from it.
+func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
+	if snap == nil {
+		return 0
+	}
+	free := freeNodes(snap, req)
+	spare := free
+	for _, j := range snap.Pending() {
+		if j.ID == own || j.Reason != "Priority" && j.Reason != "Resources" || req.Partition != "" && j.Partition != req.Partition {
+			continue
+		}
+		spare -= min(max(j.Nodes, 1), free)
+	}
+	return max(spare, 0)
 }
 
 type lead struct{ lead time.Duration }

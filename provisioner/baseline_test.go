@@ -259,3 +259,39 @@ func TestGPUsPerNode(t *testing.T) {
 		}
 	}
 }
+
+// TestSpareNodes: three whole nodes free in partition gpu (n4 half used,
+// n5 in another partition); the jobs waiting for nodes take what they
+// could of them, counted by hand.
+func TestSpareNodes(t *testing.T) {
+	node := func(name, part string, used int) Node {
+		return Node{Name: name, State: NodeUp, CPUs: 8, GPUs: 4, GPUsUsed: used, Partitions: []string{part}}
+	}
+	nodes := []Node{node("n1", "gpu", 0), node("n2", "gpu", 0), node("n3", "gpu", 0), node("n4", "gpu", 2), node("n5", "cpu", 0)}
+	pend := func(id, part, reason string, n int) Job {
+		return Job{ID: id, Partition: part, State: StatePending, Reason: reason, Nodes: n}
+	}
+	req := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	cases := []struct {
+		name string
+		jobs []Job
+		want int
+	}{
+		{"nothing waits", nil, 3},
+		{"own pinned job (excluded)", []Job{pend("own", "gpu", "Priority", 1)}, 3},
+		{"one 1-node job waits", []Job{pend("a", "gpu", "Priority", 1)}, 2},
+		{"a 2-node job waits for resources", []Job{pend("a", "gpu", "Resources", 2)}, 1},
+		{"an 8-node job would take all three", []Job{pend("a", "gpu", "Resources", 8)}, 0},
+		{"not waiting for nodes, or elsewhere", []Job{pend("a", "gpu", "Dependency", 1), pend("b", "gpu", "BeginTime", 1), pend("c", "cpu", "Priority", 1),
+			{ID: "d", Partition: "gpu", State: StateRunning, Nodes: 1}}, 3},
+		{"two jobs, 1 + 1 nodes", []Job{pend("a", "gpu", "Priority", 1), pend("b", "gpu", "Priority", 1)}, 1},
+	}
+	for _, c := range cases {
+		if got := spareNodes(&Snapshot{Nodes: nodes, Jobs: c.jobs}, &req, "own"); got != c.want {
+			t.Errorf("%s: %d spare, want %d", c.name, got, c.want)
+		}
+	}
+	if got := spareNodes(nil, &req, "own"); got != 0 {
+		t.Errorf("no snapshot: %d spare, want 0", got)
+	}
+}

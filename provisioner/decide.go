@@ -304,7 +304,12 @@ func (c *stepContext) jobOf(ch *Chain, seg *Segment) *Job {
 // an equal interruption (earlyStartCheaper): pinned, the successor starts
 // as its predecessor's nodes free, so lifting the pin can only start it
 // alongside, which under the published symmetric cost is no cheaper than
-// the interruption it avoids.
+// the interruption it avoids. Unless the chain hands off, it also holds
+// while the free nodes are not spare (spareNodes: jobs wait for them):
+// pinned since long before, the successor has aged, and lifted it would
+// jump ahead of the jobs the scheduler keeps those nodes for, holding two
+// sets of nodes while they wait. A hand-off chain's predecessor frees its
+// nodes a checkpoint after its successor starts.
 func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	ch := &w.chain
 	prev := w.final(last.Index - 1)
@@ -318,7 +323,7 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	pj := *c.jobOf(ch, prev)
 	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
 		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
-	if !pj.State.Finished() && !earlyStartCheaper(obs) {
+	if !pj.State.Finished() && (!earlyStartCheaper(obs) || !handsOff(ch) && spareNodes(obs.Snapshot, &obs.Successor, last.JobID) < max(obs.Successor.Nodes, 1)) {
 		return false
 	}
 	d, err := pol.Decide(obs)

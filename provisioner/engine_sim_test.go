@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -383,20 +384,29 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 // starts at 00:55 on segment 0's node (gap 0). Training, service: at the 00:50
 // cycle the pin is lifted, at once (no begin time: the pinned job keeps its
 // queue time), and segment 1 starts at 00:50 on A3's node (gap −5 min).
+//
+// With a job waiting for nodes: another user submits H (2 nodes, 10 h) at
+// 00:20, when no node is free; it still waits at 00:50 (one node free),
+// so A3's node is not spare. The service's pin then holds as under the
+// symmetric cost (segment 1 starts at 00:55 on segment 0's node); the
+// training chain, which hands off, lifts it at 00:50 all the same.
 func TestSimChainPinHeldToEnd(t *testing.T) {
 	cases := []struct {
 		workload string
+		waiting  bool // H waits for nodes from 00:20
 		start1   time.Duration
 		onPred   bool // segment 1 ran on segment 0's node
 		gaps     string
 		actions  string
 	}{
-		{"", 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
-		{provisioner.WorkloadTraining, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
-		{provisioner.WorkloadService, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"}, // overlap within its 2 h budget costs nothing
+		{"", false, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
+		{provisioner.WorkloadTraining, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
+		{provisioner.WorkloadService, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"}, // overlap within its 2 h budget costs nothing
+		{provisioner.WorkloadService, true, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
+		{provisioner.WorkloadTraining, true, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
 	}
 	for _, c := range cases {
-		t.Run("workload="+c.workload, func(t *testing.T) {
+		t.Run(fmt.Sprintf("workload=%s/waiting=%v", c.workload, c.waiting), func(t *testing.T) {
 			ctx := context.Background()
 			s := newFourNodeSim(t)
 			for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 45 * time.Minute} {
@@ -404,7 +414,31 @@ func TestSimChainPinHeldToEnd(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ch, gaps, bySeg, recs := runChainWith(t, simCluster{s}, provisioner.PolicyPin, c.workload, 2, func(time.Time) {}) // (other users' jobs: not the chain's)
+			var h string
+			ch, gaps, bySeg, recs := runChainWith(t, simCluster{s}, provisioner.PolicyPin, c.workload, 2, func(now time.Time) { // (other users' jobs: not the chain's)
+				if c.waiting && now.Equal(simT0.Add(20*time.Minute)) {
+					var err error
+					if h, err = s.Submit(ctx, provisioner.SubmitRequest{Name: "H", Partition: "batch", TimeLimit: 10 * time.Hour, Nodes: 2, GPUs: 8}); err != nil {
+						t.Error(err)
+					}
+				}
+				if h != "" && now.Equal(simT0.Add(50*time.Minute)) {
+					snap, err := s.Snapshot(ctx)
+					if err != nil {
+						t.Fatal(err)
+					}
+					idle := 0
+					for _, n := range snap.Nodes {
+						if n.GPUsUsed == 0 {
+							idle++
+						}
+					}
+					i := slices.IndexFunc(snap.Jobs, func(j provisioner.Job) bool { return j.ID == h })
+					if idle != 1 || i < 0 || snap.Jobs[i].State != provisioner.StatePending {
+						t.Errorf("at 00:50: %d idle nodes, H %v; want one idle node and H waiting", idle, i >= 0 && snap.Jobs[i].State == provisioner.StatePending)
+					}
+				}
+			})
 			if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
 				t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
 			}

@@ -125,10 +125,10 @@ func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
 }
 
 // TestSubmitDefaultPolicy: without --policy, submit uses on a backend that
-// can lift a pending job's node list (the simulator, as Slurm), whatever
-// the chain's workload, the default learned policy's pinned form when
-// --models holds its model (and records the directory for the daemon), pin
-// when it holds none; an explicit --policy always wins.
+// can lift a pending job's node list (the simulator, as Slurm), the
+// default learned policy's pinned form when --models holds its model (and
+// records the directory for the daemon), pin when it holds none or the
+// chain is a service; an explicit --policy always wins.
 func TestSubmitDefaultPolicy(t *testing.T) {
 	t.Parallel()
 	fx := trainedFixture(t)
@@ -142,7 +142,7 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 		{nil, provisioner.PolicyPin, ""},
 		{[]string{"--workload", "service"}, provisioner.PolicyPin, ""}, // no model
 		{[]string{"--workload", "training", "--models", fx.dir}, models.DefaultPinned, fx.dir},
-		{[]string{"--workload", "service", "--models", fx.dir}, models.DefaultPinned, fx.dir},
+		{[]string{"--workload", "service", "--models", fx.dir}, provisioner.PolicyPin, ""}, // a service: pin, model or not (no model to record)
 		{[]string{"--cost-interruption", "120", "--models", fx.dir}, models.DefaultPinned, fx.dir},
 	} {
 		id := e.submitChain(t, append(append([]string{script, "--new", "--segments", "2"}, c.args...), "--", "-p", "batch")...)
@@ -167,7 +167,7 @@ type noPin struct{ provisioner.Cluster }
 // TestDefaultPolicyWithoutUnpin: on a backend without provisioner.Unpinner
 // the default is the default learned policy when the models directory
 // holds it, xgb when only xgb's model is there, lead when it holds neither;
-// on one with it, their pinned forms, and pin.
+// on one with it, their pinned forms, and pin (and pin for a service).
 func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 	fx := trainedFixture(t)
 	f := func(dir string) provisioner.PolicyFactory { return models.PolicyFactory(dir, models.PolicyOptions{}) }
@@ -176,16 +176,24 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir), ""); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
 	// On the simulator (an Unpinner): the same models' pinned forms, pin
 	// without.
 	for _, c := range []struct{ dir, want string }{{fx.dir, "xgb-online-pin"}, {xgbOnly, "xgb-pin"}, {t.TempDir(), provisioner.PolicyPin}} {
-		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(c.dir)); got != c.want {
+		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(c.dir), ""); got != c.want {
 			t.Errorf("on the simulator, models in %s: default %q, want %q", c.dir, got, c.want)
 		}
+	}
+	// A service: pin on the simulator whatever is trained; without the
+	// Unpinner, as any other chain.
+	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(fx.dir), provisioner.WorkloadService); got != provisioner.PolicyPin {
+		t.Errorf("service on the simulator with models: default %q, want pin", got)
+	}
+	if got, _ := models.DefaultPolicyFor(noPin{}, f(fx.dir), provisioner.WorkloadService); got != models.DefaultLearned {
+		t.Errorf("service without the Unpinner, with models: default %q, want %s", got, models.DefaultLearned)
 	}
 }
 

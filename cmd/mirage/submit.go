@@ -83,7 +83,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: pin for --workload service; otherwise "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -113,7 +113,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f)); warn != nil {
+		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f), ch.Workload); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
