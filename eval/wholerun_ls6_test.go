@@ -275,7 +275,8 @@ func TestWholeRunLS6(t *testing.T) {
 		"successor, aged since its pinned submission, would jump ahead of the jobs they are kept for; the service cost prices overlap\n" +
 		"within its budget below interruption; under the symmetric cost the pin holds until the predecessor ends). Nothing in it is\n" +
 		"fitted. The spare-node condition was chosen after seeing these months' service results (docs/history.md lists the variants\n" +
-		"tried); November, unseen, is low load throughout and does not exercise it (pin-november.md). Zero interruption = share of\n" +
+		"tried); November, unseen, is low load as recorded and does not exercise it, but with its arrivals scaled to these months'\n" +
+		"GPU-hours per day pin meets the line against lead in every class there (pin-november.md). Zero interruption = share of\n" +
 		"hand-offs whose successor ran when the predecessor ended; dominated by = the baselines with both a larger zero-interruption\n" +
 		"share and a smaller mean overlap. **`" + def + "`** (the default of other chains once the model is trained) is xgb-online\n" +
 		"fitted for the service cost, pinned as `pin` is, deciding where pin would act as lead: shown for comparison, it starts\n" +

@@ -323,7 +323,7 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	pj := *c.jobOf(ch, prev)
 	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
 		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
-	if !pj.State.Finished() && (!earlyStartCheaper(obs) || !handsOff(ch) && spareNodes(obs.Snapshot, &obs.Successor, last.JobID) < max(obs.Successor.Nodes, 1)) {
+	if !pj.State.Finished() && !mayLiftEarly(obs, last.JobID) {
 		return false
 	}
 	d, err := pol.Decide(obs)
@@ -348,6 +348,17 @@ func liftNote(begin, now time.Time) string {
 		return ""
 	}
 	return " at once (a begin time would make it ineligible until then and could leave the free nodes to others)"
+}
+
+// mayLiftEarly reports whether the pin of job own may be lifted while its
+// predecessor runs (see unpin): the chain's cost prices an early start
+// below an equal interruption, and the chain hands off or the free nodes
+// are spare.
+func mayLiftEarly(obs *Observation, own string) bool {
+	if !earlyStartCheaper(obs) {
+		return false
+	}
+	return handsOff(obs.Chain) || spareNodes(obs.Snapshot, &obs.Successor, own) >= max(obs.Successor.Nodes, 1)
 }
 
 // earlyStartCheaper reports whether, under the chain's cost, a successor
