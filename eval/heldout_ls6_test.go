@@ -104,8 +104,8 @@ func TestPinNovemberLS6(t *testing.T) {
 	// spare-node condition was chosen for appear on a month no choice
 	// looked at. The ratio is computed, not chosen.
 	decFeb := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), ls6Months(20)[3]}
-	ratio := demandPerDay(jobs, decFeb[0], decFeb[1]) / demandPerDay(jobs, from, until)
-	scaled, err := sc.Scaled(min(max(ratio, 1), 16), 1, 0)
+	novDemand, busyDemand := demandPerDay(jobs, from, until), demandPerDay(jobs, decFeb[0], decFeb[1])
+	scaled, err := sc.Scaled(min(max(busyDemand/novDemand, 1), 16), 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestPinNovemberLS6(t *testing.T) {
 	fmt.Fprintf(&b, "November's arrivals scaled ×%.2f: the GPU-hours its jobs demand per day (%.0f) against those of the jobs submitted\n"+
 		"from December to February 20 (%.0f), so that the loaded classes appear on a month no choice looked at (jobs replayed\n"+
 		"again under the same user and shape after a jitter under 1 h, `scenario.Scaled`, seed 1). The ratio comes from the\n"+
-		"trace, not from results. Same chains as above.\n\n", scaled.Scale, demandPerDay(jobs, from, until), demandPerDay(jobs, decFeb[0], decFeb[1]))
+		"trace, not from results. Same chains as above.\n\n", scaled.Scale, novDemand, busyDemand)
 	lines = writeServiceTable(&b, busySvc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin})
 	b.WriteString("\n### Issue 23's service lines at that demand, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")

@@ -342,7 +342,7 @@ func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
 	free := freeNodes(snap, req)
 	spare := free
 	for _, j := range snap.Pending() {
-		if j.ID == own || j.Reason != "Priority" && j.Reason != "Resources" || req.Partition != "" && j.Partition != req.Partition {
+		if j.ID == own || j.Reason != PendingPriority && j.Reason != PendingResources || req.Partition != "" && j.Partition != req.Partition {
 			continue
 		}
 		spare -= min(max(j.Nodes, 1), free)

@@ -30,6 +30,14 @@ func (s JobState) Finished() bool {
 	return true
 }
 
+// Pending reasons (Job.Reason) that mirage reads, as squeue prints them.
+const (
+	PendingPriority   = "Priority"   // jobs ahead of it in the queue
+	PendingResources  = "Resources"  // waiting for nodes to free
+	PendingDependency = "Dependency" // held until a dependency is met
+	PendingBeginTime  = "BeginTime"  // held until its begin time
+)
+
 // Job is one batch job (or Kubernetes workload) as a backend reports it.
 // Zero times mean "not known / not yet".
 type Job struct {

@@ -62,11 +62,11 @@ func (s *Sim) snapJob(j int32) provisioner.Job {
 	}
 	switch d.state {
 	case stPending:
-		job.Reason = "Priority"
+		job.Reason = provisioner.PendingPriority
 		if d.held {
-			job.Reason = "Dependency"
+			job.Reason = provisioner.PendingDependency
 			if d.begin > s.now {
-				job.Reason = "BeginTime"
+				job.Reason = provisioner.PendingBeginTime
 			}
 		}
 		if d.est > 0 {

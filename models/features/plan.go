@@ -185,7 +185,7 @@ func newPlanner(snap *provisioner.Snapshot, now time.Time, s planShape, places b
 				pl.running = append(pl.running, j)
 			}
 		case provisioner.StatePending:
-			if j.Reason != "Dependency" && pl.need(j.Nodes, j.GPUs) > 0 {
+			if j.Reason != provisioner.PendingDependency && pl.need(j.Nodes, j.GPUs) > 0 {
 				pl.pend = append(pl.pend, j)
 			}
 		}

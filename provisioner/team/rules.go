@@ -171,7 +171,7 @@ func (r *Rules) usage(snap *provisioner.Snapshot, team string, replaced map[stri
 				u.addType(j.GPUType, j.GPUs)
 			}
 		case provisioner.StatePending:
-			if r.IsBorrowed(j) || j.Depend != "" || j.Reason == "Dependency" {
+			if r.IsBorrowed(j) || j.Depend != "" || j.Reason == provisioner.PendingDependency {
 				continue
 			}
 			u.Used += j.GPUs
