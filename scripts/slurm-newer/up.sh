@@ -31,6 +31,9 @@ case "$REL" in
 25.05) BASE=27000 ;; # the same + 1000
 *) echo "usage: up.sh 24.11|25.05" >&2; exit 2 ;;
 esac
+# MIRAGE_SLURM_PORT_OFFSET moves every port, so that two test clusters of the
+# same release (two work trees) can run side by side.
+BASE=$((BASE + ${MIRAGE_SLURM_PORT_OFFSET:-0}))
 t0=$(date +%s)
 mkdir -p "$STATE/bin"
 
