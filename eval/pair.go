@@ -390,7 +390,7 @@ func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy, 
 		return scenario.Outcome{}, 0, err
 	}
 	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
-		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog,
+		Policies: func(provisioner.PolicyKey) (provisioner.Policy, error) { return pol, nil }, Log: discardLog,
 		HandOffs: func(context.Context) ([]provisioner.HandOff, error) { return hs, nil }}
 	for k := 0; k < run.Ticks(); k++ {
 		run.Advance(run.TickTime(k))

@@ -35,11 +35,10 @@ type Engine struct {
 	Cluster  Cluster       // the backend (HistorySource too, where it has one)
 	Store    Store         // durable chain state
 	Clock    Clock         // decision time
-	Policies PolicyFactory // policy by name; nil: BaselinePolicy
-	// PoliciesIn resolves the policies of chains that name their models
-	// directory (Chain.Models); nil: Policies for all.
-	PoliciesIn func(modelsDir string) PolicyFactory
-	Rules      Rules // team rules; nil: admit everything
+	// Policies resolves each active chain's policy before the step, once
+	// per key and cycle (it may load model files); nil: BaselinePolicy.
+	Policies PolicyResolver
+	Rules    Rules // team rules; nil: admit everything
 	// Self is the user whose jobs the chains are (StepInput.Self); "" skips
 	// the owner check (the simulator).
 	Self string
@@ -171,7 +170,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		return rep, err
 	}
 	// 4. the pure step
-	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
 		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
