@@ -32,9 +32,9 @@ const (
 // SubmitGrace, by taking it as not submitted, or the recorded job. Every
 // decision, action and error is recorded in the Store.
 type Engine struct {
-	Cluster  Cluster       // the backend (HistorySource too, where it has one)
-	Store    Store         // durable chain state
-	Clock    Clock         // decision time
+	Cluster Cluster // the backend (HistorySource too, where it has one)
+	Store   Store   // durable chain state
+	Clock   Clock   // decision time
 	// Policies resolves each active chain's policy before the step, once
 	// per key and cycle (it may load model files); nil: BaselinePolicy.
 	Policies PolicyResolver
