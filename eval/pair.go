@@ -37,19 +37,14 @@ type PairConfig struct {
 	Workers  int                   // goroutines (0: all cores)
 	Cell     string                // Sample.Cell (default: scenario name)
 	Progress func(done, total int) // called after each injection, serialised
-	// Direct asks the policies through Policy.Decide on features.Observe's
-	// observation instead of through the provisioner's Engine (the default,
-	// as the daemon decides); the two give the same features and outcomes
-	// (TestRunPairsEngineMatchesDirect).
-	Direct bool
 }
 
 // RunPairs runs the published pair protocol on the scenario: at every
 // injection time of the window and for each chain size, a predecessor
 // (limit used fully) is injected; once it runs, each policy in turn, in its
 // own fork of the same simulator state, is asked every Tick (the same
-// observation builder as dataset generation and the daemon: features.Observe)
-// whether to submit the successor; an unsubmitted successor is submitted
+// observation builder as dataset generation and the daemon:
+// provisioner.Observe) whether to submit the successor; an unsubmitted successor is submitted
 // at the protocol's deadline (Lead before the predecessor's end). The run
 // continues until the successor starts; its gap becomes one Sample. The
 // load class of every sample of a chain is that of the reactive
@@ -61,10 +56,9 @@ type PairConfig struct {
 // chain's simulator (the sim is the Cluster and HistorySource, its logical
 // clock the Clock); the engine builds the observation, asks the policy and
 // submits the successor (with an afterany dependency for SubmitAfter, on
-// the predecessor's nodes for SubmitPinned).
-// With Direct, the harness calls Policy.Decide on features.Observe's
-// observation and submits itself. The deadline submission is the
-// protocol's, outside the engine.
+// the predecessor's nodes for SubmitPinned), and lifts a pin as it does in
+// the daemon. The deadline submission is the protocol's, outside the
+// engine.
 //
 // The base replay runs on the calling goroutine; each injection is worked
 // by one goroutine on its own forks; samples are ordered by injection, then
@@ -111,7 +105,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct, ledger: ledger}
+			wk := &pairWorker{p: p, cell: cell, ledger: ledger}
 			wk.policies, wk.err = wk.build(cfg)
 			for jb := range jobs {
 				if wk.err != nil {
@@ -163,7 +157,6 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 type pairWorker struct {
 	p        scenario.Protocol
 	cell     string
-	direct   bool
 	policies []provisioner.Policy
 	run      *scenario.ChainRun
 	err      error
@@ -303,57 +296,7 @@ func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy, online
 	if online {
 		hs = w.handOffs
 	}
-	if w.direct {
-		return w.playDirect(run, pol, hs)
-	}
 	return w.playEngine(run, pol, hs)
-}
-
-// playDirect calls Decide on features.Observe's observation and submits itself.
-func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, hs []provisioner.HandOff) (scenario.Outcome, int, error) {
-	for k := 0; k < run.Ticks(); k++ {
-		obs, err := run.Observe(run.TickTime(k))
-		if err != nil {
-			return scenario.Outcome{}, 0, err
-		}
-		obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
-		d, err := pol.Decide(obs)
-		if err != nil {
-			return scenario.Outcome{}, 0, err
-		}
-		switch d.Action {
-		case provisioner.SubmitNow:
-			o, err := run.SubmitBegin(d.Begin)
-			return o, 1, err
-		case provisioner.SubmitAfter:
-			o, err := run.SubmitSuccessor("afterany:" + run.PredID)
-			return o, 1, err
-		case provisioner.SubmitPinned:
-			if obs.Predecessor != nil && len(obs.Predecessor.NodeList) > 0 {
-				req := run.Succ
-				req.NodeList = obs.Predecessor.NodeList
-				id, err := run.S.Submit(context.Background(), req)
-				if err != nil {
-					return scenario.Outcome{}, 0, fmt.Errorf("chain %s: submit successor: %w", run.Chain.ID, err)
-				}
-				// Each tick, ask the policy again; when it would submit
-				// unpinned, lift the pin (as the engine does).
-				o, err := w.followPinned(run, id, obs.Now, true, func() (bool, error) {
-					obs, err := run.Observe(run.S.Now())
-					if err != nil {
-						return false, err
-					}
-					obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
-					if d, err := pol.Decide(obs); err != nil || d.Action != provisioner.SubmitNow {
-						return true, err
-					}
-					return false, run.S.Unpin(context.Background(), id)
-				})
-				return o, 1, err
-			}
-		}
-	}
-	return w.deadline(run)
 }
 
 // deadline is the protocol's forced submission.

@@ -233,9 +233,7 @@ func (c *stepContext) decide(w *chainWork) {
 		w.record(DecisionRecord{Segment: last.Index + 1, Action: ActError, Error: fmt.Sprintf("policy %q: %v", ch.Policy, err)})
 		return
 	}
-	predCopy := *pred
-	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &predCopy,
-		Successor: segmentRequest(ch, last.Index+1, 0, last.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
+	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, pred, segmentRequest(ch, last.Index+1, 0, last.JobID), knownBy(c.in.HandOffs, w.now))
 	d, err := pol.Decide(obs)
 	feat := d.Features
 	if feat == "" {
@@ -303,10 +301,8 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	if err != nil {
 		return false // the policy error is recorded by the decision for the next segment, if any
 	}
-	pj := *c.jobOf(ch, prev)
-	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
-		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
-	if !pj.State.Finished() && !mayLiftEarly(obs, last.JobID) {
+	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, c.jobOf(ch, prev), segmentRequest(ch, last.Index, last.Attempt, prev.JobID), knownBy(c.in.HandOffs, w.now))
+	if !obs.Predecessor.State.Finished() && !mayLiftEarly(obs, last.JobID) {
 		return false
 	}
 	d, err := pol.Decide(obs)

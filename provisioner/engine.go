@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// DefaultHistoryWindow is how much history the engine reads for policies
-// (the published protocol's 24 hours); it reads further back when a stored
-// segment needs it.
-const DefaultHistoryWindow = 24 * time.Hour
-
 // Fault-injection points of Engine.Fault (tests kill the process there).
 const (
 	FaultAfterBookkeeping = "after-bookkeeping" // reconciliation committed, nothing submitted yet

@@ -68,7 +68,7 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
 	f.Uint64Var(&o.sim.Seed, "seed", 1, "simulator seed for --trace")
-	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
+	f.DurationVar(&o.history, "history", provisioner.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("models")
