@@ -47,7 +47,6 @@ const partitionBuckets = 4
 // (the `average` baseline's 100).
 const HistoryStarts = 100
 
-
 // schemaOf names the fields computeFeatures writes for one family.
 func schemaOf(name string, version int, wait bool) SchemaID {
 	w := &featureWriter{names: []string{}, scratch: new(featureScratch)}
