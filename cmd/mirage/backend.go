@@ -114,7 +114,7 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 // A learned policy whose model is missing or unusable is replaced by lead,
 // with a warning, so that its chains go on.
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
-	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
+	fault := faultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
 	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f)),
 		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
 }

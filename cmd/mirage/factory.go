@@ -49,9 +49,9 @@ func newFactory() *Factory {
 	f := &Factory{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal,
 		Now:    func() time.Time { return time.Now().UTC() },
-		Seed:   provisioner.RandomSeed,
+		Seed:   randomSeed,
 		Getenv: os.Getenv,
-		Sleep:  provisioner.SleepContext,
+		Sleep:  sleepContext,
 		Policies: func(dir string) provisioner.PolicyFactory {
 			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},

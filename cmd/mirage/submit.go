@@ -132,7 +132,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
