@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -76,10 +74,6 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if len(points) == 0 {
 		return nil, fmt.Errorf("pair protocol: no injection points in the window of %s", sc.Name)
 	}
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	cell := cfg.Cell
 	if cell == "" {
 		cell = sc.Name
@@ -88,67 +82,27 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type job struct {
-		i int
-		s *sim.Sim
-	}
 	results := make([][]Sample, len(points))
-	errs := make([]error, len(points))
 	ledger := newHandOffLedger(len(points))
-	jobs := make(chan job, workers)
-	var wg sync.WaitGroup
-	var done atomic.Int64
-	var progMu sync.Mutex
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := &pairWorker{p: p, cell: cell, ledger: ledger}
-			wk.policies, wk.err = wk.build(cfg)
-			for jb := range jobs {
-				if wk.err != nil {
-					errs[jb.i] = wk.err
-					cancel()
-					ledger.finish(jb.i, nil)
-					continue
-				}
-				if ctx.Err() == nil {
-					results[jb.i], errs[jb.i] = wk.injection(ctx, jb.i, jb.s, points[jb.i])
-					if errs[jb.i] != nil {
-						cancel()
-					}
-				} else {
-					ledger.finish(jb.i, nil)
-				}
-				d := done.Add(1)
-				if cfg.Progress != nil {
-					progMu.Lock()
-					cfg.Progress(int(d), len(points))
-					progMu.Unlock()
-				}
+	err = scenario.Forks(ctx, base, points, cfg.Workers, cfg.Progress, func() scenario.ForkWork {
+		wk := &pairWorker{p: p, cell: cell, ledger: ledger}
+		wk.policies, wk.err = wk.build(cfg)
+		return func(ctx context.Context, i int, fork *sim.Sim) error {
+			if wk.err != nil || ctx.Err() != nil {
+				ledger.finish(i, nil)
+				return wk.err
 			}
-		}()
-	}
-	for i, t := range points {
-		if ctx.Err() != nil {
-			break
+			var err error
+			results[i], err = wk.injection(ctx, i, fork, points[i])
+			return err
 		}
-		base.Run(t)
-		jobs <- job{i, base.Fork()}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pair protocol: %w", err)
 	}
-	close(jobs)
-	wg.Wait()
 	var out []Sample
 	for i := range points {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("pair protocol: injection %s: %w", points[i].Format(time.RFC3339), errs[i])
-		}
 		out = append(out, results[i]...)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
