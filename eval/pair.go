@@ -188,7 +188,7 @@ func (w *pairWorker) probe(obs *provisioner.Observation, after time.Duration) (t
 	}
 	f := w.run.Fork()
 	f.Advance(obs.Now.Add(after))
-	out, err := f.SubmitSuccessor("")
+	out, err := f.SubmitSuccessor(nil)
 	return out.Gap, err
 }
 
@@ -211,7 +211,7 @@ func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at tim
 		}
 		r := c.Fork()
 		r.Advance(r.Deadline())
-		reactive, err := r.SubmitSuccessor("")
+		reactive, err := r.SubmitSuccessor(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -256,7 +256,7 @@ func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy, online
 // deadline is the protocol's forced submission.
 func (w *pairWorker) deadline(run *scenario.ChainRun) (scenario.Outcome, int, error) {
 	run.Advance(run.Deadline())
-	o, err := run.SubmitSuccessor("")
+	o, err := run.SubmitSuccessor(nil)
 	return o, 1, err
 }
 

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Environment variables every segment's job sees.
@@ -404,8 +406,8 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 	req := segmentRequest(ch, index, attempt, prevJob)
 	req.Comment = c.in.TagKey.Sign(c.in.Self, req.Comment)
 	if rec.Action == SubmitAfter && prevJob != "" {
-		req.Dependency = "afterany:" + prevJob
-		rec.Reason += " (dependency afterany:" + prevJob + ")"
+		req.Dependency = slurmfmt.AfterAny(prevJob)
+		rec.Reason += " (dependency " + req.Dependency.String() + ")"
 	}
 	if rec.Action == SubmitPinned {
 		req.NodeList = slices.Clone(at.pin)

@@ -56,6 +56,15 @@ type Clock interface {
 	Now() time.Time
 }
 
+// Timer is a Clock that can also wait: the adapters wait on it between
+// retries and for grace periods, so that a test controls both (the wall
+// clock is internal/wallclock).
+type Timer interface {
+	Clock
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
 // ---- team rules ----
 
 // Admission is the team rules' answer for one submission.

@@ -210,7 +210,7 @@ func chainEpisode(base *sim.Sim, p scenario.Protocol, inject time.Time, nodes in
 		ep.Gap[k], ep.Censored[k] = out.Gap.Seconds(), out.Censored
 	}
 	c.Advance(c.Deadline())
-	out, err := c.SubmitSuccessor("")
+	out, err := c.SubmitSuccessor(nil)
 	probes++
 	if err != nil {
 		return ep, probes, err

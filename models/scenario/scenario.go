@@ -13,6 +13,8 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Scenario is a recorded trace prepared for chain experiments in the
@@ -381,9 +383,9 @@ type Outcome struct {
 }
 
 // SubmitSuccessor submits the successor now in the chain's own simulator
-// (dependency, e.g. "afterany:ID", may be empty) and runs until it starts.
-// The chain's simulator is consumed: call it once, or on a Fork.
-func (c *ChainRun) SubmitSuccessor(dependency string) (Outcome, error) {
+// (dependency, e.g. slurmfmt.AfterAny(ID), may be nil) and runs until it
+// starts. The chain's simulator is consumed: call it once, or on a Fork.
+func (c *ChainRun) SubmitSuccessor(dependency slurmfmt.Dependency) (Outcome, error) {
 	req := c.Succ
 	req.Dependency = dependency
 	return c.submit(req)
@@ -427,7 +429,7 @@ func (c *ChainRun) submit(req provisioner.SubmitRequest) (Outcome, error) {
 func (c *ChainRun) Probe() (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // ProbeAt returns the outcome of submitting the successor at t ≥ now, in a fork.
@@ -435,7 +437,7 @@ func (c *ChainRun) ProbeAt(t time.Time) (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
 	f.Advance(t)
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // Fork returns an independent copy of the run.
