@@ -264,7 +264,7 @@ func TestSubmitWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, stderr, code := runMirage(t, "train", "--trace", fx.trace, "--model", "xgb", "--workload", "training", "--out", both,
-		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--cycle", "30m",
 		"--limit", "12h", "--seed", "3", "--cache", filepath.Join(filepath.Dir(fx.dir), "cache")); code != 0 {
 		t.Fatalf("train --workload training: exit %d: %s", code, stderr)
 	}
