@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-
 )
 
 // ReadReports reads the report JSON files of paths, each a file or a

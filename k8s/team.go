@@ -331,7 +331,6 @@ func (tc *TeamCluster) Submit(ctx context.Context, req provisioner.SubmitRequest
 	return res.JobID, nil
 }
 
-
 // TeamRules returns the rules, for the engine's admission step (the same
 // rules the cluster applies at submission).
 func (tc *TeamCluster) TeamRules() provisioner.Rules { return tc.Rules }
