@@ -66,6 +66,11 @@ type Config struct {
 	Timeouts    map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
 	Retry       RetryPolicy              // retries of transient failures
 	Users       []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
+	// Accounts are the accounts whose jobs of other users carry their
+	// account on the text path (the team rules' teams: NewTeamCluster sets
+	// them); other users' jobs in other accounts come without one there
+	// (see records.go). The JSON path reads every job's account.
+	Accounts []string
 	// Self is the user mirage runs as (default: the current user). On the
 	// text path only Self's jobs are read with their names and comments
 	// (see records.go); other users' jobs come without them.
@@ -355,6 +360,9 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	}
 	jobs, skipped := parseSqueueRows(out, c.loc, squeueSafeCols)
 	c.noteSkipped(skipped)
+	if err := c.squeueAccounts(ctx, jobs); err != nil {
+		return nil, err
+	}
 	if c.cfg.Self == "" {
 		return jobs, nil
 	}
@@ -362,10 +370,35 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	own, skipped := parseOwnText("squeue", out)
+	own, skipped := parseOwnText("squeue", squeueOwnFields, out)
 	c.noteSkipped(skipped)
 	applyOwn(jobs, c.cfg.Self, own)
 	return jobs, nil
+}
+
+// squeueAccounts sets the account of the jobs (read from the text layout,
+// so without one) that belong to Config.Accounts: one squeue per account,
+// filtered by Slurm (--account) and printing job ids alone, so that no
+// account text is ever split into records. Names a query cannot carry
+// safely (empty, a comma, a control character) are left out.
+func (c *Client) squeueAccounts(ctx context.Context, jobs []provisioner.Job) error {
+	for _, acct := range c.cfg.Accounts {
+		if acct == "" || strings.ContainsRune(acct, ',') || strings.IndexFunc(acct, isControl) >= 0 {
+			continue
+		}
+		out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "--account=" + acct, "-O", "JobArrayID:0"}, runOpts{})
+		if err != nil {
+			return err
+		}
+		ids, skipped := parseJobIDs("squeue --account", out)
+		c.noteSkipped(skipped)
+		for i := range jobs {
+			if jobs[i].Account == "" && ids[jobs[i].ID] {
+				jobs[i].Account = acct
+			}
+		}
+	}
+	return nil
 }
 
 // maxLogged bounds the job ids remembered for logging skipped records once.
@@ -685,7 +718,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			if err != nil {
 				return nil, accountingErr(err)
 			}
-			own, skipped := parseOwnText("sacct", out)
+			own, skipped := parseOwnText("sacct", sacctOwnFields, out)
 			c.noteSkipped(skipped)
 			applyOwn(jobs, self, own)
 		}
