@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -77,6 +78,11 @@ type Config struct {
 	Self   string
 	TZ     string // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
 	Output string // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
+	// ScriptDir, when set, is the only directory Submit takes batch
+	// scripts from: the private copies the chain commands keep in the state
+	// directory (safefile.Freeze). Any other script, or a copy whose
+	// contents changed, is refused before sbatch runs (ScriptRefusedError).
+	ScriptDir string
 	// SacctFormat chooses sacct's output: FormatAuto (the default) reads
 	// --json, except on Slurm 22.05 whose sacct --json reports every exit code
 	// as 0 (seen on the test cluster, kept in testdata): there it reads
@@ -536,8 +542,28 @@ func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string,
 	return recs[0], nil
 }
 
+// ErrScriptRefused is matched by a *ScriptRefusedError.
+var ErrScriptRefused = errors.New("batch script is not a private copy")
+
+// ScriptRefusedError is Submit's refusal of a script that is not an
+// intact private copy in Config.ScriptDir: sbatch did not run. It matches
+// ErrScriptRefused and provisioner.ErrNotSubmitted, so the engine decides
+// again next cycle (the chain commands make the copy first) instead of
+// counting a rejection.
+type ScriptRefusedError struct{ Err error }
+
+func (e *ScriptRefusedError) Error() string {
+	return "sbatch not run: " + e.Err.Error() + " (every segment is submitted from its chain's private copy of the script; see mirage log CHAIN --events)"
+}
+func (e *ScriptRefusedError) Unwrap() error { return e.Err }
+func (e *ScriptRefusedError) Is(target error) bool {
+	return target == ErrScriptRefused || target == provisioner.ErrNotSubmitted
+}
+
 // Submit implements provisioner.Cluster with `sbatch --parsable` and the
-// argument list from SbatchArgs. A refusal by Slurm is a *RejectedError
+// argument list from SbatchArgs. With Config.ScriptDir set, the script
+// must be an intact copy there (safefile.CheckFrozen), checked just before
+// sbatch runs, else nothing runs (*ScriptRefusedError). A refusal by Slurm is a *RejectedError
 // (wrapping provisioner.ErrRejected) with Slurm's reason.
 //
 // sbatch is retried only when it failed to connect to the controller, i.e.
@@ -547,6 +573,11 @@ func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string,
 // instead, and the caller (the chains layer) finds and adopts the job by
 // the tag in its comment (provisioner.Tag) on its next pass.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	if dir := c.cfg.ScriptDir; dir != "" {
+		if _, err := safefile.CheckFrozen(dir, req.Script); err != nil {
+			return "", &ScriptRefusedError{Err: err}
+		}
+	}
 	if !req.Begin.IsZero() {
 		req.Begin = req.Begin.In(c.loc) // sbatch runs with TZ=c.cfg.TZ
 	}
