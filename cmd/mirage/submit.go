@@ -116,6 +116,9 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.MaxRetries < 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
+	if err := checkCommentLength(ch, o.f.Now()); err != nil {
+		return err
+	}
 	dir, err := o.state.Resolve()
 	if err != nil {
 		return stateErr(err)
@@ -199,4 +202,17 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		_ = first.WriteText(o.f.Out, &ch)
 	}
 	return stateErr(first.Problem(ch.ID))
+}
+
+// checkCommentLength refuses a chain whose jobs' comments (the tag, the
+// specification, the MAC) could exceed what Slurm accepts, which would
+// have a segment rejected mid-chain.
+func checkCommentLength(ch provisioner.Chain, now time.Time) error {
+	ch.Created = now
+	if n := provisioner.CommentLimit(&ch); n > provisioner.MaxComment {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("the comment of this chain's jobs (its tag and specification: job name, script path, "+
+			"working directory, shape) would take up to %d bytes, over the %d Slurm accepts: shorten the job name (--name), the script's path "+
+			"or the directory you submit from", n, provisioner.MaxComment))
+	}
+	return nil
 }
