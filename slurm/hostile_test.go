@@ -29,7 +29,7 @@ import (
 // still ran, a FAILED had its segment run twice. The text layouts now read
 // none of these fields about other users' jobs (records.go).
 
-var recordHostile = flag.Bool("record-hostile", false, "TestHostileRequestFieldsOnRealSlurm: write what the Slurm commands printed to testdata/hostile-RELEASE.json")
+var recordHostile = flag.Bool("record-hostile", false, "TestIntegrationHostileRequestFields: write what the Slurm commands printed to testdata/hostile-RELEASE.json")
 
 // Before #50 the Client read every user's jobs in these layouts: the GPU
 // requests and the account included.
@@ -227,7 +227,7 @@ func checkPreFixForged(t *testing.T, rec *hostileRecording) {
 	}
 }
 
-// TestHostileRequestFieldsOnRealSlurm: the second user hides records of
+// TestIntegrationHostileRequestFields: the second user hides records of
 // the first user's running job behind newlines in --gres, --gpus,
 // --gpus-per-node and --account (each with the separator inside); the
 // first user's text-path reads (squeue -O, 22.05's sacct --parsable2)
@@ -235,7 +235,7 @@ func checkPreFixForged(t *testing.T, rec *hostileRecording) {
 // layouts hold every forged record (checked too, so the test shows the
 // bytes are hostile). With -record-hostile the outputs are written to
 // testdata for TestHostileRecorded.
-func TestHostileRequestFieldsOnRealSlurm(t *testing.T) {
+func TestIntegrationHostileRequestFields(t *testing.T) {
 	rr := &recordingRunner{}
 	it := newITest(t, func(c *Config) {
 		c.TextOnly, c.SacctFormat, c.Accounts = true, FormatText, []string{"teama"}
@@ -349,8 +349,8 @@ func TestHostileRequestFieldsOnRealSlurm(t *testing.T) {
 }
 
 // TestHostileRecorded replays what Slurm 22.05 printed in
-// TestHostileRequestFieldsOnRealSlurm (go test -run
-// TestHostileRequestFieldsOnRealSlurm -record-hostile on the loopback
+// TestIntegrationHostileRequestFields (go test -run
+// TestIntegrationHostileRequestFields -record-hostile on the loopback
 // cluster): the bytes hold every forged record in the pre-#50 layouts, and
 // the Client reads the victim's job once, running.
 func TestHostileRecorded(t *testing.T) {
