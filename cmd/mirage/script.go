@@ -61,11 +61,31 @@ func shortHash(h string) string {
 	return h
 }
 
+// scriptReader reads originals with safefile.ReadScript, each path once
+// (many chains may share a script; one daemon cycle reads each once).
+type scriptReader map[string]scriptRead
+
+// scriptRead is one ReadScript's outcome.
+type scriptRead struct {
+	abs     string
+	content []byte
+	err     error
+}
+
+func (r scriptReader) read(path string) (string, []byte, error) {
+	got, ok := r[path]
+	if !ok {
+		got.abs, got.content, got.err = safefile.ReadScript(path)
+		r[path] = got
+	}
+	return got.abs, got.content, got.err
+}
+
 // originalNote says what the file at ch.Script now is, measured against
 // the chain's copy: "" when it holds the same script, else what changed
 // (Chain.ScriptSeen).
-func originalNote(ch *provisioner.Chain) string {
-	_, content, err := safefile.ReadScript(ch.Script)
+func originalNote(ch *provisioner.Chain, r scriptReader) string {
+	_, content, err := r.read(ch.Script)
 	runs := fmt.Sprintf("segments run the private copy (%s)", shortHash(ch.ScriptHash))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -80,14 +100,14 @@ func originalNote(ch *provisioner.Chain) string {
 }
 
 // refreshScript brings ch's copy up to date in copies (the directory the
-// backend submits from): a chain without one gets a copy of its script
+// backend submits from), reading originals through r: a chain without one gets a copy of its script
 // made after submit's checks; a copy that is gone or damaged is made again
 // from an original with the same hash. It sets ch.ScriptSeen to what the
 // original now is, or to why no segment can be submitted, and returns what
 // it made, to be recorded ("" when nothing).
-func refreshScript(ch *provisioner.Chain, copies string) (made string) {
+func refreshScript(ch *provisioner.Chain, copies string, r scriptReader) (made string) {
 	if ch.ScriptCopy == "" {
-		abs, content, err := safefile.ReadScript(ch.Script)
+		abs, content, err := r.read(ch.Script)
 		if err == nil {
 			err = slurm.ChainScript(&provisioner.Chain{Script: abs, Args: ch.Args}, content)
 		}
@@ -105,7 +125,7 @@ func refreshScript(ch *provisioner.Chain, copies string) (made string) {
 			ch.Script, shortHash(hash))
 	}
 	if _, err := safefile.CheckFrozen(copies, ch.ScriptCopy); err != nil {
-		_, content, rerr := safefile.ReadScript(ch.Script)
+		_, content, rerr := r.read(ch.Script)
 		if rerr == nil && safefile.Hash(content) == ch.ScriptHash {
 			if path, _, ferr := safefile.Freeze(copies, content); ferr == nil {
 				ch.ScriptCopy, ch.ScriptSeen = path, ""
@@ -116,7 +136,7 @@ func refreshScript(ch *provisioner.Chain, copies string) (made string) {
 			"no segment is submitted until `mirage update %s` adopts the script as it is now", shortHash(ch.ScriptHash), err, ch.Script, ch.ID)
 		return ""
 	}
-	ch.ScriptSeen = originalNote(ch)
+	ch.ScriptSeen = originalNote(ch, r)
 	return ""
 }
 
@@ -130,10 +150,11 @@ func checkScripts(ctx context.Context, st *state.Store, copies string, now time.
 	if err != nil {
 		return err
 	}
+	r := scriptReader{}
 	for i := range chains {
 		ch := &chains[i]
 		was := ch.ScriptSeen
-		detail := refreshScript(ch, copies)
+		detail := refreshScript(ch, copies, r)
 		switch {
 		case detail == "" && ch.ScriptSeen == was:
 			continue
