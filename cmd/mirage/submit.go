@@ -116,9 +116,6 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.MaxRetries < 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
-	if err := checkCommentLength(ch, o.f.Now()); err != nil {
-		return err
-	}
 	dir, err := o.state.Resolve()
 	if err != nil {
 		return stateErr(err)
@@ -151,6 +148,9 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	defer release()
 	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
+	}
+	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
+		return err
 	}
 	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
