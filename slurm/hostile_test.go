@@ -41,17 +41,16 @@ var (
 // hostileRecord is a whole text record of layout cols claiming that job id
 // of user is in state: what the second user hides after a newline in a
 // field of its own job. It holds no ',' (which would end a GRES list entry)
-// and no '/'.
+// and no '=' (24.11 refuses it in a GRES name).
 func hostileRecord(cols *columns, id, user, state string) string {
 	v := map[string]string{"JobArrayID": id, "JobID": id, "UserName": user, "User": user, "Account": "teama", "Partition": "debug",
 		"QOS": "normal", "State": state, "Reason": "None", "TimeLimit": "1", "Timelimit": "1", "NumNodes": "1", "NNodes": "1",
-		"tres-alloc": "cpu=1", "AllocTRES": "cpu=1", "ReqTRES": "cpu=1", "PriorityLong": "100", "Priority": "100",
-		"NodeList": "node1", "Dependency": "(null)", "ExitCode": "0:0"}
+		"PriorityLong": "100", "Priority": "100", "NodeList": "node1", "Dependency": "(null)", "ExitCode": "0:0"}
 	f := make([]string, cols.n)
 	for i, name := range cols.names {
 		f[i] = v[name]
 		if f[i] == "" {
-			f[i] = "0" // the times (no time), tres-per-node and tres-per-job
+			f[i] = "0" // the times (no time) and the TRES and GPU request fields
 		}
 	}
 	return strings.Join(f, Sep)
