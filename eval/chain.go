@@ -453,7 +453,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	}
 	probe.f, probe.ledger, probe.cursor = f, ledger, nil // the oracle's view of this task
 	probe.task++
-	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: chainClock{f}, Policies: cache.get, Log: slog.New(slog.DiscardHandler)}
+	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: chainClock{f}, Policies: provisioner.ByName(cache.get), Log: slog.New(slog.DiscardHandler)}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil { // the first segment, as `mirage submit` does
 		return fail(err)
 	}

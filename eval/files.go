@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 
-	"github.com/mirage-gpu/mirage/traces"
 )
 
 // ReadReports reads the report JSON files of paths, each a file or a
@@ -58,7 +58,7 @@ func WriteCell(r *Report, out string, i int) (string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
 	}
-	return path, traces.WriteFileAtomic(path, r.WriteJSON)
+	return path, safefile.WriteFile(path, 0o644, r.WriteJSON)
 }
 
 // WriteArray writes the job-array script of ArrayScript to
@@ -83,10 +83,7 @@ func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, err
 		}
 	}
 	path := filepath.Join(e.Out, "eval-array.sbatch")
-	if err := traces.WriteFileAtomic(path, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
-		return nil, err
-	}
-	if err := os.Chmod(path, 0o755); err != nil {
+	if err := safefile.WriteFile(path, 0o755, func(w io.Writer) error { _, err := io.WriteString(w, script); return err }); err != nil {
 		return nil, err
 	}
 	return &Written{Paths: map[string]string{"script": path, "cells": strconv.Itoa(len(e.Cells()))}}, nil

@@ -214,7 +214,7 @@ func writeOp(b *strings.Builder, op *provisioner.Op, reasons, request bool) {
 	case provisioner.OpSubmit:
 		r := op.Request
 		fmt.Fprintf(b, "submit %d.%d prev=%s", op.Segment.Index, op.Segment.Attempt, r.Env[provisioner.EnvPrevJob])
-		if r.Dependency != "" {
+		if len(r.Dependency) > 0 {
 			fmt.Fprintf(b, " dep=%s", r.Dependency)
 		}
 		if r.QOS != "" {

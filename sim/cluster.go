@@ -104,7 +104,7 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 	js := JobSpec{
 		ID: id, Name: req.Name, User: req.Account, Account: req.Account, Partition: req.Partition,
 		QOS: req.QOS, Submit: s.Now(), TimeLimit: req.TimeLimit, Nodes: nodes, GPUs: req.GPUs,
-		Depend: req.Dependency, Comment: req.Comment, NodeList: req.NodeList, Exclude: req.Exclude,
+		Depend: req.Dependency.String(), Comment: req.Comment, NodeList: req.NodeList, Exclude: req.Exclude,
 	}
 	j := int32(s.numJobs())
 	sp, err := s.makeSpec(js, j)

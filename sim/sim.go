@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Job states inside the simulator.
@@ -609,32 +610,30 @@ func (s *Sim) makeSpec(js JobSpec, j int32) (spec, error) {
 		}
 		sp.required = len(js.NodeList) >= int(sp.nodes)
 	}
-	if js.Depend != "" {
-		for _, d := range strings.Split(js.Depend, ",") {
-			if d == "singleton" {
-				sp.singleton = true
-				continue
+	deps, err := slurmfmt.ParseDependency(js.Depend)
+	if err != nil {
+		return sp, fmt.Errorf("%w: job %s: %v", provisioner.ErrRejected, sp.id, err)
+	}
+	for _, d := range deps {
+		if d.Kind == "singleton" {
+			sp.singleton = true
+			continue
+		}
+		var k uint8
+		switch d.Kind {
+		case "afterok":
+			k = depAfterOK
+		case "afterany":
+			k = depAfterAny
+		default:
+			return sp, fmt.Errorf("%w: job %s: unsupported dependency %q (the simulator knows afterok, afterany and singleton)", provisioner.ErrRejected, sp.id, d.Kind)
+		}
+		for _, id := range d.Jobs {
+			t, found := s.lookup(id)
+			if !found {
+				return sp, fmt.Errorf("%w: job %s: dependency on unknown job %q", provisioner.ErrRejected, sp.id, id)
 			}
-			kind, list, ok := strings.Cut(d, ":")
-			var k uint8
-			switch kind {
-			case "afterok":
-				k = depAfterOK
-			case "afterany":
-				k = depAfterAny
-			default:
-				ok = false
-			}
-			if !ok {
-				return sp, fmt.Errorf("%w: job %s: unsupported dependency %q", provisioner.ErrRejected, sp.id, d)
-			}
-			for _, id := range strings.Split(list, ":") {
-				t, found := s.lookup(id)
-				if !found {
-					return sp, fmt.Errorf("%w: job %s: dependency on unknown job %q", provisioner.ErrRejected, sp.id, id)
-				}
-				sp.deps = append(sp.deps, dep{kind: k, job: t})
-			}
+			sp.deps = append(sp.deps, dep{kind: k, job: t})
 		}
 	}
 	if cfg := &st.cfg; cfg.PriorityWeightJobSize != 0 {

@@ -13,24 +13,9 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/safefile"
+	"github.com/mirage-gpu/mirage/internal/wallclock"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
-
-// Clock is the Client's time source: Now for snapshots and sacct windows,
-// After for the waits between retries.
-type Clock interface {
-	provisioner.Clock
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns the current wall-clock time.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After waits on the wall clock.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // RetryPolicy bounds the retries of transient failures (controller or
 // slurmdbd unreachable, socket timeouts, per-call timeouts of queries).
@@ -88,12 +73,12 @@ type Config struct {
 	// as 0 (seen on the test cluster, kept in testdata): there it reads
 	// --parsable2. FormatJSON and FormatText force one.
 	SacctFormat string
-	TextOnly    bool         // never ask squeue/sinfo for --json
-	SignalScope string       // which processes Signal reaches (default SignalFull)
-	MaxOutput   int64        // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
-	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
-	Clock       Clock        // time source (default RealClock)
-	Logger      *slog.Logger // warnings about fallbacks and retries (default slog.Default())
+	TextOnly    bool              // never ask squeue/sinfo for --json
+	SignalScope string            // which processes Signal reaches (default SignalFull)
+	MaxOutput   int64             // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
+	Runner      Runner            // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
+	Clock       provisioner.Timer // time source (default the wall clock)
+	Logger      *slog.Logger      // warnings about fallbacks and retries (default slog.Default())
 }
 
 // Client is mirage's Slurm backend: it implements provisioner.Cluster and
@@ -103,7 +88,7 @@ type Client struct {
 	cfg    Config
 	loc    *time.Location
 	runner Runner
-	clock  Clock
+	clock  provisioner.Timer
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -163,7 +148,7 @@ func New(cfg Config) (*Client, error) {
 		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}
 	}
 	if c.clock == nil {
-		c.clock = RealClock{}
+		c.clock = wallclock.Clock{}
 	}
 	if c.log == nil {
 		c.log = slog.Default()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -85,7 +86,7 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	}
 	eng := newEngine(o.f, cl, st, key, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
-	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
+	return daemonLoop(ctx, loopOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })
 }
 
@@ -136,4 +137,39 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 		_ = rep.WriteText(out)
 	}
 	return stateErr(cerr)
+}
+
+// loopOptions configure Daemon.
+type loopOptions struct {
+	Once      bool                                             // run one cycle and return its error
+	Interval  time.Duration                                    // time between cycles
+	MaxCycles int                                              // stop after this many cycles (0: until ctx ends)
+	Sleep     func(ctx context.Context, d time.Duration) error // waiting between cycles
+	Log       *slog.Logger                                     // failed cycles (nil: slog.Default())
+}
+
+// daemonLoop runs cycle, then every Interval another, until ctx ends (while
+// waiting between cycles) or MaxCycles have run. A failed cycle is logged
+// and the next one tries again; with Once the one cycle's error is returned.
+// cycle is one locked Engine.Cycle with its report, as the caller does it.
+func daemonLoop(ctx context.Context, o loopOptions, cycle func(ctx context.Context) error) error {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	for n := 1; ; n++ {
+		err := cycle(ctx)
+		if o.Once {
+			return err
+		}
+		if err != nil {
+			log.Error("daemon cycle failed; trying again next cycle", "err", err)
+		}
+		if o.MaxCycles > 0 && n >= o.MaxCycles {
+			return nil
+		}
+		if err := o.Sleep(ctx, o.Interval); err != nil {
+			return nil // signalled: stop between cycles
+		}
+	}
 }

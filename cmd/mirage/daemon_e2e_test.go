@@ -440,7 +440,7 @@ func TestE2ECrashes(t *testing.T) {
 	// continues (4 segments leave a spare submission for the named points).
 	script := e.script(t, "mirage-e2e-crash", "sleep 25")
 	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "4", "--policy", "reactive")
-	if code != provisioner.CrashExitCode || !strings.Contains(stderr, "point=after-submit") {
+	if code != crashExitCode || !strings.Contains(stderr, "point=after-submit") {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
 	out, _, _ := e.run(t, nil, "status", "--json")
@@ -486,7 +486,7 @@ func TestE2ECrashes(t *testing.T) {
 		select {
 		case err := <-done:
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != provisioner.CrashExitCode {
+			if !errors.As(err, &ee) || ee.ExitCode() != crashExitCode {
 				t.Fatalf("daemon ended without being killed (%v):\n%s", err, errb.String())
 			}
 			kills++

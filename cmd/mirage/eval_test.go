@@ -65,7 +65,7 @@ func TestEvalCommandFlags(t *testing.T) {
 	tr, _ := synthFile(t)
 	out := filepath.Join(t.TempDir(), "rep")
 	stdout, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,lead,dependency", "--protocol", "chain-3",
-		"--nodes", "1,8", "--limit", "3h", "--warmup", "12h", "--interval", "8h", "--load-scale", "1", "--out", out)
+		"--nodes", "1,8", "--limit", "3h", "--warmup", "12h", "--every", "8h", "--load-scale", "1", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -109,7 +109,7 @@ func TestEvalCommandFlags(t *testing.T) {
 
 	// --json prints the paths and the headline.
 	stdout, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "reactive", "--protocol", "chain-2", "--nodes", "1",
-		"--limit", "2h", "--warmup", "12h", "--interval", "12h", "--out", out, "--json")
+		"--limit", "2h", "--warmup", "12h", "--every", "12h", "--out", out, "--json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -237,7 +237,7 @@ func TestEvalCommandPair(t *testing.T) {
 	tr, _ := synthFile(t)
 	out := filepath.Join(t.TempDir(), "pair")
 	_, stderr, code := runMirage(t, "eval", "--trace", tr, "--policies", "reactive,average,oracle", "--nodes", "1,4",
-		"--limit", "6h", "--warmup", "12h", "--interval", "12h", "--load-scale", "1,1.5", "--out", out)
+		"--limit", "6h", "--warmup", "12h", "--every", "12h", "--load-scale", "1,1.5", "--out", out)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -287,7 +287,7 @@ func TestEvalSkipBad(t *testing.T) {
 	}
 	out := t.TempDir()
 	args := []string{"eval", "--trace", bad, "--format", "ls6", "--policies", "reactive", "--protocol", "chain-2", "--nodes", "1",
-		"--limit", "2h", "--warmup", "12h", "--interval", "12h", "--out", out}
+		"--limit", "2h", "--warmup", "12h", "--every", "12h", "--out", out}
 	if _, stderr, code := runMirage(t, args...); code != cmdutil.ExitBadInput || !strings.Contains(stderr, "--skip-bad") || !strings.Contains(stderr, "bad.log:4") {
 		t.Errorf("malformed row without --skip-bad: exit %d: %s", code, stderr)
 	}

@@ -146,7 +146,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too

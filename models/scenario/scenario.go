@@ -10,10 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Scenario is a recorded trace prepared for chain experiments in the
@@ -171,7 +172,7 @@ type Protocol struct {
 
 // DefaultProtocol returns the published protocol's parameters.
 func DefaultProtocol() Protocol {
-	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: features.DefaultHistoryWindow,
+	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: provisioner.DefaultHistoryWindow,
 		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Account: "mirage", Lead: time.Minute,
 		StartDeadline: 7 * 24 * time.Hour, Horizon: 14 * 24 * time.Hour}
 }
@@ -335,7 +336,42 @@ func (c *ChainRun) Advance(at time.Time) {
 // Observe advances to at and builds the observation (see Observe).
 func (c *ChainRun) Observe(at time.Time) (*provisioner.Observation, error) {
 	c.Advance(at)
-	return features.Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
+	return Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
+}
+
+// Observe reads the cluster c and its history h and builds, with
+// provisioner.Observe, the observation a policy sees for one chain at now:
+// the cluster's snapshot, the jobs that started or finished in the last
+// window (default provisioner.DefaultHistoryWindow; empty when the backend
+// keeps no accounting: ErrNoAccounting is not an error here), the
+// predecessor as the snapshot reports it (or, once it has left the queue,
+// as the history does; nil when neither knows it) and the successor
+// request. The simulator harness calls it with a sim.Sim and SimHistory;
+// the daemon's step builds its observations with provisioner.Observe too.
+func Observe(ctx context.Context, c provisioner.Cluster, h provisioner.HistorySource, now time.Time, window time.Duration,
+	chain *provisioner.Chain, predID string, succ provisioner.SubmitRequest) (*provisioner.Observation, error) {
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("observe chain: snapshot: %w", err)
+	}
+	if now.IsZero() {
+		now = snap.Time
+	}
+	if window <= 0 {
+		window = provisioner.DefaultHistoryWindow
+	}
+	var hist []provisioner.Job
+	if h != nil {
+		hist, err = h.History(ctx, now.Add(-window))
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+			return nil, fmt.Errorf("observe chain: history: %w", err)
+		}
+	}
+	var pred *provisioner.Job
+	if predID != "" {
+		pred = provisioner.FindJob(snap, hist, predID)
+	}
+	return provisioner.Observe(now, snap, hist, chain, pred, succ, nil), nil
 }
 
 // Outcome is what became of one submission of the successor.
@@ -347,9 +383,9 @@ type Outcome struct {
 }
 
 // SubmitSuccessor submits the successor now in the chain's own simulator
-// (dependency, e.g. "afterany:ID", may be empty) and runs until it starts.
-// The chain's simulator is consumed: call it once, or on a Fork.
-func (c *ChainRun) SubmitSuccessor(dependency string) (Outcome, error) {
+// (dependency, e.g. slurmfmt.AfterAny(ID), may be nil) and runs until it
+// starts. The chain's simulator is consumed: call it once, or on a Fork.
+func (c *ChainRun) SubmitSuccessor(dependency slurmfmt.Dependency) (Outcome, error) {
 	req := c.Succ
 	req.Dependency = dependency
 	return c.submit(req)
@@ -393,7 +429,7 @@ func (c *ChainRun) submit(req provisioner.SubmitRequest) (Outcome, error) {
 func (c *ChainRun) Probe() (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // ProbeAt returns the outcome of submitting the successor at t ≥ now, in a fork.
@@ -401,7 +437,7 @@ func (c *ChainRun) ProbeAt(t time.Time) (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
 	f.Advance(t)
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // Fork returns an independent copy of the run.
