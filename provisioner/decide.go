@@ -461,7 +461,7 @@ func segmentRequest(ch *Chain, index, attempt int, prevJob string) SubmitRequest
 	}
 	env[EnvChain], env[EnvSegment], env[EnvPrevJob] = ch.ID, strconv.Itoa(index), prevJob
 	return SubmitRequest{
-		Name: ch.Name, Script: ch.Script, Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
+		Name: ch.Name, Script: ch.SubmitScript(), Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
 		TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, WorkDir: ch.WorkDir,
 		Comment: ChainComment(ch, index, attempt),
 		Env:     env,

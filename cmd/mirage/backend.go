@@ -28,6 +28,11 @@ type backendOptions struct {
 	kube      k8sFlags      // --kubeconfig and the team mapping (Kubernetes)
 	namespace string        // --namespace: where Kubernetes work is deployed
 	image     string        // --image: container image of Kubernetes work
+	// scriptDir is where the chain commands keep the private copies of job
+	// scripts (not a flag: the state directory's scripts/); Slurm submits
+	// from there only (slurm.Options.ScriptDir). "" for commands that
+	// submit nothing.
+	scriptDir string
 }
 
 func (o *backendOptions) add(cmd *cobra.Command) {
@@ -55,7 +60,7 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 			}
 		}
 		so := o.slurm
-		so.Getenv = getenv
+		so.Getenv, so.ScriptDir = getenv, o.scriptDir
 		return slurm.OpenChains(so, rules)
 	case "kubernetes", "k8s":
 		if o.rules == "" {

@@ -2,16 +2,15 @@ package main
 
 import (
 	"maps"
-	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 )
@@ -27,10 +26,7 @@ import (
 // added by scripts/slurm-up.sh when it runs as root.
 func TestE2EForeignTags(t *testing.T) {
 	e := newE2E(t)
-	other := os.Getenv("MIRAGE_TEST_SECOND_USER")
-	if other == "" {
-		t.Skip("no second Unix user (scripts/slurm-up.sh adds one when run as root; MIRAGE_TEST_SECOND_USER)")
-	}
+	other := testenv.SecondUser(t)
 	asUser(t, other, "sbatch", "--version") // skips here, before anything is submitted, where the other user cannot run sbatch
 	t.Parallel()
 	// reactive: the successor waits for segment 0 to end, so a forged
@@ -133,26 +129,8 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 }
 
-// asUser runs a Slurm command as another user: with runuser where the
-// commands are the host's (22.05, 25.05), and through the 24.11 chroot
-// wrapper's MIRAGE_CHROOT_USERSPEC there (entering the chroot needs root).
+// asUser runs a Slurm command as another user (testenv.AsUser).
 func asUser(t *testing.T, user, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) == "chroot-run" {
-		cmd := exec.Command(path, args...)
-		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
-		return cmd
-	}
-	if err := exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run(); err != nil {
-		// The 25.05 build lives under the cache in root's home, which other
-		// users cannot enter.
-		t.Skipf("user %s cannot run %s (%v): the two-user test needs Slurm commands other users can run", user, path, err)
-	}
-	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
-	cmd.Env = os.Environ()
-	return cmd
+	return testenv.AsUser(t, user, name, args...)
 }

@@ -6,6 +6,8 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -57,4 +59,36 @@ func SharedTraces(t testing.TB) string {
 	}
 	t.Skip("shared traces not found: set MIRAGE_TRACES to ../shared/traces")
 	return ""
+}
+
+// SecondUser returns the second Unix user of the loopback Slurm cluster
+// (MIRAGE_TEST_SECOND_USER, added by scripts/slurm-up.sh when it runs as
+// root): the other user of the tests of hostile ground.
+func SecondUser(t testing.TB) string {
+	return need(t, "MIRAGE_TEST_SECOND_USER", "second Unix user", "scripts/slurm-up.sh as root")
+}
+
+// AsUser builds a command running a Slurm command as another user: with
+// runuser where the commands are the host's (22.05, 25.05), and through
+// the 24.11 chroot wrapper's MIRAGE_CHROOT_USERSPEC there (entering the
+// chroot needs root). It skips where that user cannot run the command
+// (the 25.05 build lives under the cache in root's home, which other users
+// cannot enter).
+func AsUser(t testing.TB, user, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) == "chroot-run" {
+		cmd := exec.Command(path, args...)
+		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
+		return cmd
+	}
+	if err := exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run(); err != nil {
+		t.Skipf("user %s cannot run %s (%v): the two-user tests need Slurm commands other users can run", user, path, err)
+	}
+	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
+	cmd.Env = os.Environ()
+	return cmd
 }
