@@ -193,6 +193,7 @@ func TestRecordedPriorityOrders(t *testing.T) {
 	first := func(weight float64) string {
 		c := Defaults()
 		c.Nodes = []NodeConfig{{Name: "n1", CPUs: 8}}
+		c.PriorityType = PriorityMultifactor
 		c.PriorityWeightRecorded = weight
 		s, err := New(c)
 		if err != nil {

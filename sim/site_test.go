@@ -1,0 +1,150 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// The site settings the simulator models, read from a slurm.conf: each
+// line below sets one, and every value read is checked against the line.
+func TestParseSlurmConfSiteSettings(t *testing.T) {
+	conf := `
+PriorityType=priority/multifactor
+PriorityFlags=SMALL_RELATIVE_TO_TIME,ACCRUE_ALWAYS
+SchedulerParameters=bf_window=1440,bf_max_job_user=20,bf_min_age_reserve=600,bf_continue
+NodeName=n1 CPUs=8
+`
+	c, err := ParseSlurmConf(strings.NewReader(conf), Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PriorityType != PriorityMultifactor || !c.PriorityAccrueAlways {
+		t.Errorf("PriorityType %q, accrue always %v; want multifactor, true", c.PriorityType, c.PriorityAccrueAlways)
+	}
+	if c.BFWindow != 24*time.Hour || c.BFMaxJobUser != 20 || c.BFMinAgeReserve != 10*time.Minute {
+		t.Errorf("bf_window %s, bf_max_job_user %d, bf_min_age_reserve %s; want 24h, 20, 10m", c.BFWindow, c.BFMaxJobUser, c.BFMinAgeReserve)
+	}
+	// A PriorityFlags line without ACCRUE_ALWAYS clears it; a file without
+	// a PriorityType keeps the base's (ls6: multifactor).
+	c, err = ParseSlurmConf(strings.NewReader("PriorityFlags=MAX_TRES\nNodeName=n1\n"), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PriorityAccrueAlways || c.PriorityType != PriorityMultifactor {
+		t.Errorf("after PriorityFlags=MAX_TRES: accrue always %v, type %q", c.PriorityAccrueAlways, c.PriorityType)
+	}
+	_, err = ParseSlurmConf(strings.NewReader("PriorityType=priority/fancy\n"), Defaults())
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("unknown PriorityType: %v, want ErrConfig naming line 1", err)
+	}
+}
+
+// Defaults are Slurm 22.05's: FIFO, no accrual or backfill limits; the
+// ls6 preset weighs priorities, so it is multifactor.
+func TestSiteDefaults(t *testing.T) {
+	d := Defaults()
+	if d.PriorityType != PriorityBasic || d.PriorityAccrueAlways || d.MaxJobsAccrue != 0 || d.BFMaxJobUser != 0 || d.BFMinAgeReserve != 0 || d.BFWindow != 24*time.Hour {
+		t.Errorf("defaults %+v", d)
+	}
+	if l := LS6(); l.PriorityType != PriorityMultifactor {
+		t.Errorf("ls6 PriorityType %q", l.PriorityType)
+	}
+	bad := Defaults()
+	bad.Nodes = []NodeConfig{{Name: "n1"}}
+	bad.PriorityType = "multifactor"
+	if _, err := New(bad); !errors.Is(err, ErrConfig) {
+		t.Errorf("PriorityType %q: %v, want ErrConfig", bad.PriorityType, err)
+	}
+	bad.PriorityType, bad.MaxJobsAccrue = PriorityBasic, -1
+	if _, err := New(bad); !errors.Is(err, ErrConfig) {
+		t.Errorf("MaxJobsAccrue -1: %v, want ErrConfig", err)
+	}
+}
+
+// A job submitted through the seam is ranked by the model that ranks the
+// trace's jobs: with recorded priorities weighed, it gets the median
+// recorded priority of the trace's jobs of its size that started in the
+// week before (nothing later), and TypicalUser names the user of the
+// latest of them. Four nodes, multifactor with only the recorded weight.
+// The trace (t0 = day 10, all jobs run 1 h, recorded priorities):
+//
+//	old  day 1,  2 nodes, 0.9, user o   (started over a week before t0)
+//	a    day 9,  2 nodes, 0.2, user a
+//	b    day 9,  2 nodes, 0.4, user b   (starts after a: submitted later)
+//	c    day 9,  1 node,  0.8, user c
+//	late day 11, 2 nodes, 0.1, user l   (after t0: unseen)
+//
+// At t0 the 2-node jobs started within the week are a and b: median
+// (0.2 + 0.4) / 2 = 0.3, the latest b (user b). For 3 nodes there are
+// none: all sizes, a, b, c: median 0.4, the latest c (user c).
+func TestSeamJobsLikeTheTrace(t *testing.T) {
+	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
+	cfg := Defaults()
+	cfg.PriorityType = PriorityMultifactor
+	cfg.PriorityWeightRecorded = 1000
+	cfg.Nodes = []NodeConfig{{Name: "n1"}, {Name: "n2"}, {Name: "n3"}, {Name: "n4"}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at time.Time, nodes int, prio float64, user string) JobSpec {
+		return JobSpec{ID: id, User: user, Account: "acct-" + user, Submit: at, TimeLimit: time.Hour, Runtime: time.Hour, Nodes: nodes, RecordedPriority: prio}
+	}
+	if err := s.Load([]JobSpec{job("old", day(1), 2, 0.9, "o"), job("a", day(9), 2, 0.2, "a"), job("b", day(9).Add(time.Minute), 2, 0.4, "b"),
+		job("c", day(9).Add(2*time.Minute), 1, 0.8, "c"), job("late", day(11), 2, 0.1, "l")}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(day(1))
+	s.Run(day(10))
+	if got := s.TypicalRecordedPriority(2); math.Abs(got-0.3) > 1e-12 {
+		t.Errorf("2 nodes: recorded priority %v, want 0.3", got)
+	}
+	if got := s.TypicalRecordedPriority(3); got != 0.4 {
+		t.Errorf("3 nodes: recorded priority %v, want 0.4", got)
+	}
+	if u, a, ok := s.TypicalUser(2); u != "b" || a != "acct-b" || !ok {
+		t.Errorf("2 nodes: typical user %q/%q %v, want b/acct-b", u, a, ok)
+	}
+	if u, _, _ := s.TypicalUser(3); u != "c" {
+		t.Errorf("3 nodes: typical user %q, want c", u)
+	}
+	s.SetSubmitUser("b")
+	id, err := s.Submit(context.Background(), provisioner.SubmitRequest{Name: "chain", Account: "acct-b", Nodes: 2, TimeLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := snap.Job(id); j == nil || j.User != "b" || j.Account != "acct-b" {
+		t.Fatalf("submitted job %+v, want user b, account acct-b", j)
+	}
+	k, _ := s.lookup(id)
+	if got := s.spec(k).recPrio; math.Abs(got-0.3) > 1e-12 {
+		t.Errorf("submitted 2-node job: recorded priority %v, want 0.3", got)
+	}
+	// Without the weight nothing is looked up: the seam's job has none.
+	s.SetSubmitUser("")
+	unweighted := Defaults()
+	unweighted.Nodes = cfg.Nodes
+	u, err := New(unweighted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.SetStart(day(1))
+	id, err = u.Submit(context.Background(), provisioner.SubmitRequest{Account: "x", Nodes: 2, TimeLimit: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ = u.lookup(id)
+	if sp := u.spec(k); sp.recPrio != 0 || u.users[sp.user] != "x" {
+		t.Errorf("unweighted: recorded priority %v, user %q; want 0 and the account's name x", sp.recPrio, u.users[sp.user])
+	}
+}
