@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +148,53 @@ func TestSeamJobsLikeTheTrace(t *testing.T) {
 	k, _ = u.lookup(id)
 	if sp := u.spec(k); sp.recPrio != 0 || u.users[sp.user] != "x" {
 		t.Errorf("unweighted: recorded priority %v, user %q; want 0 and the account's name x", sp.recPrio, u.users[sp.user])
+	}
+}
+
+// A preset file sets the site settings over its base, each optional: the
+// grid's settings of issue 45 (priority/basic, MaxJobsAccrue 1 per user, a
+// one-day bf_window, ...) are preset files over ls6.
+func TestPresetFileSiteSettings(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	params := "nodes: 72\npriority_weight_age: 1000\npriority_weight_job_size: 100\npriority_weight_fairshare: 500\nsched_latency: 1s\nbf_interval: 30s\n"
+	c, err := Preset(write("site.yaml", "base: ls6\n"+params+
+		"priority_type: priority/basic\npriority_accrue_always: true\nmax_jobs_accrue: 1\nbf_window: 24h\nbf_max_job_user: 10\nbf_min_age_reserve: 10m\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PriorityType != PriorityBasic || !c.PriorityAccrueAlways || c.MaxJobsAccrue != 1 || c.BFWindow != 24*time.Hour || c.BFMaxJobUser != 10 || c.BFMinAgeReserve != 10*time.Minute {
+		t.Errorf("site settings read %+v", c)
+	}
+	// Absent settings keep the base's: ls6's multifactor and 2-day window.
+	c, err = Preset(write("plain.yaml", "base: ls6\n"+params))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.PriorityType != PriorityMultifactor || c.BFWindow != LS6().BFWindow || c.MaxJobsAccrue != 0 {
+		t.Errorf("plain preset file: %q, bf_window %s, max_jobs_accrue %d; want ls6's", c.PriorityType, c.BFWindow, c.MaxJobsAccrue)
+	}
+	for name, extra := range map[string]string{
+		"type.yaml":   "priority_type: fifo\n",
+		"accrue.yaml": "max_jobs_accrue: -1\n",
+		"window.yaml": "bf_window: 30s\n",
+	} {
+		if _, err := Preset(write(name, "base: ls6\n"+params+extra)); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+	// A calibration from such a file keeps its site settings.
+	pf, err := CalibratedPreset(Options{Preset: filepath.Join(dir, "site.yaml")}, "t.log", &Calibration{Best: Evaluation{Params: ParamsOf(LS6())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pf.Site.PriorityType != PriorityBasic || pf.Site.MaxJobsAccrue == nil || *pf.Site.MaxJobsAccrue != 1 {
+		t.Errorf("calibrated preset's site settings %+v, want the origin's", pf.Site)
 	}
 }
