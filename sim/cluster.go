@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -284,28 +285,45 @@ func (s *Sim) recentTraceStarts(fn func(sp *spec) bool) {
 	}
 }
 
-// TypicalUser returns the user and account of the replayed trace's job of
-// the given size (nodes) that started last in the TypicalWindow before now
-// — or, if none of that size did, of any size; ok is false if none
-// started. Chains injected one after another and run as these users run
-// under each user as often as that user starts jobs of their size.
+// TypicalUser returns the user and account of a typical user of the
+// replayed trace for a job of the given size (nodes) submitted now: of the
+// associations whose jobs of that size started in the TypicalWindow before
+// now (of any size, if none), the one with the median fair-share factor,
+// neither among the most nor the least served (ties, as when fair-share is
+// not weighed, in the order of their latest such start, latest first). ok
+// is false if no job started in the window. A chain injected as that user
+// is ranked, by fair-share, like the trace's other users' jobs; as a user
+// of its own it would have the best factor there is.
 func (s *Sim) TypicalUser(nodes int) (user, account string, ok bool) {
-	var same, anyJob *spec
+	var same, anySize []int32 // associations, by latest start first
+	seen := map[int32]bool{}
 	s.recentTraceStarts(func(sp *spec) bool {
-		if anyJob == nil {
-			anyJob = sp
+		if !seen[sp.assoc] {
+			seen[sp.assoc] = true
+			anySize = append(anySize, sp.assoc)
 		}
-		if int(sp.nodes) == nodes {
-			same = sp
-			return false
+		if int(sp.nodes) == nodes && !slices.Contains(same, sp.assoc) {
+			same = append(same, sp.assoc)
 		}
 		return true
 	})
-	pick := cmp.Or(same, anyJob)
-	if pick == nil {
+	cands := same
+	if len(cands) == 0 {
+		cands = anySize
+	}
+	if len(cands) == 0 {
 		return "", "", false
 	}
-	return s.users[pick.user], s.acctNames[s.assocAcct[pick.assoc]], true
+	f := make(map[int32]float64, len(cands))
+	for _, a := range cands {
+		f[a] = 1
+		if s.st.cfg.PriorityWeightFairshare != 0 && !s.st.basic {
+			f[a] = s.fairshare(a)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b int32) int { return cmp.Compare(f[a], f[b]) })
+	account, user, _ = strings.Cut(s.assocs[cands[len(cands)/2]], "\x00") // "account\x00user" (intern)
+	return user, account, true
 }
 
 // TypicalRecordedPriority is the recorded priority (JobSpec.RecordedPriority)

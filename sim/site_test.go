@@ -72,8 +72,10 @@ func TestSiteDefaults(t *testing.T) {
 // A job submitted through the seam is ranked by the model that ranks the
 // trace's jobs: with recorded priorities weighed, it gets the median
 // recorded priority of the trace's jobs of its size that started in the
-// week before (nothing later), and TypicalUser names the user of the
-// latest of them. Four nodes, multifactor with only the recorded weight.
+// week before (nothing later), and TypicalUser names the user of median
+// fair-share among theirs (here fair-share is not weighed: every factor
+// is 1, and the tie goes by latest start, latest first). Four nodes,
+// multifactor with only the recorded weight.
 // The trace (t0 = day 10, all jobs run 1 h, recorded priorities):
 //
 //	old  day 1,  2 nodes, 0.9, user o   (started over a week before t0)
@@ -83,8 +85,9 @@ func TestSiteDefaults(t *testing.T) {
 //	late day 11, 2 nodes, 0.1, user l   (after t0: unseen)
 //
 // At t0 the 2-node jobs started within the week are a and b: median
-// (0.2 + 0.4) / 2 = 0.3, the latest b (user b). For 3 nodes there are
-// none: all sizes, a, b, c: median 0.4, the latest c (user c).
+// (0.2 + 0.4) / 2 = 0.3; their users by latest start b, a: the median of
+// two is the second, a. For 3 nodes there are none: all sizes, a, b, c:
+// median 0.4; users c, b, a: b.
 func TestSeamJobsLikeTheTrace(t *testing.T) {
 	day := func(d int) time.Time { return time.Date(2026, 1, d, 0, 0, 0, 0, time.UTC) }
 	cfg := Defaults()
@@ -110,11 +113,11 @@ func TestSeamJobsLikeTheTrace(t *testing.T) {
 	if got := s.TypicalRecordedPriority(3); got != 0.4 {
 		t.Errorf("3 nodes: recorded priority %v, want 0.4", got)
 	}
-	if u, a, ok := s.TypicalUser(2); u != "b" || a != "acct-b" || !ok {
-		t.Errorf("2 nodes: typical user %q/%q %v, want b/acct-b", u, a, ok)
+	if u, a, ok := s.TypicalUser(2); u != "a" || a != "acct-a" || !ok {
+		t.Errorf("2 nodes: typical user %q/%q %v, want a/acct-a", u, a, ok)
 	}
-	if u, _, _ := s.TypicalUser(3); u != "c" {
-		t.Errorf("3 nodes: typical user %q, want c", u)
+	if u, _, _ := s.TypicalUser(3); u != "b" {
+		t.Errorf("3 nodes: typical user %q, want b", u)
 	}
 	s.SetSubmitUser("b")
 	id, err := s.Submit(context.Background(), provisioner.SubmitRequest{Name: "chain", Account: "acct-b", Nodes: 2, TimeLimit: time.Hour})
@@ -196,5 +199,95 @@ func TestPresetFileSiteSettings(t *testing.T) {
 	}
 	if pf.Site.PriorityType != PriorityBasic || pf.Site.MaxJobsAccrue == nil || *pf.Site.MaxJobsAccrue != 1 {
 		t.Errorf("calibrated preset's site settings %+v, want the origin's", pf.Site)
+	}
+}
+
+// A job submitted through the seam takes its place among the trace's
+// pending jobs by its typical recorded priority. One node; multifactor,
+// recorded weight 1000 alone. Trace (hours after t0, all 1-node):
+//
+//	p1 0:00 (0.2), p2 1:00 (0.4), p3 2:00 (0.6): run 0–1, 1–2, 2–3
+//	x  3:00 (0.1): runs 3–13
+//	L  4:00 (0.25) and H 4:30 (0.5): wait for x; 1 h each
+//
+// S (1 h) is submitted through the seam at 5:00: the 1-node jobs that
+// started in the week before are p1, p2, p3 and x, recorded 0.1, 0.2, 0.4,
+// 0.6: median 0.3. Ranked H 500, S 300, L 250: H runs 13–14, S 14–15, L
+// 15–16. With no recorded priority S (0) would come after L, at 15.
+func TestSeamJobQueuesByTypicalPriority(t *testing.T) {
+	t0 := time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.PriorityType = PriorityMultifactor
+	cfg.PriorityWeightRecorded = 1000
+	cfg.Backfill = false
+	cfg.Nodes = []NodeConfig{{Name: "n1"}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at time.Duration, prio float64, run time.Duration) JobSpec {
+		return JobSpec{ID: id, User: id, Submit: t0.Add(at), TimeLimit: run, Runtime: run, Nodes: 1, RecordedPriority: prio}
+	}
+	h := time.Hour
+	if err := s.Load([]JobSpec{job("p1", 0, 0.2, h), job("p2", h, 0.4, h), job("p3", 2*h, 0.6, h), job("x", 3*h, 0.1, 10*h),
+		job("L", 4*h, 0.25, h), job("H", 4*h+30*time.Minute, 0.5, h)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	s.Run(t0.Add(5 * h))
+	id, err := s.Submit(context.Background(), provisioner.SubmitRequest{Account: "a", Nodes: 1, TimeLimit: h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(time.Time{})
+	for _, c := range []struct {
+		id    string
+		start time.Duration
+	}{{"H", 13 * h}, {id, 14 * h}, {"L", 15 * h}} {
+		r, err := s.Result(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r.Start.Sub(t0); got != c.start {
+			t.Errorf("%s started at +%s, want +%s", c.id, got, c.start)
+		}
+	}
+}
+
+// With fair-share weighed, TypicalUser takes the user of median fair-share
+// factor. One node, no decay, one account each; three jobs submitted at t0
+// run one after the other: u2's 5 h, u1's 10 h, u3's 1 h. At t0 + 20 h u1
+// has used the most, u3 the least: factors rise u1 < u2 < u3, and the
+// median is u2. (By latest start alone, u3, u1, u2, it would be u1.)
+func TestTypicalUserByFairshare(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.PriorityType = PriorityMultifactor
+	cfg.PriorityWeightFairshare = 1000
+	cfg.PriorityDecayHalfLife = 0
+	cfg.Nodes = []NodeConfig{{Name: "n1"}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := time.Hour
+	job := func(user string, run time.Duration) JobSpec {
+		return JobSpec{ID: user, User: user, Account: "acct-" + user, Submit: t0, TimeLimit: run, Runtime: run, Nodes: 1}
+	}
+	if err := s.Load([]JobSpec{job("u2", 5*h), job("u1", 10*h), job("u3", h)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	s.Run(t0.Add(20 * h))
+	for _, c := range []struct {
+		id    string
+		start time.Duration
+	}{{"u2", 0}, {"u1", 5 * h}, {"u3", 15 * h}} {
+		if r, _ := s.Result(c.id); r.Start.Sub(t0) != c.start {
+			t.Fatalf("%s started at +%s, want +%s", c.id, r.Start.Sub(t0), c.start)
+		}
+	}
+	if u, a, ok := s.TypicalUser(1); u != "u2" || a != "acct-u2" || !ok {
+		t.Errorf("typical user %q/%q %v, want u2/acct-u2", u, a, ok)
 	}
 }
