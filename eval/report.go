@@ -16,7 +16,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
 )
 
 // ReportSchema is the version of the report JSON layout.
