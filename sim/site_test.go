@@ -291,3 +291,33 @@ func TestTypicalUserByFairshare(t *testing.T) {
 		t.Errorf("typical user %q/%q %v, want u2/acct-u2", u, a, ok)
 	}
 }
+
+// The guide's example preset file (docs/guide/training-and-evaluation.md,
+// "The site's scheduler settings") is a preset file every --preset reads,
+// with the values it shows.
+func TestGuidePresetExample(t *testing.T) {
+	b, err := os.ReadFile("../docs/guide/training-and-evaluation.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### The site's scheduler settings")
+	if !ok {
+		t.Fatal("the guide has no section \"The site's scheduler settings\"")
+	}
+	_, rest, ok = strings.Cut(rest, "```yaml\n")
+	body, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml block in the section")
+	}
+	path := filepath.Join(t.TempDir(), "site.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Preset(path)
+	if err != nil {
+		t.Fatalf("the guide's preset: %v", err)
+	}
+	if c.PriorityMaxAge != 24*time.Hour || c.MaxJobsAccrue != 1 || c.BFWindow != 24*time.Hour || c.BFMaxJobUser != 20 || c.BFMinAgeReserve != 10*time.Minute || c.PriorityType != PriorityMultifactor {
+		t.Errorf("the guide's preset reads as %+v", c)
+	}
+}
