@@ -471,9 +471,10 @@ func (s *Sim) backfill() {
 func (s *Sim) eachTested(fn func(j int32) bool) {
 	cfg := &s.st.cfg
 	perUser := int32(cfg.BFMaxJobUser)
-	tested := s.prof.tested[:0]
+	var tested []int32
 	if perUser > 0 {
-		tested = append(tested, make([]int32, len(s.users))...)
+		tested = slices.Grow(s.prof.tested[:0], len(s.users))[:len(s.users)]
+		clear(tested)
 		s.prof.tested = tested
 	}
 	n := 0
@@ -561,8 +562,8 @@ func (s *Sim) pinnedOver(from, to int64) []bool {
 			continue
 		}
 		if held == nil {
-			held = pr.held[:0]
-			held = append(held, make([]bool, len(s.st.nodeNames))...)
+			held = slices.Grow(pr.held[:0], len(s.st.nodeNames))[:len(s.st.nodeNames)]
+			clear(held)
 			pr.held = held
 		}
 		for n, on := range r.nodes {
