@@ -61,9 +61,10 @@ type StepInput struct {
 //     appeared, record gaps between segments); then, while a submission's
 //     outcome is unknown (SUBMITTING, no job found yet, its grace not
 //     over), wait: deciding anything else could submit a segment twice;
-//  2. if the work is done (an --until-done segment exited 0, unless its
-//     successor had already started: that is a hand-off), end the chain
-//     and cancel successors submitted ahead of time;
+//  2. if the work is done (done.go: its job said so with mirage done, or an
+//     --until-done segment exited 0 before its signal point and before its
+//     successor started), end the chain and cancel successors submitted
+//     ahead of time;
 //  3. if the chain has no segment yet, submit the first;
 //  4. if the last segment has ended: by TIMEOUT or exit 0 continue with the
 //     next segment (or end the chain after N segments); after a failure
@@ -158,27 +159,32 @@ func (c *stepContext) decide(w *chainWork) {
 			return
 		}
 	}
-	// 2. the work is done: an --until-done segment exited 0 before its limit.
-	if ch.Segments == 0 {
-		for i := range w.segs {
-			s := &w.segs[i]
-			if !succeeded(s) || s != w.final(s.Index) {
-				continue
-			}
-			if next := w.final(s.Index + 1); next != nil && !next.Start.IsZero() && !s.End.IsZero() && !next.Start.After(s.End) {
-				continue // its successor already ran when it exited: a hand-off (mirage handoff), not the end of the work
-			}
-			w.end(ChainDone, fmt.Sprintf("segment %d (job %s) exited 0 before its limit: the work is done", s.Index, s.JobID))
-			for j := range w.segs {
-				if o := &w.segs[j]; o.Index > s.Index && o.JobID != "" && !o.State.Finished() {
-					rec := &DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: o.Index, Policy: ch.Policy, Action: ActCancel, JobID: o.JobID,
-						Reason: fmt.Sprintf("segment %d was submitted ahead of time but the work finished in segment %d: cancel it", o.Index, s.Index)}
-					seg := *o
-					w.tail = append(w.tail, Op{Kind: OpCancel, Segment: &seg, Record: rec})
-				}
-			}
-			return
+	// 2. the work is done (workDone, done.go): end the chain and cancel the
+	// successors submitted ahead; a segment whose job said so (mirage done)
+	// but still runs gets no successor.
+	for i := range w.segs {
+		s := &w.segs[i]
+		if s != w.final(s.Index) {
+			continue
 		}
+		why, done := workDone(s, w.final(s.Index+1), ch)
+		if !done && !s.Done {
+			continue
+		}
+		if done {
+			w.end(ChainDone, why)
+		} else {
+			w.record(DecisionRecord{Segment: s.Index + 1, Action: Wait, Reason: fmt.Sprintf("segment %d (job %s) said the work is finished (mirage done): no successor; the chain ends when it ends", s.Index, s.JobID)})
+		}
+		for j := range w.segs {
+			if o := &w.segs[j]; o.Index > s.Index && o.JobID != "" && !o.State.Finished() && (done || o.Start.IsZero()) {
+				rec := &DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: o.Index, Policy: ch.Policy, Action: ActCancel, JobID: o.JobID,
+					Reason: fmt.Sprintf("segment %d was submitted ahead of time but the work finished in segment %d: cancel it", o.Index, s.Index)}
+				seg := *o
+				w.tail = append(w.tail, Op{Kind: OpCancel, Segment: &seg, Record: rec})
+			}
+		}
+		return
 	}
 	// 3. nothing submitted yet.
 	if len(w.segs) == 0 {
@@ -194,7 +200,7 @@ func (c *stepContext) decide(w *chainWork) {
 			w.end(ChainDone, fmt.Sprintf("all %d segments ran (last: segment %d, job %s, %s)", n, last.Index, last.JobID, last.State))
 		case continues(last):
 			c.submit(w, last.Index+1, 0, last.JobID, DecisionRecord{Action: SubmitNow,
-				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339))}, placement{})
+				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s%s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339), stoppedNote(last, ch))}, placement{})
 		case last.State == StateRejected && last.Index == 0:
 			w.end(ChainFailed, fmt.Sprintf("the backend rejected the first segment: %s", last.Note))
 		case last.Attempt < ch.MaxRetries:

@@ -28,15 +28,20 @@ type SegmentJSON struct {
 	Note     string     `json:"note,omitempty"`
 	Pinned   string     `json:"pinned,omitempty"` // nodes a pending successor is pinned to (the pin policy), comma-separated
 	GapSec   *float64   `json:"gap_s,omitempty"`  // start − predecessor's end (final attempts only)
+	Done     bool       `json:"done,omitempty"`   // its job ran mirage done: the chain ends with it
 }
 
-// segmentNote is the NOTE column: the segment's note, and the nodes a
-// pending successor is pinned to.
+// segmentNote is the NOTE column: the segment's note, the nodes a pending
+// successor is pinned to, and whether its job ran mirage done.
 func segmentNote(s *Segment) string {
-	if s.Pinned == "" || s.State != StatePending {
-		return s.Note
+	note := s.Note
+	if s.Pinned != "" && s.State == StatePending {
+		note = strings.TrimPrefix(note+"; pinned to "+s.Pinned, "; ")
 	}
-	return strings.TrimPrefix(s.Note+"; pinned to "+s.Pinned, "; ")
+	if s.Done {
+		note = strings.TrimPrefix(note+"; mirage done: the work is finished", "; ")
+	}
+	return note
 }
 
 // ChainJSON is one chain in mirage status --json.
@@ -58,6 +63,7 @@ type ChainJSON struct {
 	Account     string        `json:"account,omitempty"`
 	Partition   string        `json:"partition,omitempty"`
 	TimeLimitS  int64         `json:"time_limit_s"`
+	SignalLeadS int64         `json:"signal_lead_s,omitempty"` // --signal …@SECS: Slurm signals each segment this long before its limit
 	Nodes       int           `json:"nodes"`
 	GPUs        int           `json:"gpus"`
 	State       string        `json:"state"`
@@ -70,11 +76,11 @@ type ChainJSON struct {
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
 	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, ScriptHash: c.ScriptHash, ScriptCopy: c.ScriptCopy, ScriptSeen: c.ScriptSeen, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
-		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
+		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), SignalLeadS: int64(c.SignalLead / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
 		sj := SegmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note, Pinned: s.Pinned,
-			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End)}
+			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End), Done: s.Done}
 		if g, ok := v.Gaps[i]; ok {
 			v := g.Seconds()
 			sj.GapSec = &v
@@ -105,6 +111,9 @@ func (v *ChainView) WriteText(out io.Writer) error {
 		fmt.Fprintf(out, "cost      %s (%s)\n", cmp.Or(c.Workload, "explicit weights"), c.CostOf())
 	}
 	fmt.Fprintf(out, "shape     limit %s, %d node(s), %d GPU(s), partition %s, account %s\n", limitText(c.TimeLimit), max(c.Nodes, 1), c.GPUs, dash(c.Partition), dash(c.Account))
+	if c.SignalLead > 0 {
+		fmt.Fprintf(out, "signal    %s before the limit (--signal): a segment that exits 0 after that continues the chain\n", secs(c.SignalLead))
+	}
 	fmt.Fprintf(out, "created   %s\n\n", c.Created.UTC().Format(time.RFC3339))
 	tw := newTable(out, "SEG\tTRY\tJOB\tSTATE\tEXIT\tSUBMIT\tSTART\tEND\tGAP\tNOTE")
 	for i, s := range v.Segments {
