@@ -34,7 +34,7 @@ var (
 	trainCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, train.ErrSpec), cmdutil.Kinds(cmdutil.ExitBadInput, train.ErrInput),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, train.ErrOutput))
 	// stateCodes: the state directory, the backends and the chain engine.
-	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption, provisioner.ErrNeedsOptions),
+	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, state.ErrBadMark, slurm.ErrBadOption, provisioner.ErrNeedsOptions),
 		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, provisioner.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
 			state.ErrHeld, state.ErrNoDir),

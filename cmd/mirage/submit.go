@@ -146,7 +146,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
+	stateDir, err := o.state.Resolve() // opened above: it resolves
+	if err != nil {
+		return stateErr(err)
+	}
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv, stateDir); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
