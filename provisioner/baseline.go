@@ -33,7 +33,7 @@ const (
 	DefaultRecentWindow = 24 * time.Hour
 	// BeginMargin is how long before its predecessor's limit a pinned
 	// policy's successor, submitted unpinned in the last decision cycle
-	// (within DefaultLead of the limit) while whole nodes are free, is
+	// (within DefaultLead of the limit, ScaledLead) while whole nodes are free, is
 	// asked to start (Decision.Begin, sbatch --begin): without it, it
 	// would start at once, up to a whole cycle early. Not for chains that
 	// hand off (the training workload), whose early start costs one
@@ -43,6 +43,47 @@ const (
 	// start it before the limit.
 	BeginMargin = 2 * time.Minute
 )
+
+// Leads and hand-offs scale with the segment limit (issue #51). A fixed
+// lead longer than a short limit would submit every successor at the first
+// cycle; on a free cluster it starts at once and its `mirage handoff` stops
+// the predecessor after seconds.
+const (
+	// leadShareDiv bounds a baseline's lead (and start-estimate's slack):
+	// at most a quarter of the predecessor's limit (ScaledLead).
+	leadShareDiv = 4
+	// minRunDiv sets the least a predecessor runs before mirage stops it
+	// or lets its successor start where mirage controls that: half its
+	// limit (MinRun).
+	minRunDiv = 2
+)
+
+// ScaledLead is lead bounded by a quarter of the predecessor's limit
+// (unbounded when the limit is not known, limit ≤ 0): the lead-based
+// baselines (lead, pin acting as lead, start-estimate's slack) never
+// submit before three quarters of the limit have run. A quarter keeps
+// DefaultLead for every limit of 40 minutes or more — the published
+// protocol's 48 hours, and every result in docs/results — and leaves a
+// 3-minute segment 45 s of lead.
+func ScaledLead(lead, limit time.Duration) time.Duration {
+	if limit <= 0 {
+		return lead
+	}
+	return min(lead, limit/leadShareDiv)
+}
+
+// MinRun is how long a predecessor with this limit runs before mirage
+// stops it for a hand-off (`mirage handoff` signals it no earlier) or
+// lifts its successor's pin while it runs: half its limit (0 when the
+// limit is not known). A hand-off costs a checkpoint, a restart and, on a
+// busy cluster, a wait in the queue; stopping segments before half their
+// limit would at least double the segments (and their overhead) the limits
+// require. Half lies below the three quarters ScaledLead leaves, so it
+// never delays a baseline's hand-off; it bounds early starts a policy's
+// model or an early free node bring.
+func MinRun(limit time.Duration) time.Duration {
+	return max(limit, 0) / minRunDiv
+}
 
 // ErrUnknownPolicy is returned for a policy name no registry knows.
 var ErrUnknownPolicy = errors.New("unknown policy")
@@ -91,10 +132,12 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     adds --dependency=afterany:PREDECESSOR); the scheduler releases the
 //     successor when the predecessor ends.
 //   - lead: with E = predecessor start + its time limit, SubmitNow once
-//     now ≥ E − lead (default DefaultLead), Wait before.
+//     now ≥ E − lead (default DefaultLead, at most a quarter of the limit:
+//     ScaledLead), Wait before.
 //   - start-estimate: with R = E − now the predecessor's remaining time and
 //     W the expected wait of a successor submitted now, SubmitNow once
-//     W ≥ R − slack (default DefaultSlack), Wait before. W is, in order:
+//     W ≥ R − slack (default DefaultSlack, at most a quarter of the
+//     limit: ScaledLead), Wait before. W is, in order:
 //     (a) the latest scheduler estimate (Job.EstStart, squeue --start) among
 //     pending jobs of the successor's shape (same partition when it names
 //     one, same node and GPU counts), minus now, at least 0 — a successor
@@ -166,17 +209,32 @@ func common(obs *Observation) (Decision, bool) {
 	return Decision{}, false
 }
 
-// limitEnd is when the running predecessor reaches its limit.
-func limitEnd(obs *Observation) (time.Time, bool) {
-	p := obs.Predecessor
-	lim := p.TimeLimit
+// limitOf is the running predecessor's limit: its job's, else its
+// chain's; 0 when neither is known.
+func limitOf(obs *Observation) time.Duration {
+	lim := obs.Predecessor.TimeLimit
 	if lim <= 0 && obs.Chain != nil {
 		lim = obs.Chain.TimeLimit
 	}
-	if lim <= 0 || p.Start.IsZero() {
+	return max(lim, 0)
+}
+
+// limitEnd is when the running predecessor reaches its limit.
+func limitEnd(obs *Observation) (time.Time, bool) {
+	lim := limitOf(obs)
+	if lim <= 0 || obs.Predecessor.Start.IsZero() {
 		return time.Time{}, false
 	}
-	return p.Start.Add(lim), true
+	return obs.Predecessor.Start.Add(lim), true
+}
+
+// leadText renders a lead for reasons: the lead used, and the one asked
+// for when the limit bounded it (ScaledLead).
+func leadText(asked, used time.Duration) string {
+	if used == asked {
+		return secs(used)
+	}
+	return fmt.Sprintf("%s (%s bounded by a quarter of the limit)", secs(used), secs(asked))
 }
 
 type reactive struct{}
@@ -215,11 +273,12 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 //     the chain's cost prices an early start below an equal interruption
 //     and, unless the chain hands off, no pending job waits for the free
 //     nodes (stepContext.unpin). A submission inner decides in the last
-//     decision cycle before the predecessor's limit (within
-//     DefaultLead) is timed to start BeginMargin before the limit
+//     decision cycle before the predecessor's limit (within DefaultLead,
+//     ScaledLead) is timed to start BeginMargin before the limit
 //     (Decision.Begin) rather than at once, up to a cycle early, unless
 //     the chain hands off (the training workload). A lift within the lead
-//     takes effect at once all the same (stepContext.unpin).
+//     takes effect at once all the same (stepContext.unpin), but never
+//     before the predecessor has run MinRun.
 //   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
 //     before.
 //
@@ -273,7 +332,7 @@ func (p pinned) Decide(obs *Observation) (Decision, error) {
 		as = "its model decides" // a learned policy's pinned form (its reason names the model)
 	}
 	d.Reason = fmt.Sprintf("%s; %s: %s", why, as, d.Reason)
-	if d.Action == SubmitNow && left > BeginMargin && left <= DefaultLead && d.Begin.IsZero() && !handsOff(obs.Chain) {
+	if d.Action == SubmitNow && left > BeginMargin && left <= ScaledLead(DefaultLead, limitOf(obs)) && d.Begin.IsZero() && !handsOff(obs.Chain) {
 		d.Begin = end.Add(-BeginMargin)
 		d.Reason += fmt.Sprintf("; the last cycle before the limit: start from %s before it, not at once", secs(BeginMargin))
 	}
@@ -362,14 +421,15 @@ func (l lead) Decide(obs *Observation) (Decision, error) {
 	if !ok {
 		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
 	}
-	at := end.Add(-l.lead)
+	lead := ScaledLead(l.lead, limitOf(obs))
+	at := end.Add(-lead)
 	score := -end.Sub(obs.Now).Seconds() // gap if the successor started at once
 	if !obs.Now.Before(at) {
 		return Decision{Action: SubmitNow, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s, in %s; lead %s: submit",
-			end.UTC().Format(time.RFC3339), secs(end.Sub(obs.Now)), secs(l.lead))}, nil
+			end.UTC().Format(time.RFC3339), secs(end.Sub(obs.Now)), leadText(l.lead, lead))}, nil
 	}
 	return Decision{Action: Wait, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s; lead %s: submit from %s (in %s)",
-		end.UTC().Format(time.RFC3339), secs(l.lead), at.UTC().Format(time.RFC3339), secs(at.Sub(obs.Now)))}, nil
+		end.UTC().Format(time.RFC3339), leadText(l.lead, lead), at.UTC().Format(time.RFC3339), secs(at.Sub(obs.Now)))}, nil
 }
 
 type startEstimate struct{ o baselineOptions }
@@ -386,13 +446,14 @@ func (s startEstimate) Decide(obs *Observation) (Decision, error) {
 	}
 	remaining := end.Sub(obs.Now)
 	wait, source := s.expectedWait(obs)
+	slack := ScaledLead(s.o.slack, limitOf(obs))
 	d := Decision{Score: (wait - remaining).Seconds()}
-	if wait >= remaining-s.o.slack {
+	if wait >= remaining-slack {
 		d.Action = SubmitNow
-		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", secs(wait), source, secs(remaining), secs(s.o.slack))
+		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", secs(wait), source, secs(remaining), leadText(s.o.slack, slack))
 	} else {
 		d.Action = Wait
-		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", secs(wait), source, secs(remaining), secs(s.o.slack))
+		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", secs(wait), source, secs(remaining), leadText(s.o.slack, slack))
 	}
 	return d, nil
 }

@@ -295,3 +295,68 @@ func TestSpareNodes(t *testing.T) {
 		t.Errorf("no snapshot: %d spare, want 0", got)
 	}
 }
+
+// TestScaledLead: a lead is at most a quarter of the predecessor's limit,
+// unbounded when the limit is unknown; a predecessor runs half its limit
+// before it is stopped for a hand-off. Worked by hand.
+func TestScaledLead(t *testing.T) {
+	for _, c := range []struct{ lead, limit, want time.Duration }{
+		{DefaultLead, 3 * time.Minute, 45 * time.Second}, // issue #51's 3-minute segments
+		{DefaultLead, 12 * time.Minute, 3 * time.Minute},
+		{DefaultLead, 40 * time.Minute, DefaultLead}, // from 40 min on, the default holds
+		{DefaultLead, 48 * time.Hour, DefaultLead},   // the published protocol
+		{time.Minute, 2 * time.Minute, 30 * time.Second},
+		{DefaultLead, 0, DefaultLead}, // limit unknown
+	} {
+		if got := ScaledLead(c.lead, c.limit); got != c.want {
+			t.Errorf("ScaledLead(%s, %s) = %s, want %s", c.lead, c.limit, got, c.want)
+		}
+	}
+	for _, c := range []struct{ limit, want time.Duration }{{3 * time.Minute, 90 * time.Second}, {48 * time.Hour, 24 * time.Hour}, {0, 0}, {-time.Minute, 0}} {
+		if got := MinRun(c.limit); got != c.want {
+			t.Errorf("MinRun(%s) = %s, want %s", c.limit, got, c.want)
+		}
+	}
+}
+
+// TestLeadScalesWithLimit: the baselines' leads on a predecessor with a
+// 3-minute limit that started at t0 (its limit at 3:00). lead and pin (a
+// node free: as lead) submit from 3:00 − 45 s = 2:15, not at once;
+// start-estimate (nothing pending, no history: W = 0) once the remaining
+// time ≤ its slack, 45 s: from 2:15 too. With a 1-hour limit nothing
+// changes: lead submits from 50:00.
+func TestLeadScalesWithLimit(t *testing.T) {
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	free := []Node{{Name: "n1", State: NodeUp, CPUs: 8, GPUs: 4, GPUsUsed: 4, Partitions: []string{"gpu"}}, {Name: "n2", State: NodeUp, CPUs: 8, GPUs: 4, Partitions: []string{"gpu"}}}
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	for _, c := range []struct {
+		policy string
+		limit  time.Duration
+		now    time.Time
+		want   Action
+	}{
+		{PolicyLead, 3 * time.Minute, sec(30), Wait}, // the fixed 10-min lead submitted here
+		{PolicyLead, 3 * time.Minute, sec(134), Wait},
+		{PolicyLead, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyPin, 3 * time.Minute, sec(30), Wait},
+		{PolicyPin, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyStartEstimate, 3 * time.Minute, sec(134), Wait},
+		{PolicyStartEstimate, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyLead, time.Hour, min_(49), Wait},
+		{PolicyLead, time.Hour, min_(50), SubmitNow},
+	} {
+		p, err := BaselinePolicy(c.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pred := job("10").state(StateRunning).start(t0).shape(1, 4).partition("gpu").build()
+		pred.TimeLimit, pred.NodeList = c.limit, []string{"n1"}
+		d, err := p.Decide(&Observation{Now: c.now, Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: c.now, Nodes: free}})
+		if err != nil || d.Action != c.want {
+			t.Errorf("%s, limit %s, at +%s: %s (%v), want %s: %s", c.policy, c.limit, c.now.Sub(t0), d.Action, err, c.want, d.Reason)
+		}
+		if c.limit < 40*time.Minute && !strings.Contains(d.Reason, "45s (10m0s bounded by a quarter of the limit)") {
+			t.Errorf("%s, limit %s: reason %q does not say the lead was bounded", c.policy, c.limit, d.Reason)
+		}
+	}
+}

@@ -338,11 +338,11 @@ func liftNote(begin, now time.Time) string {
 }
 
 // mayLiftEarly reports whether the pin of job own may be lifted while its
-// predecessor runs (see unpin): the chain's cost prices an early start
-// below an equal interruption, and the chain hands off or the free nodes
-// are spare.
+// predecessor runs (see unpin): the predecessor has run MinRun, the
+// chain's cost prices an early start below an equal interruption, and the
+// chain hands off or the free nodes are spare.
 func mayLiftEarly(obs *Observation, own string) bool {
-	if !earlyStartCheaper(obs) {
+	if p := obs.Predecessor; p.Start.IsZero() || obs.Now.Sub(p.Start) < MinRun(limitOf(obs)) || !earlyStartCheaper(obs) {
 		return false
 	}
 	return handsOff(obs.Chain) || spareNodes(obs.Snapshot, &obs.Successor, own) >= max(obs.Successor.Nodes, 1)

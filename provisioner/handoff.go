@@ -13,7 +13,7 @@ type HandoffOptions struct {
 	Signal string        // asks it to checkpoint and exit, e.g. "USR1"
 	Grace  time.Duration // how long to wait for it to end
 	Poll   time.Duration // how often to look
-	Settle time.Duration // signal only once it has run this long (its script must have set its trap)
+	Settle time.Duration // signal only once it has run this long (its script must have set its trap), and at least MinRun of its limit
 	Cancel bool          // cancel it if it still runs after Grace
 	// Self and Chain, when set, are the user running the hand-off and its
 	// chain ($MIRAGE_CHAIN): a predecessor of another user, or one that
@@ -22,8 +22,8 @@ type HandoffOptions struct {
 }
 
 // Handoff is run by a successor that started while its predecessor still
-// runs: it waits until the predecessor has run for Settle, sends it the
-// signal, and waits up to Grace for it to end, looking every Poll; then,
+// runs: it waits until the predecessor has run for Settle and for MinRun
+// (half its limit, when the live view gives it), sends it the signal, and waits up to Grace for it to end, looking every Poll; then,
 // with Cancel, it cancels it. now and sleep are the clock and the waiting
 // (a simulator advances its logical time in sleep). say reports each step
 // as a line. A predecessor that is not running, or ends before the
@@ -45,7 +45,12 @@ func Handoff(ctx context.Context, cl Cluster, now func() time.Time, sleep func(c
 		return fmt.Errorf("predecessor %s does not carry a tag of chain %s (comment %q): not signalled (%w)", o.Job, o.Chain, pred.Comment, ErrForeignJob)
 	}
 	if !pred.Start.IsZero() {
-		if young := o.Settle - now().Sub(pred.Start); young > 0 {
+		ran := now().Sub(pred.Start)
+		if floor := MinRun(pred.TimeLimit); floor > o.Settle && ran < floor {
+			say(fmt.Sprintf("predecessor %s has run %s of its %s limit: signalling it once it has run half of it (%s), in %s",
+				o.Job, secs(ran), secs(pred.TimeLimit), secs(floor), secs(floor-ran)))
+		}
+		if young := max(o.Settle, MinRun(pred.TimeLimit)) - ran; young > 0 {
 			if err := sleep(ctx, young); err != nil {
 				return err
 			}

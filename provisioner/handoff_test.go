@@ -13,7 +13,8 @@ import (
 type handoffCluster struct {
 	now       time.Time
 	t0        time.Time
-	started   time.Time // predecessor start; zero = unknown
+	started   time.Time     // predecessor start; zero = unknown
+	limit     time.Duration // predecessor's time limit; 0 = unknown
 	endAfter  time.Duration
 	signalled time.Time
 	signals   []string
@@ -25,7 +26,7 @@ func (h *handoffCluster) Snapshot(context.Context) (*Snapshot, error) {
 	if len(h.cancelled) > 0 || h.endAfter > 0 && !h.signalled.IsZero() && !h.now.Before(h.signalled.Add(h.endAfter)) {
 		st = StateCompleted
 	}
-	return &Snapshot{Jobs: []Job{{ID: "7", State: st, Start: h.started, User: "alice", Comment: "mirage:c-1/0.0"}}}, nil
+	return &Snapshot{Jobs: []Job{{ID: "7", State: st, Start: h.started, TimeLimit: h.limit, User: "alice", Comment: "mirage:c-1/0.0"}}}, nil
 }
 
 func (h *handoffCluster) Submit(context.Context, SubmitRequest) (string, error) {
@@ -98,6 +99,32 @@ func TestHandoff(t *testing.T) {
 	h.started = h.t0.Add(-3 * time.Second)
 	if _, err := h.handoff(opts(func(o *HandoffOptions) { o.Settle = 0 })); err != nil || strings.Join(h.signals, ",") != "7:USR1@0s" {
 		t.Errorf("settle 0: %v signals %v", err, h.signals)
+	}
+}
+
+// TestHandoffMinRun: a predecessor is signalled only once it has run half
+// its limit (MinRun), whatever --settle says. By hand: a 3-minute limit,
+// started 20 s before the successor runs handoff: half is 1:30, so the
+// signal goes out 70 s later (settle 10 s is long past). A 48-hour one
+// started 1 h before: 23 h later. Without a known limit, settle alone.
+func TestHandoffMinRun(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		limit, ran time.Duration
+		signal     string
+		said       string
+	}{
+		{3 * time.Minute, 20 * time.Second, "7:USR1@1m10s", "predecessor 7 has run 20s of its 3m0s limit: signalling it once it has run half of it (1m30s), in 1m10s\n"},
+		{48 * time.Hour, time.Hour, "7:USR1@23h0m0s", "predecessor 7 has run 1h0m0s of its 48h0m0s limit: signalling it once it has run half of it (24h0m0s), in 23h0m0s\n"},
+		{3 * time.Minute, 2 * time.Minute, "7:USR1@0s", ""}, // past half: at once
+		{0, 3 * time.Second, "7:USR1@7s", ""},               // limit unknown: settle only
+	} {
+		h := newHandoffCluster(2 * time.Second)
+		h.started, h.limit = h.t0.Add(-c.ran), c.limit
+		out, err := h.handoff(HandoffOptions{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Settle: 10 * time.Second})
+		if err != nil || strings.Join(h.signals, ",") != c.signal || !strings.HasPrefix(out, c.said+"sent SIGUSR1") {
+			t.Errorf("limit %s, ran %s: %v, signals %v (want %s), out %q", c.limit, c.ran, err, h.signals, c.signal, out)
+		}
 	}
 }
 
