@@ -59,9 +59,10 @@ const (
 )
 
 // ScaledLead is lead bounded by a quarter of the predecessor's limit
-// (unbounded when the limit is not known, limit ≤ 0): the lead-based
-// baselines (lead, pin acting as lead, start-estimate's slack) never
-// submit before three quarters of the limit have run. A quarter keeps
+// (unbounded when the limit is not known, limit ≤ 0): with their default
+// lead and slack, the lead-based baselines (lead, pin acting as lead,
+// start-estimate) never submit before three quarters of the limit have
+// run. A quarter keeps
 // DefaultLead for every limit of 40 minutes or more — the published
 // protocol's 48 hours, and every result in docs/results — and leaves a
 // 3-minute segment 45 s of lead.
@@ -99,17 +100,24 @@ type BaselineOption func(*baselineOptions)
 type baselineOptions struct {
 	lead         time.Duration
 	slack        time.Duration
+	fixed        bool // lead and slack were given (WithLead, WithSlack): not scaled by the limit
 	recentJobs   int
 	recentWindow time.Duration
 }
 
-// WithLead sets the lead policy's lead time (default DefaultLead). The
-// published "reactive" baseline (submit 1 minute before the predecessor
-// ends) is BaselinePolicy("lead", WithLead(time.Minute)).
-func WithLead(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.lead = d } }
+// WithLead sets the lead policy's lead time (default DefaultLead, scaled
+// by the limit: ScaledLead); a lead given is used as given. The published
+// "reactive" baseline (submit 1 minute before the predecessor ends) is
+// BaselinePolicy("lead", WithLead(time.Minute)).
+func WithLead(d time.Duration) BaselineOption {
+	return func(o *baselineOptions) { o.lead, o.fixed = d, true }
+}
 
-// WithSlack sets the start-estimate policy's slack (default DefaultSlack).
-func WithSlack(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.slack = d } }
+// WithSlack sets the start-estimate policy's slack (default DefaultSlack,
+// scaled by the limit: ScaledLead); a slack given is used as given.
+func WithSlack(d time.Duration) BaselineOption {
+	return func(o *baselineOptions) { o.slack, o.fixed = d, true }
+}
 
 // WithRecentJobs sets how many recent starts the start-estimate policy
 // takes its typical wait from, and how old they may be.
@@ -132,12 +140,12 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     adds --dependency=afterany:PREDECESSOR); the scheduler releases the
 //     successor when the predecessor ends.
 //   - lead: with E = predecessor start + its time limit, SubmitNow once
-//     now ≥ E − lead (default DefaultLead, at most a quarter of the limit:
-//     ScaledLead), Wait before.
+//     now ≥ E − lead (DefaultLead, at most a quarter of the limit:
+//     ScaledLead; or WithLead's, as given), Wait before.
 //   - start-estimate: with R = E − now the predecessor's remaining time and
 //     W the expected wait of a successor submitted now, SubmitNow once
-//     W ≥ R − slack (default DefaultSlack, at most a quarter of the
-//     limit: ScaledLead), Wait before. W is, in order:
+//     W ≥ R − slack (DefaultSlack, at most a quarter of the limit:
+//     ScaledLead; or WithSlack's, as given), Wait before. W is, in order:
 //     (a) the latest scheduler estimate (Job.EstStart, squeue --start) among
 //     pending jobs of the successor's shape (same partition when it names
 //     one, same node and GPU counts), minus now, at least 0 — a successor
@@ -181,11 +189,11 @@ func BaselinePolicy(name string, opts ...BaselineOption) (Policy, error) {
 	case PolicyDependency:
 		return dependency{}, nil
 	case PolicyLead:
-		return lead{o.lead}, nil
+		return lead{o.lead, o.fixed}, nil
 	case PolicyStartEstimate:
 		return startEstimate{o}, nil
 	case PolicyPin:
-		return Pinned(PolicyPin, lead{o.lead}), nil
+		return Pinned(PolicyPin, lead{o.lead, o.fixed}), nil
 	}
 	return nil, fmt.Errorf("%w %q (baselines: %v)", ErrUnknownPolicy, name, BaselineNames())
 }
@@ -409,7 +417,21 @@ func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
 	return max(spare, 0)
 }
 
-type lead struct{ lead time.Duration }
+// lead is the lead policy: its lead, used as given when fixed, else
+// scaled by the predecessor's limit (ScaledLead).
+type lead struct {
+	lead  time.Duration
+	fixed bool
+}
+
+// scaled is the option d for a predecessor with this limit: as given when
+// fixed, else bounded by a quarter of the limit.
+func scaled(d time.Duration, fixed bool, limit time.Duration) time.Duration {
+	if fixed {
+		return d
+	}
+	return ScaledLead(d, limit)
+}
 
 func (lead) Name() string { return PolicyLead }
 
@@ -421,7 +443,7 @@ func (l lead) Decide(obs *Observation) (Decision, error) {
 	if !ok {
 		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
 	}
-	lead := ScaledLead(l.lead, limitOf(obs))
+	lead := scaled(l.lead, l.fixed, limitOf(obs))
 	at := end.Add(-lead)
 	score := -end.Sub(obs.Now).Seconds() // gap if the successor started at once
 	if !obs.Now.Before(at) {
@@ -446,7 +468,7 @@ func (s startEstimate) Decide(obs *Observation) (Decision, error) {
 	}
 	remaining := end.Sub(obs.Now)
 	wait, source := s.expectedWait(obs)
-	slack := ScaledLead(s.o.slack, limitOf(obs))
+	slack := scaled(s.o.slack, s.o.fixed, limitOf(obs))
 	d := Decision{Score: (wait - remaining).Seconds()}
 	if wait >= remaining-slack {
 		d.Action = SubmitNow

@@ -359,4 +359,12 @@ func TestLeadScalesWithLimit(t *testing.T) {
 			t.Errorf("%s, limit %s: reason %q does not say the lead was bounded", c.policy, c.limit, d.Reason)
 		}
 	}
+	// A lead given (WithLead) is used as given: 10 min ahead of a 3-minute
+	// limit is at once.
+	p, _ := BaselinePolicy(PolicyLead, WithLead(DefaultLead))
+	pred := job("10").state(StateRunning).start(t0).build()
+	pred.TimeLimit = 3 * time.Minute
+	if d, err := p.Decide(&Observation{Now: sec(30), Predecessor: &pred}); err != nil || d.Action != SubmitNow {
+		t.Errorf("WithLead(10m), limit 3m, at +30s: %s (%v), want submit: %s", d.Action, err, d.Reason)
+	}
 }
