@@ -25,9 +25,9 @@ func newHandoffCmd(f *Factory, runF func(*handoffOptions) error) *cobra.Command 
 		Use:   "handoff [--signal USR1] [--grace 5m] [--cancel]",
 		Short: "From a segment's job script: ask the predecessor to checkpoint and exit, and wait for it",
 		Long: `Called by a successor's script before it loads the checkpoint: signals the
-predecessor ($MIRAGE_PREV_JOB, or --job) after --settle and waits up to --grace for
-it to end (exit 0; exit 1 if it still runs, unless --cancel). In full:
-docs/guide/chains-and-daemon.md.`,
+predecessor ($MIRAGE_PREV_JOB, or --job) once it has run --settle and half its
+limit, and waits up to --grace for it to end (exit 0; exit 1 if it still runs,
+unless --cancel). In full: docs/guide/chains-and-daemon.md.`,
 		Example: `  # in the job script, before resuming from the checkpoint:
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,
@@ -49,7 +49,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl.StringVar(&h.Signal, "signal", "USR1", "signal asking the predecessor to checkpoint and exit")
 	fl.DurationVar(&h.Grace, "grace", 5*time.Minute, "how long to wait for the predecessor to end")
 	fl.DurationVar(&h.Poll, "poll", 5*time.Second, "how often to look whether it has ended")
-	fl.DurationVar(&h.Settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap)")
+	fl.DurationVar(&h.Settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap), and half its limit")
 	fl.BoolVar(&h.Cancel, "cancel", false, "cancel the predecessor if it still runs after the grace time")
 	o.backend.add(cmd)
 	return cmd
