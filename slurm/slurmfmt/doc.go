@@ -1,8 +1,7 @@
 // Package slurmfmt reads and writes Slurm's small text formats: durations
 // (time limits), hostlists, GRES strings, TRES strings and sbatch --signal
-// values. It is the one
-// parser of each for the whole module; traces, sim, slurm and cmd/mirage call
-// it instead of keeping their own.
+// values. It is the one parser of each for the whole module; traces, sim,
+// slurm and cmd/mirage call it instead of keeping their own.
 //
 // Contract: pure functions of their arguments, standard library only, no
 // package of this module imported (traces depends on it and is a leaf).
