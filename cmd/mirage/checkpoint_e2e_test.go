@@ -45,12 +45,16 @@ func guideScript(t *testing.T) string {
 // segment that resumes from the third checkpoint, whenever Slurm's signal
 // stopped the three before (Slurm may signal up to a minute early, so a
 // run sized in steps would end in a segment that depends on the timing).
+// The trainer stops when its job script has exited (the trap's exit 0):
+// the loopback cluster's proctrack/linuxproc loses track of a process
+// whose parent has gone, so Slurm would not end it with its job.
 const (
 	guideTrainer = `#!/bin/bash
 step=0 checkpoints=0
 if [ "$1 $2" = "train.py --resume" ] && [ -f ckpt ]; then read -r step checkpoints < ckpt; fi
 resumed=$step n=0
 until [ "$checkpoints" -ge 3 ] && [ "$n" -ge 10 ]; do
+  kill -0 "$PPID" 2>/dev/null && [ "$n" -lt 300 ] || exit 0 # its job script has ended: so does it
   sleep 1
   step=$((step + 1)) n=$((n + 1))
   echo "$step $((checkpoints + 1))" > "progress-$MIRAGE_SEGMENT.tmp" && mv "progress-$MIRAGE_SEGMENT.tmp" "progress-$MIRAGE_SEGMENT"
