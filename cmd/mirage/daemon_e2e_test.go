@@ -665,11 +665,12 @@ func TestE2ESubmitRace(t *testing.T) {
 	}
 }
 
-// TestE2EHandoff: a 2-segment chain under the lead policy (lead 10 min >
-// the 1-minute limit: the successor is submitted as soon as segment 0
-// runs, so they overlap). Segment 1's script calls `mirage handoff`, which
-// signals segment 0 (USR1) and waits for it; segment 0 traps USR1, writes
-// a checkpoint marker and exits 0. Overlap turns into continuity: segment
+// TestE2EHandoff: a 2-segment chain under the lead policy (its lead is a
+// quarter of the 1-minute limit, 15 s: the successor is submitted once
+// segment 0 has run 45 s and starts at once, so they overlap). Segment 1's
+// script calls `mirage handoff`, which signals segment 0 (USR1: it has run
+// half its limit by then) and waits for it; segment 0 traps USR1, writes a
+// checkpoint marker and exits 0. Overlap turns into continuity: segment
 // 0 ends COMPLETED (not TIMEOUT) within the grace, after segment 1
 // started, and the overlap is recorded as a negative gap.
 //
