@@ -90,11 +90,11 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })
 }
 
-// daemonCycle runs one locked cycle and prints its report. The done
-// markers of `mirage done` are taken into the store first; where the
+// daemonCycle runs one locked cycle and prints its report (the engine
+// takes in the markers of `mirage done` through the store). Where the
 // backend submits only private script copies, the chains' copies are
-// brought up to date (checkScripts) and those no active chain needs any
-// more removed after (pruneScripts).
+// brought up to date first (checkScripts) and those no active chain needs
+// any more removed after (pruneScripts).
 func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, st *state.Store, lockPath string) error {
 	out := o.f.Out
 	lk, err := state.TryLock(lockPath)
@@ -117,13 +117,6 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 			_ = cmdutil.PrintJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		return err
-	}
-	_, problems, err := st.IngestDone(ctx)
-	for _, p := range problems {
-		fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", p)
-	}
-	if err != nil {
-		return stateErr(fmt.Errorf("read the done markers: %w", err))
 	}
 	copies := copiesOf(eng.Cluster)
 	if copies != "" {

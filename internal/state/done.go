@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -93,26 +94,27 @@ func (l *Location) MarkDone(m DoneMark) (string, error) {
 	return path, nil
 }
 
-// IngestDone takes the done markers of the store's state directory into
-// the database, each in one transaction: the segment it names is stored
-// with Done set (the attempt whose job it names, else the latest attempt
-// of its index), with an EventWorkDone, and the marker is removed. A
-// marker whose chain or segment the database does not hold yet stays for a
-// later cycle (the daemon has not adopted the job yet); one of an ended
-// chain is removed. Markers that cannot be read (another user's file, bad
-// JSON) are left in place and reported in problems, one error each naming
-// the file; err is a database failure.
-func (s *Store) IngestDone(ctx context.Context) (ingested int, problems []error, err error) {
+// IngestDone implements provisioner.DoneSource: it takes the done markers
+// of the store's state directory into the database, each in one
+// transaction: the segment it names is stored with Done set (the attempt
+// whose job it names, else the latest attempt of its index), with an
+// EventWorkDone, and the marker is removed. It returns the chains whose
+// segments it marked. A marker whose chain or segment the database does
+// not hold yet stays for a later cycle (the daemon has not adopted the job
+// yet); one of an ended chain is removed. Markers that cannot be read
+// (another user's file, bad JSON) are left in place and reported in
+// problems, one error each naming the file; err is a database failure.
+func (s *Store) IngestDone(ctx context.Context) (marked []string, problems []error, err error) {
 	marks := filepath.Join(filepath.Dir(s.path), DoneDir)
 	entries, err := os.ReadDir(marks)
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("done markers %s: %w", marks, err)
+		return nil, nil, fmt.Errorf("done markers %s: %w", marks, err)
 	}
 	if err := checkDir(marks); err != nil {
-		return 0, []error{err}, nil
+		return nil, []error{err}, nil
 	}
 	for _, e := range entries {
 		name := e.Name()
@@ -127,10 +129,10 @@ func (s *Store) IngestDone(ctx context.Context) (ingested int, problems []error,
 		}
 		took, remove, err := s.takeMark(ctx, m)
 		if err != nil {
-			return ingested, problems, err
+			return marked, problems, err
 		}
-		if took {
-			ingested++
+		if took && !slices.Contains(marked, m.Chain) {
+			marked = append(marked, m.Chain)
 		}
 		if remove {
 			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -138,7 +140,7 @@ func (s *Store) IngestDone(ctx context.Context) (ingested int, problems []error,
 			}
 		}
 	}
-	return ingested, problems, nil
+	return marked, problems, nil
 }
 
 // readMark reads one marker file, which must be the user's own (not a

@@ -63,6 +63,7 @@ var (
 	_ provisioner.EventStore  = (*Store)(nil)
 	_ provisioner.DecisionLog = (*Store)(nil)
 	_ provisioner.TxStore     = (*Store)(nil)
+	_ provisioner.DoneSource  = (*Store)(nil)
 )
 
 type querier interface {
