@@ -119,15 +119,6 @@ func TestReasonsToTheSecond(t *testing.T) {
 	if d, _ := p.Decide(&Observation{Now: now, Predecessor: &run}); d.Action != Wait || !strings.HasSuffix(d.Reason, "(in 30m0s)") {
 		t.Errorf("lead at %s: %s %q, want wait (in 30m0s)", now.Format("15:04:05.000000"), d.Action, d.Reason)
 	}
-	for d, want := range map[time.Duration]string{
-		time.Hour + 2*time.Minute + 3456789*time.Microsecond: "+1h2m3s",
-		-(90*time.Second + 600*time.Millisecond):             "-1m31s",
-		0:                                                    "+0s",
-	} {
-		if got := signed(d); got != want {
-			t.Errorf("signed(%s) = %q, want %q", d, got, want)
-		}
-	}
 }
 
 // TestPin: pin's decision while its predecessor (on n1, limit end 09:00)

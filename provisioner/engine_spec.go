@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -171,3 +172,17 @@ func DecodeSpecText(comment string) string {
 	}
 	return b.String()
 }
+
+// SegmentsText renders a chain's length: "until done", "1 segment", "3 segments".
+func SegmentsText(n int) string {
+	if n == 0 {
+		return "until done"
+	}
+	if n == 1 {
+		return "1 segment"
+	}
+	return strconv.Itoa(n) + " segments"
+}
+
+// secs renders a duration to the second, for reasons.
+func secs(d time.Duration) string { return d.Round(time.Second).String() }

@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // TestDoneCommand: inside a job, mirage done reads its chain, segment, job
@@ -104,10 +105,10 @@ func TestDoneEndsChain(t *testing.T) {
 }
 
 // statusJSON is mirage status CHAIN --json.
-func statusJSON(t *testing.T, e *chainEnv, id string) provisioner.ChainJSON {
+func statusJSON(t *testing.T, e *chainEnv, id string) chainops.ChainJSON {
 	t.Helper()
 	out, stderr, code := e.run(t, "status", id, "--json")
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if code != 0 || json.Unmarshal([]byte(out), &cj) != nil {
 		t.Fatalf("status: exit %d: %s%s", code, out, stderr)
 	}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
 // handoffOptions are the flags of mirage handoff.
 type handoffOptions struct {
 	f       *Factory
-	handoff provisioner.HandoffOptions
+	handoff chainops.StopOptions
 	backend backendOptions
 }
 
@@ -65,5 +66,5 @@ func handoffRun(ctx context.Context, o *handoffOptions) error {
 		return stateErr(err)
 	}
 	o.handoff.Self, o.handoff.Chain = provisioner.SelfOf(cl), o.f.Getenv(provisioner.EnvChain)
-	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
+	return stateErr(chainops.StopPredecessor(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
 }
