@@ -173,5 +173,5 @@ func (o *recoverOptions) print(results []chainops.Recovered, now time.Time) erro
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec
 // read back from a job comment (slurm.CheckRecovered).
 func recoveredSpecCheck(c *provisioner.Chain) error {
-	return slurm.CheckRecovered(c, models.PolicyNames())
+	return slurm.CheckRecovered(c, models.ChainPolicyNames())
 }
