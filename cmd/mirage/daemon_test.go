@@ -68,7 +68,7 @@ interruption 10m0s in total, overlap 0s in total
 		t.Errorf("status: exit %d\n%s\nwant:\n%s", code, out, want)
 	}
 	out, _, _ = e.run(t, "status")
-	if !strings.Contains(out, id+"  x.sbatch  reactive  done   3/3      sim-3  TIMEOUT    +5m0s     all 3 segments ran") {
+	if !strings.Contains(out, id+"  x.sbatch  reactive  done   2    3 segments  sim-3  TIMEOUT    +5m0s     all 3 segments ran") {
 		t.Errorf("status table:\n%s", out)
 	}
 	// log: first, 6 waits (08:00–08:50), submit at 09:00, 5 waits (09:10–09:50),
