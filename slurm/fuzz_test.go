@@ -363,3 +363,19 @@ func FuzzRejection(f *testing.F) {
 		classify("sbatch", b, nil)
 	})
 }
+
+// FuzzParseConfigText: every key read is one word without blanks, and a
+// line "K = V" written back reads as V.
+func FuzzParseConfigText(f *testing.F) {
+	for _, s := range []string{"Configuration data as of 2026-12-07T02:00:00\nAccountingStoreFlags    = job_comment\nAuthType                = auth/munge\n",
+		"AccountingStoreFlags = (null)\n\nCgroup Support Configuration:\nCgroupMountpoint = /sys/fs/cgroup\n", "=\n= x\nA=B=C\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for k, v := range ParseConfigText(b) {
+			if k == "" || strings.ContainsAny(k, " \t=") || v != strings.TrimSpace(v) {
+				t.Fatalf("ParseConfigText(%q): key %q, value %q", b, k, v)
+			}
+		}
+	})
+}
