@@ -249,7 +249,7 @@ func Run(ctx context.Context, s Spec) ([]Trained, error) {
 	} else {
 		windows.TrainUntil = s.Until
 	}
-	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: s.Created}
+	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: s.Created, Cluster: clusterShape(s.Cluster)}
 	var trained []Trained
 	for _, name := range s.Models {
 		var tm Trained
@@ -282,6 +282,15 @@ func (r *run) report(format string, args ...any) {
 	if r.s.Report != nil {
 		fmt.Fprintf(r.s.Report, format, args...)
 	}
+}
+
+// clusterShape is the shape of the simulated cluster, as model metadata records it.
+func clusterShape(cfg sim.Config) *models.ClusterShape {
+	s := models.ClusterShape{Nodes: len(cfg.Nodes)}
+	for _, n := range cfg.Nodes {
+		s.GPUsPerNode = max(s.GPUsPerNode, n.GPUs)
+	}
+	return &s
 }
 
 // trainEnd is the end of training: TrainUntil, or Until without it.
