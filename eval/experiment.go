@@ -392,6 +392,14 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if c.Policy != Reference && !haveRef {
 		run = append(run, Reference)
 	}
+	// Unknown names and missing models are setup errors, found before any
+	// simulation (a missing or stale model is also models.ErrNoModel or
+	// features.ErrSchemaMismatch: bad input).
+	for _, p := range run {
+		if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
+			return nil, fmt.Errorf("%w: %w", ErrBadSetup, err)
+		}
+	}
 	params := map[string]string{
 		"preset": e.Preset, "warmup": e.Warmup.String(), "interval": e.Interval.String(), "limit": e.Limit.String(),
 		"cycle": e.Cycle.String(), "nodes": joinInts(e.Nodes), "horizon": e.Horizon.String(),
@@ -443,11 +451,6 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			return nil, emptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
 		}
 
-		for _, p := range run { // unknown names and missing models are setup errors, found before any simulation
-			if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
-				return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
-			}
-		}
 		samples, err = RunPairs(ctx, PairConfig{
 			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
 			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },

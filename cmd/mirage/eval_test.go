@@ -265,9 +265,10 @@ func TestEvalCommandPair(t *testing.T) {
 	if _, stderr, code := runMirage(t, "eval", "verify", out); code != 0 {
 		t.Errorf("verify: %s", stderr)
 	}
-	// Learned policies need their models: a clear error before any simulation.
+	// Learned policies need their models: a clear error before any
+	// simulation, bad input (3) as in every command that reads a model (#51).
 	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
-	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "mirage train") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "mirage train") {
 		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
 	}
 }

@@ -134,7 +134,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		}
 	}
 	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
+		return policyErr(fmt.Errorf("--policy: %w", err))
 	}
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err

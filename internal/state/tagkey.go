@@ -91,12 +91,15 @@ func (l *Location) ExistingTagKey() (*provisioner.TagKey, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkDir(dir); err != nil { // one others may write is refused, key or not
+		return nil, err
+	}
 	path := filepath.Join(dir, KeyName)
 	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
-	}
-	if err := checkDir(dir); err != nil {
-		return nil, err
 	}
 	if err := checkKeyFile(path); err != nil {
 		return nil, err
