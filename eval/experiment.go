@@ -528,7 +528,23 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	return rep, rep.SetRuns(ownRuns)
+	if err := rep.SetRuns(ownRuns); err != nil {
+		return nil, err
+	}
+	rep.SetZeroTolerance(schedLatency(scaled.Config))
+	return rep, nil
+}
+
+// schedLatency is the longest the simulated scheduler takes from an event
+// (a job's end) to the main pass that starts what it freed room for: a
+// successor queued on those nodes starts that much after its predecessor
+// ends whatever the policy did.
+func schedLatency(cfg sim.Config) time.Duration {
+	d := cfg.SchedLatency
+	for _, l := range cfg.LatencyTable {
+		d = max(d, l)
+	}
+	return d
 }
 
 // modelRef reads MODELS/POLICY/meta.json when it exists.
