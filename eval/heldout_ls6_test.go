@@ -43,7 +43,7 @@ const (
 // With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/pin-november.md.
 func TestPinNovemberLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_HELDOUT") == "" {
-		t.Skip("set MIRAGE_HELDOUT=1 to score pin on LS6's November (about 10 minutes on 2 cores)")
+		t.Skip("set MIRAGE_HELDOUT=1 to score pin on LS6's November (about 10 minutes on 2 cores)") // opt-in, never in CI: writes docs/results/pin-november.md
 	}
 	chi, _ := time.LoadLocation("America/Chicago")
 	from, until := time.Date(2022, 11, 1, 0, 0, 0, 0, chi), time.Date(2022, 12, 1, 0, 0, 0, 0, chi)

@@ -36,9 +36,9 @@ import (
 func TestAcceptanceLS6(t *testing.T) {
 	dir := os.Getenv("MIRAGE_ACCEPTANCE")
 	if dir == "" {
-		t.Skip("set MIRAGE_ACCEPTANCE to a models directory to run the LS6 acceptance evaluation")
+		t.Skip("set MIRAGE_ACCEPTANCE to a models directory to run the LS6 acceptance evaluation") // opt-in, never in CI: scores models trained elsewhere
 	}
-	tr := filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
+	tr := testenv.SharedTrace(t, testenv.LS6)
 	r, err := traces.Open(tr, traces.Options{})
 	if err != nil {
 		t.Fatal(err)

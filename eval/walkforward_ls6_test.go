@@ -31,7 +31,7 @@ const (
 // With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/walk-forward.md.
 func TestWalkForwardLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WALKFORWARD") == "" {
-		t.Skip("set MIRAGE_WALKFORWARD=1 to run the LS6 walk-forward evaluation (about 15 minutes on 2 cores)")
+		t.Skip("set MIRAGE_WALKFORWARD=1 to run the LS6 walk-forward evaluation (about 15 minutes on 2 cores)") // opt-in, never in CI: writes docs/results/walk-forward.md
 	}
 	bounds := ls6Months(27)
 	foldNames := []string{"Dec", "Jan", "Feb"}

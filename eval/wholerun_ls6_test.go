@@ -42,7 +42,7 @@ const (
 // With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/whole-run.md.
 func TestWholeRunLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WHOLERUN") == "" {
-		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)")
+		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)") // opt-in, never in CI: writes docs/results/whole-run.md
 	}
 	bounds := ls6Months(20)
 	months := []string{"Dec", "Jan", "Feb"}

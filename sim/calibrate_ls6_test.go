@@ -25,7 +25,7 @@ const calibrationResults = "../docs/results/calibration.md"
 func TestCalibrateLS6(t *testing.T) {
 	update := os.Getenv("MIRAGE_UPDATE_RESULTS") == "1"
 	if os.Getenv("MIRAGE_CALIBRATE") == "" && !update {
-		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the LS6 trace (minutes)")
+		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the LS6 trace (minutes)") // opt-in, never in CI: writes docs/results/calibration.md
 	}
 	jobs := loadLS6(t)
 	chi, _ := time.LoadLocation("America/Chicago")

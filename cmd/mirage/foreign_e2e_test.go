@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
 )
@@ -24,14 +26,11 @@ import (
 // per job over several cycles); mirage recover registers nothing of them.
 // Without the owner checks the daemon adopted the forged segment 1 (see
 // provisioner's TestForeignTaggedJobsIgnored, self=""). The second user is
-// added by scripts/slurm-up.sh when it runs as root.
+// added by scripts/slurm-up.sh (testenv.SecondUser).
 func TestE2EForeignTags(t *testing.T) {
 	e := newE2E(t)
-	other := os.Getenv("MIRAGE_TEST_SECOND_USER")
-	if other == "" {
-		t.Skip("no second Unix user (scripts/slurm-up.sh adds one when run as root; MIRAGE_TEST_SECOND_USER)")
-	}
-	asUser(t, other, "sbatch", "--version") // skips here, before anything is submitted, where the other user cannot run sbatch
+	other := testenv.SecondUser(t)
+	asUser(t, other, "sbatch", "--version") // before anything is submitted: the other user must be able to run sbatch
 	t.Parallel()
 	// reactive: the successor waits for segment 0 to end, so a forged
 	// segment 1 stands alone while segment 0 runs.
@@ -136,6 +135,7 @@ func TestE2EForeignTags(t *testing.T) {
 // asUser runs a Slurm command as another user: with runuser where the
 // commands are the host's (22.05, 25.05), and through the 24.11 chroot
 // wrapper's MIRAGE_CHROOT_USERSPEC there (entering the chroot needs root).
+// A command the user cannot run is a missing resource (testenv.Require).
 func asUser(t *testing.T, user, name string, args ...string) *exec.Cmd {
 	t.Helper()
 	path, err := exec.LookPath(name)
@@ -147,11 +147,12 @@ func asUser(t *testing.T, user, name string, args ...string) *exec.Cmd {
 		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
 		return cmd
 	}
-	if err := exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run(); err != nil {
-		// The 25.05 build lives under the cache in root's home, which other
-		// users cannot enter.
-		t.Skipf("user %s cannot run %s (%v): the two-user test needs Slurm commands other users can run", user, path, err)
-	}
+	err = exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run()
+	// A 25.05 build cached under root's home (0700) before install.sh moved
+	// it to /var/cache/mirage is one: the two-user tests once always skipped
+	// there for that reason.
+	testenv.Require(t, err == nil, fmt.Sprintf("Slurm's %s for the second user %s (%s)", name, user, path),
+		"the Slurm commands must lie where every user can enter: build 25.05 again (make test-slurm25 installs it under /var/cache/mirage)")
 	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
 	cmd.Env = os.Environ()
 	return cmd
