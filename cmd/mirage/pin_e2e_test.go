@@ -73,7 +73,7 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 	}
 	type chain struct {
 		policy, id, pred, node string
-		competitor           string
+		competitor             string
 	}
 	chains := []*chain{{policy: provisioner.PolicyPin}, {policy: "xgb-online-pin"}}
 	for _, c := range chains {
