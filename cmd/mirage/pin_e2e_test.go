@@ -213,7 +213,7 @@ func bfInterval(t *testing.T, conf string) int {
 // and removes the partition and the reservation.
 type pinLab struct {
 	e                 *e2eEnv
-	other, name       string
+	other             string
 	nodes, others     []string
 	partition, reserv string
 }
