@@ -38,9 +38,19 @@ step "dependencies (scripts/deps.sh: Debian packages, Go tools, modules)"
 # The race detector over every package with the main pass's build tags (so
 # the xgboost paths run under it too) but no backends: it runs before they
 # are up, with CI unset, so the suites that need them skip here; the main
-# pass below runs every one of them with CI set.
-echo "== go test -race -tags \"$GOTAGS\" ./..."
-env -u CI go test -race -tags "$GOTAGS" -count=1 -timeout 30m ./...
+# pass below runs every one of them with CI set. Left out of this pass only
+# (the main pass runs them), each for its reason:
+#   TestReadmeCommands, TestDemoScript: their work runs in a mirage binary the
+#     test builds without the race detector, which would see nothing of it;
+#   TestPoliciesBeatConstants, TestPolicyModelsRoundTrip (models/train),
+#     TestCompareRF (models/forest): they train every learned policy at the
+#     sizes their assertions need (DQN 60,000 steps, PG 500 updates, golearn's
+#     forests), single-goroutine numeric loops the race detector slows more
+#     than tenfold (TestCompareRF: 32 s without it, 392 s with it on the
+#     loaded 2-core machine; TestPoliciesBeatConstants: over 24 minutes).
+RACE_SKIP='^(TestReadmeCommands|TestDemoScript|TestPoliciesBeatConstants|TestPolicyModelsRoundTrip|TestCompareRF)$'
+echo "== go test -race -tags \"$GOTAGS\" -skip '$RACE_SKIP' ./..."
+env -u CI go test -race -tags "$GOTAGS" -skip "$RACE_SKIP" -count=1 -timeout 30m ./...
 step "race pass (go test -race ./..., build tags as the main pass, no backends)"
 
 # The newer Slurm releases tested after the main pass.
