@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
@@ -37,19 +35,14 @@ type PairConfig struct {
 	Workers  int                   // goroutines (0: all cores)
 	Cell     string                // Sample.Cell (default: scenario name)
 	Progress func(done, total int) // called after each injection, serialised
-	// Direct asks the policies through Policy.Decide on features.Observe's
-	// observation instead of through the provisioner's Engine (the default,
-	// as the daemon decides); the two give the same features and outcomes
-	// (TestRunPairsEngineMatchesDirect).
-	Direct bool
 }
 
 // RunPairs runs the published pair protocol on the scenario: at every
 // injection time of the window and for each chain size, a predecessor
 // (limit used fully) is injected; once it runs, each policy in turn, in its
 // own fork of the same simulator state, is asked every Tick (the same
-// observation builder as dataset generation and the daemon: features.Observe)
-// whether to submit the successor; an unsubmitted successor is submitted
+// observation builder as dataset generation and the daemon:
+// provisioner.Observe) whether to submit the successor; an unsubmitted successor is submitted
 // at the protocol's deadline (Lead before the predecessor's end). The run
 // continues until the successor starts; its gap becomes one Sample. The
 // load class of every sample of a chain is that of the reactive
@@ -61,10 +54,9 @@ type PairConfig struct {
 // chain's simulator (the sim is the Cluster and HistorySource, its logical
 // clock the Clock); the engine builds the observation, asks the policy and
 // submits the successor (with an afterany dependency for SubmitAfter, on
-// the predecessor's nodes for SubmitPinned).
-// With Direct, the harness calls Policy.Decide on features.Observe's
-// observation and submits itself. The deadline submission is the
-// protocol's, outside the engine.
+// the predecessor's nodes for SubmitPinned), and lifts a pin as it does in
+// the daemon. The deadline submission is the protocol's, outside the
+// engine.
 //
 // The base replay runs on the calling goroutine; each injection is worked
 // by one goroutine on its own forks; samples are ordered by injection, then
@@ -82,10 +74,6 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if len(points) == 0 {
 		return nil, fmt.Errorf("pair protocol: no injection points in the window of %s", sc.Name)
 	}
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	cell := cfg.Cell
 	if cell == "" {
 		cell = sc.Name
@@ -94,67 +82,27 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type job struct {
-		i int
-		s *sim.Sim
-	}
 	results := make([][]Sample, len(points))
-	errs := make([]error, len(points))
 	ledger := newHandOffLedger(len(points))
-	jobs := make(chan job, workers)
-	var wg sync.WaitGroup
-	var done atomic.Int64
-	var progMu sync.Mutex
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			wk := &pairWorker{p: p, cell: cell, direct: cfg.Direct, ledger: ledger}
-			wk.policies, wk.err = wk.build(cfg)
-			for jb := range jobs {
-				if wk.err != nil {
-					errs[jb.i] = wk.err
-					cancel()
-					ledger.finish(jb.i, nil)
-					continue
-				}
-				if ctx.Err() == nil {
-					results[jb.i], errs[jb.i] = wk.injection(ctx, jb.i, jb.s, points[jb.i])
-					if errs[jb.i] != nil {
-						cancel()
-					}
-				} else {
-					ledger.finish(jb.i, nil)
-				}
-				d := done.Add(1)
-				if cfg.Progress != nil {
-					progMu.Lock()
-					cfg.Progress(int(d), len(points))
-					progMu.Unlock()
-				}
+	err = scenario.Forks(ctx, base, points, cfg.Workers, cfg.Progress, func() scenario.ForkWork {
+		wk := &pairWorker{p: p, cell: cell, ledger: ledger}
+		wk.policies, wk.err = wk.build(cfg)
+		return func(ctx context.Context, i int, fork *sim.Sim) error {
+			if wk.err != nil || ctx.Err() != nil {
+				ledger.finish(i, nil)
+				return wk.err
 			}
-		}()
-	}
-	for i, t := range points {
-		if ctx.Err() != nil {
-			break
+			var err error
+			results[i], err = wk.injection(ctx, i, fork, points[i])
+			return err
 		}
-		base.Run(t)
-		jobs <- job{i, base.Fork()}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pair protocol: %w", err)
 	}
-	close(jobs)
-	wg.Wait()
 	var out []Sample
 	for i := range points {
-		if errs[i] != nil {
-			return nil, fmt.Errorf("pair protocol: injection %s: %w", points[i].Format(time.RFC3339), errs[i])
-		}
 		out = append(out, results[i]...)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -163,7 +111,6 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 type pairWorker struct {
 	p        scenario.Protocol
 	cell     string
-	direct   bool
 	policies []provisioner.Policy
 	run      *scenario.ChainRun
 	err      error
@@ -241,7 +188,7 @@ func (w *pairWorker) probe(obs *provisioner.Observation, after time.Duration) (t
 	}
 	f := w.run.Fork()
 	f.Advance(obs.Now.Add(after))
-	out, err := f.SubmitSuccessor("")
+	out, err := f.SubmitSuccessor(nil)
 	return out.Gap, err
 }
 
@@ -264,7 +211,7 @@ func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at tim
 		}
 		r := c.Fork()
 		r.Advance(r.Deadline())
-		reactive, err := r.SubmitSuccessor("")
+		reactive, err := r.SubmitSuccessor(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -303,63 +250,13 @@ func (w *pairWorker) play(run *scenario.ChainRun, pol provisioner.Policy, online
 	if online {
 		hs = w.handOffs
 	}
-	if w.direct {
-		return w.playDirect(run, pol, hs)
-	}
 	return w.playEngine(run, pol, hs)
-}
-
-// playDirect calls Decide on features.Observe's observation and submits itself.
-func (w *pairWorker) playDirect(run *scenario.ChainRun, pol provisioner.Policy, hs []provisioner.HandOff) (scenario.Outcome, int, error) {
-	for k := 0; k < run.Ticks(); k++ {
-		obs, err := run.Observe(run.TickTime(k))
-		if err != nil {
-			return scenario.Outcome{}, 0, err
-		}
-		obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
-		d, err := pol.Decide(obs)
-		if err != nil {
-			return scenario.Outcome{}, 0, err
-		}
-		switch d.Action {
-		case provisioner.SubmitNow:
-			o, err := run.SubmitBegin(d.Begin)
-			return o, 1, err
-		case provisioner.SubmitAfter:
-			o, err := run.SubmitSuccessor("afterany:" + run.PredID)
-			return o, 1, err
-		case provisioner.SubmitPinned:
-			if obs.Predecessor != nil && len(obs.Predecessor.NodeList) > 0 {
-				req := run.Succ
-				req.NodeList = obs.Predecessor.NodeList
-				id, err := run.S.Submit(context.Background(), req)
-				if err != nil {
-					return scenario.Outcome{}, 0, fmt.Errorf("chain %s: submit successor: %w", run.Chain.ID, err)
-				}
-				// Each tick, ask the policy again; when it would submit
-				// unpinned, lift the pin (as the engine does).
-				o, err := w.followPinned(run, id, obs.Now, true, func() (bool, error) {
-					obs, err := run.Observe(run.S.Now())
-					if err != nil {
-						return false, err
-					}
-					obs.HandOffs = provisioner.KnownBy(hs, obs.Now)
-					if d, err := pol.Decide(obs); err != nil || d.Action != provisioner.SubmitNow {
-						return true, err
-					}
-					return false, run.S.Unpin(context.Background(), id)
-				})
-				return o, 1, err
-			}
-		}
-	}
-	return w.deadline(run)
 }
 
 // deadline is the protocol's forced submission.
 func (w *pairWorker) deadline(run *scenario.ChainRun) (scenario.Outcome, int, error) {
 	run.Advance(run.Deadline())
-	o, err := run.SubmitSuccessor("")
+	o, err := run.SubmitSuccessor(nil)
 	return o, 1, err
 }
 
@@ -390,7 +287,7 @@ func (w *pairWorker) playEngine(run *scenario.ChainRun, pol provisioner.Policy, 
 		return scenario.Outcome{}, 0, err
 	}
 	eng := &provisioner.Engine{Cluster: simBackend{run.S}, Store: st, Clock: simClock{run.S},
-		Policies: func(string) (provisioner.Policy, error) { return pol, nil }, Log: discardLog,
+		Policies: func(provisioner.PolicyKey) (provisioner.Policy, error) { return pol, nil }, Log: discardLog,
 		HandOffs: func(context.Context) ([]provisioner.HandOff, error) { return hs, nil }}
 	for k := 0; k < run.Ticks(); k++ {
 		run.Advance(run.TickTime(k))

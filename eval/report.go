@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"maps"
 	"os"
@@ -15,8 +16,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/mirage-gpu/mirage/traces"
 )
 
 // ReportSchema is the version of the report JSON layout.
@@ -325,7 +324,7 @@ func (r *Report) WriteFiles(dir string) ([]string, error) {
 		write func(io.Writer) error
 	}{{JSONFile, r.WriteJSON}, {MarkdownFile, r.WriteMarkdown}, {HTMLFile, r.WriteHTML}} {
 		p := filepath.Join(dir, f.name)
-		if err := traces.WriteFileAtomic(p, f.write); err != nil {
+		if err := safefile.WriteFile(p, 0o644, f.write); err != nil {
 			return paths, fmt.Errorf("report: %s: %w", p, err)
 		}
 		paths = append(paths, p)

@@ -15,8 +15,11 @@ func (s *Spec) AddFlags(fl *pflag.FlagSet) {
 	fl.IntSliceVar(&s.Nodes, "nodes", []int{1, 8}, "nodes per segment")
 	fl.DurationVar(&s.Limit, "limit", DefaultLimit, "time limit of every segment (used fully)")
 	fl.DurationVar(&s.Warmup, "warmup", DefaultWarmup, "no injection before the trace's first start + this")
-	fl.DurationVar(&s.Interval, "interval", DefaultInterval, "trace time between injections")
+	fl.DurationVar(&s.Interval, "every", DefaultInterval, "trace time between injections")
 	fl.DurationVar(&s.Cycle, "cycle", DefaultCycle, "decision period")
+	// The flag's name before train and eval shared their names.
+	fl.DurationVar(&s.Interval, "interval", DefaultInterval, "trace time between injections")
+	_ = fl.MarkDeprecated("interval", "use --every (the name mirage train uses too)")
 	fl.DurationVar(&s.Horizon, "horizon", DefaultHorizon, "a successor not started this long after its predecessor's end (pair) or the chain's K limits (chain-K) is cut off (censored); run: the work plus twice this")
 	fl.DurationVar(&s.HandOff, "handoff", 0, "chain-K: a successor starting while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off")
 	fl.DurationVar(&s.Work, "work", 0, "run: useful work per chain (default 168h)")

@@ -17,25 +17,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/mirage-gpu/mirage/internal/wallclock"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
-
-// Clock is the time source: Now for timestamps, After for waiting out grace
-// periods. Tests inject a controllable one.
-type Clock interface {
-	provisioner.Clock
-	// After returns a channel that receives once d has elapsed.
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns the current wall-clock time.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After waits on the wall clock.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // DeployMode says what Submit creates.
 type DeployMode string
@@ -62,7 +46,7 @@ type Config struct {
 	CancelGrace           *time.Duration    // grace period for Cancel (nil = the pod's own terminationGracePeriodSeconds)
 	NodeSelector          string            // label selector restricting the inventory's nodes ("" = all)
 	Namespaces            []string          // namespaces whose pods the inventory lists (nil = all)
-	Clock                 Clock             // time source (default RealClock)
+	Clock                 provisioner.Timer // time source (default the wall clock)
 	PollInterval          time.Duration     // how often Evict checks whether the pod is gone (default 200 ms)
 	HTTPClient            *http.Client      // client for CheckpointHook (default: 10 s timeout)
 }
@@ -88,7 +72,7 @@ func (c Config) withDefaults() Config {
 		c.BorrowedQOS = "preemptible"
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock{}
+		c.Clock = wallclock.Clock{}
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = 200 * time.Millisecond

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -311,43 +310,25 @@ func stepGrace(plan *team.ReclaimPlan) time.Duration {
 // them still holds its pods, and placed once they are gone. A deferral is an
 // error wrapping ErrDeferred.
 func (tc *TeamCluster) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
-	if req.Dependency != "" {
+	if len(req.Dependency) > 0 {
 		inv, err := tc.inventory(ctx)
 		if err != nil {
 			return "", err
 		}
-		for _, id := range dependencyIDs(req.Dependency) {
+		for _, id := range req.Dependency.JobIDs() {
 			for i := range inv.Jobs {
 				if inv.Jobs[i].ID == id {
 					return "", fmt.Errorf("k8s: %s %w: it waits for %s to end (%s; Kubernetes has no job dependencies)", req.Name, ErrDeferred, id, req.Dependency)
 				}
 			}
 		}
-		req.Dependency = ""
+		req.Dependency = nil
 	}
 	res, err := tc.Place(ctx, req)
 	if err != nil {
 		return "", err
 	}
 	return res.JobID, nil
-}
-
-// dependencyIDs returns the job ids of a dependency expression
-// ("afterany:pod/ns/a:pod/ns/b,afterok:job/ns/c").
-func dependencyIDs(dep string) []string {
-	var out []string
-	for _, part := range strings.Split(dep, ",") {
-		_, list, ok := strings.Cut(part, ":")
-		if !ok {
-			continue
-		}
-		for _, id := range strings.Split(list, ":") {
-			if id != "" {
-				out = append(out, id)
-			}
-		}
-	}
-	return out
 }
 
 // TeamRules returns the rules, for the engine's admission step (the same

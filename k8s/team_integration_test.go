@@ -34,7 +34,7 @@ type teamEnv struct {
 	tc    *TeamCluster
 }
 
-func newTeamEnv(t *testing.T, rulesYAML string, clock Clock) *teamEnv {
+func newTeamEnv(t *testing.T, rulesYAML string, clock provisioner.Timer) *teamEnv {
 	t.Helper()
 	e := k8stest.New(t)
 	te := &teamEnv{t: t, e: e}

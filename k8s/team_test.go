@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"io"
 	"log/slog"
 	"net"
@@ -355,7 +356,7 @@ func TestTeamClusterAdmitThenSubmit(t *testing.T) {
 func TestTeamClusterDependency(t *testing.T) {
 	tc, cs := fakeTeamCluster(t, rules2x20, pod("ns", "seg0").On("n1").GPUs(4).Team("team-a").Obj())
 	ctx := context.Background()
-	req := provisioner.SubmitRequest{Name: "seg1", Account: "team-a", GPUs: 4, Dependency: "afterany:pod/ns/seg0"}
+	req := provisioner.SubmitRequest{Name: "seg1", Account: "team-a", GPUs: 4, Dependency: slurmfmt.AfterAny("pod/ns/seg0")}
 	if _, err := tc.Submit(ctx, req); !errors.Is(err, ErrDeferred) || !strings.Contains(err.Error(), "waits for pod/ns/seg0") {
 		t.Fatalf("with the predecessor running: %v", err)
 	}

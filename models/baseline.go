@@ -44,7 +44,7 @@ func recentWaits(obs *provisioner.Observation, n int) []float64 {
 	var started []*provisioner.Job
 	for i := range obs.History {
 		j := &obs.History[i]
-		if !j.Start.IsZero() && !j.Start.After(obs.Now) && obs.Now.Sub(j.Start) < features.HistoryHorizon && !j.Submit.IsZero() {
+		if !j.Start.IsZero() && !j.Start.After(obs.Now) && obs.Now.Sub(j.Start) < provisioner.DefaultHistoryWindow && !j.Submit.IsZero() {
 			started = append(started, j)
 		}
 	}

@@ -328,3 +328,19 @@ func SafeLabels(gaps []float64) []float64 {
 	}
 	return out
 }
+
+// PredictEach is PredictBatch for a model that predicts one row at a time:
+// out[i] = predict(rows[i]), the first error naming its row.
+func PredictEach(predict func([]float64) (float64, error), rows [][]float64, out []float64) error {
+	if len(out) < len(rows) {
+		return fmt.Errorf("predict batch: out has %d slots for %d rows", len(out), len(rows))
+	}
+	for i, r := range rows {
+		v, err := predict(r)
+		if err != nil {
+			return fmt.Errorf("row %d: %w", i, err)
+		}
+		out[i] = v
+	}
+	return nil
+}

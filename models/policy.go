@@ -71,6 +71,8 @@ type PolicyOptions struct {
 	// Average and Quantile override the baselines' parameters (zero: defaults).
 	Average  AveragePolicy
 	Quantile QuantilePolicy
+	// Load reads a model directory (nil: Load); tests count the reads.
+	Load func(dir string, want features.SchemaID) (Model, error)
 }
 
 // PolicyNames lists every name the registry resolves, sorted.
@@ -98,25 +100,33 @@ func IsLearned(name string) bool {
 }
 
 // PolicyFactory resolves registry names to policies: the learned ones (rf,
-// rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg) from modelsDir/<name>/
-// (each model is read once and shared by the policies built from it), their
-// pinned forms (NAME-pin, PinSuffix) from the same models, average, quantile
-// and oracle from this package, and reactive, dependency, lead and
+// rf-golearn, rf-xgb, xgb, xgb-online, dqn, pg) from modelsDir/<name>/,
+// their pinned forms (NAME-pin, PinSuffix) from the same models, average,
+// quantile and oracle from this package, and reactive, dependency, lead and
 // start-estimate from the provisioner's baselines. The result is safe for
 // concurrent use.
+//
+// A learned policy is built once and kept: the next call for its name only
+// checks that its files did not change (the meta.json of its model, its
+// guard and its workloads' models: size and modification time) and
+// returns the same policy; a changed file (a retrained model) is read
+// again. Each model file is read once however many policies and calls use
+// it, so that a daemon running for months reads a model once per training.
 func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFactory {
-	var mu sync.Mutex
-	cache := map[string]Model{}
 	if opts.Baseline == nil {
 		// The provisioner's baselines with their default options.
 		opts.Baseline = func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) }
 	}
+	lc := &learnedCache{dir: modelsDir, load: opts.Load, models: map[string]loadedModel{}, policies: map[string]builtPolicy{}}
+	if lc.load == nil {
+		lc.load = Load
+	}
 	return func(name string) (provisioner.Policy, error) {
-		policyName := name
-		if base, ok := PinnedBase(name); ok {
-			name = base // its model, under the pinned form's name (its hand-offs are the pinned form's)
+		base := name
+		if b, ok := PinnedBase(name); ok {
+			base = b // its model, under the pinned form's name (its hand-offs are the pinned form's)
 		}
-		switch name {
+		switch base {
 		case PolicyAverage:
 			p := opts.Average
 			return &p, nil
@@ -131,82 +141,140 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			o.Cost = opts.OracleCost
 			return o, nil
 		}
-		for _, b := range ProvisionerBaselines {
-			if name == b {
-				if opts.Baseline == nil {
-					return nil, fmt.Errorf("policy %q: %w: the provisioner's baselines are not in this build", name, ErrUnknownPolicy)
-				}
-				return opts.Baseline(name)
-			}
+		if slices.Contains(ProvisionerBaselines, base) {
+			return opts.Baseline(base)
 		}
-		if !IsLearned(name) {
+		if !IsLearned(base) {
 			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownPolicy, name, PolicyNames())
 		}
-		load := func(n string) (Model, error) {
-			mu.Lock()
-			m, ok := cache[n]
-			mu.Unlock()
-			if ok {
-				return m, nil
-			}
-			m, err := LoadPolicyModel(modelsDir, n)
-			if err != nil {
-				return nil, err
-			}
-			mu.Lock()
-			cache[n] = m
-			mu.Unlock()
-			return m, nil
-		}
-		m, err := load(name)
-		if err != nil {
-			return nil, err
-		}
-		p, err := newLoadedPolicy(modelsDir, name, name, policyName, m)
-		if err != nil {
-			return nil, err
-		}
-		// Models fitted for a workload's cost (mirage train --workload W,
-		// in DIR/NAME@W) decide for the chains of that workload.
-		for _, w := range provisioner.Workloads() {
-			wn := WorkloadModelName(name, w)
-			if _, err := os.Stat(filepath.Join(modelsDir, wn, MetaFile)); err != nil {
-				continue
-			}
-			wm, err := load(wn)
-			if err != nil {
-				return nil, err
-			}
-			wp, err := newLoadedPolicy(modelsDir, wn, name, policyName, wm)
-			if err != nil {
-				return nil, err
-			}
-			if p.Workloads == nil {
-				p.Workloads = map[string]*ModelPolicy{}
-			}
-			p.Workloads[w] = wp
-		}
-		if policyName != name {
-			return provisioner.Pinned(policyName, p), nil
-		}
-		return p, nil
+		return lc.policy(base, name)
 	}
 }
 
-// newLoadedPolicy wraps the model of modelsDir/dirName, trained for
-// learned policy base, as policy name (base or its pinned form), with its
-// guard when its rule is online.
-func newLoadedPolicy(modelsDir, dirName, base, name string, m Model) (*ModelPolicy, error) {
+// learnedCache keeps the learned policies of one models directory and the
+// models they were built from, each with the stamp of its files.
+type learnedCache struct {
+	dir      string
+	load     func(dir string, want features.SchemaID) (Model, error)
+	mu       sync.Mutex
+	models   map[string]loadedModel // by directory below dir: NAME, NAME@WORKLOAD, NAME/guard
+	policies map[string]builtPolicy // by policy name (NAME or its pinned form)
+}
+
+type loadedModel struct {
+	m     Model
+	stamp string
+}
+
+type builtPolicy struct {
+	p     provisioner.Policy
+	stamp string
+}
+
+// stamp identifies the current version of the model in dir/sub by its
+// meta.json's size and modification time ("" when there is none).
+func (c *learnedCache) stamp(sub string) string {
+	st, err := os.Stat(filepath.Join(c.dir, sub, MetaFile))
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", st.Size(), st.ModTime().UnixNano())
+}
+
+// policyStamp is the stamp of every file learned policy base is built
+// from: its model, its guard and its workloads' models.
+func (c *learnedCache) policyStamp(base string) string {
+	parts := []string{c.stamp(base), c.stamp(filepath.Join(base, GuardDir))}
+	for _, w := range provisioner.Workloads() {
+		parts = append(parts, c.stamp(WorkloadModelName(base, w)))
+	}
+	return strings.Join(parts, ",")
+}
+
+// model is the model in dir/sub, read unless its stamp is the one read
+// before. The caller holds mu.
+func (c *learnedCache) model(sub string, read func() (Model, error)) (Model, error) {
+	st := c.stamp(sub)
+	if lm, ok := c.models[sub]; ok && st != "" && lm.stamp == st {
+		return lm.m, nil
+	}
+	m, err := read()
+	if err != nil {
+		return nil, err
+	}
+	c.models[sub] = loadedModel{m: m, stamp: st}
+	return m, nil
+}
+
+// policy builds (or returns the kept) learned policy base under name.
+func (c *learnedCache) policy(base, name string) (provisioner.Policy, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.policyStamp(base)
+	if b, ok := c.policies[name]; ok && b.stamp == st {
+		return b.p, nil
+	}
+	p, err := c.build(base, name)
+	if err != nil {
+		return nil, err
+	}
+	var out provisioner.Policy = p
+	if name != base {
+		out = provisioner.Pinned(name, p)
+	}
+	c.policies[name] = builtPolicy{p: out, stamp: st}
+	return out, nil
+}
+
+// build reads learned policy base's models and wraps them as policy name.
+// The caller holds mu.
+func (c *learnedCache) build(base, name string) (*ModelPolicy, error) {
+	m, err := c.model(base, func() (Model, error) { return loadPolicyModel(c.dir, base, c.load) })
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.wrap(base, base, name, m)
+	if err != nil {
+		return nil, err
+	}
+	// Models fitted for a workload's cost (mirage train --workload W,
+	// in DIR/NAME@W) decide for the chains of that workload.
+	for _, w := range provisioner.Workloads() {
+		wn := WorkloadModelName(base, w)
+		if c.stamp(wn) == "" {
+			continue
+		}
+		wm, err := c.model(wn, func() (Model, error) { return loadPolicyModel(c.dir, wn, c.load) })
+		if err != nil {
+			return nil, err
+		}
+		wp, err := c.wrap(wn, base, name, wm)
+		if err != nil {
+			return nil, err
+		}
+		if p.Workloads == nil {
+			p.Workloads = map[string]*ModelPolicy{}
+		}
+		p.Workloads[w] = wp
+	}
+	return p, nil
+}
+
+// wrap wraps the model of c.dir/dirName, trained for learned policy base,
+// as policy name (base or its pinned form), with its guard when its rule
+// is online. The caller holds mu.
+func (c *learnedCache) wrap(dirName, base, name string, m Model) (*ModelPolicy, error) {
 	p, err := NewModelPolicy(name, m)
 	if err != nil {
 		return nil, err
 	}
 	if base == PolicyXGBOnline && p.Rule.Online == nil {
-		return nil, fmt.Errorf("policy %q: %s holds an xgb model without an online rule (train it with mirage train --model %s)", name, filepath.Join(modelsDir, dirName), name)
+		return nil, fmt.Errorf("policy %q: %s holds an xgb model without an online rule (train it with mirage train --model %s)", name, filepath.Join(c.dir, dirName), name)
 	}
 	if p.Rule.Online.GuardOn() {
-		dir := filepath.Join(modelsDir, dirName, GuardDir)
-		g, err := Load(dir, features.Schema())
+		sub := filepath.Join(dirName, GuardDir)
+		dir := filepath.Join(c.dir, sub)
+		g, err := c.model(sub, func() (Model, error) { return c.load(dir, features.Schema()) })
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: its guard: %w (retrain it with mirage train --model %s)", name, err, name)
 		}
@@ -226,6 +294,11 @@ func WorkloadModelName(name, workload string) string { return name + "@" + workl
 // modelsDir/<name>/ and checks that its kind fits the name (rf may hold
 // either forest).
 func LoadPolicyModel(modelsDir, name string) (Model, error) {
+	return loadPolicyModel(modelsDir, name, Load)
+}
+
+// loadPolicyModel is LoadPolicyModel reading with load.
+func loadPolicyModel(modelsDir, name string, load func(dir string, want features.SchemaID) (Model, error)) (Model, error) {
 	if modelsDir == "" {
 		return nil, fmt.Errorf("policy %q: %w: no models directory given (train one with mirage train --out DIR)", name, ErrNoModel)
 	}
@@ -233,7 +306,7 @@ func LoadPolicyModel(modelsDir, name string) (Model, error) {
 	if _, err := os.Stat(filepath.Join(dir, MetaFile)); err != nil {
 		return nil, fmt.Errorf("policy %q: %w in %s (train it with mirage train --model %s --out %s)", name, ErrNoModel, dir, name, modelsDir)
 	}
-	m, err := Load(dir, features.Schema())
+	m, err := load(dir, features.Schema())
 	if err != nil {
 		return nil, fmt.Errorf("policy %q: %w", name, err)
 	}

@@ -51,6 +51,20 @@ type Chain struct {
 	State      ChainState    // lifecycle
 	Reason     string        // why it ended, when it has
 	Created    time.Time     // registration time
+	// ScriptCopy is the private copy of Script that every segment is
+	// submitted from (SubmitScript): on Slurm, made by submit (0600 in the
+	// state directory, named by its content hash) and replaced only by
+	// mirage update, so that what happens to the original afterwards
+	// changes nothing the chain runs. "" where none was made: other
+	// backends, and chains stored or recovered before the daemon made one.
+	ScriptCopy string
+	// ScriptHash is the copy's content hash, "sha256:HEX".
+	ScriptHash string
+	// ScriptSeen is what the last check found at Script when it no longer
+	// matches the copy (edited, deleted, another user's file), or why the
+	// chain has no usable copy; "" when all is well. It is shown, never
+	// followed.
+	ScriptSeen string
 }
 
 // Segment is one job of a chain.
@@ -142,6 +156,15 @@ type DecisionRecord struct {
 func (d *DecisionRecord) Coalesces(prev *DecisionRecord) bool {
 	return d.Action == Wait && d.Error == "" && prev.Action == Wait && prev.Error == "" &&
 		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy
+}
+
+// SubmitScript is the script the chain's segments are submitted from: its
+// private copy, else (no copy made) Script.
+func (c *Chain) SubmitScript() string {
+	if c.ScriptCopy != "" {
+		return c.ScriptCopy
+	}
+	return c.Script
 }
 
 // CostOf is the cost the chain's hand-offs are priced by: its explicit

@@ -2,6 +2,8 @@ package provisioner
 
 import (
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // JobState is a job's lifecycle state, named as Slurm names it.
@@ -157,22 +159,22 @@ func (s *Snapshot) Job(id string) *Job {
 // SubmitRequest describes one job to submit. Backends translate it: sbatch
 // options on Slurm, a Job object on Kubernetes, an arrival in the simulator.
 type SubmitRequest struct {
-	Name       string            // job name
-	Script     string            // batch script path (Slurm); ignored by the simulator
-	Args       []string          // extra backend options passed through verbatim, as a list (never a shell string)
-	Account    string            // account / team
-	Partition  string            // partition
-	QOS        string            // QOS (a preemptible QOS for borrowed work)
-	TimeLimit  time.Duration     // wall-clock limit (0 = backend default)
-	Nodes      int               // nodes (0 = backend default)
-	GPUs       int               // GPUs in total (0 = none)
-	GPUType    string            // GPU type constraint
-	Comment    string            // tag that lets mirage rebuild chains from the backend alone
-	Dependency string            // e.g. "afterany:123"
-	NodeList   []string          // placement hint: only these nodes
-	Exclude    []string          // placement hint: not these nodes
-	Env        map[string]string // extra environment for the job
-	WorkDir    string            // working directory
+	Name       string              // job name
+	Script     string              // batch script path (Slurm); ignored by the simulator
+	Args       []string            // extra backend options passed through verbatim, as a list (never a shell string)
+	Account    string              // account / team
+	Partition  string              // partition
+	QOS        string              // QOS (a preemptible QOS for borrowed work)
+	TimeLimit  time.Duration       // wall-clock limit (0 = backend default)
+	Nodes      int                 // nodes (0 = backend default)
+	GPUs       int                 // GPUs in total (0 = none)
+	GPUType    string              // GPU type constraint
+	Comment    string              // tag that lets mirage rebuild chains from the backend alone
+	Dependency slurmfmt.Dependency // the jobs it waits for (sbatch --dependency), e.g. slurmfmt.AfterAny("123")
+	NodeList   []string            // placement hint: only these nodes
+	Exclude    []string            // placement hint: not these nodes
+	Env        map[string]string   // extra environment for the job
+	WorkDir    string              // working directory
 	// Begin is the earliest time the job may start (sbatch --begin; zero =
 	// at once). Backends that cannot defer a start (Kubernetes) ignore it.
 	Begin time.Time

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Environment variables every segment's job sees.
@@ -30,11 +32,11 @@ type StepInput struct {
 	// included, sorted by Known (HandOffs); a decision sees those known by
 	// Now (Observation.HandOffs).
 	HandOffs []HandOff
-	Policies PolicyFactory // policy by name; nil means BaselinePolicy with default options
-	// PoliciesIn resolves the policies of a chain that names its models
-	// directory (Chain.Models); nil: Policies for every chain.
-	PoliciesIn func(modelsDir string) PolicyFactory
-	Rules      Rules // team rules consulted before each submission; nil admits everything
+	// Policies are the active chains' policies, resolved before Step by
+	// their key (ResolvePolicies; the Engine does it once per cycle): Step
+	// loads nothing. nil: BaselinePolicy by each chain's policy name.
+	Policies map[PolicyKey]Resolved
+	Rules    Rules // team rules consulted before each submission; nil admits everything
 	// Self is the user whose jobs are the chains' (Job.User): a tagged job
 	// of another user is never adopted, cancelled or followed, only
 	// reported (EventForeign). "" skips the check (the simulator).
@@ -79,7 +81,7 @@ func Step(in *StepInput) *Plan {
 		grace = DefaultSubmitGrace
 	}
 	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
-	ctx := &stepContext{in: in, idx: idx, policies: map[[2]string]policyEntry{}, grace: grace}
+	ctx := &stepContext{in: in, idx: idx, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op
 	for i := range in.Chains {
@@ -102,15 +104,9 @@ func Step(in *StepInput) *Plan {
 	return plan
 }
 
-type policyEntry struct {
-	p   Policy
-	err error
-}
-
 type stepContext struct {
 	in       *StepInput
 	idx      *jobIndex
-	policies map[[2]string]policyEntry // by models directory and name
 	nPending int
 	nRunning int
 	grace    time.Duration
@@ -128,27 +124,16 @@ func countStates(s *Snapshot) (pending, running int) {
 	return
 }
 
-// policy is chain ch's policy: from its own models directory when it
-// names one (and PoliciesIn is set), else from Policies.
+// policy is chain ch's policy, as resolved before Step (StepInput.Policies).
 func (c *stepContext) policy(ch *Chain) (Policy, error) {
-	key := [2]string{ch.Models, ch.Policy}
-	if c.in.PoliciesIn == nil {
-		key[0] = ""
+	if c.in.Policies == nil {
+		return BaselinePolicy(ch.Policy)
 	}
-	if e, ok := c.policies[key]; ok {
-		return e.p, e.err
+	r, ok := c.in.Policies[KeyOf(ch)]
+	if !ok {
+		return nil, fmt.Errorf("policy %q (models %q) was not resolved before the step", ch.Policy, ch.Models)
 	}
-	var e policyEntry
-	switch {
-	case key[0] != "":
-		e.p, e.err = c.in.PoliciesIn(key[0])(ch.Policy)
-	case c.in.Policies != nil:
-		e.p, e.err = c.in.Policies(ch.Policy)
-	default:
-		e.p, e.err = BaselinePolicy(ch.Policy)
-	}
-	c.policies[key] = e
-	return e.p, e.err
+	return r.Policy, r.Err
 }
 
 // succeeded reports whether a finished segment exited 0 before its limit.
@@ -250,9 +235,7 @@ func (c *stepContext) decide(w *chainWork) {
 		w.record(DecisionRecord{Segment: last.Index + 1, Action: ActError, Error: fmt.Sprintf("policy %q: %v", ch.Policy, err)})
 		return
 	}
-	predCopy := *pred
-	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &predCopy,
-		Successor: segmentRequest(ch, last.Index+1, 0, last.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
+	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, pred, segmentRequest(ch, last.Index+1, 0, last.JobID), knownBy(c.in.HandOffs, w.now))
 	d, err := pol.Decide(obs)
 	feat := d.Features
 	if feat == "" {
@@ -320,10 +303,8 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	if err != nil {
 		return false // the policy error is recorded by the decision for the next segment, if any
 	}
-	pj := *c.jobOf(ch, prev)
-	obs := &Observation{Now: w.now, Snapshot: c.in.Snapshot, History: c.in.History, Chain: ch, Predecessor: &pj,
-		Successor: segmentRequest(ch, last.Index, last.Attempt, prev.JobID), HandOffs: knownBy(c.in.HandOffs, w.now)}
-	if !pj.State.Finished() && !mayLiftEarly(obs, last.JobID) {
+	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, c.jobOf(ch, prev), segmentRequest(ch, last.Index, last.Attempt, prev.JobID), knownBy(c.in.HandOffs, w.now))
+	if !obs.Predecessor.State.Finished() && !mayLiftEarly(obs, last.JobID) {
 		return false
 	}
 	d, err := pol.Decide(obs)
@@ -425,8 +406,8 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 	req := segmentRequest(ch, index, attempt, prevJob)
 	req.Comment = c.in.TagKey.Sign(c.in.Self, req.Comment)
 	if rec.Action == SubmitAfter && prevJob != "" {
-		req.Dependency = "afterany:" + prevJob
-		rec.Reason += " (dependency afterany:" + prevJob + ")"
+		req.Dependency = slurmfmt.AfterAny(prevJob)
+		rec.Reason += " (dependency " + req.Dependency.String() + ")"
 	}
 	if rec.Action == SubmitPinned {
 		req.NodeList = slices.Clone(at.pin)
@@ -480,7 +461,7 @@ func segmentRequest(ch *Chain, index, attempt int, prevJob string) SubmitRequest
 	}
 	env[EnvChain], env[EnvSegment], env[EnvPrevJob] = ch.ID, strconv.Itoa(index), prevJob
 	return SubmitRequest{
-		Name: ch.Name, Script: ch.Script, Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
+		Name: ch.Name, Script: ch.SubmitScript(), Args: slices.Clone(ch.Args), Account: ch.Account, Partition: ch.Partition,
 		TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, WorkDir: ch.WorkDir,
 		Comment: ChainComment(ch, index, attempt),
 		Env:     env,

@@ -9,11 +9,6 @@ import (
 	"time"
 )
 
-// DefaultHistoryWindow is how much history the engine reads for policies
-// (the published protocol's 24 hours); it reads further back when a stored
-// segment needs it.
-const DefaultHistoryWindow = 24 * time.Hour
-
 // Fault-injection points of Engine.Fault (tests kill the process there).
 const (
 	FaultAfterBookkeeping = "after-bookkeeping" // reconciliation committed, nothing submitted yet
@@ -32,14 +27,13 @@ const (
 // SubmitGrace, by taking it as not submitted, or the recorded job. Every
 // decision, action and error is recorded in the Store.
 type Engine struct {
-	Cluster  Cluster       // the backend (HistorySource too, where it has one)
-	Store    Store         // durable chain state
-	Clock    Clock         // decision time
-	Policies PolicyFactory // policy by name; nil: BaselinePolicy
-	// PoliciesIn resolves the policies of chains that name their models
-	// directory (Chain.Models); nil: Policies for all.
-	PoliciesIn func(modelsDir string) PolicyFactory
-	Rules      Rules // team rules; nil: admit everything
+	Cluster Cluster // the backend (HistorySource too, where it has one)
+	Store   Store   // durable chain state
+	Clock   Clock   // decision time
+	// Policies resolves each active chain's policy before the step, once
+	// per key and cycle (it may load model files); nil: BaselinePolicy.
+	Policies PolicyResolver
+	Rules    Rules // team rules; nil: admit everything
 	// Self is the user whose jobs the chains are (StepInput.Self); "" skips
 	// the owner check (the simulator).
 	Self string
@@ -171,7 +165,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		return rep, err
 	}
 	// 4. the pure step
-	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: e.Policies, PoliciesIn: e.PoliciesIn, Rules: e.Rules,
+	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
 		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction

@@ -18,13 +18,18 @@ const SpecPrefix = "mirage-spec="
 
 // chainSpec is the part of a Chain carried in job comments (JSON, then
 // base64url without padding, so the comment holds no spaces or commas).
-// The recorded environment (Chain.Env) is not: a recovered chain's
-// segments get the daemon's.
+// Every user can read a job's comment, so it carries nothing the user may
+// want kept: not the recorded environment (Chain.Env: a recovered chain's
+// segments get the daemon's), and since version 2 not the sbatch options
+// (an --export=…,TOKEN=… or a --mail-user), only how many words they are
+// (Opts): mirage recover asks for them. Version 1 (before #50) carried them
+// in Args, which is still read.
 type chainSpec struct {
 	V         int      `json:"v"`
 	Name      string   `json:"n,omitempty"`
 	Script    string   `json:"s,omitempty"`
-	Args      []string `json:"a,omitempty"`
+	Args      []string `json:"a,omitempty"` // version 1 only
+	Opts      int      `json:"o,omitempty"` // version 2: how many sbatch option words the chain has
 	WorkDir   string   `json:"d,omitempty"`
 	Policy    string   `json:"p,omitempty"`
 	Segments  int      `json:"k,omitempty"`
@@ -39,10 +44,15 @@ type chainSpec struct {
 	Cost      *GapCost `json:"cost,omitempty"`
 }
 
+// MaxComment is the longest job comment Slurm accepts, in bytes: a
+// longer one is rejected at submission.
+const MaxComment = 1024
+
 // ChainComment is the comment of segment (index, attempt) of ch: its tag
-// first ("mirage:CHAIN/INDEX.ATTEMPT"), then the chain's specification.
+// first ("mirage:CHAIN/INDEX.ATTEMPT"), then the chain's specification,
+// without its sbatch options (chainSpec).
 func ChainComment(ch *Chain, index, attempt int) string {
-	sp := chainSpec{V: 1, Name: ch.Name, Script: ch.Script, Args: ch.Args, WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
+	sp := chainSpec{V: 2, Name: ch.Name, Script: ch.Script, Opts: len(ch.Args), WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
 		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
 		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost}
 	if !ch.Created.IsZero() {
@@ -55,31 +65,29 @@ func ChainComment(ch *Chain, index, attempt int) string {
 	return MustTag(ch.ID, index, attempt) + " " + SpecPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// CommentLimit is the longest comment ch's segments can carry (its tag at
+// segment index 999999, attempt 99, its specification and a MAC), for a
+// chain not registered yet (an id of the usual length stands in for its
+// own): what mirage submit checks against MaxComment.
+func CommentLimit(ch *Chain) int {
+	c := *ch
+	if c.ID == "" {
+		c.ID = "c-00000000-000000"
+	}
+	return len(ChainComment(&c, 999999, 99)) + len(" "+MACPrefix) + 2*macLen
+}
+
 // ParseChainSpec reads the chain specification from a job comment written
-// by ChainComment. It returns the chain (ID from the tag, State active)
-// and false when the comment holds no tag or no readable specification.
+// by ChainComment. It returns the chain (ID from the tag, State active;
+// Args only from a version-1 comment, see SpecOptions) and false when the
+// comment holds no tag or no readable specification.
 func ParseChainSpec(comment string) (Chain, bool) {
 	tag, ok := ParseTag(comment)
 	if !ok {
 		return Chain{}, false
 	}
-	i := strings.Index(comment, SpecPrefix)
-	if i < 0 {
-		return Chain{}, false
-	}
-	s := comment[i+len(SpecPrefix):]
-	if j := strings.IndexAny(s, " ,;\t\n"); j >= 0 {
-		s = s[:j]
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return Chain{}, false
-	}
-	var sp chainSpec
-	// A limit past time.Duration's range (about 292 years) would wrap negative.
-	const maxLimit = math.MaxInt64 / int64(time.Second)
-	if err := json.Unmarshal(b, &sp); err != nil || sp.V != 1 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Limit > maxLimit ||
-		sp.Nodes < 0 || sp.GPUs < 0 {
+	sp, ok := readSpec(comment)
+	if !ok {
 		return Chain{}, false
 	}
 	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
@@ -89,6 +97,45 @@ func ParseChainSpec(comment string) (Chain, bool) {
 		c.Created = time.Unix(sp.Created, 0).UTC()
 	}
 	return c, true
+}
+
+// readSpec decodes the specification token of a job comment.
+func readSpec(comment string) (chainSpec, bool) {
+	i := strings.Index(comment, SpecPrefix)
+	if i < 0 {
+		return chainSpec{}, false
+	}
+	s := comment[i+len(SpecPrefix):]
+	if j := strings.IndexAny(s, " ,;\t\n"); j >= 0 {
+		s = s[:j]
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return chainSpec{}, false
+	}
+	var sp chainSpec
+	// A limit past time.Duration's range (about 292 years) would wrap negative.
+	const maxLimit = math.MaxInt64 / int64(time.Second)
+	if err := json.Unmarshal(b, &sp); err != nil || sp.V < 1 || sp.V > 2 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Limit > maxLimit ||
+		sp.Nodes < 0 || sp.GPUs < 0 || sp.Opts < 0 || sp.V == 2 && sp.Args != nil {
+		return chainSpec{}, false
+	}
+	return sp, true
+}
+
+// SpecOptions says how many sbatch option words the chain whose
+// specification the comment carries was submitted with, and whether the
+// comment carries them (a version-1 comment: ParseChainSpec's Args) or
+// leaves them out (version 2: recover must be given them).
+func SpecOptions(comment string) (n int, carried bool) {
+	sp, ok := readSpec(comment)
+	switch {
+	case !ok:
+		return 0, false
+	case sp.V == 1:
+		return len(sp.Args), true
+	}
+	return sp.Opts, sp.Opts == 0
 }
 
 // NewChainID returns a chain id "c-YYYYMMDD-xxxxxx": the UTC date of now
@@ -114,6 +161,9 @@ func DecodeSpecText(comment string) string {
 		if kv[1] != "" {
 			fmt.Fprintf(&b, ", %s %s", kv[0], kv[1])
 		}
+	}
+	if n, carried := SpecOptions(comment); !carried {
+		fmt.Fprintf(&b, ", %d sbatch option word(s) not in the comment", n)
 	}
 	return b.String()
 }

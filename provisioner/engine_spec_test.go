@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"encoding/base64"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,7 @@ func FuzzParseChainSpec(f *testing.F) {
 	c.Args = []string{"--mem=4G", "a b,c"}
 	f.Add(ChainComment(&c, 1, 0))
 	f.Add("mirage:c1/0.0 mirage-spec=eyJ2IjoxfQ")
+	f.Add(v1Comment)
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
 		ch, ok := ParseChainSpec(s)
@@ -63,9 +65,54 @@ func FuzzParseChainSpec(f *testing.F) {
 		if strings.ContainsAny(ch.ID, "/ ,;\t\n") || ch.ID == "" {
 			return // ParseTag accepts ids MustTag refuses (e.g. containing ',' is cut); not re-encodable
 		}
-		again, ok := ParseChainSpec(ChainComment(&ch, 0, 0))
-		if !ok || again.ID != ch.ID || again.Script != ch.Script || again.Segments != ch.Segments || len(again.Args) != len(ch.Args) {
+		comment := ChainComment(&ch, 0, 0)
+		again, ok := ParseChainSpec(comment)
+		if !ok || again.ID != ch.ID || again.Script != ch.Script || again.Segments != ch.Segments || again.Args != nil {
 			t.Fatalf("round trip of %q: %+v -> %+v %v", s, ch, again, ok)
 		}
+		if n, carried := SpecOptions(comment); n != len(ch.Args) || carried != (n == 0) {
+			t.Fatalf("round trip of %q: %d option words (carried %v), want %d left out", s, n, carried, len(ch.Args))
+		}
 	})
+}
+
+// v1Comment is a comment of the specification's version 1 (before #50),
+// which carried the sbatch options: base64url of
+// {"v":1,"s":"/home/u/t.sbatch","a":["--mem=4G","--qos=low"],"p":"lead","t":3600,"N":1}.
+const v1Comment = "mirage:c-20261123-aaaaaa/1.0 mirage-spec=eyJ2IjoxLCJzIjoiL2hvbWUvdS90LnNiYXRjaCIsImEiOlsiLS1tZW09NEciLCItLXFvcz1sb3ciXSwicCI6ImxlYWQiLCJ0IjozNjAwLCJOIjoxfQ"
+
+// TestCommentCarriesNoOptions (#50): every user can read a job's comment,
+// so the specification in it says how many sbatch option words the chain
+// has, never which; a version-1 comment still reads with its options.
+func TestCommentCarriesNoOptions(t *testing.T) {
+	c := chain(PolicyLead, 3, 2)
+	c.Args = []string{"--export=ALL,WANDB_API_KEY=0123456789abcdef", "--mail-user=me@example.org", "--mem=4G"}
+	comment := ChainComment(&c, 1, 0)
+	i := strings.Index(comment, SpecPrefix)
+	raw, err := base64.RawURLEncoding.DecodeString(comment[i+len(SpecPrefix):])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"WANDB_API_KEY", "0123456789abcdef", "me@example.org", "mem=4G"} {
+		if strings.Contains(comment, secret) || strings.Contains(string(raw), secret) || strings.Contains(DecodeSpecText(comment), secret) {
+			t.Errorf("the comment carries %q: %s (%s)", secret, comment, raw)
+		}
+	}
+	back, ok := ParseChainSpec(comment)
+	if n, carried := SpecOptions(comment); !ok || back.Args != nil || n != 3 || carried {
+		t.Errorf("read back: %+v %v; %d option words, carried %v; want none read, 3 left out", back, ok, n, carried)
+	}
+	if !strings.Contains(DecodeSpecText(comment), "3 sbatch option word(s) not in the comment") {
+		t.Errorf("DecodeSpecText: %s", DecodeSpecText(comment))
+	}
+	old, ok := ParseChainSpec(v1Comment)
+	if n, carried := SpecOptions(v1Comment); !ok || old.Script != "/home/u/t.sbatch" || len(old.Args) != 2 || old.Args[1] != "--qos=low" || n != 2 || !carried {
+		t.Errorf("version 1: %+v %v; %d words, carried %v", old, ok, n, carried)
+	}
+	// Slurm refuses comments over 1024 bytes: the longest this chain's
+	// segments carry is its tag at segment 999999.99, the spec and a MAC.
+	c.Name = strings.Repeat("n", 900)
+	if n := CommentLimit(&c); n <= MaxComment || n != len(ChainComment(&c, 999999, 99))+len(" mirage-mac=")+32 {
+		t.Errorf("CommentLimit of a 900-byte name: %d", n)
+	}
 }

@@ -61,6 +61,7 @@ const (
 	EventAbandoned  EventKind = "abandoned"   // a submission left no job within its grace: taken as not done
 	EventDuplicate  EventKind = "duplicate"   // a second job carries a segment's tag: cancelled
 	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
+	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

@@ -93,7 +93,7 @@ func TestEngineGivesHandOffs(t *testing.T) {
 	pol := &seeingPolicy{}
 	now := hoT0
 	eng := &Engine{Cluster: &oneJobCluster{job: Job{ID: "3", State: StateRunning, Start: hoAt(-1), TimeLimit: 10 * time.Hour, Nodes: 2}},
-		Store: st, Clock: ClockFunc(func() time.Time { return now }), Policies: func(string) (Policy, error) { return pol, nil }}
+		Store: st, Clock: ClockFunc(func() time.Time { return now }), Policies: ByName(func(string) (Policy, error) { return pol, nil })}
 	if _, err := eng.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestEngineGivesHandOffs(t *testing.T) {
 	future := HandOff{ChainID: "x", Policy: "seeing", Nodes: 2, Gap: time.Hour, Known: hoAt(1)}
 	past := HandOff{ChainID: "y", Policy: "seeing", Nodes: 2, Gap: -time.Hour, Known: hoAt(-1)}
 	Step(&StepInput{Now: now, Snapshot: &Snapshot{Jobs: []Job{{ID: "3", State: StateRunning, Start: hoAt(-1), TimeLimit: 10 * time.Hour, Nodes: 2}}},
-		Chains: recs, HandOffs: []HandOff{past, future}, Policies: func(string) (Policy, error) { return pol, nil }})
+		Chains: recs, HandOffs: []HandOff{past, future}, Policies: map[PolicyKey]Resolved{{Name: "seeing"}: {Policy: pol}}})
 	if len(pol.seen) != 1 || len(pol.seen[0]) != 1 || pol.seen[0][0] != past {
 		t.Fatalf("the step gave %v, want only the hand-off known before now", pol.seen)
 	}

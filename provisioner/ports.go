@@ -56,6 +56,15 @@ type Clock interface {
 	Now() time.Time
 }
 
+// Timer is a Clock that can also wait: the adapters wait on it between
+// retries and for grace periods, so that a test controls both (the wall
+// clock is internal/wallclock).
+type Timer interface {
+	Clock
+	// After returns a channel that receives once d has elapsed.
+	After(d time.Duration) <-chan time.Time
+}
+
 // ---- team rules ----
 
 // Admission is the team rules' answer for one submission.
@@ -133,6 +142,60 @@ type Policy interface {
 // The models package provides the full registry; the provisioner's own
 // baselines are available through BaselinePolicy.
 type PolicyFactory func(name string) (Policy, error)
+
+// PolicyKey names the policy a chain decides with: its registry name and
+// the models directory its learned policies are loaded from (Chain.Models;
+// "" for the caller's default directory).
+type PolicyKey struct {
+	Models string
+	Name   string
+}
+
+// KeyOf is the policy key of chain c.
+func KeyOf(c *Chain) PolicyKey { return PolicyKey{Models: c.Models, Name: c.Policy} }
+
+// PolicyResolver builds the policy a key names. It may do I/O (a learned
+// policy reads its model files) and is called by the Engine before Step,
+// once per key and cycle: a resolver that loads files keeps what it loaded
+// (models.PolicyFactory reads a model again only when its files change).
+type PolicyResolver func(PolicyKey) (Policy, error)
+
+// ByName resolves every key by its name alone, ignoring its models
+// directory: the resolver of callers whose chains all share one registry
+// (the evaluation harness, tests).
+func ByName(f PolicyFactory) PolicyResolver {
+	return func(k PolicyKey) (Policy, error) { return f(k.Name) }
+}
+
+// Resolved is a policy resolved before Step, or why it could not be.
+type Resolved struct {
+	Policy Policy
+	Err    error
+}
+
+// ResolvePolicies resolves the policy of every active chain of records
+// with r (nil: BaselinePolicy), once per key: the Policies of a StepInput.
+func ResolvePolicies(records []ChainRecord, r PolicyResolver) map[PolicyKey]Resolved {
+	out := map[PolicyKey]Resolved{}
+	for i := range records {
+		ch := &records[i].Chain
+		k := KeyOf(ch)
+		if ch.State != ChainActive {
+			continue
+		}
+		if _, ok := out[k]; ok {
+			continue
+		}
+		var res Resolved
+		if r != nil {
+			res.Policy, res.Err = r(k)
+		} else {
+			res.Policy, res.Err = BaselinePolicy(k.Name)
+		}
+		out[k] = res
+	}
+	return out
+}
 
 // ---- stores ----
 

@@ -30,6 +30,15 @@ const ActionWouldRecover = "would-recover"
 // neither the store nor any tagged job knows.
 const ActionNotFound = "not-found"
 
+// ActionNeedsOptions is the Recovered.Action of a chain whose jobs'
+// comments leave its sbatch options out (they may hold secrets), when
+// RecoverOptions.Options does not give them: it is not registered.
+const ActionNeedsOptions = "needs-options"
+
+// ErrNeedsOptions is matched by NotRecovered's error for chains that were
+// not registered for want of their sbatch options.
+var ErrNeedsOptions = errors.New("the sbatch options are not in the jobs' comments")
+
 // RecoverOptions choose what RecoverChains looks at and whether it writes.
 type RecoverOptions struct {
 	Chains []string      // only these chains (all when empty)
@@ -43,6 +52,11 @@ type RecoverOptions struct {
 	// Key verifies the tagged jobs' comments (TagKey.Verified): a job it
 	// does not verify is treated as another user's. nil: no MACs.
 	Key *TagKey
+	// Options, when not nil, are the sbatch options of the one chain in
+	// Chains, as given at its submit: its jobs' comments say only how many
+	// words they are, which Options must match (else, and without Options,
+	// the chain is reported ActionNeedsOptions and not registered).
+	Options []string
 }
 
 // RecoverChains rebuilds the chains the store does not hold from the
@@ -113,8 +127,17 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		}
 		var ch Chain
 		found := false
+		spec := ""
 		for i := len(jobs) - 1; i >= 0 && !found; i-- {
-			ch, found = ParseChainSpec(jobs[i].job.Comment)
+			spec = jobs[i].job.Comment
+			ch, found = ParseChainSpec(spec)
+		}
+		if found {
+			if note := recoverOptions(&ch, spec, o.Options); note != "" {
+				r.Action, r.Note, r.Script = ActionNeedsOptions, note, ch.Script
+				results = append(results, r)
+				continue
+			}
 		}
 		if !found {
 			ch = Chain{ID: id, Name: jobs[0].job.Name, Policy: PolicyReactive, State: ChainFailed,
@@ -190,6 +213,23 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 	return results, nil
 }
 
+// recoverOptions gives ch, read from the job comment spec, its sbatch
+// options: those the comment carries (version 1), else given (the user's
+// own, which must number as many words as the comment says). It returns
+// why the chain cannot be registered, "" when it can.
+func recoverOptions(ch *Chain, spec string, given []string) string {
+	n, carried := SpecOptions(spec)
+	switch {
+	case given != nil && len(given) != n:
+		return fmt.Sprintf("it was submitted with %d sbatch option word(s), and %d were given: give the options of its submit after \"--\"", n, len(given))
+	case given != nil:
+		ch.Args = slices.Clone(given)
+	case !carried:
+		return fmt.Sprintf("its jobs' comments leave out its %d sbatch option word(s) (they may hold secrets): give them as at its submit: mirage recover %s -- OPTIONS...", n, ch.ID)
+	}
+	return ""
+}
+
 // NotRecovered is the error for the chains asked for by name that no
 // tagged job carries (ActionNotFound), wrapping ErrChainNotFound; nil when
 // every one was found.
@@ -205,4 +245,21 @@ func NotRecovered(results []Recovered, since time.Duration) error {
 	}
 	return fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
 		strings.Join(missing, ", "), ErrChainNotFound, since)
+}
+
+// NeedOptions is the error for the chains not registered for want of their
+// sbatch options (ActionNeedsOptions), wrapping ErrNeedsOptions; nil when
+// there are none.
+func NeedOptions(results []Recovered) error {
+	var needs []string
+	for _, r := range results {
+		if r.Action == ActionNeedsOptions {
+			needs = append(needs, r.Chain)
+		}
+	}
+	if len(needs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s: not registered: %w; give each chain's with mirage recover CHAIN -- OPTIONS... (see the NOTE column)",
+		strings.Join(needs, ", "), ErrNeedsOptions)
 }

@@ -2,7 +2,6 @@ package provisioner
 
 import (
 	"encoding/json"
-	"os"
 
 	"sigs.k8s.io/yaml"
 )
@@ -34,11 +33,12 @@ func DecodeSnapshot(data []byte) (*SnapshotFile, error) {
 	return &SnapshotFile{Snapshot: &bare, Bare: true}, nil
 }
 
-// WriteFile writes the snapshot file (indented JSON, mode 0600) to path.
-func (f SnapshotFile) WriteFile(path string) error {
+// Encode renders the snapshot file as the CLI writes it: indented JSON
+// with a final newline.
+func (f SnapshotFile) Encode() ([]byte, error) {
 	b, err := json.MarshalIndent(f, "", " ")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o600)
+	return append(b, '\n'), nil
 }

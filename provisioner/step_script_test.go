@@ -214,7 +214,7 @@ func writeOp(b *strings.Builder, op *provisioner.Op, reasons, request bool) {
 	case provisioner.OpSubmit:
 		r := op.Request
 		fmt.Fprintf(b, "submit %d.%d prev=%s", op.Segment.Index, op.Segment.Attempt, r.Env[provisioner.EnvPrevJob])
-		if r.Dependency != "" {
+		if len(r.Dependency) > 0 {
 			fmt.Fprintf(b, " dep=%s", r.Dependency)
 		}
 		if r.QOS != "" {
@@ -248,8 +248,9 @@ func writeRequest(b *strings.Builder, r *provisioner.SubmitRequest) {
 		fmt.Fprintf(b, "  spec unreadable\n")
 		return
 	}
-	fmt.Fprintf(b, "  spec id=%s name=%s script=%s args=%s policy=%s segments=%d retries=%d account=%s partition=%s limit=%s nodes=%d gpus=%d state=%s created=%s\n",
-		c.ID, c.Name, c.Script, strings.Join(c.Args, ","), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition, c.TimeLimit,
+	n, carried := provisioner.SpecOptions(r.Comment)
+	fmt.Fprintf(b, "  spec id=%s name=%s script=%s args=%s options=%d carried=%v policy=%s segments=%d retries=%d account=%s partition=%s limit=%s nodes=%d gpus=%d state=%s created=%s\n",
+		c.ID, c.Name, c.Script, strings.Join(c.Args, ","), n, carried, c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition, c.TimeLimit,
 		c.Nodes, c.GPUs, c.State, clock(c.Created))
 }
 

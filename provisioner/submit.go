@@ -40,8 +40,12 @@ func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, 
 		if err := tx.PutChain(ctx, c); err != nil {
 			return err
 		}
+		script := c.Script
+		if c.ScriptHash != "" {
+			script += " (" + c.ScriptHash + ")"
+		}
 		return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: -1, Kind: EventRegistered,
-			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", c.Script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, seed)})
+			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, seed)})
 	})
 }
 

@@ -44,6 +44,9 @@ type ChainJSON struct {
 	ID          string        `json:"id"`
 	Name        string        `json:"name"`
 	Script      string        `json:"script"`
+	ScriptHash  string        `json:"script_hash,omitempty"` // content hash of the private copy every segment is submitted from
+	ScriptCopy  string        `json:"script_copy,omitempty"` // that copy
+	ScriptSeen  string        `json:"script_seen,omitempty"` // what the original became, when it no longer matches the copy
 	Args        []string      `json:"args,omitempty"`
 	WorkDir     string        `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
 	Models      string        `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
@@ -66,7 +69,7 @@ type ChainJSON struct {
 // JSON is the view as mirage status --json prints it.
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
-	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
+	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, ScriptHash: c.ScriptHash, ScriptCopy: c.ScriptCopy, ScriptSeen: c.ScriptSeen, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
@@ -91,6 +94,12 @@ func (v *ChainView) WriteText(out io.Writer) error {
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "script    %s %s\n", c.Script, strings.Join(c.Args, " "))
+	if c.ScriptHash != "" {
+		fmt.Fprintf(out, "copy      %s (every segment is submitted from %s)\n", c.ScriptHash, c.ScriptCopy)
+	}
+	if c.ScriptSeen != "" {
+		fmt.Fprintf(out, "original  %s\n", c.ScriptSeen)
+	}
 	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, SegmentsText(c.Segments), c.MaxRetries)
 	if c.Workload != "" || c.Cost != nil {
 		fmt.Fprintf(out, "cost      %s (%s)\n", cmp.Or(c.Workload, "explicit weights"), c.CostOf())

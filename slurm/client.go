@@ -12,24 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
+	"github.com/mirage-gpu/mirage/internal/wallclock"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
-
-// Clock is the Client's time source: Now for snapshots and sacct windows,
-// After for the waits between retries.
-type Clock interface {
-	provisioner.Clock
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns the current wall-clock time.
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After waits on the wall clock.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // RetryPolicy bounds the retries of transient failures (controller or
 // slurmdbd unreachable, socket timeouts, per-call timeouts of queries).
@@ -66,23 +52,33 @@ type Config struct {
 	Timeouts    map[string]time.Duration // per command, overriding Timeout, e.g. {"sacct": 2 * time.Minute}
 	Retry       RetryPolicy              // retries of transient failures
 	Users       []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
+	// Accounts are the accounts whose jobs of other users carry their
+	// account on the text path (the team rules' teams: NewTeamCluster sets
+	// them); other users' jobs in other accounts come without one there
+	// (see records.go). The JSON path reads every job's account.
+	Accounts []string
 	// Self is the user mirage runs as (default: the current user). On the
 	// text path only Self's jobs are read with their names and comments
 	// (see records.go); other users' jobs come without them.
 	Self   string
 	TZ     string // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
 	Output string // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
+	// ScriptDir, when set, is the only directory Submit takes batch
+	// scripts from: the private copies the chain commands keep in the state
+	// directory (safefile.Freeze). Any other script, or a copy whose
+	// contents changed, is refused before sbatch runs (ScriptRefusedError).
+	ScriptDir string
 	// SacctFormat chooses sacct's output: FormatAuto (the default) reads
 	// --json, except on Slurm 22.05 whose sacct --json reports every exit code
 	// as 0 (seen on the test cluster, kept in testdata): there it reads
 	// --parsable2. FormatJSON and FormatText force one.
 	SacctFormat string
-	TextOnly    bool         // never ask squeue/sinfo for --json
-	SignalScope string       // which processes Signal reaches (default SignalFull)
-	MaxOutput   int64        // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
-	Runner      Runner       // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
-	Clock       Clock        // time source (default RealClock)
-	Logger      *slog.Logger // warnings about fallbacks and retries (default slog.Default())
+	TextOnly    bool              // never ask squeue/sinfo for --json
+	SignalScope string            // which processes Signal reaches (default SignalFull)
+	MaxOutput   int64             // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
+	Runner      Runner            // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
+	Clock       provisioner.Timer // time source (default the wall clock)
+	Logger      *slog.Logger      // warnings about fallbacks and retries (default slog.Default())
 }
 
 // Client is mirage's Slurm backend: it implements provisioner.Cluster and
@@ -92,7 +88,7 @@ type Client struct {
 	cfg    Config
 	loc    *time.Location
 	runner Runner
-	clock  Clock
+	clock  provisioner.Timer
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -152,7 +148,7 @@ func New(cfg Config) (*Client, error) {
 		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}
 	}
 	if c.clock == nil {
-		c.clock = RealClock{}
+		c.clock = wallclock.Clock{}
 	}
 	if c.log == nil {
 		c.log = slog.Default()
@@ -355,6 +351,9 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	}
 	jobs, skipped := parseSqueueRows(out, c.loc, squeueSafeCols)
 	c.noteSkipped(skipped)
+	if err := c.squeueAccounts(ctx, jobs); err != nil {
+		return nil, err
+	}
 	if c.cfg.Self == "" {
 		return jobs, nil
 	}
@@ -362,10 +361,35 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	own, skipped := parseOwnText("squeue", out)
+	own, skipped := parseOwnText("squeue", squeueOwnFields, out)
 	c.noteSkipped(skipped)
 	applyOwn(jobs, c.cfg.Self, own)
 	return jobs, nil
+}
+
+// squeueAccounts sets the account of the jobs (read from the text layout,
+// so without one) that belong to Config.Accounts: one squeue per account,
+// filtered by Slurm (--account) and printing job ids alone, so that no
+// account text is ever split into records. Names a query cannot carry
+// safely (empty, a comma, a control character) are left out.
+func (c *Client) squeueAccounts(ctx context.Context, jobs []provisioner.Job) error {
+	for _, acct := range c.cfg.Accounts {
+		if acct == "" || strings.ContainsRune(acct, ',') || strings.IndexFunc(acct, isControl) >= 0 {
+			continue
+		}
+		out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "--account=" + acct, "-O", "JobArrayID:0"}, runOpts{})
+		if err != nil {
+			return err
+		}
+		ids, skipped := parseJobIDs("squeue --account", out)
+		c.noteSkipped(skipped)
+		for i := range jobs {
+			if jobs[i].Account == "" && ids[jobs[i].ID] {
+				jobs[i].Account = acct
+			}
+		}
+	}
+	return nil
 }
 
 // maxLogged bounds the job ids remembered for logging skipped records once.
@@ -503,8 +527,28 @@ func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string,
 	return recs[0], nil
 }
 
+// ErrScriptRefused is matched by a *ScriptRefusedError.
+var ErrScriptRefused = errors.New("batch script is not a private copy")
+
+// ScriptRefusedError is Submit's refusal of a script that is not an
+// intact private copy in Config.ScriptDir: sbatch did not run. It matches
+// ErrScriptRefused and provisioner.ErrNotSubmitted, so the engine decides
+// again next cycle (the chain commands make the copy first) instead of
+// counting a rejection.
+type ScriptRefusedError struct{ Err error }
+
+func (e *ScriptRefusedError) Error() string {
+	return "sbatch not run: " + e.Err.Error() + " (every segment is submitted from its chain's private copy of the script; see mirage log CHAIN --events)"
+}
+func (e *ScriptRefusedError) Unwrap() error { return e.Err }
+func (e *ScriptRefusedError) Is(target error) bool {
+	return target == ErrScriptRefused || target == provisioner.ErrNotSubmitted
+}
+
 // Submit implements provisioner.Cluster with `sbatch --parsable` and the
-// argument list from SbatchArgs. A refusal by Slurm is a *RejectedError
+// argument list from SbatchArgs. With Config.ScriptDir set, the script
+// must be an intact copy there (safefile.CheckFrozen), checked just before
+// sbatch runs, else nothing runs (*ScriptRefusedError). A refusal by Slurm is a *RejectedError
 // (wrapping provisioner.ErrRejected) with Slurm's reason.
 //
 // sbatch is retried only when it failed to connect to the controller, i.e.
@@ -514,6 +558,11 @@ func (c *Client) ScontrolJob(ctx context.Context, id string) (map[string]string,
 // instead, and the caller (the chains layer) finds and adopts the job by
 // the tag in its comment (provisioner.Tag) on its next pass.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
+	if dir := c.cfg.ScriptDir; dir != "" {
+		if _, err := safefile.CheckFrozen(dir, req.Script); err != nil {
+			return "", &ScriptRefusedError{Err: err}
+		}
+	}
 	if !req.Begin.IsZero() {
 		req.Begin = req.Begin.In(c.loc) // sbatch runs with TZ=c.cfg.TZ
 	}
@@ -685,7 +734,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			if err != nil {
 				return nil, accountingErr(err)
 			}
-			own, skipped := parseOwnText("sacct", out)
+			own, skipped := parseOwnText("sacct", sacctOwnFields, out)
 			c.noteSkipped(skipped)
 			applyOwn(jobs, self, own)
 		}

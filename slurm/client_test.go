@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -383,6 +384,42 @@ func TestSubmitRejectedCarriesSlurmReason(t *testing.T) {
 	}
 	if rej.Reason != "Invalid account or account/partition combination specified" {
 		t.Errorf("reason = %q", rej.Reason)
+	}
+}
+
+// Issue #50: with a ScriptDir, sbatch runs only on an intact private copy
+// there; anything else (the original's path, a copy that changed) is
+// refused before any command runs, as not submitted, not as a rejection.
+func TestSubmitOnlyFromPrivateCopies(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "scripts")
+	copyPath, _, err := safefile.Freeze(dir, []byte("#!/bin/bash\necho hi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	original := filepath.Join(t.TempDir(), "train.sbatch")
+	if err := os.WriteFile(original, []byte("#!/bin/bash\necho hi\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := &fakeRunner{replies: map[string][]reply{"sbatch": {{out: "42\n"}}}}
+	c, _ := newTestClient(t, r, func(cfg *Config) { cfg.ScriptDir = dir })
+	ctx := context.Background()
+	if id, err := c.Submit(ctx, provisioner.SubmitRequest{Script: copyPath}); err != nil || id != "42" {
+		t.Fatalf("Submit from the copy: %q, %v", id, err)
+	}
+	if got := r.calls[0].args[len(r.calls[0].args)-1]; got != copyPath {
+		t.Errorf("sbatch ran on %s, want the copy %s", got, copyPath)
+	}
+	if err := os.WriteFile(copyPath, []byte("#!/bin/bash\necho changed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, script := range []string{original, copyPath} {
+		_, err := c.Submit(ctx, provisioner.SubmitRequest{Script: script})
+		if !errors.Is(err, ErrScriptRefused) || !errors.Is(err, provisioner.ErrNotSubmitted) || errors.Is(err, provisioner.ErrRejected) {
+			t.Errorf("Submit(%s): %v; want ErrScriptRefused, not submitted", script, err)
+		}
+	}
+	if len(r.calls) != 1 {
+		t.Errorf("%d commands ran, want the one sbatch from the intact copy", len(r.calls))
 	}
 }
 

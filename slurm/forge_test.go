@@ -22,7 +22,7 @@ type renderQueue struct {
 
 func (q *renderQueue) Run(_ context.Context, name string, args, _ []string) ([]byte, []byte, error) {
 	var want []string
-	user := ""
+	user, account := "", ""
 	for i, a := range args {
 		switch {
 		case (a == "-O" || a == "-o") && i+1 < len(args):
@@ -33,6 +33,8 @@ func (q *renderQueue) Run(_ context.Context, name string, args, _ []string) ([]b
 			user = strings.TrimPrefix(a, "--user=")
 		case a == "-u" && i+1 < len(args):
 			user = args[i+1]
+		case strings.HasPrefix(a, "--account="):
+			account = strings.TrimPrefix(a, "--account=")
 		}
 	}
 	if args[0] == "--version" {
@@ -40,7 +42,7 @@ func (q *renderQueue) Run(_ context.Context, name string, args, _ []string) ([]b
 	}
 	var b strings.Builder
 	for _, j := range q.jobs {
-		if user != "" && j[q.userCol] != user {
+		if user != "" && j[q.userCol] != user || account != "" && j["Account"] != account {
 			continue
 		}
 		for k, w := range want {
@@ -186,5 +188,37 @@ func TestParseRowsSkipsBadLine(t *testing.T) {
 	}
 	if _, err := ParseSacctParsable([]byte(in), time.UTC); err == nil || !strings.Contains(err.Error(), "sacct: line 1") {
 		t.Errorf("the exported parser does not report the skipped line: %v", err)
+	}
+}
+
+// Issue #50: other users' accounts are read on the text path only for the
+// accounts the Client is given (the teams), by a query printing job ids
+// alone; the user's own jobs carry theirs, and their GPU type, from the
+// own-jobs query.
+func TestTextAccountsByQueryOnly(t *testing.T) {
+	own := squeueJob("10", "alice", "train", "mirage:c-1/1.0")
+	own["Account"], own["tres-per-node"], own["tres-alloc"], own["NumNodes"] = "teamb", "gres:gpu:tesla:2", "cpu=1,node=1,gres/gpu=4", "2"
+	inTeam := squeueJob("11", "mallory", "x", "y")
+	inTeam["Account"], inTeam["tres-alloc"] = "teama", "cpu=1,node=1,gres/gpu=1"
+	evil := squeueJob("12", "mallory", "x", "y")
+	evil["Account"] = "evil\n" + forgedLine(squeueFields, "JobArrayID", "UserName")
+	q := &renderQueue{userCol: "UserName", jobs: []map[string]string{own, inTeam, evil}}
+	c, _ := forgeClient(t, q)
+	c.cfg.Accounts = []string{"teama", "bad,name"}
+	jobs, err := c.Jobs(context.Background(), JobFilter{})
+	if err != nil || len(jobs) != 3 {
+		t.Fatalf("%d jobs (%v), want 10, 11, 12", len(jobs), err)
+	}
+	// Worked out by hand: alice's job from the own query (teamb; tesla
+	// from tres-per-node, 4 GPUs from tres-alloc); mallory's 11 through the
+	// teama query; 12 in no named account, so none.
+	want := []struct {
+		acct, typ string
+		gpus      int
+	}{{"teamb", "tesla", 4}, {"teama", "", 1}, {"", "", 0}}
+	for i, w := range want {
+		if j := jobs[i]; j.Account != w.acct || j.GPUType != w.typ || j.GPUs != w.gpus {
+			t.Errorf("job %s: account %q, %d GPUs of type %q; want %q, %d, %q", j.ID, j.Account, j.GPUs, j.GPUType, w.acct, w.gpus, w.typ)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -322,11 +323,14 @@ func FuzzParseVersionText(f *testing.F) {
 // argument, the script is last and follows "--", and nothing from the
 // request can add an option of its own.
 func FuzzSbatchArgs(f *testing.F) {
-	f.Add("job", "/tmp/j.sh", "teama", "mirage:c1/0.0", "afterany:1", "K", "v", 2, 4)
+	f.Add("job", "/tmp/j.sh", "teama", "mirage:c1/0.0", "1", "K", "v", 2, 4)
 	f.Add("$(touch x)", "-rf", "a b", "x;y", "", "A", "1,2", 0, 0)
 	f.Fuzz(func(t *testing.T, name, script, account, comment, dep, envK, envV string, nodes, gpus int) {
 		req := provisioner.SubmitRequest{Name: name, Script: script, Account: account, Comment: comment,
-			Dependency: dep, Nodes: nodes, GPUs: gpus, Env: map[string]string{envK: envV}}
+			Nodes: nodes, GPUs: gpus, Env: map[string]string{envK: envV}}
+		if dep != "" {
+			req.Dependency = slurmfmt.AfterAny(dep)
+		}
 		args, err := SbatchArgs(req, "")
 		if err != nil {
 			return
@@ -340,7 +344,7 @@ func FuzzSbatchArgs(f *testing.F) {
 				t.Fatalf("argument %q is not one --opt=value", a)
 			}
 		}
-		for opt, v := range map[string]string{"--job-name=": name, "--account=": account, "--comment=": comment, "--dependency=": dep} {
+		for opt, v := range map[string]string{"--job-name=": name, "--account=": account, "--comment=": comment, "--dependency=": req.Dependency.String()} {
 			if v != "" && !slices.Contains(opts, opt+v) {
 				t.Fatalf("%s%q not passed verbatim: %q", opt, v, opts)
 			}

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"io"
 	"log/slog"
 	"os"
@@ -438,7 +439,7 @@ func TestIntegrationDependency(t *testing.T) {
 	first := it.submit(provisioner.SubmitRequest{Name: "pred", Script: it.script("pred.sh", "sleep 300"), TimeLimit: 3 * time.Minute})
 	it.waitJob(first, time.Minute, "running", running)
 	second := it.submit(provisioner.SubmitRequest{Name: "succ", Script: it.script("succ.sh", "sleep 2"),
-		TimeLimit: time.Minute, Dependency: "afterany:" + first})
+		TimeLimit: time.Minute, Dependency: slurmfmt.AfterAny(first)})
 	j := it.waitJob(second, 30*time.Second, "held by its dependency", func(j *provisioner.Job) bool {
 		return j.State == provisioner.StatePending && j.Reason == "Dependency"
 	})

@@ -14,6 +14,7 @@ type Options struct {
 	Timeout       time.Duration           // per command (0 = the Client's default)
 	DieWithParent bool                    // kill the commands when mirage dies (the chain commands)
 	Getenv        func(key string) string // the environment, for PATH (nil = os.Getenv)
+	ScriptDir     string                  // Config.ScriptDir: the only directory batch scripts are submitted from ("" = any)
 }
 
 // Open builds a Client from o: text times in UTC, the commands run by an
@@ -28,6 +29,6 @@ func Open(o Options) (*Client, error) {
 		path = o.Bin + string(os.PathListSeparator) + getenv("PATH")
 	}
 	const tz = "UTC"
-	return New(Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz,
+	return New(Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz, ScriptDir: o.ScriptDir,
 		Runner: &ExecRunner{SlurmConf: o.SlurmConf, Path: path, TZ: tz, DieWithParent: o.DieWithParent}})
 }

@@ -12,15 +12,26 @@ import (
 // Reading text output safely.
 //
 // In squeue's and sacct's text output nothing separates records but a
-// newline and nothing separates fields but Sep, and a job's name and comment
-// are whatever its owner typed: a name holding a newline or Sep would split
-// one record into several or shift its fields. So the Client never asks for
-// free text about every user's jobs. It reads all jobs without their names
-// and comments (squeueSafeFields, sacctSafeFields: ids, users, states,
-// times, sizes, partitions; no field a user can fill freely), and reads
-// names and comments in a second query limited to its own user (ownFields),
-// each line checked for the field count and for the job id printed at both
-// ends. Its own user's text can at worst hide its own jobs' names.
+// newline and nothing separates fields but Sep, and every field a job's
+// owner can fill with text of their choosing may hold either: a job name,
+// a comment, an account where associations are not enforced, and the GPU
+// requests --gres, --gpus and --gpus-per-node, which Slurm 22.05 keeps
+// verbatim when a list entry names an unknown GRES ("gpu:1,gpu\n…:0", seen
+// on the test cluster) and squeue prints raw in tres-per-node and
+// tres-per-job. Any of them holding a newline followed by a whole record
+// would forge a record of another user's job (issue #50: a forged
+// COMPLETED ended a chain whose job still ran). So the Client never asks
+// for such a field about every user's jobs. It reads all jobs with the
+// fields slurmctld itself formats or validates (squeueSafeFields,
+// sacctSafeFields: ids, users, states, reasons, times, sizes, partitions,
+// QOS, dependencies, node lists and the TRES strings, from which GPUs are
+// counted), and reads names, comments, accounts and GPU requests in a
+// second query limited to its own user (ownFields), each line checked for
+// the field count and for the job id printed at both ends. Its own user's
+// text can at worst hide its own jobs' names. Other users' accounts are
+// known only for the accounts the caller names (Config.Accounts: the
+// teams of the team rules), by one query per account that prints job ids
+// alone.
 //
 // A line that does not parse is skipped and counted (Client.Skipped), and
 // logged once per job id; it never fails the whole read.
@@ -113,51 +124,53 @@ func without(names []string, drop ...string) []string {
 
 var (
 	// squeueSafeFields and sacctSafeFields are what the Client reads about
-	// every user's jobs: no name, no comment.
-	squeueSafeFields = without(squeueFields, "Name", "Comment")
-	sacctSafeFields  = without(SacctFields, "JobName", "Comment")
+	// every user's jobs: no field its owner fills with free text.
+	squeueSafeFields = without(squeueFields, "Name", "Comment", "Account", "tres-per-node", "tres-per-job")
+	sacctSafeFields  = without(SacctFields, "JobName", "Comment", "Account")
 
 	squeueAllCols  = newColumns("squeue", squeueFields, true)
 	sacctAllCols   = newColumns("sacct", SacctFields, true)
 	squeueSafeCols = newColumns("squeue", squeueSafeFields, false)
 	sacctSafeCols  = newColumns("sacct", sacctSafeFields, false)
 
-	// squeueOwnFields and sacctOwnFields read the user's own jobs' names
-	// and comments, the job id at both ends so that a line cut or shifted
-	// by a newline or Sep in the text never matches.
-	squeueOwnFields = []string{"JobArrayID", "Name", "Comment", "JobArrayID"}
-	sacctOwnFields  = []string{"JobID", "JobName", "Comment", "JobID"}
+	// squeueOwnFields and sacctOwnFields read the user's own jobs' free
+	// text, the job id at both ends so that a line cut or shifted by a
+	// newline or Sep in the text never matches.
+	squeueOwnFields = []string{"JobArrayID", "Name", "Comment", "Account", "tres-per-node", "tres-per-job", "JobArrayID"}
+	sacctOwnFields  = []string{"JobID", "JobName", "Comment", "Account", "JobID"}
 
 	squeueSafeFormat = formatO(squeueSafeFields)
 	squeueOwnFormat  = formatO(squeueOwnFields)
 )
 
 // ownText is one of the user's own jobs' free text.
-type ownText struct{ name, comment string }
+type ownText struct{ name, comment, account, perNode, perJob string }
 
-// parseOwnText reads the output of the own-jobs query (squeueOwnFields or
-// sacctOwnFields): job id → name and comment. A line with another field
-// count, differing ids at its ends, or an id seen twice is skipped.
-func parseOwnText(cmd string, b []byte) (map[string]ownText, []Skipped) {
+// parseOwnText reads the output of an own-jobs query laid out as names
+// (squeueOwnFields or sacctOwnFields: the job id first and last): job id →
+// its free text. A line with another field count, differing ids at its
+// ends, or an id seen twice is skipped.
+func parseOwnText(cmd string, names []string, b []byte) (map[string]ownText, []Skipped) {
 	out := map[string]ownText{}
 	dup := map[string]bool{}
 	var skipped []Skipped
+	n := len(names)
 	for i, l := range lines(b) {
 		f := strings.Split(l, Sep)
-		if len(f) != 4 {
+		if len(f) != n {
 			id := ""
 			if len(f) > 1 && validJobID(strings.TrimSpace(f[0])) == nil {
 				id = strings.TrimSpace(f[0])
 			}
-			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: fmt.Errorf("%d fields, want 4 (job id, name, comment, job id)", len(f))})
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: fmt.Errorf("%d fields, want %d (%s)", len(f), n, strings.Join(names, ", "))})
 			continue
 		}
 		id := strings.TrimSpace(f[0])
 		if strings.Contains(id, ".") {
 			continue // a job step
 		}
-		if id == "" || validJobID(id) != nil || id != strings.TrimSpace(f[3]) {
-			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, Err: fmt.Errorf("job ids %.40q and %.40q at the ends differ", f[0], f[3])})
+		if id == "" || validJobID(id) != nil || id != strings.TrimSpace(f[n-1]) {
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, Err: fmt.Errorf("job ids %.40q and %.40q at the ends differ", f[0], f[n-1])})
 			continue
 		}
 		if _, seen := out[id]; seen || dup[id] {
@@ -166,19 +179,62 @@ func parseOwnText(cmd string, b []byte) (map[string]ownText, []Skipped) {
 			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: errors.New("job listed twice")})
 			continue
 		}
-		out[id] = ownText{name: nullStr(f[1]), comment: nullStr(f[2])}
+		var t ownText
+		for k, name := range names[1 : n-1] {
+			v := f[k+1]
+			switch name {
+			case "Name", "JobName":
+				t.name = nullStr(v)
+			case "Comment":
+				t.comment = nullStr(v)
+			case "Account":
+				t.account = nullStr(v)
+			case "tres-per-node":
+				t.perNode = clean(v)
+			case "tres-per-job":
+				t.perJob = clean(v)
+			}
+		}
+		out[id] = t
 	}
 	return out, skipped
 }
 
-// applyOwn fills in the names and comments of user's jobs from own.
+// applyOwn fills in the free text of user's jobs from own: names,
+// comments, accounts, and from the GPU requests the GPU type (and the
+// count, where the TRES strings had none).
 func applyOwn(jobs []provisioner.Job, user string, own map[string]ownText) {
 	for i := range jobs {
-		if jobs[i].User != user {
+		j := &jobs[i]
+		if j.User != user {
 			continue
 		}
-		if t, ok := own[jobs[i].ID]; ok {
-			jobs[i].Name, jobs[i].Comment = t.name, t.comment
+		t, ok := own[j.ID]
+		if !ok {
+			continue
+		}
+		j.Name, j.Comment, j.Account = t.name, t.comment, t.account
+		switch {
+		case j.GPUs == 0:
+			j.GPUs, j.GPUType = jobGPUs(j.State, "", "", t.perJob, t.perNode, j.Nodes)
+		case j.GPUType == "":
+			_, j.GPUType = gpusFromGres(nonEmpty(t.perJob, t.perNode))
 		}
 	}
+}
+
+// parseJobIDs reads the output of a query printing job ids alone, one per
+// line (the account queries): a line that is not a job id is skipped.
+func parseJobIDs(cmd string, b []byte) (map[string]bool, []Skipped) {
+	ids := map[string]bool{}
+	var skipped []Skipped
+	for i, l := range lines(b) {
+		id := strings.TrimSpace(l)
+		if validJobID(id) != nil {
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, Err: fmt.Errorf("%.40q is not a job id", l)})
+			continue
+		}
+		ids[id] = true
+	}
+	return ids, skipped
 }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -74,24 +75,11 @@ func (o Options) Resolve() (Options, error) {
 // (bad input).
 var ErrBadScript = errors.New("bad batch script")
 
-// ReadShape reads a chain's shape: the #SBATCH lines of the script at path
-// overridden by the sbatch options args. It returns the script's absolute
-// path. The script must be a readable regular file.
-func ReadShape(path string, args []string) (string, Shape, error) {
-	bad := func(err error) (string, Shape, error) { return "", Shape{}, &optionError{ErrBadScript, err} }
-	script, err := filepath.Abs(path)
-	if err != nil {
-		return bad(fmt.Errorf("script %s: %w", path, err))
-	}
-	fh, err := os.Open(script)
-	if err != nil {
-		return bad(fmt.Errorf("script %s: %w (give a readable batch script)", path, err))
-	}
-	defer fh.Close()
-	if fi, err := fh.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return bad(fmt.Errorf("script %s: not a regular file", path))
-	}
-	fromScript, err := ParseBatchScript(fh)
+// scriptShape reads a chain's shape: the #SBATCH lines of content, the
+// batch script at path, overridden by the sbatch options args.
+func scriptShape(path string, content []byte, args []string) (Shape, error) {
+	bad := func(err error) (Shape, error) { return Shape{}, &optionError{ErrBadScript, err} }
+	fromScript, err := ParseBatchScript(bytes.NewReader(content))
 	if err != nil {
 		return bad(fmt.Errorf("script %s: %w", path, err))
 	}
@@ -99,17 +87,18 @@ func ReadShape(path string, args []string) (string, Shape, error) {
 	if err != nil {
 		return bad(fmt.Errorf("sbatch options: %w", err))
 	}
-	return script, fromScript.Merge(fromArgs), nil
+	return fromScript.Merge(fromArgs), nil
 }
 
-// ChainScript fills a chain's shape from its batch script and sbatch
-// options (ReadShape): the script's absolute path, account, partition,
-// time limit, nodes, GPUs, and the job name when the chain has none (-J,
-// else the script's name). A chain needs a time limit to know when each
-// successor is due, so a script without one is refused (ErrBadScript),
-// with the line to add.
-func ChainScript(ch *provisioner.Chain) error {
-	script, sh, err := ReadShape(ch.Script, ch.Args)
+// ChainScript fills a chain's shape from content, the batch script at
+// ch.Script (an absolute path; safefile.ReadScript reads both), and its
+// sbatch options: account, partition, time limit, nodes, GPUs, the job
+// name when the chain has none (-J, else the script's name), and the
+// workload of a script that runs mirage handoff. A chain needs a time
+// limit to know when each successor is due, so a script without one is
+// refused (ErrBadScript), with the line to add.
+func ChainScript(ch *provisioner.Chain, content []byte) error {
+	sh, err := scriptShape(ch.Script, content, ch.Args)
 	if err != nil {
 		return err
 	}
@@ -120,14 +109,10 @@ func ChainScript(ch *provisioner.Chain) error {
 		}
 		return &optionError{ErrBadScript, fmt.Errorf("script %s %s: a chain needs one to know when each successor is due; add \"#SBATCH --time=24:00:00\" to the script, or give it after \"--\": mirage submit %s -- --time=24:00:00", ch.Script, what, ch.Script)}
 	}
-	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(script))
-	ch.Script, ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = script, sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(ch.Script))
+	ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
 	if ch.Workload == "" {
-		handsOff, err := HandsOff(script)
-		if err != nil {
-			return err
-		}
-		switch {
+		switch handsOff := HandsOff(content); {
 		case ch.Cost != nil: // explicit weights: an early start still costs a checkpoint, not hours held twice
 			ch.Cost.HandOff = handsOff
 		case handsOff: // a training run that checkpoints when its successor starts
@@ -141,32 +126,29 @@ func ChainScript(ch *provisioner.Chain) error {
 // or $MIRAGE_BIN).
 var handOffLine = regexp.MustCompile(`(^|[\s;&|(/"'])(mirage|\$\{?MIRAGE_BIN\}?)["']?\s+handoff(\s|$|;)`)
 
-// HandsOff reports whether the batch script at path runs mirage handoff
+// HandsOff reports whether the batch script content runs mirage handoff
 // on a line that is not a comment: its chain is then a training run, whose
 // hand-offs cost a checkpoint and a restart (provisioner.WorkloadTraining).
-func HandsOff(path string) (bool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return false, fmt.Errorf("script %s: %w", path, err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
+func HandsOff(content []byte) bool {
+	for _, line := range strings.Split(string(content), "\n") {
 		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") && handOffLine.MatchString(l) {
-			return true, nil
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // CheckRecovered applies the checks of mirage submit to a chain spec read
 // back from a job comment, which may name any path: a batch script the user
-// owns and nobody else may write (safefile.CheckOwned), whose options parse
-// and give a time limit (ChainScript), a policy among policies, and a
-// known workload or usable cost weights (Chain.CheckCost).
+// owns, that nobody else may write or replace (safefile.ReadScript), whose
+// options parse and give a time limit (ChainScript), a policy among
+// policies, and a known workload or usable cost weights (Chain.CheckCost).
 func CheckRecovered(c *provisioner.Chain, policies []string) error {
-	if err := safefile.CheckOwned(c.Script); err != nil {
-		return fmt.Errorf("script: %w", err)
+	abs, content, err := safefile.ReadScript(c.Script)
+	if err != nil {
+		return err
 	}
-	if err := ChainScript(&provisioner.Chain{Script: c.Script, Args: c.Args}); err != nil {
+	if err := ChainScript(&provisioner.Chain{Script: abs, Args: c.Args}, content); err != nil {
 		return err
 	}
 	if !slices.Contains(policies, c.Policy) {

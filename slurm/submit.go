@@ -51,7 +51,7 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	for _, f := range []struct{ name, v string }{
 		{"job name", req.Name}, {"script", req.Script}, {"account", req.Account},
 		{"partition", req.Partition}, {"QOS", req.QOS}, {"GPU type", req.GPUType},
-		{"comment", req.Comment}, {"dependency", req.Dependency}, {"working directory", req.WorkDir},
+		{"comment", req.Comment}, {"dependency", req.Dependency.String()}, {"working directory", req.WorkDir},
 		{"output", output},
 	} {
 		if i := strings.IndexFunc(f.v, isControl); i >= 0 {
@@ -60,7 +60,7 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 	}
 	for _, f := range []struct{ name, v string }{
 		{"account", req.Account}, {"partition", req.Partition}, {"QOS", req.QOS},
-		{"GPU type", req.GPUType}, {"dependency", req.Dependency},
+		{"GPU type", req.GPUType}, {"dependency", req.Dependency.String()},
 	} {
 		if strings.ContainsAny(f.v, " \t") {
 			return nil, bad("%s %q holds a space", f.name, f.v)
@@ -99,7 +99,7 @@ func SbatchArgs(req provisioner.SubmitRequest, output string) ([]string, error) 
 		}
 	}
 	add("--comment", req.Comment)
-	add("--dependency", req.Dependency)
+	add("--dependency", req.Dependency.String())
 	if !req.Begin.IsZero() {
 		add("--begin", req.Begin.Format(timeLayout))
 	}

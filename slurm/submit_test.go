@@ -3,6 +3,7 @@ package slurm
 import (
 	"context"
 	"errors"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"slices"
 	"testing"
 	"time"
@@ -29,7 +30,7 @@ func TestSbatchArgs(t *testing.T) {
 				Account: "teama", Partition: "gpu", QOS: "normal",
 				TimeLimit: 90*time.Minute + 30*time.Second, // 0 days, 1 h 30 min 30 s
 				Nodes:     2, GPUs: 8, GPUType: "a100",     // 8 GPUs over 2 nodes: 4 per node
-				Comment: "mirage:c1/3.0", Dependency: "afterany:41",
+				Comment: "mirage:c1/3.0", Dependency: slurmfmt.AfterAny("41"),
 				Begin:    time.Date(2026, 11, 29, 4, 5, 6, 0, time.FixedZone("CET", 3600)), // rendered in its own zone
 				NodeList: []string{"n1", "n2"}, Exclude: []string{"n3"},
 				Env:     map[string]string{"B": "2", "A": "x=y z"},
@@ -104,7 +105,7 @@ func TestSbatchArgsRefuses(t *testing.T) {
 		"negative GPUs":         func(r *provisioner.SubmitRequest) { r.GPUs = -1 },
 		"colon in GPU type":     func(r *provisioner.SubmitRequest) { r.GPUType = "a:b"; r.GPUs = 1 },
 		"control in workdir":    func(r *provisioner.SubmitRequest) { r.WorkDir = "/tmp/\x00" },
-		"space in dependency":   func(r *provisioner.SubmitRequest) { r.Dependency = "afterany:1 2" },
+		"space in dependency":   func(r *provisioner.SubmitRequest) { r.Dependency = slurmfmt.AfterAny("1 2") },
 		"negative time":         func(r *provisioner.SubmitRequest) { r.TimeLimit = -time.Minute },
 		"control in script":     func(r *provisioner.SubmitRequest) { r.Script = "j\r.sh" },
 		"control in partition":  func(r *provisioner.SubmitRequest) { r.Partition = "p\t" },

@@ -24,8 +24,12 @@ var (
 	_ provisioner.Unpinner     = (*TeamCluster)(nil)
 )
 
-// NewTeamCluster wraps a client with the team rules.
+// NewTeamCluster wraps a client with the team rules. It sets the client's
+// Config.Accounts to the teams, so that the rules see every team's jobs on
+// the text path too (call it before the client is in use).
 func NewTeamCluster(c *Client, rules *team.Rules) *TeamCluster {
+	cfg := rules.Config()
+	c.cfg.Accounts = cfg.TeamNames()
 	return &TeamCluster{Client: c, Rules: rules}
 }
 

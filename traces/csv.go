@@ -1,13 +1,12 @@
 package traces
 
 import (
-	"bufio"
 	"compress/gzip"
 	"encoding/csv"
 	"fmt"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -87,52 +86,12 @@ func WriteJobs(w io.Writer, format Format, jobs []Job) error {
 	return fmt.Errorf("%w: cannot write %q", ErrUnknownFormat, format)
 }
 
-// WriteFileAtomic writes path through fill: it writes a temporary file in the
-// same directory and renames it over path only when fill succeeded, so a
-// failure leaves nothing partial (and an existing file untouched).
-func WriteFileAtomic(path string, fill func(w io.Writer) error) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return fmt.Errorf("traces: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	if err = fill(bw); err != nil {
-		return err
-	}
-	if err = bw.Flush(); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	if err = os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("traces: %w", err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("traces: %w", err)
-	}
-	return nil
-}
-
 // Convert reads every job of r and writes canonical CSV to path atomically;
 // it returns the number of jobs written. On any error (including a malformed
 // row without SkipBad) nothing is written.
 func Convert(r Reader, path string) (int, error) {
 	n := 0
-	err := WriteFileAtomic(path, func(w io.Writer) error {
+	err := safefile.WriteFile(path, 0o644, func(w io.Writer) error {
 		cw := NewCSVWriter(w)
 		for {
 			j, err := r.Next()

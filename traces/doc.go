@@ -21,8 +21,9 @@
 //     an error either way.
 //   - Zone-less timestamps are read in Options.Location; the LS6 export
 //     defaults to America/Chicago (tzdata is embedded), the others to UTC.
-//   - Writers (Convert, WriteFileAtomic) write a temporary file in the
-//     target directory and rename it, so a failure leaves nothing partial.
+//   - Writers (Convert, WriteSynth) write through internal/safefile: a
+//     temporary file in the target directory renamed over the target, so
+//     a failure leaves nothing partial.
 //   - Stats are computed in one pass (StatsBuilder) with a few bytes per
 //     job; Synth is deterministic for a seed.
 package traces

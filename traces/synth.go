@@ -3,6 +3,7 @@ package traces
 import (
 	"bufio"
 	"fmt"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -303,5 +304,5 @@ func WriteSynth(stdout io.Writer, path string, format Format, jobs []Job) error 
 	if path == "" || path == "-" {
 		return write(stdout)
 	}
-	return WriteFileAtomic(path, write)
+	return safefile.WriteFile(path, 0o644, write)
 }

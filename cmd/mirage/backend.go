@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
@@ -27,6 +28,11 @@ type backendOptions struct {
 	kube      k8sFlags      // --kubeconfig and the team mapping (Kubernetes)
 	namespace string        // --namespace: where Kubernetes work is deployed
 	image     string        // --image: container image of Kubernetes work
+	// scriptDir is where the chain commands keep the private copies of job
+	// scripts (not a flag: the state directory's scripts/); Slurm submits
+	// from there only (slurm.Options.ScriptDir). "" for commands that
+	// submit nothing.
+	scriptDir string
 }
 
 func (o *backendOptions) add(cmd *cobra.Command) {
@@ -54,7 +60,7 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 			}
 		}
 		so := o.slurm
-		so.Getenv = getenv
+		so.Getenv, so.ScriptDir = getenv, o.scriptDir
 		return slurm.OpenChains(so, rules)
 	case "kubernetes", "k8s":
 		if o.rules == "" {
@@ -113,17 +119,34 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 // A learned policy whose model is missing or unusable is replaced by lead,
 // with a warning, so that its chains go on.
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
-	fault := provisioner.FaultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
+	fault := faultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f)),
+		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
+}
+
+// policyResolver resolves the chains' policies for an engine's life: one
+// registry per models directory (a chain that recorded its own, submit
+// --models, is decided from it; the others from defaultDir), each keeping
+// the models it loaded until their files change, so that a daemon running
+// many cycles reads each model once. A learned policy whose model cannot
+// be loaded is replaced by lead, with a warning, until it can.
+func policyResolver(f *Factory, defaultDir string) provisioner.PolicyResolver {
 	warn := func(name string, err error) {
 		slog.Warn("learned policy unavailable: lead decides for its chains until its model is back", "policy", name, "err", err)
 	}
-	// A chain that recorded its models directory (submit --models) is
-	// decided from it; the others from this command's --models.
-	in := func(dir string) provisioner.PolicyFactory {
-		return models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
+	var mu sync.Mutex
+	byDir := map[string]provisioner.PolicyFactory{}
+	return func(k provisioner.PolicyKey) (provisioner.Policy, error) {
+		dir := cmp.Or(k.Models, defaultDir)
+		mu.Lock()
+		pf, ok := byDir[dir]
+		if !ok {
+			pf = models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
+			byDir[dir] = pf
+		}
+		mu.Unlock()
+		return pf(k.Name)
 	}
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: in(pol.dir(f)), PoliciesIn: in,
-		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
 }
 
 // policyOptions locate the learned policies' models (--models).

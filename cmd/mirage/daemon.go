@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"time"
 
@@ -65,11 +66,12 @@ held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemo
 }
 
 func daemonRun(ctx context.Context, o *daemonOptions) error {
-	cl, err := o.f.Backend(&o.backend)
+	dir, err := o.state.Resolve()
 	if err != nil {
 		return stateErr(err)
 	}
-	dir, err := o.state.Resolve()
+	o.backend.scriptDir = scriptsDir(dir)
+	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -84,12 +86,15 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	}
 	eng := newEngine(o.f, cl, st, key, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
-	return provisioner.Daemon(ctx, provisioner.DaemonOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
-		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, lockPath) })
+	return daemonLoop(ctx, loopOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
+		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })
 }
 
-// daemonCycle runs one locked cycle and prints its report.
-func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, lockPath string) error {
+// daemonCycle runs one locked cycle and prints its report. Where the
+// backend submits only private script copies, the chains' copies are
+// brought up to date first (checkScripts) and those no active chain needs
+// any more removed after (pruneScripts).
+func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine, st *state.Store, lockPath string) error {
 	out := o.f.Out
 	lk, err := state.TryLock(lockPath)
 	if errors.Is(err, state.ErrHeld) {
@@ -112,7 +117,18 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 		}
 		return err
 	}
+	copies := copiesOf(eng.Cluster)
+	if copies != "" {
+		if err := checkScripts(ctx, st, copies, o.f.Now(), o.f.ErrOut); err != nil {
+			return stateErr(fmt.Errorf("check the chains' scripts: %w", err))
+		}
+	}
 	rep, cerr := eng.Cycle(ctx)
+	if copies != "" && cerr == nil {
+		if err := pruneScripts(ctx, st, copies); err != nil {
+			fmt.Fprintf(o.f.ErrOut, "mirage: remove unused script copies: %v\n", err)
+		}
+	}
 	if o.json {
 		if err := cmdutil.PrintJSON(out, rep.JSON(cerr)); err != nil {
 			return err
@@ -121,4 +137,39 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 		_ = rep.WriteText(out)
 	}
 	return stateErr(cerr)
+}
+
+// loopOptions configure Daemon.
+type loopOptions struct {
+	Once      bool                                             // run one cycle and return its error
+	Interval  time.Duration                                    // time between cycles
+	MaxCycles int                                              // stop after this many cycles (0: until ctx ends)
+	Sleep     func(ctx context.Context, d time.Duration) error // waiting between cycles
+	Log       *slog.Logger                                     // failed cycles (nil: slog.Default())
+}
+
+// daemonLoop runs cycle, then every Interval another, until ctx ends (while
+// waiting between cycles) or MaxCycles have run. A failed cycle is logged
+// and the next one tries again; with Once the one cycle's error is returned.
+// cycle is one locked Engine.Cycle with its report, as the caller does it.
+func daemonLoop(ctx context.Context, o loopOptions, cycle func(ctx context.Context) error) error {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	for n := 1; ; n++ {
+		err := cycle(ctx)
+		if o.Once {
+			return err
+		}
+		if err != nil {
+			log.Error("daemon cycle failed; trying again next cycle", "err", err)
+		}
+		if o.MaxCycles > 0 && n >= o.MaxCycles {
+			return nil
+		}
+		if err := o.Sleep(ctx, o.Interval); err != nil {
+			return nil // signalled: stop between cycles
+		}
+	}
 }

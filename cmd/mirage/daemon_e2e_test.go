@@ -440,7 +440,7 @@ func TestE2ECrashes(t *testing.T) {
 	// continues (4 segments leave a spare submission for the named points).
 	script := e.script(t, "mirage-e2e-crash", "sleep 25")
 	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "4", "--policy", "reactive")
-	if code != provisioner.CrashExitCode || !strings.Contains(stderr, "point=after-submit") {
+	if code != crashExitCode || !strings.Contains(stderr, "point=after-submit") {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
 	out, _, _ := e.run(t, nil, "status", "--json")
@@ -486,7 +486,7 @@ func TestE2ECrashes(t *testing.T) {
 		select {
 		case err := <-done:
 			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != provisioner.CrashExitCode {
+			if !errors.As(err, &ee) || ee.ExitCode() != crashExitCode {
 				t.Fatalf("daemon ended without being killed (%v):\n%s", err, errb.String())
 			}
 			kills++
@@ -944,8 +944,9 @@ func TestE2EBadInput(t *testing.T) {
 
 // TestE2ERecover: the state database is lost while a 2-segment chain's
 // first segment runs; `mirage recover` rebuilds the chain from the tagged
-// job in squeue (its comment carries the chain's specification), and the
-// daemon carries it on to the end with one job per segment.
+// job in squeue (its comment carries the chain's specification, but for
+// its sbatch option, given again after "--"), and the daemon carries it on
+// to the end with one job per segment.
 func TestE2ERecover(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
@@ -956,12 +957,29 @@ func TestE2ERecover(t *testing.T) {
 	if err := os.RemoveAll(e.state); err != nil {
 		t.Fatal(err)
 	}
-	// Only this chain: other tests' chains run on the same cluster.
+	// #50: the comment every user can read carries no option text.
+	for _, jobs := range squeueTagged(t, e.conf, id) {
+		for _, j := range jobs {
+			cmd := exec.Command("squeue", "-h", "-j", j.ID, "-o", "%k")
+			cmd.Env = append(os.Environ(), "SLURM_CONF="+e.conf)
+			comment, err := cmd.Output()
+			if err != nil || strings.Contains(provisioner.DecodeSpecText(string(comment)), "mem=100M") ||
+				!strings.Contains(provisioner.DecodeSpecText(string(comment)), "1 sbatch option word(s) not in the comment") {
+				t.Errorf("job %s's comment %q (%v): want the options left out", j.ID, comment, err)
+			}
+		}
+	}
+	// Only this chain: other tests' chains run on the same cluster. Its
+	// option is not in the comments: recover asks for it.
 	out, stderr, code := e.run(t, nil, "recover", id, "--since", "1h", "--dry-run")
+	if code != cmdutil.ExitUsage || !strings.Contains(out, id) || !strings.Contains(out, "needs-options") {
+		t.Fatalf("recover --dry-run without the options: exit %d: %s%s", code, out, stderr)
+	}
+	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--dry-run", "--", "--mem=100M")
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
-	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes")
+	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--", "--mem=100M")
 	var rec []provisioner.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)

@@ -401,3 +401,23 @@ func TestStatusWatch(t *testing.T) {
 		t.Errorf("--watch with --json: exit %d (%s), want %d", code, stderr, cmdutil.ExitUsage)
 	}
 }
+
+func TestDaemonLoop(t *testing.T) {
+	t.Parallel()
+	var slept []time.Duration
+	sleep := func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	n := 0
+	cycle := func(context.Context) error { n++; return nil }
+	if err := daemonLoop(context.Background(), loopOptions{Interval: time.Minute, MaxCycles: 3, Sleep: sleep}, cycle); err != nil || n != 3 || len(slept) != 2 {
+		t.Errorf("3 cycles: %v, ran %d, slept %v", err, n, slept)
+	}
+	errCycle := func(context.Context) error { return context.DeadlineExceeded }
+	if err := daemonLoop(context.Background(), loopOptions{Once: true, Sleep: sleep}, errCycle); err != context.DeadlineExceeded {
+		t.Errorf("once: %v, want the cycle's error", err)
+	}
+	stop := func(context.Context, time.Duration) error { return context.Canceled }
+	n = 0
+	if err := daemonLoop(context.Background(), loopOptions{Interval: time.Minute, Sleep: stop}, cycle); err != nil || n != 1 {
+		t.Errorf("signalled: %v after %d cycles", err, n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/models/train"
@@ -33,11 +34,11 @@ var (
 	trainCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, train.ErrSpec), cmdutil.Kinds(cmdutil.ExitBadInput, train.ErrInput),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, train.ErrOutput))
 	// stateCodes: the state directory, the backends and the chain engine.
-	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption),
+	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption, provisioner.ErrNeedsOptions),
 		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, provisioner.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
 			state.ErrHeld, state.ErrNoDir),
-		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob),
+		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned),
 		cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
 )
 

@@ -16,7 +16,7 @@ func TestEvalWalkForward(t *testing.T) {
 	fx := trainedFixture(t) // its synthetic trace
 	cache := filepath.Join(t.TempDir(), "cache")
 	args := []string{"eval", "walk-forward", "--trace", fx.trace, "--months", "2022-11-06,2022-11-08", "--until", "2022-11-10",
-		"--nodes", "1,4", "--every", "12h", "--tick", "30m", "--limit", "12h", "--warmup", "24h", "--policies", "xgb", "--replayed", "xgb-pin", "--retrain", "24h", "--cache", cache, "--json"}
+		"--nodes", "1,4", "--every", "12h", "--cycle", "30m", "--limit", "12h", "--warmup", "24h", "--policies", "xgb", "--replayed", "xgb-pin", "--retrain", "24h", "--cache", cache, "--json"}
 	run := func() train.WFResult {
 		out, stderr, code := runMirage(t, args...)
 		if code != 0 {

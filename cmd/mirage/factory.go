@@ -38,9 +38,6 @@ type Factory struct {
 	// LiveCluster connects predict-wait to the live cluster: its view
 	// (squeue, sinfo) and its history (sacct).
 	LiveCluster func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error)
-	// TeamQuota supplies a team's nominal GPUs to mirage k8s inventory
-	// when no rules file is given (nil: none).
-	TeamQuota func(team string) (gpus int, ok bool)
 }
 
 // newFactory is the real world: the process's streams, environment and
@@ -49,9 +46,9 @@ func newFactory() *Factory {
 	f := &Factory{
 		In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTerminal: term.IsTerminal,
 		Now:    func() time.Time { return time.Now().UTC() },
-		Seed:   provisioner.RandomSeed,
+		Seed:   randomSeed,
 		Getenv: os.Getenv,
-		Sleep:  provisioner.SleepContext,
+		Sleep:  sleepContext,
 		Policies: func(dir string) provisioner.PolicyFactory {
 			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},

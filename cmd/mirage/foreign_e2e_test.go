@@ -1,12 +1,9 @@
 package main
 
 import (
-	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -132,28 +129,8 @@ func TestE2EForeignTags(t *testing.T) {
 	}
 }
 
-// asUser runs a Slurm command as another user: with runuser where the
-// commands are the host's (22.05, 25.05), and through the 24.11 chroot
-// wrapper's MIRAGE_CHROOT_USERSPEC there (entering the chroot needs root).
-// A command the user cannot run is a missing resource (testenv.Require).
+// asUser runs a Slurm command as another user (testenv.AsUser).
 func asUser(t *testing.T, user, name string, args ...string) *exec.Cmd {
 	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) == "chroot-run" {
-		cmd := exec.Command(path, args...)
-		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
-		return cmd
-	}
-	err = exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run()
-	// A 25.05 build cached under root's home (0700) before install.sh moved
-	// it to /var/cache/mirage is one: the two-user tests once always skipped
-	// there for that reason.
-	testenv.Require(t, err == nil, fmt.Sprintf("Slurm's %s for the second user %s (%s)", name, user, path),
-		"the Slurm commands must lie where every user can enter: build 25.05 again (make test-slurm25 installs it under /var/cache/mirage)")
-	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
-	cmd.Env = os.Environ()
-	return cmd
+	return testenv.AsUser(t, user, name, args...)
 }

@@ -76,12 +76,10 @@ type k8sInventoryOptions struct {
 	jobSize int      // job size for the fragmentation column (0 = most common request)
 	rules   string   // team rules file: quotas and the learned job-size mix
 	json    bool
-	// teamQuota: a team's quota for the team table without a rules file (nil or !ok: "-")
-	teamQuota func(team string) (gpus int, ok bool)
 }
 
 func newK8sInventoryCmd(factory *Factory, runF func(*k8sInventoryOptions) error) *cobra.Command {
-	o := &k8sInventoryOptions{teamQuota: factory.TeamQuota}
+	o := &k8sInventoryOptions{}
 	cmd := &cobra.Command{
 		Use: "inventory",
 		Example: `  mirage k8s inventory --rules teams.yaml
@@ -143,6 +141,6 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 			return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("k8s: %w %q: no pod of it holds GPUs (teams seen: %s)", k8s.ErrUnknownTeam, o.team, inv.TeamNames()))
 		}
 	}
-	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules, Quota: o.teamQuota})
+	v := inv.View(k8s.ViewOptions{JobSize: o.jobSize, Team: o.team, Rules: rules})
 	return cmdutil.PrintView(w, o.json, v, v)
 }

@@ -92,7 +92,10 @@ func TestK8sInventoryJSONAndHooks(t *testing.T) {
 	o := fakeInventoryOptions() // job size defaults to the most common request: 3
 	o.json = true
 	o.team = "team-a"
-	o.teamQuota = func(team string) (int, bool) { return 20, team == "team-a" }
+	o.rules = filepath.Join(t.TempDir(), "teams.yaml") // the quotas of the team table
+	if err := os.WriteFile(o.rules, []byte("teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	if err := runK8sInventory(context.Background(), o, &out); err != nil {
 		t.Fatal(err)

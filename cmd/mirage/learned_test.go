@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/models/nn"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
@@ -261,7 +264,7 @@ func TestSubmitWorkload(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, stderr, code := runMirage(t, "train", "--trace", fx.trace, "--model", "xgb", "--workload", "training", "--out", both,
-		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--cycle", "30m",
 		"--limit", "12h", "--seed", "3", "--cache", filepath.Join(filepath.Dir(fx.dir), "cache")); code != 0 {
 		t.Fatalf("train --workload training: exit %d: %s", code, stderr)
 	}
@@ -354,4 +357,89 @@ func TestDaemonAdaptsXGBOnline(t *testing.T) {
 		t.Fatal("chain B: no decision of the model")
 	}
 	t.Logf("chain A's gap %g s; chain B: %d model decisions", g, n)
+}
+
+// saveDQN saves an untrained dqn model (a 4-unit network) created at
+// created in dir: a learned policy that loads without libxgboost.
+func saveDQN(t *testing.T, dir string, created time.Time) {
+	t.Helper()
+	net, err := nn.NewMLP(nn.MLPConfig{Inputs: features.NumFeatures(), Hidden: []int{4}, Outputs: 2, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta := models.Meta{Kind: models.KindDQN, Task: models.Preference, Schema: features.Schema(), Created: created}
+	m, err := nn.NewPolicyNetModel(net, nil, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SetMeta(meta)
+	if err := models.Save(dir, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDaemonLoadsModelsOnce: the engine resolves the chains' policies
+// before each pure step and the registry keeps what it read, so a daemon
+// of 100 cycles with two chains deciding by one model (dqn and its pinned
+// form) reads that model once; a model retrained meanwhile (a new
+// meta.json) is read again, once, and decides from then on.
+func TestDaemonLoadsModelsOnce(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	dir := t.TempDir()
+	v1 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	saveDQN(t, filepath.Join(dir, "dqn"), v1)
+	var mu sync.Mutex
+	loads := map[string]int{}
+	e.f.Policies = func(d string) provisioner.PolicyFactory {
+		return models.PolicyFactory(d, models.PolicyOptions{Load: func(p string, want features.SchemaID) (models.Model, error) {
+			mu.Lock()
+			loads[p]++
+			mu.Unlock()
+			return models.Load(p, want)
+		}})
+	}
+	script := e.script(t, "x.sbatch", "-t 55")
+	a := e.submitChain(t, script, "--segments", "40", "--policy", "dqn", "--models", dir, "--", "-p", "batch")
+	b := e.submitChain(t, script, "--segments", "40", "--policy", "dqn-pin", "--models", dir, "--", "-p", "batch")
+	mu.Lock()
+	clear(loads) // each submit is a process of its own and reads the model once
+	mu.Unlock()
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "100"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	model := filepath.Join(dir, "dqn")
+	if len(loads) != 1 || loads[model] != 1 {
+		t.Errorf("100 cycles read %v, want %s once", loads, model)
+	}
+	// Both chains were decided by the model at many cycles: not a test
+	// that passes because nothing asked for a policy.
+	label := func(v time.Time) string { return "dqn@" + v.Format(time.RFC3339) + ": " }
+	consulted := func(id string, v time.Time) int {
+		n := 0
+		for _, d := range chainDecisions(t, e, id) {
+			if strings.Contains(d.Reason, label(v)) {
+				n++
+			}
+		}
+		return n
+	}
+	for _, id := range []string{a, b} {
+		if n := consulted(id, v1); n < 10 {
+			t.Errorf("chain %s: %d decisions by %s, want at least 10 over 100 cycles", id, n, label(v1))
+		}
+	}
+	// Retrained: the next daemon of 20 cycles reads it once more.
+	v2 := v1.Add(24 * time.Hour)
+	saveDQN(t, model, v2)
+	clear(loads)
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "20"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	if len(loads) != 1 || loads[model] != 1 {
+		t.Errorf("20 more cycles after retraining read %v, want %s once", loads, model)
+	}
+	if n := consulted(a, v2); n == 0 {
+		t.Errorf("chain %s: no decision by the retrained %s", a, label(v2))
+	}
 }

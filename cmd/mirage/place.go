@@ -54,7 +54,7 @@ docs/reference/rules-file.md.`,
 	f.IntVar(&o.req.GPUs, "gpus", 0, "GPUs in total (required)")
 	f.IntVar(&o.req.Nodes, "nodes", 1, "nodes (the GPUs are spread evenly)")
 	f.StringVar(&o.req.GPUType, "gpu-type", "", "GPU type (product) the job requires")
-	f.StringVar(&o.req.Dependency, "dependency", "", "dependency, e.g. afterany:123 (a running job it depends on does not count against the quota)")
+	f.Var(&o.req.Dependency, "dependency", "dependency, e.g. afterany:123 (a running job it depends on does not count against the quota)")
 	f.BoolVar(&o.all, "all", false, "list every candidate and rejected node (default: the best 5 and a count per reason)")
 	f.BoolVar(&o.json, "json", false, "print JSON")
 	_ = cmd.MarkFlagRequired("team")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/scenario"
@@ -68,7 +69,7 @@ the wait predictor of mirage train --model wait, from the live Slurm cluster, a
 	f.StringVar(&o.slurmBin, "slurm-bin", "", "live cluster: directory holding squeue, sinfo, sacct (default: search PATH)")
 	f.DurationVar(&o.slurmTimeout, "slurm-timeout", 30*time.Second, "live cluster: timeout of each Slurm command")
 	f.Uint64Var(&o.sim.Seed, "seed", 1, "simulator seed for --trace")
-	f.DurationVar(&o.history, "history", features.DefaultHistoryWindow, "history window (sacct) the features look at")
+	f.DurationVar(&o.history, "history", provisioner.DefaultHistoryWindow, "history window (sacct) the features look at")
 	f.BoolVar(&o.json, "json", false, "print as JSON")
 	o.traceOpts.add(cmd)
 	_ = cmd.MarkFlagRequired("models")
@@ -95,8 +96,12 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 		return err
 	}
 	if o.saveSnapshot != "" {
-		if err := (provisioner.SnapshotFile{Snapshot: st.Snap, History: st.Hist}).WriteFile(o.saveSnapshot); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
+		b, err := provisioner.SnapshotFile{Snapshot: st.Snap, History: st.Hist}.Encode()
+		if err == nil {
+			err = safefile.WriteFile(o.saveSnapshot, 0o600, func(w io.Writer) error { _, err := w.Write(b); return err })
+		}
+		if err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("--save-snapshot %s: %w", o.saveSnapshot, err))
 		}
 	}
 	a, err := pred.Answer(st, *q)

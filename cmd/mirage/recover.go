@@ -17,6 +17,7 @@ import (
 type recoverOptions struct {
 	f       *Factory
 	chains  []string // only these chains (all when empty)
+	options []string // the sbatch options of the one chain named, after "--" (nil: not given)
 	since   time.Duration
 	dryRun  bool
 	yes     bool
@@ -28,18 +29,28 @@ type recoverOptions struct {
 func newRecoverCmd(f *Factory, runF func(*recoverOptions) error) *cobra.Command {
 	o := &recoverOptions{f: f}
 	cmd := &cobra.Command{
-		Use:   "recover [CHAIN...] [--since 168h] [--dry-run | --yes]",
+		Use:   "recover [CHAIN...] [--since 168h] [--dry-run | --yes] [-- SBATCH OPTIONS...]",
 		Short: "Rebuild chains the state database does not know from the tagged jobs in squeue and sacct",
 		Long: `Rebuild from the tagged jobs of squeue and sacct (the last --since) every chain
 the database does not hold (with CHAIN arguments, only those). The daemon will
 submit their successors from the scripts and options read back, so recover lists
-them and asks first; without a terminal it needs --yes. Slurm must keep comments
-in accounting. Recovery in full: docs/guide/chains-and-daemon.md.`,
+them and asks first; without a terminal it needs --yes. The jobs' comments leave
+out the sbatch options given after "--" at submit (every user can read them): a
+chain that had some is recovered one at a time, with them given again after
+"--". Slurm must keep comments in accounting. Recovery in full:
+docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
   mirage recover                      # every chain found in the last 7 days (asks first)
-  mirage recover c-20261123-ab12cd --yes  # one chain, without asking`,
+  mirage recover c-20261123-ab12cd --yes  # one chain, without asking
+  mirage recover c-20261123-ab12cd -- --mem=40G --mail-user=me@example.org  # with its sbatch options`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chains = args
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if dash != 1 {
+					return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("sbatch options after \"--\" belong to one chain: give exactly one CHAIN before them (got %q)", args[:dash]))
+				}
+				o.chains, o.options = args[:1], append([]string{}, args[1:]...)
+			}
 			if o.since <= 0 {
 				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--since %s: want a positive duration", o.since))
 			}
@@ -76,7 +87,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key}
+	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key, Options: o.options}
 	if !o.yes {
 		// List first, without the daemon lock (a cycle may run while the
 		// user reads); register only if asked to, only what was listed.
@@ -137,7 +148,9 @@ func (o *recoverOptions) confirm(n int) (bool, error) {
 }
 
 // print shows recover's results and fails for the chains asked for by name
-// that no tagged job carries.
+// that no tagged job carries, or that were not registered for want of
+// their sbatch options (in a sweep over every chain those are said on
+// stderr: the others were registered).
 func (o *recoverOptions) print(results []provisioner.Recovered, now time.Time) error {
 	var err error
 	if o.json {
@@ -148,7 +161,12 @@ func (o *recoverOptions) print(results []provisioner.Recovered, now time.Time) e
 	if err != nil {
 		return err
 	}
-	return stateErr(provisioner.NotRecovered(results, o.since))
+	needs := provisioner.NeedOptions(results)
+	if len(o.chains) == 0 && needs != nil {
+		fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", needs)
+		needs = nil
+	}
+	return stateErr(errors.Join(provisioner.NotRecovered(results, o.since), needs))
 }
 
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -39,7 +40,10 @@ func newSubmitCmd(f *Factory, runF func(*submitOptions) error) *cobra.Command {
 		Long: `Register a chain and submit its first segment with sbatch; mirage daemon then
 submits each successor ahead of time, as the chain's policy decides. The shape
 comes from the sbatch options (after "--") and the script's #SBATCH lines; it
-needs a time limit. The same submit again, while its chain is active, answers
+needs a time limit. The script must be yours and nobody else may write it (nor
+replace it: not in a directory every user may write without the sticky bit);
+on Slurm every segment is submitted from a private copy made now (mirage
+status CHAIN shows its hash): later edits change nothing until mirage update. The same submit again, while its chain is active, answers
 with that chain (--new registers another). Policies and chains in full:
 docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage submit train.sbatch --until-done
@@ -101,12 +105,22 @@ docs/guide/chains-and-daemon.md.`,
 
 func submitRun(ctx context.Context, o *submitOptions) error {
 	ch := o.chain
-	if err := slurm.ChainScript(&ch); err != nil {
+	var content []byte
+	var err error
+	if ch.Script, content, err = readScript(ch.Script); err != nil {
+		return err
+	}
+	if err := slurm.ChainScript(&ch, content); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
 	if ch.MaxRetries < 0 {
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--max-retries %d: want 0 or more", ch.MaxRetries))
 	}
+	dir, err := o.state.Resolve()
+	if err != nil {
+		return stateErr(err)
+	}
+	o.backend.scriptDir = scriptsDir(dir)
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
@@ -132,8 +146,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	if ch.WorkDir, ch.Env, err = provisioner.SegmentEnv(o.f.Getenv); err != nil {
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
+	}
+	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
+		return err
 	}
 	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
@@ -148,6 +165,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 			return stateErr(err)
 		}
 		if old != nil {
+			if old.ScriptHash != "" && old.ScriptHash != safefile.Hash(content) {
+				fmt.Fprintf(o.f.ErrOut, "mirage: chain %s runs %s as it was at its submit (%s); the file has changed since (now %s): "+
+					"mirage update %s adopts the new version, or submit --new registers another chain\n",
+					old.ID, old.Script, shortHash(old.ScriptHash), shortHash(safefile.Hash(content)), old.ID)
+			}
 			first := provisioner.First{Status: "existing"}
 			if o.json {
 				return cmdutil.PrintJSON(o.f.Out, first.JSON(old))
@@ -158,6 +180,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	key, err := o.state.tagKey(o.f) // before registering: a refused key leaves nothing behind
 	if err != nil {
 		return err
+	}
+	if copies := copiesOf(cl); copies != "" { // every segment is submitted from this copy
+		if ch.ScriptCopy, ch.ScriptHash, err = safefile.Freeze(copies, content); err != nil {
+			return stateErr(err)
+		}
 	}
 	if err := provisioner.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
 		return stateErr(err)
@@ -175,4 +202,17 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		_ = first.WriteText(o.f.Out, &ch)
 	}
 	return stateErr(first.Problem(ch.ID))
+}
+
+// checkCommentLength refuses a chain whose jobs' comments (the tag, the
+// specification, the MAC) could exceed what Slurm accepts, which would
+// have a segment rejected mid-chain.
+func checkCommentLength(ch provisioner.Chain, now time.Time) error {
+	ch.Created = now
+	if n := provisioner.CommentLimit(&ch); n > provisioner.MaxComment {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("the comment of this chain's jobs (its tag and specification: job name, script path, "+
+			"working directory, shape) would take up to %d bytes, over the %d Slurm accepts: shorten the job name (--name), the script's path "+
+			"or the directory you submit from", n, provisioner.MaxComment))
+	}
+	return nil
 }

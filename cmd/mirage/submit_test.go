@@ -27,6 +27,23 @@ func TestSubmitBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	noLimit := e.script(t, "nolimit.sbatch", "-p debug")
+	// #50: a script others may write, or in a directory every user may
+	// write without the sticky bit, is refused as unsafe.
+	openScript := e.script(t, "open.sbatch", "-t 55")
+	if err := os.Chmod(openScript, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(e.dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	inShared := filepath.Join(shared, "x.sbatch")
+	if err := os.Rename(e.script(t, "x.sbatch", "-t 55"), inShared); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
 	unreadable := e.script(t, "secret.sbatch")
 	if err := os.Chmod(unreadable, 0); err != nil {
 		t.Fatal(err)
@@ -46,6 +63,8 @@ func TestSubmitBadInput(t *testing.T) {
 		{[]string{"submit", good, "--segments", "0"}, cmdutil.ExitUsage, "want at least 1"},
 		{[]string{"submit", good, "--policy", "psychic"}, cmdutil.ExitUsage, `unknown policy "psychic"`},
 		{[]string{"submit", good, "extra"}, cmdutil.ExitUsage, "one SCRIPT"},
+		{[]string{"submit", openScript}, cmdutil.ExitUnsafe, "may be written by group or others (mode 0777): anyone who may write it chooses what your jobs run; check its contents, then chmod go-w it"},
+		{[]string{"submit", inShared}, cmdutil.ExitUnsafe, "which every user may write (mode 0777, no sticky bit)"},
 	}
 	if os.Geteuid() != 0 { // root reads files whatever their mode
 		cases = append(cases, struct {

@@ -150,6 +150,9 @@ func addProtocolFlags(f *pflag.FlagSet, p *scenario.Protocol) {
 	f.IntSliceVar(&p.Nodes, "nodes", []int{1, 8}, "chain sizes (nodes per segment)")
 	f.DurationVar(&p.Every, "every", 4*time.Hour, "trace time between injections")
 	f.DurationVar(&p.WarmUp, "warmup", 48*time.Hour, "warm-up after the trace's first start")
-	f.DurationVar(&p.Tick, "tick", 10*time.Minute, "decision interval")
+	f.DurationVar(&p.Tick, "cycle", 10*time.Minute, "decision period")
+	// The flag's name before train and eval shared their names.
+	f.DurationVar(&p.Tick, "tick", 10*time.Minute, "decision period")
+	_ = f.MarkDeprecated("tick", "use --cycle (the name mirage eval uses too)")
 	f.DurationVar(&p.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
 }

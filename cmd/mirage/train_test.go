@@ -63,7 +63,7 @@ func trainedFixture(t *testing.T) trainFixture {
 		}
 		trainFix.dir = filepath.Join(tmp, "models")
 		trainFix.stdout, trainFix.stderr, trainCode = runMirage(t, "train", "--trace", trainFix.trace, "--model", "xgb,xgb-online,rf,wait,dqn,pg", "--out", trainFix.dir, "--dqn-steps", "3000", "--pg-iterations", "20",
-			"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+			"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--cycle", "30m",
 			"--limit", "12h", "--seed", "3", "--cache", filepath.Join(tmp, "cache"))
 	})
 	if trainErr != nil {
@@ -161,7 +161,7 @@ func TestTrainBadInput(t *testing.T) {
 		}...)
 	}
 	for _, tt := range tests {
-		args := append([]string{"train", "--trace", tr, "--out", out, "--every", "12h", "--limit", "6h", "--tick", "1h"}, tt.args...)
+		args := append([]string{"train", "--trace", tr, "--out", out, "--every", "12h", "--limit", "6h", "--cycle", "1h"}, tt.args...)
 		_, stderr, code := runMirage(t, args...)
 		if code != tt.code || !strings.Contains(stderr, tt.msg) {
 			t.Errorf("%v: exit %d, stderr %q; want %d and %q", tt.args, code, stderr, tt.code, tt.msg)
@@ -367,7 +367,7 @@ func TestTrainWorkload(t *testing.T) {
 	fx := trainedFixture(t)
 	out := t.TempDir()
 	if _, stderr, code := runMirage(t, "train", "--trace", fx.trace, "--model", "xgb", "--workload", "training", "--out", out,
-		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--tick", "30m",
+		"--from", "2022-11-04", "--train-until", "2022-11-08", "--until", "2022-11-10", "--nodes", "1,4", "--every", "12h", "--cycle", "30m",
 		"--limit", "12h", "--seed", "3", "--cache", filepath.Join(filepath.Dir(fx.dir), "cache")); code != 0 {
 		t.Fatalf("train --workload training: exit %d: %s", code, stderr)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"os"
 	"path/filepath"
@@ -132,7 +133,7 @@ func TestExitCodeTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := traces.WriteFileAtomic(synth, func(w io.Writer) error { return traces.WriteJobs(w, traces.FormatLS6, jobs) }); err != nil {
+	if err := safefile.WriteFile(synth, 0o644, func(w io.Writer) error { return traces.WriteJobs(w, traces.FormatLS6, jobs) }); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {

@@ -33,7 +33,7 @@ func TestFromMeansTheSameInTrainAndEval(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "eval")
 	_, stderr, code := runMirage(t, "eval", "--trace", fx.trace, "--policies", "reactive", "--nodes", "1",
-		"--limit", "6h", "--interval", "12h", "--from", "2022-11-04", "--until", "2022-11-05", "--out", out)
+		"--limit", "6h", "--every", "12h", "--from", "2022-11-04", "--until", "2022-11-05", "--out", out)
 	if code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, stderr)
 	}
@@ -55,7 +55,7 @@ func TestFromMeansTheSameInTrainAndEval(t *testing.T) {
 	}
 	// An explicit offset is an instant wherever it is read.
 	_, stderr, code = runMirage(t, "eval", "--trace", fx.trace, "--policies", "reactive", "--nodes", "1",
-		"--limit", "6h", "--interval", "12h", "--from", "2022-11-04T00:00:00Z", "--until", "2022-11-05T00:00:00Z", "--out", out+"-utc")
+		"--limit", "6h", "--every", "12h", "--from", "2022-11-04T00:00:00Z", "--until", "2022-11-05T00:00:00Z", "--out", out+"-utc")
 	if code != 0 {
 		t.Fatalf("eval with offsets: exit %d: %s", code, stderr)
 	}

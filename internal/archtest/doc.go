@@ -10,4 +10,8 @@
 // The rules are checked on the transitive dependencies `go list -deps`
 // reports, for each build variant (no tags, and "libsqlite3 xgboost"). A
 // rule about a package that does not exist (yet) is skipped.
+//
+// TestCoreDoesNoIO checks, file by file, that the provisioner's root
+// package does no I/O (no os, os/exec, net, log, log/slog, syscall or
+// crypto/rand) outside the Engine's file: its decision step is pure.
 package archtest

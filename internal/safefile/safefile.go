@@ -7,6 +7,7 @@
 package safefile
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -23,8 +24,9 @@ var ErrNotOwned = errors.New("file is not private to its owner")
 // WriteFile writes path atomically with permissions perm: write fills a new
 // temporary file (os.CreateTemp in path's directory, a fresh random name
 // created exclusively, so no planted link is followed), which is then
-// renamed over path. On any error the temporary file is removed and path
-// is left as it was.
+// renamed over path once its content is synced to disk. write gets a
+// buffered writer. On any error the temporary file is removed and path is
+// left as it was.
 func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -40,11 +42,18 @@ func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) (err 
 	if err = f.Chmod(perm); err != nil {
 		return err
 	}
-	if err = write(f); err != nil {
+	bw := bufio.NewWriterSize(f, 256<<10)
+	if err = write(bw); err != nil {
 		return err
 	}
+	if err = bw.Flush(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
 	if err = f.Close(); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
 }

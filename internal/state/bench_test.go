@@ -32,7 +32,7 @@ func (b *benchCluster) Submit(_ context.Context, req provisioner.SubmitRequest) 
 	b.n++
 	id := "s" + strconv.Itoa(b.n)
 	b.snap.Jobs = append(b.snap.Jobs, provisioner.Job{ID: id, State: provisioner.StatePending, Comment: req.Comment, Submit: b.snap.Time,
-		TimeLimit: req.TimeLimit, Nodes: req.Nodes, GPUs: req.GPUs, Depend: req.Dependency})
+		TimeLimit: req.TimeLimit, Nodes: req.Nodes, GPUs: req.GPUs, Depend: req.Dependency.String()})
 	return id, nil
 }
 

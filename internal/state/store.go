@@ -255,6 +255,12 @@ var migrations = []string{
 	ALTER TABLE chains ADD COLUMN cost TEXT NOT NULL DEFAULT '';`,
 	// 6: the nodes a pending successor was pinned to (comma-separated; '' = none).
 	`ALTER TABLE segments ADD COLUMN pinned TEXT NOT NULL DEFAULT '';`,
+	// 7: the private copy of the script every segment is submitted from, its
+	// content hash, and what the original became ('' = none made yet: the
+	// daemon makes one after submit's checks).
+	`ALTER TABLE chains ADD COLUMN script_copy TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chains ADD COLUMN script_hash TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chains ADD COLUMN script_seen TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -341,14 +347,15 @@ func fromNS(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
-const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost`
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost, script_copy, script_hash, script_seen`
 
 func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var c provisioner.Chain
 	var args, state, env, cost string
 	var limit, created int64
 	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
-		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models, &c.Workload, &cost); err != nil {
+		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models, &c.Workload, &cost,
+		&c.ScriptCopy, &c.ScriptHash, &c.ScriptSeen); err != nil {
 		return c, err
 	}
 	if cost != "" {
@@ -430,15 +437,16 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 			return fmt.Errorf("chain %s: cost: %w", c.ID, err)
 		}
 	}
-	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
 		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
 		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
 		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env, models=excluded.models,
-		workload=excluded.workload, cost=excluded.cost`,
+		workload=excluded.workload, cost=excluded.cost, script_copy=excluded.script_copy, script_hash=excluded.script_hash,
+		script_seen=excluded.script_seen`,
 		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
 		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env), c.Models,
-		c.Workload, string(cost))
+		c.Workload, string(cost), c.ScriptCopy, c.ScriptHash, c.ScriptSeen)
 	return s.wrap("store chain "+c.ID, err)
 }
 

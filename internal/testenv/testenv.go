@@ -12,8 +12,10 @@ package testenv
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"testing"
@@ -68,7 +70,7 @@ var (
 	NeedSecondUser = &Resource{
 		What:   "the second Unix user (MIRAGE_TEST_SECOND_USER)",
 		How:    "run scripts/slurm-up.sh as root: it adds the user mirageb and names it in its env.sh (make test does)",
-		Suites: "cmd/mirage: TestE2EForeignTags, TestE2EPinnedSuccessorAheadOfYoungerJob",
+		Suites: "cmd/mirage: TestE2EForeignTags, TestE2EPinnedSuccessorAheadOfYoungerJob, the script e2e tests; slurm: the hostile-fields tests",
 	}
 	NeedKubernetes = &Resource{
 		What:   "the loopback kube-apiserver (MIRAGE_TEST_KUBECONFIG)",
@@ -93,7 +95,7 @@ var (
 	NeedRoot = &Resource{
 		What:   "root (the tests run as an ordinary user)",
 		How:    "run the tests as root, as make test does (it installs packages and adds the second user)",
-		Suites: "internal/state: files owned by another user are refused",
+		Suites: "internal/state, internal/safefile: files owned by another user are refused",
 	}
 	NeedGo = &Resource{
 		What:   "the go command in PATH",
@@ -188,4 +190,30 @@ func SharedTrace(t testing.TB, rel string) string {
 	_, err := os.Stat(p)
 	Require(t, !errors.Is(err, fs.ErrNotExist), "the shared trace "+rel+" ("+p+")", NeedSharedTraces.How+" (a complete copy)")
 	return p
+}
+
+// AsUser builds a command running a command as another user: with runuser
+// where the commands are the host's (22.05, 25.05), and through the 24.11
+// chroot wrapper's MIRAGE_CHROOT_USERSPEC there (entering the chroot needs
+// root). A command the user cannot run is a missing resource (Require): a
+// 25.05 build cached under root's home (0700) before
+// scripts/slurm-newer/install.sh moved it to /var/cache/mirage was one, and
+// the two-user tests then always skipped on 25.05.
+func AsUser(t testing.TB, user, name string, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if real, err := filepath.EvalSymlinks(path); err == nil && filepath.Base(real) == "chroot-run" {
+		cmd := exec.Command(path, args...)
+		cmd.Env = append(os.Environ(), "MIRAGE_CHROOT_USERSPEC="+user+":"+user)
+		return cmd
+	}
+	err = exec.Command("runuser", "-u", user, "--", "test", "-x", path).Run()
+	Require(t, err == nil, fmt.Sprintf("%s for the second user %s (%s)", name, user, path),
+		"the command must lie where every user can enter (a 25.05 build under root's home cannot be: build it again, make test-slurm25 installs it under /var/cache/mirage)")
+	cmd := exec.Command("runuser", append([]string{"-u", user, "--", path}, args...)...)
+	cmd.Env = os.Environ()
+	return cmd
 }

@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/safefile"
@@ -129,98 +126,59 @@ func GenerateChainData(ctx context.Context, sc *scenario.Scenario, o GenOptions)
 		return nil, fmt.Errorf("chain dataset: %w in [%s, %s) of %s (first start %s, warm-up %s, last submit %s)",
 			ErrNoInjections, fmtTime(o.From), fmtTime(o.Until), sc.Name, fmtTime(sc.First), p.WarmUp, fmtTime(sc.Last))
 	}
-	workers := o.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	start := time.Now() // wall time, reported only
 	base, err := sc.NewSim()
 	if err != nil {
 		return nil, err
-	}
-	type job struct {
-		i int
-		s *sim.Sim
 	}
 	type result struct {
 		eps     []ChainEpisode
 		skipped int
 		dropped int
 		probes  int
-		err     error
 	}
 	results := make([]result, len(points))
-	jobs := make(chan job, workers)
-	var wg sync.WaitGroup
-	var done atomic.Int64
-	var progMu sync.Mutex
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for jb := range jobs {
-				r := &results[jb.i]
-				for _, n := range p.Nodes {
-					if ctx.Err() != nil {
-						r.err = ctx.Err()
-						break
-					}
-					ep, probes, err := chainEpisode(jb.s, p, points[jb.i], n)
-					ep.Scale = sc.Scale
-					r.probes += probes
-					if errors.Is(err, scenario.ErrNeverStarted) {
-						r.skipped++
-						if o.Log != nil {
-							o.Log("skipped injection", "inject", points[jb.i], "nodes", n, "reason", err.Error())
-						}
-						continue
-					}
-					if err != nil {
-						r.err = err
-						cancel()
-						break
-					}
-					if !o.EndBy.IsZero() && ep.PredEnd.After(o.EndBy) {
-						r.dropped++
-						continue
-					}
-					r.eps = append(r.eps, ep)
+	err = scenario.Forks(ctx, base, points, o.Workers, o.Progress, func() scenario.ForkWork {
+		return func(ctx context.Context, i int, fork *sim.Sim) error {
+			r := &results[i]
+			for _, n := range p.Nodes {
+				if err := ctx.Err(); err != nil {
+					return err
 				}
-				d := done.Add(1)
-				if o.Progress != nil {
-					progMu.Lock()
-					o.Progress(int(d), len(points))
-					progMu.Unlock()
+				ep, probes, err := chainEpisode(fork, p, points[i], n)
+				ep.Scale = sc.Scale
+				r.probes += probes
+				if errors.Is(err, scenario.ErrNeverStarted) {
+					r.skipped++
+					if o.Log != nil {
+						o.Log("skipped injection", "inject", points[i], "nodes", n, "reason", err.Error())
+					}
+					continue
 				}
+				if err != nil {
+					return err
+				}
+				if !o.EndBy.IsZero() && ep.PredEnd.After(o.EndBy) {
+					r.dropped++
+					continue
+				}
+				r.eps = append(r.eps, ep)
 			}
-		}()
-	}
-	for i, t := range points {
-		if ctx.Err() != nil {
-			break
+			return nil
 		}
-		base.Run(t)
-		jobs <- job{i, base.Fork()}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("chain dataset: %w", err)
 	}
-	close(jobs)
-	wg.Wait()
 	out := &ChainData{Schema: features.Schema(), Trace: sc.Name, Protocol: p, From: points[0], Until: o.Until, Seed: sc.Config.Seed}
 	if out.Until.IsZero() {
 		out.Until = sc.Last
 	}
 	for i := range results {
-		if err := results[i].err; err != nil {
-			return nil, fmt.Errorf("chain dataset: injection %s: %w", points[i].Format(time.RFC3339), err)
-		}
 		out.Episodes = append(out.Episodes, results[i].eps...)
 		out.Skipped += results[i].skipped
 		out.Dropped += results[i].dropped
 		out.Probes += results[i].probes
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
 	}
 	out.Seconds = time.Since(start).Seconds()
 	return out, nil
@@ -252,7 +210,7 @@ func chainEpisode(base *sim.Sim, p scenario.Protocol, inject time.Time, nodes in
 		ep.Gap[k], ep.Censored[k] = out.Gap.Seconds(), out.Censored
 	}
 	c.Advance(c.Deadline())
-	out, err := c.SubmitSuccessor("")
+	out, err := c.SubmitSuccessor(nil)
 	probes++
 	if err != nil {
 		return ep, probes, err

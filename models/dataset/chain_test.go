@@ -82,7 +82,7 @@ func TestChainEpisodeMatchesIndependentProbes(t *testing.T) {
 	}
 	c, _ := scenario.StartChain(base, p, ep.Inject, ep.Nodes, scenario.ChainID(ep.Inject, ep.Nodes))
 	c.Advance(c.Deadline())
-	out, err := c.SubmitSuccessor("")
+	out, err := c.SubmitSuccessor(nil)
 	if err != nil || out.Gap.Seconds() != ep.Reactive {
 		t.Errorf("deadline submission gap %s (%v), dataset reactive %v s", out.Gap, err, ep.Reactive)
 	}

@@ -45,7 +45,7 @@ func TestOracleLabelsMatchBruteForce(t *testing.T) {
 		best, bestAbs := -1, math.Inf(1)
 		c := fresh()
 		c.Advance(c.Deadline())
-		out, err := c.SubmitSuccessor("")
+		out, err := c.SubmitSuccessor(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestOracleLabelsMatchBruteForce(t *testing.T) {
 		for k := range ep.Gap {
 			c := fresh()
 			c.Advance(c.TickTime(k))
-			out, err := c.SubmitSuccessor("")
+			out, err := c.SubmitSuccessor(nil)
 			if err != nil {
 				t.Fatal(err)
 			}

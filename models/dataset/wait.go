@@ -77,7 +77,7 @@ func WaitRequest(sp *sim.JobSpec) provisioner.SubmitRequest {
 func GenerateWaitData(ctx context.Context, sc *scenario.Scenario, o WaitGenOptions) (*WaitData, error) {
 	start := time.Now() // wall time, reported only
 	if o.History <= 0 {
-		o.History = features.DefaultHistoryWindow
+		o.History = provisioner.DefaultHistoryWindow
 	}
 	var specs []*sim.JobSpec
 	for i := range sc.Specs {

@@ -47,16 +47,10 @@ const partitionBuckets = 4
 // (the `average` baseline's 100).
 const HistoryStarts = 100
 
-// HistoryHorizon is how far back the history features look (the published
-// 24 hours): jobs that started earlier are ignored even when the history
-// holds them (the daemon reads further back to track its own segments), so
-// the features do not depend on how much history a backend hands over.
-const HistoryHorizon = 24 * time.Hour
-
 // schemaOf names the fields computeFeatures writes for one family.
 func schemaOf(name string, version int, wait bool) SchemaID {
 	w := &featureWriter{names: []string{}, scratch: new(featureScratch)}
-	computeFeatures(w, &provisioner.Observation{Snapshot: &provisioner.Snapshot{}}, wait)
+	computeFeatures(w, provisioner.Observe(time.Time{}, &provisioner.Snapshot{}, nil, nil, nil, provisioner.SubmitRequest{}, nil), wait)
 	return SchemaID{Name: name, Version: version, Fields: w.names}
 }
 
@@ -417,10 +411,10 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 	}
 	w.add("partition_pending_share", partShare)
 
-	// History: the last HistoryStarts jobs that started in (now − HistoryHorizon, now], by start time.
+	// History: the last HistoryStarts jobs that started in (now − provisioner.DefaultHistoryWindow, now], by start time.
 	starts := sc.starts[:0]
 	recent := sc.recent[:0]
-	since := now.Add(-HistoryHorizon)
+	since := now.Add(-provisioner.DefaultHistoryWindow)
 	for i := range obs.History {
 		j := &obs.History[i]
 		if j.Start.After(since) && !j.Start.After(now) { // a zero Start is before since
@@ -501,7 +495,7 @@ func computeFeatures(w *featureWriter, obs *provisioner.Observation, wait bool) 
 }
 
 // runtimeFractions is the median share of their time limit that the jobs
-// of history which ended in (now − HistoryHorizon, now] ran for, overall
+// of history which ended in (now − provisioner.DefaultHistoryWindow, now] ran for, overall
 // (0, unknown, with fewer than 10 such jobs) and for each user of jobs
 // (the snapshot's) with at least 3, each in [0.05, 1]. Only the users of
 // jobs are kept apart, as only they are planned: this runs on every
@@ -516,7 +510,7 @@ func runtimeFractions(hist, jobs []provisioner.Job, now time.Time) (float64, map
 	}
 	shares := make([][]float64, len(group))
 	all := make([]float64, 0, len(hist))
-	since := now.Add(-HistoryHorizon) // ended after since, at or before now
+	since := now.Add(-provisioner.DefaultHistoryWindow) // ended after since, at or before now
 	for i := range hist {
 		j := &hist[i]
 		if !j.End.After(since) || j.End.After(now) || j.Start.IsZero() || j.TimeLimit <= 0 {

@@ -115,7 +115,7 @@ func TestFeatureSchemaDoc(t *testing.T) {
 	fmt.Fprintf(&b, "- `%s` v%d, %d fields: the chain policies (rf, rf-xgb, xgb, dqn, pg);\n", chain.Name, chain.Version, len(chain.Fields))
 	fmt.Fprintf(&b, "- `%s` v%d, %d fields: the wait predictor (`mirage predict-wait`).\n\n", wait.Name, wait.Version, len(wait.Fields))
 	b.WriteString("Every field comes from one cluster snapshot plus 24 hours of history, computed identically\n")
-	b.WriteString("from Slurm, the simulator and Kubernetes (`features.Observe`). Durations are in hours.\n")
+	b.WriteString("from Slurm, the simulator and Kubernetes (`provisioner.Observe`). Durations are in hours.\n")
 	b.WriteString("How each is computed: the comment on `features.Features` (models/features/features.go).\n\n")
 	fmt.Fprintf(&b, "| field | %s index | %s index | meaning |\n|---|---|---|---|\n", chain.Name, wait.Name)
 	for wi, name := range wait.Fields {

@@ -95,17 +95,7 @@ func (m *RFGolearnModel) Votes(features []float64) float64 {
 
 // PredictBatch implements Model.
 func (m *RFGolearnModel) PredictBatch(rows [][]float64, out []float64) error {
-	if len(out) < len(rows) {
-		return fmt.Errorf("predict batch: out has %d slots for %d rows", len(out), len(rows))
-	}
-	for i, r := range rows {
-		v, err := m.Predict(r)
-		if err != nil {
-			return fmt.Errorf("row %d: %w", i, err)
-		}
-		out[i] = v
-	}
-	return nil
+	return models.PredictEach(m.Predict, rows, out)
 }
 
 // rfFile is the gob layout of forest.gob.

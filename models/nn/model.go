@@ -177,17 +177,7 @@ func (m *MLPModel) Predict(features []float64) (float64, error) {
 
 // PredictBatch implements Model.
 func (m *MLPModel) PredictBatch(rows [][]float64, out []float64) error {
-	if len(out) < len(rows) {
-		return fmt.Errorf("predict batch: out has %d slots for %d rows", len(out), len(rows))
-	}
-	for i, r := range rows {
-		v, err := m.Predict(r)
-		if err != nil {
-			return fmt.Errorf("row %d: %w", i, err)
-		}
-		out[i] = v
-	}
-	return nil
+	return models.PredictEach(m.Predict, rows, out)
 }
 
 // mlpModelFile is the gob layout of mlp.gob.

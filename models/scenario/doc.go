@@ -8,6 +8,6 @@
 //
 // Contract: every experiment builds its own simulator from an immutable
 // Scenario, so results depend only on the scenario, the protocol and the
-// seeds; observations come from features.Observe, the same code the daemon
-// runs. This package imports no model, learner or training code.
+// seeds; observations are built by provisioner.Observe, as the daemon's
+// step builds them (Observe reads the simulator, then calls it). This package imports no model, learner or training code.
 package scenario

@@ -10,10 +10,11 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Scenario is a recorded trace prepared for chain experiments in the
@@ -162,7 +163,7 @@ type Protocol struct {
 	Limit         time.Duration // predecessor and successor limit, used fully (default 48 h)
 	Nodes         []int         // chain sizes (default 1 and 8)
 	GPUsPerNode   int           // GPUs requested per node (default: the first node's GPUs)
-	Account       string        // account of the injected chains (default "mirage")
+	Account       string        // account of the injected chains ("", the default: a typical user's of the trace, see ChainIdentity)
 	Partition     string        // partition ("": the default partition)
 	Lead          time.Duration // the forced (reactive) submission comes this long before the predecessor's end (default 1 min)
 	StartDeadline time.Duration // a predecessor that has not started this long after injection is skipped (default 7 days)
@@ -171,8 +172,8 @@ type Protocol struct {
 
 // DefaultProtocol returns the published protocol's parameters.
 func DefaultProtocol() Protocol {
-	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: features.DefaultHistoryWindow,
-		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Account: "mirage", Lead: time.Minute,
+	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: provisioner.DefaultHistoryWindow,
+		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Lead: time.Minute,
 		StartDeadline: 7 * 24 * time.Hour, Horizon: 14 * 24 * time.Hour}
 }
 
@@ -196,9 +197,6 @@ func (p Protocol) WithDefaults(cfg sim.Config) Protocol {
 	}
 	if len(p.Nodes) == 0 {
 		p.Nodes = d.Nodes
-	}
-	if p.Account == "" {
-		p.Account = d.Account
 	}
 	if p.Lead <= 0 {
 		p.Lead = d.Lead
@@ -282,7 +280,7 @@ func StartChain(base *sim.Sim, p Protocol, inject time.Time, nodes int, id strin
 	if !f.Now().Equal(inject) {
 		return nil, fmt.Errorf("start chain %s: simulator is at %s, not at the injection time %s", id, f.Now().Format(time.RFC3339), inject.Format(time.RFC3339))
 	}
-	ch := provisioner.Chain{ID: id, Name: "mirage-" + id, Account: p.Account, Partition: p.Partition, TimeLimit: p.Limit,
+	ch := provisioner.Chain{ID: id, Name: "mirage-" + id, Account: ChainIdentity(f, nodes, p.Account), Partition: p.Partition, TimeLimit: p.Limit,
 		Nodes: nodes, GPUs: nodes * p.GPUsPerNode, Segments: 2, State: provisioner.ChainActive, Created: inject}
 	req := func(seg int) provisioner.SubmitRequest {
 		return provisioner.SubmitRequest{Name: ch.Name, Account: ch.Account, Partition: ch.Partition, TimeLimit: ch.TimeLimit,
@@ -305,6 +303,33 @@ func StartChain(base *sim.Sim, p Protocol, inject time.Time, nodes int, id strin
 		first = start
 	}
 	return &ChainRun{P: p, S: f, Chain: ch, PredID: predID, Succ: req(1), Inject: inject, PredStart: start, PredEnd: start.Add(p.Limit), First: first}, nil
+}
+
+// FallbackAccount is the account of injected chains when the replay has no
+// job to take a user from (ChainIdentity).
+const FallbackAccount = "mirage"
+
+// ChainIdentity sets who the jobs of a chain of the given size, about to be
+// injected into s, run as, and returns their account: account when set
+// (its jobs run as a user named alike, the simulator's default); else a
+// typical user of the replayed trace, the one of median fair-share among
+// those whose jobs of that size started in the week before
+// (sim.Sim.TypicalUser), so that fair-share, MaxJobsAccrue and the
+// account's features treat the chain as they treat the site's users (as a
+// user of its own it had the best fair-share there is);
+// FallbackAccount if no job started in that week. The simulator gives the
+// chain's jobs recorded priorities like the trace's (sim.Sim.Submit) by
+// itself.
+func ChainIdentity(s *sim.Sim, nodes int, account string) string {
+	if account != "" {
+		return account
+	}
+	user, acct, ok := s.TypicalUser(nodes)
+	if !ok {
+		return FallbackAccount
+	}
+	s.SetSubmitUser(user)
+	return acct
 }
 
 // ChainID names the chain injected at inject with nodes nodes, e.g. "i20230201T0400-n8".
@@ -335,7 +360,42 @@ func (c *ChainRun) Advance(at time.Time) {
 // Observe advances to at and builds the observation (see Observe).
 func (c *ChainRun) Observe(at time.Time) (*provisioner.Observation, error) {
 	c.Advance(at)
-	return features.Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
+	return Observe(context.Background(), c.S, SimHistory{c.S}, at, c.P.History, &c.Chain, c.PredID, c.Succ)
+}
+
+// Observe reads the cluster c and its history h and builds, with
+// provisioner.Observe, the observation a policy sees for one chain at now:
+// the cluster's snapshot, the jobs that started or finished in the last
+// window (default provisioner.DefaultHistoryWindow; empty when the backend
+// keeps no accounting: ErrNoAccounting is not an error here), the
+// predecessor as the snapshot reports it (or, once it has left the queue,
+// as the history does; nil when neither knows it) and the successor
+// request. The simulator harness calls it with a sim.Sim and SimHistory;
+// the daemon's step builds its observations with provisioner.Observe too.
+func Observe(ctx context.Context, c provisioner.Cluster, h provisioner.HistorySource, now time.Time, window time.Duration,
+	chain *provisioner.Chain, predID string, succ provisioner.SubmitRequest) (*provisioner.Observation, error) {
+	snap, err := c.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("observe chain: snapshot: %w", err)
+	}
+	if now.IsZero() {
+		now = snap.Time
+	}
+	if window <= 0 {
+		window = provisioner.DefaultHistoryWindow
+	}
+	var hist []provisioner.Job
+	if h != nil {
+		hist, err = h.History(ctx, now.Add(-window))
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+			return nil, fmt.Errorf("observe chain: history: %w", err)
+		}
+	}
+	var pred *provisioner.Job
+	if predID != "" {
+		pred = provisioner.FindJob(snap, hist, predID)
+	}
+	return provisioner.Observe(now, snap, hist, chain, pred, succ, nil), nil
 }
 
 // Outcome is what became of one submission of the successor.
@@ -347,9 +407,9 @@ type Outcome struct {
 }
 
 // SubmitSuccessor submits the successor now in the chain's own simulator
-// (dependency, e.g. "afterany:ID", may be empty) and runs until it starts.
-// The chain's simulator is consumed: call it once, or on a Fork.
-func (c *ChainRun) SubmitSuccessor(dependency string) (Outcome, error) {
+// (dependency, e.g. slurmfmt.AfterAny(ID), may be nil) and runs until it
+// starts. The chain's simulator is consumed: call it once, or on a Fork.
+func (c *ChainRun) SubmitSuccessor(dependency slurmfmt.Dependency) (Outcome, error) {
 	req := c.Succ
 	req.Dependency = dependency
 	return c.submit(req)
@@ -393,7 +453,7 @@ func (c *ChainRun) submit(req provisioner.SubmitRequest) (Outcome, error) {
 func (c *ChainRun) Probe() (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // ProbeAt returns the outcome of submitting the successor at t ≥ now, in a fork.
@@ -401,7 +461,7 @@ func (c *ChainRun) ProbeAt(t time.Time) (Outcome, error) {
 	f := *c
 	f.S = c.S.Fork()
 	f.Advance(t)
-	return f.SubmitSuccessor("")
+	return f.SubmitSuccessor(nil)
 }
 
 // Fork returns an independent copy of the run.

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/internal/modeltest"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -112,15 +111,15 @@ func TestObserveFromPorts(t *testing.T) {
 	}
 	// A backend without accounting: no history, no error; a predecessor that left the queue is found in the history.
 	fin := provisioner.Job{ID: "p9", State: provisioner.StateCompleted, Start: now.Add(-time.Hour), End: now}
-	o2, err := features.Observe(context.Background(), c.S, testHistory{jobs: []provisioner.Job{fin}}, now, 0, nil, "p9", provisioner.SubmitRequest{})
+	o2, err := scenario.Observe(context.Background(), c.S, testHistory{jobs: []provisioner.Job{fin}}, now, 0, nil, "p9", provisioner.SubmitRequest{})
 	if err != nil || o2.Predecessor == nil || o2.Predecessor.State != provisioner.StateCompleted {
 		t.Errorf("finished predecessor from history: %+v, %v", o2.Predecessor, err)
 	}
-	o3, err := features.Observe(context.Background(), c.S, testHistory{err: provisioner.ErrNoAccounting}, now, 0, nil, "", provisioner.SubmitRequest{})
+	o3, err := scenario.Observe(context.Background(), c.S, testHistory{err: provisioner.ErrNoAccounting}, now, 0, nil, "", provisioner.SubmitRequest{})
 	if err != nil || o3.History != nil {
 		t.Errorf("no accounting: %v, history %d", err, len(o3.History))
 	}
-	if _, err := features.Observe(context.Background(), c.S, testHistory{err: errors.New("boom")}, now, 0, nil, "", provisioner.SubmitRequest{}); err == nil {
+	if _, err := scenario.Observe(context.Background(), c.S, testHistory{err: errors.New("boom")}, now, 0, nil, "", provisioner.SubmitRequest{}); err == nil {
 		t.Error("a history failure other than ErrNoAccounting must be reported")
 	}
 }

@@ -113,7 +113,7 @@ func (e *SimEnv) Step(a int) ([]float64, float64, bool, error) {
 		}
 		e.run.Advance(e.run.Deadline())
 	}
-	out, err := e.run.SubmitSuccessor("")
+	out, err := e.run.SubmitSuccessor(nil)
 	gpus := e.run.Chain.GPUs
 	e.run = nil
 	if err != nil {

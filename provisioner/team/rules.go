@@ -11,6 +11,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // Usage is one team's use of the cluster as the rules count it.
@@ -192,23 +193,15 @@ func (u *Usage) addType(t string, n int) {
 	u.ByType[t] += n
 }
 
-// dependsOn returns the job ids of a dependency expression
-// ("afterany:1:2,afterok:3").
-func dependsOn(dep string) map[string]bool {
-	if dep == "" {
+// dependsOn is the set of jobs a dependency waits for.
+func dependsOn(dep slurmfmt.Dependency) map[string]bool {
+	ids := dep.JobIDs()
+	if len(ids) == 0 {
 		return nil
 	}
-	out := map[string]bool{}
-	for _, part := range strings.Split(dep, ",") {
-		_, list, ok := strings.Cut(part, ":")
-		if !ok {
-			continue
-		}
-		for _, id := range strings.Split(list, ":") {
-			if id != "" {
-				out[id] = true
-			}
-		}
+	out := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		out[id] = true
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package team
 
 import (
 	"errors"
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"math"
 	"slices"
 	"strings"
@@ -318,7 +319,7 @@ func TestUsageReplacementAndQueued(t *testing.T) {
 	b.run("100", "team-a", 8, "n1")
 	b.run("101", "team-a", 8, "n2")
 	b.run("102", "team-a", 4, "n3")
-	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "team-a", GPUs: 8, Dependency: "afterany:100"}})
+	d, err := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: &provisioner.SubmitRequest{Account: "team-a", GPUs: 8, Dependency: slurmfmt.AfterAny("100")}})
 	if err != nil || d.Verdict == VerdictDefer || d.Verdict == VerdictBorrow || d.Usage.Used != 12 || d.Usage.Replaced != 8 {
 		t.Errorf("successor: %v %s %+v", err, d.Verdict, d.Usage)
 	}

@@ -264,3 +264,60 @@ func FuzzTRES(f *testing.F) {
 		}
 	})
 }
+
+func TestDependency(t *testing.T) {
+	for _, c := range []struct {
+		in, out string
+		ids     []string
+		err     bool
+	}{
+		{in: "", out: ""},
+		{in: "afterany:123", out: "afterany:123", ids: []string{"123"}},
+		{in: "afterany:1:2,afterok:3", out: "afterany:1:2,afterok:3", ids: []string{"1", "2", "3"}},
+		{in: "afterok:7(unfulfilled),afterany:7", out: "afterok:7,afterany:7", ids: []string{"7"}},
+		{in: "singleton", out: "singleton"},
+		{in: "after:5+10", out: "after:5+10", ids: []string{"5+10"}},
+		{in: "afterany", err: true},
+		{in: "afterany:", err: true},
+		{in: "before:3", err: true},
+		{in: "afterok:1?afterany:2", err: true},
+	} {
+		d, err := ParseDependency(c.in)
+		if (err != nil) != c.err {
+			t.Errorf("ParseDependency(%q): %v, want error %v", c.in, err, c.err)
+			continue
+		}
+		if c.err {
+			continue
+		}
+		if got := d.String(); got != c.out {
+			t.Errorf("ParseDependency(%q).String() = %q, want %q", c.in, got, c.out)
+		}
+		if got := d.JobIDs(); !slices.Equal(got, c.ids) {
+			t.Errorf("ParseDependency(%q).JobIDs() = %q, want %q", c.in, got, c.ids)
+		}
+	}
+	if got := AfterAny("4", "5").String(); got != "afterany:4:5" {
+		t.Errorf("AfterAny = %q", got)
+	}
+}
+
+func FuzzDependency(f *testing.F) {
+	for _, s := range []string{"afterany:1", "afterok:1:2,afterany:3", "singleton", "after:5+10", "afterok:9(failed)", ":", ",,", "afterany::"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := ParseDependency(s)
+		if err != nil {
+			return
+		}
+		// What parses renders to a form that parses back to the same terms.
+		back, err := ParseDependency(d.String())
+		if err != nil {
+			t.Fatalf("%q renders %q, which does not parse: %v", s, d.String(), err)
+		}
+		if back.String() != d.String() {
+			t.Fatalf("%q: %q then %q", s, d.String(), back.String())
+		}
+	})
+}

@@ -88,14 +88,8 @@ func Observation() *provisioner.Observation {
 	snap.Jobs[0].EstStart = T0.Add(90 * time.Minute)
 	snap.Jobs[1].EstStart = T0.Add(3 * Hour)
 	pred := snap.Job("r1")
-	return &provisioner.Observation{
-		Now:         T0,
-		Snapshot:    snap,
-		History:     hist,
-		Chain:       &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * Hour},
-		Predecessor: pred,
-		Successor:   provisioner.SubmitRequest{Nodes: 1, GPUs: 4},
-	}
+	return provisioner.Observe(T0, snap, hist, &provisioner.Chain{Account: "A", Partition: "gpu", TimeLimit: 6 * Hour}, pred,
+		provisioner.SubmitRequest{Nodes: 1, GPUs: 4}, nil)
 }
 
 // Synth returns n rows of w ≥ 5 features (the first three integer-valued, as
