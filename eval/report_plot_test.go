@@ -388,7 +388,9 @@ const firstScreenJS = `(() => {
 // screen shows the verdicts and the top of the first plot (also in a
 // screenshot); every figure is the full width of the page, its legend
 // beside the data and inside the figure, grouped by kind and with no two
-// entries alike, each kind drawn its own way; share axes read 0–100 %.
+// entries alike, each kind drawn its own way; share axes read 0–100 %;
+// the verdicts' figures are the bar charts' values, each bar drawn to
+// scale and a zero bar visible (chartAgreement).
 func TestReportFiguresInChromium(t *testing.T) {
 	chromiumPath(t)
 	r := policiesReport(t, twelvePolicies)
@@ -494,6 +496,17 @@ func TestReportFiguresInChromium(t *testing.T) {
 		}
 	}
 
+	// The verdicts and the bar charts agree: each verdict row's mean
+	// interruption and zero-interruption share are the values of its
+	// policy's bar in its class, and every bar is drawn that tall.
+	var agree chartAgreement
+	if err := c.eval(ctx, session, chartAgreementJS, &agree); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range agree.problems() {
+		t.Error(p)
+	}
+
 	// A real screenshot of the first screen: text in the first verdict, ink
 	// in the visible part of the first plot.
 	res, err := c.call(ctx, session, "Page.captureScreenshot", map[string]any{"format": "png"})
@@ -588,6 +601,163 @@ func TestFigureCheckCatchesOverlap(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("problems do not mention %q", want)
+		}
+	}
+}
+
+// chartAgreement is what a reader compares between the verdicts and the
+// bar charts: each verdict's rows (policy, class, the figures by JSON key)
+// and each bar chart's bars (policy, class, value and drawn box), in page
+// order.
+type chartAgreement struct {
+	Verdicts [][]struct {
+		Policy string             `json:"policy"`
+		Class  string             `json:"cls"`
+		Values map[string]float64 `json:"values"`
+	} `json:"verdicts"`
+	Charts []struct {
+		ID   string `json:"id"`
+		Bars []struct {
+			Policy string  `json:"policy"`
+			Class  string  `json:"cls"`
+			Value  float64 `json:"value"`
+			Box    rect    `json:"box"`
+		} `json:"bars"`
+	} `json:"charts"`
+}
+
+// chartAgreementJS reports the page's chartAgreement.
+const chartAgreementJS = `(() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {l: r.left, t: r.top, r: r.right, b: r.bottom}; };
+  const verdicts = Array.from(document.querySelectorAll('section.verdict')).map(sec =>
+    Array.from(sec.querySelectorAll('tbody tr')).map(tr => {
+      const labels = Array.from(tr.querySelectorAll('td.label')).map(td => td.textContent);
+      const values = {};
+      tr.querySelectorAll('td[data-k]').forEach(td => { values[td.dataset.k.replace(/^.*\./, '')] = parseFloat(td.dataset.v); });
+      return {policy: labels[0], cls: labels[2], values};
+    }));
+  const charts = Array.from(document.querySelectorAll('figure[id^="bars-"]')).map(fig => ({id: fig.id,
+    bars: Array.from(fig.querySelectorAll('[data-part="data"][data-value]')).map(g =>
+      ({policy: g.dataset.policy, cls: g.dataset.class, value: parseFloat(g.dataset.value), box: box(g)}))}));
+  return {verdicts, charts};
+})()`
+
+// problems lists where the verdicts and the charts disagree. The i-th
+// verdict goes with the i-th bars-interruption and bars-zero charts (both
+// follow the experiments' order). A verdict row's mean interruption must
+// be its bar's value in bars-interruption, 100 × its zero-interruption
+// share its bar's value in bars-zero (a class marked † is the same
+// class). Within a chart every bar stands on one baseline and is drawn
+// value × (the tallest bar's height per unit) tall, to within 1.5 px; a
+// bar that would be under 4 px is drawn as a visible flat mark (0–5 px).
+func (a chartAgreement) problems() []string {
+	var out []string
+	bad := func(format string, v ...any) { out = append(out, fmt.Sprintf(format, v...)) }
+	byKind := map[string][]int{}
+	for i, c := range a.Charts {
+		kind := "zero"
+		if strings.HasPrefix(c.ID, "bars-interruption-") {
+			kind = "interruption"
+		}
+		byKind[kind] = append(byKind[kind], i)
+	}
+	if len(byKind["interruption"]) != len(a.Verdicts) || len(byKind["zero"]) != len(a.Verdicts) {
+		bad("%d verdicts, %d interruption and %d zero-interruption charts", len(a.Verdicts), len(byKind["interruption"]), len(byKind["zero"]))
+		return out
+	}
+	checked := 0
+	for vi, rows := range a.Verdicts {
+		for _, kind := range []struct {
+			name, key string
+			scale     float64
+		}{{"interruption", "interruption_mean_h", 1}, {"zero", "zero_interruption", 100}} {
+			chart := a.Charts[byKind[kind.name][vi]]
+			for _, row := range rows {
+				class := strings.TrimSuffix(row.Class, fewMark)
+				want, ok := row.Values[kind.key]
+				if !ok {
+					bad("verdict %d: %s %s has no %s", vi, row.Policy, row.Class, kind.key)
+					continue
+				}
+				if class == AllClasses {
+					continue // the charts show the classes
+				}
+				found := false
+				for _, b := range chart.Bars {
+					if b.Policy == row.Policy && b.Class == class {
+						found = true
+						if math.Abs(b.Value-want*kind.scale) > 1e-9*max(1, math.Abs(b.Value)) {
+							bad("%s: %s %s bar %g, verdict %g", chart.ID, row.Policy, class, b.Value, want*kind.scale)
+						}
+						checked++
+					}
+				}
+				if !found {
+					bad("%s: no bar of %s in %s, which verdict %d shows", chart.ID, row.Policy, class, vi)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		bad("no verdict figure compared with a bar")
+	}
+	for _, c := range a.Charts {
+		if len(c.Bars) == 0 {
+			bad("%s: no bars", c.ID)
+			continue
+		}
+		top := c.Bars[0]
+		for _, b := range c.Bars {
+			if b.Value > top.Value {
+				top = b
+			}
+		}
+		perUnit := 0.0
+		if top.Value > 0 {
+			perUnit = (top.Box.B - top.Box.T) / top.Value
+		}
+		for _, b := range c.Bars {
+			h, want := b.Box.B-b.Box.T, b.Value*perUnit
+			switch {
+			case math.Abs(b.Box.B-top.Box.B) > 1:
+				bad("%s: %s %s bar ends at y %.1f, the tallest at %.1f", c.ID, b.Policy, b.Class, b.Box.B, top.Box.B)
+			case want >= 4 && math.Abs(h-want) > 1.5:
+				bad("%s: %s %s bar (%g) %.1f px tall, want %.1f", c.ID, b.Policy, b.Class, b.Value, h, want)
+			case want < 4 && (h <= 0 || h > 5):
+				bad("%s: %s %s bar (%g) %.1f px tall, want a visible flat mark", c.ID, b.Policy, b.Class, b.Value, h)
+			}
+		}
+	}
+	return out
+}
+
+// TestChartAgreementCatches shows chartAgreement.problems can fail: one
+// verdict of reactive in the low class (mean interruption 2 h, zero
+// interruption 0.5), with charts whose reactive bar reads 3 h (not 2) and
+// 50 (right), a second bar of 1 h drawn 40 px where the tallest (3 h,
+// 90 px) makes 30 px right, and a zero-interruption bar of 0 drawn 0 px
+// high (invisible): three problems, one each.
+func TestChartAgreementCatches(t *testing.T) {
+	var a chartAgreement
+	if err := json.Unmarshal([]byte(`{
+	  "verdicts": [[{"policy": "reactive", "cls": "low", "values": {"interruption_mean_h": 2, "zero_interruption": 0.5}}]],
+	  "charts": [
+	    {"id": "bars-interruption-pair-x1", "bars": [
+	      {"policy": "reactive", "cls": "low", "value": 3, "box": {"l": 0, "t": 10, "r": 10, "b": 100}},
+	      {"policy": "xgb", "cls": "low", "value": 1, "box": {"l": 10, "t": 60, "r": 20, "b": 100}}]},
+	    {"id": "bars-zero-pair-x1", "bars": [
+	      {"policy": "reactive", "cls": "low", "value": 50, "box": {"l": 0, "t": 50, "r": 10, "b": 100}},
+	      {"policy": "xgb", "cls": "low", "value": 0, "box": {"l": 10, "t": 100, "r": 20, "b": 100}}]}]}`), &a); err != nil {
+		t.Fatal(err)
+	}
+	p := a.problems()
+	want := []string{"reactive low bar 3, verdict 2", "xgb low bar (1) 40.0 px tall, want 30.0", "xgb low bar (0) 0.0 px tall, want a visible flat mark"}
+	if len(p) != len(want) {
+		t.Fatalf("problems %q, want %d", p, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(p[i], w) {
+			t.Errorf("problem %d %q, want one about %q", i, p[i], w)
 		}
 	}
 }
