@@ -521,7 +521,12 @@ func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) 
 		return Trained{}, mark(ErrOutput, err)
 	}
 	if rep != nil {
-		r.report("wait predictor on validation: median |error| %s (Slurm's estimate on the same %d jobs: %s)\n",
+		// Both answers are scored against the wait each job had in the
+		// simulated replay of the trace (a real one or a synthetic one
+		// alike): Slurm's is the start time the simulated scheduler's first
+		// backfill pass planned for the job, what squeue --start would have
+		// shown, on the jobs it planned one for.
+		r.report("wait predictor on validation: median |error| %s on %d jobs; the simulated Slurm's own start estimate (squeue --start after its first backfill pass in the replay) on the same jobs: %s\n",
 			seconds(rep.Estimated.MedianAbsErr), rep.Estimated.N, seconds(rep.Slurm.MedianAbsErr))
 	}
 	return Trained{Name: WaitModel, Dir: dir, Meta: w.Models[1].Meta()}, nil
