@@ -126,7 +126,7 @@ func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
 		build              func() (*plot.Plot, []legendEntry, error)
 	}{
 		{"cdf-" + id, "Gap CDF — " + exp,
-			"Cumulative share of hand-offs whose signed gap (successor start − predecessor end) is at most x, on a log scale either side of 0 (linear within a minute of it, where the scheduler's latency and reactive's one-minute lead lie); left of 0 is overlap, right of 0 interruption.",
+			"Cumulative share of hand-offs whose signed gap (successor start − predecessor end) is at most x, on a log scale either side of 0 (linear within 10 s of it, so that the scheduler's latency and reactive's one-minute lead stay apart from 0); left of 0 is overlap, right of 0 interruption.",
 			func() (*plot.Plot, []legendEntry, error) { return r.cdfPlot(e, pols, st) }},
 		{"bars-interruption-" + id, "Mean interruption by load class — " + exp,
 			"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h; n hand-offs each, † fewer than 10), all job sizes; a zero bar is drawn as a flat mark.",
@@ -143,7 +143,7 @@ func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
 				return p, l, nil
 			}},
 		{"scatter-" + id, "Interruption against overlap — " + exp,
-			"Mean interruption against mean overlap (log scales, linear within a minute of 0), one point per policy and load class (L, M, H), all job sizes; lower left is better. Marks that would cover each other are spread around their place.",
+			"Mean interruption against mean overlap (log scales, linear within 10 s of 0), one point per policy and load class (L, M, H), all job sizes; lower left is better. Marks that would cover each other are spread around their place.",
 			func() (*plot.Plot, []legendEntry, error) { return r.scatterPlot(e, pols, classes, st) }},
 	}
 	var figs []Figure
@@ -271,7 +271,7 @@ func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (
 		n := float64(len(gaps))
 		xys := make(plotter.XYs, 0, 2*len(gaps))
 		for j, x := range gaps { // a step function: up by 1/n at each gap
-			xys = append(xys, plotter.XY{X: x, Y: 100 * float64(j) / n}, plotter.XY{X: x, Y: 100 * float64(j+1) / n})
+			xys = append(xys, plotter.XY{X: symlog(x), Y: 100 * float64(j) / n}, plotter.XY{X: symlog(x), Y: 100 * float64(j+1) / n})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
@@ -359,7 +359,7 @@ func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]p
 		n := 0
 		for _, c := range classes {
 			if g := r.group(e, pol, 0, c); g != nil {
-				set.pts = append(set.pts, scatterPoint{policy: pol, class: c, x: g.OverlapMean, y: g.InterruptionMean, style: st[pol]})
+				set.pts = append(set.pts, scatterPoint{policy: pol, class: c, x: symlog(g.OverlapMean), y: symlog(g.InterruptionMean), style: st[pol]})
 				hiX, hiY = max(hiX, g.OverlapMean), max(hiY, g.InterruptionMean)
 				n++
 			}
@@ -371,9 +371,12 @@ func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]p
 	p.Add(set)
 	logAxis(&p.X, "mean overlap", 0, hiX)
 	logAxis(&p.Y, "mean interruption", 0, hiY)
-	// A margin below 0 on both axes: marks at (0, 0), spread around it,
-	// stay inside the frame.
-	p.X.Min, p.Y.Min = -0.3*symlogUnit, -0.3*symlogUnit
+	// A margin of a twentieth of each axis all round: marks spread around
+	// their place at either end (at (0, 0), say) stay inside the frame.
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		m := (a.Max - a.Min) / 20
+		a.Min, a.Max = a.Min-m, a.Max+m
+	}
 	return p, legend, nil
 }
 

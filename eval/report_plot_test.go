@@ -19,6 +19,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // twelvePolicies is an LS6-like line-up, in a display order that mixes
@@ -385,8 +390,8 @@ const firstScreenJS = `(() => {
 
 // TestReportFiguresInChromium lays the twelve-policy report out in
 // headless Chromium at 1400×900 and checks what a reader sees: the first
-// screen shows the verdicts and the top of the first plot (also in a
-// screenshot); every figure is the full width of the page, its legend
+// screen shows the introduction and the first verdict whole (also in a
+// screenshot), the plots come after the verdicts; every figure is the full width of the page, its legend
 // beside the data and inside the figure, grouped by kind and with no two
 // entries alike, each kind drawn its own way; share axes read 0–100 %;
 // the verdicts' figures are the bar charts' values, each bar drawn to
@@ -758,6 +763,33 @@ func TestChartAgreementCatches(t *testing.T) {
 	for i, w := range want {
 		if !strings.Contains(p[i], w) {
 			t.Errorf("problem %d %q, want one about %q", i, p[i], w)
+		}
+	}
+}
+
+// TestPlotDataAreaFillsFigure: the plots on log scales keep the data area
+// as tall as a linear plot's. (With the scale as a plot.Normalizer, gonum
+// reserved room for the axis label at the scale's image of the range's
+// midpoint, near the top: the scatter plot of the demo lost 27% of its
+// height.) The room above the data area is the title's, under a tenth of
+// the figure (a 10 pt title and its padding in 300 pt).
+func TestPlotDataAreaFillsFigure(t *testing.T) {
+	r := policiesReport(t, twelvePolicies)
+	e := r.experiments()[0]
+	pols := r.policiesIn(e)
+	st := policyStyles(pols)
+	classes := []string{LoadLow, LoadMedium, LoadHeavy}
+	for name, build := range map[string]func() (*plot.Plot, []legendEntry, error){
+		"cdf":     func() (*plot.Plot, []legendEntry, error) { return r.cdfPlot(e, pols, st) },
+		"scatter": func() (*plot.Plot, []legendEntry, error) { return r.scatterPlot(e, pols, classes, st) },
+	} {
+		p, _, err := build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := draw.New(vgimg.New(vg.Points(600), vg.Points(300)))
+		if above := c.Max.Y - p.DataCanvas(c).Max.Y; above > 30 {
+			t.Errorf("%s: %.0f pt of 300 above the data area", name, above)
 		}
 	}
 }

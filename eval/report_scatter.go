@@ -14,7 +14,7 @@ import (
 // scatterPoint is one policy's figures in one load class.
 type scatterPoint struct {
 	policy, class string
-	x, y          float64
+	x, y          float64 // symlog of its mean overlap and mean interruption
 	style         policyStyle
 }
 
