@@ -247,6 +247,9 @@ func TestSubmitWorkload(t *testing.T) {
 	}
 	n := 0
 	for _, d := range chainDecisions(t, e, id) {
+		if strings.HasSuffix(d.Reason, "still pending: a successor would only queue behind it: wait") {
+			continue // the step's own rule, not the policy's: the waits while segment 0 queued (an entry of their own since #51)
+		}
 		if d.Policy == "xgb" && (d.Action == string(provisioner.Wait) || d.Action == string(provisioner.SubmitNow)) {
 			n++
 			if !strings.HasSuffix(d.Reason, "(the training workload's thresholds)") {
