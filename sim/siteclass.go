@@ -255,7 +255,7 @@ func SiteGrid() []GridCell {
 		{Name: string(SiteFIFO), Class: SiteFIFO, About: "priority/basic: submission order is priority", File: PresetFile{Base: "ls6", Site: SiteParams{PriorityType: PriorityBasic}}},
 		{Name: string(SiteNoAge), Class: SiteNoAge, About: "PriorityWeightAge 0 (Slurm's default)", File: PresetFile{Base: "ls6", Params: with(func(p *Params) { p.AgeWeight = 0 })}},
 		{Name: string(SiteAge1d), Class: SiteAge1d, About: "age-dominant: age 10000, PriorityMaxAge 1 day", File: PresetFile{Base: "ls6", Params: with(func(p *Params) { p.AgeWeight, p.MaxAge = 10000, day })}},
-		{Name: string(SiteAge14d), Class: SiteAge14d, About: "age-dominant: age 10000, PriorityMaxAge 14 days", File: PresetFile{Base: "ls6", Params: with(func(p *Params) { p.AgeWeight, p.MaxAge = 10000, 14 * day })}},
+		{Name: string(SiteAge14d), Class: SiteAge14d, About: "age-dominant: age 10000, PriorityMaxAge 14 days", File: PresetFile{Base: "ls6", Params: with(func(p *Params) { p.AgeWeight, p.MaxAge = 10000, 14*day })}},
 		{Name: string(SiteFairshare), Class: SiteFairshare, About: "fair-share-dominant: fair-share 10000", File: PresetFile{Base: "ls6", Params: with(func(p *Params) { p.FairshareWeight = 10000 })}},
 		{Name: string(SiteAccrueCap), Class: SiteAccrueCap, About: "MaxJobsAccrue 1 per user", File: PresetFile{Base: "ls6", Site: SiteParams{MaxJobsAccrue: &one}}},
 		{Name: string(SiteShortWindow), Class: SiteShortWindow, About: "bf_window 1 day (below the 2-day limit)", File: PresetFile{Base: "ls6", Site: SiteParams{BFWindow: &day}}},
