@@ -226,6 +226,7 @@ func TestPinNovemberLS6(t *testing.T) {
 	lines = writeServiceTable(&b, busySvc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin})
 	b.WriteString("\n### Issue 23's service lines at that demand, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")
+	writeGridRanking(t, &b) // the site grid's ranking period (issue 45)
 	t.Log("\n" + b.String())
 	if os.Getenv("MIRAGE_UPDATE_RESULTS") == "1" {
 		if err := os.WriteFile(heldOutResults, b.Bytes(), 0o644); err != nil {

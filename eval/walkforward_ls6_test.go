@@ -202,12 +202,14 @@ func TestWalkForwardLS6(t *testing.T) {
 		}
 		lines(provisioner.PolicyPin)
 	}
+	grid := writeGridWalkForward(t, &b) // the site grid (issue 45)
 	t.Log("\n" + b.String())
 	if os.Getenv("MIRAGE_UPDATE_RESULTS") == "1" {
 		if err := os.WriteFile(walkForwardResults, b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	grid.Check(t) // after the page: it records every line, met or not
 }
 
 // fmtEvery says a retrain cadence in words.

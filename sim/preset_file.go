@@ -105,17 +105,26 @@ func isPresetPath(name string) bool {
 
 // LoadPresetFile reads a preset file and builds its configuration.
 func LoadPresetFile(path string) (Config, error) {
+	pf, err := ReadPresetFile(path)
+	if err != nil {
+		return Config{}, err
+	}
+	return pf.Build(path)
+}
+
+// ReadPresetFile reads a preset file (unknown keys are errors).
+func ReadPresetFile(path string) (PresetFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("%w: preset file: %v", ErrConfig, err)
+		return PresetFile{}, fmt.Errorf("%w: preset file: %v", ErrConfig, err)
 	}
 	var pf PresetFile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&pf); err != nil && err != io.EOF {
-		return Config{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, path, err)
+		return PresetFile{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, path, err)
 	}
-	return pf.Build(path)
+	return pf, nil
 }
 
 // Build makes the file's configuration: its base, slurm_conf,
