@@ -23,12 +23,12 @@ type SiteRanking struct {
 
 // RankedPolicy is one candidate's place in a class's ranking.
 type RankedPolicy struct {
-	Policy     string  `json:"policy"`
-	N          int     `json:"n"`              // hand-offs it was ranked on
-	MeanAbsGap float64 `json:"mean_abs_gap_h"` // pooled mean |gap| (hours)
-	VsReactive float64 `json:"vs_reactive"`    // Σ|gap| / reactive's on the same hand-offs
+	Policy     string   `json:"policy"`
+	N          int      `json:"n"`                         // hand-offs it was ranked on
+	MeanAbsGap float64  `json:"mean_abs_gap_h"`            // pooled mean |gap| (hours)
+	VsReactive float64  `json:"vs_reactive"`               // Σ|gap| / reactive's on the same hand-offs
 	LowVs      *float64 `json:"low_vs_reactive,omitempty"` // the same in the low class (nil: no low-load hand-off)
-	Why        string  `json:"why"` // its place, in words
+	Why        string   `json:"why"`                       // its place, in words
 }
 
 //go:embed site_ranking.json
