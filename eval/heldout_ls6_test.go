@@ -103,9 +103,8 @@ func TestPinNovemberLS6(t *testing.T) {
 	// trace's own jobs, submitted in each span), so that the classes pin's
 	// spare-node condition was chosen for appear on a month no choice
 	// looked at. The ratio is computed, not chosen.
-	decFeb := []time.Time{time.Date(2022, 12, 1, 0, 0, 0, 0, chi), ls6Months(20)[3]}
-	novDemand, busyDemand := demandPerDay(jobs, from, until), demandPerDay(jobs, decFeb[0], decFeb[1])
-	scaled, err := sc.Scaled(min(max(busyDemand/novDemand, 1), 16), 1, 0)
+	scale, novDemand, busyDemand := novemberAtBusyDemand(jobs)
+	scaled, err := sc.Scaled(scale, 1, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +232,17 @@ func TestPinNovemberLS6(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// novemberAtBusyDemand is the scale of November's arrivals that brings
+// them to December–February's demand (GPU-hours demanded per day by the
+// jobs submitted in each span, February to the 20th), within [1, 16],
+// with both demands: computed from the trace's arrivals, not from results.
+func novemberAtBusyDemand(jobs []traces.Job) (scale, nov, busy float64) {
+	chi, _ := time.LoadLocation("America/Chicago")
+	nov = demandPerDay(jobs, time.Date(2022, 11, 1, 0, 0, 0, 0, chi), time.Date(2022, 12, 1, 0, 0, 0, 0, chi))
+	busy = demandPerDay(jobs, time.Date(2022, 12, 1, 0, 0, 0, 0, chi), ls6Months(20)[3])
+	return min(max(busy/nov, 1), 16), nov, busy
 }
 
 // demandPerDay is the GPU-hours per day that the jobs submitted in

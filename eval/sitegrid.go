@@ -21,11 +21,13 @@ import (
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// The site grid (issue 45): every default policy scored under each cell
-// of sim.SiteGrid (and the calibrated preset), by one walk-forward per
-// cell whose first period ranks the candidates for the cell's class
-// (RankSite: the ranking mirage submit's default reads, models.SiteRanking)
-// and whose later periods are scored. A cell is one preset and one
+// The site grid (issue 45): every default candidate scored under each cell
+// of sim.SiteGrid (and the calibrated preset), by two walk-forwards per
+// cell: one over a ranking period before the scored months, with the
+// trace's arrivals there scaled to the scored months' demand (a quiet
+// month ranks nothing), which ranks the candidates for the cell's class
+// (RankSite: the ranking mirage submit's default reads, models.SiteRanking);
+// and one over the scored months as recorded. A cell is one preset and one
 // process: RunGridCell's result is written to a file of its own
 // (WriteGridCell), so that cells may run as separate processes or job-array
 // tasks (`mirage eval site-grid --cell NAME`) and be read back together.
@@ -36,11 +38,15 @@ import (
 // engine with a model fitted at each period's start, GridBaselines
 // replayed without a model. Together they are the candidates for a
 // chain's default: pin and lead (no model), the default learned policy
-// deciding when to submit (xgb-online) and its pinned form.
+// deciding when to submit (xgb-online) and its pinned form. Without a
+// model: pin, and dependency (submitted at once, held by the scheduler
+// until the predecessor ends: it never overlaps, and starts at once where
+// nodes are free, where a submission at the deadline waits a scheduling
+// pass).
 var (
 	GridTable     = []string{train.OnlinePolicyName}
 	GridReplayed  = []string{models.DefaultPinned}
-	GridBaselines = []string{provisioner.PolicyPin, provisioner.PolicyLead}
+	GridBaselines = []string{provisioner.PolicyPin, provisioner.PolicyDependency}
 )
 
 // GridCandidates are the policies the ranking orders: every grid policy
@@ -50,13 +56,14 @@ func GridCandidates() []string {
 }
 
 // GridSpec is what every cell of a grid shares: the trace, the ranking
-// period [Rank, Scored[0]) and the scored periods (Scored: their starts,
-// then the end of the last), the refit cadence, the seed and the chain
-// table cache.
+// period [Rank, Scored[0]) with its arrivals scaled by RankScale, the
+// scored periods (Scored: their starts, then the end of the last), the
+// refit cadence, the seed and the chain table cache.
 type GridSpec struct {
 	Jobs      []traces.Job
 	TraceName string
 	Rank      time.Time
+	RankScale float64 // scenario.Scaled of the ranking run (≤ 1: as recorded)
 	Scored    []time.Time
 	Retrain   time.Duration
 	Seed      uint64
@@ -65,19 +72,21 @@ type GridSpec struct {
 	Progress  train.Progress
 }
 
-// GridCellResult is one cell's walk-forward: the rows of its ranking
+// GridCellResult is one cell's walk-forwards: the rows of its ranking
 // period and of its scored periods (PerFold: each scored period), the
 // outcomes they pool (for paired comparisons), and what it took.
 type GridCellResult struct {
-	Cell     string            `json:"cell"`
-	Class    sim.SiteClass     `json:"class"` // what sim.Classify names the cell's configuration
-	About    string            `json:"about"`
-	Chains   int               `json:"chains"`
-	Periods  []string          `json:"periods"` // the scored periods' starts (YYYY-MM-DD)
-	Ranking  []train.WFRow     `json:"ranking"`
-	Scored   []train.WFRow     `json:"scored"`
-	Outcomes []train.WFOutcome `json:"outcomes"`
-	Seconds  float64           `json:"seconds"` // wall time
+	Cell         string            `json:"cell"`
+	Class        sim.SiteClass     `json:"class"` // what sim.Classify names the cell's configuration
+	About        string            `json:"about"`
+	Chains       int               `json:"chains"`     // tabled for the scored run
+	RankScale    float64           `json:"rank_scale"` // the ranking run's arrival scale
+	Periods      []string          `json:"periods"`    // the scored periods' starts (YYYY-MM-DD)
+	Ranking      []train.WFRow     `json:"ranking"`
+	Scored       []train.WFRow     `json:"scored"`
+	RankOutcomes []train.WFOutcome `json:"rank_outcomes"`
+	Outcomes     []train.WFOutcome `json:"outcomes"` // of the scored periods
+	Seconds      float64           `json:"seconds"`  // wall time
 	// Stamp identifies what was run (GridSpec.Stamp): a result kept with
 	// another stamp is stale.
 	Stamp string `json:"stamp"`
@@ -97,7 +106,7 @@ func (s GridSpec) Stamp(cell sim.GridCell) (string, error) {
 	}
 	h := sha256.New()
 	h.Write(b)
-	fmt.Fprint(h, s.TraceName, s.Rank.UTC(), s.Retrain, s.Seed, GridTable, GridReplayed, GridBaselines)
+	fmt.Fprint(h, s.TraceName, s.Rank.UTC(), s.RankScale, s.Retrain, s.Seed, GridTable, GridReplayed, GridBaselines)
 	for _, t := range s.Scored {
 		fmt.Fprint(h, t.UTC())
 	}
@@ -121,7 +130,8 @@ func GridCells(calibrated *sim.PresetFile) ([]sim.GridCell, error) {
 }
 
 // RunGridCell runs one cell: the walk-forward of the grid's policies over
-// the ranking period and the scored periods under the cell's preset.
+// the ranking period (its arrivals scaled) and over the scored periods,
+// under the cell's preset.
 func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellResult, error) {
 	cfg, err := cell.Config()
 	if err != nil {
@@ -132,14 +142,25 @@ func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellR
 		return nil, err
 	}
 	start := time.Now()
-	bounds := append([]time.Time{s.Rank}, s.Scored...)
-	res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Retrain: s.Retrain,
-		Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Replay: ReplayBaselines, Seed: s.Seed, Cache: s.Cache,
-		Workers: s.Workers, Progress: s.Progress})
-	if err != nil {
-		return nil, fmt.Errorf("grid cell %s: %w", cell.Name, err)
+	wf := func(bounds []time.Time, scale float64) (*train.WFResult, error) {
+		res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Retrain: s.Retrain, Scale: scale,
+			Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Replay: ReplayBaselines, Seed: s.Seed, Cache: s.Cache,
+			Workers: s.Workers, Progress: s.Progress})
+		if err != nil {
+			return nil, fmt.Errorf("grid cell %s: %w", cell.Name, err)
+		}
+		return res, nil
 	}
-	out := &GridCellResult{Cell: cell.Name, Class: cell.Class, About: cell.About, Chains: res.Chains, Outcomes: res.Outcomes, Stamp: stamp}
+	rank, err := wf([]time.Time{s.Rank, s.Scored[0]}, s.RankScale)
+	if err != nil {
+		return nil, err
+	}
+	scored, err := wf(s.Scored, 1)
+	if err != nil {
+		return nil, err
+	}
+	out := &GridCellResult{Cell: cell.Name, Class: cell.Class, About: cell.About, Chains: scored.Chains, RankScale: max(s.RankScale, 1),
+		RankOutcomes: rank.Outcomes, Outcomes: scored.Outcomes, Stamp: stamp}
 	for _, t := range s.Scored[:len(s.Scored)-1] {
 		out.Periods = append(out.Periods, t.Format("2006-01-02"))
 	}
@@ -148,19 +169,10 @@ func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellR
 	return out, nil
 }
 
-// rows pools the outcomes: period 0 into Ranking, the others into Scored.
+// rows pools the outcomes of each run into its rows.
 func (r *GridCellResult) rows() {
-	var rank, scored []train.WFOutcome
-	for _, o := range r.Outcomes {
-		if o.Fold == 0 {
-			rank = append(rank, o)
-			continue
-		}
-		o.Fold--
-		scored = append(scored, o)
-	}
-	r.Ranking = train.WalkForwardRows(rank, 1, 2000, 1)
-	r.Scored = train.WalkForwardRows(scored, len(r.Periods), 2000, 1)
+	r.Ranking = train.WalkForwardRows(r.RankOutcomes, 1, 2000, 1)
+	r.Scored = train.WalkForwardRows(r.Outcomes, len(r.Periods), 2000, 1)
 }
 
 // Row is the row of policy p in class ("all", "low", "medium", "heavy")
@@ -254,7 +266,7 @@ func RankSite(r *GridCellResult) []models.RankedPolicy {
 			c.tier = 0
 			continue
 		}
-		hi := pairedUpper(r.Outcomes, 0, c.Policy, cs[best].Policy)
+		hi := pairedUpper(r.RankOutcomes, c.Policy, cs[best].Policy)
 		if hi < 1 {
 			c.tier = 0
 			c.Why += fmt.Sprintf("; better than %s (paired 95%% upper bound %.2f×)", cs[best].Policy, hi)
@@ -291,14 +303,12 @@ func GridRanking(cells []*GridCellResult, measured string) *models.SiteRanking {
 }
 
 // pairedUpper is the 95% upper bound of Σ|gap| of policy a over that of b
-// on the same hand-offs of period fold (a paired percentile bootstrap,
+// on the same hand-offs (a paired percentile bootstrap,
 // train.WalkForwardRows with b as the reference).
-func pairedUpper(outs []train.WFOutcome, fold int, a, b string) float64 {
+func pairedUpper(outs []train.WFOutcome, a, b string) float64 {
 	var pair []train.WFOutcome
 	for _, o := range outs {
-		if o.Fold != fold {
-			continue
-		}
+		o.Fold = 0
 		switch o.Policy {
 		case a:
 			pair = append(pair, o)

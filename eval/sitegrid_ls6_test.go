@@ -32,8 +32,10 @@ import (
 // cells may be run beforehand as separate processes:
 //
 //	mirage eval site-grid --trace ls6-a100-until-2023-03-01.log.gz --out DIR \
-//	    --rank 2022-11-15 --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27 \
+//	    --rank 2022-11-15 --rank-scale S --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27 \
 //	    --calibrated DIR/calibrated.yaml --cell N          # N = 0 … 8
+//
+// with S the scale novemberAtBusyDemand computes (pin-november.md prints it).
 //
 // The calibrated preset is fitted on the jobs submitted before
 // 1 December 2022 (sim.Calibrate from ls6, as `mirage sim calibrate
@@ -95,7 +97,8 @@ func loadGridLS6(t *testing.T) (*ls6Grid, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	g := &ls6Grid{dir: dir, spec: GridSpec{Jobs: jobs, TraceName: filepath.Base(path), Rank: gridRankStart(), Scored: ls6Months(27),
+	scale, _, _ := novemberAtBusyDemand(jobs)
+	g := &ls6Grid{dir: dir, spec: GridSpec{Jobs: jobs, TraceName: filepath.Base(path), Rank: gridRankStart(), RankScale: scale, Scored: ls6Months(27),
 		Retrain: 7 * 24 * time.Hour, Seed: 1, Cache: cache}}
 	cal, err := calibratedLS6(t, g.spec, dir)
 	if err != nil {
@@ -129,8 +132,9 @@ func loadGridLS6(t *testing.T) (*ls6Grid, error) {
 		}
 		g.cells = append(g.cells, r)
 	}
-	g.ranking = GridRanking(g.cells, "TestPinNovemberLS6 (eval): the site grid's walk-forward on the shared LS6 file, chains of 1 and 8 nodes injected every 4 h "+
-		"from 2022-11-15 to 2022-12-01 (US Central), models fitted weekly on the chains known before each fit")
+	g.ranking = GridRanking(g.cells, fmt.Sprintf("TestPinNovemberLS6 (eval): the site grid's walk-forward on the shared LS6 file, November's arrivals scaled ×%.2f "+
+		"to December–February's demand, chains of 1 and 8 nodes injected every 4 h from 2022-11-15 to 2022-12-01 (US Central), models fitted weekly "+
+		"on the chains known before each fit", scale))
 	return g, nil
 }
 

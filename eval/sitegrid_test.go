@@ -35,21 +35,21 @@ func gridOutcomes(gaps map[string][2]float64) []train.WFOutcome {
 }
 
 // RankSite's tiers, worked out by hand. Reactive: Σ|gap| = 20×1 + 20×20 =
-// 420 h. pin 20×0.5 + 20×10 = 210 h (0.50×, low 0.50×); lead as reactive
+// 420 h. pin 20×0.5 + 20×10 = 210 h (0.50×, low 0.50×); dependency as reactive
 // (1.00×: no harm, not above 1); xgb-online 20×2 + 20×1 = 60 h (0.14×) but
 // 2× reactive in the low class: harm, last; xgb-online-pin 20×0.4 + 20×5 =
 // 108 h, below pin on every hand-off, so every resample's ratio is below
 // 1: it earned its place above pin. Means: 2.7, 5.25, 10.5, then 1.5 h.
 func TestRankSite(t *testing.T) {
-	r := &GridCellResult{Cell: "x", Class: sim.SiteNoAge, Outcomes: gridOutcomes(map[string][2]float64{
-		train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "lead": {1, 20}, "xgb-online": {2, 1}, models.DefaultPinned: {0.4, 5}})}
+	r := &GridCellResult{Cell: "x", Class: sim.SiteNoAge, RankOutcomes: gridOutcomes(map[string][2]float64{
+		train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, "xgb-online": {2, 1}, models.DefaultPinned: {0.4, 5}})}
 	r.rows()
 	got := RankSite(r)
 	var names []string
 	for _, p := range got {
 		names = append(names, p.Policy)
 	}
-	if want := []string{models.DefaultPinned, "pin", "lead", "xgb-online"}; !reflect.DeepEqual(names, want) {
+	if want := []string{models.DefaultPinned, "pin", "dependency", "xgb-online"}; !reflect.DeepEqual(names, want) {
 		t.Fatalf("ranking %v, want %v", names, want)
 	}
 	if got[0].MeanAbsGap != 2.7 || got[1].MeanAbsGap != 5.25 || got[3].VsReactive != 60.0/420 || got[3].LowVs == nil || *got[3].LowVs != 2 {
@@ -62,20 +62,20 @@ func TestRankSite(t *testing.T) {
 	// The pinned form no better than pin on all but one hand-off (4.9 h
 	// instead of 5 on the last): most resamples miss it and tie at 1, so
 	// the upper bound is 1, not below: it did not earn its place, and
-	// comes after the candidates without a model (pin, lead).
-	outs := gridOutcomes(map[string][2]float64{train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "lead": {1, 20}, models.DefaultPinned: {0.5, 10}})
+	// comes after the candidates without a model (pin, dependency).
+	outs := gridOutcomes(map[string][2]float64{train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, models.DefaultPinned: {0.5, 10}})
 	for i := range outs {
 		if outs[i].Policy == models.DefaultPinned && outs[i].Inject.Equal(time.Date(2022, 11, 15, 0, 0, 0, 0, time.UTC).Add(39*4*time.Hour)) {
 			outs[i].Gap = 9.9 * 3600
 		}
 	}
-	r = &GridCellResult{Cell: "x", Class: sim.SiteNoAge, Outcomes: outs}
+	r = &GridCellResult{Cell: "x", Class: sim.SiteNoAge, RankOutcomes: outs}
 	r.rows()
 	names = nil
 	for _, p := range RankSite(r) {
 		names = append(names, p.Policy)
 	}
-	if want := []string{"pin", "lead", models.DefaultPinned}; !reflect.DeepEqual(names, want) {
+	if want := []string{"pin", "dependency", models.DefaultPinned}; !reflect.DeepEqual(names, want) {
 		t.Errorf("ranking %v, want %v", names, want)
 	}
 	// The ranking file: one class per cell named for it; the calibrated

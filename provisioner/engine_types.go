@@ -62,6 +62,7 @@ const (
 	EventDuplicate  EventKind = "duplicate"   // a second job carries a segment's tag: cancelled
 	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
 	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
+	EventPolicy     EventKind = "policy"      // mirage chose the chain's policy again (the site's default changed; Detail: from, to, why)
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

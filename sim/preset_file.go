@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -214,8 +215,12 @@ func (pf PresetFile) MarshalYAML() (any, error) {
 }
 
 // WritePresetFile writes pf to path (atomically; 0644: a preset is no secret).
-func WritePresetFile(path string, pf PresetFile) error {
-	return safefile.WriteFile(path, 0o644, func(w io.Writer) error {
+func WritePresetFile(path string, pf PresetFile) error { return WritePresetFileMode(path, 0o644, pf) }
+
+// WritePresetFileMode writes pf to path atomically with the given mode
+// (0600 for a file kept in the state directory).
+func WritePresetFileMode(path string, mode fs.FileMode, pf PresetFile) error {
+	return safefile.WriteFile(path, mode, func(w io.Writer) error {
 		by := pf.WrittenBy
 		if by == "" {
 			by = "mirage sim calibrate"

@@ -30,6 +30,7 @@ type evalGridOptions struct {
 	cells              []string
 	calibrated         string
 	rank, until, cache string
+	rankScale          float64
 	months             []string
 	retrain            time.Duration
 	seed               uint64
@@ -48,8 +49,9 @@ and xgb-online-pin, with reactive and the oracle) under each cell of the site gr
 the hand-made ls6 preset and settings that change what a successor queued early
 gains (priority/basic, age weight 0, age-dominant with PriorityMaxAge 1 and 14
 days, fair-share-dominant, MaxJobsAccrue 1 per user, bf_window 1 day), and with
---calibrated a calibrated preset. The period [--rank, first --months) ranks the
-candidates per site class; the --months periods are scored. Each cell writes
+--calibrated a calibrated preset. The period [--rank, first --months), its
+arrivals scaled by --rank-scale (a quiet month ranks nothing), ranks the
+candidates per site class; the --months periods are scored as recorded. Each cell writes
 DIR/CELL.json; cells run as separate processes or job-array tasks (--cell
 "$SLURM_ARRAY_TASK_ID"), and --report reads DIR and prints the grid and the
 ranking (--json: the ranking file mirage submit's default reads).
@@ -71,6 +73,7 @@ Method: docs/guide/training-and-evaluation.md.`,
 	fl.StringSliceVar(&o.cells, "cell", nil, "cells to run, by name or index in --list's order (default: all)")
 	fl.StringVar(&o.calibrated, "calibrated", "", "preset file of a calibration (mirage sim calibrate, fitted before --rank's period ends) to add as the cell \"calibrated\"")
 	fl.StringVar(&o.rank, "rank", "", "start of the ranking period (required to run cells)")
+	fl.Float64Var(&o.rankScale, "rank-scale", 1, "scale the ranking period's arrivals by this (1–16), to rank at the scored months' demand")
 	fl.StringSliceVar(&o.months, "months", nil, "start of each scored period (required to run cells)")
 	fl.StringVar(&o.until, "until", "", "end of the last scored period (required to run cells)")
 	fl.DurationVar(&o.retrain, "retrain", 7*24*time.Hour, "refit the learned policies this often inside a period")
@@ -121,7 +124,10 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 		return err
 	}
 	loc := jobs[0].Submit.Location()
-	s := eval.GridSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Retrain: o.retrain, Seed: o.seed, Workers: o.workers,
+	if o.rankScale < 1 || o.rankScale > 16 {
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--rank-scale %g: want 1 to 16", o.rankScale))
+	}
+	s := eval.GridSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), RankScale: o.rankScale, Retrain: o.retrain, Seed: o.seed, Workers: o.workers,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	if s.Rank, err = parseWhen("rank", o.rank, loc); err != nil {
 		return err

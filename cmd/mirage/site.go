@@ -66,7 +66,8 @@ classes: docs/guide/slurm.md.`,
 
 func siteRun(ctx context.Context, o *siteOptions) error {
 	o.slurm.Getenv = o.f.Getenv
-	v, err := readSite(ctx, o.f, o.slurm, o.user, o.limit)
+	read := func(ctx context.Context, user string) (*slurm.Site, error) { return o.f.Site(ctx, o.slurm, user) }
+	v, err := readSite(ctx, read, o.user, o.limit)
 	if err != nil {
 		return err
 	}
@@ -97,11 +98,12 @@ type siteView struct {
 	config   sim.Config
 }
 
-// readSite reads the live site (Factory.Site) and renders it: the preset
+// readSite reads the live site (read: Factory.Site, or a Slurm backend's
+// Site) and renders it: the preset
 // file, its configuration (built by the simulator's own preset code, so
 // that the file reproduces what was read), the class and the words.
-func readSite(ctx context.Context, f *Factory, so slurm.Options, user string, window time.Duration) (*siteView, error) {
-	s, err := f.Site(ctx, so, user)
+func readSite(ctx context.Context, read func(ctx context.Context, user string) (*slurm.Site, error), user string, window time.Duration) (*siteView, error) {
+	s, err := read(ctx, user)
 	if err != nil {
 		return nil, stateErr(err)
 	}
