@@ -197,9 +197,9 @@ type WFSpec struct {
 	// Scale scales the trace's arrivals (scenario.Scaled with Seed; 0 or
 	// 1: as recorded), so that a quiet span can be scored at another
 	// span's demand.
-	Scale float64
-	Workers   int               // simulator goroutines (0: all cores)
-	Progress  Progress          // dataset generation and fitting (nil: none)
+	Scale    float64
+	Workers  int      // simulator goroutines (0: all cores)
+	Progress Progress // dataset generation and fitting (nil: none)
 	// Baselines are scored beside the learned policies: policies that need
 	// no training (lead, dependency, start-estimate, average, quantile),
 	// played by Replay on the same chains. Empty: none.
