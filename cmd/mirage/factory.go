@@ -42,6 +42,9 @@ type Factory struct {
 	// the current user): mirage site, and the site default of submit and
 	// the daemon.
 	Site func(ctx context.Context, o slurm.Options, user string) (*slurm.Site, error)
+	// SiteRanking is the ranking of the site default's candidates per
+	// site class (models.LoadSiteRanking: the one compiled in).
+	SiteRanking func() (*models.SiteRanking, error)
 }
 
 // newFactory is the real world: the process's streams, environment and
@@ -56,6 +59,7 @@ func newFactory() *Factory {
 		Policies: func(dir string) provisioner.PolicyFactory {
 			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},
+		SiteRanking: models.LoadSiteRanking,
 	}
 	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) {
 		cl, err := openBackend(o, f.Getenv)

@@ -43,8 +43,8 @@ the evaluation's site grid the default policy is ranked by.
 priority settings as slurm.conf lines, and your accrual limit. Settings and
 classes: docs/guide/slurm.md.`,
 		Example: `  mirage site
-  mirage site --out site.yaml && mirage eval walk-forward --trace sacct.txt --preset ./site.yaml --months 2026-11-01
-  mirage site --json`,
+  mirage site --out site.yaml      # then: mirage eval walk-forward --preset ./site.yaml ...
+  mirage site --user alice --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
@@ -51,6 +53,9 @@ func (s siteSource) class(ctx context.Context, cl provisioner.Cluster) (class si
 		return "", "", nil
 	}
 	path := filepath.Join(s.dir, siteCacheName)
+	if err := state.CheckPrivateFile(path); err != nil {
+		return "", "", err // never read settings someone else may have written
+	}
 	if st, err := os.Stat(path); err == nil && s.f.Now().Sub(st.ModTime()) < siteCacheMaxAge {
 		c, err := sim.LoadPresetFile(path)
 		if err == nil {
@@ -87,7 +92,7 @@ func (s siteSource) choice(ctx context.Context, cl provisioner.Cluster) (siteCho
 	if _, ok := cl.(provisioner.Unpinner); ok {
 		c.class, c.classWhy, warn = s.class(ctx, cl)
 	}
-	ranking, err := models.LoadSiteRanking()
+	ranking, err := s.f.SiteRanking()
 	if err != nil {
 		warn = errors.Join(warn, err)
 	}
@@ -117,14 +122,17 @@ func rechooseSiteDefaults(ctx context.Context, st provisioner.Store, src siteSou
 	if warn != nil {
 		fmt.Fprintf(src.f.ErrOut, "mirage: %v\n", warn)
 	}
+	byDir := map[string]provisioner.PolicyFactory{} // one registry per models directory for the call
 	for i := range chains {
 		ch := &chains[i]
 		if ch.PolicyWhy == "" {
 			continue
 		}
-		policies := src.f.Policies(pol.dir(src.f))
-		if ch.Models != "" {
-			policies = src.f.Policies(ch.Models)
+		dir := cmp.Or(ch.Models, pol.dir(src.f))
+		policies, ok := byDir[dir]
+		if !ok {
+			policies = src.f.Policies(dir)
+			byDir[dir] = policies
 		}
 		name, why, _ := choice.pick(cl, policies, ch.Workload) // (why a trained model cannot be used is said by the cycle's fallback)
 		if name == ch.Policy && why == ch.PolicyWhy {

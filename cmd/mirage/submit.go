@@ -133,6 +133,15 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
 	}
+	if provisioner.RulesOf(cl) != nil && ch.Account == "" {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
+	}
+	// The lock: a daemon cycle must not decide on the chain halfway registered.
+	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
+	if err != nil {
+		return stateErr(err)
+	}
+	defer release()
 	if o.defaultPolicy { // the site's default: its settings are read from the cluster at most daily
 		choice, warn := siteSource{f: o.f, dir: dir}.choice(ctx, cl)
 		if warn != nil {
@@ -143,15 +152,6 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		}
 		fmt.Fprintf(o.f.ErrOut, "mirage: policy %s, %s\n", ch.Policy, ch.PolicyWhy)
 	}
-	if provisioner.RulesOf(cl) != nil && ch.Account == "" {
-		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
-	}
-	// The lock: a daemon cycle must not decide on the chain halfway registered.
-	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
-	if err != nil {
-		return stateErr(err)
-	}
-	defer release()
 	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
