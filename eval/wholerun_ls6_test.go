@@ -284,6 +284,7 @@ func TestWholeRunLS6(t *testing.T) {
 	svcLines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin, def})
 	b.WriteString("\n### Issue 23's acceptance (service: the default `pin`; `" + def + "` for comparison), measured\n\n")
 	b.WriteString(strings.Join(svcLines, "\n") + "\n")
+	writeGridRuns(t, &b) // the site grid (issue 45)
 	t.Log("\n" + b.String())
 	if os.Getenv("MIRAGE_UPDATE_RESULTS") == "1" {
 		if err := os.WriteFile(wholeRunResults, b.Bytes(), 0o644); err != nil {

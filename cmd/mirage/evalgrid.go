@@ -36,6 +36,8 @@ type evalGridOptions struct {
 	seed               uint64
 	workers            int
 	report, list, json bool
+	runs               bool
+	every              time.Duration
 	traceOpts          traceFlags
 }
 
@@ -80,6 +82,8 @@ Method: docs/guide/training-and-evaluation.md.`,
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulator and of every fit")
 	fl.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
+	fl.BoolVar(&o.runs, "runs", false, "replay whole training runs (7 days of work, hand-off) of reactive and the candidates in the --months periods instead, into DIR/CELL.runs.json")
+	fl.DurationVar(&o.every, "every", 48*time.Hour, "with --runs: a run of 1 and one of 8 nodes injected this often")
 	fl.BoolVar(&o.report, "report", false, "read DIR's cells and print the grid and the ranking instead of running cells")
 	fl.BoolVar(&o.list, "list", false, "list the cells and exit")
 	fl.BoolVar(&o.json, "json", false, "with --report, print the ranking file (models.SiteRanking) as JSON")
@@ -149,6 +153,9 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
+	if o.runs {
+		return siteGridRuns(ctx, o, s, run)
+	}
 	for _, c := range run {
 		r, err := eval.RunGridCell(ctx, s, c)
 		if err != nil {
@@ -159,6 +166,25 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 			return err
 		}
 		fmt.Fprintf(o.f.Out, "cell %s (%s): %d chains in %s → %s\n", c.Name, c.Class, r.Chains, time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), path)
+	}
+	return nil
+}
+
+// siteGridRuns replays the whole runs of each cell of run.
+func siteGridRuns(ctx context.Context, o *evalGridOptions, s eval.GridSpec, run []sim.GridCell) error {
+	if o.every < time.Hour {
+		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--every %s: want at least 1h", o.every))
+	}
+	for _, c := range run {
+		r, err := eval.RunGridRuns(ctx, s, c, s.Scored, o.every)
+		if err != nil {
+			return trainExitErr(err)
+		}
+		path := eval.GridRunsFile(o.out, c.Name)
+		if err := eval.WriteGridRuns(path, r); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.f.Out, "cell %s (%s): %d whole runs in %s → %s\n", c.Name, c.Class, len(r.Runs), time.Duration(r.Seconds*float64(time.Second)).Round(time.Second), path)
 	}
 	return nil
 }
@@ -191,6 +217,7 @@ func pickCells(cells []sim.GridCell, want []string) ([]sim.GridCell, error) {
 // ranking.
 func siteGridReport(o *evalGridOptions) error {
 	files, err := filepath.Glob(filepath.Join(o.out, "*.json"))
+	files = slices.DeleteFunc(files, func(f string) bool { return strings.HasSuffix(f, ".runs.json") })
 	if err != nil || len(files) == 0 {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("--out %s: no cell results (*.json) to report", o.out))
 	}
@@ -206,7 +233,27 @@ func siteGridReport(o *evalGridOptions) error {
 	if o.json {
 		return cmdutil.PrintJSON(o.f.Out, rk)
 	}
-	return writeGridReport(o.f.Out, cells, rk)
+	if err := writeGridReport(o.f.Out, cells, rk); err != nil {
+		return err
+	}
+	runFiles, _ := filepath.Glob(filepath.Join(o.out, "*.runs.json"))
+	if len(runFiles) == 0 {
+		return nil
+	}
+	var runs []*eval.GridRunsResult
+	defaults := map[string]string{}
+	for _, c := range cells {
+		defaults[c.Cell] = eval.GridDefault(rk, c)
+	}
+	for _, f := range runFiles {
+		r, err := eval.ReadGridRuns(f)
+		if err != nil {
+			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
+		}
+		runs = append(runs, r)
+	}
+	fmt.Fprintln(o.f.Out, "\nWhole runs:")
+	return eval.WriteGridRunsTable(o.f.Out, runs, defaults)
 }
 
 func writeGridReport(w io.Writer, cells []*eval.GridCellResult, rk *models.SiteRanking) error {
