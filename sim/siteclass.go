@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -276,13 +275,4 @@ func GridCellNamed(name string) (GridCell, bool) {
 // file).
 func (g GridCell) Config() (Config, error) {
 	return g.File.Build("grid cell " + g.Name)
-}
-
-// gridNames lists the grid's cells for messages.
-func gridNames() string {
-	var names []string
-	for _, c := range SiteGrid() {
-		names = append(names, c.Name)
-	}
-	return strings.Join(names, ", ")
 }
