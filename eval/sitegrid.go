@@ -253,13 +253,13 @@ func RankSite(r *GridCellResult) []models.RankedPolicy {
 	}
 	best := -1 // the best candidate without a model that does no harm
 	for i, c := range cs {
-		if c.tier == 1 && !models.UsesModel(c.Policy) && (best < 0 || c.MeanAbsGap < cs[best].MeanAbsGap) {
+		if c.tier == 1 && !models.ParseRef(c.Policy).UsesModel() && (best < 0 || c.MeanAbsGap < cs[best].MeanAbsGap) {
 			best = i
 		}
 	}
 	for i := range cs {
 		c := &cs[i]
-		if c.tier == 3 || !models.UsesModel(c.Policy) {
+		if c.tier == 3 || !models.ParseRef(c.Policy).UsesModel() {
 			continue
 		}
 		if best < 0 {

@@ -57,7 +57,7 @@ func ParseSiteRanking(b []byte) (*SiteRanking, error) {
 // knownPolicy reports whether the registry resolves name.
 func knownPolicy(name string) bool {
 	switch {
-	case UsesModel(name), name == PolicyAverage, name == PolicyQuantile:
+	case ParseRef(name).UsesModel(), name == PolicyAverage, name == PolicyQuantile:
 		return true
 	}
 	for _, b := range ProvisionerBaselines {

@@ -140,7 +140,7 @@ func rechooseSiteDefaults(ctx context.Context, st provisioner.Store, src siteSou
 		}
 		old := ch.Policy
 		ch.Policy, ch.PolicyWhy = name, why
-		if models.UsesModel(name) && ch.Models == "" {
+		if models.ParseRef(name).UsesModel() && ch.Models == "" {
 			if ch.Models, err = filepath.Abs(pol.dir(src.f)); err != nil {
 				return err
 			}
