@@ -2,12 +2,15 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -94,5 +97,70 @@ func TestSiteLoopback(t *testing.T) {
 	}
 	if v.Class != "accrue-cap" || v.Preset.Base != "default" || v.Preset.Site.MaxJobsAccrue != 2 || v.Read.Config["PriorityWeightAge"] != "1000" {
 		t.Errorf("--json %+v", v)
+	}
+}
+
+// TestSubmitSiteDefaultLoopback: mirage submit without --policy on the
+// loopback cluster reads its settings (multifactor, PriorityWeightAge 1000
+// over Slurm's 7-day PriorityMaxAge, no accrual limit for the test's user,
+// bf_window 1 day above the partitions' limits: class age-7d, worked out
+// from scripts/slurm/slurm.conf.in) and takes the first policy the
+// compiled-in ranking lists for that class that runs without a model
+// (none is trained here), and says so; a class the ranking lacks falls back
+// to pin, saying why.
+func TestSubmitSiteDefaultLoopback(t *testing.T) {
+	e := newE2E(t)
+	script := e.script(t, "sitedefault", "sleep 5")
+	ranking, err := models.LoadSiteRanking()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, why := provisioner.PolicyPin, "site class age-7d has no ranked policy that can run here"
+	for _, p := range ranking.Classes["age-7d"] {
+		if !models.ParseRef(p.Policy).UsesModel() {
+			want, why = p.Policy, "site class age-7d: "+p.Why
+			break
+		}
+	}
+	out, stderr, code := e.run(t, nil, "submit", script, "--models", filepath.Join(e.work, "no-models"))
+	if code != 0 {
+		t.Fatalf("submit: exit %d: %s%s", code, out, stderr)
+	}
+	id := chainIDRe.FindString(out)
+	t.Cleanup(func() { e.cancelAndWait(t, id) })
+	if line := "mirage: policy " + want + ", default: " + why; !strings.Contains(stderr, line) {
+		t.Errorf("submit's stderr lacks %q:\n%s", line, stderr)
+	}
+	if !strings.Contains(stderr, "(age-weighted (PriorityWeightAge 1000), full after PriorityMaxAge 7d)") {
+		t.Errorf("submit does not say the class's reason:\n%s", stderr)
+	}
+	if out, _, _ := e.run(t, nil, "status", id); !strings.Contains(out, "policy    "+want) || !strings.Contains(out, "chosen by mirage: default: site class age-7d") {
+		t.Errorf("status:\n%s", out)
+	}
+	if st, err := os.Stat(filepath.Join(e.state, siteCacheName)); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the site's settings are not kept private in the state directory: %v %v", st, err)
+	}
+}
+
+// cancelAndWait cancels the chain and waits until Slurm has ended its jobs
+// (none pending, running or completing), so that no job writes its output
+// into the test's directory while it is removed.
+func (e *e2eEnv) cancelAndWait(t *testing.T, id string) {
+	t.Helper()
+	e.run(t, nil, "cancel", id)
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(time.Second) {
+		live := false
+		for _, jobs := range squeueTagged(t, e.conf, id) {
+			for _, j := range jobs {
+				live = live || j.State == "PENDING" || j.State == "RUNNING" || j.State == "COMPLETING"
+			}
+		}
+		if !live {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("chain %s: Slurm still holds a live job a minute after mirage cancel", id)
+			return
+		}
 	}
 }
