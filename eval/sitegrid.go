@@ -37,12 +37,11 @@ import (
 // (refitted as the walk-forward does), GridReplayed replayed through the
 // engine with a model fitted at each period's start, GridBaselines
 // replayed without a model. Together they are the candidates for a
-// chain's default: pin and lead (no model), the default learned policy
-// deciding when to submit (xgb-online) and its pinned form. Without a
-// model: pin, and dependency (submitted at once, held by the scheduler
-// until the predecessor ends: it never overlaps, and starts at once where
-// nodes are free, where a submission at the deadline waits a scheduling
-// pass).
+// chain's default: the default learned policy deciding when to submit
+// (xgb-online) and its pinned form; and without a model, pin and
+// dependency (submitted at once, held by the scheduler until the
+// predecessor ends: it never overlaps, and starts at once where nodes are
+// free, where a submission at the deadline waits a scheduling pass).
 var (
 	GridTable     = []string{train.OnlinePolicyName}
 	GridReplayed  = []string{models.DefaultPinned}

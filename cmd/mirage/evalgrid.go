@@ -46,8 +46,8 @@ func newEvalSiteGridCmd(f *Factory, runF func(*evalGridOptions) error) *cobra.Co
 	cmd := &cobra.Command{
 		Use:   "site-grid --trace FILE --out DIR --rank START --months START[,START...] --until END [--cell NAME|INDEX]",
 		Short: "Score the default policies under a grid of site scheduler settings, one cell per process",
-		Long: `Run the walk-forward of the default policies' candidates (pin, lead, xgb-online
-and xgb-online-pin, with reactive and the oracle) under each cell of the site grid:
+		Long: `Run the walk-forward of the default policies' candidates (pin, dependency,
+xgb-online and xgb-online-pin, with reactive and the oracle) under each cell of the site grid:
 the hand-made ls6 preset and settings that change what a successor queued early
 gains (priority/basic, age weight 0, age-dominant with PriorityMaxAge 1 and 14
 days, fair-share-dominant, MaxJobsAccrue 1 per user, bf_window 1 day), and with
