@@ -55,7 +55,8 @@ days, fair-share-dominant, MaxJobsAccrue 1 per user, bf_window 1 day), and with
 arrivals scaled by --rank-scale (a quiet month ranks nothing), ranks the
 candidates per site class; the --months periods are scored as recorded. Each cell writes
 DIR/CELL.json; cells run as separate processes or job-array tasks (--cell
-"$SLURM_ARRAY_TASK_ID"), and --report reads DIR and prints the grid and the
+"$SLURM_ARRAY_TASK_ID"); a cell kept in DIR from the same settings is not run
+again (delete its file to rerun it), and --report reads DIR and prints the grid and the
 ranking (--json: the ranking file mirage submit's default reads).
 Method: docs/guide/training-and-evaluation.md.`,
 		Example: `  mirage eval site-grid --list
@@ -157,11 +158,19 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 		return siteGridRuns(ctx, o, s, run)
 	}
 	for _, c := range run {
+		path := eval.GridCellFile(o.out, c.Name)
+		stamp, err := s.Stamp(c)
+		if err != nil {
+			return err
+		}
+		if kept, err := eval.ReadGridCell(path); err == nil && kept.Stamp == stamp {
+			fmt.Fprintf(o.f.Out, "cell %s (%s): kept in %s (same preset, periods, cadence, seed and policies; delete it to run again)\n", c.Name, c.Class, path)
+			continue
+		}
 		r, err := eval.RunGridCell(ctx, s, c)
 		if err != nil {
 			return trainExitErr(err)
 		}
-		path := eval.GridCellFile(o.out, c.Name)
 		if err := eval.WriteGridCell(path, r); err != nil {
 			return err
 		}
@@ -176,11 +185,19 @@ func siteGridRuns(ctx context.Context, o *evalGridOptions, s eval.GridSpec, run 
 		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--every %s: want at least 1h", o.every))
 	}
 	for _, c := range run {
+		path := eval.GridRunsFile(o.out, c.Name)
+		stamp, err := s.RunsStamp(c, s.Scored, o.every)
+		if err != nil {
+			return err
+		}
+		if kept, err := eval.ReadGridRuns(path); err == nil && kept.Stamp == stamp {
+			fmt.Fprintf(o.f.Out, "cell %s (%s): whole runs kept in %s (same settings; delete it to run again)\n", c.Name, c.Class, path)
+			continue
+		}
 		r, err := eval.RunGridRuns(ctx, s, c, s.Scored, o.every)
 		if err != nil {
 			return trainExitErr(err)
 		}
-		path := eval.GridRunsFile(o.out, c.Name)
 		if err := eval.WriteGridRuns(path, r); err != nil {
 			return err
 		}
