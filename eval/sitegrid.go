@@ -95,6 +95,16 @@ type GridCellResult struct {
 // the refit cadence, the seed and the grid's policies (not the code: a
 // kept result outlives a change of a policy; delete it to run again).
 func (s GridSpec) Stamp(cell sim.GridCell) (string, error) {
+	return stamp(cell, func(h io.Writer) {
+		fmt.Fprint(h, s.TraceName, s.Rank.UTC(), s.RankScale, s.Retrain, s.Seed, GridTable, GridReplayed, GridBaselines)
+		for _, t := range s.Scored {
+			fmt.Fprint(h, t.UTC())
+		}
+	})
+}
+
+// stamp hashes the cell's configuration and what more writes.
+func stamp(cell sim.GridCell, more func(io.Writer)) (string, error) {
 	cfg, err := cell.Config()
 	if err != nil {
 		return "", err
@@ -105,10 +115,7 @@ func (s GridSpec) Stamp(cell sim.GridCell) (string, error) {
 	}
 	h := sha256.New()
 	h.Write(b)
-	fmt.Fprint(h, s.TraceName, s.Rank.UTC(), s.RankScale, s.Retrain, s.Seed, GridTable, GridReplayed, GridBaselines)
-	for _, t := range s.Scored {
-		fmt.Fprint(h, t.UTC())
-	}
+	more(h)
 	return fmt.Sprintf("%x", h.Sum(nil)[:12]), nil
 }
 

@@ -41,13 +41,17 @@ type GridRunsResult struct {
 func GridRunPolicies() []string { return slices.Concat([]string{Reference}, GridCandidates()) }
 
 // RunsStamp identifies a cell's whole runs under s and bounds (periods:
-// their starts, then the end) with runs every interval.
+// their starts, then the end) with runs every interval: the cell's
+// configuration, the trace's name, the seed, the periods, the interval
+// and the policies (not the walk-forward's ranking or scored periods,
+// which the whole runs do not use).
 func (s GridSpec) RunsStamp(cell sim.GridCell, bounds []time.Time, interval time.Duration) (string, error) {
-	base, err := s.Stamp(cell)
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s/runs %v %s %v", base, bounds, interval, GridRunPolicies()), nil
+	return stamp(cell, func(h io.Writer) {
+		fmt.Fprint(h, "runs", s.TraceName, s.Seed, interval, GridRunPolicies())
+		for _, t := range bounds {
+			fmt.Fprint(h, t.UTC())
+		}
+	})
 }
 
 // RunGridRuns replays whole training runs of 1 and 8 nodes injected every

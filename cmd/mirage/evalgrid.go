@@ -83,7 +83,7 @@ Method: docs/guide/training-and-evaluation.md.`,
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.Uint64Var(&o.seed, "seed", 1, "seed of the simulator and of every fit")
 	fl.IntVar(&o.workers, "workers", 0, "simulator goroutines (default: all cores)")
-	fl.BoolVar(&o.runs, "runs", false, "replay whole training runs (7 days of work, hand-off) of reactive and the candidates in the --months periods instead, into DIR/CELL.runs.json")
+	fl.BoolVar(&o.runs, "runs", false, "replay whole training runs (7 days of work, hand-off) of reactive and the candidates in the --months periods (to --until) instead, into DIR/CELL.runs.json (--rank not needed)")
 	fl.DurationVar(&o.every, "every", 48*time.Hour, "with --runs: a run of 1 and one of 8 nodes injected this often")
 	fl.BoolVar(&o.report, "report", false, "read DIR's cells and print the grid and the ranking instead of running cells")
 	fl.BoolVar(&o.list, "list", false, "list the cells and exit")
@@ -121,8 +121,8 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 	if err != nil {
 		return err
 	}
-	if o.trace == "" || o.rank == "" || len(o.months) == 0 || o.until == "" {
-		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("running cells needs --trace, --rank, --months and --until"))
+	if o.trace == "" || (o.rank == "" && !o.runs) || len(o.months) == 0 || o.until == "" {
+		return cmdutil.WithCode(cmdutil.ExitUsage, errors.New("running cells needs --trace, --rank, --months and --until (--runs: all but --rank)"))
 	}
 	jobs, err := o.traceOpts.read(o.trace)
 	if err != nil {
@@ -134,8 +134,10 @@ func evalSiteGrid(ctx context.Context, o *evalGridOptions) error {
 	}
 	s := eval.GridSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), RankScale: o.rankScale, Retrain: o.retrain, Seed: o.seed, Workers: o.workers,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
-	if s.Rank, err = parseWhen("rank", o.rank, loc); err != nil {
-		return err
+	if o.rank != "" {
+		if s.Rank, err = parseWhen("rank", o.rank, loc); err != nil {
+			return err
+		}
 	}
 	for _, m := range append(slices.Clone(o.months), o.until) {
 		t, err := parseWhen("months", m, loc)

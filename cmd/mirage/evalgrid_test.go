@@ -13,8 +13,8 @@ import (
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// A cell kept in the grid directory from the same settings is not run
-// again: mirage eval site-grid says so and leaves the file as it was, so
+// A cell (or its whole runs) kept in the grid directory from the same
+// settings is not run again: mirage eval site-grid says so and leaves the file as it was, so
 // a job array or a script that runs every cell may be started again and
 // only runs what is missing. The kept file's stamp is the one the page
 // tests compute for the same settings (eval.GridSpec.Stamp: the trace's
@@ -74,5 +74,22 @@ func TestEvalSiteGridKeepsCell(t *testing.T) {
 		"--months", "2022-12-01", "--until", "2022-12-10", "--cell", "fifo", "--cache", "-")
 	if code == 0 || !strings.Contains(stderr, "grid cell fifo: walk-forward") {
 		t.Errorf("a cell of other settings: exit %d, want its run started (and failed):\n%s", code, stderr)
+	}
+	// The cell's whole runs are kept the same way; their stamp names the
+	// trace, the seed, the periods, the interval and the policies, not the
+	// walk-forward's ranking period (--rank is not needed), as the page
+	// test (whole-run.md) computes it with its own walk-forward periods.
+	runs := eval.GridRunsFile(dir, "fifo")
+	rstamp, err := (eval.GridSpec{TraceName: filepath.Base(tr), Seed: 1}).RunsStamp(fifo, []time.Time{day("2022-12-01"), day("2022-12-10")}, 48*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eval.WriteGridRuns(runs, &eval.GridRunsResult{Cell: "fifo", Class: fifo.Class, Interval: 48 * time.Hour, Stamp: rstamp}); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = runMirage(t, "eval", "site-grid", "--runs", "--trace", tr, "--out", dir, "--months", "2022-12-01", "--until", "2022-12-10",
+		"--every", "48h", "--cell", "fifo", "--cache", "-")
+	if code != 0 || !strings.Contains(out, "cell fifo (fifo): whole runs kept in "+runs) {
+		t.Errorf("whole runs: exit %d, want the kept runs reported and nothing run:\n%s%s", code, out, stderr)
 	}
 }
