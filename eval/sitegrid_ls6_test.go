@@ -29,11 +29,15 @@ import (
 // (RunGridCell), each kept in the grid directory: $MIRAGE_SITEGRID_DIR, else
 // the user's cache (mirage/sitegrid). A kept cell whose stamp (preset,
 // periods, cadence, seed, policies) matches is read, not run again, so
-// cells may be run beforehand as separate processes:
+// cells may be run beforehand as separate processes (scripts/site-grid.sh
+// runs them all, and make results runs it before these pages):
 //
 //	mirage eval site-grid --trace ls6-a100-until-2023-03-01.log.gz --out DIR \
 //	    --rank 2022-11-15 --rank-scale S --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27 \
 //	    --calibrated DIR/calibrated.yaml --cell N          # N = 0 … 8
+//	mirage eval site-grid --runs --trace ls6-a100-until-2023-03-01.log.gz --out DIR \
+//	    --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-20 --every 48h \
+//	    --calibrated DIR/calibrated.yaml --cell N          # whole-run.md's runs
 //
 // with S the scale novemberAtBusyDemand computes (pin-november.md prints it).
 //
@@ -42,7 +46,7 @@ import (
 // --fit-until 2022-12-01`), kept as DIR/calibrated.yaml.
 
 // gridLS6Cmd regenerates the grid's pages.
-const gridLS6Cmd = `MIRAGE_WALKFORWARD=1 MIRAGE_HELDOUT=1 MIRAGE_UPDATE_RESULTS=1 go test -tags "libsqlite3 xgboost" -run '^(TestWalkForwardLS6|TestPinNovemberLS6)$' -v -timeout 12h ./eval/`
+const gridLS6Cmd = `scripts/site-grid.sh && MIRAGE_WALKFORWARD=1 MIRAGE_HELDOUT=1 MIRAGE_UPDATE_RESULTS=1 go test -tags "libsqlite3 xgboost" -run '^(TestWalkForwardLS6|TestPinNovemberLS6)$' -v -timeout 12h ./eval/`
 
 // siteRankingFile is the ranking mirage submit's default reads (embedded
 // in models), written by TestPinNovemberLS6 from the ranking period.
