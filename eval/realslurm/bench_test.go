@@ -260,7 +260,9 @@ func (b *bench) train(t *testing.T, set Setting, conf string) string {
 		t.Logf("%s: reusing the models in %s (MIRAGE_BENCH_RETRAIN=1 trains again)", set.Name(), dir)
 		return dir
 	}
-	at := func(tm time.Time) string { return trainOrigin.Add(b.scale.Real(tm.Sub(b.trainFrom))).Format(time.RFC3339) }
+	at := func(tm time.Time) string {
+		return trainOrigin.Add(b.scale.Real(tm.Sub(b.trainFrom))).Format(time.RFC3339)
+	}
 	sizes := make([]string, len(b.design.Sizes))
 	for i, n := range b.design.Sizes {
 		sizes[i] = strconv.Itoa(n)

@@ -204,7 +204,9 @@ func (p *Page) writeHandOffs(w io.Writer) {
 func (p *Page) writeWaits(w io.Writer) {
 	pr := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	s := p.Scale
-	th := func(sec float64) string { return fmt.Sprintf("%.2f h", s.Trace(time.Duration(sec*float64(time.Second))).Hours()) }
+	th := func(sec float64) string {
+		return fmt.Sprintf("%.2f h", s.Trace(time.Duration(sec*float64(time.Second))).Hours())
+	}
 	pr("## Background waits\n\n")
 	pr("Waits (start − submit) in trace hours of the background jobs that started in both, real against simulated; then the same real waits against LS6's recorded waits of those jobs, scaled (how far the small cluster is from the trace's).\n\n")
 	pr("| release | setting | policy | jobs | median real | simulated | p90 real | simulated | KS | Spearman | never started real (sim) | recorded median | KS recorded | Spearman recorded |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
