@@ -129,7 +129,6 @@ func newBench(t *testing.T) *bench {
 	}
 	b.trainFrom, b.split, b.trainUntil = benchTrainFrom, benchTrainSplit, benchTrainUntil
 	if os.Getenv("MIRAGE_BENCH_RESIMULATE") == "" {
-		b.second = testenv.SecondUser(t)
 		b.bin = buildMirage(t, root)
 		if slices.Contains(b.policies, "default") {
 			b.writeTrainingTrace(t, jobs)
@@ -212,6 +211,7 @@ func (b *bench) runAll(t *testing.T) []*Record {
 			models := ""
 			for _, pol := range b.policies {
 				c.reset(t, set)
+				b.second = testenv.SecondUser(t) // the up-script adds it and names it in env.sh
 				if pol == "default" && models == "" {
 					models = b.train(t, set, c.conf)
 				}

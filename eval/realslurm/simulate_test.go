@@ -1,0 +1,118 @@
+package realslurm
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
+)
+
+// tinyRecord is a run on two nodes of 4 GPUs (age weight 0):
+//
+//	T0     bg-1 (a whole node, runs 100 s) starts on one node
+//	T0+5   bg-2 (a whole node, 30 s) starts on the other
+//	T0+10  mirage submit registers a reactive chain of 2 segments of one
+//	       whole node (limit 1 min); segment 0 queues: no node is free
+//	T0+35  bg-2 ends: segment 0 starts
+//	T0+40  bg-3 (a whole node, 10 s) queues: no node is free
+//	T0+85  segment 0 ends (it runs the run's segment run time, 50 s):
+//	       bg-3, the only job queued, starts
+//	T0+86  the daemon's cycle (every 2 s from T0) sees segment 0 ended:
+//	       reactive submits segment 1, which queues
+//	T0+95  bg-3 ends: segment 1 starts. The hand-off's gap: 95 − 85 = 10 s.
+func tinyRecord(t0 time.Time) *Record {
+	set := Setting{AgeWeight: 0}
+	lines, err := SchedulingConf(set.Config(benchScale))
+	if err != nil {
+		panic(err)
+	}
+	conf := lines + "GresTypes=gpu\n" +
+		"NodeName=node1 NodeHostname=localhost Port=1 CPUs=8 RealMemory=16000 Gres=gpu:tesla:4 State=UNKNOWN\n" +
+		"NodeName=node2 NodeHostname=localhost Port=2 CPUs=8 RealMemory=16000 Gres=gpu:tesla:4 State=UNKNOWN\n" +
+		"PartitionName=long Nodes=node[1-2] MaxTime=60 DefaultTime=10 Default=YES State=UP\n"
+	bg := func(name string, submit, run time.Duration) provisioner.Job {
+		return provisioner.Job{ID: name, Name: name, User: "mirageb", Account: "teama", Partition: "long", Submit: t0.Add(submit),
+			TimeLimit: 2 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.StateCompleted, Start: t0.Add(submit), End: t0.Add(submit + run)}
+	}
+	return &Record{Release: "22.05", Setting: set, Policy: provisioner.PolicyReactive, Scale: benchScale, Cycle: 2 * time.Second, SlurmConf: conf,
+		Start: t0, End: t0.Add(200 * time.Second),
+		Plan:       []BackgroundJob{{Name: "bg-1", Run: 100 * time.Second}, {Name: "bg-2", Run: 30 * time.Second}, {Name: "bg-3", Run: 10 * time.Second}},
+		Background: []provisioner.Job{bg("bg-1", 0, 100*time.Second), bg("bg-2", 5*time.Second, 30*time.Second), bg("bg-3", 40*time.Second, 10*time.Second)},
+		Chains: []ChainRun{{
+			Registered: t0.Add(10 * time.Second), Work: 48 * time.Second,
+			Status: provisioner.ChainJSON{ID: "c-20300101-aaaaaa", Name: "chain0", Policy: provisioner.PolicyReactive, Segments: 2, MaxRetries: 2,
+				Account: "teama", Partition: "long", TimeLimitS: 60, Nodes: 1, GPUs: 4, State: "done"},
+			// The segments' run time on the real cluster: 50 s (the median).
+			Jobs: []provisioner.Job{{ID: "11", State: provisioner.StateCompleted, Start: t0, End: t0.Add(50 * time.Second)}},
+		}},
+	}
+}
+
+func TestSimulateByHand(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := tinyRecord(t0)
+	sr, err := Simulate(context.Background(), rec, func(name string) (provisioner.Policy, error) { return provisioner.BaselinePolicy(name) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]time.Duration{"bg-1": 0, "bg-2": 5 * time.Second, "bg-3": 85 * time.Second} {
+		if got, ok := sr.Starts[name]; !ok || !got.Equal(t0.Add(want)) {
+			t.Errorf("%s started at T0+%s (ok %v), want T0+%s", name, got.Sub(t0), ok, want)
+		}
+	}
+	gaps := sr.Gaps["c-20300101-aaaaaa"]
+	if len(gaps) != 1 || gaps[0] != (Gap{Segment: 1, Gap: 10 * time.Second, OK: true}) {
+		t.Errorf("gaps %+v, want segment 1 starting 10 s after segment 0 ended", gaps)
+	}
+	if sr.Unstarted != 0 || sr.Pinned["c-20300101-aaaaaa"] != 0 {
+		t.Errorf("unstarted %d, pinned %d: want 0, 0", sr.Unstarted, sr.Pinned["c-20300101-aaaaaa"])
+	}
+}
+
+// TestCompareByHand: two hand-offs, real gaps 10 s and 0 s, simulated 10 s
+// and 2 s; a third censored in the replay.
+//
+//	mean |gap| real (10 + 0)/2 = 5 s, simulated (10 + 2)/2 = 6 s;
+//	they agree: |5 − 6| = 1 s ≤ max(25% of 6 s = 1.5 s, 10 min / 300 = 2 s).
+//	KS: real {0, 10}, simulated {2, 10}: at x = 0 the real CDF is 1/2, the
+//	simulated 0: 0.5.
+func TestCompareByHand(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	c := &Comparison{HandOffs: []HandOffPair{
+		{Segment: 1, Real: Gap{1, 10 * time.Second, true}, Sim: Gap{1, 10 * time.Second, true}},
+		{Segment: 2, Real: Gap{2, 0, true}, Sim: Gap{2, 2 * time.Second, true}},
+		{Segment: 3, Real: Gap{3, 4 * time.Second, true}, Sim: Gap{3, 0, false}},
+	}}
+	g := c.Gaps()
+	if g.Pairs != 2 || g.Censored != 1 || g.RealMean != 5*time.Second || g.SimMean != 6*time.Second || g.KS != 0.5 {
+		t.Errorf("%+v", g)
+	}
+	if !MeanGapsAgree(g, benchScale) {
+		t.Error("5 s and 6 s do not agree; want agreement (1 s ≤ 2 s)")
+	}
+	// 5 s against 9 s: |4 s| > max(25% of 9 s = 2.25 s, 2 s).
+	if MeanGapsAgree(GapStats{Pairs: 2, RealMean: 5 * time.Second, SimMean: 9 * time.Second}, benchScale) {
+		t.Error("5 s and 9 s agree; want not")
+	}
+	// 100 s against 130 s: |30 s| ≤ 25% of 130 s = 32.5 s.
+	if !MeanGapsAgree(GapStats{Pairs: 2, RealMean: 100 * time.Second, SimMean: 130 * time.Second}, benchScale) {
+		t.Error("100 s and 130 s do not agree; want agreement")
+	}
+	if MeanGapsAgree(GapStats{}, benchScale) {
+		t.Error("no hand-off agrees; want not")
+	}
+
+	// A record's own gaps: sacct's times of each segment's last attempt.
+	rec := tinyRecord(t0)
+	ch := &rec.Chains[0]
+	ch.Status.SegmentList = []provisioner.SegmentJSON{{Index: 0, JobID: "11"}, {Index: 1, Attempt: 0, JobID: "12"}, {Index: 1, Attempt: 1, JobID: "13"}}
+	ch.Jobs = []provisioner.Job{
+		{ID: "11", State: provisioner.StateCompleted, Start: t0, End: t0.Add(50 * time.Second)},
+		{ID: "12", State: provisioner.StateFailed, Start: t0.Add(51 * time.Second), End: t0.Add(52 * time.Second)},
+		{ID: "13", State: provisioner.StateCompleted, Start: t0.Add(57 * time.Second), End: t0.Add(90 * time.Second)},
+	}
+	if g := ch.RealGaps(); len(g) != 1 || g[0] != (Gap{1, 7 * time.Second, true}) {
+		t.Errorf("real gaps %+v, want segment 1 (its last attempt) 7 s after segment 0", g)
+	}
+}
