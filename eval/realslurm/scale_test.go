@@ -45,8 +45,8 @@ func TestNewPlan(t *testing.T) {
 		job("j4", 1800*time.Second, 0, 30000*time.Second, 10*time.Hour, 8),
 		job("j5", 2400*time.Second, 0, 36050*time.Second, 10*time.Hour, 1),
 		{ID: "j6", Submit: from.Add(time.Hour), TimeLimit: time.Hour, Nodes: 1}, // never started
-		job("j7", -time.Second, 0, time.Hour, 2*time.Hour, 1),                    // before the slice
-		job("j8", 10*time.Hour, 0, time.Hour, 2*time.Hour, 1),                    // at its end
+		job("j7", -time.Second, 0, time.Hour, 2*time.Hour, 1),                   // before the slice
+		job("j8", 10*time.Hour, 0, time.Hour, 2*time.Hour, 1),                   // at its end
 	}
 	p, err := NewPlan(jobs, from, until, benchScale)
 	if err != nil {
