@@ -411,7 +411,7 @@ func (r *run) do(t *testing.T) *Record {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &Record{Release: r.c.release, Setting: r.setting, Policy: r.policy, Scale: r.b.scale, Cycle: d.Cycle, SlurmConf: string(conf)}
+	rec := &Record{Release: r.c.release, Setting: r.setting, Policy: r.policy, Scale: r.b.scale, Cycle: d.Cycle, Lead: d.Cycle, SlurmConf: string(conf)}
 	scripts := r.writeScripts(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -449,7 +449,7 @@ func (r *run) do(t *testing.T) *Record {
 			case <-tick.C:
 			}
 			t0 := time.Now()
-			out, code, err := r.mirage(ctx, "daemon", "--once")
+			out, code, err := r.mirage(ctx, "daemon", "--once", "--lead", d.Cycle.String())
 			if ctx.Err() != nil {
 				return
 			}
@@ -705,7 +705,7 @@ func (b *bench) compare(t *testing.T, recs []*Record) *Page {
 				modelsDir = c.Status.Models
 			}
 		}
-		sr, err := Simulate(context.Background(), rec, models.PolicyFactory(modelsDir, models.PolicyOptions{}))
+		sr, err := Simulate(context.Background(), rec, rec.Policies(modelsDir))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -21,6 +22,7 @@ type Record struct {
 	Policy    string        `json:"policy"`     // the chains' policy
 	Scale     Scale         `json:"scale"`      // the time scale and size mapping
 	Cycle     time.Duration `json:"cycle"`      // the daemon's cycle (real time)
+	Lead      time.Duration `json:"lead"`       // the daemon's --lead (its cycle); 0: provisioner.DefaultLead
 	SlurmConf string        `json:"slurm_conf"` // the cluster's slurm.conf as it ran
 	Start     time.Time     `json:"start"`      // the run's origin: plan offsets count from here
 	End       time.Time     `json:"end"`        // when the run stopped (the last chain ended, or the deadline)
@@ -94,6 +96,19 @@ func (r *Record) planned() map[string]*BackgroundJob {
 		m[r.Plan[i].Name] = &r.Plan[i]
 	}
 	return m
+}
+
+// Policies is the registry the run's daemon decided with: the learned
+// policies of modelsDir, and the lead and pin baselines with the run's
+// lead (mirage daemon --lead).
+func (r *Record) Policies(modelsDir string) provisioner.PolicyFactory {
+	opts := models.PolicyOptions{}
+	if r.Lead > 0 {
+		opts.Baseline = func(name string) (provisioner.Policy, error) {
+			return provisioner.BaselinePolicy(name, provisioner.WithLead(r.Lead))
+		}
+	}
+	return models.PolicyFactory(modelsDir, opts)
 }
 
 // segmentJobs returns, per segment index, the job of the segment's last
