@@ -83,11 +83,13 @@ var (
 )
 
 // benchDesign is one run's shape at S = 300: a 2 s cycle (10 min of trace
-// time), 6 chains of 4 segments of 2 min (10 h) registered every 24 s
-// (2 h) after 2 min 24 s (12 h) of background load, sizes 1 and 2 nodes.
+// time), 6 chains of 3 segments of 2 min (10 h) registered every 12 s
+// (1 h) after 2 min 24 s (12 h) of background load, sizes 1 and 2 nodes;
+// a run stops 10 min (50 h) after the last registration at the latest.
+// About 11 minutes a run.
 func benchDesign() Design {
-	return Design{Cycle: 2 * time.Second, Warmup: 144 * time.Second, Chains: 6, Every: 24 * time.Second, Sizes: []int{1, 2},
-		Segments: 4, Limit: 2 * time.Minute, Margin: 2 * time.Second, Deadline: 16 * time.Minute}
+	return Design{Cycle: 2 * time.Second, Warmup: 144 * time.Second, Chains: 6, Every: 12 * time.Second, Sizes: []int{1, 2},
+		Segments: 3, Limit: 2 * time.Minute, Margin: 2 * time.Second, Deadline: 10 * time.Minute}
 }
 
 func newBench(t *testing.T) *bench {
