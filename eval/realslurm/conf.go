@@ -15,7 +15,8 @@ import (
 // MIRAGE_SLURM_SCHED_CONF names a file holding them. sim.ParseSlurmConf
 // reads them back into the same settings (TestSchedulingConfRoundTrip).
 //
-// slurm.conf holds PriorityMaxAge, PriorityDecayHalfLife and
+// Site settings slurm.conf does not hold are errors (MaxJobsAccrue:
+// sacctmgr sets it). slurm.conf holds PriorityMaxAge, PriorityDecayHalfLife and
 // PriorityCalcPeriod in whole minutes and bf_window in minutes: a setting
 // that is not a whole number of minutes is an error, as is an interval
 // that is not whole seconds. sched_min_interval=0 lets slurmctld run its
@@ -63,9 +64,30 @@ func SchedulingConf(cfg sim.Config) (string, error) {
 	if cfg.BFMaxJobTest > 0 {
 		params = append(params, "bf_max_job_test="+strconv.Itoa(cfg.BFMaxJobTest))
 	}
+	if cfg.BFMaxJobUser > 0 {
+		params = append(params, "bf_max_job_user="+strconv.Itoa(cfg.BFMaxJobUser))
+	}
+	if cfg.BFMinAgeReserve > 0 {
+		v, err := secs("bf_min_age_reserve", cfg.BFMinAgeReserve)
+		if err != nil {
+			return "", err
+		}
+		params = append(params, "bf_min_age_reserve="+v)
+	}
 	params = append(params, "sched_min_interval=0")
 	fmt.Fprintf(&b, "SchedulerParameters=%s\n", strings.Join(params, ","))
-	b.WriteString("PriorityType=priority/multifactor\n")
+	if cfg.MaxJobsAccrue > 0 {
+		return "", fmt.Errorf("%w: MaxJobsAccrue %d: sacctmgr sets it (an association or QOS limit), not slurm.conf", ErrPlan, cfg.MaxJobsAccrue)
+	}
+	switch cfg.PriorityType {
+	case sim.PriorityBasic, sim.PriorityMultifactor:
+		fmt.Fprintf(&b, "PriorityType=%s\n", cfg.PriorityType)
+	default:
+		return "", fmt.Errorf("%w: PriorityType %q: want %s or %s", ErrPlan, cfg.PriorityType, sim.PriorityBasic, sim.PriorityMultifactor)
+	}
+	if cfg.PriorityAccrueAlways {
+		b.WriteString("PriorityFlags=ACCRUE_ALWAYS\n")
+	}
 	for _, w := range []struct {
 		key string
 		v   float64
@@ -130,6 +152,7 @@ func (s Setting) Name() string { return "age" + strconv.FormatFloat(s.AgeWeight,
 //     runs one).
 func (s Setting) Config(sc Scale) sim.Config {
 	c := sim.Defaults()
+	c.PriorityType = sim.PriorityMultifactor
 	c.PriorityWeightAge = s.AgeWeight
 	c.PriorityWeightJobSize, c.PriorityWeightFairshare, c.PriorityWeightPartition, c.PriorityWeightQOS = 0, 0, 0, 0
 	maxAge := time.Duration(float64(sim.LS6().PriorityMaxAge)/sc.Factor/float64(time.Minute)+0.5) * time.Minute

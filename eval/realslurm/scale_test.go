@@ -125,7 +125,7 @@ func TestSchedulingConfRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.PriorityWeightAge != set.AgeWeight || got.PriorityMaxAge != 34*time.Minute || got.PriorityCalcPeriod != time.Minute ||
+		if got.PriorityType != sim.PriorityMultifactor || got.PriorityWeightAge != set.AgeWeight || got.PriorityMaxAge != 34*time.Minute || got.PriorityCalcPeriod != time.Minute ||
 			got.PriorityDecayHalfLife != cfg.PriorityDecayHalfLife || got.PriorityWeightFairshare != 0 || got.PriorityWeightJobSize != 0 ||
 			got.PriorityWeightQOS != 0 || got.PriorityWeightPartition != 0 || !got.Backfill || got.BFInterval != 2*time.Second ||
 			got.BFResolution != 5*time.Second || got.BFWindow != 15*time.Minute || got.SchedInterval != 10*time.Second || got.BFMaxJobTest != 500 {
@@ -140,6 +140,22 @@ func TestSchedulingConfRoundTrip(t *testing.T) {
 	bad = Setting{AgeWeight: 0.5}.Config(benchScale)
 	if _, err := SchedulingConf(bad); !errors.Is(err, ErrPlan) {
 		t.Errorf("age weight 0.5: %v, want an error", err)
+	}
+	bad = Setting{AgeWeight: 1000}.Config(benchScale)
+	bad.MaxJobsAccrue = 2
+	if _, err := SchedulingConf(bad); !errors.Is(err, ErrPlan) || !strings.Contains(err.Error(), "sacctmgr") {
+		t.Errorf("MaxJobsAccrue 2: %v, want an error naming sacctmgr", err)
+	}
+	// The other site settings the simulator models round-trip too.
+	site := Setting{AgeWeight: 1000}.Config(benchScale)
+	site.PriorityAccrueAlways, site.BFMaxJobUser, site.BFMinAgeReserve = true, 3, 30*time.Second
+	lines, err := SchedulingConf(site)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := sim.ParseSlurmConf(strings.NewReader(lines), sim.Defaults())
+	if err != nil || !got.PriorityAccrueAlways || got.BFMaxJobUser != 3 || got.BFMinAgeReserve != 30*time.Second {
+		t.Errorf("site settings read back %+v (%v) from\n%s", got, err, lines)
 	}
 }
 
