@@ -161,6 +161,31 @@ func (p *Page) writeDiffers(w io.Writer) {
 			secs(median(real)), secs(median(simG)), c.CycleMedian.Round(10*time.Millisecond), c.CycleP90.Round(10*time.Millisecond), c.SubmitLagP90.Round(10*time.Millisecond))
 	}
 	pr("\n")
+	pr("**Pinned successors** (submitted pinned to their predecessor's nodes, the pin never lifted): how many started within one scheduling pass of their predecessor's end (0 ≤ gap ≤ bf_interval + 1 s; Slurm's times are whole seconds), on the real slurmctld and in the simulator.\n\n")
+	pr("| release | setting | policy | pinned hand-offs real | within one pass | pinned in the replay | within one pass |\n|---|---|---|---|---|---|---|\n")
+	for _, c := range p.Runs {
+		pass := c.Sim.Config.BFInterval + time.Second
+		var nr, wr, ns, ws int
+		for _, h := range c.HandOffs {
+			if h.Real.Pinned && h.Real.OK {
+				nr++
+				if h.Real.Gap >= 0 && h.Real.Gap <= pass {
+					wr++
+				}
+			}
+			if h.Sim.Pinned && h.Sim.OK {
+				ns++
+				if h.Sim.Gap >= 0 && h.Sim.Gap <= pass {
+					ws++
+				}
+			}
+		}
+		if nr+ns == 0 {
+			continue
+		}
+		pr("| %s | %s | %s | %d | %d | %d | %d |\n", c.Record.Release, c.Record.Setting.Name(), c.ChainPolicy, nr, wr, ns, ws)
+	}
+	pr("\n")
 }
 
 func secs(x float64) string {

@@ -156,6 +156,7 @@ type Gap struct {
 	Segment int           // the successor
 	Gap     time.Duration // start − predecessor end (ok), else unknown
 	OK      bool          // the successor started
+	Pinned  bool          // it was submitted pinned to its predecessor's nodes and the pin was never lifted
 }
 
 // RealGaps are the chain's hand-offs on the real cluster (sacct's times).
@@ -165,7 +166,31 @@ func (c *ChainRun) RealGaps() []Gap {
 	for k, j := range jobs {
 		starts[k], ends[k] = j.Start, j.End
 	}
-	return handOffGaps(starts, ends, c.Status.Segments)
+	acts := make([]provisioner.Action, len(c.Decisions))
+	segs := make([]int, len(c.Decisions))
+	for i, d := range c.Decisions {
+		acts[i], segs[i] = provisioner.Action(d.Action), d.Segment
+	}
+	return markPinned(handOffGaps(starts, ends, c.Status.Segments), acts, segs)
+}
+
+// markPinned marks the hand-offs whose successor a decision submitted
+// pinned and no later decision unpinned (decisions in order: their
+// actions and the segments they were about).
+func markPinned(gaps []Gap, acts []provisioner.Action, segs []int) []Gap {
+	pinned := map[int]bool{}
+	for i, a := range acts {
+		switch a {
+		case provisioner.SubmitPinned:
+			pinned[segs[i]] = true
+		case provisioner.ActUnpin:
+			pinned[segs[i]] = false
+		}
+	}
+	for i := range gaps {
+		gaps[i].Pinned = pinned[gaps[i].Segment]
+	}
+	return gaps
 }
 
 // segmentRuntime is the median run time sacct recorded for the run's

@@ -124,11 +124,15 @@ func Simulate(ctx context.Context, rec *Record, policies provisioner.PolicyFacto
 	}
 	for i := range chains {
 		id := chains[i].Status.ID
-		out.Gaps[id] = handOffGaps(starts[id], ends[id], chains[i].Status.Segments)
 		ds, err := st.Decisions(ctx, id)
 		if err != nil {
 			return nil, err
 		}
+		acts, segs := make([]provisioner.Action, len(ds)), make([]int, len(ds))
+		for k, d := range ds {
+			acts[k], segs[k] = d.Action, d.Segment
+		}
+		out.Gaps[id] = markPinned(handOffGaps(starts[id], ends[id], chains[i].Status.Segments), acts, segs)
 		for _, d := range ds {
 			switch d.Action {
 			case provisioner.SubmitPinned:

@@ -80,9 +80,9 @@ func TestSimulateByHand(t *testing.T) {
 func TestCompareByHand(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	c := &Comparison{HandOffs: []HandOffPair{
-		{Segment: 1, Real: Gap{1, 10 * time.Second, true}, Sim: Gap{1, 10 * time.Second, true}},
-		{Segment: 2, Real: Gap{2, 0, true}, Sim: Gap{2, 2 * time.Second, true}},
-		{Segment: 3, Real: Gap{3, 4 * time.Second, true}, Sim: Gap{3, 0, false}},
+		{Segment: 1, Real: Gap{Segment: 1, Gap: 10 * time.Second, OK: true}, Sim: Gap{Segment: 1, Gap: 10 * time.Second, OK: true}},
+		{Segment: 2, Real: Gap{Segment: 2, Gap: 0, OK: true}, Sim: Gap{Segment: 2, Gap: 2 * time.Second, OK: true}},
+		{Segment: 3, Real: Gap{Segment: 3, Gap: 4 * time.Second, OK: true}, Sim: Gap{Segment: 3, Gap: 0, OK: false}},
 	}}
 	g := c.Gaps()
 	if g.Pairs != 2 || g.Censored != 1 || g.RealMean != 5*time.Second || g.SimMean != 6*time.Second || g.KS != 0.5 {
@@ -112,7 +112,42 @@ func TestCompareByHand(t *testing.T) {
 		{ID: "12", State: provisioner.StateFailed, Start: t0.Add(51 * time.Second), End: t0.Add(52 * time.Second)},
 		{ID: "13", State: provisioner.StateCompleted, Start: t0.Add(57 * time.Second), End: t0.Add(90 * time.Second)},
 	}
-	if g := ch.RealGaps(); len(g) != 1 || g[0] != (Gap{1, 7 * time.Second, true}) {
+	if g := ch.RealGaps(); len(g) != 1 || g[0] != (Gap{Segment: 1, Gap: 7 * time.Second, OK: true}) {
 		t.Errorf("real gaps %+v, want segment 1 (its last attempt) 7 s after segment 0", g)
+	}
+}
+
+// TestSchedLogLines: slurmctld's lines for a job started by the main pass
+// and by backfill, as 22.05 and 24.11 wrote them on the loopback cluster.
+func TestSchedLogLines(t *testing.T) {
+	for line, want := range map[string][]string{
+		"[2026-12-07T01:32:40.001] sched: Allocate JobId=1 NodeList=node1 #CPUs=1 Partition=long":                    {"2026-12-07T01:32:40.001", "sched: Allocate", "1"},
+		"[2026-12-07T00:58:12.345] sched/backfill: _start_job: Started JobId=120 in long on node3":                    {"2026-12-07T00:58:12.345", "", "120"},
+		"[2026-12-07T00:58:12.345] _job_complete: JobId=120 done":                                                     nil,
+		"[2026-12-07T00:58:12.345] _slurm_rpc_submit_batch_job: JobId=121 InitPrio=4294901759 usec=1048":             nil,
+		"[2026-12-07T00:58:12.345] sched: _release_job_rec: release hold on JobId=7 by uid 0 (Allocate JobId=8 made)": nil,
+	} {
+		m := schedLogRe.FindStringSubmatch(line)
+		if want == nil {
+			if m != nil {
+				t.Errorf("%q matched %q", line, m)
+			}
+			continue
+		}
+		if m == nil || m[1] != want[0] || m[2] != want[1] || m[3] != want[2] {
+			t.Errorf("%q: %q, want %q", line, m, want)
+		}
+	}
+}
+
+// TestMarkPinned: a successor submitted pinned counts as pinned unless a
+// later decision lifted its node list.
+func TestMarkPinned(t *testing.T) {
+	gaps := []Gap{{Segment: 1, OK: true}, {Segment: 2, OK: true}, {Segment: 3, OK: true}}
+	acts := []provisioner.Action{provisioner.Wait, provisioner.SubmitPinned, provisioner.ActUnpin, provisioner.SubmitPinned, provisioner.SubmitNow}
+	segs := []int{1, 1, 1, 2, 3}
+	got := markPinned(gaps, acts, segs)
+	if got[0].Pinned || !got[1].Pinned || got[2].Pinned {
+		t.Errorf("pinned %v %v %v, want false (lifted), true, false (submitted unpinned)", got[0].Pinned, got[1].Pinned, got[2].Pinned)
 	}
 }
