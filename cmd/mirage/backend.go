@@ -151,8 +151,9 @@ func policyResolver(f *Factory, defaultDir string, lead time.Duration) provision
 }
 
 // withLead builds the lead and pin baselines with the given lead (the
-// daemon's --lead) and every other policy with pf; lead ≤ 0 leaves pf as
-// it is (their DefaultLead).
+// daemon's --lead), used as given (provisioner.WithLead), and every other
+// policy with pf; lead ≤ 0 leaves pf as it is (their DefaultLead, scaled
+// by the limit).
 func withLead(pf provisioner.PolicyFactory, lead time.Duration) provisioner.PolicyFactory {
 	if lead <= 0 {
 		return pf
@@ -174,8 +175,9 @@ type policyOptions struct {
 
 // addLead adds --lead (the daemon: it decides the successors).
 func (o *policyOptions) addLead(cmd *cobra.Command) {
-	cmd.Flags().DurationVar(&o.lead, "lead", provisioner.DefaultLead, "how long before a predecessor's limit the lead and pin policies submit its successor "+
-		"while nodes are free: one decision cycle, so set it to your cron period (pin queues pinned at once when none are free)")
+	cmd.Flags().DurationVar(&o.lead, "lead", 0, "how long before a predecessor's limit the lead and pin policies submit its successor "+
+		"while nodes are free: one decision cycle, so set it to your cron period, used as given (default: 10m, at most a quarter of the limit); "+
+		"pin queues pinned at once when none are free")
 }
 
 func (o *policyOptions) add(cmd *cobra.Command) {

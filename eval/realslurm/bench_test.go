@@ -22,6 +22,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/mirage-gpu/mirage/traces"
 )
@@ -566,10 +567,10 @@ func (r *run) anyActive(t *testing.T, ids []string) bool {
 	return false
 }
 
-func (r *run) status(t *testing.T, id string) provisioner.ChainJSON {
+func (r *run) status(t *testing.T, id string) chainops.ChainJSON {
 	t.Helper()
 	out, code, err := r.mirage(context.Background(), "status", id, "--json")
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if err != nil || code != 0 {
 		t.Fatalf("mirage status %s: exit %d %v: %s", id, code, err, out)
 	}
@@ -633,7 +634,7 @@ func (r *run) collect(t *testing.T, rec *Record, ids []string) {
 			t.Fatalf("mirage log %s: exit %d %v: %s", id, code, err, out)
 		}
 		var lg struct {
-			Decisions []provisioner.DecisionJSON `json:"decisions"`
+			Decisions []chainops.DecisionJSON `json:"decisions"`
 		}
 		if err := json.Unmarshal(out, &lg); err != nil {
 			t.Fatalf("mirage log %s --json: %v", id, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // Record is what one real run left behind: its cluster's configuration,
@@ -39,11 +40,11 @@ type Record struct {
 
 // ChainRun is one chain of a run.
 type ChainRun struct {
-	Status     provisioner.ChainJSON      `json:"status"`     // mirage status CHAIN --json at the end
-	Decisions  []provisioner.DecisionJSON `json:"decisions"`  // mirage log CHAIN --json
-	Registered time.Time                  `json:"registered"` // when mirage submit ran
-	Work       time.Duration              `json:"work"`       // each segment's sleep
-	Jobs       []provisioner.Job          `json:"jobs"`       // its segments' jobs as sacct recorded them
+	Status     chainops.ChainJSON      `json:"status"`     // mirage status CHAIN --json at the end
+	Decisions  []chainops.DecisionJSON `json:"decisions"`  // mirage log CHAIN --json
+	Registered time.Time               `json:"registered"` // when mirage submit ran
+	Work       time.Duration           `json:"work"`       // each segment's sleep
+	Jobs       []provisioner.Job       `json:"jobs"`       // its segments' jobs as sacct recorded them
 }
 
 // CycleRun is one `mirage daemon --once` of the cron-like loop.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -176,7 +177,7 @@ func backgroundSpecs(rec *Record) []sim.JobSpec {
 
 // simChain is the chain a run stored, registered in the simulator at
 // registered: its shape and policy, active, no segment yet.
-func simChain(c *provisioner.ChainJSON, registered time.Time) provisioner.Chain {
+func simChain(c *chainops.ChainJSON, registered time.Time) provisioner.Chain {
 	return provisioner.Chain{
 		ID: c.ID, Name: c.Name, Script: "/dev/null", Policy: c.Policy, Models: c.Models, Workload: c.Workload, Cost: c.Cost,
 		Segments: c.Segments, MaxRetries: c.MaxRetries, Account: c.Account, Partition: c.Partition,

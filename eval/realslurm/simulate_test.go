@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // tinyRecord is a run on two nodes of 4 GPUs (age weight 0):
@@ -41,7 +42,7 @@ func tinyRecord(t0 time.Time) *Record {
 		Background: []provisioner.Job{bg("bg-1", 0, 100*time.Second), bg("bg-2", 5*time.Second, 30*time.Second), bg("bg-3", 40*time.Second, 10*time.Second)},
 		Chains: []ChainRun{{
 			Registered: t0.Add(10 * time.Second), Work: 48 * time.Second,
-			Status: provisioner.ChainJSON{ID: "c-20300101-aaaaaa", Name: "chain0", Policy: provisioner.PolicyReactive, Segments: 2, MaxRetries: 2,
+			Status: chainops.ChainJSON{ID: "c-20300101-aaaaaa", Name: "chain0", Policy: provisioner.PolicyReactive, Segments: 2, MaxRetries: 2,
 				Account: "teama", Partition: "long", TimeLimitS: 60, Nodes: 1, GPUs: 4, State: "done"},
 			// The segments' run time on the real cluster: 50 s (the median).
 			Jobs: []provisioner.Job{{ID: "11", State: provisioner.StateCompleted, Start: t0, End: t0.Add(50 * time.Second)}},
@@ -106,7 +107,7 @@ func TestCompareByHand(t *testing.T) {
 	// A record's own gaps: sacct's times of each segment's last attempt.
 	rec := tinyRecord(t0)
 	ch := &rec.Chains[0]
-	ch.Status.SegmentList = []provisioner.SegmentJSON{{Index: 0, JobID: "11"}, {Index: 1, Attempt: 0, JobID: "12"}, {Index: 1, Attempt: 1, JobID: "13"}}
+	ch.Status.SegmentList = []chainops.SegmentJSON{{Index: 0, JobID: "11"}, {Index: 1, Attempt: 0, JobID: "12"}, {Index: 1, Attempt: 1, JobID: "13"}}
 	ch.Jobs = []provisioner.Job{
 		{ID: "11", State: provisioner.StateCompleted, Start: t0, End: t0.Add(50 * time.Second)},
 		{ID: "12", State: provisioner.StateFailed, Start: t0.Add(51 * time.Second), End: t0.Add(52 * time.Second)},
@@ -121,10 +122,10 @@ func TestCompareByHand(t *testing.T) {
 // and by backfill, as 22.05 and 24.11 wrote them on the loopback cluster.
 func TestSchedLogLines(t *testing.T) {
 	for line, want := range map[string][]string{
-		"[2026-12-07T01:32:40.001] sched: Allocate JobId=1 NodeList=node1 #CPUs=1 Partition=long":                    {"2026-12-07T01:32:40.001", "sched: Allocate", "1"},
+		"[2026-12-07T01:32:40.001] sched: Allocate JobId=1 NodeList=node1 #CPUs=1 Partition=long":                     {"2026-12-07T01:32:40.001", "sched: Allocate", "1"},
 		"[2026-12-07T00:58:12.345] sched/backfill: _start_job: Started JobId=120 in long on node3":                    {"2026-12-07T00:58:12.345", "", "120"},
 		"[2026-12-07T00:58:12.345] _job_complete: JobId=120 done":                                                     nil,
-		"[2026-12-07T00:58:12.345] _slurm_rpc_submit_batch_job: JobId=121 InitPrio=4294901759 usec=1048":             nil,
+		"[2026-12-07T00:58:12.345] _slurm_rpc_submit_batch_job: JobId=121 InitPrio=4294901759 usec=1048":              nil,
 		"[2026-12-07T00:58:12.345] sched: _release_job_rec: release hold on JobId=7 by uid 0 (Allocate JobId=8 made)": nil,
 	} {
 		m := schedLogRe.FindStringSubmatch(line)
