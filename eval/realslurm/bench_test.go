@@ -209,7 +209,7 @@ func (b *bench) runAll(t *testing.T) []*Record {
 	var recs []*Record
 	for _, rel := range b.releases {
 		c := &cluster{b: b, release: rel}
-		t.Cleanup(func() { c.down(t) })
+		t.Cleanup(func() { c.downOnce(t) })
 		for _, set := range b.settings {
 			models := ""
 			for _, pol := range b.policies {
@@ -225,7 +225,7 @@ func (b *bench) runAll(t *testing.T) []*Record {
 				recs = append(recs, r)
 			}
 		}
-		c.down(t)
+		c.downOnce(t)
 	}
 	return recs
 }
@@ -353,17 +353,25 @@ func (c *cluster) loadEnv(t *testing.T, path string) {
 	}
 }
 
+// down stops the cluster: every job cancelled, the daemons stopped (the
+// scripts are idempotent: a cluster another session left up is stopped
+// too, so that every run starts on an empty queue).
 func (c *cluster) down(t *testing.T) {
 	t.Helper()
-	if !c.up {
-		return
-	}
 	if c.release == "22.05" {
 		c.script(t, "", "slurm-down.sh")
 	} else {
 		c.script(t, "", "slurm-newer/down.sh", c.release)
 	}
 	c.up = false
+}
+
+// downOnce stops the cluster if this benchmark brought it up.
+func (c *cluster) downOnce(t *testing.T) {
+	t.Helper()
+	if c.up {
+		c.down(t)
+	}
 }
 
 // run is one policy's run on a freshly reset cluster.
