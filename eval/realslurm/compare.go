@@ -58,6 +58,13 @@ type Comparison struct {
 	// jobs' submission (sacct) after their planned time.
 	CycleMedian, CycleP90, SubmitLagP90 time.Duration
 	Cycles                              int
+	// LatencyMedian and LatencyP90 are the real waits of the background
+	// jobs the simulator started at once (simulated wait 0): what
+	// slurmctld took to start a job it had room for. HeldBack counts the
+	// jobs slurmctld started within a backfill pass (wait ≤ bf_interval)
+	// that the simulator kept waiting longer than a minute.
+	LatencyMedian, LatencyP90 time.Duration
+	Immediate, HeldBack       int
 }
 
 // Compare pairs a run with its replay.
@@ -110,7 +117,8 @@ func (c *Comparison) compareWaits(rec *Record, sr *SimRun) {
 	for _, j := range rec.Plan {
 		recorded[j.Name], planned[j.Name] = j.Wait, j.At
 	}
-	var lags []time.Duration
+	var lags, lat []time.Duration
+	pass := sr.Config.BFInterval
 	for _, j := range rec.Background {
 		if at, ok := planned[j.Name]; ok && !j.Submit.IsZero() {
 			lags = append(lags, j.Submit.Sub(rec.Start.Add(at)))
@@ -136,7 +144,15 @@ func (c *Comparison) compareWaits(rec *Record, sr *SimRun) {
 		real = append(real, w)
 		simW = append(simW, st.Sub(submit).Seconds())
 		nodes = append(nodes, j.Nodes)
+		if !st.After(submit) {
+			lat = append(lat, j.Start.Sub(j.Submit))
+		}
+		if j.Start.Sub(j.Submit) <= pass && st.Sub(submit) > time.Minute {
+			c.HeldBack++
+		}
 	}
+	c.Immediate = len(lat)
+	c.LatencyMedian, c.LatencyP90 = durQuantile(lat, 0.5), durQuantile(lat, 0.9)
 	c.SimUnstarted = sr.Unstarted
 	c.Waits = sim.Compare(simW, real, nodes)[0]
 	c.Recorded = sim.Compare(recW, recReal, nodesRec)[0]

@@ -2,6 +2,7 @@ package realslurm
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -150,5 +151,38 @@ func TestMarkPinned(t *testing.T) {
 	got := markPinned(gaps, acts, segs)
 	if got[0].Pinned || !got[1].Pinned || got[2].Pinned {
 		t.Errorf("pinned %v %v %v, want false (lifted), true, false (submitted unpinned)", got[0].Pinned, got[1].Pinned, got[2].Pinned)
+	}
+}
+
+// TestCompareWaitsByHand: four background jobs submitted at T; backfill
+// every 2 s in the replay's configuration.
+//
+//	a: real start T+1,  simulated T     → the simulator started it at once:
+//	   a scheduling latency of 1 s;
+//	b: real start T+2,  simulated T+90  → slurmctld started it within a
+//	   backfill pass, the simulator held it back over a minute;
+//	c: real start T+30, simulated T+30  → neither;
+//	d: never started on the real cluster.
+func TestCompareWaitsByHand(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	job := func(name string, start time.Duration) provisioner.Job {
+		j := provisioner.Job{ID: name, Name: name, Submit: t0, Nodes: 1, GPUs: 1}
+		if start >= 0 {
+			j.Start = t0.Add(start)
+		}
+		return j
+	}
+	rec := &Record{Start: t0, Background: []provisioner.Job{job("a", time.Second), job("b", 2*time.Second), job("c", 30*time.Second), job("d", -1)}}
+	sr := &SimRun{Starts: map[string]time.Time{"a": t0, "b": t0.Add(90 * time.Second), "c": t0.Add(30 * time.Second)}}
+	sr.Config.BFInterval = 2 * time.Second
+	c := &Comparison{}
+	c.compareWaits(rec, sr)
+	if c.Immediate != 1 || c.LatencyMedian != time.Second || c.HeldBack != 1 || c.RealUnstarted != 1 || c.Waits.Jobs != 3 {
+		t.Errorf("immediate %d latency %s held back %d unstarted %d jobs %d; want 1, 1s, 1, 1, 3", c.Immediate, c.LatencyMedian, c.HeldBack, c.RealUnstarted, c.Waits.Jobs)
+	}
+	// Real waits {1, 2, 30} against simulated {0, 90, 30}: ranks 1 2 3
+	// against 1 3 2, Spearman 1 − 6·(0+1+1)/(3·8) = 0.5.
+	if math.Abs(c.Waits.Spearman-0.5) > 1e-9 {
+		t.Errorf("Spearman %.3f, want 0.5", c.Waits.Spearman)
 	}
 }
