@@ -58,6 +58,7 @@ func (p *Page) Write(w io.Writer) (failed []string) {
 		}
 	}
 	pr("\n%d of %d acceptance lines hold.\n\n", 3*len(p.Runs)-len(failed), 3*len(p.Runs))
+	p.writeVerdicts(w)
 
 	p.writeGains(w)
 	p.writeDiffers(w)
@@ -241,6 +242,66 @@ func (p *Page) writeWaits(w io.Writer) {
 		pr("| %s | %s | %s | %d | %s | %s | %s | %s | %.3f | %.3f | %d (%d) | %s | %.3f | %.3f |\n", c.Record.Release, c.Record.Setting.Name(), c.ChainPolicy, ws.Jobs,
 			th(ws.RecMedian), th(ws.SimMedian), th(ws.RecP90), th(ws.SimP90), ws.KS, ws.Spearman, c.RealUnstarted, c.SimUnstarted,
 			th(c.Recorded.SimMedian), c.Recorded.KS, c.Recorded.Spearman)
+	}
+	pr("\n")
+}
+
+// writeVerdicts says, from the figures above, what the real scheduler
+// confirmed of the simulator and what it contradicted, per criterion.
+func (p *Page) writeVerdicts(w io.Writer) {
+	pr := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	s := p.Scale
+	var gapOK, ksOK, waitOK, n int
+	var simShorter, simLonger int // runs whose simulated mean |gap| is below (above) the real one
+	var realMed, simMed []float64
+	pinned, pinnedPass, simPinned, simPinnedPass := 0, 0, 0, 0
+	for _, c := range p.Runs {
+		g := c.Gaps()
+		n++
+		if MeanGapsAgree(g, s) {
+			gapOK++
+		}
+		if g.Pairs > 0 && g.KS <= MaxGapKS {
+			ksOK++
+		}
+		if c.Waits.Jobs > 0 && c.Waits.KS <= MaxWaitKS && c.Waits.Spearman >= MinWaitRho {
+			waitOK++
+		}
+		switch {
+		case g.SimMean < g.RealMean:
+			simShorter++
+		case g.SimMean > g.RealMean:
+			simLonger++
+		}
+		realMed = append(realMed, c.Waits.RecMedian)
+		simMed = append(simMed, c.Waits.SimMedian)
+		pass := c.Sim.Config.BFInterval + time.Second
+		for _, h := range c.HandOffs {
+			if h.Real.Pinned && h.Real.OK {
+				pinned++
+				if h.Real.Gap >= 0 && h.Real.Gap <= pass {
+					pinnedPass++
+				}
+			}
+			if h.Sim.Pinned && h.Sim.OK {
+				simPinned++
+				if h.Sim.Gap >= 0 && h.Sim.Gap <= pass {
+					simPinnedPass++
+				}
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	hrs := func(sec float64) string { return fmt.Sprintf("%.2f h", s.Trace(time.Duration(sec*float64(time.Second))).Hours()) }
+	pr("What the real scheduler confirmed and contradicted, over the %d runs above:\n\n", n)
+	pr("- **Mean gap per policy**: the simulator's mean |gap| agreed with the real one in %d of %d runs (it was shorter in %d, longer in %d).\n", gapOK, n, simShorter, simLonger)
+	pr("- **Gap distribution per hand-off**: KS ≤ %.2g in %d of %d runs.\n", MaxGapKS, ksOK, n)
+	pr("- **Background waits**: KS ≤ %.2g and Spearman ≥ %.2g in %d of %d runs; median wait over the runs' medians real %s, simulated %s.\n",
+		MaxWaitKS, MinWaitRho, waitOK, n, hrs(median(realMed)), hrs(median(simMed)))
+	if pinned+simPinned > 0 {
+		pr("- **Pinned successors**: on the real slurmctld %d of %d started within one scheduling pass of their predecessor's end; in the simulator %d of %d.\n", pinnedPass, pinned, simPinnedPass, simPinned)
 	}
 	pr("\n")
 }
