@@ -294,7 +294,9 @@ func (p *Page) writeVerdicts(w io.Writer) {
 	if n == 0 {
 		return
 	}
-	hrs := func(sec float64) string { return fmt.Sprintf("%.2f h", s.Trace(time.Duration(sec*float64(time.Second))).Hours()) }
+	hrs := func(sec float64) string {
+		return fmt.Sprintf("%.2f h", s.Trace(time.Duration(sec*float64(time.Second))).Hours())
+	}
 	pr("What the real scheduler confirmed and contradicted, over the %d runs above:\n\n", n)
 	pr("- **Mean gap per policy**: the simulator's mean |gap| agreed with the real one in %d of %d runs (it was shorter in %d, longer in %d).\n", gapOK, n, simShorter, simLonger)
 	pr("- **Gap distribution per hand-off**: KS ≤ %.2g in %d of %d runs.\n", MaxGapKS, ksOK, n)
