@@ -383,6 +383,8 @@ type run struct {
 	models  string
 	dir     string    // the run's working directory (scripts, mirage state)
 	sbatch  *exec.Cmd // sbatch as the second user (testenv.AsUser), without arguments
+	mu      sync.Mutex
+	errs    []string // errors of the background goroutines
 }
 
 func (r *run) state() string { return filepath.Join(r.dir, "state") }
@@ -405,18 +407,13 @@ func (r *run) mirage(ctx context.Context, args ...string) ([]byte, int, error) {
 	return out.Bytes(), 0, err
 }
 
+// do runs the policy once: the background load and the cron-like loop in
+// the background, the chains registered at their times, until every chain
+// has ended or the design's deadline; then everything left is cancelled
+// and the record collected.
 func (r *run) do(t *testing.T) *Record {
 	t.Helper()
-	var err error
-	r.dir, err = os.MkdirTemp(r.b.testDir, "bench-run-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(r.dir) })
-	if err := os.Chmod(r.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	r.sbatch = testenv.AsUser(t, r.b.second, "sbatch")
+	r.prepare(t)
 	d := r.b.design
 	conf, err := os.ReadFile(r.c.conf)
 	if err != nil {
@@ -430,53 +427,98 @@ func (r *run) do(t *testing.T) *Record {
 	t.Logf("%s: run starts %s, %d background jobs, %d chains, at most %s", rec.Key(), rec.Start.Format(time.TimeOnly), len(r.b.plan.Jobs), d.Chains, d.Length())
 
 	var wg sync.WaitGroup
-	var bgErr []string
-	var mu sync.Mutex
 	wg.Add(2)
-	go func() { // the second user's background load
-		defer wg.Done()
-		for _, j := range r.b.plan.Jobs {
-			if !sleepUntil(ctx, rec.Start.Add(j.At)) {
-				return
-			}
-			if err := r.submitBackground(&j); err != nil {
-				mu.Lock()
-				bgErr = append(bgErr, err.Error())
-				mu.Unlock()
-			}
-			mu.Lock()
-			rec.Plan = append(rec.Plan, j)
-			mu.Unlock()
-		}
-	}()
-	go func() { // the cron-like loop: mirage daemon --once every cycle
-		defer wg.Done()
-		tick := time.NewTicker(d.Cycle)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			t0 := time.Now()
-			out, code, err := r.mirage(ctx, "daemon", "--once", "--lead", d.Cycle.String())
-			if ctx.Err() != nil {
-				return
-			}
-			if err != nil || code != 0 {
-				mu.Lock()
-				bgErr = append(bgErr, fmt.Sprintf("daemon --once: exit %d %v: %s", code, err, out))
-				mu.Unlock()
-			}
-			mu.Lock()
-			rec.Cycles = append(rec.Cycles, CycleRun{Start: t0.UTC(), Duration: time.Since(t0), Exit: code})
-			mu.Unlock()
-		}
-	}()
+	go func() { defer wg.Done(); r.background(ctx, rec) }()
+	go func() { defer wg.Done(); r.cron(ctx, rec) }()
+	ids := r.registerChains(ctx, t, rec, scripts)
+	for deadline := rec.Start.Add(d.Length()); time.Now().Before(deadline) && r.anyActive(t, ids); {
+		time.Sleep(5 * time.Second)
+	}
+	cancel()
+	wg.Wait()
+	rec.End = time.Now().UTC()
+	if len(r.errs) > 0 {
+		t.Logf("%s: %d errors while running, first: %s", rec.Key(), len(r.errs), r.errs[0])
+	}
+	r.cancelAll(t)
+	r.collect(t, rec, ids)
+	t.Logf("%s: done in %s: %d cycles, %d background jobs recorded", rec.Key(), rec.End.Sub(rec.Start).Round(time.Second), len(rec.Cycles), len(rec.Background))
+	return rec
+}
 
+// prepare makes the run's working directory (slurmd writes there) and
+// the second user's sbatch.
+func (r *run) prepare(t *testing.T) {
+	t.Helper()
+	var err error
+	r.dir, err = os.MkdirTemp(r.b.testDir, "bench-run-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(r.dir) })
+	if err := os.Chmod(r.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r.sbatch = testenv.AsUser(t, r.b.second, "sbatch")
+}
+
+// fail notes an error of the background goroutines (the run goes on).
+func (r *run) fail(msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs = append(r.errs, msg)
+}
+
+// background submits the plan's jobs as the second user at their times,
+// until ctx ends, noting each in rec.Plan.
+func (r *run) background(ctx context.Context, rec *Record) {
+	for _, j := range r.b.plan.Jobs {
+		if !sleepUntil(ctx, rec.Start.Add(j.At)) {
+			return
+		}
+		if err := r.submitBackground(&j); err != nil {
+			r.fail(err.Error())
+		}
+		r.mu.Lock()
+		rec.Plan = append(rec.Plan, j)
+		r.mu.Unlock()
+	}
+}
+
+// cron runs `mirage daemon --once --lead CYCLE` every cycle until ctx
+// ends, as cron would (a cycle that overruns delays the next), noting
+// each in rec.Cycles.
+func (r *run) cron(ctx context.Context, rec *Record) {
+	cycle := r.b.design.Cycle
+	tick := time.NewTicker(cycle)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		t0 := time.Now()
+		out, code, err := r.mirage(ctx, "daemon", "--once", "--lead", cycle.String())
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil || code != 0 {
+			r.fail(fmt.Sprintf("daemon --once: exit %d %v: %s", code, err, out))
+		}
+		r.mu.Lock()
+		rec.Cycles = append(rec.Cycles, CycleRun{Start: t0.UTC(), Duration: time.Since(t0), Exit: code})
+		r.mu.Unlock()
+	}
+}
+
+// registerChains runs `mirage submit` for each chain of the design at its
+// time (--models for the default policy, --policy otherwise) and returns
+// the chains' ids.
+func (r *run) registerChains(ctx context.Context, t *testing.T, rec *Record, scripts map[int]string) []string {
+	t.Helper()
 	var ids []string
-	for i, cp := range d.ChainPlans() {
+	for i, cp := range r.b.design.ChainPlans() {
 		if !sleepUntil(ctx, rec.Start.Add(cp.At)) {
 			break
 		}
@@ -496,22 +538,11 @@ func (r *run) do(t *testing.T) *Record {
 			t.Fatalf("mirage submit printed no chain id: %s", out)
 		}
 		ids = append(ids, id)
+		r.mu.Lock()
 		rec.Chains = append(rec.Chains, ChainRun{Registered: registered, Work: cp.Work})
+		r.mu.Unlock()
 	}
-	deadline := rec.Start.Add(d.Length())
-	for time.Now().Before(deadline) && r.anyActive(t, ids) {
-		time.Sleep(5 * time.Second)
-	}
-	cancel()
-	wg.Wait()
-	rec.End = time.Now().UTC()
-	if len(bgErr) > 0 {
-		t.Logf("%s: %d errors while running, first: %s", rec.Key(), len(bgErr), bgErr[0])
-	}
-	r.cancelAll(t)
-	r.collect(t, rec, ids)
-	t.Logf("%s: done in %s: %d cycles, %d background jobs recorded", rec.Key(), rec.End.Sub(rec.Start).Round(time.Second), len(rec.Cycles), len(rec.Background))
-	return rec
+	return ids
 }
 
 var chainIDRe = regexp.MustCompile(`c-\d{8}-[0-9a-f]{6}`)
