@@ -47,8 +47,12 @@ step "dependencies (scripts/deps.sh: Debian packages, Go tools, modules)"
 #     sizes their assertions need (DQN 60,000 steps, PG 500 updates, golearn's
 #     forests), single-goroutine numeric loops the race detector slows more
 #     than tenfold (TestCompareRF: 32 s without it, 392 s with it on the
-#     loaded 2-core machine; TestPoliciesBeatConstants: over 24 minutes).
-RACE_SKIP='^(TestReadmeCommands|TestDemoScript|TestPoliciesBeatConstants|TestPolicyModelsRoundTrip|TestCompareRF)$'
+#     loaded 2-core machine; TestPoliciesBeatConstants: over 24 minutes);
+#   TestResultsSmokeLS6 (eval): the reduced results check replays three days
+#     of the LS6 file under two site settings (2.5 minutes without the race
+#     detector), the simulator's single-goroutine event loop it would slow
+#     tenfold; the simulator's own tests run under it.
+RACE_SKIP='^(TestReadmeCommands|TestDemoScript|TestPoliciesBeatConstants|TestPolicyModelsRoundTrip|TestCompareRF|TestResultsSmokeLS6)$'
 echo "== go test -race -tags \"$GOTAGS\" -skip '$RACE_SKIP' ./..."
 env -u CI go test -race -tags "$GOTAGS" -skip "$RACE_SKIP" -count=1 -timeout 30m ./...
 step "race pass (go test -race ./..., build tags as the main pass, no backends)"
