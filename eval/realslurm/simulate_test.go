@@ -3,6 +3,7 @@ package realslurm
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -184,5 +185,40 @@ func TestCompareWaitsByHand(t *testing.T) {
 	// against 1 3 2, Spearman 1 − 6·(0+1+1)/(3·8) = 0.5.
 	if math.Abs(c.Waits.Spearman-0.5) > 1e-9 {
 		t.Errorf("Spearman %.3f, want 0.5", c.Waits.Spearman)
+	}
+}
+
+// TestWritePinned: a policy that never pins has no row; one that pinned
+// 12 times with every pin lifted keeps a row of zeros; one pinned
+// successor 3 s after its predecessor's end is within one pass
+// (bf_interval 2 s + 1 s = 3 s), one 4 s after is not, and a lifted pin
+// (Pinned false) is not counted.
+func TestWritePinned(t *testing.T) {
+	cfg := func() *SimRun { r := &SimRun{}; r.Config.BFInterval = 2 * time.Second; return r }
+	run := func(pol string, pinned int, h ...HandOffPair) *Comparison {
+		return &Comparison{Record: &Record{Release: "22.05", Setting: Setting{AgeWeight: 1000}}, Sim: cfg(), ChainPolicy: pol, PinnedReal: pinned, PinnedSim: pinned, HandOffs: h}
+	}
+	gap := func(s int, pinned bool) Gap {
+		return Gap{Segment: 1, Gap: time.Duration(s) * time.Second, OK: true, Pinned: pinned}
+	}
+	p := &Page{Runs: []*Comparison{
+		run("reactive", 0, HandOffPair{Real: gap(10, false), Sim: gap(10, false)}),
+		run("pin", 12, HandOffPair{Real: gap(60, false), Sim: gap(40, false)}),
+		run("xgb-online-pin", 3,
+			HandOffPair{Real: gap(3, true), Sim: gap(0, true)},
+			HandOffPair{Real: gap(4, true), Sim: gap(5, false)},
+			HandOffPair{Real: gap(1, false), Sim: gap(1, true)}),
+	}}
+	var buf strings.Builder
+	p.writePinned(&buf)
+	out := buf.String()
+	if strings.Contains(out, "| reactive |") {
+		t.Errorf("a row for reactive, which never pins:\n%s", out)
+	}
+	// real: 2 pinned (3 s within, 4 s not); simulated: 2 pinned (0 s and 1 s, both within).
+	for _, row := range []string{"| 22.05 | age1000 | pin | 0 | 0 | 0 | 0 |", "| 22.05 | age1000 | xgb-online-pin | 2 | 1 | 2 | 2 |"} {
+		if !strings.Contains(out, row) {
+			t.Errorf("no row %q in\n%s", row, out)
+		}
 	}
 }
