@@ -62,9 +62,14 @@ type Comparison struct {
 	// jobs the simulator started at once (simulated wait 0): what
 	// slurmctld took to start a job it had room for. HeldBack counts the
 	// jobs slurmctld started within a backfill pass (wait ≤ bf_interval)
-	// that the simulator kept waiting longer than a minute.
+	// that the simulator kept waiting longer than a minute;
+	// HeldBackSubNode those of them that asked less than one node's GPUs
+	// (what the simulator's per-partition backfill profile of idle-node and
+	// free-GPU counts, not per-node maps, may hold behind a wide job's
+	// reservation where slurmctld backfills them on nodes outside it).
 	LatencyMedian, LatencyP90 time.Duration
 	Immediate, HeldBack       int
+	HeldBackSubNode           int
 }
 
 // Compare pairs a run with its replay.
@@ -149,6 +154,9 @@ func (c *Comparison) compareWaits(rec *Record, sr *SimRun) {
 		}
 		if j.Start.Sub(j.Submit) <= pass && st.Sub(submit) > time.Minute {
 			c.HeldBack++
+			if j.Nodes <= 1 && j.GPUs < rec.Scale.GPUsPerNode {
+				c.HeldBackSubNode++
+			}
 		}
 	}
 	c.Immediate = len(lat)

@@ -140,8 +140,8 @@ func (p *Page) writeGains(w io.Writer) {
 func (p *Page) writeDiffers(w io.Writer) {
 	pr := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	pr("## Where the real scheduler differs\n\n")
-	pr("Per run: which pass started the real run's jobs (slurmctld's log); the real wait of the background jobs the simulator started at once (scheduling latency, which the simulator does not model: `sim.Defaults` has none); the background jobs slurmctld started within a backfill pass that the simulator kept waiting over a minute; pinned submissions and lifted pins; hand-offs without interruption; the loop's own timing.\n\n")
-	pr("| release | setting | policy | starts by backfill (main) | latency median, p90 (jobs) | held back by the simulator | pinned submissions real (sim) | node lists lifted real (sim) | successor start − predecessor end ≤ 0 s real (sim), median real (sim) | daemon cycle median, p90 | background submit lag p90 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+	pr("Per run: which pass started the real run's jobs (slurmctld's log); the real wait of the background jobs the simulator started at once (scheduling latency, which the simulator does not model: `sim.Defaults` has none); the background jobs slurmctld started within a backfill pass that the simulator kept waiting over a minute (and how many of them asked less than one node's GPUs: the simulator's backfill plans on per-partition counts of idle nodes and free GPUs, slurmctld on per-node maps, so a small job slurmctld backfills on nodes outside a wide job's reservation may wait in the simulator); pinned submissions and lifted pins; hand-offs without interruption; the loop's own timing.\n\n")
+	pr("| release | setting | policy | starts by backfill (main) | latency median, p90 (jobs) | held back by the simulator (below one node) | pinned submissions real (sim) | node lists lifted real (sim) | successor start − predecessor end ≤ 0 s real (sim), median real (sim) | daemon cycle median, p90 | background submit lag p90 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Runs {
 		var real, simG []float64
 		zeroR, zeroS := 0, 0
@@ -158,8 +158,8 @@ func (p *Page) writeDiffers(w io.Writer) {
 				zeroS++
 			}
 		}
-		pr("| %s | %s | %s | %d (%d) | %s, %s (%d) | %d | %d (%d) | %d (%d) | %d (%d) of %d, %s (%s) | %s, %s | %s |\n", c.Record.Release, c.Record.Setting.Name(), c.ChainPolicy,
-			c.ByBackfill, c.ByMain, c.LatencyMedian, c.LatencyP90, c.Immediate, c.HeldBack, c.PinnedReal, c.PinnedSim, c.UnpinnedReal, c.UnpinnedSim, zeroR, zeroS, len(real),
+		pr("| %s | %s | %s | %d (%d) | %s, %s (%d) | %d (%d) | %d (%d) | %d (%d) | %d (%d) of %d, %s (%s) | %s, %s | %s |\n", c.Record.Release, c.Record.Setting.Name(), c.ChainPolicy,
+			c.ByBackfill, c.ByMain, c.LatencyMedian, c.LatencyP90, c.Immediate, c.HeldBack, c.HeldBackSubNode, c.PinnedReal, c.PinnedSim, c.UnpinnedReal, c.UnpinnedSim, zeroR, zeroS, len(real),
 			secs(median(real)), secs(median(simG)), c.CycleMedian.Round(10*time.Millisecond), c.CycleP90.Round(10*time.Millisecond), c.SubmitLagP90.Round(10*time.Millisecond))
 	}
 	pr("\n")

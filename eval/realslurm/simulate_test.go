@@ -155,15 +155,18 @@ func TestMarkPinned(t *testing.T) {
 	}
 }
 
-// TestCompareWaitsByHand: four background jobs submitted at T; backfill
-// every 2 s in the replay's configuration.
+// TestCompareWaitsByHand: five background jobs submitted at T on nodes
+// of 4 GPUs, each of 1 GPU but e (a whole node); backfill every 3 s in
+// the replay's configuration.
 //
 //	a: real start T+1,  simulated T     → the simulator started it at once:
 //	   a scheduling latency of 1 s;
 //	b: real start T+2,  simulated T+90  → slurmctld started it within a
-//	   backfill pass, the simulator held it back over a minute;
+//	   backfill pass, the simulator held it back over a minute (below one
+//	   node);
 //	c: real start T+30, simulated T+30  → neither;
-//	d: never started on the real cluster.
+//	d: never started on the real cluster;
+//	e: real start T+3,  simulated T+120 → held back (a whole node).
 func TestCompareWaitsByHand(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	job := func(name string, start time.Duration) provisioner.Job {
@@ -173,18 +176,22 @@ func TestCompareWaitsByHand(t *testing.T) {
 		}
 		return j
 	}
-	rec := &Record{Start: t0, Background: []provisioner.Job{job("a", time.Second), job("b", 2*time.Second), job("c", 30*time.Second), job("d", -1)}}
-	sr := &SimRun{Starts: map[string]time.Time{"a": t0, "b": t0.Add(90 * time.Second), "c": t0.Add(30 * time.Second)}}
-	sr.Config.BFInterval = 2 * time.Second
+	whole := job("e", 3*time.Second)
+	whole.GPUs = 4 // a whole node of 4 GPUs
+	rec := &Record{Start: t0, Scale: Scale{GPUsPerNode: 4}, Background: []provisioner.Job{job("a", time.Second), job("b", 2*time.Second), job("c", 30*time.Second), job("d", -1), whole}}
+	sr := &SimRun{Starts: map[string]time.Time{"a": t0, "b": t0.Add(90 * time.Second), "c": t0.Add(30 * time.Second), "e": t0.Add(120 * time.Second)}}
+	sr.Config.BFInterval = 3 * time.Second
 	c := &Comparison{}
 	c.compareWaits(rec, sr)
-	if c.Immediate != 1 || c.LatencyMedian != time.Second || c.HeldBack != 1 || c.RealUnstarted != 1 || c.Waits.Jobs != 3 {
-		t.Errorf("immediate %d latency %s held back %d unstarted %d jobs %d; want 1, 1s, 1, 1, 3", c.Immediate, c.LatencyMedian, c.HeldBack, c.RealUnstarted, c.Waits.Jobs)
+	// Held back (real ≤ 3 s, simulated > 1 min): b (1 GPU) and e (a whole node).
+	if c.Immediate != 1 || c.LatencyMedian != time.Second || c.HeldBack != 2 || c.HeldBackSubNode != 1 || c.RealUnstarted != 1 || c.Waits.Jobs != 4 {
+		t.Errorf("immediate %d latency %s held back %d (below a node %d) unstarted %d jobs %d; want 1, 1s, 2 (1), 1, 4",
+			c.Immediate, c.LatencyMedian, c.HeldBack, c.HeldBackSubNode, c.RealUnstarted, c.Waits.Jobs)
 	}
-	// Real waits {1, 2, 30} against simulated {0, 90, 30}: ranks 1 2 3
-	// against 1 3 2, Spearman 1 − 6·(0+1+1)/(3·8) = 0.5.
-	if math.Abs(c.Waits.Spearman-0.5) > 1e-9 {
-		t.Errorf("Spearman %.3f, want 0.5", c.Waits.Spearman)
+	// Real waits a,b,c,e {1, 2, 30, 3} against simulated {0, 90, 30, 120}:
+	// ranks 1 2 4 3 against 1 3 2 4, Spearman 1 − 6·(0+1+4+1)/(4·15) = 0.4.
+	if math.Abs(c.Waits.Spearman-0.4) > 1e-9 {
+		t.Errorf("Spearman %.3f, want 0.4", c.Waits.Spearman)
 	}
 }
 
