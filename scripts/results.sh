@@ -54,7 +54,7 @@ page() { # NAME: regenerate one page
     performance) GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     nightly-retrain) OUT=docs/results/nightly-retrain.md PKGS=./models/train BENCH=NightlyRetrain COUNT=1 GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     replay-speed) GOTAGS="$GOTAGS" BENCHSTAT="${HOME}/.cache/mirage/bin/benchstat" scripts/bench-replay.sh ;;
-    real-slurm) gotest ./eval/realslurm/ TestBenchRealSlurm MIRAGE_BENCH_REAL_SLURM=1 ;; # its own loopback clusters, about two hours
+    real-slurm) gotest ./eval/realslurm/ TestBenchRealSlurm MIRAGE_BENCH_REAL_SLURM=1 ;; # its own loopback clusters, about three hours
     *) echo "results: unknown page $1 (pages: $ALL)" >&2; return 2 ;;
   esac
 }
