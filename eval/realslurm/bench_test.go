@@ -87,7 +87,7 @@ var (
 // time), 6 chains of 3 segments of 2 min (10 h) registered every 12 s
 // (1 h) after 2 min 24 s (12 h) of background load, sizes 1 and 2 nodes;
 // a run stops 10 min (50 h) after the last registration at the latest.
-// About 12 minutes a run (11–12 min measured on 22.05 with 32 nodes).
+// About 12–14 minutes a run with the reset (measured on 22.05, 32 nodes).
 func benchDesign() Design {
 	return Design{Cycle: 2 * time.Second, Warmup: 144 * time.Second, Chains: 6, Every: 12 * time.Second, Sizes: []int{1, 2},
 		Segments: 3, Limit: 2 * time.Minute, Margin: 2 * time.Second, Deadline: 10 * time.Minute}
