@@ -12,7 +12,11 @@ func TestStoresComments(t *testing.T) {
 		"AccountingStoreFlags    = job_env\n":                     false,
 		"AccountingStorageType   = accounting_storage/slurmdbd\n": false,
 	} {
-		if got := storesComments(ParseConfigText([]byte(text))); got != want {
+		cfg, err := ParseConfig([]byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := storesComments(cfg); got != want {
 			t.Errorf("%q: keeps comments %v, want %v", text, got, want)
 		}
 	}
