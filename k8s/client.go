@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,31 @@ type Config struct {
 	Clock                 provisioner.Timer // time source (default the wall clock)
 	PollInterval          time.Duration     // how often Evict checks whether the pod is gone (default 200 ms)
 	HTTPClient            *http.Client      // client for CheckpointHook (default: 10 s timeout)
+	// Binding is how a pod reaches its node (default BindAffinity: the
+	// scheduler binds it, held to the node by a required node affinity).
+	Binding Binding
+	// PodAnnotations are added to every pod mirage creates (e.g. a
+	// service mesh's, or KWOK's stage delays in the test control plane).
+	PodAnnotations map[string]string
+	Log            *slog.Logger // warnings about pods (default slog.Default())
 }
+
+// Binding says how a pod mirage creates reaches the node the team rules
+// chose.
+type Binding string
+
+// Bindings.
+const (
+	// BindAffinity: the pod requires its node through a node affinity on
+	// metadata.name; the cluster's scheduler binds it there (and checks
+	// that it fits: a pod that does not stays Pending, Unschedulable).
+	// The route the VDK proposal takes; it needs a scheduler.
+	BindAffinity Binding = "affinity"
+	// BindNodeName: the pod is created with spec.nodeName set, bound by
+	// mirage without any scheduler (a cluster with no kube-scheduler, or
+	// one whose scheduler must not see mirage's work).
+	BindNodeName Binding = "node-name"
+)
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
@@ -80,6 +106,12 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
+	if c.Binding == "" {
+		c.Binding = BindAffinity
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
 	return c
 }
 
@@ -90,9 +122,16 @@ type Client struct {
 	host       string // API server URL, for messages
 	kubeconfig string // kubeconfig path, for messages
 	authInfo   string // kubeconfig user name, for messages
+
+	mu     sync.Mutex
+	warned map[string]bool // mislabelled pods already logged, by pod and label
 }
 
-var _ provisioner.Cluster = (*Client)(nil)
+var (
+	_ provisioner.Cluster       = (*Client)(nil)
+	_ provisioner.HistorySource = (*Client)(nil)
+	_ provisioner.Evictor       = (*Client)(nil)
+)
 
 // DefaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
 func DefaultKubeconfig() string {
@@ -226,13 +265,39 @@ func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 	return BuildInventory(now, nodes, pods, c.mapping()), nil
 }
 
-// Snapshot implements provisioner.Cluster: the inventory as nodes and jobs.
+// Snapshot implements provisioner.Cluster: the inventory as nodes and
+// jobs, borrowed pods carrying Config.BorrowedQOS (the team rules' mark
+// of borrowed work), with Kubernetes' Capabilities. Pods whose team or
+// borrowed label claims what the mapping does not give them are logged,
+// once per pod and label.
 func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 	inv, err := c.Inventory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return inv.Snapshot(), nil
+	c.warnMislabelled(inv.Mislabelled)
+	return inv.SnapshotAs(c.cfg.BorrowedQOS), nil
+}
+
+// maxWarned bounds the pods remembered as already logged.
+const maxWarned = 4096
+
+// warnMislabelled logs each mislabelled pod once per pod and label.
+func (c *Client) warnMislabelled(ms []Mislabel) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ml := range ms {
+		key := ml.Pod + " " + ml.Label
+		if c.warned[key] {
+			continue
+		}
+		if c.warned == nil || len(c.warned) >= maxWarned { // bounded: tenants choose how many pods there are
+			c.warned = map[string]bool{}
+		}
+		c.warned[key] = true
+		c.cfg.Log.Warn("k8s: a pod's label claims what mirage does not count it as (teams come from the namespace mapping, borrowed work from its priority class); logged once per pod",
+			"pod", ml.Pod, "label", ml.Label, "value", ml.Claimed, "counted", ml.Counted)
+	}
 }
 
 // pageSize bounds each list call; large clusters are listed in pages.

@@ -307,15 +307,27 @@ func (c *Client) event(ctx context.Context, p *corev1.Pod, reason, msg string) {
 	}
 }
 
-// Reclaim is the whole reclaim of one borrowed job: the checkpoint signal
-// (annotation and hook), then Evict with the grace period. A failed signal
-// (e.g. the hook is down) is returned joined with the eviction's outcome; the
-// eviction still runs, since the owner's quota must be freed either way.
-func (c *Client) Reclaim(ctx context.Context, jobID, signal string, grace time.Duration, reason string) (*EvictResult, error) {
-	sigErr := c.Signal(ctx, jobID, signal)
-	if errors.Is(sigErr, provisioner.ErrUnavailable) || errors.Is(sigErr, provisioner.ErrNotFound) || errors.Is(sigErr, ErrBadRef) {
-		return nil, sigErr
+// EvictBorrowed implements provisioner.Evictor, the engine's executor of
+// a reclaim: it re-reads the job's pods and, when each is still borrowed
+// work (Mapping.Borrowed: the borrowed priority class, which a pod cannot
+// change), evicts them with the grace period (Evict). A pod that is not
+// stops it before any eviction: nothing is evicted (ErrNotBorrowed).
+func (c *Client) EvictBorrowed(ctx context.Context, jobID string, grace time.Duration, reason string) error {
+	ref, err := ParseRef(jobID)
+	if err != nil {
+		return err
 	}
-	res, err := c.Evict(ctx, jobID, grace, reason)
-	return res, errors.Join(sigErr, err)
+	pods, err := c.refPods(ctx, ref)
+	if err != nil {
+		return err
+	}
+	m := c.mapping()
+	for i := range pods {
+		if p := &pods[i]; !m.Borrowed(p) {
+			return fmt.Errorf("k8s: %w: pod %s/%s of %s (priority class %q, label %s=%q); nothing evicted",
+				provisioner.ErrNotBorrowed, p.Namespace, p.Name, jobID, p.Spec.PriorityClassName, LabelBorrowed, p.Labels[LabelBorrowed])
+		}
+	}
+	_, err = c.Evict(ctx, jobID, grace, reason)
+	return err
 }

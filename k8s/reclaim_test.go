@@ -138,6 +138,9 @@ func TestCancelJobDeletesJobAndPods(t *testing.T) {
 	}
 }
 
+// The engine's reclaim (provisioner.ExecuteReclaim) on the fake: the
+// checkpoint signal (a patch of the pod) comes before the eviction; a
+// victim that is gone stops it before any eviction (not found).
 func TestReclaimSignalsThenEvicts(t *testing.T) {
 	p := pod("ns", "victim").On("n1").GPUs(2).Borrowed().Obj()
 	cs := fake.NewClientset(&p)
@@ -153,15 +156,16 @@ func TestReclaimSignalsThenEvicts(t *testing.T) {
 		return false, nil, nil
 	})
 	c := NewForClientset(cs, Config{Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
-	res, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "owner needs quota")
-	if err != nil {
+	r := &provisioner.Reclaim{Team: "b", Node: "n1", Signal: "USR1", Grace: time.Second,
+		Victims: []provisioner.Victim{{JobID: "pod/ns/victim", Reason: "owner needs quota"}}}
+	if _, err := provisioner.ExecuteReclaim(context.Background(), c, r); err != nil {
 		t.Fatal(err)
 	}
-	if len(order) != 2 || order[0] != "signal" || order[1] != "evict" || len(res.Pods) != 1 {
-		t.Errorf("order = %v, result %+v", order, res)
+	if len(order) != 2 || order[0] != "signal" || order[1] != "evict" {
+		t.Errorf("order = %v", order)
 	}
 	// A missing job: nothing evicted, not found.
-	if _, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "again"); !errors.Is(err, provisioner.ErrNotFound) {
-		t.Errorf("missing: %v", err)
+	if _, err := provisioner.ExecuteReclaim(context.Background(), c, r); !errors.Is(err, provisioner.ErrNotFound) || len(order) != 2 {
+		t.Errorf("missing: %v (calls %v)", err, order)
 	}
 }

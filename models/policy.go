@@ -423,8 +423,9 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 const DefaultPinned = DefaultLearned + PinSuffix
 
 // DefaultPolicyFor is the policy of a chain of the given workload
-// submitted to cl without one. On a backend that can lift a pending job's
-// node list (provisioner.Unpinner: Slurm, the simulator): pin for a
+// submitted without one to a backend that can do what caps say. On a
+// backend that lifts a pending job's node list (Capabilities.Unpins:
+// Slurm, the simulator): pin for a
 // service (provisioner.WorkloadService), whatever is trained; otherwise
 // DefaultPinned when policies can build it, else xgb's pinned form when
 // only xgb is trained, else pin. The chain's cost (its workload) then
@@ -437,8 +438,8 @@ const DefaultPinned = DefaultLearned + PinSuffix
 // with the service cost, under which overlap within its budget is free,
 // starts successors up to that budget early (hours of both copies
 // serving).
-func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
-	if _, ok := cl.(provisioner.Unpinner); !ok {
+func DefaultPolicyFor(caps provisioner.Capabilities, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
+	if !caps.Unpins {
 		return DefaultPolicy(policies)
 	}
 	if workload == provisioner.WorkloadService {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,6 +16,8 @@ const (
 	FaultBeforeSubmit     = "before-submit"     // the intent is committed; about to call Cluster.Submit
 	FaultAfterSubmit      = "after-submit"      // the backend has the job; the store does not know it yet
 	FaultAfterCommit      = "after-commit"      // the submitted segment is committed
+	FaultBeforeReclaim    = "before-reclaim"    // a reclaim is planned; no victim signalled yet
+	FaultAfterReclaim     = "after-reclaim"     // the victims are gone; nothing recorded or submitted yet
 )
 
 // Engine is the thin apply layer around Step: it reads the stored chains,
@@ -70,6 +73,7 @@ type Report struct {
 	Waits       int          // wait decisions
 	Errors      int          // decisions or actions that failed
 	Cancelled   int          // superseded successors cancelled
+	Reclaimed   int          // reclaims performed (each stops one or more borrowed jobs)
 	Submissions []Submission // planned submissions and their outcomes
 	HistoryOK   bool         // the history was read
 }
@@ -171,7 +175,7 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	// 5. bookkeeping in one transaction
 	var book, tail []Op
 	for _, op := range plan.Ops {
-		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup || op.Kind == OpUnpin {
+		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup || op.Kind == OpUnpin || op.Kind == OpReclaim {
 			tail = append(tail, op)
 		} else {
 			book = append(book, op)
@@ -182,9 +186,10 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		return rep, fmt.Errorf("record decisions: %w", err)
 	}
 	e.fault(FaultAfterBookkeeping)
-	// 6. cancels and submissions, each committed at once
+	// 6. cancels, reclaims and submissions, each committed at once
 	var firstErr error
 	unavailable := false
+	reclaimFailed := map[string]bool{} // chains whose reclaim failed: their submission is not made
 	for i := range tail {
 		op := &tail[i]
 		var err error
@@ -195,7 +200,17 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			err = e.cancelDup(ctx, now, op, rep)
 		case OpUnpin:
 			err = e.unpin(ctx, op, rep)
+		case OpReclaim:
+			var ok bool
+			ok, err = e.reclaim(ctx, now, op, rep)
+			reclaimFailed[op.Record.ChainID] = !ok
 		case OpSubmit:
+			if reclaimFailed[op.Segment.ChainID] {
+				op.Record.Action = Wait
+				op.Record.Reason += "; not submitted: the reclaim that was to make room failed (decided again next cycle)"
+				err = e.inTx(ctx, func(s Store) error { return s.Record(ctx, op.Record) })
+				break
+			}
 			if unavailable {
 				op.Record.Action, op.Record.Error = ActError, "not attempted: the backend was unavailable for an earlier submission in this cycle"
 				rep.Submissions = append(rep.Submissions, Submission{ChainID: op.Segment.ChainID, Segment: op.Segment.Index, Attempt: op.Segment.Attempt, Err: ErrUnavailable})
@@ -416,6 +431,35 @@ func (e *Engine) cancelDup(ctx context.Context, now time.Time, op *Op, rep *Repo
 	ops := []Op{{Kind: OpEvent, Event: ev}, {Kind: OpRecord, Record: &rec}}
 	ctx = context.WithoutCancel(ctx)
 	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
+}
+
+// reclaim stops a reclaim's victims (ExecuteReclaim) ahead of its chain's
+// submission and records what was done: one event per victim stopped and
+// the decision, with the error when it failed. ok is false when the
+// submission must not be made (some victim may still hold the room).
+func (e *Engine) reclaim(ctx context.Context, now time.Time, op *Op, rep *Report) (ok bool, err error) {
+	r, rec := op.Reclaim, *op.Record
+	e.fault(FaultBeforeReclaim)
+	notes, rerr := ExecuteReclaim(ctx, e.Cluster, r)
+	e.fault(FaultAfterReclaim)
+	rep.Reclaimed++
+	var ops []Op
+	if len(notes) > 0 {
+		rec.Reason += "; " + strings.Join(notes, "; ")
+	}
+	if rerr != nil {
+		rec.Action, rec.Error = ActError, rerr.Error()
+		rep.Errors++
+		e.log().Warn("reclaim failed", "chain", rec.ChainID, "team", r.Team, "err", rerr)
+	} else {
+		for _, v := range r.Victims {
+			ops = append(ops, Op{Kind: OpEvent, Event: &Event{Time: now, ChainID: rec.ChainID, Segment: rec.Segment, JobID: v.JobID, Kind: EventReclaimed, Detail: v.Reason}})
+		}
+		e.log().Info("reclaimed", "chain", rec.ChainID, "team", r.Team, "node", r.Node, "victims", len(r.Victims))
+	}
+	ops = append(ops, Op{Kind: OpRecord, Record: &rec})
+	ctx = context.WithoutCancel(ctx)
+	return rerr == nil, e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
 }
 
 // unpin lifts the node list of a pinned successor still pending after its

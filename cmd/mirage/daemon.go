@@ -84,7 +84,11 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	eng := newEngine(o.f, cl, st, key, o.grace, o.policy)
+	rules, err := o.backend.loadRules()
+	if err != nil {
+		return err
+	}
+	eng := newEngine(o.f, cl, rules, st, key, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
 	return daemonLoop(ctx, loopOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })

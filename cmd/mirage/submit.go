@@ -127,7 +127,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if o.defaultPolicy {
 		var warn error
-		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f), ch.Workload); warn != nil {
+		if ch.Policy, warn = models.DefaultPolicyFor(o.backend.capabilities(), o.policy.factory(o.f), ch.Workload); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 	}
@@ -137,7 +137,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
 	}
-	if provisioner.RulesOf(cl) != nil && ch.Account == "" {
+	if o.backend.rules != "" && ch.Account == "" {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
 	}
 	// The lock: a daemon cycle must not decide on the chain halfway registered.
@@ -190,7 +190,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
-	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, st, key, o.grace, o.policy), st, &ch)
+	rules, err := o.backend.loadRules()
+	if err != nil {
+		return err
+	}
+	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, rules, st, key, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}
