@@ -144,9 +144,22 @@ func DefaultKubeconfig() string {
 	return ""
 }
 
-// NewFromKubeconfig builds a client from a kubeconfig file (its current context).
-// An empty path is DefaultKubeconfig.
+// NewFromKubeconfig builds a client from a kubeconfig file (its current
+// context). An empty path is $KUBECONFIG; without it, inside a pod (the
+// controller's Deployment), the pod's service account; else
+// ~/.kube/config.
 func NewFromKubeconfig(path string, cfg Config) (*Client, error) {
+	if path == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("k8s: in-cluster configuration: %w", err)
+		}
+		c, err := New(rc, cfg)
+		if err == nil {
+			c.kubeconfig = "(in-cluster service account)"
+		}
+		return c, err
+	}
 	path = cmp.Or(path, DefaultKubeconfig())
 	if path == "" {
 		return nil, fmt.Errorf("k8s: no kubeconfig given (use --kubeconfig or KUBECONFIG)")
@@ -195,6 +208,17 @@ func NewForClientset(cs kubernetes.Interface, cfg Config) *Client {
 
 // Clientset exposes the underlying clientset.
 func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+
+// Watched are the namespaces whose pods the client reads (Config.Namespaces;
+// one "" = all) and the label selector of its nodes: what a controller
+// watches to know when to run a cycle.
+func (c *Client) Watched() (namespaces []string, nodeSelector string) {
+	namespaces = c.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	return namespaces, c.cfg.NodeSelector
+}
 
 // Config returns the effective configuration (defaults filled in).
 func (c *Client) Config() Config { return c.cfg }
@@ -267,7 +291,8 @@ func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 
 // Snapshot implements provisioner.Cluster: the inventory as nodes and
 // jobs, borrowed pods carrying Config.BorrowedQOS (the team rules' mark
-// of borrowed work), with Kubernetes' Capabilities. Pods whose team or
+// of borrowed work), with Kubernetes' Capabilities and the reclaims the
+// cluster remembers (mirage's reclaim events). Pods whose team or
 // borrowed label claims what the mapping does not give them are logged,
 // once per pod and label.
 func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
@@ -276,7 +301,11 @@ func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 		return nil, err
 	}
 	c.warnMislabelled(inv.Mislabelled)
-	return inv.SnapshotAs(c.cfg.BorrowedQOS), nil
+	s := inv.SnapshotAs(c.cfg.BorrowedQOS)
+	if s.Reclaimed, err = c.reclaimed(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // maxWarned bounds the pods remembered as already logged.

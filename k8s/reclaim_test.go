@@ -169,3 +169,22 @@ func TestReclaimSignalsThenEvicts(t *testing.T) {
 		t.Errorf("missing: %v (calls %v)", err, order)
 	}
 }
+
+// A reclaim is remembered by the cluster: the event recorded on the
+// evicted pod carries its team, and the next snapshot lists it
+// (Snapshot.Reclaimed) for the rules' back-off.
+func TestReclaimIsRemembered(t *testing.T) {
+	p := pod("ns", "victim").On("n1").GPUs(2).Team("team-a").Borrowed().Obj()
+	cs := fakeCluster(p)
+	c := NewForClientset(cs, Config{Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
+	if err := c.EvictBorrowed(context.Background(), "pod/ns/victim", 0, "owner needs its quota"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Reclaimed) != 1 || s.Reclaimed[0] != (provisioner.Reclaimed{JobID: "pod/ns/victim", Team: "team-a", Time: t0}) {
+		t.Errorf("reclaimed %+v, want pod/ns/victim of team-a at %v", s.Reclaimed, t0)
+	}
+}

@@ -152,6 +152,17 @@ type Snapshot struct {
 	Nodes []Node       // all nodes
 	Jobs  []Job        // pending and running jobs (and recently finished ones where known)
 	Caps  Capabilities `json:"-"` // what the backend does by itself (a snapshot file does not say: its reader decides)
+	// Reclaimed is borrowed work the backend saw reclaimed recently
+	// (Kubernetes: mirage's reclaim events on the evicted pods), for the
+	// team rules' back-off; empty where the backend keeps no such record.
+	Reclaimed []Reclaimed `json:"-"`
+}
+
+// Reclaimed is one job reclaimed from the team that borrowed it.
+type Reclaimed struct {
+	JobID string    // the job stopped
+	Team  string    // the team that had borrowed
+	Time  time.Time // when its eviction began
 }
 
 // Node finds a node by name, or returns nil.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ type backendOptions struct {
 	kube      k8sFlags      // --kubeconfig and the team mapping (Kubernetes)
 	namespace string        // --namespace: where Kubernetes work is deployed
 	image     string        // --image: container image of Kubernetes work
+	binding   string        // --binding: how a pod reaches its node (affinity or node-name)
+	annotate  []string      // --pod-annotation KEY=VALUE: extra annotations of every pod
 	// scriptDir is where the chain commands keep the private copies of job
 	// scripts (not a flag: the state directory's scripts/); Slurm submits
 	// from there only (slurm.Options.ScriptDir). "" for commands that
@@ -46,6 +49,8 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	o.kube.add(cmd)
 	f.StringVar(&o.namespace, "namespace", "", "kubernetes: namespace for deployed work of teams without a mapped namespace (default \"default\")")
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
+	f.StringVar(&o.binding, "binding", string(k8s.BindAffinity), "kubernetes: how a pod reaches the node the rules chose: affinity (the scheduler binds it, held to that node) or node-name (mirage binds it: no scheduler)")
+	f.StringArrayVar(&o.annotate, "pod-annotation", nil, "kubernetes: KEY=VALUE annotation on every pod mirage creates (repeatable)")
 }
 
 // openBackend builds the cluster backend: a Slurm client or a Kubernetes
@@ -78,9 +83,40 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 			return nil, err
 		}
 		cfg.Namespace, cfg.Image = o.namespace, o.image
+		if cfg.Binding, err = parseBinding(o.binding); err != nil {
+			return nil, err
+		}
+		if cfg.PodAnnotations, err = parseAnnotations(o.annotate); err != nil {
+			return nil, err
+		}
 		return o.kube.client(cfg)
 	}
 	return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
+}
+
+// parseBinding reads --binding.
+func parseBinding(v string) (k8s.Binding, error) {
+	switch b := k8s.Binding(v); b {
+	case k8s.BindAffinity, k8s.BindNodeName:
+		return b, nil
+	}
+	return "", cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--binding %q: want %s or %s", v, k8s.BindAffinity, k8s.BindNodeName))
+}
+
+// parseAnnotations reads the --pod-annotation KEY=VALUE pairs (nil for none).
+func parseAnnotations(pairs []string) (map[string]string, error) {
+	var out map[string]string
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--pod-annotation %q: want KEY=VALUE", kv))
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // loadRules reads --rules once per command (nil without it) and keeps

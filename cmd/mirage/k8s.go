@@ -38,7 +38,7 @@ type k8sFlags struct {
 
 func (f *k8sFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then inside a pod its service account, then ~/.kube/config)")
 	fl.StringVar(&f.teamLabel, "team-label", k8s.DefaultTeamLabel, "pod label naming the team")
 	fl.StringArrayVar(&f.namespaceTeams, "namespace-team", nil, "NAMESPACE=TEAM: pods in NAMESPACE belong to TEAM (repeatable; wins over the label)")
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector restricting the nodes listed")

@@ -77,9 +77,12 @@ type ReclaimInput struct {
 	IsBorrowed func(*provisioner.Job) bool // which running jobs are borrowed work (the only possible victims)
 	Signal     string                      // checkpoint signal (default "USR1")
 	Grace      time.Duration               // grace period between the signal and the eviction
-	NodeList   []string                    // only these nodes (empty = any)
-	Exclude    []string                    // never these nodes
-	MaxVictims int                         // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
+	// MinRuntime is how long the borrowed work of a team runs before it
+	// may be a victim (nil: at once); younger work is left alone.
+	MinRuntime func(team string) time.Duration
+	NodeList   []string // only these nodes (empty = any)
+	Exclude    []string // never these nodes
+	MaxVictims int      // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
 }
 
 // reclaimCost orders candidate victim sets: the documented criteria of
@@ -99,8 +102,9 @@ func (a reclaimCost) compare(b reclaimCost) int {
 }
 
 // PlanReclaim chooses which borrowed jobs to stop so that a job of a team
-// under its quota can be placed. Victims are borrowed work only, and only on
-// one node: the node where the job fits once they are gone (schedulable,
+// under its quota can be placed. Victims are borrowed work only, that has
+// run at least its team's minimum run time (MinRuntime), and only on one
+// node: the node where the job fits once they are gone (schedulable,
 // GPU type allowed, big enough). Among all such sets on all nodes it picks,
 // in order of criteria: (1) the fewest GPUs freed (so the set is minimal:
 // dropping any victim would no longer make room), (2) the lowest priority
@@ -143,10 +147,19 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		progress int64
 	}
 	byNode := map[int][]cand{}
+	var young time.Time // when the first borrowed job left alone for its age comes of age
 	for i := range in.Snapshot.Jobs {
 		j := &in.Snapshot.Jobs[i]
 		if j.State != provisioner.StateRunning || j.GPUs <= 0 || !in.IsBorrowed(j) {
 			continue
+		}
+		if in.MinRuntime != nil {
+			if m := in.MinRuntime(j.Account); m > 0 && (j.Start.IsZero() || in.Now.Sub(j.Start) < m) {
+				if at := j.Start.Add(m); young.IsZero() || at.Before(young) {
+					young = at
+				}
+				continue
+			}
 		}
 		since := j.Start
 		if j.Checkpoint.After(since) {
@@ -226,8 +239,13 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("%w for team %s's %s: %d borrowed GPUs on nodes where it could run, not enough with the free ones",
+		err := fmt.Errorf("%w for team %s's %s: %d borrowed GPUs on nodes where it could run, not enough with the free ones",
 			ErrNoReclaim, in.Team, d, borrowedSeen)
+		if !young.IsZero() {
+			err = fmt.Errorf("%w (borrowed work younger than its minimum run time is left alone: the first comes of age at %s)",
+				err, young.UTC().Format(time.RFC3339))
+		}
+		return nil, err
 	}
 	plan := &ReclaimPlan{Team: in.Team, Demand: d, Node: bestCost.node, FreedGPUs: bestCost.freed}
 	slices.SortFunc(best, func(a, b cand) int { return cmp.Compare(a.v.JobID, b.v.JobID) })

@@ -293,7 +293,7 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 			return dec, nil
 		}
 		plan, rerr := PlanReclaim(ReclaimInput{Now: in.Now, Snapshot: snap, Team: q.Name, Demand: typed, IsBorrowed: r.IsBorrowed,
-			Signal: r.cfg.Borrowing.Signal, Grace: time.Duration(r.cfg.Borrowing.Grace),
+			Signal: r.cfg.Borrowing.Signal, Grace: time.Duration(r.cfg.Borrowing.Grace), MinRuntime: r.cfg.MinRuntime,
 			NodeList: req.NodeList, Exclude: req.Exclude})
 		switch {
 		case rerr == nil:
@@ -318,9 +318,12 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 	if len(q.GPUTypes) > 0 && u.Used+total <= q.GPUs {
 		over = fmt.Sprintf("team %s over its GPU-type quotas %v (uses %v, job asks %d)", q.Name, q.GPUTypes, u.ByType, total)
 	}
-	switch {
+	switch backoff := r.backoff(snap, q.Name, in.Now); {
 	case !*r.cfg.Borrowing.Enabled:
 		dec.Verdict, dec.Reason = VerdictDefer, over+"; borrowing is disabled"
+		return dec, nil
+	case backoff != "":
+		dec.Verdict, dec.Reason = VerdictDefer, over+"; "+backoff
 		return dec, nil
 	case q.BorrowLimit != nil && u.Borrowed+total > *q.BorrowLimit:
 		dec.Verdict = VerdictDefer
@@ -343,6 +346,27 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 		over, dec.QOS, r.cfg.Borrowing.Signal, time.Duration(r.cfg.Borrowing.Grace), p.Reason)
 	r.hint(dec, snap, st, d, opts, req)
 	return dec, nil
+}
+
+// backoff says why team may not borrow at now ("" when it may): its
+// borrowed work was reclaimed (snap.Reclaimed) less than its back-off ago.
+func (r *Rules) backoff(snap *provisioner.Snapshot, team string, now time.Time) string {
+	b := r.cfg.Backoff(team)
+	if b <= 0 {
+		return ""
+	}
+	var last *provisioner.Reclaimed
+	for i := range snap.Reclaimed {
+		rc := &snap.Reclaimed[i]
+		if rc.Team == team && !rc.Time.After(now) && now.Sub(rc.Time) < b && (last == nil || rc.Time.After(last.Time)) {
+			last = rc
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return fmt.Sprintf("its borrowed work (%s) was reclaimed at %s: it borrows again from %s (back-off %s)",
+		last.JobID, last.Time.UTC().Format(time.RFC3339), last.Time.Add(b).UTC().Format(time.RFC3339), b)
 }
 
 // Mix is the job-size mix the rules' frag-aware placement measures against
