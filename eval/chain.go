@@ -25,7 +25,6 @@ const (
 	DefaultLimit    = 48 * time.Hour   // each segment's limit, used fully
 	DefaultCycle    = 10 * time.Minute // the daemon's decision period
 	DefaultHorizon  = 7 * 24 * time.Hour
-	chainAccount    = "mirage-eval"
 )
 
 // ErrBadSetup is returned for an experiment setup that cannot run.
@@ -431,7 +430,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 	}
 	ch := provisioner.Chain{
 		ID: t.chain, Name: "mirage-eval", Script: "/dev/null", Policy: t.policy, Segments: segments,
-		Account: chainAccount, TimeLimit: setup.Limit, Nodes: t.nodes, GPUs: t.nodes * setup.GPUsPerNode,
+		Account: scenario.ChainIdentity(f, t.nodes, ""), TimeLimit: setup.Limit, Nodes: t.nodes, GPUs: t.nodes * setup.GPUsPerNode,
 		State: provisioner.ChainActive, Created: t.inject, Workload: setup.Workload,
 	}
 	fail := func(err error) chainOutcome {

@@ -90,7 +90,10 @@ func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, err
 
 // Run runs an experiment and writes what it made: with cell ≥ 0 that cell
 // alone, its report to CellFile(e.Out, cell) (a cell the experiment lacks is
-// ErrBadSetup); else every cell (RunAll), the merged report into e.Out.
+// ErrBadSetup); else every cell (RunAll), the merged report into e.Out —
+// written even when it holds no sample, and then Run returns what it wrote
+// and ErrNoSamples with the reason (Report.CheckSamples). A single cell
+// without samples is no error: the merge of the sweep's cells judges.
 // onCell (nil: none) is called before each cell is run.
 func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Written, error) {
 	if cell < 0 {
@@ -98,7 +101,11 @@ func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(
 		if err != nil {
 			return nil, err
 		}
-		return WrittenReport(r, e.Out)
+		w, err := WrittenReport(r, e.Out)
+		if err != nil {
+			return nil, err
+		}
+		return w, r.CheckSamples(e.Out)
 	}
 	cells := e.Cells()
 	if cell >= len(cells) {
@@ -116,6 +123,32 @@ func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(
 		return nil, err
 	}
 	return &Written{Paths: map[string]string{"cell": path}}, nil
+}
+
+// ErrNoSamples: an experiment measured no hand-off, so its report says
+// nothing about any policy.
+var ErrNoSamples = errors.New("the experiment produced no samples")
+
+// CheckSamples returns nil if r holds a sample (a hand-off or a whole run),
+// else ErrNoSamples with what its cells injected and why a chain goes
+// unmeasured; dir, where the report was written, is named in it ("": not
+// written).
+func (r *Report) CheckSamples(dir string) error {
+	if len(r.Samples) > 0 || len(r.Runs) > 0 {
+		return nil
+	}
+	injections, unmeasured := 0, 0
+	for _, c := range r.Provenance.Cells {
+		n, _ := strconv.Atoi(c.Params["injections"])
+		u, _ := strconv.Atoi(c.Params["unmeasured"])
+		injections, unmeasured = injections+n, unmeasured+u
+	}
+	where := ""
+	if dir != "" {
+		where = " (the report, with its provenance, is in " + dir + ")"
+	}
+	return fmt.Errorf("%w: %d cell(s) injected chains at %d instants and measured none (%d hand-offs or runs unmeasured): a chain is measured only once its first job starts within the protocol's start deadline and its predecessor ends; check that the preset does not rank the chains' jobs below every job of the trace (its priority weights), that the cluster has the nodes the chains ask for, and that --from/--until leave time after the warm-up%s",
+		ErrNoSamples, len(r.Provenance.Cells), injections, unmeasured, where)
 }
 
 // Written is what a run of `mirage eval` wrote: paths by kind ("cell",

@@ -27,9 +27,21 @@ type step struct {
 type profile struct {
 	parts  []stepProfile
 	resv   []resv
-	deltas []step // buildProfile's scratch: resources freed at t
+	pins   []pinResv // this pass's reservations on required nodes
+	deltas []step    // buildProfile's scratch: resources freed at t
 	freeAt []int64
 	free   []partFree // startsNothing's scratch, per partition
+	tested []int32    // per user: jobs this pass tested (bf_max_job_user)
+	held   []bool     // scratch: nodes pinned over a span (pinnedOver)
+}
+
+// pinResv is a reservation of the nodes a job's node list requires
+// (--nodelist): sched/backfill plans such a job on exactly those nodes
+// (_add_reservation removes them from its node map over [from, to)), so no
+// lower-priority job may be planned or started on them then.
+type pinResv struct {
+	from, to int64
+	nodes    []bool // the job's allowed mask (shared with its spec, never written)
 }
 
 // partFree sums up what is free now on a partition's nodes.
@@ -350,11 +362,14 @@ func overlaps(st *static, a, b int16) bool {
 }
 
 // backfill is Slurm's sched/backfill pass: pending jobs in priority order
-// (at most bf_max_job_test), each placed at the earliest time its whole
-// time limit fits in the profile of running jobs' limits plus the
-// reservations of higher-priority jobs; a job whose earliest time is now is
-// started, any other gets a reservation (if within bf_window) that no
-// lower-priority job may encroach on.
+// (at most bf_max_job_test, and bf_max_job_user per user), each placed at
+// the earliest time its whole time limit fits in the profile of running
+// jobs' limits plus the reservations of higher-priority jobs; a job whose
+// earliest time is now is started, any other gets a reservation (if within
+// bf_window, and unless it is younger than bf_min_age_reserve) that no
+// lower-priority job may encroach on. A job with required nodes (its node
+// list) is planned and reserved on those nodes; node counts alone plan
+// the others.
 func (s *Sim) backfill() {
 	s.dirtyBF = false
 	if len(s.pending) == 0 {
@@ -371,20 +386,13 @@ func (s *Sim) backfill() {
 	}
 	pr := &s.prof
 	pr.resv = pr.resv[:0]
+	pr.pins = pr.pins[:0]
 	for i := range pr.parts {
 		pr.parts[i].built = false
 	}
-	tested := 0
 	startedAny := false
-	for _, j := range s.pending {
+	s.eachTested(func(j int32) bool {
 		d := &s.dyns[j]
-		if d.state != stPending || d.held {
-			continue
-		}
-		if tested >= cfg.BFMaxJobTest {
-			break
-		}
-		tested++
 		sp := s.spec(j)
 		var p *stepProfile
 		if len(pr.parts) > int(sp.part) && pr.parts[sp.part].built {
@@ -403,37 +411,41 @@ func (s *Sim) backfill() {
 		// the job fits steps at to end-1, from the start of step at
 		at, end := -1, -1
 		if sp.required {
-			// Planned where its node list allows: not before those nodes
-			// are all free. Its start says nothing of its shape's (no bound).
-			split := -1
-			if t := s.requiredFree(j, res); t > s.now {
-				split = p.split(t)
-			}
-			if from, _, ok := p.lowerBound(needN, needG, dur); ok {
-				at, end = p.earliest(max(from, split), dur, needN, needG, windowEnd)
-			}
+			at, end = s.planRequired(j, p, needN, needG, res, windowEnd)
 		} else if from, own, ok := p.lowerBound(needN, needG, dur); ok {
 			at, end = p.earliest(from, dur, needN, needG, windowEnd)
 			p.setBound(own, needN, needG, dur, at)
 		}
 		t0 := p.startOf(at)
 		if t0 == s.now {
-			if s.tryAlloc(j) {
+			// not on nodes reserved for a higher-priority job's node list
+			s.passHeld = s.pinnedOver(s.now, roundUp(s.now+dur, res))
+			started := s.tryAlloc(j)
+			s.passHeld = nil
+			if started {
 				d.est = s.now
 				startedAny = true
 				s.reserve(sp.part, at, end, s.now, roundUp(s.now+dur, res), takeN, takeG)
-				continue
+				return true
 			}
 			at, end = p.earliest(1, dur, needN, needG, windowEnd)
 			t0 = p.startOf(at)
 		}
 		if t0 < 0 {
 			d.est = 0
-			continue
+			return true
 		}
 		d.est = t0
-		s.reserve(sp.part, at, end, t0, roundUp(t0+dur, res), takeN, takeG)
-	}
+		if st.minAgeRes > 0 && s.now-d.elig < st.minAgeRes {
+			return true // too young for a reservation (bf_min_age_reserve): it may only start at once
+		}
+		to := roundUp(t0+dur, res)
+		s.reserve(sp.part, at, end, t0, to, takeN, takeG)
+		if sp.required {
+			pr.pins = append(pr.pins, pinResv{from: t0, to: to, nodes: sp.allowed})
+		}
+		return true
+	})
 	s.dirtyBF = false // its own starts are already in its plan
 	if startedAny {
 		out := s.pending[:0]
@@ -449,6 +461,116 @@ func (s *Sim) backfill() {
 		s.pending = out
 		s.sortedLen = sorted
 	}
+}
+
+// eachTested calls fn, in priority order, with the pending jobs a
+// backfill pass tests, until fn returns false: eligible ones, at most
+// bf_max_job_user of one user (the user's further jobs are skipped, and do
+// not count towards the next limit) and bf_max_job_test in all. s.pending
+// must be sorted; fn may start jobs (they stay listed until the pass ends).
+func (s *Sim) eachTested(fn func(j int32) bool) {
+	cfg := &s.st.cfg
+	perUser := int32(cfg.BFMaxJobUser)
+	var tested []int32
+	if perUser > 0 {
+		tested = slices.Grow(s.prof.tested[:0], len(s.users))[:len(s.users)]
+		clear(tested)
+		s.prof.tested = tested
+	}
+	n := 0
+	for _, j := range s.pending {
+		d := &s.dyns[j]
+		if d.state != stPending || d.held {
+			continue
+		}
+		if n >= cfg.BFMaxJobTest {
+			break
+		}
+		if perUser > 0 {
+			u := s.spec(j).user
+			if tested[u] >= perUser {
+				continue // backfill.c: "have already checked N jobs for user"
+			}
+			tested[u]++
+		}
+		n++
+		if !fn(j) {
+			return
+		}
+	}
+}
+
+// planRequired plans job j, whose node list names the nodes it requires,
+// on exactly those nodes in profile p (its partition's): from when they are
+// all free (their jobs' planned ends) and not reserved for a higher-priority
+// job's node list over its span, at the earliest step the counts allow. It
+// returns earliest's at and end (-1: not within windowEnd). Its start says
+// nothing of its shape's, so it records no bound.
+func (s *Sim) planRequired(j int32, p *stepProfile, needN, needG int32, res, windowEnd int64) (at, end int) {
+	sp := s.spec(j)
+	dur := sp.limit
+	t := s.requiredFree(j, res)
+	for {
+		split := -1
+		if t > s.now {
+			split = p.split(t)
+		}
+		from, _, ok := p.lowerBound(needN, needG, dur)
+		if !ok {
+			return -1, -1
+		}
+		at, end = p.earliest(max(from, split), dur, needN, needG, windowEnd)
+		if at < 0 {
+			return -1, -1
+		}
+		t0 := p.startOf(at)
+		busy := s.pinnedUntil(sp.allowed, t0, roundUp(t0+dur, res))
+		if busy <= t0 {
+			return at, end
+		}
+		t = busy // after the reservations in the way, which end later than t0: t grows
+	}
+}
+
+// pinnedUntil returns the latest end of this pass's reservations on
+// required nodes that hold one of the nodes in mask during [from, to),
+// or 0 if none does.
+func (s *Sim) pinnedUntil(mask []bool, from, to int64) int64 {
+	var until int64
+	for _, r := range s.prof.pins {
+		if r.from >= to || r.to <= from || r.to <= until {
+			continue
+		}
+		for n, on := range r.nodes {
+			if on && mask[n] {
+				until = r.to
+				break
+			}
+		}
+	}
+	return until
+}
+
+// pinnedOver returns the nodes this pass reserved for a job's node list
+// at some time in [from, to) (scratch, valid until the next call), or nil
+// if there are none.
+func (s *Sim) pinnedOver(from, to int64) []bool {
+	pr := &s.prof
+	var held []bool
+	for _, r := range pr.pins {
+		if r.from >= to || r.to <= from {
+			continue
+		}
+		if held == nil {
+			held = slices.Grow(pr.held[:0], len(s.st.nodeNames))[:len(s.st.nodeNames)]
+			clear(held)
+			pr.held = held
+		}
+		for n, on := range r.nodes {
+			held[n] = held[n] || on
+		}
+	}
+	return held
 }
 
 // reserve takes n nodes and g GPUs over [from, to) for a job of partition
@@ -487,30 +609,21 @@ func (s *Sim) startsNothing() bool {
 		s.prof.free = free
 	}
 	clear(free)
-	tested := 0
-	for _, j := range s.pending {
-		d := &s.dyns[j]
-		if d.state != stPending || d.held {
-			continue
-		}
-		if tested >= st.cfg.BFMaxJobTest {
-			break
-		}
-		tested++
+	nothing := true
+	s.eachTested(func(j int32) bool {
 		sp := s.spec(j)
 		f := &free[sp.part]
 		if !f.done {
 			s.sumFree(sp.part, f)
 		}
 		if st.partExcl[sp.part] {
-			if sp.nodes <= f.idle {
-				return false
-			}
-		} else if sp.nodes <= f.room && sp.gpn <= f.maxG && sp.cpn <= f.maxC {
-			return false
+			nothing = sp.nodes > f.idle
+		} else {
+			nothing = !(sp.nodes <= f.room && sp.gpn <= f.maxG && sp.cpn <= f.maxC)
 		}
-	}
-	return true
+		return nothing
+	})
+	return nothing
 }
 
 // sumFree sums up the resources free now on partition part's nodes.

@@ -41,6 +41,7 @@ import (
 type Params struct {
 	Nodes           int           `json:"nodes" yaml:"nodes"`                                                           // usable nodes (the base preset's first ones, or copies of its nodes)
 	AgeWeight       float64       `json:"priority_weight_age" yaml:"priority_weight_age"`                               // PriorityWeightAge
+	MaxAge          time.Duration `json:"priority_max_age,omitempty" yaml:"priority_max_age,omitempty"`                 // PriorityMaxAge (0: the base's)
 	SizeWeight      float64       `json:"priority_weight_job_size" yaml:"priority_weight_job_size"`                     // PriorityWeightJobSize
 	FairshareWeight float64       `json:"priority_weight_fairshare" yaml:"priority_weight_fairshare"`                   // PriorityWeightFairshare
 	RecordedWeight  float64       `json:"priority_weight_recorded,omitempty" yaml:"priority_weight_recorded,omitempty"` // PriorityWeightRecorded (traces that record priorities)
@@ -53,7 +54,7 @@ type Params struct {
 
 // ParamsOf reads a configuration's calibrated parameters.
 func ParamsOf(c Config) Params {
-	return Params{Nodes: len(c.Nodes), AgeWeight: c.PriorityWeightAge, SizeWeight: c.PriorityWeightJobSize,
+	return Params{Nodes: len(c.Nodes), AgeWeight: c.PriorityWeightAge, MaxAge: c.PriorityMaxAge, SizeWeight: c.PriorityWeightJobSize,
 		FairshareWeight: c.PriorityWeightFairshare, RecordedWeight: c.PriorityWeightRecorded, SchedLatency: c.SchedLatency, BFInterval: c.BFInterval,
 		EmpiricalLatency: len(c.LatencyTable) > 0}
 }
@@ -65,7 +66,7 @@ func (p Params) Apply(base Config) (Config, error) {
 	if len(base.Nodes) == 0 {
 		return Config{}, fmt.Errorf("%w: calibration needs a preset with nodes", ErrConfig)
 	}
-	if p.Nodes < 1 || p.AgeWeight < 0 || p.SizeWeight < 0 || p.FairshareWeight < 0 || p.RecordedWeight < 0 || p.SchedLatency < 0 || p.BFInterval < time.Second {
+	if p.Nodes < 1 || p.AgeWeight < 0 || p.MaxAge < 0 || p.SizeWeight < 0 || p.FairshareWeight < 0 || p.RecordedWeight < 0 || p.SchedLatency < 0 || p.BFInterval < time.Second {
 		return Config{}, fmt.Errorf("%w: calibration parameters out of range: %+v", ErrConfig, p)
 	}
 	if p.EmpiricalLatency && len(base.LatencyTable) == 0 {
@@ -83,6 +84,9 @@ func (p Params) Apply(base Config) (Config, error) {
 	}
 	c.PriorityWeightAge, c.PriorityWeightJobSize, c.PriorityWeightFairshare = p.AgeWeight, p.SizeWeight, p.FairshareWeight
 	c.PriorityWeightRecorded = p.RecordedWeight
+	if p.MaxAge > 0 {
+		c.PriorityMaxAge = p.MaxAge
+	}
 	c.SchedLatency, c.BFInterval = p.SchedLatency, p.BFInterval
 	return c, nil
 }
@@ -92,6 +96,7 @@ func (p Params) Apply(base Config) (Config, error) {
 type Space struct {
 	Nodes           []int
 	AgeWeight       []float64
+	MaxAge          []time.Duration // PriorityMaxAge
 	SizeWeight      []float64
 	FairshareWeight []float64
 	RecordedWeight  []float64 // searched only when the trace records priorities
@@ -104,8 +109,8 @@ type Space struct {
 
 // DefaultSpace is the grid `mirage sim calibrate` searches: usable nodes
 // from 70% to 110% of the preset's (every count, or 41 steps on large
-// clusters), weights 0–5000, latencies 0–60 s or the empirical one,
-// bf_interval 30–120 s.
+// clusters), weights 0–5000, PriorityMaxAge 1–14 days, latencies 0–60 s
+// or the empirical one, bf_interval 30–120 s.
 func DefaultSpace(base Config) Space {
 	n := len(base.Nodes)
 	var nodes []int
@@ -119,7 +124,8 @@ func DefaultSpace(base Config) Space {
 		slices.Sort(nodes)
 	}
 	w := []float64{0, 100, 500, 1000, 2000, 5000}
-	return Space{Nodes: nodes, AgeWeight: w, SizeWeight: w, FairshareWeight: w, RecordedWeight: w,
+	day := 24 * time.Hour
+	return Space{Nodes: nodes, AgeWeight: w, MaxAge: []time.Duration{day, 2 * day, 7 * day, 14 * day}, SizeWeight: w, FairshareWeight: w, RecordedWeight: w,
 		SchedLatency:     []time.Duration{0, time.Second, 10 * time.Second, 60 * time.Second},
 		BFInterval:       []time.Duration{30 * time.Second, 60 * time.Second, 120 * time.Second},
 		EmpiricalLatency: []bool{false, true}}
@@ -139,7 +145,7 @@ type CalibrateSpec struct {
 	Jobs      []traces.Job
 	Base      Config // the preset searched from (its first node is the node shape)
 	Fit       Span   // the objective's jobs
-	Score     Span   // reported only, never searched on (zero: not scored)
+	Score     Span   // reported only, never searched on (zero: not scored); it must begin at or after Fit.Until
 	HoldNodes int    // usable nodes hold detection assumes (0: the base preset's)
 	Space     Space
 	Rounds    int // coordinate-descent rounds (default 3)
@@ -198,6 +204,9 @@ func Calibrate(ctx context.Context, s CalibrateSpec) (*Calibration, error) {
 	}
 	if s.HoldNodes <= 0 {
 		s.HoldNodes = len(s.Base.Nodes)
+	}
+	if s.Score != (Span{}) && (s.Fit.Until.IsZero() || s.Score.From.Before(s.Fit.Until)) {
+		return nil, fmt.Errorf("%w: the scored span %s must begin where the fit span %s ends, or later: parameters are scored only on jobs the search never fitted on", ErrCalibrate, spanString(s.Score), spanString(s.Fit))
 	}
 	reason, elig := Holds(s.Jobs, HoldOptions{Nodes: s.HoldNodes})
 	specs, index, _ := FromTraces(s.Jobs, elig)
@@ -298,6 +307,7 @@ func axes(sp Space) []func(p Params) []Params {
 	return []func(Params) []Params{
 		move(len(sp.Nodes), func(p *Params, i int) { p.Nodes = sp.Nodes[i] }, func(p Params, i int) bool { return p.Nodes == sp.Nodes[i] }),
 		move(len(sp.AgeWeight), func(p *Params, i int) { p.AgeWeight = sp.AgeWeight[i] }, func(p Params, i int) bool { return p.AgeWeight == sp.AgeWeight[i] }),
+		move(len(sp.MaxAge), func(p *Params, i int) { p.MaxAge = sp.MaxAge[i] }, func(p Params, i int) bool { return p.MaxAge == sp.MaxAge[i] }),
 		move(len(sp.SizeWeight), func(p *Params, i int) { p.SizeWeight = sp.SizeWeight[i] }, func(p Params, i int) bool { return p.SizeWeight == sp.SizeWeight[i] }),
 		move(len(sp.FairshareWeight), func(p *Params, i int) { p.FairshareWeight = sp.FairshareWeight[i] }, func(p Params, i int) bool { return p.FairshareWeight == sp.FairshareWeight[i] }),
 		move(len(sp.RecordedWeight), func(p *Params, i int) { p.RecordedWeight = sp.RecordedWeight[i] }, func(p Params, i int) bool { return p.RecordedWeight == sp.RecordedWeight[i] }),
@@ -453,7 +463,7 @@ func (sp Space) MaxReplays(rounds int) int {
 	if rounds <= 0 {
 		rounds = 3
 	}
-	return 1 + rounds*(len(sp.Nodes)+len(sp.AgeWeight)+len(sp.SizeWeight)+len(sp.FairshareWeight)+len(sp.RecordedWeight)+len(sp.SchedLatency)+len(sp.BFInterval)+len(sp.EmpiricalLatency))
+	return 1 + rounds*(len(sp.Nodes)+len(sp.AgeWeight)+len(sp.MaxAge)+len(sp.SizeWeight)+len(sp.FairshareWeight)+len(sp.RecordedWeight)+len(sp.SchedLatency)+len(sp.BFInterval)+len(sp.EmpiricalLatency))
 }
 
 // String renders the span as [from, until) with dates ("…": open).

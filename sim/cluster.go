@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mirage-gpu/mirage/provisioner"
@@ -89,7 +90,11 @@ func (st *static) acctOf(s *Sim, assoc int32) string { return s.acctNames[s.asso
 
 // Submit adds a job at the logical now; its runtime comes from the runtime
 // function (default: the full time limit). A main pass runs before the
-// clock moves on, as slurmctld schedules on submission.
+// clock moves on, as slurmctld schedules on submission. The job runs as
+// SetSubmitUser's user (default: a user named as the request's account),
+// and where the configuration weighs recorded priorities
+// (PriorityWeightRecorded) it is given one like the trace's jobs of its
+// size (TypicalRecordedPriority), so that the same model ranks it among them.
 func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
 	s.start()
 	s.submitted++
@@ -106,9 +111,12 @@ func (s *Sim) Submit(ctx context.Context, req provisioner.SubmitRequest) (string
 		nodes = 1
 	}
 	js := JobSpec{
-		ID: id, Name: req.Name, User: req.Account, Account: req.Account, Partition: req.Partition,
+		ID: id, Name: req.Name, User: cmp.Or(s.submitUser, req.Account), Account: req.Account, Partition: req.Partition,
 		QOS: req.QOS, Submit: s.Now(), TimeLimit: req.TimeLimit, Nodes: nodes, GPUs: req.GPUs,
 		Depend: req.Dependency.String(), Comment: req.Comment, NodeList: req.NodeList, Exclude: req.Exclude,
+	}
+	if s.st.cfg.PriorityWeightRecorded != 0 {
+		js.RecordedPriority = s.TypicalRecordedPriority(nodes)
 	}
 	j := int32(s.numJobs())
 	sp, err := s.makeSpec(js, j)
@@ -145,6 +153,7 @@ func (s *Sim) Cancel(ctx context.Context, jobID string) error {
 	d := &s.dyns[j]
 	switch d.state {
 	case stPending:
+		s.stopAccrual(j)
 		d.state = stCancelled
 		d.end = s.now
 		s.removePending(j)
@@ -254,3 +263,98 @@ func (s *Sim) History(since time.Time) []provisioner.Job {
 	}
 	return out
 }
+
+// TypicalWindow is how far back TypicalUser and TypicalRecordedPriority
+// look at the replayed trace's jobs (only those: not jobs submitted
+// through the seam) for what a job submitted now is like.
+const TypicalWindow = 7 * 24 * time.Hour
+
+// recentTraceStarts calls fn with the replayed trace's jobs that started
+// in the TypicalWindow before now, the latest start first, until fn
+// returns false. Only what has happened by now counts: a job started later
+// (or never) is not looked at.
+func (s *Sim) recentTraceStarts(fn func(sp *spec) bool) {
+	from := s.now - int64(TypicalWindow/time.Second)
+	for k := len(s.startLog) - 1; k >= 0; k-- {
+		e := s.startLog[k]
+		if e.t < from {
+			return
+		}
+		if int(e.j) >= len(s.specs) || s.dyns[e.j].start != e.t {
+			continue // submitted through the seam, or requeued since (its later start stands for it)
+		}
+		if !fn(&s.specs[e.j]) {
+			return
+		}
+	}
+}
+
+// TypicalUser returns the user and account of a typical user of the
+// replayed trace for a job of the given size (nodes) submitted now: of the
+// associations whose jobs of that size started in the TypicalWindow before
+// now (of any size, if none), the one with the median fair-share factor,
+// neither among the most nor the least served (ties, as when fair-share is
+// not weighed, in the order of their latest such start, latest first). ok
+// is false if no job started in the window. A chain injected as that user
+// is ranked, by fair-share, like the trace's other users' jobs; as a user
+// of its own it would have the best factor there is.
+func (s *Sim) TypicalUser(nodes int) (user, account string, ok bool) {
+	var same, anySize []int32 // associations, by latest start first
+	seen := map[int32]bool{}
+	s.recentTraceStarts(func(sp *spec) bool {
+		if !seen[sp.assoc] {
+			seen[sp.assoc] = true
+			anySize = append(anySize, sp.assoc)
+		}
+		if int(sp.nodes) == nodes && !slices.Contains(same, sp.assoc) {
+			same = append(same, sp.assoc)
+		}
+		return true
+	})
+	cands := same
+	if len(cands) == 0 {
+		cands = anySize
+	}
+	if len(cands) == 0 {
+		return "", "", false
+	}
+	f := make(map[int32]float64, len(cands))
+	for _, a := range cands {
+		f[a] = 1
+		if s.st.cfg.PriorityWeightFairshare != 0 && !s.st.basic {
+			f[a] = s.fairshare(a)
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b int32) int { return cmp.Compare(f[a], f[b]) })
+	account, user, _ = strings.Cut(s.assocs[cands[len(cands)/2]], "\x00") // "account\x00user" (intern)
+	return user, account, true
+}
+
+// TypicalRecordedPriority is the recorded priority (JobSpec.RecordedPriority)
+// of a typical job of the given size submitted now: the median over the
+// replayed trace's jobs of that size that recorded one and started in the
+// TypicalWindow before now (of any size, if none of that size did; 0 if
+// none did at all). It uses nothing that happens after now.
+func (s *Sim) TypicalRecordedPriority(nodes int) float64 {
+	var same, all []float64
+	s.recentTraceStarts(func(sp *spec) bool {
+		if sp.recPrio > 0 {
+			all = append(all, sp.recPrio)
+			if int(sp.nodes) == nodes {
+				same = append(same, sp.recPrio)
+			}
+		}
+		return true
+	})
+	if len(same) == 0 {
+		same = all
+	}
+	slices.Sort(same)
+	return quantile(same, 0.5) // the median: the two middle values' mean for an even count
+
+}
+
+// SetSubmitUser makes the jobs submitted through Submit from now on run as
+// user, as sbatch submits as the user who runs it; "" restores the
+// default, a user named as each request's account. A fork keeps it.
+func (s *Sim) SetSubmitUser(user string) { s.submitUser = user }

@@ -48,23 +48,59 @@ type Config struct {
 	Partitions []PartitionConfig // partitions; empty means one exclusive partition "batch" of all nodes
 	QOS        []QOSConfig       // QOS; "normal" is implied
 
-	Backfill      bool          // run the backfill scheduler (SchedulerType=sched/backfill)
-	SchedInterval time.Duration // sched_interval: periodic main pass
-	BFInterval    time.Duration // bf_interval
-	BFResolution  time.Duration // bf_resolution
-	BFWindow      time.Duration // bf_window
-	BFMaxJobTest  int           // bf_max_job_test
+	Backfill      bool          // run the backfill scheduler (SchedulerType=sched/backfill; default yes)
+	SchedInterval time.Duration // sched_interval: periodic main pass (default 60 s)
+	BFInterval    time.Duration // bf_interval (default 30 s)
+	BFResolution  time.Duration // bf_resolution (default 60 s)
+	// BFWindow is bf_window (default 1440 min): a pending job whose
+	// planned start lies beyond now + BFWindow gets no reservation
+	// (backfill.c: "StartTime set to time after current backfill window.
+	// No reservation created"), so lower-priority jobs may take its place.
+	BFWindow     time.Duration
+	BFMaxJobTest int // bf_max_job_test (default 500): jobs a backfill pass plans at most
+	// BFMaxJobUser is bf_max_job_user (default 0: no limit): a backfill
+	// pass tests at most this many jobs of one user (all partitions); the
+	// user's further jobs are neither started nor reserved for by that pass
+	// (backfill.c _job_exceeds_max_bf_param).
+	BFMaxJobUser int
+	// BFMinAgeReserve is bf_min_age_reserve (default 0): a job eligible for
+	// less than this gets no backfill reservation (backfill may still start
+	// it at once), and in the main pass it does not stop lower-priority jobs
+	// of its partition nor hold its required nodes (slurm.conf(5): "will not
+	// prevent a newly submitted job from starting immediately").
+	BFMinAgeReserve time.Duration
 
-	PriorityWeightAge       float64       // PriorityWeightAge
-	PriorityWeightFairshare float64       // PriorityWeightFairshare
-	PriorityWeightJobSize   float64       // PriorityWeightJobSize
-	PriorityWeightPartition float64       // PriorityWeightPartition
-	PriorityWeightQOS       float64       // PriorityWeightQOS
+	// PriorityType is PriorityBasic (Slurm 22.05's default: FIFO, the
+	// order of submission; every PriorityWeight* is ignored, as slurmctld
+	// ignores them) or PriorityMultifactor (the weighted factors below).
+	PriorityType string
+	// PriorityWeightAge is PriorityWeightAge (default 0). The age factor is
+	// (now − accrual start) / PriorityMaxAge, capped at 1
+	// (priority_multifactor.c); age accrues from eligibility: not while a
+	// dependency or a begin time holds the job (acct_policy.c), nor while
+	// its user is at MaxJobsAccrue — unless PriorityAccrueAlways.
+	PriorityWeightAge       float64
+	PriorityWeightFairshare float64       // PriorityWeightFairshare (default 0)
+	PriorityWeightJobSize   float64       // PriorityWeightJobSize (default 0): nodes / cluster nodes (1 − that with PriorityFavorSmall)
+	PriorityWeightPartition float64       // PriorityWeightPartition (default 0): PriorityJobFactor / the largest
+	PriorityWeightQOS       float64       // PriorityWeightQOS (default 0): QOS priority / the largest
 	PriorityWeightRecorded  float64       // not Slurm's: weight of a replayed job's recorded priority (JobSpec.RecordedPriority; calibration)
-	PriorityMaxAge          time.Duration // PriorityMaxAge
-	PriorityDecayHalfLife   time.Duration // PriorityDecayHalfLife (0 = no decay)
-	PriorityCalcPeriod      time.Duration // PriorityCalcPeriod
-	PriorityFavorSmall      bool          // PriorityFavorSmall
+	PriorityMaxAge          time.Duration // PriorityMaxAge (default 7-0): the age at which the age factor reaches 1
+	PriorityDecayHalfLife   time.Duration // PriorityDecayHalfLife (default 7-0; 0 = no decay)
+	PriorityCalcPeriod      time.Duration // PriorityCalcPeriod (default 5 min)
+	PriorityFavorSmall      bool          // PriorityFavorSmall (default NO)
+	// PriorityAccrueAlways is PriorityFlags=ACCRUE_ALWAYS (default off):
+	// age accrues from submission, held or not, and MaxJobsAccrue is
+	// ignored (slurm.conf(5)).
+	PriorityAccrueAlways bool
+	// MaxJobsAccrue is how many of a user's pending jobs accrue age at
+	// once (0, Slurm's default: all): the association limit MaxJobsAccrue
+	// or the QOS limit MaxJobsAccruePerUser, set with sacctmgr, not in
+	// slurm.conf (NERSC: MaxJobsAccruePerUser=2). The user's oldest
+	// eligible jobs accrue; a newer one starts accruing, from that moment,
+	// when one of them leaves the queue ("new jobs will be queued but will
+	// not accrue age priority", sacctmgr(1)).
+	MaxJobsAccrue int
 
 	// Checkpoint is how long a running job takes to checkpoint and exit
 	// once signalled (Sim.Signal: what `mirage handoff` asks of a chain's
@@ -83,9 +119,16 @@ type Config struct {
 	Seed         uint64 // seed of the latency draws (the only randomness)
 }
 
+// The values of Config.PriorityType (slurm.conf PriorityType).
+const (
+	PriorityBasic       = "priority/basic"
+	PriorityMultifactor = "priority/multifactor"
+)
+
 // Defaults returns Slurm 22.05's defaults (slurm.conf(5)) with no nodes.
 func Defaults() Config {
 	return Config{
+		PriorityType:          PriorityBasic, // PriorityType default priority/basic in 22.05 (newer releases default to multifactor)
 		Backfill:              true,
 		SchedInterval:         60 * time.Second,   // sched_interval default 60 s
 		BFInterval:            30 * time.Second,   // bf_interval default 30 s
@@ -118,10 +161,14 @@ func LS6() Config {
 		Exclusive:   true,           // gpu-a100 allocated whole nodes (trace README)
 		Default:     true,
 	}}
-	// TACC publishes no PriorityWeight* values. Calibrated on the shared LS6
+	// TACC publishes neither its PriorityType nor PriorityWeight* values;
+	// the preset weighs priorities, which takes priority/multifactor (the
+	// weights below are ignored under 22.05's default priority/basic).
+	// Calibrated on the shared LS6
 	// cut (docs/results/fidelity.md): age 1000, size 100, fair-share 500 over
 	// Slurm's default 7-day half-life gave KS 0.087; heavier fair-share
 	// (2000, 5000) lowers the p90 error but raises KS to 0.12–0.13.
+	c.PriorityType = PriorityMultifactor
 	c.PriorityWeightAge = 1000
 	c.PriorityWeightJobSize = 100
 	c.PriorityWeightFairshare = 500
@@ -179,9 +226,15 @@ func confDuration(s string) (time.Duration, error) {
 	return 0, fmt.Errorf("%w: time %q: want a duration, UNLIMITED or INFINITE", ErrConfig, s)
 }
 
-// ParseSlurmConf reads NodeName, PartitionName, Priority*, SelectType and
-// SchedulerParameters lines of a slurm.conf onto base (usually Defaults()).
-// Other lines are ignored. Keys are case-insensitive as in Slurm.
+// ParseSlurmConf reads NodeName, PartitionName, PriorityType,
+// PriorityFlags (ACCRUE_ALWAYS), PriorityWeight*, Priority{MaxAge,
+// DecayHalfLife,CalcPeriod,FavorSmall}, SchedulerType, SelectType and
+// SchedulerParameters (bf_window, bf_resolution, bf_interval,
+// bf_max_job_test, bf_max_job_user, bf_min_age_reserve, sched_interval)
+// lines of a slurm.conf onto base (usually Defaults()): a setting the file
+// does not name keeps base's value. Other lines are ignored. Keys are
+// case-insensitive as in Slurm. MaxJobsAccrue is no slurm.conf setting
+// (sacctmgr sets it): a preset file carries it.
 func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 	c := base
 	c.Nodes, c.Partitions = nil, nil
@@ -297,6 +350,26 @@ func ParseSlurmConf(r io.Reader, base Config) (Config, error) {
 					c.BFMaxJobTest = n
 				case "sched_interval":
 					c.SchedInterval = time.Duration(n) * time.Second
+				case "bf_max_job_user":
+					c.BFMaxJobUser = n
+				case "bf_min_age_reserve":
+					c.BFMinAgeReserve = time.Duration(n) * time.Second
+				}
+			}
+		case "prioritytype":
+			switch t := strings.ToLower(v0); t {
+			case PriorityBasic, PriorityMultifactor:
+				c.PriorityType = t
+			default:
+				return c, errf(fmt.Errorf("%w: PriorityType=%q: the simulator models %s and %s", ErrConfig, v0, PriorityBasic, PriorityMultifactor))
+			}
+		case "priorityflags":
+			// Only ACCRUE_ALWAYS is modelled; the line sets the flags, so
+			// its absence clears it.
+			c.PriorityAccrueAlways = false
+			for _, f := range strings.Split(v0, ",") {
+				if strings.EqualFold(strings.TrimSpace(f), "ACCRUE_ALWAYS") {
+					c.PriorityAccrueAlways = true
 				}
 			}
 		case "priorityweightage", "priorityweightfairshare", "priorityweightjobsize", "priorityweightpartition", "priorityweightqos":

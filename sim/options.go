@@ -19,7 +19,7 @@ type Options struct {
 	BFWindow  time.Duration // bf_window (0 = the preset's)
 	Latency   time.Duration // main-pass latency bound (negative = the preset's)
 	Seed      uint64        // seed of the latency draws
-	Weights   string        // priority weights "age=N,fairshare=N,size=N,partition=N,qos=N" ("" = the preset's)
+	Weights   string        // priority weights "age=N,fairshare=N,size=N,partition=N,qos=N" ("" = the preset's); they imply PriorityType=priority/multifactor
 }
 
 // ErrOption marks an option that is not valid, as opposed to a slurm.conf
@@ -83,6 +83,7 @@ func (o Options) Config() (Config, error) {
 	}
 	cfg.Seed = o.Seed
 	if o.Weights != "" {
+		cfg.PriorityType = PriorityMultifactor // weights count only there
 		for _, kv := range strings.Split(o.Weights, ",") {
 			k, v, _ := strings.Cut(kv, "=")
 			var x float64

@@ -15,6 +15,18 @@ func TestOptionsConfig(t *testing.T) {
 		cfg.PriorityWeightAge != 2 || cfg.PriorityWeightQOS != 3 {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
+	// Weights count only under priority/multifactor: giving them selects it
+	// over the default preset's priority/basic.
+	conf1 := filepath.Join(t.TempDir(), "one.conf")
+	if err := os.WriteFile(conf1, []byte("NodeName=n1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for weights, want := range map[string]string{"": PriorityBasic, "age=1000": PriorityMultifactor} {
+		cfg, err := Options{Preset: "default", SlurmConf: conf1, Latency: -1, Weights: weights}.Config()
+		if err != nil || cfg.PriorityType != want {
+			t.Errorf("default preset, weights %q: PriorityType %q (%v), want %q", weights, cfg.PriorityType, err, want)
+		}
+	}
 	for _, o := range []Options{{Preset: "philly"}, {Preset: "ls6", Backfill: "maybe"}, {Preset: "ls6", Weights: "age=x"},
 		{Preset: "ls6", Weights: "luck=1"}, {Preset: "default"}} {
 		if _, err := o.Config(); !errors.Is(err, ErrOption) {

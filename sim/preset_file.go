@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,12 +18,14 @@ import (
 
 // PresetFile is a calibrated preset as `mirage sim calibrate` writes it: a
 // named preset and the parameters that replace its values, with where they
-// came from. Every command that takes --preset takes such a file's path.
+// came from; or one written by hand, which may also set site settings
+// (SiteParams). Every command that takes --preset takes such a file's path.
 type PresetFile struct {
 	Base      string `yaml:"base"`                 // the named preset it starts from (ls6, default)
 	SlurmConf string `yaml:"slurm_conf,omitempty"` // a slurm.conf read over the base, as --slurm-conf
 	NodeList  string `yaml:"node_list,omitempty"`  // a node list replacing the nodes, as --node-list
 	Params    `yaml:",inline"`
+	Site      SiteParams `yaml:",inline"`
 	// LatencyTable is the empirical latency (Config.LatencyTable), with
 	// empirical_latency set.
 	LatencyTable []time.Duration `yaml:"latency_table,omitempty"`
@@ -31,6 +34,57 @@ type PresetFile struct {
 	Fit       string  `yaml:"fit,omitempty"`   // the span the parameters were fitted on
 	Score     string  `yaml:"score,omitempty"` // the span they were scored on
 	Objective float64 `yaml:"objective,omitempty"`
+}
+
+// SiteParams are site settings a preset file may set over its base and
+// slurm_conf, each optional (absent: theirs), under the names of Config's
+// fields (which name the Slurm setting and its default).
+type SiteParams struct {
+	PriorityType    string         `yaml:"priority_type,omitempty"`          // priority/basic or priority/multifactor
+	AccrueAlways    *bool          `yaml:"priority_accrue_always,omitempty"` // PriorityFlags=ACCRUE_ALWAYS
+	MaxJobsAccrue   *int           `yaml:"max_jobs_accrue,omitempty"`        // MaxJobsAccrue per user (sacctmgr; 0: no limit)
+	BFWindow        *time.Duration `yaml:"bf_window,omitempty"`
+	BFMaxJobUser    *int           `yaml:"bf_max_job_user,omitempty"`
+	BFMinAgeReserve *time.Duration `yaml:"bf_min_age_reserve,omitempty"`
+}
+
+// Apply returns c with the settings p sets.
+func (p SiteParams) Apply(c Config) (Config, error) {
+	switch p.PriorityType {
+	case "":
+	case PriorityBasic, PriorityMultifactor:
+		c.PriorityType = p.PriorityType
+	default:
+		return c, fmt.Errorf("%w: priority_type %q: want %s or %s", ErrConfig, p.PriorityType, PriorityBasic, PriorityMultifactor)
+	}
+	set := func(dst *int, v *int, name string) error {
+		if v != nil {
+			if *v < 0 {
+				return fmt.Errorf("%w: %s %d: want ≥ 0", ErrConfig, name, *v)
+			}
+			*dst = *v
+		}
+		return nil
+	}
+	if err := errors.Join(set(&c.MaxJobsAccrue, p.MaxJobsAccrue, "max_jobs_accrue"), set(&c.BFMaxJobUser, p.BFMaxJobUser, "bf_max_job_user")); err != nil {
+		return c, err
+	}
+	if p.AccrueAlways != nil {
+		c.PriorityAccrueAlways = *p.AccrueAlways
+	}
+	if p.BFWindow != nil {
+		if *p.BFWindow < time.Minute {
+			return c, fmt.Errorf("%w: bf_window %s: want at least 1m (slurm.conf(5): Min 1 minute)", ErrConfig, *p.BFWindow)
+		}
+		c.BFWindow = *p.BFWindow
+	}
+	if p.BFMinAgeReserve != nil {
+		if *p.BFMinAgeReserve < 0 {
+			return c, fmt.Errorf("%w: bf_min_age_reserve %s: want ≥ 0", ErrConfig, *p.BFMinAgeReserve)
+		}
+		c.BFMinAgeReserve = *p.BFMinAgeReserve
+	}
+	return c, nil
 }
 
 // isPresetPath reports whether a --preset value names a file rather than a
@@ -77,6 +131,9 @@ func LoadPresetFile(path string) (Config, error) {
 		base.LatencyTable = pf.LatencyTable
 	}
 	c, err := pf.Params.Apply(base)
+	if err == nil {
+		c, err = pf.Site.Apply(c)
+	}
 	if err != nil {
 		return Config{}, fmt.Errorf("preset file %s: %w", path, err)
 	}
@@ -132,8 +189,8 @@ func (p Params) String() string {
 	if p.EmpiricalLatency {
 		lat = "empirical latency"
 	}
-	return fmt.Sprintf("nodes %d, weights age %g size %g fair-share %g recorded %g, %s, bf_interval %s",
-		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, lat, p.BFInterval)
+	return fmt.Sprintf("nodes %d, weights age %g size %g fair-share %g recorded %g, max age %s, %s, bf_interval %s",
+		p.Nodes, p.AgeWeight, p.SizeWeight, p.FairshareWeight, p.RecordedWeight, p.MaxAge, lat, p.BFInterval)
 }
 
 // CalibratedPreset is the preset file of a calibration that searched from
@@ -177,5 +234,5 @@ func presetOrigin(preset string) (PresetFile, error) {
 	if err := yaml.Unmarshal(b, &pf); err != nil {
 		return PresetFile{}, fmt.Errorf("%w: preset file %s: %v", ErrConfig, preset, err)
 	}
-	return PresetFile{Base: pf.Base, SlurmConf: pf.SlurmConf, NodeList: pf.NodeList}, nil
+	return PresetFile{Base: pf.Base, SlurmConf: pf.SlurmConf, NodeList: pf.NodeList, Site: pf.Site}, nil
 }

@@ -24,7 +24,8 @@ import (
 func TestRequiredNodesDoNotBlockThePartition(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	cfg := Defaults()
-	cfg.PriorityWeightAge = 1000 // older first (all weights 0: in the order loaded, the seam's jobs last)
+	cfg.PriorityType = PriorityMultifactor
+	cfg.PriorityWeightAge = 1000 // older first
 	cfg.Backfill = false
 	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}, {Name: "n2", CPUs: 8, GPUs: 4}}
 	s, err := New(cfg)
@@ -76,6 +77,7 @@ func TestRequiredNodesDoNotBlockThePartition(t *testing.T) {
 func TestBackfillPlansRequiredNodes(t *testing.T) {
 	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
 	cfg := Defaults()
+	cfg.PriorityType = PriorityMultifactor
 	cfg.PriorityWeightAge = 1000 // older first
 	for _, n := range []string{"n1", "n2", "n3", "n4", "n5"} {
 		cfg.Nodes = append(cfg.Nodes, NodeConfig{Name: n, CPUs: 8, GPUs: 4})

@@ -19,6 +19,8 @@ import (
 // Commands (times are seconds since 0):
 //
 //	cluster [backfill=on|off] [bf_interval=S] [bf_resolution=S] [bf_window=S]
+//	        [bf_max_job_user=N] [bf_min_age_reserve=S]
+//	        [priority=basic|multifactor] [accrue_always=yes] [max_jobs_accrue=N]
 //	        [weight_age=N] [weight_fairshare=N] [weight_size=N] [weight_qos=N]
 //	        [max_age=S] [half_life=S] [calc=S]
 //	  node NAMES [cpus=N] [gpus=N]            (NAMES a hostlist such as n[1-4])
@@ -29,7 +31,7 @@ import (
 //	                  no decay), then one node, partition or qos per line
 //	submit
 //	  ID [nodes=N] [gpus=N] [limit=S] [runtime=S] [at=S] [user=U] [qos=Q]
-//	     [partition=P] [dep=D] [name=N] [fail=yes]
+//	     [partition=P] [dep=D] [name=N] [fail=yes] [nodelist=HOSTLIST]
 //	                  add jobs to the scenario's trace, one per line
 //	run [until=S]     load the trace (at the first run), run the simulator
 //	                  and print every job: ID start=S end=S STATE [requeues=N]
@@ -79,7 +81,7 @@ func (r *scriptRun) configure(t *testing.T, td *datadriven.TestData) {
 	for _, a := range td.CmdArgs {
 		v := a.SingleVal(t)
 		n := 0
-		if a.Key != "backfill" {
+		if a.Key != "backfill" && a.Key != "priority" && a.Key != "accrue_always" {
 			n = atoi(t, v)
 		}
 		switch a.Key {
@@ -88,6 +90,19 @@ func (r *scriptRun) configure(t *testing.T, td *datadriven.TestData) {
 				t.Fatalf("%s: backfill=%s: want on or off", td.Pos, v)
 			}
 			r.cfg.Backfill = v == "on"
+		case "priority":
+			if v != "basic" && v != "multifactor" {
+				t.Fatalf("%s: priority=%s: want basic or multifactor", td.Pos, v)
+			}
+			r.cfg.PriorityType = "priority/" + v
+		case "accrue_always":
+			r.cfg.PriorityAccrueAlways = v == "yes"
+		case "max_jobs_accrue":
+			r.cfg.MaxJobsAccrue = n
+		case "bf_max_job_user":
+			r.cfg.BFMaxJobUser = n
+		case "bf_min_age_reserve":
+			r.cfg.BFMinAgeReserve = sec(n)
 		case "bf_interval":
 			r.cfg.BFInterval = sec(n)
 		case "bf_resolution":
@@ -152,11 +167,18 @@ func (r *scriptRun) submit(t *testing.T, td *datadriven.TestData) {
 	for _, line := range inputLines(td.Input) {
 		f := strings.Fields(line)
 		name, m := f[0], kvs(f[1:])
+		var nodeList []string
+		if m["nodelist"] != "" {
+			var err error
+			if nodeList, err = expandHostlist(m["nodelist"]); err != nil {
+				t.Fatal(err)
+			}
+		}
 		r.jobs = append(r.jobs, JobSpec{
 			ID: name, Name: m["name"], User: m["user"], QOS: m["qos"], Partition: m["partition"],
 			Submit: time.Unix(int64(atoi(t, m["at"])), 0), TimeLimit: sec(atoi(t, m["limit"])),
 			Runtime: sec(atoi(t, m["runtime"])), Nodes: max(atoi(t, m["nodes"]), 1), GPUs: atoi(t, m["gpus"]),
-			Depend: m["dep"], Fail: m["fail"] == "yes",
+			Depend: m["dep"], Fail: m["fail"] == "yes", NodeList: nodeList,
 		})
 		r.order = append(r.order, name)
 	}

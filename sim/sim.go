@@ -110,6 +110,8 @@ type dyn struct {
 	est      int64 // backfill's planned start (squeue --start), 0 if none
 	early    int64 // when a signal makes it end (Config.Checkpoint), 0 if none
 	begin    int64 // earliest start (sbatch --begin), 0 if none
+	accrue   int64 // while pending: when its age began to accrue (-1: it does not accrue, see startAccrual)
+	seq      int64 // its submission's ordinal (1, 2, …; 0: not submitted yet): priority/basic's order
 }
 
 type event struct {
@@ -191,6 +193,10 @@ type static struct {
 	qosRequeue  []bool
 	totalNodes  int
 	maxAge      float64 // PriorityMaxAge in seconds
+	basic       bool    // PriorityType=priority/basic
+	preempting  bool    // some QOS is preemptible: jobs that can preempt are queued first
+	maxAccrue   int32   // MaxJobsAccrue (0: no limit, and with PriorityAccrueAlways)
+	minAgeRes   int64   // bf_min_age_reserve in seconds
 }
 
 // Sim is the simulator state. Create with New; copy with Fork.
@@ -229,6 +235,9 @@ type Sim struct {
 	nodeFreeC  []int32
 	nodeJobs   []int32
 	usage      []float64 // decayed usage per association (GPU- or node-seconds)
+	accruing   []int32   // per user: pending jobs accruing age (kept only with MaxJobsAccrue)
+	submits    int64     // submissions so far (dyn.seq)
+	submitUser string    // user of the jobs submitted through Submit ("": the request's account; SetSubmitUser)
 	usageTotal float64   // sum of usage, as of the last recalc
 	acctUsers  []int32   // associations per account
 	usageLast  int64
@@ -327,7 +336,21 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.TickInterval <= 0 {
 		cfg.TickInterval = d.TickInterval
 	}
-	st := &static{cfg: cfg, totalNodes: len(cfg.Nodes), maxAge: cfg.PriorityMaxAge.Seconds()}
+	switch cfg.PriorityType {
+	case "":
+		cfg.PriorityType = d.PriorityType
+	case PriorityBasic, PriorityMultifactor:
+	default:
+		return nil, fmt.Errorf("%w: PriorityType %q: want %s or %s", ErrConfig, cfg.PriorityType, PriorityBasic, PriorityMultifactor)
+	}
+	if cfg.MaxJobsAccrue < 0 || cfg.BFMaxJobUser < 0 || cfg.BFMinAgeReserve < 0 {
+		return nil, fmt.Errorf("%w: MaxJobsAccrue %d, bf_max_job_user %d, bf_min_age_reserve %s: want ≥ 0", ErrConfig, cfg.MaxJobsAccrue, cfg.BFMaxJobUser, cfg.BFMinAgeReserve)
+	}
+	st := &static{cfg: cfg, totalNodes: len(cfg.Nodes), maxAge: cfg.PriorityMaxAge.Seconds(),
+		basic: cfg.PriorityType == PriorityBasic, minAgeRes: int64(cfg.BFMinAgeReserve / time.Second)}
+	if !cfg.PriorityAccrueAlways {
+		st.maxAccrue = int32(min(cfg.MaxJobsAccrue, math.MaxInt32))
+	}
 	idx := map[string]int32{}
 	for i, n := range cfg.Nodes {
 		if _, dup := idx[n.Name]; dup {
@@ -418,6 +441,7 @@ func New(cfg Config) (*Sim, error) {
 		}
 		st.qosFactor = append(st.qosFactor, f)
 		st.qosPreempt = append(st.qosPreempt, q.Preemptible)
+		st.preempting = st.preempting || q.Preemptible
 		st.qosRequeue = append(st.qosRequeue, strings.EqualFold(q.PreemptMode, "requeue"))
 	}
 	s := &Sim{mainAt: never, rng: *rand.NewPCG(cfg.Seed, 0x6d6972616765), st: st, ids: map[string]int32{}, userIdx: map[string]int32{}, namesOwned: true, watch: -1,
@@ -980,6 +1004,10 @@ func (s *Sim) arrive(j int32) {
 	if d.state != stFuture {
 		return
 	}
+	if d.seq == 0 { // its submission (a latency may still delay its arrival)
+		s.submits++
+		d.seq = s.submits
+	}
 	if tab := s.st.cfg.LatencyTable; len(tab) > 0 && !d.lat {
 		d.lat = true
 		if lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second); lat > 0 {
@@ -989,12 +1017,15 @@ func (s *Sim) arrive(j int32) {
 	}
 	d.state = stPending
 	d.elig = s.now
+	d.accrue = -1
 	sp := s.spec(j)
 	if len(sp.deps) > 0 || sp.singleton || d.begin > s.now {
 		d.held = true
 		s.waiters = append(s.waiters, j)
 		s.deferTo(j, d.begin)
-		s.checkWaiters()
+		s.checkWaiters() // may release it (startAccrual)
+	} else {
+		s.startAccrual(j)
 	}
 	d.prio = s.priority(j)
 	s.pending = append(s.pending, j)
@@ -1061,6 +1092,7 @@ func (s *Sim) checkWaiters() {
 		case ok:
 			d.held = false
 			d.elig = s.now
+			s.startAccrual(j)
 			s.dirtyMain, s.dirtyBF = true, true
 		default:
 			out = append(out, j)
@@ -1142,7 +1174,7 @@ func (s *Sim) accrue(j int32, d *dyn) {
 // flagging passes when the order changed.
 func (s *Sim) recalc() {
 	cfg := &s.st.cfg
-	if cfg.PriorityWeightFairshare != 0 && s.now > s.usageLast {
+	if cfg.PriorityWeightFairshare != 0 && !s.st.basic && s.now > s.usageLast {
 		for _, j := range s.running {
 			s.accrue(j, &s.dyns[j])
 		}
@@ -1176,10 +1208,17 @@ func (s *Sim) recalc() {
 	}
 	changed := false
 	var prev float64 = math.Inf(1)
+	prevPreemptible := false // the queue holds the jobs that can preempt first (pendingOrder)
 	for _, j := range s.pending {
 		p := s.priority(j)
 		s.dyns[j].prio = p
 		s.sortedLen = 0
+		if s.st.preempting {
+			if q := s.st.qosPreempt[s.spec(j).qos]; q != prevPreemptible {
+				changed = changed || prevPreemptible // a preemptor behind a preemptible job
+				prev, prevPreemptible = math.Inf(1), q
+			}
+		}
 		if p > prev {
 			changed = true
 		}
@@ -1190,16 +1229,24 @@ func (s *Sim) recalc() {
 	}
 }
 
-// priority is Slurm's multifactor priority of pending job j at now: the
-// weighted factors summed in a fixed order (a factor of weight 0 is left
-// out: adding it would add 0).
+// basicTop is the priority/basic priority of the first job submitted.
+const basicTop = 0xffff0000
+
+// priority is pending job j's priority at now. Under priority/basic it
+// falls by one per submission (slurmctld gives each job the previous
+// one's priority − 1): first come, first served. Under
+// priority/multifactor it is the weighted factors summed in a fixed order
+// (a factor of weight 0 is left out: adding it would add 0).
 func (s *Sim) priority(j int32) float64 {
+	if s.st.basic {
+		return basicTop - float64(s.dyns[j].seq)
+	}
 	cfg := &s.st.cfg
 	sp := s.spec(j)
 	p := 0.0
 	if cfg.PriorityWeightAge != 0 {
-		if d := &s.dyns[j]; !d.held {
-			age := float64(s.now-d.elig) / s.st.maxAge
+		if from, ok := s.ageFrom(j); ok {
+			age := float64(s.now-from) / s.st.maxAge
 			p += cfg.PriorityWeightAge * min(max(age, 0), 1)
 		}
 	}
@@ -1217,6 +1264,74 @@ func (s *Sim) priority(j int32) float64 {
 		p += cfg.PriorityWeightQOS * s.st.qosFactor[sp.qos]
 	}
 	return p
+}
+
+// ageFrom is when pending job j's age began to accrue (false: it accrues
+// none). Age accrues from eligibility: not while a dependency or a begin
+// time holds the job, nor while its user is at MaxJobsAccrue
+// (acct_policy.c; priority_multifactor.c: priority_age = (now −
+// accrue_time) / PriorityMaxAge) — with PriorityFlags=ACCRUE_ALWAYS, from
+// its submission regardless.
+func (s *Sim) ageFrom(j int32) (int64, bool) {
+	if s.st.cfg.PriorityAccrueAlways {
+		return s.spec(j).submit, true
+	}
+	d := &s.dyns[j]
+	if d.held || d.accrue < 0 {
+		return 0, false
+	}
+	return d.accrue, true
+}
+
+// startAccrual is called as pending job j becomes eligible (submitted
+// without a hold, released, requeued): its age accrues from now, unless
+// its user has MaxJobsAccrue jobs accruing already; it then waits for one
+// of them to leave the queue (stopAccrual).
+func (s *Sim) startAccrual(j int32) {
+	d := &s.dyns[j]
+	d.accrue = -1
+	limit := s.st.maxAccrue
+	if limit == 0 {
+		d.accrue = s.now
+		return
+	}
+	u := s.spec(j).user
+	if n := int(u) + 1; len(s.accruing) < n {
+		s.accruing = append(s.accruing, make([]int32, n-len(s.accruing))...)
+	}
+	if s.accruing[u] < limit {
+		s.accruing[u]++
+		d.accrue = s.now
+	}
+}
+
+// stopAccrual is called as pending job j leaves the queue (starts, is
+// cancelled). Under MaxJobsAccrue its place goes to its user's oldest
+// (first submitted) eligible job that waits for one, which accrues from
+// now: slurmctld hands the places out in its job list's order, and a job
+// gets none back for the time it waited without one.
+func (s *Sim) stopAccrual(j int32) {
+	d := &s.dyns[j]
+	if s.st.maxAccrue == 0 || d.accrue < 0 {
+		return
+	}
+	d.accrue = -1
+	u := s.spec(j).user
+	s.accruing[u]--
+	next := int32(-1)
+	for _, k := range s.pending { // during a pass a job may be listed twice: harmless
+		dk := &s.dyns[k]
+		if k == j || dk.state != stPending || dk.held || dk.accrue >= 0 || s.spec(k).user != u {
+			continue
+		}
+		if next < 0 || dk.seq < s.dyns[next].seq {
+			next = k
+		}
+	}
+	if next >= 0 {
+		s.dyns[next].accrue = s.now
+		s.accruing[u]++
+	}
 }
 
 // fairshare is the classic Slurm factor 2^(−U/S): U the association's share
@@ -1264,9 +1379,22 @@ func (s *Sim) sortPending() {
 	s.sortedLen = len(s.pending)
 }
 
-// pendingOrder compares pending jobs a and b: the higher priority first,
-// then the lower index (for loaded jobs, the earlier submit).
+// pendingOrder compares pending jobs a and b: with preemption, a job that
+// can preempt (of a QOS that is not preemptible) before one it could
+// preempt, as slurmctld sorts its queue (_sort_job_queue:
+// preempt_g_job_preempt_check first; "Jobs that can preempt" come first in
+// the evaluation order of priority_multifactor.html); then the higher
+// priority first, then the lower index (for loaded jobs, the earlier
+// submit).
 func (s *Sim) pendingOrder(a, b int32) int {
+	if st := s.st; st.preempting {
+		if qa, qb := st.qosPreempt[s.spec(a).qos], st.qosPreempt[s.spec(b).qos]; qa != qb {
+			if qb {
+				return -1
+			}
+			return 1
+		}
+	}
 	pa, pb := s.dyns[a].prio, s.dyns[b].prio
 	if pa != pb {
 		if pa > pb {
@@ -1330,6 +1458,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 			s.nodeFreeC[n] -= sp.cpn
 		}
 	}
+	s.stopAccrual(j)
 	d.state = stRunning
 	d.start = s.now
 	d.early = 0
@@ -1378,6 +1507,10 @@ func (s *Sim) mainPass() {
 			continue
 		}
 		if s.tryAlloc(j) || s.tryPreempt(j) {
+			continue
+		}
+		if s.st.minAgeRes > 0 && s.now-d.elig < s.st.minAgeRes {
+			out = append(out, j) // too young to keep anyone off anything (bf_min_age_reserve)
 			continue
 		}
 		if sp.required {
@@ -1502,6 +1635,7 @@ func (s *Sim) preempt(r int32) {
 		d.state = stPending
 		d.start, d.end = -1, -1
 		d.elig = s.now
+		s.startAccrual(r) // a requeue restarts its age (acct_policy: accrue_time = 0)
 		d.requeues++
 		d.prio = s.priority(r)
 		s.requeued = append(s.requeued, r)
@@ -1542,6 +1676,7 @@ func (s *Sim) Fork() *Sim {
 	c.nodeFreeC = slices.Clone(s.nodeFreeC)
 	c.nodeJobs = slices.Clone(s.nodeJobs)
 	c.usage = slices.Clone(s.usage)
+	c.accruing = slices.Clone(s.accruing)
 	c.acctUsers = slices.Clone(s.acctUsers)
 	c.prof = profile{}
 	c.scratch = nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -77,10 +78,20 @@ func evalRun(ctx context.Context, o *evalOptions) error {
 		bar.SetLabel(fmt.Sprintf("cell %d/%d %s", i+1, n, c.Name))
 	})
 	bar.Done()
-	if err != nil {
+	return o.printOrFail(w, err)
+}
+
+// printOrFail prints what a run wrote and returns its error, coded: a
+// report without samples (eval.ErrNoSamples) is written and printed, and
+// still fails the command (exit 1) with the reason.
+func (o *evalOptions) printOrFail(w *eval.Written, err error) error {
+	if err != nil && !(errors.Is(err, eval.ErrNoSamples) && w != nil) {
 		return cmdutil.Coded(err, evalCodes)
 	}
-	return o.print(w)
+	if perr := o.print(w); perr != nil {
+		return perr
+	}
+	return cmdutil.Coded(err, evalCodes)
 }
 
 // print prints what a run wrote: its paths, or with --json also the headline figures.
@@ -134,7 +145,7 @@ func evalMergeRun(o *evalMergeOptions) error {
 	if err != nil {
 		return err
 	}
-	return o.print(w)
+	return o.printOrFail(w, r.CheckSamples(o.spec.Out))
 }
 
 func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {

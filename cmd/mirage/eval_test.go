@@ -6,11 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/traces"
 )
 
 // tinySweep writes a 3-day synthetic trace and a sweep over it: chain-2,
@@ -301,5 +304,58 @@ func TestEvalSkipBad(t *testing.T) {
 	js, err := os.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil || !strings.Contains(string(js), `"skipped": 1`) {
 		t.Errorf("report.json does not count the skipped row (%v)", err)
+	}
+}
+
+// TestEvalNoSamplesFails: an experiment that measures no hand-off writes
+// its report and exits non-zero, saying why. Four nodes (slurm.conf over
+// the default preset: priority/basic, first come, first served); the trace
+// holds ten 4-node jobs of 48 h, all submitted at t0 and run back to back
+// until day 20, and a 1-node job submitted on day 19. Chains (1 node, 6 h)
+// are injected daily from day 1 to day 8: each predecessor queues behind
+// the ten big jobs (submitted before it), and no backfill hole exists (the
+// nodes are never idle), so it could start only on day 20, after the
+// protocol's 7-day start deadline: no sample.
+func TestEvalNoSamplesFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(conf, []byte("NodeName=n[1-4] CPUs=8\nPartitionName=batch Nodes=ALL Default=YES OverSubscribe=EXCLUSIVE\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var jobs []traces.Job
+	for i := range 10 {
+		start := t0.Add(time.Duration(i) * 48 * time.Hour)
+		jobs = append(jobs, traces.Job{ID: strconv.Itoa(i + 1), User: "big", Account: "a", Submit: t0, Start: start, End: start.Add(48 * time.Hour),
+			TimeLimit: 48 * time.Hour, Nodes: 4})
+	}
+	late := t0.Add(19 * 24 * time.Hour)
+	jobs = append(jobs, traces.Job{ID: "11", User: "late", Account: "a", Submit: late, Start: t0.Add(20 * 24 * time.Hour), End: t0.Add(20*24*time.Hour + time.Hour),
+		TimeLimit: time.Hour, Nodes: 1})
+	tr := filepath.Join(dir, "busy.csv")
+	var b strings.Builder
+	if err := traces.WriteJobs(&b, traces.FormatCSV, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tr, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	_, stderr, code := runMirage(t, "eval", "--trace", tr, "--preset", "default", "--slurm-conf", conf, "--policies", "reactive",
+		"--nodes", "1", "--limit", "6h", "--warmup", "24h", "--every", "24h", "--until", "2026-01-10", "--out", out)
+	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "no samples") || !strings.Contains(stderr, "start deadline") || !strings.Contains(stderr, out) {
+		t.Errorf("exit %d, stderr %q; want %d naming no samples, the start deadline and the report's directory", code, stderr, cmdutil.ExitFailure)
+	}
+	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatalf("the report was not written: %v", err)
+	}
+	if len(r.Samples) != 0 || r.Provenance.Cells[0].Params["unmeasured"] != "8" {
+		t.Errorf("report: %d samples, unmeasured %q; want none and 8 (days 1 to 8)", len(r.Samples), r.Provenance.Cells[0].Params["unmeasured"])
+	}
+	// Merging such a report fails alike.
+	if _, stderr, code := runMirage(t, "eval", "merge", "--out", filepath.Join(dir, "merged"), filepath.Join(out, "report.json")); code != cmdutil.ExitFailure || !strings.Contains(stderr, "no samples") {
+		t.Errorf("merge: exit %d, stderr %q", code, stderr)
 	}
 }

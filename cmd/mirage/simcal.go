@@ -29,7 +29,7 @@ func newSimCalibrateCmd(f *Factory) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "calibrate --trace FILE --fit-until DATE --out PRESET.yaml [--preset ls6]",
 		Short: "Fit the simulator's parameters to a trace's recorded waits and write a preset",
-		Long: `Search the usable node count, the priority weights, the scheduling latency and
+		Long: `Search the usable node count, the priority weights and PriorityMaxAge, the scheduling latency and
 bf_interval for the replay whose waits match the trace's recorded waits on the
 jobs submitted before --fit-until, then report the fidelity on the later jobs
 (up to --score-until) that the search never looked at. The preset written is

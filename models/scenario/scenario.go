@@ -163,7 +163,7 @@ type Protocol struct {
 	Limit         time.Duration // predecessor and successor limit, used fully (default 48 h)
 	Nodes         []int         // chain sizes (default 1 and 8)
 	GPUsPerNode   int           // GPUs requested per node (default: the first node's GPUs)
-	Account       string        // account of the injected chains (default "mirage")
+	Account       string        // account of the injected chains ("", the default: a typical user's of the trace, see ChainIdentity)
 	Partition     string        // partition ("": the default partition)
 	Lead          time.Duration // the forced (reactive) submission comes this long before the predecessor's end (default 1 min)
 	StartDeadline time.Duration // a predecessor that has not started this long after injection is skipped (default 7 days)
@@ -173,7 +173,7 @@ type Protocol struct {
 // DefaultProtocol returns the published protocol's parameters.
 func DefaultProtocol() Protocol {
 	return Protocol{Every: 4 * time.Hour, WarmUp: 48 * time.Hour, Tick: 10 * time.Minute, History: provisioner.DefaultHistoryWindow,
-		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Account: "mirage", Lead: time.Minute,
+		Limit: 48 * time.Hour, Nodes: []int{1, 8}, Lead: time.Minute,
 		StartDeadline: 7 * 24 * time.Hour, Horizon: 14 * 24 * time.Hour}
 }
 
@@ -197,9 +197,6 @@ func (p Protocol) WithDefaults(cfg sim.Config) Protocol {
 	}
 	if len(p.Nodes) == 0 {
 		p.Nodes = d.Nodes
-	}
-	if p.Account == "" {
-		p.Account = d.Account
 	}
 	if p.Lead <= 0 {
 		p.Lead = d.Lead
@@ -283,7 +280,7 @@ func StartChain(base *sim.Sim, p Protocol, inject time.Time, nodes int, id strin
 	if !f.Now().Equal(inject) {
 		return nil, fmt.Errorf("start chain %s: simulator is at %s, not at the injection time %s", id, f.Now().Format(time.RFC3339), inject.Format(time.RFC3339))
 	}
-	ch := provisioner.Chain{ID: id, Name: "mirage-" + id, Account: p.Account, Partition: p.Partition, TimeLimit: p.Limit,
+	ch := provisioner.Chain{ID: id, Name: "mirage-" + id, Account: ChainIdentity(f, nodes, p.Account), Partition: p.Partition, TimeLimit: p.Limit,
 		Nodes: nodes, GPUs: nodes * p.GPUsPerNode, Segments: 2, State: provisioner.ChainActive, Created: inject}
 	req := func(seg int) provisioner.SubmitRequest {
 		return provisioner.SubmitRequest{Name: ch.Name, Account: ch.Account, Partition: ch.Partition, TimeLimit: ch.TimeLimit,
@@ -306,6 +303,33 @@ func StartChain(base *sim.Sim, p Protocol, inject time.Time, nodes int, id strin
 		first = start
 	}
 	return &ChainRun{P: p, S: f, Chain: ch, PredID: predID, Succ: req(1), Inject: inject, PredStart: start, PredEnd: start.Add(p.Limit), First: first}, nil
+}
+
+// FallbackAccount is the account of injected chains when the replay has no
+// job to take a user from (ChainIdentity).
+const FallbackAccount = "mirage"
+
+// ChainIdentity sets who the jobs of a chain of the given size, about to be
+// injected into s, run as, and returns their account: account when set
+// (its jobs run as a user named alike, the simulator's default); else a
+// typical user of the replayed trace, the one of median fair-share among
+// those whose jobs of that size started in the week before
+// (sim.Sim.TypicalUser), so that fair-share, MaxJobsAccrue and the
+// account's features treat the chain as they treat the site's users (as a
+// user of its own it had the best fair-share there is);
+// FallbackAccount if no job started in that week. The simulator gives the
+// chain's jobs recorded priorities like the trace's (sim.Sim.Submit) by
+// itself.
+func ChainIdentity(s *sim.Sim, nodes int, account string) string {
+	if account != "" {
+		return account
+	}
+	user, acct, ok := s.TypicalUser(nodes)
+	if !ok {
+		return FallbackAccount
+	}
+	s.SetSubmitUser(user)
+	return acct
 }
 
 // ChainID names the chain injected at inject with nodes nodes, e.g. "i20230201T0400-n8".
