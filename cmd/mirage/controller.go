@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -89,6 +91,9 @@ docs/guide/kubernetes.md.`,
 	o.daemon.policy.add(cmd)
 	o.daemon.state.add(cmd)
 	o.daemon.backend.add(cmd)
+	for _, slurmOnly := range []string{"slurm-conf", "slurm-bin", "slurm-timeout"} {
+		_ = fl.MarkHidden(slurmOnly)
+	}
 	if b := fl.Lookup("backend"); b != nil {
 		_ = b.Value.Set("kubernetes")
 		b.DefValue, b.Usage = "kubernetes", "cluster backend: kubernetes (the only one the controller watches)"
@@ -157,28 +162,57 @@ func controllerRun(ctx context.Context, o *controllerOptions) error {
 	if err != nil {
 		return err
 	}
-	var lost error
+	return lead(ctx, lock, o.lease, func(ctx context.Context) error {
+		fault(faultAfterElected)
+		fmt.Fprintf(d.f.ErrOut, "mirage: leading as %s (lease %s/%s)\n", lock.Identity(), o.lease.namespace, o.lease.name)
+		wake := make(chan struct{}, 1)
+		if err := watchCluster(ctx, kc, wake); err != nil {
+			return err
+		}
+		return controllerLoop(ctx, wake, o.resync, o.settle, fault, cycle, d.f.ErrOut)
+	})
+}
+
+// lead campaigns for lock and, while leading, runs act with a context
+// that ends when the leadership does. It returns act's error, else an
+// error when the leadership was lost while ctx lives (nil when ctx ended:
+// a clean stop), and only once act has returned, so that nothing act uses
+// is closed under it.
+func lead(ctx context.Context, lock resourcelock.Interface, lo leaseOptions, act func(context.Context) error) error {
+	var mu sync.Mutex
+	var stopped error // the first reason to stop
+	stop := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped == nil {
+			stopped = err
+		}
+	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var acting sync.WaitGroup // act, waited for before returning
+	var started atomic.Bool
+	var once sync.Once
+	acting.Add(1)
+	done := func() { once.Do(acting.Done) }
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, LeaseDuration: o.lease.duration, RenewDeadline: o.lease.renew, RetryPeriod: o.lease.retry,
-		ReleaseOnCancel: true, Name: o.lease.name,
+		Lock: lock, LeaseDuration: lo.duration, RenewDeadline: lo.renew, RetryPeriod: lo.retry, ReleaseOnCancel: true, Name: lo.name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				fault(faultAfterElected)
-				fmt.Fprintf(d.f.ErrOut, "mirage: leading as %s (lease %s/%s)\n", lock.Identity(), o.lease.namespace, o.lease.name)
-				wake := make(chan struct{}, 1)
-				if err := watchCluster(ctx, kc, wake); err != nil {
-					lost = err
-					cancel()
-					return
+				started.Store(true)
+				defer done()
+				if ctx.Err() != nil {
+					return // stopped before it began: it touches nothing
 				}
-				lost = controllerLoop(ctx, wake, o.resync, o.settle, fault, cycle, d.f.ErrOut)
+				if err := act(ctx); err != nil {
+					stop(err)
+				}
 				cancel()
 			},
 			OnStoppedLeading: func() {
-				if ctx.Err() == nil && lost == nil {
-					lost = cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("lost the lease %s/%s: stopped acting (another replica leads now)", o.lease.namespace, o.lease.name))
+				if parent.Err() == nil {
+					stop(cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("lost the lease %s/%s: stopped acting (another replica may lead now)", lo.namespace, lo.name)))
 				}
 				cancel()
 			},
@@ -188,7 +222,14 @@ func controllerRun(ctx context.Context, o *controllerOptions) error {
 		return cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
 	elector.Run(ctx)
-	return lost
+	cancel()
+	if !started.Load() {
+		done() // never led; should act begin now, it sees ctx ended and returns
+	}
+	acting.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return stopped
 }
 
 // leaseLock is the Lease the replicas campaign for.
