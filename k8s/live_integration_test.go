@@ -245,7 +245,8 @@ func TestIntegrationLiveFragmentation(t *testing.T) {
 }
 
 // podLog records, from a watch, when each pod of a namespace was first
-// seen with its checkpoint request, with its deletion begun, and gone.
+// seen with its checkpoint request, with its deletion begun (its first
+// deletion: the eviction with the grace period), and gone.
 type podLog struct {
 	mu     sync.Mutex
 	ckpt   map[string]time.Time // the checkpoint request's time (annotation), by pod
@@ -277,7 +278,7 @@ func watchPods(t *testing.T, e *k8stest.Env) *podLog {
 					}
 				}
 			}
-			if p.DeletionTimestamp != nil {
+			if _, seen := l.delAt[p.Name]; !seen && p.DeletionTimestamp != nil { // the eviction (not the forced end, grace 0)
 				l.delAt[p.Name] = p.DeletionTimestamp.Time
 				if p.DeletionGracePeriodSeconds != nil {
 					l.grace[p.Name] = *p.DeletionGracePeriodSeconds

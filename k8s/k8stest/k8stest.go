@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 )
@@ -132,8 +133,7 @@ func (e *Env) Node(s NodeSpec) string {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{Unschedulable: s.Cordoned},
 	}
-	n, err := e.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := e.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		e.T.Fatalf("create node %s: %v", name, err)
 	}
 	res := corev1.ResourceList{
@@ -149,18 +149,29 @@ func (e *Env) Node(s NodeSpec) string {
 	if s.NotReady {
 		ready = corev1.ConditionFalse
 	}
-	n.Status.Capacity = res
-	n.Status.Allocatable = res
-	n.Status.Phase = corev1.NodeRunning
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "mirage-test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := e.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	// kwok (initialising the node) and the controller manager (tainting it
+	// until it is ready) may write the node meanwhile: write on the latest.
+	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := e.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Capacity = res
+		n.Status.Allocatable = res
+		n.Status.Phase = corev1.NodeRunning
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "mirage-test",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = e.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		e.T.Fatalf("update status of node %s: %v", name, err)
 	}
 	return name
 }
 
-// PodSpec describes a pod bound to a node (or unbound when Node is "").
+// PodSpec describes a pod bound to a node (or unbound when Node is "": it
+// names a scheduler that does not exist, so that it stays unbound).
 type PodSpec struct {
 	Name      string            // pod name
 	Namespace string            // "" = the test namespace
@@ -197,13 +208,25 @@ func (e *Env) Pod(s PodSpec) *corev1.Pod {
 		Spec: corev1.PodSpec{NodeName: s.Node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever,
 			PriorityClassName: s.PriorityClass},
 	}
+	if s.Node == "" {
+		p.Spec.SchedulerName = "mirage-test-none"
+	}
 	p, err := e.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		e.T.Fatalf("create pod %s/%s: %v", ns, s.Name, err)
 	}
 	if s.Phase != "" {
-		p.Status.Phase = s.Phase
-		if p, err = e.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		// kwok may be starting a bound pod meanwhile: write on the latest.
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			cur, err := e.Admin.CoreV1().Pods(ns).Get(ctx, s.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Phase = s.Phase
+			p, err = e.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			e.T.Fatalf("update status of pod %s/%s: %v", ns, s.Name, err)
 		}
 	}
