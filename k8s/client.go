@@ -192,6 +192,12 @@ func New(rc *rest.Config, cfg Config) (*Client, error) {
 		rc.Timeout = 30 * time.Second
 	}
 	rc.UserAgent = "mirage"
+	if rc.QPS == 0 && rc.Burst == 0 {
+		// client-go's default (5/s, bursts of 10) would space out the
+		// requests of a cycle's reclaims (signal, eviction, event per
+		// victim, all at once) by seconds.
+		rc.QPS, rc.Burst = 50, 100
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: client for %s: %w", rc.Host, err)

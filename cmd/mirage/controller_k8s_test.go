@@ -64,6 +64,7 @@ func installController(t *testing.T, e *k8stest.Env) string {
 	ctx := context.Background()
 	ns := e.Namespace
 	suffix := "-" + ns
+	dryRunDeploy(t, e) // before the objects below exist under the same names
 	decode := func(doc []byte, into any) {
 		t.Helper()
 		if err := yaml.UnmarshalStrict(doc, into); err != nil {
@@ -107,7 +108,6 @@ func installController(t *testing.T, e *k8stest.Env) string {
 	if _, err := e.Admin.RbacV1().RoleBindings(ns).Create(ctx, &rb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dryRunDeploy(t, e)
 	// A token of the service account, in a kubeconfig on the admin's server.
 	exp := int64(3600)
 	tok, err := e.Admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
@@ -185,12 +185,18 @@ type controllerEnv struct {
 	state      string
 	nodes      []string
 	extra      []string // more flags for the controller
+	// teamA, teamB are the test's own team names (the cluster's reclaim
+	// events, which hold a team back, are cluster-wide).
+	teamA, teamB string
 }
 
+// newControllerEnv makes the test's cluster: nodes of 10 GPUs and the
+// rules, whose {A} and {B} name the test's teams.
 func newControllerEnv(t *testing.T, rules string, nodes int) *controllerEnv {
 	t.Helper()
 	e := k8stest.New(t)
-	ce := &controllerEnv{e: e, bin: mirageBinary(t), dir: t.TempDir()}
+	ce := &controllerEnv{e: e, bin: mirageBinary(t), dir: t.TempDir(), teamA: "a-" + e.Namespace, teamB: "b-" + e.Namespace}
+	rules = strings.NewReplacer("{A}", ce.teamA, "{B}", ce.teamB).Replace(rules)
 	ce.kubeconfig = installController(t, e)
 	for i := 1; i <= nodes; i++ {
 		ce.nodes = append(ce.nodes, e.Node(k8stest.NodeSpec{Name: fmt.Sprintf("n%d", i), GPUs: 10}))
@@ -396,11 +402,11 @@ func (r *podRecorder) byTag() map[provisioner.Tag][]podRecord {
 // after its predecessor ended. The controller holds the Lease.
 func TestIntegrationControllerChain(t *testing.T) {
 	t.Parallel()
-	ce := newControllerEnv(t, "teams: [{name: team-a, gpus: 10}, {name: team-b, gpus: 10}]\n", 2)
+	ce := newControllerEnv(t, "teams: [{name: '{A}', gpus: 10}, {name: '{B}', gpus: 10}]\n", 2)
 	ce.extra = []string{"--pod-annotation", k8stest.AnnotationCompleteAfter + "=4s"}
 	pods := recordPods(t, ce.e)
 	script := ce.script(t, "train.sh", "#SBATCH -t 5\n#SBATCH --gpus 4")
-	id := ce.submit(t, script, "team-a", "--segments", "3", "--policy", "dependency",
+	id := ce.submit(t, script, ce.teamA, "--segments", "3", "--policy", "dependency",
 		"--pod-annotation", k8stest.AnnotationCompleteAfter+"=4s")
 	c := ce.start(t)
 	s := ce.waitChain(t, id, c)
@@ -453,15 +459,16 @@ func TestIntegrationControllerCrashPoints(t *testing.T) {
 		provisioner.FaultAfterCommit, faultAfterCycle}
 	for _, point := range points {
 		t.Run(point, func(t *testing.T) {
-			ce := newControllerEnv(t, "teams: [{name: team-a, gpus: 10}, {name: team-b, gpus: 10}]\n"+
+			ce := newControllerEnv(t, "teams: [{name: '{A}', gpus: 10}, {name: '{B}', gpus: 10}]\n"+
 				"borrowing: {grace: 2s, minRuntime: 5s, backoff: 1h}\n", 2)
 			pods := recordPods(t, ce.e)
 			long := ce.script(t, "long.sh", "#SBATCH -t 60\n#SBATCH --gpus 10")
-			a1 := ce.submit(t, long, "team-a", "--segments", "1")
-			a2 := ce.submit(t, long, "team-a", "--segments", "1", "--new")
-			b := ce.submit(t, ce.script(t, "b.sh", "#SBATCH -t 0:05\n#SBATCH --gpus 10"), "team-b", "--segments", "2", "--policy", "dependency")
+			a1 := ce.submit(t, long, ce.teamA, "--segments", "1")
+			a2 := ce.submit(t, long, ce.teamA, "--segments", "1", "--new")
+			b := ce.submit(t, ce.script(t, "b.sh", "#SBATCH -t 0:05\n#SBATCH --gpus 10"), ce.teamB, "--segments", "2", "--policy", "dependency")
 			if s := ce.status(t, b); len(s.SegmentList) != 0 {
-				t.Fatalf("b submitted at once: %+v; want it deferred (a2 too young to reclaim)", s)
+				log, _ := exec.Command(ce.bin, "log", b, "--state", ce.state).CombinedOutput()
+				t.Fatalf("b submitted at once: %+v; want it deferred (a2 too young to reclaim)\n%s", s, log)
 			}
 			c := ce.start(t, "MIRAGE_TEST_CRASH_AT="+point)
 			select {
