@@ -38,7 +38,7 @@ func (c *manualClock) After(d time.Duration) <-chan time.Time {
 }
 
 // client returns the adapter on mirage's kubeconfig, restricted to this test's fixtures.
-func client(t *testing.T, e *k8stest.Env, cfg Config) *Client {
+func client(t testing.TB, e *k8stest.Env, cfg Config) *Client {
 	t.Helper()
 	cfg.NodeSelector = e.NodeSelector()
 	if cfg.Namespaces == nil {

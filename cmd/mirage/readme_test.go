@@ -491,17 +491,14 @@ func (s *readmeSandbox) startKubernetes() {
 func createGPUNode(t *testing.T, cs kubernetes.Interface, name string, gpus int) {
 	t.Helper()
 	ctx := context.Background()
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+	_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{"kubernetes.io/hostname": name, "kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
 		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse(strconv.Itoa(gpus))}
-	n.Status.Capacity, n.Status.Allocatable, n.Status.Phase = res, res, corev1.NodeRunning
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "mirage-test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if err := k8stest.WriteStatus(ctx, cs, name, res, true); err != nil {
 		t.Fatal(err)
 	}
 }

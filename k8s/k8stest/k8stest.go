@@ -145,29 +145,33 @@ func (e *Env) Node(s NodeSpec) string {
 	for k, v := range s.MIG {
 		res[corev1.ResourceName(k)] = resource.MustParse(strconv.Itoa(v))
 	}
-	ready := corev1.ConditionTrue
-	if s.NotReady {
-		ready = corev1.ConditionFalse
-	}
-	// kwok (initialising the node) and the controller manager (tainting it
-	// until it is ready) may write the node meanwhile: write on the latest.
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
-		n, err := e.Admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		n.Status.Capacity = res
-		n.Status.Allocatable = res
-		n.Status.Phase = corev1.NodeRunning
-		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "mirage-test",
-			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-		_, err = e.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
+	if err := WriteStatus(ctx, e.Admin, name, res, !s.NotReady); err != nil {
 		e.T.Fatalf("update status of node %s: %v", name, err)
 	}
 	return name
+}
+
+// WriteStatus writes a node's status as a kubelet would report it:
+// capacity and allocatable res, phase Running, Ready (or not). kwok
+// (initialising the node) and the controller manager (tainting it until it
+// is ready) may write the node meanwhile, so it writes on the latest
+// version.
+func WriteStatus(ctx context.Context, cs kubernetes.Interface, name string, res corev1.ResourceList, ready bool) error {
+	cond := corev1.ConditionTrue
+	if !ready {
+		cond = corev1.ConditionFalse
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Capacity, n.Status.Allocatable, n.Status.Phase = res, res, corev1.NodeRunning
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: cond, Reason: "mirage-test",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 // PodSpec describes a pod bound to a node (or unbound when Node is "": it
