@@ -272,20 +272,20 @@ func watchCluster(ctx context.Context, kc *k8s.Client, wake chan<- struct{}) err
 	var informers []cache.SharedIndexInformer
 	for _, ns := range namespaces {
 		informers = append(informers, cache.NewSharedIndexInformer(&cache.ListWatch{
-			ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+			ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 				return cs.CoreV1().Pods(ns).List(ctx, opts)
 			},
-			WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+			WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 				return cs.CoreV1().Pods(ns).Watch(ctx, opts)
 			},
 		}, &corev1.Pod{}, 0, cache.Indexers{}))
 	}
 	informers = append(informers, cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListFunc: func(opts metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = nodeSelector
 			return cs.CoreV1().Nodes().List(ctx, opts)
 		},
-		WatchFunc: func(opts metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = nodeSelector
 			return cs.CoreV1().Nodes().Watch(ctx, opts)
 		},
