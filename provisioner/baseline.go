@@ -33,7 +33,7 @@ const (
 	DefaultRecentWindow = 24 * time.Hour
 	// BeginMargin is how long before its predecessor's limit a pinned
 	// policy's successor, submitted unpinned in the last decision cycle
-	// (within DefaultLead of the limit) while whole nodes are free, is
+	// (within DefaultLead of the limit, ScaledLead) while whole nodes are free, is
 	// asked to start (Decision.Begin, sbatch --begin): without it, it
 	// would start at once, up to a whole cycle early. Not for chains that
 	// hand off (the training workload), whose early start costs one
@@ -43,6 +43,48 @@ const (
 	// start it before the limit.
 	BeginMargin = 2 * time.Minute
 )
+
+// Leads and hand-offs scale with the segment limit (issue #51). A fixed
+// lead longer than a short limit would submit every successor at the first
+// cycle; on a free cluster it starts at once and its `mirage handoff` stops
+// the predecessor after seconds.
+const (
+	// leadShareDiv bounds a baseline's lead (and start-estimate's slack):
+	// at most a quarter of the predecessor's limit (ScaledLead).
+	leadShareDiv = 4
+	// minRunDiv sets the least a predecessor runs before mirage stops it
+	// or lets its successor start where mirage controls that: half its
+	// limit (MinRun).
+	minRunDiv = 2
+)
+
+// ScaledLead is lead bounded by a quarter of the predecessor's limit
+// (unbounded when the limit is not known, limit ≤ 0): with their default
+// lead and slack, the lead-based baselines (lead, pin acting as lead,
+// start-estimate) never submit before three quarters of the limit have
+// run. A quarter keeps
+// DefaultLead for every limit of 40 minutes or more — the published
+// protocol's 48 hours, and every result in docs/results — and leaves a
+// 3-minute segment 45 s of lead.
+func ScaledLead(lead, limit time.Duration) time.Duration {
+	if limit <= 0 {
+		return lead
+	}
+	return min(lead, limit/leadShareDiv)
+}
+
+// MinRun is how long a predecessor with this limit runs before mirage
+// stops it for a hand-off (`mirage handoff` signals it no earlier) or
+// lifts its successor's pin while it runs: half its limit (0 when the
+// limit is not known). A hand-off costs a checkpoint, a restart and, on a
+// busy cluster, a wait in the queue; stopping segments before half their
+// limit would at least double the segments (and their overhead) the limits
+// require. Half lies below the three quarters ScaledLead leaves, so it
+// never delays a baseline's hand-off; it bounds early starts a policy's
+// model or an early free node bring.
+func MinRun(limit time.Duration) time.Duration {
+	return max(limit, 0) / minRunDiv
+}
 
 // ErrUnknownPolicy is returned for a policy name no registry knows.
 var ErrUnknownPolicy = errors.New("unknown policy")
@@ -58,17 +100,24 @@ type BaselineOption func(*baselineOptions)
 type baselineOptions struct {
 	lead         time.Duration
 	slack        time.Duration
+	fixed        bool // lead and slack were given (WithLead, WithSlack): not scaled by the limit
 	recentJobs   int
 	recentWindow time.Duration
 }
 
-// WithLead sets the lead policy's lead time (default DefaultLead). The
-// published "reactive" baseline (submit 1 minute before the predecessor
-// ends) is BaselinePolicy("lead", WithLead(time.Minute)).
-func WithLead(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.lead = d } }
+// WithLead sets the lead policy's lead time (default DefaultLead, scaled
+// by the limit: ScaledLead); a lead given is used as given. The published
+// "reactive" baseline (submit 1 minute before the predecessor ends) is
+// BaselinePolicy("lead", WithLead(time.Minute)).
+func WithLead(d time.Duration) BaselineOption {
+	return func(o *baselineOptions) { o.lead, o.fixed = d, true }
+}
 
-// WithSlack sets the start-estimate policy's slack (default DefaultSlack).
-func WithSlack(d time.Duration) BaselineOption { return func(o *baselineOptions) { o.slack = d } }
+// WithSlack sets the start-estimate policy's slack (default DefaultSlack,
+// scaled by the limit: ScaledLead); a slack given is used as given.
+func WithSlack(d time.Duration) BaselineOption {
+	return func(o *baselineOptions) { o.slack, o.fixed = d, true }
+}
 
 // WithRecentJobs sets how many recent starts the start-estimate policy
 // takes its typical wait from, and how old they may be.
@@ -91,10 +140,12 @@ func WithRecentJobs(n int, window time.Duration) BaselineOption {
 //     adds --dependency=afterany:PREDECESSOR); the scheduler releases the
 //     successor when the predecessor ends.
 //   - lead: with E = predecessor start + its time limit, SubmitNow once
-//     now ≥ E − lead (default DefaultLead), Wait before.
+//     now ≥ E − lead (DefaultLead, at most a quarter of the limit:
+//     ScaledLead; or WithLead's, as given), Wait before.
 //   - start-estimate: with R = E − now the predecessor's remaining time and
 //     W the expected wait of a successor submitted now, SubmitNow once
-//     W ≥ R − slack (default DefaultSlack), Wait before. W is, in order:
+//     W ≥ R − slack (DefaultSlack, at most a quarter of the limit:
+//     ScaledLead; or WithSlack's, as given), Wait before. W is, in order:
 //     (a) the latest scheduler estimate (Job.EstStart, squeue --start) among
 //     pending jobs of the successor's shape (same partition when it names
 //     one, same node and GPU counts), minus now, at least 0 — a successor
@@ -138,11 +189,11 @@ func BaselinePolicy(name string, opts ...BaselineOption) (Policy, error) {
 	case PolicyDependency:
 		return dependency{}, nil
 	case PolicyLead:
-		return lead{o.lead}, nil
+		return lead{o.lead, o.fixed}, nil
 	case PolicyStartEstimate:
 		return startEstimate{o}, nil
 	case PolicyPin:
-		return Pinned(PolicyPin, lead{o.lead}), nil
+		return Pinned(PolicyPin, lead{o.lead, o.fixed}), nil
 	}
 	return nil, fmt.Errorf("%w %q (baselines: %v)", ErrUnknownPolicy, name, BaselineNames())
 }
@@ -166,17 +217,32 @@ func common(obs *Observation) (Decision, bool) {
 	return Decision{}, false
 }
 
-// limitEnd is when the running predecessor reaches its limit.
-func limitEnd(obs *Observation) (time.Time, bool) {
-	p := obs.Predecessor
-	lim := p.TimeLimit
+// limitOf is the running predecessor's limit: its job's, else its
+// chain's; 0 when neither is known.
+func limitOf(obs *Observation) time.Duration {
+	lim := obs.Predecessor.TimeLimit
 	if lim <= 0 && obs.Chain != nil {
 		lim = obs.Chain.TimeLimit
 	}
-	if lim <= 0 || p.Start.IsZero() {
+	return max(lim, 0)
+}
+
+// limitEnd is when the running predecessor reaches its limit.
+func limitEnd(obs *Observation) (time.Time, bool) {
+	lim := limitOf(obs)
+	if lim <= 0 || obs.Predecessor.Start.IsZero() {
 		return time.Time{}, false
 	}
-	return p.Start.Add(lim), true
+	return obs.Predecessor.Start.Add(lim), true
+}
+
+// leadText renders a lead for reasons: the lead used, and the one asked
+// for when the limit bounded it (ScaledLead).
+func leadText(asked, used time.Duration) string {
+	if used == asked {
+		return secs(used)
+	}
+	return fmt.Sprintf("%s (%s bounded by a quarter of the limit)", secs(used), secs(asked))
 }
 
 type reactive struct{}
@@ -202,155 +268,21 @@ func (dependency) Decide(obs *Observation) (Decision, error) {
 	return Decision{Action: SubmitAfter, Reason: fmt.Sprintf("predecessor %s %s: submit now, held by the scheduler until it ends", p.ID, p.State)}, nil
 }
 
-// Pinned is a policy named name that pins, deciding by inner where a pin
-// cannot or need not hold the successor: pin is Pinned(PolicyPin, lead).
-//   - The shared rules first (predecessor ended or pending).
-//   - Where the successor would fit beside its predecessor on the
-//     predecessor's nodes (nodes shared between jobs), pinning cannot keep
-//     them apart: inner decides.
-//   - While enough whole nodes of the successor's shape are free, there is
-//     no need to queue pinned: inner decides. The engine asks again about
-//     a pending pinned successor and lifts its node list when this policy
-//     would submit it now: after the predecessor ended, or before where
-//     the chain's cost prices an early start below an equal interruption
-//     and, unless the chain hands off, no pending job waits for the free
-//     nodes (stepContext.unpin). A submission inner decides in the last
-//     decision cycle before the predecessor's limit (within
-//     DefaultLead) is timed to start BeginMargin before the limit
-//     (Decision.Begin) rather than at once, up to a cycle early, unless
-//     the chain hands off (the training workload). A lift within the lead
-//     takes effect at once all the same (stepContext.unpin).
-//   - Otherwise SubmitPinned once the predecessor's nodes are known, Wait
-//     before.
-//
-// The result learns from hand-offs when inner does.
-func Pinned(name string, inner Policy) Policy {
-	return pinned{name: name, inner: inner}
+// lead is the lead policy: its lead, used as given when fixed, else
+// scaled by the predecessor's limit (ScaledLead).
+type lead struct {
+	lead  time.Duration
+	fixed bool
 }
 
-type pinned struct {
-	name  string
-	inner Policy
+// scaled is the option d for a predecessor with this limit: as given when
+// fixed, else bounded by a quarter of the limit.
+func scaled(d time.Duration, fixed bool, limit time.Duration) time.Duration {
+	if fixed {
+		return d
+	}
+	return ScaledLead(d, limit)
 }
-
-func (p pinned) Name() string { return p.name }
-
-// LearnsFromHandOffs forwards inner's (HandOffLearner).
-func (p pinned) LearnsFromHandOffs() bool { return LearnsFromHandOffs(p.inner) }
-
-func (p pinned) Decide(obs *Observation) (Decision, error) {
-	if d, ok := common(obs); ok {
-		return d, nil
-	}
-	pred := obs.Predecessor
-	end, ok := limitEnd(obs)
-	if !ok {
-		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
-	}
-	free := freeNodes(obs.Snapshot, &obs.Successor)
-	need := max(obs.Successor.Nodes, 1)
-	left := end.Sub(obs.Now)
-	var why string
-	switch {
-	case fitsBeside(obs.Snapshot, pred.NodeList, &obs.Successor):
-		// Pinned there, it could start beside its predecessor at once:
-		// the pin would not keep them apart.
-		why = fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart", pred.ID)
-	case free >= need:
-		why = fmt.Sprintf("%d node(s) free now: no need to queue pinned (pinned once they fill)", free)
-	case len(pred.NodeList) == 0:
-		return Decision{Action: Wait, Reason: fmt.Sprintf("no %d node(s) free and the nodes of predecessor %s are not known yet: wait (a pinned successor needs them)", need, pred.ID)}, nil
-	default:
-		return Decision{Action: SubmitPinned, Score: -left.Seconds(), Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
-			need, pred.ID, secs(left), len(pred.NodeList))}, nil
-	}
-	d, err := p.inner.Decide(obs)
-	if err != nil {
-		return d, fmt.Errorf("%s: %s: %w", p.name, p.inner.Name(), err)
-	}
-	as := "as " + p.inner.Name()
-	if p.inner.Name() == p.name {
-		as = "its model decides" // a learned policy's pinned form (its reason names the model)
-	}
-	d.Reason = fmt.Sprintf("%s; %s: %s", why, as, d.Reason)
-	if d.Action == SubmitNow && left > BeginMargin && left <= DefaultLead && d.Begin.IsZero() && !handsOff(obs.Chain) {
-		d.Begin = end.Add(-BeginMargin)
-		d.Reason += fmt.Sprintf("; the last cycle before the limit: start from %s before it, not at once", secs(BeginMargin))
-	}
-	return d, nil
-}
-
-// handsOff reports whether the chain's segments hand off (the training
-// workload: a successor that starts early asks its predecessor to
-// checkpoint and exit, `mirage handoff`). Such a segment also checkpoints
-// ahead of its limit (--signal), so a begin time just before the limit
-// could fall after it has ended; an early start costs it one checkpoint.
-func handsOff(ch *Chain) bool { return ch != nil && ch.Workload == WorkloadTraining }
-
-// fitsBeside reports whether the request's GPUs per node fit on every one
-// of the given (the predecessor's) nodes beside what runs there now, as on
-// nodes shared between jobs: a successor pinned to them would not wait.
-// Nodes the snapshot does not list count as not fitting.
-func fitsBeside(snap *Snapshot, nodes []string, req *SubmitRequest) bool {
-	if snap == nil || len(nodes) == 0 || req.GPUs <= 0 {
-		return false
-	}
-	per := req.GPUsPerNode()
-	for _, name := range nodes {
-		i := slices.IndexFunc(snap.Nodes, func(n Node) bool { return n.Name == name })
-		if i < 0 || snap.Nodes[i].FreeGPUs() < per {
-			return false
-		}
-	}
-	return true
-}
-
-// freeNodes counts the schedulable nodes of the request's partition (any
-// partition when it names none) whose GPUs are all free and number at
-// least its GPUs per node: where a whole-node successor could start now.
-func freeNodes(snap *Snapshot, req *SubmitRequest) int {
-	if snap == nil {
-		return 0
-	}
-	per := req.GPUsPerNode()
-	n := 0
-	for i := range snap.Nodes {
-		nd := &snap.Nodes[i]
-		if nd.State != NodeUp || nd.GPUsUsed > 0 || nd.GPUs < per || nd.CPUsUsed >= nd.CPUs && nd.CPUs > 0 {
-			continue
-		}
-		if req.Partition != "" && len(nd.Partitions) > 0 && !slices.Contains(nd.Partitions, req.Partition) {
-			continue
-		}
-		n++
-	}
-	return n
-}
-
-// spareNodes is freeNodes less what the jobs waiting for nodes could take
-// of them: every pending job of the request's partition (any partition
-// when it names none) other than own whose reason says it waits for nodes
-// (Priority, Resources) takes its nodes, or all the free ones when it
-// needs more (they are what it would start on as others free). Whole
-// nodes free while such jobs wait are the scheduler's to give to the job
-// ahead (a backfill reservation keeps them for it); a successor started
-// early there would take them from it.
-func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
-	if snap == nil {
-		return 0
-	}
-	free := freeNodes(snap, req)
-	spare := free
-	for _, j := range snap.Pending() {
-		if j.ID == own || j.Reason != PendingPriority && j.Reason != PendingResources || req.Partition != "" && j.Partition != req.Partition {
-			continue
-		}
-		spare -= min(max(j.Nodes, 1), free)
-	}
-	return max(spare, 0)
-}
-
-type lead struct{ lead time.Duration }
 
 func (lead) Name() string { return PolicyLead }
 
@@ -362,14 +294,15 @@ func (l lead) Decide(obs *Observation) (Decision, error) {
 	if !ok {
 		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
 	}
-	at := end.Add(-l.lead)
+	lead := scaled(l.lead, l.fixed, limitOf(obs))
+	at := end.Add(-lead)
 	score := -end.Sub(obs.Now).Seconds() // gap if the successor started at once
 	if !obs.Now.Before(at) {
 		return Decision{Action: SubmitNow, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s, in %s; lead %s: submit",
-			end.UTC().Format(time.RFC3339), secs(end.Sub(obs.Now)), secs(l.lead))}, nil
+			end.UTC().Format(time.RFC3339), secs(end.Sub(obs.Now)), leadText(l.lead, lead))}, nil
 	}
 	return Decision{Action: Wait, Score: score, Reason: fmt.Sprintf("predecessor reaches its limit at %s; lead %s: submit from %s (in %s)",
-		end.UTC().Format(time.RFC3339), secs(l.lead), at.UTC().Format(time.RFC3339), secs(at.Sub(obs.Now)))}, nil
+		end.UTC().Format(time.RFC3339), leadText(l.lead, lead), at.UTC().Format(time.RFC3339), secs(at.Sub(obs.Now)))}, nil
 }
 
 type startEstimate struct{ o baselineOptions }
@@ -386,13 +319,14 @@ func (s startEstimate) Decide(obs *Observation) (Decision, error) {
 	}
 	remaining := end.Sub(obs.Now)
 	wait, source := s.expectedWait(obs)
+	slack := scaled(s.o.slack, s.o.fixed, limitOf(obs))
 	d := Decision{Score: (wait - remaining).Seconds()}
-	if wait >= remaining-s.o.slack {
+	if wait >= remaining-slack {
 		d.Action = SubmitNow
-		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", secs(wait), source, secs(remaining), secs(s.o.slack))
+		d.Reason = fmt.Sprintf("expected wait %s (%s) ≥ predecessor's remaining %s − slack %s: submit", secs(wait), source, secs(remaining), leadText(s.o.slack, slack))
 	} else {
 		d.Action = Wait
-		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", secs(wait), source, secs(remaining), secs(s.o.slack))
+		d.Reason = fmt.Sprintf("expected wait %s (%s) < predecessor's remaining %s − slack %s: wait", secs(wait), source, secs(remaining), leadText(s.o.slack, slack))
 	}
 	return d, nil
 }

@@ -119,15 +119,6 @@ func TestReasonsToTheSecond(t *testing.T) {
 	if d, _ := p.Decide(&Observation{Now: now, Predecessor: &run}); d.Action != Wait || !strings.HasSuffix(d.Reason, "(in 30m0s)") {
 		t.Errorf("lead at %s: %s %q, want wait (in 30m0s)", now.Format("15:04:05.000000"), d.Action, d.Reason)
 	}
-	for d, want := range map[time.Duration]string{
-		time.Hour + 2*time.Minute + 3456789*time.Microsecond: "+1h2m3s",
-		-(90*time.Second + 600*time.Millisecond):             "-1m31s",
-		0:                                                    "+0s",
-	} {
-		if got := signed(d); got != want {
-			t.Errorf("signed(%s) = %q, want %q", d, got, want)
-		}
-	}
 }
 
 // TestPin: pin's decision while its predecessor (on n1, limit end 09:00)
@@ -293,5 +284,78 @@ func TestSpareNodes(t *testing.T) {
 	}
 	if got := spareNodes(nil, &req, "own"); got != 0 {
 		t.Errorf("no snapshot: %d spare, want 0", got)
+	}
+}
+
+// TestScaledLead: a lead is at most a quarter of the predecessor's limit,
+// unbounded when the limit is unknown; a predecessor runs half its limit
+// before it is stopped for a hand-off. Worked by hand.
+func TestScaledLead(t *testing.T) {
+	for _, c := range []struct{ lead, limit, want time.Duration }{
+		{DefaultLead, 3 * time.Minute, 45 * time.Second}, // issue #51's 3-minute segments
+		{DefaultLead, 12 * time.Minute, 3 * time.Minute},
+		{DefaultLead, 40 * time.Minute, DefaultLead}, // from 40 min on, the default holds
+		{DefaultLead, 48 * time.Hour, DefaultLead},   // the published protocol
+		{time.Minute, 2 * time.Minute, 30 * time.Second},
+		{DefaultLead, 0, DefaultLead}, // limit unknown
+	} {
+		if got := ScaledLead(c.lead, c.limit); got != c.want {
+			t.Errorf("ScaledLead(%s, %s) = %s, want %s", c.lead, c.limit, got, c.want)
+		}
+	}
+	for _, c := range []struct{ limit, want time.Duration }{{3 * time.Minute, 90 * time.Second}, {48 * time.Hour, 24 * time.Hour}, {0, 0}, {-time.Minute, 0}} {
+		if got := MinRun(c.limit); got != c.want {
+			t.Errorf("MinRun(%s) = %s, want %s", c.limit, got, c.want)
+		}
+	}
+}
+
+// TestLeadScalesWithLimit: the baselines' leads on a predecessor with a
+// 3-minute limit that started at t0 (its limit at 3:00). lead and pin (a
+// node free: as lead) submit from 3:00 − 45 s = 2:15, not at once;
+// start-estimate (nothing pending, no history: W = 0) once the remaining
+// time ≤ its slack, 45 s: from 2:15 too. With a 1-hour limit nothing
+// changes: lead submits from 50:00.
+func TestLeadScalesWithLimit(t *testing.T) {
+	sec := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	free := []Node{{Name: "n1", State: NodeUp, CPUs: 8, GPUs: 4, GPUsUsed: 4, Partitions: []string{"gpu"}}, {Name: "n2", State: NodeUp, CPUs: 8, GPUs: 4, Partitions: []string{"gpu"}}}
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4}
+	for _, c := range []struct {
+		policy string
+		limit  time.Duration
+		now    time.Time
+		want   Action
+	}{
+		{PolicyLead, 3 * time.Minute, sec(30), Wait}, // the fixed 10-min lead submitted here
+		{PolicyLead, 3 * time.Minute, sec(134), Wait},
+		{PolicyLead, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyPin, 3 * time.Minute, sec(30), Wait},
+		{PolicyPin, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyStartEstimate, 3 * time.Minute, sec(134), Wait},
+		{PolicyStartEstimate, 3 * time.Minute, sec(135), SubmitNow},
+		{PolicyLead, time.Hour, min_(49), Wait},
+		{PolicyLead, time.Hour, min_(50), SubmitNow},
+	} {
+		p, err := BaselinePolicy(c.policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pred := job("10").state(StateRunning).start(t0).shape(1, 4).partition("gpu").build()
+		pred.TimeLimit, pred.NodeList = c.limit, []string{"n1"}
+		d, err := p.Decide(&Observation{Now: c.now, Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: c.now, Nodes: free}})
+		if err != nil || d.Action != c.want {
+			t.Errorf("%s, limit %s, at +%s: %s (%v), want %s: %s", c.policy, c.limit, c.now.Sub(t0), d.Action, err, c.want, d.Reason)
+		}
+		if c.limit < 40*time.Minute && !strings.Contains(d.Reason, "45s (10m0s bounded by a quarter of the limit)") {
+			t.Errorf("%s, limit %s: reason %q does not say the lead was bounded", c.policy, c.limit, d.Reason)
+		}
+	}
+	// A lead given (WithLead) is used as given: 10 min ahead of a 3-minute
+	// limit is at once.
+	p, _ := BaselinePolicy(PolicyLead, WithLead(DefaultLead))
+	pred := job("10").state(StateRunning).start(t0).build()
+	pred.TimeLimit = 3 * time.Minute
+	if d, err := p.Decide(&Observation{Now: sec(30), Predecessor: &pred}); err != nil || d.Action != SubmitNow {
+		t.Errorf("WithLead(10m), limit 3m, at +30s: %s (%v), want submit: %s", d.Action, err, d.Reason)
 	}
 }

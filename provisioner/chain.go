@@ -65,6 +65,12 @@ type Chain struct {
 	// chain has no usable copy; "" when all is well. It is shown, never
 	// followed.
 	ScriptSeen string
+	// SignalLead is how long before its limit Slurm signals each segment
+	// to checkpoint and exit (sbatch --signal=…@SECS, in the script's
+	// #SBATCH lines or the options after --); 0: no signal asked. A
+	// segment that exits 0 after its signal point continues the chain
+	// (SignalPoint).
+	SignalLead time.Duration
 }
 
 // Segment is one job of a chain.
@@ -82,6 +88,10 @@ type Segment struct {
 	// Pinned are the nodes the job was submitted pinned to (SubmitPinned),
 	// comma-separated, until the engine lifts its node list; "": not pinned.
 	Pinned string
+	// Done: the segment's job said the work is finished (`mirage done`,
+	// carried in by the store); the chain ends when this segment ends,
+	// whatever its state.
+	Done bool
 }
 
 // Observation is what a Policy sees when asked about one chain.

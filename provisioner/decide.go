@@ -61,9 +61,10 @@ type StepInput struct {
 //     appeared, record gaps between segments); then, while a submission's
 //     outcome is unknown (SUBMITTING, no job found yet, its grace not
 //     over), wait: deciding anything else could submit a segment twice;
-//  2. if the work is done (an --until-done segment exited 0, unless its
-//     successor had already started: that is a hand-off), end the chain
-//     and cancel successors submitted ahead of time;
+//  2. if the work is done (done.go: its job said so with mirage done, or an
+//     --until-done segment exited 0 before its signal point and before its
+//     successor started), end the chain and cancel successors submitted
+//     ahead of time;
 //  3. if the chain has no segment yet, submit the first;
 //  4. if the last segment has ended: by TIMEOUT or exit 0 continue with the
 //     next segment (or end the chain after N segments); after a failure
@@ -161,27 +162,32 @@ func (c *stepContext) decide(w *chainWork) {
 			return
 		}
 	}
-	// 2. the work is done: an --until-done segment exited 0 before its limit.
-	if ch.Segments == 0 {
-		for i := range w.segs {
-			s := &w.segs[i]
-			if !succeeded(s) || s != w.final(s.Index) {
-				continue
-			}
-			if next := w.final(s.Index + 1); next != nil && !next.Start.IsZero() && !s.End.IsZero() && !next.Start.After(s.End) {
-				continue // its successor already ran when it exited: a hand-off (mirage handoff), not the end of the work
-			}
-			w.end(ChainDone, fmt.Sprintf("segment %d (job %s) exited 0 before its limit: the work is done", s.Index, s.JobID))
-			for j := range w.segs {
-				if o := &w.segs[j]; o.Index > s.Index && o.JobID != "" && !o.State.Finished() {
-					rec := &DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: o.Index, Policy: ch.Policy, Action: ActCancel, JobID: o.JobID,
-						Reason: fmt.Sprintf("segment %d was submitted ahead of time but the work finished in segment %d: cancel it", o.Index, s.Index)}
-					seg := *o
-					w.tail = append(w.tail, Op{Kind: OpCancel, Segment: &seg, Record: rec})
-				}
-			}
-			return
+	// 2. the work is done (workDone, done.go): end the chain and cancel the
+	// successors submitted ahead; a segment whose job said so (mirage done)
+	// but still runs gets no successor.
+	for i := range w.segs {
+		s := &w.segs[i]
+		if s != w.final(s.Index) {
+			continue
 		}
+		why, done := workDone(s, w.final(s.Index+1), ch)
+		if !done && !s.Done {
+			continue
+		}
+		if done {
+			w.end(ChainDone, why)
+		} else {
+			w.record(DecisionRecord{Segment: s.Index + 1, Action: Wait, Reason: fmt.Sprintf("segment %d (job %s) said the work is finished (mirage done): no successor; the chain ends when it ends", s.Index, s.JobID)})
+		}
+		for j := range w.segs {
+			if o := &w.segs[j]; o.Index > s.Index && o.JobID != "" && !o.State.Finished() && (done || o.Start.IsZero()) {
+				rec := &DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: o.Index, Policy: ch.Policy, Action: ActCancel, JobID: o.JobID,
+					Reason: fmt.Sprintf("segment %d was submitted ahead of time but the work finished in segment %d: cancel it", o.Index, s.Index)}
+				seg := *o
+				w.tail = append(w.tail, Op{Kind: OpCancel, Segment: &seg, Record: rec})
+			}
+		}
+		return
 	}
 	// 3. nothing submitted yet.
 	if len(w.segs) == 0 {
@@ -197,7 +203,7 @@ func (c *stepContext) decide(w *chainWork) {
 			w.end(ChainDone, fmt.Sprintf("all %d segments ran (last: segment %d, job %s, %s)", n, last.Index, last.JobID, last.State))
 		case continues(last):
 			c.submit(w, last.Index+1, 0, last.JobID, DecisionRecord{Action: SubmitNow,
-				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339))}, placement{})
+				Reason: fmt.Sprintf("predecessor segment %d (job %s) ended %s at %s%s: submit its successor now", last.Index, last.JobID, last.State, last.End.UTC().Format(time.RFC3339), stoppedNote(last, ch))}, placement{})
 		case last.State == StateRejected && last.Index == 0:
 			w.end(ChainFailed, fmt.Sprintf("the backend rejected the first segment: %s", last.Note))
 		case last.Attempt < ch.MaxRetries:
@@ -279,86 +285,6 @@ func (c *stepContext) jobOf(ch *Chain, seg *Segment) *Job {
 	}
 	return &Job{ID: seg.JobID, Name: ch.Name, Account: ch.Account, Partition: ch.Partition, State: seg.State,
 		Submit: seg.Submit, Start: seg.Start, End: seg.End, TimeLimit: ch.TimeLimit, Nodes: ch.Nodes, GPUs: ch.GPUs, Comment: Tag{ch.ID, seg.Index, seg.Attempt}.String()}
-}
-
-// unpin asks the chain's policy again about its pending pinned successor,
-// as if it were not submitted yet, and when it would now submit it
-// unpinned (SubmitNow) plans lifting its node list (OpUnpin) and reports
-// true; otherwise nothing is decided here. Once the predecessor has ended
-// (another job took its nodes), the pin cannot help any more. While it
-// runs, the pin holds unless the chain's cost prices an early start below
-// an equal interruption (earlyStartCheaper): pinned, the successor starts
-// as its predecessor's nodes free, so lifting the pin can only start it
-// alongside, which under the published symmetric cost is no cheaper than
-// the interruption it avoids. Unless the chain hands off, it also holds
-// while the free nodes are not spare (spareNodes: jobs wait for them):
-// pinned since long before, the successor has aged, and lifted it would
-// jump ahead of the jobs the scheduler keeps those nodes for, holding two
-// sets of nodes while they wait. A hand-off chain's predecessor frees its
-// nodes a checkpoint after its successor starts.
-func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
-	ch := &w.chain
-	prev := w.final(last.Index - 1)
-	if prev == nil || prev.JobID == "" {
-		return false
-	}
-	pol, err := c.policy(ch)
-	if err != nil {
-		return false // the policy error is recorded by the decision for the next segment, if any
-	}
-	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, c.jobOf(ch, prev), segmentRequest(ch, last.Index, last.Attempt, prev.JobID), knownBy(c.in.HandOffs, w.now))
-	if !obs.Predecessor.State.Finished() && !mayLiftEarly(obs, last.JobID) {
-		return false
-	}
-	d, err := pol.Decide(obs)
-	if err != nil || d.Action != SubmitNow {
-		return false
-	}
-	rec := DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: last.Index, Policy: pol.Name(), Action: ActUnpin, JobID: last.JobID, Score: d.Score,
-		Reason: fmt.Sprintf("%s; job %s, pinned to nodes %s, is still pending: lift its node list%s", d.Reason, last.JobID, last.Pinned, liftNote(d.Begin, w.now))}
-	seg := *last
-	w.tail = append(w.tail, Op{Kind: OpUnpin, Segment: &seg, Record: &rec})
-	return true
-}
-
-// liftNote says why a lifted pin takes effect at once although the policy
-// named a begin time ("" when it named none): a pending job given a begin
-// time is not eligible until then (it cannot start, and Slurm's age factor
-// counts only eligible time) and may lose the free nodes meanwhile, which
-// for a job that has queued since its predecessor's start costs more than
-// the minutes of overlap saved.
-func liftNote(begin, now time.Time) string {
-	if !begin.After(now) {
-		return ""
-	}
-	return " at once (a begin time would make it ineligible until then and could leave the free nodes to others)"
-}
-
-// mayLiftEarly reports whether the pin of job own may be lifted while its
-// predecessor runs (see unpin): the chain's cost prices an early start
-// below an equal interruption, and the chain hands off or the free nodes
-// are spare.
-func mayLiftEarly(obs *Observation, own string) bool {
-	if !earlyStartCheaper(obs) {
-		return false
-	}
-	return handsOff(obs.Chain) || spareNodes(obs.Snapshot, &obs.Successor, own) >= max(obs.Successor.Nodes, 1)
-}
-
-// earlyStartCheaper reports whether, under the chain's cost, a successor
-// starting now alongside its running predecessor (an overlap lasting to the
-// predecessor's limit) costs less than an interruption of the same length:
-// with a training cost (an early start costs a checkpoint) or a service's
-// overlap budget, but not under the published symmetric cost. False when
-// the predecessor's limit is not known.
-func earlyStartCheaper(obs *Observation) bool {
-	end, ok := limitEnd(obs)
-	left := end.Sub(obs.Now)
-	if !ok || left <= 0 {
-		return false
-	}
-	cost := obs.Chain.CostOf()
-	return cost.Cost(-left, obs.Successor.GPUs) < cost.Cost(left, obs.Successor.GPUs)
 }
 
 // describeEnd renders how a segment ended, for reasons.

@@ -166,6 +166,9 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			e.log().Warn("history failed; deciding from the live view only", "err", err)
 		}
 	}
+	if err := e.takeDone(ctx, records); err != nil {
+		return rep, err
+	}
 	handOffs, err := e.handOffs(ctx, records)
 	if err != nil {
 		return rep, err
@@ -324,6 +327,32 @@ func (e *Engine) historySince(now time.Time, records []ChainRecord) time.Time {
 		earlier(latest)
 	}
 	return since
+}
+
+// takeDone has a DoneSource store take in the `mirage done` markers, after
+// the snapshot and history (a job they show ended wrote its marker before
+// it ended, so no marker of it is missed), and reloads the segments of the
+// chains it marked into records.
+func (e *Engine) takeDone(ctx context.Context, records []ChainRecord) error {
+	ds, ok := e.Store.(DoneSource)
+	if !ok {
+		return nil
+	}
+	marked, problems, err := ds.IngestDone(ctx)
+	for _, p := range problems {
+		e.log().Warn("a done marker could not be read: left in place", "err", p)
+	}
+	if err != nil {
+		return fmt.Errorf("done markers: %w", err)
+	}
+	for i := range records {
+		if r := &records[i]; slices.Contains(marked, r.Chain.ID) {
+			if r.Segments, err = e.Store.Segments(ctx, r.Chain.ID); err != nil {
+				return fmt.Errorf("read segments of chain %s: %w", r.Chain.ID, err)
+			}
+		}
+	}
+	return nil
 }
 
 func (e *Engine) inTx(ctx context.Context, fn func(Store) error) error {

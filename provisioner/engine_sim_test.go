@@ -1,6 +1,7 @@
 package provisioner_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -105,27 +106,52 @@ func runChainOn(t *testing.T, s *sim.Sim, policy string, segments int, at func(n
 // returns the chain's decision log.
 func runChainWith(t *testing.T, cl simBacked, policy, workload string, segments int, at func(now time.Time)) (*provisioner.Chain, []float64, map[int][]provisioner.Job, []provisioner.DecisionRecord) {
 	t.Helper()
+	return runChainSpec(t, cl, simRun{policy: policy, workload: workload, segments: segments, at: at})
+}
+
+// simRun is one chain run by runChainSpec; zero fields take the defaults
+// of runSimChain.
+type simRun struct {
+	policy, workload string
+	segments         int
+	limit            time.Duration             // each segment's limit (55 min)
+	cycle            time.Duration             // the daemon's interval (10 min)
+	horizon          time.Duration             // how long the simulator runs (5 h)
+	policies         provisioner.PolicyFactory // nil: the baselines
+	at               func(now time.Time)       // called before each cycle
+}
+
+// runChainSpec registers the chain r describes at simT0 on the backend cl,
+// submits its first segment as mirage submit does, runs the daemon's cycle
+// every r.cycle of logical time until r.horizon, and returns the chain,
+// its recorded gaps, its jobs by segment index and its decision log.
+func runChainSpec(t *testing.T, cl simBacked, r simRun) (*provisioner.Chain, []float64, map[int][]provisioner.Job, []provisioner.DecisionRecord) {
+	t.Helper()
+	limit, cycle, horizon := cmp.Or(r.limit, 55*time.Minute), cmp.Or(r.cycle, 10*time.Minute), cmp.Or(r.horizon, 5*time.Hour)
 	s := cl.sim()
 	ctx := context.Background()
 	st := provisioner.NewMemStore()
-	ch := provisioner.Chain{ID: "c-sim-" + policy, Name: "sim-chain", Script: "/x.sbatch", Policy: policy, Segments: segments, MaxRetries: 2,
-		Partition: "batch", TimeLimit: 55 * time.Minute, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0, Workload: workload}
+	ch := provisioner.Chain{ID: "c-sim-" + r.policy, Name: "sim-chain", Script: "/x.sbatch", Policy: r.policy, Segments: r.segments, MaxRetries: 2,
+		Partition: "batch", TimeLimit: limit, Nodes: 1, GPUs: 4, State: provisioner.ChainActive, Created: simT0, Workload: r.workload}
 	if err := st.PutChain(ctx, &ch); err != nil {
 		t.Fatal(err)
 	}
 	eng := &provisioner.Engine{Cluster: cl, Store: st, Clock: simClock{s}, Log: slog.New(slog.DiscardHandler)}
+	if r.policies != nil {
+		eng.Policies = provisioner.ByName(r.policies)
+	}
 	if _, err := eng.CycleChains(ctx, []string{ch.ID}); err != nil {
 		t.Fatal(err)
 	}
-	s.OnTick(10*time.Minute, func(now time.Time, _ provisioner.Cluster) {
-		if at != nil {
-			at(now)
+	s.OnTick(cycle, func(now time.Time, _ provisioner.Cluster) {
+		if r.at != nil {
+			r.at(now)
 		}
 		if _, err := eng.Cycle(ctx); err != nil {
 			t.Errorf("cycle at %s: %v", s.Now(), err)
 		}
 	})
-	s.Run(simT0.Add(5 * time.Hour))
+	s.Run(simT0.Add(horizon))
 	got, err := st.Chain(ctx, ch.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +166,7 @@ func runChainWith(t *testing.T, cl simBacked, policy, workload string, segments 
 	bySeg := map[int][]provisioner.Job{}
 	for _, j := range s.History(simT0) {
 		tag, ok := provisioner.ParseTag(j.Comment)
-		if !ok && at != nil {
+		if !ok && r.at != nil {
 			continue // another user's job
 		}
 		if !ok || tag.Chain != ch.ID {
@@ -465,5 +491,102 @@ func TestSimChainPinHeldToEnd(t *testing.T) {
 				t.Errorf("segment 1's decisions %v, want %s", actions, c.actions)
 			}
 		})
+	}
+}
+
+// TestSimChainShortLimit: leads scale with the segment limit. Empty 4-node
+// cluster, limit 12 min, every segment uses it (TIMEOUT), the daemon every
+// minute. The lead is min(10 min, 12/4) = 3 min: lead point 00:09.
+//
+//	lead:           submitted at 00:09, starts at once: seg1 00:09–00:21, seg2 00:18 (gaps −3 min);
+//	                with the fixed 10-min lead it was 00:02 (−10 min), after 2 minutes of segment 0
+//	pin, training:  as lead (nodes free, no begin time: it hands off): the same
+//	pin:            as lead, in the last cycle with --begin 2 min before the limit: seg1 at 00:10,
+//	                seg2 at 00:20 (gaps −2 min)
+//	start-estimate: nothing pending, segment 0 waited 0 s: W = 0; submit once the remaining time
+//	                ≤ the slack, min(10 min, 3 min): at 00:09, as lead.
+func TestSimChainShortLimit(t *testing.T) {
+	cases := []struct {
+		policy, workload string
+		starts           []time.Duration
+		gaps             string
+	}{
+		{provisioner.PolicyLead, "", []time.Duration{0, 9 * time.Minute, 18 * time.Minute}, "[-180 -180]"},
+		{provisioner.PolicyPin, provisioner.WorkloadTraining, []time.Duration{0, 9 * time.Minute, 18 * time.Minute}, "[-180 -180]"},
+		{provisioner.PolicyPin, "", []time.Duration{0, 10 * time.Minute, 20 * time.Minute}, "[-120 -120]"},
+		{provisioner.PolicyStartEstimate, "", []time.Duration{0, 9 * time.Minute, 18 * time.Minute}, "[-180 -180]"},
+	}
+	for _, c := range cases {
+		t.Run(c.policy+"/"+c.workload, func(t *testing.T) {
+			ch, gaps, bySeg, _ := runChainSpec(t, simCluster{newFourNodeSim(t)}, simRun{policy: c.policy, workload: c.workload, segments: 3,
+				limit: 12 * time.Minute, cycle: time.Minute, horizon: time.Hour})
+			if ch.State != provisioner.ChainDone || len(bySeg) != 3 {
+				t.Fatalf("chain %s (%s), %d segments run; want done after 3", ch.State, ch.Reason, len(bySeg))
+			}
+			for i, want := range c.starts {
+				if js := bySeg[i]; len(js) != 1 || js[0].Start.Sub(simT0) != want {
+					t.Errorf("segment %d: jobs %v, want one starting at +%s", i, js, want)
+				}
+			}
+			if fmt.Sprint(gaps) != c.gaps {
+				t.Errorf("recorded gaps %v s, want %s", gaps, c.gaps)
+			}
+		})
+	}
+}
+
+// submitNow is a policy that always submits at once (a model that wants
+// the successor to start now).
+type submitNow struct{}
+
+func (submitNow) Name() string { return "now" }
+func (submitNow) Decide(*provisioner.Observation) (provisioner.Decision, error) {
+	return provisioner.Decision{Action: provisioner.SubmitNow, Reason: "the model says now"}, nil
+}
+
+// TestSimChainUnpinWaitsMinRun: a pin is not lifted before its predecessor
+// has run half its limit (MinRun), however early a node frees and the
+// policy asks for it. Four nodes: other users' A1, A2 (10 h) and A3 (2 min
+// 30 s) from 00:00, segment 0 on the fourth (limit 12 min, 00:00–00:12),
+// the daemon every minute, a training chain (an early start costs a
+// checkpoint) under now-pin (pin whose inner policy always submits). At
+// 00:01 no node is free: segment 1 is pinned to segment 0's node. A3's
+// node frees at 00:02:30; from 00:03 the policy would lift the pin, but
+// segment 0 has run less than 6 min: the pin is lifted at 00:06 and
+// segment 1 starts then on A3's node (gap 00:06 − 00:12 = −6 min). Without
+// the floor it started at 00:03.
+func TestSimChainUnpinWaitsMinRun(t *testing.T) {
+	ctx := context.Background()
+	s := newFourNodeSim(t)
+	for _, limit := range []time.Duration{10 * time.Hour, 10 * time.Hour, 150 * time.Second} {
+		if _, err := s.Submit(ctx, provisioner.SubmitRequest{Name: "other", Partition: "batch", TimeLimit: limit, Nodes: 1, GPUs: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	policies := func(name string) (provisioner.Policy, error) {
+		if name == "now-pin" {
+			return provisioner.Pinned("now-pin", submitNow{}), nil
+		}
+		return provisioner.BaselinePolicy(name)
+	}
+	ch, gaps, bySeg, recs := runChainSpec(t, simCluster{s}, simRun{policy: "now-pin", workload: provisioner.WorkloadTraining, segments: 2,
+		limit: 12 * time.Minute, cycle: time.Minute, horizon: time.Hour, policies: policies, at: func(time.Time) {}})
+	if ch.State != provisioner.ChainDone || len(bySeg[1]) != 1 {
+		t.Fatalf("chain %s (%s), segment 1 jobs %d", ch.State, ch.Reason, len(bySeg[1]))
+	}
+	if got := bySeg[1][0].Start.Sub(simT0); got != 6*time.Minute {
+		t.Errorf("segment 1 started at +%s, want +6m0s", got)
+	}
+	if fmt.Sprint(gaps) != "[-360]" {
+		t.Errorf("recorded gaps %v s, want [-360]", gaps)
+	}
+	var actions []string
+	for _, r := range recs {
+		if r.Segment == 1 && r.Action != provisioner.Wait {
+			actions = append(actions, fmt.Sprintf("%s@+%s", r.Action, r.Time.Sub(simT0)))
+		}
+	}
+	if fmt.Sprint(actions) != "[submit-pinned@+1m0s unpin@+6m0s]" {
+		t.Errorf("segment 1's decisions %v, want [submit-pinned@+1m0s unpin@+6m0s]", actions)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -42,6 +43,7 @@ type chainSpec struct {
 	Created   int64    `json:"c,omitempty"` // Unix seconds
 	Workload  string   `json:"w,omitempty"`
 	Cost      *GapCost `json:"cost,omitempty"`
+	Signal    int64    `json:"sig,omitempty"` // the --signal lead, seconds
 }
 
 // MaxComment is the longest job comment Slurm accepts, in bytes: a
@@ -54,7 +56,7 @@ const MaxComment = 1024
 func ChainComment(ch *Chain, index, attempt int) string {
 	sp := chainSpec{V: 2, Name: ch.Name, Script: ch.Script, Opts: len(ch.Args), WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
 		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
-		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost}
+		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost, Signal: int64(ch.SignalLead / time.Second)}
 	if !ch.Created.IsZero() {
 		sp.Created = ch.Created.Unix()
 	}
@@ -92,7 +94,7 @@ func ParseChainSpec(comment string) (Chain, bool) {
 	}
 	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
 		MaxRetries: sp.Retries, Account: sp.Account, Partition: sp.Partition, TimeLimit: time.Duration(sp.Limit) * time.Second,
-		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive, Workload: sp.Workload, Cost: sp.Cost}
+		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive, Workload: sp.Workload, Cost: sp.Cost, SignalLead: time.Duration(sp.Signal) * time.Second}
 	if sp.Created != 0 {
 		c.Created = time.Unix(sp.Created, 0).UTC()
 	}
@@ -117,7 +119,7 @@ func readSpec(comment string) (chainSpec, bool) {
 	// A limit past time.Duration's range (about 292 years) would wrap negative.
 	const maxLimit = math.MaxInt64 / int64(time.Second)
 	if err := json.Unmarshal(b, &sp); err != nil || sp.V < 1 || sp.V > 2 || sp.Segments < 0 || sp.Retries < 0 || sp.Limit < 0 || sp.Limit > maxLimit ||
-		sp.Nodes < 0 || sp.GPUs < 0 || sp.Opts < 0 || sp.V == 2 && sp.Args != nil {
+		sp.Nodes < 0 || sp.GPUs < 0 || sp.Opts < 0 || sp.V == 2 && sp.Args != nil || sp.Signal < 0 || sp.Signal > maxLimit {
 		return chainSpec{}, false
 	}
 	return sp, true
@@ -165,5 +167,22 @@ func DecodeSpecText(comment string) string {
 	if n, carried := SpecOptions(comment); !carried {
 		fmt.Fprintf(&b, ", %d sbatch option word(s) not in the comment", n)
 	}
+	if c.SignalLead > 0 {
+		fmt.Fprintf(&b, ", signal %s before the limit", secs(c.SignalLead))
+	}
 	return b.String()
 }
+
+// SegmentsText renders a chain's length: "until done", "1 segment", "3 segments".
+func SegmentsText(n int) string {
+	if n == 0 {
+		return "until done"
+	}
+	if n == 1 {
+		return "1 segment"
+	}
+	return strconv.Itoa(n) + " segments"
+}
+
+// secs renders a duration to the second, for reasons.
+func secs(d time.Duration) string { return d.Round(time.Second).String() }

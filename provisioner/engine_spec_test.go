@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestChainIDAndSpec(t *testing.T) {
@@ -43,6 +44,24 @@ func TestSegmentRequestWorkDirAndEnv(t *testing.T) {
 	back, ok := ParseChainSpec(req.Comment)
 	if !ok || back.WorkDir != c.WorkDir || back.Env != nil {
 		t.Errorf("spec round trip: %+v, %v", back, ok)
+	}
+}
+
+// TestSpecSignalLead: the --signal lead travels in the comment's spec, so
+// that a chain rebuilt by mirage recover keeps the rule for an exit after
+// its signal point; a negative lead is not a spec.
+func TestSpecSignalLead(t *testing.T) {
+	c := chain(PolicyLead, 0, 2)
+	c.SignalLead = 40 * time.Second
+	back, ok := ParseChainSpec(ChainComment(&c, 1, 0))
+	if !ok || back.SignalLead != 40*time.Second {
+		t.Errorf("spec round trip: %+v, %v; want a signal lead of 40s", back, ok)
+	}
+	if got := DecodeSpecText(ChainComment(&c, 1, 0)); !strings.HasSuffix(got, ", signal 40s before the limit") {
+		t.Errorf("spec text %q does not name the signal lead", got)
+	}
+	if _, ok := ParseChainSpec("mirage:c1/0.0 mirage-spec=" + base64.RawURLEncoding.EncodeToString([]byte(`{"v":1,"sig":-5}`))); ok {
+		t.Error("a negative signal lead accepted")
 	}
 }
 

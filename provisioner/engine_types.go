@@ -66,6 +66,7 @@ const (
 	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
 	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
 	EventReclaimed  EventKind = "reclaimed"   // borrowed work (JobID, another team's) was stopped to make room for the chain's submission
+	EventWorkDone   EventKind = "work-done"   // a segment's job said the work is finished (mirage done); Time: when it said so
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

@@ -301,6 +301,18 @@ type SegmentLister interface {
 	AllSegments(ctx context.Context) (map[string][]Segment, error)
 }
 
+// DoneSource is implemented by stores that take in, on their own, what
+// jobs said of their work (`mirage done` markers: the SQLite store reads
+// the files the jobs wrote). The Engine calls it after the cycle's
+// snapshot and history — a job seen ended wrote its marker before it ended
+// — and reloads the segments of the chains it names.
+type DoneSource interface {
+	// IngestDone marks the segments the markers name Done and returns
+	// their chains; problems are markers it could not read (left in
+	// place), err a failure of the store.
+	IngestDone(ctx context.Context) (chains []string, problems []error, err error)
+}
+
 // TxStore is implemented by stores that can group writes atomically. The
 // Store handed to fn writes inside the transaction (and implements
 // EventStore when the outer store does); an error from fn rolls back.

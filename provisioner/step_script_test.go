@@ -28,11 +28,13 @@ import (
 // HH:MM:SS of that day. Commands:
 //
 //	reset                      forget everything: empty store, empty cluster, no rules
-//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X]
-//	  I.A job=J STATE [submit=T] [start=T] [end=T] [exit=N] [note=free text to the end of the line]
+//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D]
+//	  I.A job=J STATE [submit=T] [start=T] [end=T] [exit=N] [done] [note=free text to the end of the line]
 //	                           store a chain (name train, script /home/u/train.sbatch,
-//	                           partition gpu, limit 1h, 1 node, 4 GPUs, created 08:00)
-//	                           and, one per input line, its stored segments
+//	                           partition gpu, limit 1h, 1 node, 4 GPUs,
+//	                           created 08:00; signal: its --signal lead) and, one per
+//	                           input line, its stored segments (done: its job ran
+//	                           mirage done)
 //	live
 //	  ID [tag=C/I.A] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
 //	                           the jobs the backend reports live (default PENDING, 1 node, limit 1h)
@@ -170,6 +172,12 @@ func (d *stepDriver) chain(t *testing.T, td *datadriven.TestData) string {
 			c.Account = v
 		case "args":
 			c.Args = append(c.Args, v)
+		case "signal":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				t.Fatalf("%s: chain: signal=%s: %v", td.Pos, v, err)
+			}
+			c.SignalLead = d
 		default:
 			t.Fatalf("%s: chain: unknown argument %q", td.Pos, a.Key)
 		}
@@ -431,6 +439,9 @@ func segment(s *provisioner.Segment, notes bool) string {
 	if s.Pinned != "" {
 		out += " pinned=" + s.Pinned
 	}
+	if s.Done {
+		out += " done"
+	}
 	if notes && s.Note != "" {
 		out += " note=" + s.Note
 	}
@@ -552,7 +563,11 @@ func parseSegment(t *testing.T, chainID, line string) provisioner.Segment {
 	s.Index, s.Attempt = atoi(t, idx), atoi(t, att)
 	for _, w := range f[1:] {
 		k, v, ok := strings.Cut(w, "=")
-		if !ok {
+		switch {
+		case w == "done": // its job ran mirage done
+			s.Done = true
+			continue
+		case !ok:
 			s.State = provisioner.JobState(w)
 			continue
 		}

@@ -92,11 +92,11 @@ func scriptShape(path string, content []byte, args []string) (Shape, error) {
 
 // ChainScript fills a chain's shape from content, the batch script at
 // ch.Script (an absolute path; safefile.ReadScript reads both), and its
-// sbatch options: account, partition, time limit, nodes, GPUs, the job
-// name when the chain has none (-J, else the script's name), and the
-// workload of a script that runs mirage handoff. A chain needs a time
-// limit to know when each successor is due, so a script without one is
-// refused (ErrBadScript), with the line to add.
+// sbatch options: account, partition, time limit, nodes, GPUs, the
+// --signal lead, the job name when the chain has none (-J, else the
+// script's name), and the workload of a script that runs mirage handoff. A
+// chain needs a time limit to know when each successor is due, so a script
+// without one is refused (ErrBadScript), with the line to add.
 func ChainScript(ch *provisioner.Chain, content []byte) error {
 	sh, err := scriptShape(ch.Script, content, ch.Args)
 	if err != nil {
@@ -111,6 +111,7 @@ func ChainScript(ch *provisioner.Chain, content []byte) error {
 	}
 	ch.Name = cmp.Or(ch.Name, sh.Name, filepath.Base(ch.Script))
 	ch.Account, ch.Partition, ch.TimeLimit, ch.Nodes, ch.GPUs = sh.Account, sh.Partition, sh.TimeLimit, sh.Nodes, sh.GPUs()
+	ch.SignalLead = sh.Signal.Lead // 0 without --signal
 	if ch.Workload == "" {
 		switch handsOff := HandsOff(content); {
 		case ch.Cost != nil: // explicit weights: an early start still costs a checkpoint, not hours held twice

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
 // TestSbatchTime reads -t values (moved from cmd/mirage's TestParseSlurmTime).
@@ -59,6 +61,11 @@ func TestParseSbatchArgs(t *testing.T) {
 		{[]string{"--gres=gpu:a100:2,gpu:v100:1"}, Shape{GPUsPerNode: 3, GPUType: "v100"}, 3, ""},
 		{[]string{"-t", "0"}, Shape{Unlimited: true}, 0, ""},
 		{[]string{"-p", "gpu", "--", "-p", "cpu"}, Shape{Partition: "gpu"}, 0, ""}, // "--" ends the options
+		// --signal, "=v" or " v": when Slurm stops each segment to checkpoint
+		{[]string{"--signal=B:USR1@40", "-t", "3"}, Shape{TimeLimit: 3 * time.Minute, Signal: slurmfmt.Signal{Name: "USR1", Batch: true, Lead: 40 * time.Second}}, 0, ""},
+		{[]string{"--signal", "USR2"}, Shape{Signal: slurmfmt.Signal{Name: "USR2", Lead: time.Minute}}, 0, ""},
+		{[]string{"--signal=B:USR1@x"}, Shape{}, 0, `--signal "B:USR1@x"`},
+		{[]string{"--signal"}, Shape{}, 0, "--signal needs a value"},
 		{[]string{"--comment=x"}, Shape{}, 0, "--comment: mirage sets it"},
 		{[]string{"-d", "afterok:1"}, Shape{}, 0, "-d: mirage sets it"},
 		{[]string{"--array=1-3"}, Shape{}, 0, "job arrays cannot be chained"},
@@ -89,6 +96,15 @@ func TestParseBatchScript(t *testing.T) {
 	if err != nil || sh != want {
 		t.Fatalf("got %+v, %v; want %+v", sh, err, want)
 	}
+	// The command line's --signal wins over the script's; a command line
+	// without one keeps it.
+	sig := slurmfmt.Signal{Name: "USR1", Batch: true, Lead: 10 * time.Minute}
+	if m := (Shape{Signal: sig}).Merge(Shape{Signal: slurmfmt.Signal{Name: "TERM", Lead: time.Minute}}); m.Signal.Name != "TERM" || m.Signal.Lead != time.Minute {
+		t.Errorf("merge of --signal: %+v", m.Signal)
+	}
+	if m := (Shape{Signal: sig}).Merge(Shape{Partition: "gpu"}); m.Signal != sig {
+		t.Errorf("merge without --signal: %+v, want the script's %+v", m.Signal, sig)
+	}
 	merged := sh.Merge(Shape{TimeLimit: time.Hour, Partition: "gpu"})
 	if merged.TimeLimit != time.Hour || merged.Nodes != 2 || merged.Partition != "gpu" || merged.GPUs() != 4 {
 		t.Errorf("merge: %+v", merged)
@@ -109,7 +125,8 @@ func TestParseBatchScript(t *testing.T) {
 // → ParseSbatchArgs → SbatchArgs is stable (SbatchArgs is the inverse).
 func FuzzParseSbatchArgs(f *testing.F) {
 	for _, s := range []string{"-t 10 -N 2 --gres=gpu:a100:4", "--time=1-2:3:4 --gpus=x", "-p", "-N 3 -G a100:5 -A team -J x",
-		"--gpus-per-node=2 -t 0", "--gres=gpu:2,gpu:v100:1 -p gpu --mem=4G", "-t 2:00 --nodes=2-4"} {
+		"--gpus-per-node=2 -t 0", "--gres=gpu:2,gpu:v100:1 -p gpu --mem=4G", "-t 2:00 --nodes=2-4", "-t 3 --signal=B:USR1@40",
+		"--signal USR1 -N 1", "--signal=RB:10@65535"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -117,7 +134,7 @@ func FuzzParseSbatchArgs(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if sh.TimeLimit < 0 || sh.Nodes < 0 || sh.GPUs() < 0 {
+		if sh.TimeLimit < 0 || sh.Nodes < 0 || sh.GPUs() < 0 || sh.Signal.Lead < 0 {
 			t.Fatalf("%q: negative shape %+v", s, sh)
 		}
 		a1, err := SbatchArgs(sh.Request("job.sh"), "")

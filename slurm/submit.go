@@ -178,6 +178,9 @@ type Shape struct {
 	Account     string        // -A/--account
 	Partition   string        // -p/--partition
 	Name        string        // -J/--job-name
+	// Signal is --signal (its Name is "" when not given): the signal Slurm
+	// sends Signal.Lead before the job's limit, for it to checkpoint.
+	Signal slurmfmt.Signal
 }
 
 // Merge returns s overridden by the options set in o (o comes later on
@@ -202,6 +205,9 @@ func (s Shape) Merge(o Shape) Shape {
 	if o.Name != "" {
 		s.Name = o.Name
 	}
+	if o.Signal.Name != "" {
+		s.Signal = o.Signal
+	}
 	return s
 }
 
@@ -223,13 +229,15 @@ func (s Shape) Request(script string) provisioner.SubmitRequest {
 
 // shapeOptions are the sbatch options that shape a job (all take a value).
 var shapeOptions = map[string]bool{"-t": true, "--time": true, "-N": true, "--nodes": true, "--gres": true, "-G": true, "--gpus": true,
-	"--gpus-per-node": true, "-A": true, "--account": true, "-p": true, "--partition": true, "-J": true, "--job-name": true}
+	"--gpus-per-node": true, "-A": true, "--account": true, "-p": true, "--partition": true, "-J": true, "--job-name": true, "--signal": true}
 
 // ParseSbatchArgs reads the sbatch options that shape a job (-t/--time,
 // -N/--nodes, --gres, -G/--gpus, --gpus-per-node, -A/--account,
 // -p/--partition, -J/--job-name, as "--opt=v", "--opt v", "-xV", "-x V" or
-// "-x=V"); other options pass untouched, and a bare "--" ends the options
-// as in sbatch. Durations, GRES and hostlists are read by slurm/slurmfmt.
+// "-x=V") and --signal, which says when each segment is stopped to
+// checkpoint; other options pass untouched, and a bare "--" ends the options
+// as in sbatch. Durations, GRES, hostlists and signals are read by
+// slurm/slurmfmt.
 // Refused: the options SbatchArgs sets itself (--comment, -d/--dependency),
 // job arrays (-a/--array) and --wrap, an option without its value, a bad
 // value, a negative GPU count.
@@ -290,6 +298,8 @@ func ParseSbatchArgs(args []string) (Shape, error) {
 			sh.Partition = val
 		case "-J", "--job-name":
 			sh.Name = val
+		case "--signal":
+			sh.Signal, err = slurmfmt.ParseSignal(val)
 		}
 		if err != nil {
 			return sh, fmt.Errorf("%s %q: %w", key, val, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
@@ -56,7 +57,7 @@ func cancelRun(ctx context.Context, o *cancelOptions) error {
 		}
 		return cl, ping(ctx, cl)
 	}
-	res, err := provisioner.CancelChain(ctx, st, c, backend, o.f.Now(), provisioner.CancelledPrinter(o.f.Out))
+	res, err := chainops.CancelChain(ctx, st, c, backend, o.f.Now(), chainops.CancelledPrinter(o.f.Out))
 	if err != nil {
 		return stateErr(err)
 	}

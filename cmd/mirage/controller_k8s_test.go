@@ -34,6 +34,7 @@ import (
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/k8s/k8stest"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // deployDocs reads the YAML documents of a file under deploy/.
@@ -290,14 +291,14 @@ func (ce *controllerEnv) start(t *testing.T, env ...string) *controller {
 }
 
 // status reads a chain from the state database (the CLI's status --json).
-func (ce *controllerEnv) status(t *testing.T, id string) provisioner.ChainJSON {
+func (ce *controllerEnv) status(t *testing.T, id string) chainops.ChainJSON {
 	t.Helper()
 	cmd := exec.Command(ce.bin, "status", id, "--json", "--state", ce.state)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("status %s: %v", id, err)
 	}
-	var c provisioner.ChainJSON
+	var c chainops.ChainJSON
 	if err := json.Unmarshal(out, &c); err != nil {
 		t.Fatalf("status %s: %v\n%s", id, err, out)
 	}
@@ -305,7 +306,7 @@ func (ce *controllerEnv) status(t *testing.T, id string) provisioner.ChainJSON {
 }
 
 // waitChain waits until the chain has ended (or fails after a bound).
-func (ce *controllerEnv) waitChain(t *testing.T, id string, c *controller) provisioner.ChainJSON {
+func (ce *controllerEnv) waitChain(t *testing.T, id string, c *controller) chainops.ChainJSON {
 	t.Helper()
 	deadline := time.Now().Add(3 * k8stest.WaitTimeout)
 	for {

@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
@@ -94,7 +95,8 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })
 }
 
-// daemonCycle runs one locked cycle and prints its report. Where the
+// daemonCycle runs one locked cycle and prints its report (the engine
+// takes in the markers of `mirage done` through the store). Where the
 // backend submits only private script copies, the chains' copies are
 // brought up to date first (checkScripts) and those no active chain needs
 // any more removed after (pruneScripts).
@@ -103,7 +105,7 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	lk, err := state.TryLock(lockPath)
 	if errors.Is(err, state.ErrHeld) {
 		if o.json {
-			return cmdutil.PrintJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+			return cmdutil.PrintJSON(out, chainops.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		_, werr := fmt.Fprintf(out, "another mirage daemon holds the lock %s: not acting this time\n", lockPath)
 		return werr
@@ -117,7 +119,7 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 	}
 	if err := ping(ctx, eng.Cluster); err != nil {
 		if o.json {
-			_ = cmdutil.PrintJSON(out, provisioner.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
+			_ = cmdutil.PrintJSON(out, chainops.CycleJSON{Time: o.f.Now(), Acted: false, Error: err.Error()})
 		}
 		return err
 	}
@@ -134,11 +136,11 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 		}
 	}
 	if o.json {
-		if err := cmdutil.PrintJSON(out, rep.JSON(cerr)); err != nil {
+		if err := cmdutil.PrintJSON(out, chainops.ReportJSON(rep, cerr)); err != nil {
 			return err
 		}
 	} else {
-		_ = rep.WriteText(out)
+		_ = chainops.WriteReport(out, rep)
 	}
 	return stateErr(cerr)
 }

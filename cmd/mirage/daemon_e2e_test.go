@@ -24,6 +24,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models/xgb"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // End-to-end tests of the chain commands on the real loopback Slurm
@@ -222,13 +223,13 @@ func (e *e2eEnv) cronDaemon(t *testing.T, args ...string) func() {
 	return e.start(t, cmd)
 }
 
-func (e *e2eEnv) status(t *testing.T, id string) provisioner.ChainJSON {
+func (e *e2eEnv) status(t *testing.T, id string) chainops.ChainJSON {
 	t.Helper()
 	out, stderr, code := e.run(t, nil, "status", id, "--json")
 	if code != 0 {
 		t.Fatalf("status %s: exit %d: %s", id, code, stderr)
 	}
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil {
 		t.Fatalf("status json: %v\n%s", err, out)
 	}
@@ -237,8 +238,8 @@ func (e *e2eEnv) status(t *testing.T, id string) provisioner.ChainJSON {
 
 // chainLog is `mirage log CHAIN --json --events`.
 type chainLog struct {
-	Decisions []provisioner.DecisionJSON `json:"decisions"`
-	Events    []provisioner.EventJSON    `json:"events"`
+	Decisions []chainops.DecisionJSON `json:"decisions"`
+	Events    []chainops.EventJSON    `json:"events"`
 }
 
 func (e *e2eEnv) log(t *testing.T, id string) chainLog {
@@ -304,7 +305,7 @@ func squeueTagged(t *testing.T, conf, chain string) map[provisioner.Tag][]tagged
 
 // waitDone polls the chain until it leaves the active state, calling
 // during (if any) between polls.
-func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during func()) provisioner.ChainJSON {
+func (e *e2eEnv) waitDone(t *testing.T, id string, timeout time.Duration, during func()) chainops.ChainJSON {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -444,7 +445,7 @@ func TestE2ECrashes(t *testing.T) {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
 	out, _, _ := e.run(t, nil, "status", "--json")
-	var all []provisioner.ChainJSON
+	var all []chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &all); err != nil || len(all) != 1 || len(all[0].SegmentList) != 1 ||
 		all[0].SegmentList[0].State != string(provisioner.StateSubmitting) || all[0].SegmentList[0].JobID != "" {
 		t.Fatalf("after the crash the chain is registered with the intent of segment 0 and no job id: %v %s", err, out)
@@ -610,7 +611,7 @@ func TestE2ESubmitRace(t *testing.T) {
 		_ = sub.Process.Kill() // mid-sbatch
 		_ = sub.Wait()
 		out, _, _ := v.env.run(t, nil, "status", "--json")
-		var all []provisioner.ChainJSON
+		var all []chainops.ChainJSON
 		if err := json.Unmarshal([]byte(out), &all); err != nil {
 			t.Fatal(err)
 		}
@@ -665,11 +666,12 @@ func TestE2ESubmitRace(t *testing.T) {
 	}
 }
 
-// TestE2EHandoff: a 2-segment chain under the lead policy (lead 10 min >
-// the 1-minute limit: the successor is submitted as soon as segment 0
-// runs, so they overlap). Segment 1's script calls `mirage handoff`, which
-// signals segment 0 (USR1) and waits for it; segment 0 traps USR1, writes
-// a checkpoint marker and exits 0. Overlap turns into continuity: segment
+// TestE2EHandoff: a 2-segment chain under the lead policy (its lead is a
+// quarter of the 1-minute limit, 15 s: the successor is submitted once
+// segment 0 has run 45 s and starts at once, so they overlap). Segment 1's
+// script calls `mirage handoff`, which signals segment 0 (USR1: it has run
+// half its limit by then) and waits for it; segment 0 traps USR1, writes a
+// checkpoint marker and exits 0. Overlap turns into continuity: segment
 // 0 ends COMPLETED (not TIMEOUT) within the grace, after segment 1
 // started, and the overlap is recorded as a negative gap.
 //
@@ -876,7 +878,7 @@ func TestE2EBadInput(t *testing.T) {
 	}
 	// Rejected chains are kept, marked failed with Slurm's reason; the good one is untouched.
 	out, _, _ := e.run(t, nil, "status", "--json")
-	var all []provisioner.ChainJSON
+	var all []chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &all); err != nil {
 		t.Fatal(err)
 	}
@@ -980,7 +982,7 @@ func TestE2ERecover(t *testing.T) {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
 	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--", "--mem=100M")
-	var rec []provisioner.Recovered
+	var rec []chainops.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)
 	}
@@ -1031,7 +1033,7 @@ func TestE2ECancelledWhilePending(t *testing.T) {
 		t.Fatalf("scancel %s: %v: %s", job, err, out)
 	}
 	deadline := time.Now().Add(time.Minute)
-	var seg *provisioner.SegmentJSON
+	var seg *chainops.SegmentJSON
 	for seg == nil || seg.State != string(provisioner.StateCancelled) {
 		if time.Now().After(deadline) {
 			t.Fatalf("segment of job %s not cancelled after a minute: %+v", job, seg)

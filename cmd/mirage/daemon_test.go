@@ -14,6 +14,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // TestChainLifecycle drives a 3-segment reactive chain through submit,
@@ -74,8 +75,8 @@ interruption 10m0s in total, overlap 0s in total
 	// submit at 10:00, nothing while the last segment runs, end at 11:00.
 	out, _, code = e.run(t, "log", id, "--json", "--events")
 	var lg struct {
-		Decisions []provisioner.DecisionJSON `json:"decisions"`
-		Events    []provisioner.EventJSON    `json:"events"`
+		Decisions []chainops.DecisionJSON `json:"decisions"`
+		Events    []chainops.EventJSON    `json:"events"`
 	}
 	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
 		t.Fatalf("log: exit %d, %v\n%s", code, err, out)
@@ -189,7 +190,7 @@ func TestCancelChain(t *testing.T) {
 		t.Errorf("daemon after cancel: %q", out)
 	}
 	out, _, _ = e.run(t, "status", id, "--json")
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil || cj.State != "cancelled" || cj.SegmentList[0].State != "CANCELLED" {
 		t.Errorf("status: %v %+v", err, cj)
 	}
@@ -238,7 +239,7 @@ func TestRecover(t *testing.T) {
 		t.Errorf("second recover: %s", out)
 	}
 	out, _, _ = e.run(t, "status", id, "--json")
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 	"github.com/mirage-gpu/mirage/provisioner/team"
 	"github.com/mirage-gpu/mirage/slurm"
@@ -34,8 +35,8 @@ var (
 	trainCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, train.ErrSpec), cmdutil.Kinds(cmdutil.ExitBadInput, train.ErrInput),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, train.ErrOutput))
 	// stateCodes: the state directory, the backends and the chain engine.
-	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, slurm.ErrBadOption, provisioner.ErrNeedsOptions),
-		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, provisioner.ErrRefused),
+	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, state.ErrBadMark, slurm.ErrBadOption, chainops.ErrNeedsOptions),
+		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, chainops.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
 			state.ErrHeld, state.ErrNoDir),
 		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned),

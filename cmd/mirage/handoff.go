@@ -8,13 +8,14 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
 // handoffOptions are the flags of mirage handoff.
 type handoffOptions struct {
 	f       *Factory
-	handoff provisioner.HandoffOptions
+	handoff chainops.StopOptions
 	backend backendOptions
 }
 
@@ -25,9 +26,9 @@ func newHandoffCmd(f *Factory, runF func(*handoffOptions) error) *cobra.Command 
 		Use:   "handoff [--signal USR1] [--grace 5m] [--cancel]",
 		Short: "From a segment's job script: ask the predecessor to checkpoint and exit, and wait for it",
 		Long: `Called by a successor's script before it loads the checkpoint: signals the
-predecessor ($MIRAGE_PREV_JOB, or --job) after --settle and waits up to --grace for
-it to end (exit 0; exit 1 if it still runs, unless --cancel). In full:
-docs/guide/chains-and-daemon.md.`,
+predecessor ($MIRAGE_PREV_JOB, or --job) once it has run --settle and half its
+limit, and waits up to --grace for it to end (exit 0; exit 1 if it still runs,
+unless --cancel). In full: docs/guide/chains-and-daemon.md.`,
 		Example: `  # in the job script, before resuming from the checkpoint:
   mirage handoff --signal USR1 --grace 5m || exit 1`,
 		Args: cobra.NoArgs,
@@ -49,7 +50,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl.StringVar(&h.Signal, "signal", "USR1", "signal asking the predecessor to checkpoint and exit")
 	fl.DurationVar(&h.Grace, "grace", 5*time.Minute, "how long to wait for the predecessor to end")
 	fl.DurationVar(&h.Poll, "poll", 5*time.Second, "how often to look whether it has ended")
-	fl.DurationVar(&h.Settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap)")
+	fl.DurationVar(&h.Settle, "settle", 10*time.Second, "signal only once the predecessor has run this long (its script must have set its trap), and half its limit")
 	fl.BoolVar(&h.Cancel, "cancel", false, "cancel the predecessor if it still runs after the grace time")
 	o.backend.add(cmd)
 	return cmd
@@ -65,5 +66,5 @@ func handoffRun(ctx context.Context, o *handoffOptions) error {
 		return stateErr(err)
 	}
 	o.handoff.Self, o.handoff.Chain = provisioner.SelfOf(cl), o.f.Getenv(provisioner.EnvChain)
-	return stateErr(provisioner.Handoff(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
+	return stateErr(chainops.StopPredecessor(ctx, cl, o.f.Now, o.f.Sleep, o.handoff, func(line string) { fmt.Fprintln(o.f.Out, line) }))
 }

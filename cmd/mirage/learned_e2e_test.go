@@ -14,6 +14,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // readmeCron is the command of the README's crontab line (what follows its
@@ -119,7 +120,7 @@ wait $!`)
 			t.Logf("cron runs:\n%s\nmirage-cron.log (tail):\n%s", cronOut, tail(string(log), 40))
 		}
 	}()
-	done := map[string]provisioner.ChainJSON{}
+	done := map[string]chainops.ChainJSON{}
 	for p, id := range ids {
 		done[p] = e.waitDone(t, id, 5*time.Minute, nil)
 	}

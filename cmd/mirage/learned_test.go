@@ -16,15 +16,16 @@ import (
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/nn"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
 // chainDecisions reads a chain's decision log (mirage log --json).
-func chainDecisions(t *testing.T, e *chainEnv, id string) []provisioner.DecisionJSON {
+func chainDecisions(t *testing.T, e *chainEnv, id string) []chainops.DecisionJSON {
 	t.Helper()
 	out, stderr, code := e.run(t, "log", id, "--json")
 	var lg struct {
-		Decisions []provisioner.DecisionJSON `json:"decisions"`
+		Decisions []chainops.DecisionJSON `json:"decisions"`
 	}
 	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
 		t.Fatalf("log: exit %d, %v\n%s%s", code, err, out, stderr)
@@ -118,10 +119,10 @@ func TestSubmitLearnedPolicyMissing(t *testing.T) {
 }
 
 // statusJSON reads one chain (mirage status ID --json).
-func (e *chainEnv) statusJSON(t *testing.T, id string) provisioner.ChainJSON {
+func (e *chainEnv) statusJSON(t *testing.T, id string) chainops.ChainJSON {
 	t.Helper()
 	out, stderr, code := e.run(t, "status", id, "--json")
-	var cj provisioner.ChainJSON
+	var cj chainops.ChainJSON
 	if err := json.Unmarshal([]byte(out), &cj); err != nil || code != 0 {
 		t.Fatalf("status: exit %d, %v\n%s%s", code, err, out, stderr)
 	}

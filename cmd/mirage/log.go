@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
@@ -51,7 +51,7 @@ func logRun(ctx context.Context, o *logOptions) error {
 		return err
 	}
 	defer st.Close()
-	lg, err := provisioner.ChainLog(ctx, st, o.chain, o.events)
+	lg, err := chainops.ChainLog(ctx, st, o.chain, o.events)
 	if err != nil {
 		return stateErr(err)
 	}

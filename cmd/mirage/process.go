@@ -39,12 +39,18 @@ func randomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
+// envState is the environment variable that gives every segment the state
+// directory of its chain (recorded by submit in Chain.Env): `mirage done`
+// in a job writes its marker there, where the daemon reads it.
+const envState = "MIRAGE_STATE"
+
 // segmentEnv is what a chain's segments need wherever the daemon runs (cron
 // starts it in the home directory with PATH=/usr/bin:/bin): the current
-// directory, and PATH with this program's own directory first and
-// MIRAGE_BIN, so that a script's relative paths and its "mirage handoff"
-// line work. getenv is the environment.
-func segmentEnv(getenv func(string) string) (dir string, env map[string]string, err error) {
+// directory, PATH with this program's own directory first and MIRAGE_BIN,
+// so that a script's relative paths and its "mirage handoff" line work,
+// and the state directory stateDir (envState) for its "mirage done" line.
+// getenv is the environment.
+func segmentEnv(getenv func(string) string, stateDir string) (dir string, env map[string]string, err error) {
 	if dir, err = os.Getwd(); err != nil {
 		return "", nil, fmt.Errorf("working directory: %w", err)
 	}
@@ -56,7 +62,7 @@ func segmentEnv(getenv func(string) string) (dir string, env map[string]string, 
 	if p := getenv("PATH"); p != "" {
 		path += string(os.PathListSeparator) + p
 	}
-	return dir, map[string]string{"PATH": path, "MIRAGE_BIN": exe}, nil
+	return dir, map[string]string{"PATH": path, "MIRAGE_BIN": exe, envState: stateDir}, nil
 }
 
 // crashExitCode is the exit code of a FaultHook crash.

@@ -9,6 +9,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
@@ -87,7 +88,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	ro := provisioner.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key, Options: o.options}
+	ro := chainops.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key, Options: o.options}
 	if !o.yes {
 		// List first, without the daemon lock (a cycle may run while the
 		// user reads); register only if asked to, only what was listed.
@@ -96,14 +97,14 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 			return err
 		}
 		ro.DryRun = true
-		results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, ro)
+		results, err := chainops.RecoverChains(ctx, st, cl, hs, now, ro)
 		st.Close()
 		if err != nil {
 			return stateErr(err)
 		}
 		var listed []string
 		for _, r := range results {
-			if r.Action == provisioner.ActionWouldRecover {
+			if r.Action == chainops.ActionWouldRecover {
 				listed = append(listed, r.Chain)
 			}
 		}
@@ -123,7 +124,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	results, err := provisioner.RecoverChains(ctx, st, cl, hs, now, ro)
+	results, err := chainops.RecoverChains(ctx, st, cl, hs, now, ro)
 	if err != nil {
 		return stateErr(err)
 	}
@@ -151,22 +152,22 @@ func (o *recoverOptions) confirm(n int) (bool, error) {
 // that no tagged job carries, or that were not registered for want of
 // their sbatch options (in a sweep over every chain those are said on
 // stderr: the others were registered).
-func (o *recoverOptions) print(results []provisioner.Recovered, now time.Time) error {
+func (o *recoverOptions) print(results []chainops.Recovered, now time.Time) error {
 	var err error
 	if o.json {
-		err = cmdutil.PrintJSON(o.f.Out, append([]provisioner.Recovered{}, results...))
+		err = cmdutil.PrintJSON(o.f.Out, append([]chainops.Recovered{}, results...))
 	} else {
-		err = provisioner.WriteRecovered(o.f.Out, results, now.Add(-o.since))
+		err = chainops.WriteRecovered(o.f.Out, results, now.Add(-o.since))
 	}
 	if err != nil {
 		return err
 	}
-	needs := provisioner.NeedOptions(results)
+	needs := chainops.NeedOptions(results)
 	if len(o.chains) == 0 && needs != nil {
 		fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", needs)
 		needs = nil
 	}
-	return stateErr(errors.Join(provisioner.NotRecovered(results, o.since), needs))
+	return stateErr(errors.Join(chainops.NotRecovered(results, o.since), needs))
 }
 
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec

@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/slurm"
 )
 
@@ -151,7 +152,7 @@ func TestLegacyChainGetsCopy(t *testing.T) {
 	var ids []string
 	for i, script := range []string{good, openScript} {
 		ch := provisioner.Chain{Name: "legacy", Script: script, Policy: "lead", Segments: 2, TimeLimit: 30 * time.Minute, Nodes: 1}
-		if err := provisioner.RegisterChain(ctx, st, &ch, chainT0, uint64(i)); err != nil {
+		if err := chainops.RegisterChain(ctx, st, &ch, chainT0, uint64(i)); err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, ch.ID)

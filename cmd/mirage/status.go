@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
-	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/spf13/cobra"
 )
 
@@ -69,21 +69,21 @@ func statusRun(ctx context.Context, o *statusOptions) error {
 	}
 	defer st.Close()
 	if o.chain != "" {
-		v, err := provisioner.ChainStatus(ctx, st, o.chain)
+		v, err := chainops.ChainStatus(ctx, st, o.chain)
 		if err != nil {
 			return stateErr(err)
 		}
 		return cmdutil.PrintView(o.f.Out, o.json, v.JSON(), v)
 	}
-	filter := provisioner.StatusFilter{ActiveOnly: o.active}
+	filter := chainops.StatusFilter{ActiveOnly: o.active}
 	if !o.all {
 		filter.EndedAfter = o.f.Now().Add(-endedShown)
 	}
-	views, hidden, err := provisioner.ChainStatuses(ctx, st, filter)
+	views, hidden, err := chainops.ChainStatuses(ctx, st, filter)
 	if err != nil {
 		return stateErr(err)
 	}
-	if err := cmdutil.PrintView(o.f.Out, o.json, provisioner.ChainViews(views).JSON(), provisioner.ChainViews(views)); err != nil {
+	if err := cmdutil.PrintView(o.f.Out, o.json, chainops.ChainViews(views).JSON(), chainops.ChainViews(views)); err != nil {
 		return err
 	}
 	if hidden > 0 && !o.json {

@@ -11,6 +11,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
@@ -146,13 +147,17 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
-	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv); err != nil {
+	stateDir, err := o.state.Resolve() // opened above: it resolves
+	if err != nil {
+		return stateErr(err)
+	}
+	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv, stateDir); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
 		return err
 	}
-	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
+	if models.ParseRef(ch.Policy).UsesModel() { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
 			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--models: %w", err))
 		}
@@ -160,7 +165,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	// The same submit run again (say after it exited 4) answers with the
 	// chain it made; the daemon carries that chain on.
 	if !o.new {
-		old, err := provisioner.SameActive(ctx, st, &ch)
+		old, err := chainops.SameActive(ctx, st, &ch)
 		if err != nil {
 			return stateErr(err)
 		}
@@ -170,7 +175,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 					"mirage update %s adopts the new version, or submit --new registers another chain\n",
 					old.ID, old.Script, shortHash(old.ScriptHash), shortHash(safefile.Hash(content)), old.ID)
 			}
-			first := provisioner.First{Status: "existing"}
+			first := chainops.First{Status: "existing"}
 			if o.json {
 				return cmdutil.PrintJSON(o.f.Out, first.JSON(old))
 			}
@@ -186,7 +191,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 			return stateErr(err)
 		}
 	}
-	if err := provisioner.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
+	if err := chainops.RegisterChain(ctx, st, &ch, o.f.Now(), o.f.Seed()); err != nil {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
@@ -194,7 +199,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return err
 	}
-	first, err := provisioner.SubmitFirst(ctx, newEngine(o.f, cl, rules, st, key, o.grace, o.policy), st, &ch)
+	first, err := chainops.SubmitFirst(ctx, newEngine(o.f, cl, rules, st, key, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}

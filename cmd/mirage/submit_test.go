@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/chainops"
 )
 
 // The sbatch option and #SBATCH parsing tests moved to slurm
@@ -179,7 +180,7 @@ func TestSubmitTwiceIsOneChain(t *testing.T) {
 		t.Fatalf("the same submit again: exit %d, out %q, err %q (first chain %q)", code, out, stderr, first)
 	}
 	out, _, code = e.run(t, "submit", script, "--segments", "2", "--json", "--", "-p", "batch")
-	var fj provisioner.FirstJSON
+	var fj chainops.FirstJSON
 	if err := json.Unmarshal([]byte(out), &fj); err != nil || code != 0 || fj.Chain != first || fj.Status != "existing" {
 		t.Errorf("again with --json: exit %d, %+v, %v", code, fj, err)
 	}

@@ -63,6 +63,7 @@ var (
 	_ provisioner.EventStore  = (*Store)(nil)
 	_ provisioner.DecisionLog = (*Store)(nil)
 	_ provisioner.TxStore     = (*Store)(nil)
+	_ provisioner.DoneSource  = (*Store)(nil)
 )
 
 type querier interface {
@@ -261,6 +262,10 @@ var migrations = []string{
 	`ALTER TABLE chains ADD COLUMN script_copy TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chains ADD COLUMN script_hash TEXT NOT NULL DEFAULT '';
 	ALTER TABLE chains ADD COLUMN script_seen TEXT NOT NULL DEFAULT '';`,
+	// 8: the chain's --signal lead (seconds) and the segments whose job ran
+	// mirage done.
+	`ALTER TABLE chains ADD COLUMN signal_lead INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE segments ADD COLUMN done INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -347,15 +352,15 @@ func fromNS(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
-const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost, script_copy, script_hash, script_seen`
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost, script_copy, script_hash, script_seen, signal_lead`
 
 func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var c provisioner.Chain
 	var args, state, env, cost string
-	var limit, created int64
+	var limit, created, signalLead int64
 	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
 		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models, &c.Workload, &cost,
-		&c.ScriptCopy, &c.ScriptHash, &c.ScriptSeen); err != nil {
+		&c.ScriptCopy, &c.ScriptHash, &c.ScriptSeen, &signalLead); err != nil {
 		return c, err
 	}
 	if cost != "" {
@@ -374,6 +379,7 @@ func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 		c.Env = nil
 	}
 	c.TimeLimit = time.Duration(limit) * time.Second
+	c.SignalLead = time.Duration(signalLead) * time.Second
 	c.State = provisioner.ChainState(state)
 	c.Created = fromNS(created)
 	return c, nil
@@ -437,16 +443,16 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 			return fmt.Errorf("chain %s: cost: %w", c.ID, err)
 		}
 	}
-	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
 		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
 		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
 		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env, models=excluded.models,
 		workload=excluded.workload, cost=excluded.cost, script_copy=excluded.script_copy, script_hash=excluded.script_hash,
-		script_seen=excluded.script_seen`,
+		script_seen=excluded.script_seen, signal_lead=excluded.signal_lead`,
 		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
 		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env), c.Models,
-		c.Workload, string(cost), c.ScriptCopy, c.ScriptHash, c.ScriptSeen)
+		c.Workload, string(cost), c.ScriptCopy, c.ScriptHash, c.ScriptSeen, int64(c.SignalLead/time.Second))
 	return s.wrap("store chain "+c.ID, err)
 }
 
@@ -469,14 +475,14 @@ func (s *Store) Segments(ctx context.Context, chainID string) ([]provisioner.Seg
 }
 
 // segmentCols are the columns scanSegment reads, in its order.
-const segmentCols = `chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note, pinned`
+const segmentCols = `chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note, pinned, done`
 
 // scanSegment reads one row of segmentCols.
 func scanSegment(rows *sql.Rows) (provisioner.Segment, error) {
 	var sg provisioner.Segment
 	var state string
 	var sub, st, end int64
-	if err := rows.Scan(&sg.ChainID, &sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note, &sg.Pinned); err != nil {
+	if err := rows.Scan(&sg.ChainID, &sg.Index, &sg.Attempt, &sg.JobID, &state, &sub, &st, &end, &sg.ExitCode, &sg.Note, &sg.Pinned, &sg.Done); err != nil {
 		return sg, err
 	}
 	sg.State = provisioner.JobState(state)
@@ -505,11 +511,11 @@ func (s *Store) AllSegments(ctx context.Context) (map[string][]provisioner.Segme
 
 // PutSegment implements provisioner.Store.
 func (s *Store) PutSegment(ctx context.Context, sg *provisioner.Segment) error {
-	_, err := s.q.ExecContext(ctx, `INSERT INTO segments(chain_id, idx, attempt, job_id, state, submit, start, end, exit_code, note, pinned)
-		VALUES (?,?,?,?,?,?,?,?,?,?,?)
+	_, err := s.q.ExecContext(ctx, `INSERT INTO segments(`+segmentCols+`)
+		VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(chain_id, idx, attempt) DO UPDATE SET job_id=excluded.job_id, state=excluded.state, submit=excluded.submit,
-		start=excluded.start, end=excluded.end, exit_code=excluded.exit_code, note=excluded.note, pinned=excluded.pinned`,
-		sg.ChainID, sg.Index, sg.Attempt, sg.JobID, string(sg.State), ns(sg.Submit), ns(sg.Start), ns(sg.End), sg.ExitCode, sg.Note, sg.Pinned)
+		start=excluded.start, end=excluded.end, exit_code=excluded.exit_code, note=excluded.note, pinned=excluded.pinned, done=excluded.done`,
+		sg.ChainID, sg.Index, sg.Attempt, sg.JobID, string(sg.State), ns(sg.Submit), ns(sg.Start), ns(sg.End), sg.ExitCode, sg.Note, sg.Pinned, sg.Done)
 	return s.wrap(fmt.Sprintf("store segment %s/%d.%d", sg.ChainID, sg.Index, sg.Attempt), err)
 }
 

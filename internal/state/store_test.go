@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 7 {
-		t.Fatalf("version %d, %v; want 7", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 8 {
+		t.Fatalf("version %d, %v; want 8", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -134,6 +134,14 @@ func TestRoundTrip(t *testing.T) {
 	if got, err := s.Chain(ctx, c.ID); err != nil || got.Workload != provisioner.WorkloadService || got.Cost != nil || got.CostOf().InterruptionPerHour != 600 {
 		t.Errorf("chain of the service workload: %+v, %v", got, err)
 	}
+	// The --signal lead (schema 8).
+	c.SignalLead = 40 * time.Second
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.SignalLead != 40*time.Second {
+		t.Errorf("chain with a signal lead: %+v, %v", got, err)
+	}
 	c.State, c.Reason = provisioner.ChainDone, "all 3 segments ran"
 	if err := s.PutChain(ctx, &c); err != nil {
 		t.Fatal(err)
@@ -156,9 +164,18 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if back, _ := s.Segments(ctx, c.ID); len(back) != 2 || back[1].Pinned != "gpu[01-02],gpu07" {
+	if back, _ := s.Segments(ctx, c.ID); len(back) != 2 || back[1].Pinned != "gpu[01-02],gpu07" || back[1].Done {
 		t.Errorf("pinned segment read back as %+v", back)
 	}
+	// A segment whose job ran mirage done (schema 8).
+	segs[0].Done = true
+	if err := s.PutSegment(ctx, &segs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if back, _ := s.Segments(ctx, c.ID); len(back) != 2 || !back[1].Done || back[0].Done {
+		t.Errorf("segment marked done read back as %+v", back)
+	}
+	segs[0].Done = false
 	segs[0].State, segs[0].Start, segs[0].End, segs[0].ExitCode, segs[0].Note, segs[0].Pinned = provisioner.StateFailed, t0.Add(time.Minute), t0.Add(2*time.Hour), 3, "oom", ""
 	if err := s.PutSegment(ctx, &segs[0]); err != nil {
 		t.Fatal(err)
@@ -389,12 +406,12 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 7 {
+	if v, _ := s.Version(ctx); v != 8 {
 		t.Fatalf("version %d", v)
 	}
-	// a chain of schema 1 has no recorded directory, environment, models, workload nor script copy
+	// a chain of schema 1 has no recorded directory, environment, models, workload, script copy nor signal lead
 	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" || c.Workload != "" || c.Cost != nil ||
-		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" {
+		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" || c.SignalLead != 0 {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")

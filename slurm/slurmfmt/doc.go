@@ -1,7 +1,7 @@
 // Package slurmfmt reads and writes Slurm's small text formats: durations
-// (time limits), hostlists, GRES strings and TRES strings. It is the one
-// parser of each for the whole module; traces, sim, slurm and cmd/mirage call
-// it instead of keeping their own.
+// (time limits), hostlists, GRES strings, TRES strings and sbatch --signal
+// values. It is the one parser of each for the whole module; traces, sim,
+// slurm and cmd/mirage call it instead of keeping their own.
 //
 // Contract: pure functions of their arguments, standard library only, no
 // package of this module imported (traces depends on it and is a leaf).
@@ -16,5 +16,7 @@
 //   - scontrol(1) "show hostnames" and Slurm's src/common/hostlist.c for
 //     hostlists;
 //   - slurm.conf(5) "Gres", gres.conf(5) and sbatch(1) --gres for GRES;
-//   - sacct(1) AllocTRES/ReqTRES and the TRES page (tres.html) for TRES.
+//   - sacct(1) AllocTRES/ReqTRES and the TRES page (tres.html) for TRES;
+//   - sbatch(1) --signal and Slurm's src/common/proc_args.c (get_signal_opts,
+//     sig_name2num) for signals.
 package slurmfmt

@@ -321,3 +321,73 @@ func FuzzDependency(f *testing.F) {
 		}
 	})
 }
+
+// TestParseSignal reads --signal values as sbatch(1) describes them:
+// "--signal=[{R|B}:]<sig_num>[@sig_time]", "sig_num may either be a signal
+// number or name (e.g. "10" or "USR1")", "If a sig_num is specified without
+// any sig_time, the default time will be 60 seconds", "sig_time must have an
+// integer value between 0 and 65535"; the flag letters and the optional
+// "SIG" come from Slurm's get_signal_opts and sig_name2num.
+func TestParseSignal(t *testing.T) {
+	cases := []struct {
+		in   string
+		want Signal
+		err  string
+	}{
+		{"B:USR1@40", Signal{Name: "USR1", Batch: true, Lead: 40 * time.Second}, ""},
+		{"USR1", Signal{Name: "USR1", Lead: 60 * time.Second}, ""},
+		{"10@600", Signal{Name: "10", Lead: 10 * time.Minute}, ""},
+		{"b:sigterm@0", Signal{Name: "TERM", Batch: true}, ""},
+		{"R:USR2@5", Signal{Name: "USR2", Reservation: true, Lead: 5 * time.Second}, ""},
+		{"RB:USR1@65535", Signal{Name: "USR1", Batch: true, Reservation: true, Lead: 65535 * time.Second}, ""},
+		{"BR:USR1@1", Signal{Name: "USR1", Batch: true, Reservation: true, Lead: time.Second}, ""},
+		{"BUSR1", Signal{Name: "USR1", Batch: true, Lead: time.Minute}, ""}, // the ':' is optional after the flags
+		{"B:USR1@65536", Signal{}, "@65536"},
+		{"B:USR1@-1", Signal{}, "@-1"},
+		{"B:USR1@1m", Signal{}, "@1m"},
+		{"B:USR1@", Signal{}, "@:"},
+		{"B:NOPE@40", Signal{}, `unknown signal "NOPE"`},
+		{"0@40", Signal{}, "signal number 0"},
+		{"65536", Signal{}, "signal number 65536"},
+		{"", Signal{}, "unknown signal"},
+		{"B:", Signal{}, "unknown signal"},
+	}
+	for _, c := range cases {
+		got, err := ParseSignal(c.in)
+		if c.err != "" {
+			if err == nil || !errors.Is(err, ErrSignal) || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("ParseSignal(%q) = %+v, %v; want an ErrSignal naming %q", c.in, got, err, c.err)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("ParseSignal(%q) = %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	if s := (Signal{Name: "USR1", Batch: true, Lead: 40 * time.Second}).String(); s != "B:USR1@40" {
+		t.Errorf("String() = %q, want B:USR1@40", s)
+	}
+}
+
+func FuzzSignal(f *testing.F) {
+	for _, s := range []string{"B:USR1@40", "USR1", "10@600", "b:sigterm@0", "RB:USR2@65535", "BR:1", "B:", "@", "BUS", "R:x@1", "SIG@5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sig, err := ParseSignal(s)
+		if err != nil {
+			if !errors.Is(err, ErrSignal) {
+				t.Fatalf("ParseSignal(%q): %v does not wrap ErrSignal", s, err)
+			}
+			return
+		}
+		if sig.Name == "" || sig.Lead < 0 || sig.Lead > maxSignalField*time.Second || sig.Lead%time.Second != 0 {
+			t.Fatalf("ParseSignal(%q) = %+v", s, sig)
+		}
+		// Written back, it reads the same.
+		back, err := ParseSignal(sig.String())
+		if err != nil || back != sig {
+			t.Fatalf("%q: %+v written %q read back as %+v, %v", s, sig, sig.String(), back, err)
+		}
+	})
+}

@@ -1,4 +1,4 @@
-package provisioner
+package chainops
 
 import (
 	"cmp"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // Recovered is one chain found by RecoverChains.
@@ -48,10 +50,10 @@ type RecoverOptions struct {
 	// chain's specification (its script and sbatch options); a chain that
 	// fails them is registered as failed, with the reason, so no successor
 	// is ever submitted from it.
-	Check func(c *Chain) error
+	Check func(c *provisioner.Chain) error
 	// Key verifies the tagged jobs' comments (TagKey.Verified): a job it
 	// does not verify is treated as another user's. nil: no MACs.
-	Key *TagKey
+	Key *provisioner.TagKey
 	// Options, when not nil, are the sbatch options of the one chain in
 	// Chains, as given at its submit: its jobs' comments say only how many
 	// words they are, which Options must match (else, and without Options,
@@ -69,7 +71,7 @@ type RecoverOptions struct {
 // segments ("recovered"), as cancelled when their last job was cancelled
 // and nothing is live, as failed when no job carries a readable
 // specification. The result is ordered by chain id.
-func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySource, now time.Time, o RecoverOptions) ([]Recovered, error) {
+func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, hs provisioner.HistorySource, now time.Time, o RecoverOptions) ([]Recovered, error) {
 	snap, err := cl.Snapshot(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("cluster snapshot: %w", err)
@@ -78,7 +80,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 	if err != nil {
 		return nil, fmt.Errorf("job history (sacct): %w", err)
 	}
-	byID := map[string]Job{}
+	byID := map[string]provisioner.Job{}
 	for _, j := range hist {
 		byID[j.ID] = j
 	}
@@ -91,8 +93,8 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 	foreign := map[string]bool{} // chains asked for whose tag only other users' jobs carry
 	for id := range byID {
 		j := byID[id]
-		t, ok := ParseTag(j.Comment)
-		if ok && (!Owns(cl, &j) || !o.Key.Verified(SelfOf(cl), &j)) { // another user's job, or one mirage did not sign: never rebuilt into this user's database
+		t, ok := provisioner.ParseTag(j.Comment)
+		if ok && (!provisioner.Owns(cl, &j) || !o.Key.Verified(provisioner.SelfOf(cl), &j)) { // another user's job, or one mirage did not sign: never rebuilt into this user's database
 			foreign[t.Chain] = true
 			continue
 		}
@@ -122,15 +124,15 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 			r.Action, r.Note = "known", "already in the state database"
 			results = append(results, r)
 			continue
-		} else if !errors.Is(err, ErrChainNotFound) {
+		} else if !errors.Is(err, provisioner.ErrChainNotFound) {
 			return nil, err
 		}
-		var ch Chain
+		var ch provisioner.Chain
 		found := false
 		spec := ""
 		for i := len(jobs) - 1; i >= 0 && !found; i-- {
 			spec = jobs[i].job.Comment
-			ch, found = ParseChainSpec(spec)
+			ch, found = provisioner.ParseChainSpec(spec)
 		}
 		if found {
 			if note := recoverOptions(&ch, spec, o.Options); note != "" {
@@ -140,20 +142,20 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 			}
 		}
 		if !found {
-			ch = Chain{ID: id, Name: jobs[0].job.Name, Policy: PolicyReactive, State: ChainFailed,
+			ch = provisioner.Chain{ID: id, Name: jobs[0].job.Name, Policy: provisioner.PolicyReactive, State: provisioner.ChainFailed,
 				Reason: "recovered from tags without a specification: cannot submit successors (resubmit with mirage submit)"}
 		}
 		if found && o.Check != nil {
 			// The spec came back from a job comment: it goes through the
 			// checks of submit before the daemon may submit from it.
 			if err := o.Check(&ch); err != nil {
-				ch.State, ch.Reason = ChainFailed, "recovered, but its specification fails the checks of mirage submit: "+err.Error()+" (resubmit with mirage submit)"
+				ch.State, ch.Reason = provisioner.ChainFailed, "recovered, but its specification fails the checks of mirage submit: "+err.Error()+" (resubmit with mirage submit)"
 			}
 		}
 		if ch.Created.IsZero() {
 			ch.Created = jobs[0].job.Submit
 		}
-		var segs []Segment
+		var segs []provisioner.Segment
 		seen := map[[2]int]bool{}
 		anyLive := false
 		for _, x := range jobs {
@@ -163,12 +165,12 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 			}
 			seen[k] = true
 			j := x.job
-			segs = append(segs, Segment{ChainID: id, Index: x.tag.Segment, Attempt: x.tag.Attempt, JobID: j.ID, State: j.State,
+			segs = append(segs, provisioner.Segment{ChainID: id, Index: x.tag.Segment, Attempt: x.tag.Attempt, JobID: j.ID, State: j.State,
 				Submit: j.Submit, Start: j.Start, End: j.End, ExitCode: j.ExitCode})
 			anyLive = anyLive || !j.State.Finished()
 		}
-		if last := segs[len(segs)-1]; ch.State == ChainActive && !anyLive && last.State == StateCancelled {
-			ch.State, ch.Reason = ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
+		if last := segs[len(segs)-1]; ch.State == provisioner.ChainActive && !anyLive && last.State == provisioner.StateCancelled {
+			ch.State, ch.Reason = provisioner.ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
 		}
 		r.State, r.Note, r.Script, r.Args = string(ch.State), ch.Reason, ch.Script, ch.Args
 		if o.DryRun {
@@ -176,7 +178,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 			results = append(results, r)
 			continue
 		}
-		err := st.InTx(ctx, func(tx Store) error {
+		err := st.InTx(ctx, func(tx provisioner.Store) error {
 			if err := tx.PutChain(ctx, &ch); err != nil {
 				return err
 			}
@@ -185,7 +187,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 					return err
 				}
 			}
-			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: id, Segment: -1, Kind: EventRegistered,
+			return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: id, Segment: -1, Kind: provisioner.EventRegistered,
 				Detail: fmt.Sprintf("recovered from %d tagged job(s) in squeue/sacct", len(segs))})
 		})
 		if err != nil {
@@ -205,7 +207,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 		}
 		if _, err := st.Chain(ctx, id); err == nil {
 			r.Action, r.Note = "known", "already in the state database (no tagged job found)"
-		} else if !errors.Is(err, ErrChainNotFound) {
+		} else if !errors.Is(err, provisioner.ErrChainNotFound) {
 			return nil, err
 		}
 		results = append(results, r)
@@ -217,8 +219,8 @@ func RecoverChains(ctx context.Context, st ChainStore, cl Cluster, hs HistorySou
 // options: those the comment carries (version 1), else given (the user's
 // own, which must number as many words as the comment says). It returns
 // why the chain cannot be registered, "" when it can.
-func recoverOptions(ch *Chain, spec string, given []string) string {
-	n, carried := SpecOptions(spec)
+func recoverOptions(ch *provisioner.Chain, spec string, given []string) string {
+	n, carried := provisioner.SpecOptions(spec)
 	switch {
 	case given != nil && len(given) != n:
 		return fmt.Sprintf("it was submitted with %d sbatch option word(s), and %d were given: give the options of its submit after \"--\"", n, len(given))
@@ -244,7 +246,7 @@ func NotRecovered(results []Recovered, since time.Duration) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %w: no tagged job in squeue, nor in sacct of the last %s (a longer --since looks further back)",
-		strings.Join(missing, ", "), ErrChainNotFound, since)
+		strings.Join(missing, ", "), provisioner.ErrChainNotFound, since)
 }
 
 // NeedOptions is the error for the chains not registered for want of their
@@ -262,4 +264,10 @@ func NeedOptions(results []Recovered) error {
 	}
 	return fmt.Errorf("%s: not registered: %w; give each chain's with mirage recover CHAIN -- OPTIONS... (see the NOTE column)",
 		strings.Join(needs, ", "), ErrNeedsOptions)
+}
+
+// taggedJob is a job with the chain tag its comment carries.
+type taggedJob struct {
+	tag provisioner.Tag
+	job *provisioner.Job
 }

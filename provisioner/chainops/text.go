@@ -1,4 +1,4 @@
-package provisioner
+package chainops
 
 import (
 	"cmp"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // This file renders the views of the chain commands (mirage status, log,
@@ -28,53 +30,59 @@ type SegmentJSON struct {
 	Note     string     `json:"note,omitempty"`
 	Pinned   string     `json:"pinned,omitempty"` // nodes a pending successor is pinned to (the pin policy), comma-separated
 	GapSec   *float64   `json:"gap_s,omitempty"`  // start − predecessor's end (final attempts only)
+	Done     bool       `json:"done,omitempty"`   // its job ran mirage done: the chain ends with it
 }
 
-// segmentNote is the NOTE column: the segment's note, and the nodes a
-// pending successor is pinned to.
-func segmentNote(s *Segment) string {
-	if s.Pinned == "" || s.State != StatePending {
-		return s.Note
+// segmentNote is the NOTE column: the segment's note, the nodes a pending
+// successor is pinned to, and whether its job ran mirage done.
+func segmentNote(s *provisioner.Segment) string {
+	note := s.Note
+	if s.Pinned != "" && s.State == provisioner.StatePending {
+		note = strings.TrimPrefix(note+"; pinned to "+s.Pinned, "; ")
 	}
-	return strings.TrimPrefix(s.Note+"; pinned to "+s.Pinned, "; ")
+	if s.Done {
+		note = strings.TrimPrefix(note+"; mirage done: the work is finished", "; ")
+	}
+	return note
 }
 
 // ChainJSON is one chain in mirage status --json.
 type ChainJSON struct {
-	ID          string        `json:"id"`
-	Name        string        `json:"name"`
-	Script      string        `json:"script"`
-	ScriptHash  string        `json:"script_hash,omitempty"` // content hash of the private copy every segment is submitted from
-	ScriptCopy  string        `json:"script_copy,omitempty"` // that copy
-	ScriptSeen  string        `json:"script_seen,omitempty"` // what the original became, when it no longer matches the copy
-	Args        []string      `json:"args,omitempty"`
-	WorkDir     string        `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
-	Models      string        `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
-	Policy      string        `json:"policy"`
-	Workload    string        `json:"workload,omitempty"` // training, service, or "" (the published cost)
-	Cost        *GapCost      `json:"cost,omitempty"`     // explicit weights, when given
-	Segments    int           `json:"segments"`           // 0: until done
-	MaxRetries  int           `json:"max_retries"`
-	Account     string        `json:"account,omitempty"`
-	Partition   string        `json:"partition,omitempty"`
-	TimeLimitS  int64         `json:"time_limit_s"`
-	Nodes       int           `json:"nodes"`
-	GPUs        int           `json:"gpus"`
-	State       string        `json:"state"`
-	Reason      string        `json:"reason,omitempty"`
-	Created     time.Time     `json:"created"`
-	SegmentList []SegmentJSON `json:"segment_list"`
+	ID          string               `json:"id"`
+	Name        string               `json:"name"`
+	Script      string               `json:"script"`
+	ScriptHash  string               `json:"script_hash,omitempty"` // content hash of the private copy every segment is submitted from
+	ScriptCopy  string               `json:"script_copy,omitempty"` // that copy
+	ScriptSeen  string               `json:"script_seen,omitempty"` // what the original became, when it no longer matches the copy
+	Args        []string             `json:"args,omitempty"`
+	WorkDir     string               `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
+	Models      string               `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
+	Policy      string               `json:"policy"`
+	Workload    string               `json:"workload,omitempty"` // training, service, or "" (the published cost)
+	Cost        *provisioner.GapCost `json:"cost,omitempty"`     // explicit weights, when given
+	Segments    int                  `json:"segments"`           // 0: until done
+	MaxRetries  int                  `json:"max_retries"`
+	Account     string               `json:"account,omitempty"`
+	Partition   string               `json:"partition,omitempty"`
+	TimeLimitS  int64                `json:"time_limit_s"`
+	SignalLeadS int64                `json:"signal_lead_s,omitempty"` // --signal …@SECS: Slurm signals each segment this long before its limit
+	Nodes       int                  `json:"nodes"`
+	GPUs        int                  `json:"gpus"`
+	State       string               `json:"state"`
+	Reason      string               `json:"reason,omitempty"`
+	Created     time.Time            `json:"created"`
+	SegmentList []SegmentJSON        `json:"segment_list"`
 }
 
 // JSON is the view as mirage status --json prints it.
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
 	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, ScriptHash: c.ScriptHash, ScriptCopy: c.ScriptCopy, ScriptSeen: c.ScriptSeen, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
-		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
+		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), SignalLeadS: int64(c.SignalLead / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
 		sj := SegmentJSON{Index: s.Index, Attempt: s.Attempt, JobID: s.JobID, State: string(s.State), ExitCode: s.ExitCode, Note: s.Note, Pinned: s.Pinned,
-			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End)}
+			Submit: timePtr(s.Submit), Start: timePtr(s.Start), End: timePtr(s.End), Done: s.Done}
 		if g, ok := v.Gaps[i]; ok {
 			v := g.Seconds()
 			sj.GapSec = &v
@@ -100,11 +108,14 @@ func (v *ChainView) WriteText(out io.Writer) error {
 	if c.ScriptSeen != "" {
 		fmt.Fprintf(out, "original  %s\n", c.ScriptSeen)
 	}
-	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, SegmentsText(c.Segments), c.MaxRetries)
+	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, provisioner.SegmentsText(c.Segments), c.MaxRetries)
 	if c.Workload != "" || c.Cost != nil {
 		fmt.Fprintf(out, "cost      %s (%s)\n", cmp.Or(c.Workload, "explicit weights"), c.CostOf())
 	}
 	fmt.Fprintf(out, "shape     limit %s, %d node(s), %d GPU(s), partition %s, account %s\n", limitText(c.TimeLimit), max(c.Nodes, 1), c.GPUs, dash(c.Partition), dash(c.Account))
+	if c.SignalLead > 0 {
+		fmt.Fprintf(out, "signal    %s before the limit (--signal): a segment that exits 0 after that continues the chain\n", secs(c.SignalLead))
+	}
 	fmt.Fprintf(out, "created   %s\n\n", c.Created.UTC().Format(time.RFC3339))
 	tw := newTable(out, "SEG\tTRY\tJOB\tSTATE\tEXIT\tSUBMIT\tSTART\tEND\tGAP\tNOTE")
 	for i, s := range v.Segments {
@@ -205,7 +216,7 @@ func (lg *ChainLogView) JSON() ChainLogJSON {
 		v.Decisions = append(v.Decisions, dj)
 	}
 	for _, e := range lg.Events {
-		v.Events = append(v.Events, EventJSON{Time: e.Time.UTC(), Segment: e.Segment, Attempt: e.Attempt, JobID: e.JobID, Kind: string(e.Kind), Detail: DecodeSpecText(e.Detail), Value: e.Value})
+		v.Events = append(v.Events, EventJSON{Time: e.Time.UTC(), Segment: e.Segment, Attempt: e.Attempt, JobID: e.JobID, Kind: string(e.Kind), Detail: provisioner.DecodeSpecText(e.Detail), Value: e.Value})
 	}
 	return v
 }
@@ -236,7 +247,7 @@ func (lg *ChainLogView) WriteText(out io.Writer, events bool) error {
 	fmt.Fprintln(out)
 	tw = newTable(out, "TIME\tSEG\tJOB\tEVENT\tDETAIL")
 	for _, e := range lg.Events {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(e.Time), segText(e.Segment), dash(e.JobID), e.Kind, DecodeSpecText(e.Detail))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", stamp(e.Time), segText(e.Segment), dash(e.JobID), e.Kind, provisioner.DecodeSpecText(e.Detail))
 	}
 	return tw.Flush()
 }
@@ -344,8 +355,8 @@ type SubmissionJSON struct {
 	Error   string `json:"error,omitempty"`
 }
 
-// JSON is the report of a cycle that acted; cerr is the cycle's error.
-func (r *Report) JSON(cerr error) CycleJSON {
+// ReportJSON is the report r of a cycle that acted; cerr is the cycle's error.
+func ReportJSON(r *provisioner.Report, cerr error) CycleJSON {
 	j := CycleJSON{Time: r.Time, Acted: true, Chains: r.Chains, Submitted: r.Submitted(), Rejected: r.Rejected(), Adopted: r.Adopted,
 		Updated: r.Updated, Ended: r.Ended, Waits: r.Waits, Cancelled: r.Cancelled, Errors: r.Errors, HistoryOK: r.HistoryOK}
 	for _, s := range r.Submissions {
@@ -361,8 +372,8 @@ func (r *Report) JSON(cerr error) CycleJSON {
 	return j
 }
 
-// WriteText prints the cycle's counts and one line per submission.
-func (r *Report) WriteText(out io.Writer) error {
+// WriteReport prints the counts of the cycle r and one line per submission.
+func WriteReport(out io.Writer, r *provisioner.Report) error {
 	_, err := fmt.Fprintf(out, "%s cycle: %d active chains; %d submitted, %d rejected, %d adopted, %d waits, %d ended, %d cancelled, %d errors\n",
 		r.Time.UTC().Format(time.RFC3339), r.Chains, r.Submitted(), r.Rejected(), r.Adopted, r.Waits, r.Ended, r.Cancelled, r.Errors)
 	for _, s := range r.Submissions {
@@ -385,17 +396,17 @@ type FirstJSON struct {
 
 // JSON is the outcome of chain c's first submission as mirage submit
 // --json prints it.
-func (f *First) JSON(c *Chain) FirstJSON {
+func (f *First) JSON(c *provisioner.Chain) FirstJSON {
 	return FirstJSON{Chain: c.ID, JobID: f.JobID, Status: f.Status, Reason: f.Reason}
 }
 
 // WriteText prints the registration of chain c and its first submission
 // (nothing when it failed: the caller reports the error).
-func (f *First) WriteText(out io.Writer, c *Chain) error {
+func (f *First) WriteText(out io.Writer, c *provisioner.Chain) error {
 	var err error
 	switch f.Status {
 	case "submitted":
-		_, err = fmt.Fprintf(out, "chain %s registered (%s, %s, policy %s); segment 0 submitted as job %s\n", c.ID, filepath.Base(c.Script), SegmentsText(c.Segments), c.Policy, f.JobID)
+		_, err = fmt.Fprintf(out, "chain %s registered (%s, %s, policy %s); segment 0 submitted as job %s\n", c.ID, filepath.Base(c.Script), provisioner.SegmentsText(c.Segments), c.Policy, f.JobID)
 	case "deferred":
 		_, err = fmt.Fprintf(out, "chain %s registered; first segment deferred: %s (mirage daemon submits it later)\n", c.ID, f.Reason)
 	case "existing":
@@ -407,13 +418,13 @@ func (f *First) WriteText(out io.Writer, c *Chain) error {
 
 // CancelledPrinter is a done function for CancelChain that prints each
 // cancelled job to out.
-func CancelledPrinter(out io.Writer) func(Segment) {
-	return func(s Segment) { fmt.Fprintf(out, "cancelled job %s (segment %d)\n", s.JobID, s.Index) }
+func CancelledPrinter(out io.Writer) func(provisioner.Segment) {
+	return func(s provisioner.Segment) { fmt.Fprintf(out, "cancelled job %s (segment %d)\n", s.JobID, s.Index) }
 }
 
 // WriteText prints the outcome of cancelling chain c (c as it was read
 // before CancelChain).
-func (r *CancelResult) WriteText(out io.Writer, c *Chain) error {
+func (r *CancelResult) WriteText(out io.Writer, c *provisioner.Chain) error {
 	for _, s := range r.Ended {
 		fmt.Fprintf(out, "job %s (segment %d) had already ended: %s exit %d, recorded as such\n", s.JobID, s.Index, s.State, s.ExitCode)
 	}

@@ -1,24 +1,15 @@
-package provisioner
+package chainops
 
 import (
 	"context"
 	"time"
-)
 
-// Gap is the time between a segment's predecessor ending and the segment
-// starting (positive: an interruption; negative: an overlap). It is known
-// once the successor has started and the predecessor has finished with an
-// end time; ok is false before.
-func Gap(pred, succ Segment) (gap time.Duration, ok bool) {
-	if succ.Start.IsZero() || pred.End.IsZero() || !pred.State.Finished() {
-		return 0, false
-	}
-	return succ.Start.Sub(pred.End), true
-}
+	"github.com/mirage-gpu/mirage/provisioner"
+)
 
 // Gaps maps the position in segs of each index's final attempt to its Gap
 // after the final attempt of the previous index, where that is known.
-func Gaps(segs []Segment) map[int]time.Duration {
+func Gaps(segs []provisioner.Segment) map[int]time.Duration {
 	final := map[int]int{}
 	for i, s := range segs {
 		final[s.Index] = i
@@ -29,7 +20,7 @@ func Gaps(segs []Segment) map[int]time.Duration {
 		if !ok {
 			continue
 		}
-		if g, ok := Gap(segs[prev], segs[pos]); ok {
+		if g, ok := provisioner.Gap(segs[prev], segs[pos]); ok {
 			out[pos] = g
 		}
 	}
@@ -39,8 +30,8 @@ func Gaps(segs []Segment) map[int]time.Duration {
 // ChainView is a stored chain with its segments and the gaps between them:
 // what mirage status shows.
 type ChainView struct {
-	Chain    Chain
-	Segments []Segment
+	Chain    provisioner.Chain
+	Segments []provisioner.Segment
 	Gaps     map[int]time.Duration // Gaps(Segments)
 }
 
@@ -66,7 +57,7 @@ func (v *ChainView) Totals() (interruption, overlap time.Duration) {
 	return interruption, overlap
 }
 
-func chainView(ctx context.Context, st Store, c *Chain) (*ChainView, error) {
+func chainView(ctx context.Context, st provisioner.Store, c *provisioner.Chain) (*ChainView, error) {
 	segs, err := st.Segments(ctx, c.ID)
 	if err != nil {
 		return nil, err
@@ -75,7 +66,7 @@ func chainView(ctx context.Context, st Store, c *Chain) (*ChainView, error) {
 }
 
 // ChainStatus reads one chain's view (ErrChainNotFound when there is none).
-func ChainStatus(ctx context.Context, st Store, id string) (*ChainView, error) {
+func ChainStatus(ctx context.Context, st provisioner.Store, id string) (*ChainView, error) {
 	c, err := st.Chain(ctx, id)
 	if err != nil {
 		return nil, err
@@ -86,7 +77,7 @@ func ChainStatus(ctx context.Context, st Store, id string) (*ChainView, error) {
 // ChainStatuses reads the view of every chain f lets through, in the
 // store's order, and counts those it hid for having ended before
 // f.EndedAfter.
-func ChainStatuses(ctx context.Context, st Store, f StatusFilter) (views []ChainView, hidden int, err error) {
+func ChainStatuses(ctx context.Context, st provisioner.Store, f StatusFilter) (views []ChainView, hidden int, err error) {
 	chains, err := st.Chains(ctx, f.ActiveOnly)
 	if err != nil {
 		return nil, 0, err
@@ -97,7 +88,7 @@ func ChainStatuses(ctx context.Context, st Store, f StatusFilter) (views []Chain
 		if err != nil {
 			return nil, 0, err
 		}
-		if v.Chain.State != ChainActive && !f.EndedAfter.IsZero() && v.LastActivity().Before(f.EndedAfter) {
+		if v.Chain.State != provisioner.ChainActive && !f.EndedAfter.IsZero() && v.LastActivity().Before(f.EndedAfter) {
 			hidden++
 			continue
 		}
@@ -128,16 +119,16 @@ func (v *ChainView) LastActivity() time.Time {
 
 // LogStore is a store whose decision and event logs can be read back.
 type LogStore interface {
-	Store
-	DecisionLog
-	EventStore
+	provisioner.Store
+	provisioner.DecisionLog
+	provisioner.EventStore
 }
 
 // ChainLogView is a chain's decision log and, when asked for, its events.
 type ChainLogView struct {
-	Chain     Chain
-	Decisions []DecisionRecord
-	Events    []Event
+	Chain     provisioner.Chain
+	Decisions []provisioner.DecisionRecord
+	Events    []provisioner.Event
 }
 
 // ChainLog reads a chain's decisions, oldest first, and with events its

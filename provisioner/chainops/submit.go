@@ -1,4 +1,4 @@
-package provisioner
+package chainops
 
 import (
 	"context"
@@ -6,37 +6,27 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"time"
-)
 
-// SegmentsText renders a chain's length: "until done", "1 segment", "3 segments".
-func SegmentsText(n int) string {
-	if n == 0 {
-		return "until done"
-	}
-	if n == 1 {
-		return "1 segment"
-	}
-	return strconv.Itoa(n) + " segments"
-}
+	"github.com/mirage-gpu/mirage/provisioner"
+)
 
 // RegisterChain stores c, active and created now, under a fresh id drawn
 // from seed (ids are dated by now; a taken id draws again), with its
 // registration event. The caller holds the daemon lock, so no cycle decides
 // on a chain halfway registered.
-func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, seed uint64) error {
+func RegisterChain(ctx context.Context, st ChainStore, c *provisioner.Chain, now time.Time, seed uint64) error {
 	src := rand.NewPCG(seed, 0x6d69726167652d63)
 	for {
-		c.ID = NewChainID(now, src)
-		if _, err := st.Chain(ctx, c.ID); errors.Is(err, ErrChainNotFound) {
+		c.ID = provisioner.NewChainID(now, src)
+		if _, err := st.Chain(ctx, c.ID); errors.Is(err, provisioner.ErrChainNotFound) {
 			break
 		} else if err != nil {
 			return err
 		}
 	}
-	c.State, c.Created = ChainActive, now
-	return st.InTx(ctx, func(tx Store) error {
+	c.State, c.Created = provisioner.ChainActive, now
+	return st.InTx(ctx, func(tx provisioner.Store) error {
 		if err := tx.PutChain(ctx, c); err != nil {
 			return err
 		}
@@ -44,8 +34,8 @@ func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, 
 		if c.ScriptHash != "" {
 			script += " (" + c.ScriptHash + ")"
 		}
-		return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: -1, Kind: EventRegistered,
-			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", script, SegmentsText(c.Segments), c.Policy, c.MaxRetries, seed)})
+		return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: -1, Kind: provisioner.EventRegistered,
+			Detail: fmt.Sprintf("script %s, %s, policy %s, max retries %d, id seed %d", script, provisioner.SegmentsText(c.Segments), c.Policy, c.MaxRetries, seed)})
 	})
 }
 
@@ -53,14 +43,14 @@ func RegisterChain(ctx context.Context, st ChainStore, c *Chain, now time.Time, 
 // same script, sbatch options and working directory — or nil: what makes
 // a re-run of the same mirage submit (after it exited 4 while the
 // controller was down, say) answer with the chain it already made.
-func SameActive(ctx context.Context, st Store, c *Chain) (*Chain, error) {
+func SameActive(ctx context.Context, st provisioner.Store, c *provisioner.Chain) (*provisioner.Chain, error) {
 	cs, err := st.Chains(ctx, true)
 	if err != nil {
 		return nil, err
 	}
 	for i := range cs {
 		o := &cs[i]
-		if o.State == ChainActive && o.Script == c.Script && o.WorkDir == c.WorkDir && slices.Equal(o.Args, c.Args) {
+		if o.State == provisioner.ChainActive && o.Script == c.Script && o.WorkDir == c.WorkDir && slices.Equal(o.Args, c.Args) {
 			return o, nil
 		}
 	}
@@ -90,7 +80,7 @@ func (f First) Problem(id string) error {
 	switch err := f.Err; {
 	case f.Refused:
 		return fmt.Errorf("chain %s: %w: %w (chain marked failed; fix the script, options or rules and submit again)", id, ErrRefused, err)
-	case errors.Is(err, ErrRejected):
+	case errors.Is(err, provisioner.ErrRejected):
 		return fmt.Errorf("chain %s: the backend rejected the first segment (chain marked failed; fix the script or options and submit again): %w", id, err)
 	case err != nil:
 		return fmt.Errorf("chain %s registered, but the submission of its first segment failed or its answer was lost (mirage daemon adopts the job if Slurm has it, else submits it again after --submit-grace): %w", id, err)
@@ -102,10 +92,10 @@ func (f First) Problem(id string) error {
 // stored, through the engine (the same path as the daemon's). A chain that
 // cannot run — its request refused by the rules, or its first segment
 // rejected by the backend (ErrRejected) — is marked failed with the reason.
-func SubmitFirst(ctx context.Context, e *Engine, st interface {
-	Store
-	DecisionLog
-}, c *Chain) (First, error) {
+func SubmitFirst(ctx context.Context, e *provisioner.Engine, st interface {
+	provisioner.Store
+	provisioner.DecisionLog
+}, c *provisioner.Chain) (First, error) {
 	rep, err := e.CycleChains(ctx, []string{c.ID})
 	var res First
 	switch {
@@ -113,9 +103,9 @@ func SubmitFirst(ctx context.Context, e *Engine, st interface {
 		res.Status, res.Reason, res.Err = "failed", err.Error(), err
 	case len(rep.Submissions) == 0:
 		d := lastDecision(ctx, st, c.ID)
-		if d != nil && d.Action == ActError {
+		if d != nil && d.Action == provisioner.ActError {
 			res.Status, res.Reason, res.Refused, res.Err = "failed", d.Error, true, errors.New(d.Error)
-			c.State, c.Reason = ChainFailed, "the first segment cannot be submitted: "+d.Error
+			c.State, c.Reason = provisioner.ChainFailed, "the first segment cannot be submitted: "+d.Error
 			if perr := st.PutChain(ctx, c); perr != nil {
 				return res, perr
 			}
@@ -130,9 +120,9 @@ func SubmitFirst(ctx context.Context, e *Engine, st interface {
 	default:
 		res.Status, res.JobID = "submitted", rep.Submissions[0].JobID
 	}
-	if errors.Is(res.Err, ErrRejected) {
+	if errors.Is(res.Err, provisioner.ErrRejected) {
 		// The first segment's options are wrong: the chain cannot run.
-		c.State, c.Reason = ChainFailed, "the backend rejected the first segment: "+res.Err.Error()
+		c.State, c.Reason = provisioner.ChainFailed, "the backend rejected the first segment: "+res.Err.Error()
 		if perr := st.PutChain(ctx, c); perr != nil {
 			return res, perr
 		}
@@ -141,7 +131,7 @@ func SubmitFirst(ctx context.Context, e *Engine, st interface {
 }
 
 // lastDecision is a chain's last decision, or nil.
-func lastDecision(ctx context.Context, st DecisionLog, id string) *DecisionRecord {
+func lastDecision(ctx context.Context, st provisioner.DecisionLog, id string) *provisioner.DecisionRecord {
 	ds, err := st.Decisions(ctx, id)
 	if err != nil || len(ds) == 0 {
 		return nil

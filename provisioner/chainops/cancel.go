@@ -1,4 +1,4 @@
-package provisioner
+package chainops
 
 import (
 	"cmp"
@@ -6,22 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // ChainStore is a store that groups writes and keeps events: what the
 // chain operations outside the daemon cycle (CancelChain, RecoverChains)
 // write through.
 type ChainStore interface {
-	Store
-	TxStore
-	EventStore
+	provisioner.Store
+	provisioner.TxStore
+	provisioner.EventStore
 }
 
 // CancelResult is what CancelChain did.
 type CancelResult struct {
-	Chain     Chain     // the chain, marked cancelled unless it had already ended
-	Cancelled []Segment // the jobs cancelled, in order
-	Ended     []Segment // jobs that had ended on their own since the last daemon cycle, recorded with their real end state
+	Chain     provisioner.Chain     // the chain, marked cancelled unless it had already ended
+	Cancelled []provisioner.Segment // the jobs cancelled, in order
+	Ended     []provisioner.Segment // jobs that had ended on their own since the last daemon cycle, recorded with their real end state
 }
 
 // CancelChain stops chain c (read from st by the caller, under the daemon
@@ -43,19 +45,19 @@ type CancelResult struct {
 // cancelled and recorded. A job already
 // gone counts as cancelled; the others that fail are recorded as errors
 // and reported together at the end, so running it again retries them.
-func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (Cluster, error), now time.Time, done func(Segment)) (*CancelResult, error) {
+func CancelChain(ctx context.Context, st ChainStore, c *provisioner.Chain, cluster func() (provisioner.Cluster, error), now time.Time, done func(provisioner.Segment)) (*CancelResult, error) {
 	res := &CancelResult{}
 	// 1. mark the chain cancelled (a daemon cycle never acts on it again).
-	if c.State == ChainActive {
-		c.State, c.Reason = ChainCancelled, "cancelled by the user"
-		err := st.InTx(ctx, func(tx Store) error {
+	if c.State == provisioner.ChainActive {
+		c.State, c.Reason = provisioner.ChainCancelled, "cancelled by the user"
+		err := st.InTx(ctx, func(tx provisioner.Store) error {
 			if err := tx.PutChain(ctx, c); err != nil {
 				return err
 			}
-			if err := tx.Record(ctx, &DecisionRecord{Time: now, ChainID: c.ID, Segment: -1, Policy: c.Policy, Action: ActCancel, Reason: "mirage cancel: chain cancelled by the user"}); err != nil {
+			if err := tx.Record(ctx, &provisioner.DecisionRecord{Time: now, ChainID: c.ID, Segment: -1, Policy: c.Policy, Action: provisioner.ActCancel, Reason: "mirage cancel: chain cancelled by the user"}); err != nil {
 				return err
 			}
-			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: -1, Kind: EventChainEnded, Detail: "cancelled: cancelled by the user"})
+			return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: -1, Kind: provisioner.EventChainEnded, Detail: "cancelled: cancelled by the user"})
 		})
 		if err != nil {
 			return nil, err
@@ -69,13 +71,13 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 	if err != nil {
 		return nil, err
 	}
-	var todo []Segment
+	var todo []provisioner.Segment
 	unresolved := false
 	for _, s := range segs {
 		if s.JobID != "" && !s.State.Finished() {
 			todo = append(todo, s)
 		}
-		unresolved = unresolved || s.State == StateSubmitting && s.JobID == ""
+		unresolved = unresolved || s.State == provisioner.StateSubmitting && s.JobID == ""
 	}
 	if len(todo) == 0 && !unresolved {
 		return res, nil
@@ -93,15 +95,15 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 		known[s.JobID] = true
 	}
 	for _, j := range snap.Jobs {
-		tag, ok := ParseTag(j.Comment)
-		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() || !Owns(cl, &j) {
+		tag, ok := provisioner.ParseTag(j.Comment)
+		if !ok || tag.Chain != c.ID || known[j.ID] || j.State.Finished() || !provisioner.Owns(cl, &j) {
 			continue // another user's job carrying the tag is not ours to cancel
 		}
 		known[j.ID] = true
-		todo = append(todo, Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,
+		todo = append(todo, provisioner.Segment{ChainID: c.ID, Index: tag.Segment, Attempt: tag.Attempt, JobID: j.ID, State: j.State,
 			Submit: j.Submit, Start: j.Start})
 	}
-	live := map[string]*Job{}
+	live := map[string]*provisioner.Job{}
 	for i := range snap.Jobs {
 		live[snap.Jobs[i].ID] = &snap.Jobs[i]
 	}
@@ -115,11 +117,11 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 			s.State, s.ExitCode = j.State, j.ExitCode
 			s.Start, s.End = cmp.Or(j.Start, s.Start), cmp.Or(j.End, now)
 			detail := fmt.Sprintf("%s exit %d at %s (seen by mirage cancel)", s.State, s.ExitCode, s.End.UTC().Format(time.RFC3339))
-			err := st.InTx(ctx, func(tx Store) error {
+			err := st.InTx(ctx, func(tx provisioner.Store) error {
 				if err := tx.PutSegment(ctx, &s); err != nil {
 					return err
 				}
-				return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventEnded, Detail: detail})
+				return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: provisioner.EventEnded, Detail: detail})
 			})
 			if err != nil {
 				return nil, err
@@ -127,17 +129,17 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 			res.Ended = append(res.Ended, s)
 			continue
 		}
-		if err := cl.Cancel(ctx, s.JobID); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := cl.Cancel(ctx, s.JobID); err != nil && !errors.Is(err, provisioner.ErrNotFound) {
 			failed = append(failed, fmt.Errorf("job %s: %w", s.JobID, err))
-			_ = st.AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventError, Detail: "cancel: " + err.Error()})
+			_ = st.AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: provisioner.EventError, Detail: "cancel: " + err.Error()})
 			continue
 		}
-		s.State, s.End, s.Note = StateCancelled, now, "cancelled by mirage cancel"
-		err := st.InTx(ctx, func(tx Store) error {
+		s.State, s.End, s.Note = provisioner.StateCancelled, now, "cancelled by mirage cancel"
+		err := st.InTx(ctx, func(tx provisioner.Store) error {
 			if err := tx.PutSegment(ctx, &s); err != nil {
 				return err
 			}
-			return tx.(EventStore).AddEvent(ctx, &Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: EventCancelled, Detail: "mirage cancel"})
+			return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: s.Index, Attempt: s.Attempt, JobID: s.JobID, Kind: provisioner.EventCancelled, Detail: "mirage cancel"})
 		})
 		if err != nil {
 			return nil, err
@@ -157,8 +159,8 @@ func CancelChain(ctx context.Context, st ChainStore, c *Chain, cluster func() (C
 // shows them, else, for the jobs it no longer lists, as the history shows
 // them (when cl keeps one). A job found in neither is taken as live and
 // cancelled (scancel of a job already gone is harmless).
-func endedJobs(ctx context.Context, cl Cluster, live map[string]*Job, todo []Segment) (map[string]*Job, error) {
-	ended := map[string]*Job{}
+func endedJobs(ctx context.Context, cl provisioner.Cluster, live map[string]*provisioner.Job, todo []provisioner.Segment) (map[string]*provisioner.Job, error) {
+	ended := map[string]*provisioner.Job{}
 	var since time.Time
 	missing := false
 	for _, s := range todo {
@@ -173,7 +175,7 @@ func endedJobs(ctx context.Context, cl Cluster, live map[string]*Job, todo []Seg
 			}
 		}
 	}
-	hs, ok := cl.(HistorySource)
+	hs, ok := cl.(provisioner.HistorySource)
 	if !missing || !ok {
 		return ended, nil
 	}
