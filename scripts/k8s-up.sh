@@ -28,8 +28,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-K8S_VERSION=v1.33.13
-KWOK_VERSION=v0.8.0
+# The versions are the wrapper modules' pins (their go.mod), so the cache
+# below is keyed on exactly what gets built: bump a go.mod, get a new binary.
+# mod_version MODULE GOMOD: the version GOMOD requires of MODULE.
+mod_version() {
+  local v
+  v=$(awk -v m="$1" '$1 == m { print $2; exit }' "$2")
+  [ -n "$v" ] || { echo "k8s-up: $2 does not require $1" >&2; exit 1; }
+  echo "$v"
+}
+K8S_VERSION=$(mod_version k8s.io/kubernetes scripts/k8s/apiserver/go.mod)
+K8S_MINOR=${K8S_VERSION#v1.}
+K8S_MINOR=${K8S_MINOR%%.*}
+KWOK_VERSION=$(mod_version sigs.k8s.io/kwok scripts/k8s/kwok/go.mod)
 CACHE="${MIRAGE_CACHE:-$HOME/.cache/mirage}"
 TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
 DIR="$TEST_DIR/k8s"
@@ -80,7 +91,10 @@ build_go() {
 }
 
 # The Kubernetes binaries missing from the cache, in one go build (they share
-# most packages): about 5 min for kube-apiserver alone on 2 cores, cold.
+# most packages). Cold (empty Go module and build caches), on 2 cores:
+# kube-apiserver alone 2 min 50 s on a quiet machine (results/test-times-fresh.md);
+# all three 850 s of CPU (725 user + 126 sys), 49 min wall on a machine shared
+# with four other builds (28 % of the CPU); kwok 237 s of CPU, 8 min wall.
 build_k8s() {
   local missing=() t
   for t in "${K8S_TOOLS[@]}"; do [ -x "$(k8s_bin "$t")" ] || missing+=("$t"); done
@@ -92,11 +106,11 @@ build_k8s() {
   local ld="-s -w"
   ld+=" -X k8s.io/component-base/version.gitVersion=$K8S_VERSION"
   ld+=" -X k8s.io/component-base/version.gitMajor=1"
-  ld+=" -X k8s.io/component-base/version.gitMinor=33"
+  ld+=" -X k8s.io/component-base/version.gitMinor=$K8S_MINOR"
   ld+=" -X k8s.io/component-base/version.gitTreeState=clean"
   ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$K8S_VERSION"
   ld+=" -X k8s.io/client-go/pkg/version.gitMajor=1"
-  ld+=" -X k8s.io/client-go/pkg/version.gitMinor=33"
+  ld+=" -X k8s.io/client-go/pkg/version.gitMinor=$K8S_MINOR"
   log "building ${missing[*]} $K8S_VERSION from the Go module proxy (once per version)"
   local t0=$SECONDS
   build_go "$ROOT/scripts/k8s/apiserver" "$CACHE/k8s-build.log" "$ld" "$tmp" "${pkgs[@]}"
