@@ -48,7 +48,7 @@ page() { # NAME: regenerate one page
       "$bin" train --trace ../shared/traces/tacc-ls6-a100/ls6-a100-until-2023-03-01.log.gz \
         --model xgb,xgb-online,rf-xgb --out ls6-models --train-until 2023-02-01 --until 2023-02-27
       gotest ./eval/ TestAcceptanceLS6 MIRAGE_ACCEPTANCE="$PWD/ls6-models" ;;
-    packing) gotest ./eval/ TestPackingResults ;;
+    packing) gotest ./eval/pack/ TestPackingResults ;;
     wait-prediction) scripts/results-wait.sh ;;
     sweep) scripts/results-sweep.sh ;;
     performance) GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
