@@ -47,6 +47,9 @@ held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemo
 			if o.interval <= 0 {
 				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
+			if cmd.Flags().Changed("lead") && o.policy.lead <= 0 {
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--lead %s: want a positive duration (your cron period, or --interval)", o.policy.lead))
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -61,6 +64,7 @@ held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemo
 	_ = fl.MarkHidden("max-cycles")
 	addSubmitGrace(cmd, &o.grace)
 	o.policy.add(cmd)
+	o.policy.addLead(cmd)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
