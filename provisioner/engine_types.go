@@ -67,6 +67,7 @@ const (
 	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
 	EventReclaimed  EventKind = "reclaimed"   // borrowed work (JobID, another team's) was stopped to make room for the chain's submission
 	EventWorkDone   EventKind = "work-done"   // a segment's job said the work is finished (mirage done); Time: when it said so
+	EventPolicy     EventKind = "policy"      // mirage chose the chain's policy again (the site's default changed; Detail: from, to, why)
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

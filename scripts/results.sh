@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
-ALL="fidelity calibration calibration-openb wait-recorded walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed real-slurm"
+ALL="fidelity calibration calibration-openb wait-recorded site-grid walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed real-slurm"
 PAGES="${PAGES:-$ALL}"
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -38,6 +38,9 @@ page() { # NAME: regenerate one page
     calibration) gotest ./sim/ TestCalibrateLS6 MIRAGE_CALIBRATE=1 ;;
     calibration-openb) gotest ./sim/ TestCalibrateOpenB MIRAGE_CALIBRATE=1 ;;
     wait-recorded) gotest ./models/train/ TestWaitAgainstRecordedLS6 MIRAGE_WAIT_RECORDED=1 ;;
+    # The site grid's cells (issue 45), one process each, kept where the
+    # walk-forward, whole-run and pin-november pages' tests read them.
+    site-grid) scripts/site-grid.sh ;;
     walk-forward) gotest ./eval/ TestWalkForwardLS6 MIRAGE_WALKFORWARD=1 ;;
     whole-run) gotest ./eval/ TestWholeRunLS6 MIRAGE_WHOLERUN=1 ;;
     pin-november) gotest ./eval/ TestPinNovemberLS6 MIRAGE_HELDOUT=1 ;;

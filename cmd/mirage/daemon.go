@@ -133,6 +133,9 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 			return stateErr(fmt.Errorf("check the chains' scripts: %w", err))
 		}
 	}
+	if err := rechooseSiteDefaults(ctx, st, siteSource{f: o.f, dir: filepath.Dir(lockPath)}, eng.Cluster, o.backend.capabilities(), o.policy); err != nil {
+		return stateErr(fmt.Errorf("choose the site default again: %w", err))
+	}
 	rep, cerr := eng.Cycle(ctx)
 	if copies != "" && cerr == nil {
 		if err := pruneScripts(ctx, st, copies); err != nil {

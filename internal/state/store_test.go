@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 8 {
-		t.Fatalf("version %d, %v; want 8", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 9 {
+		t.Fatalf("version %d, %v; want 9", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -118,6 +118,14 @@ func TestRoundTrip(t *testing.T) {
 	if got, err := s.Chain(ctx, c.ID); err != nil || got.ScriptCopy != c.ScriptCopy || got.ScriptHash != "sha256:ab" || got.ScriptSeen != "deleted" ||
 		got.SubmitScript() != c.ScriptCopy {
 		t.Errorf("chain with a script copy: %+v, %v", got, err)
+	}
+	// Why mirage chose the policy (schema 9).
+	c.PolicyWhy = "site class age0: 0.62× reactive's mean |gap|"
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.PolicyWhy != c.PolicyWhy {
+		t.Errorf("chain with a policy reason: %+v, %v", got, err)
 	}
 	// The workload and explicit cost weights (schema 5).
 	c.Workload, c.Cost = "custom", &provisioner.GapCost{InterruptionPerHour: 100, OverlapPerHour: 4, OverlapBudget: 90 * time.Minute}
@@ -406,12 +414,12 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 8 {
+	if v, _ := s.Version(ctx); v != 9 {
 		t.Fatalf("version %d", v)
 	}
 	// a chain of schema 1 has no recorded directory, environment, models, workload, script copy nor signal lead
 	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" || c.Workload != "" || c.Cost != nil ||
-		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" || c.SignalLead != 0 {
+		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" || c.SignalLead != 0 || c.PolicyWhy != "" {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")
