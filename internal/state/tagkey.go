@@ -81,6 +81,32 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 	return key, true, nil
 }
 
+// ExistingTagKey returns the key of KeyName in the state directory, as
+// TagKey checks and reads it, without making one: nil when there is none
+// (no file, or no directory). For what changes nothing (mirage recover
+// --dry-run): a key made now would trust every job submitted before it on
+// its owner alone, as no key does.
+func (l *Location) ExistingTagKey() (*provisioner.TagKey, error) {
+	dir, err := l.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkDir(dir); err != nil { // one others may write is refused, key or not
+		return nil, err
+	}
+	path := filepath.Join(dir, KeyName)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkKeyFile(path); err != nil {
+		return nil, err
+	}
+	return readKey(path)
+}
+
 // checkKeyFile is checkFile, and also refuses a key others may read: the
 // secret is what signs the user's jobs.
 func checkKeyFile(path string) error {
