@@ -448,8 +448,9 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 const DefaultPinned = DefaultLearned + PinSuffix
 
 // DefaultPolicyFor is the policy of a chain of the given workload
-// submitted to cl without one. On a backend that can lift a pending job's
-// node list (provisioner.Unpinner: Slurm, the simulator): pin for a
+// submitted without one to a backend that can do what caps say. On a
+// backend that lifts a pending job's node list (Capabilities.Unpins:
+// Slurm, the simulator): pin for a
 // service (provisioner.WorkloadService), whatever is trained; otherwise
 // DefaultPinned when policies can build it, else xgb's pinned form when
 // only xgb is trained, else pin. The chain's cost (its workload) then
@@ -462,8 +463,8 @@ const DefaultPinned = DefaultLearned + PinSuffix
 // with the service cost, under which overlap within its budget is free,
 // starts successors up to that budget early (hours of both copies
 // serving).
-func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
-	name, _, warn = DefaultPolicyForSite(cl, policies, workload, "", nil)
+func DefaultPolicyFor(caps provisioner.Capabilities, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
+	name, _, warn = DefaultPolicyForSite(caps, policies, workload, "", nil)
 	return name, warn
 }
 
@@ -474,8 +475,8 @@ func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory
 // (SiteRanking.Choose: the ranking measured on the site grid); where the
 // class is unknown or unranked, or none of its policies can be built,
 // DefaultPolicyFor's choice.
-func DefaultPolicyForSite(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload, class string, ranking *SiteRanking) (name, why string, warn error) {
-	if _, ok := cl.(provisioner.Unpinner); !ok {
+func DefaultPolicyForSite(caps provisioner.Capabilities, policies provisioner.PolicyFactory, workload, class string, ranking *SiteRanking) (name, why string, warn error) {
+	if !caps.Unpins {
 		name, warn = DefaultPolicy(policies)
 		return name, "this backend cannot lift a pending job's node list: " + DefaultLearned + " when trained, else xgb, else lead", warn
 	}

@@ -82,7 +82,7 @@ func Step(in *StepInput) *Plan {
 		grace = DefaultSubmitGrace
 	}
 	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
-	ctx := &stepContext{in: in, idx: idx, grace: grace}
+	ctx := &stepContext{in: in, idx: idx, grace: grace, work: in.Snapshot}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
 	var tails []Op
 	for i := range in.Chains {
@@ -111,6 +111,9 @@ type stepContext struct {
 	nPending int
 	nRunning int
 	grace    time.Duration
+	// work is the snapshot the team rules judge submissions on: the
+	// input's, with the submissions planned so far this cycle (reserve).
+	work *Snapshot
 }
 
 func countStates(s *Snapshot) (pending, running int) {
@@ -216,7 +219,7 @@ func (c *stepContext) decide(w *chainWork) {
 		return
 	}
 	// 5. the last segment is pending or running.
-	if last.State == StatePending && last.Pinned != "" && last.JobID != "" {
+	if last.State == StatePending && last.Pinned != "" && last.JobID != "" && c.in.Snapshot.Caps.Unpins {
 		if c.unpin(w, last) {
 			return
 		}
@@ -344,8 +347,19 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		rec.Reason += beginNote(at.begin, w.now)
 	}
 	rec.Segment = index
+	if !c.in.Snapshot.Caps.Queues && len(req.Dependency) > 0 {
+		// The backend holds nothing back: the dependency is mirage's to keep.
+		if id := c.liveDependency(req.Dependency); id != "" {
+			rec.Action = Wait
+			rec.Reason += fmt.Sprintf("; deferred: the backend has no job dependencies, and job %s has not ended (submitted once it is gone)", id)
+			w.record(rec)
+			return
+		}
+		req.Dependency = nil
+	}
+	var reclaim *Reclaim
 	if c.in.Rules != nil { // 6. team rules
-		adm, err := c.in.Rules.Admit(w.now, c.in.Snapshot, &req)
+		adm, err := c.in.Rules.Admit(w.now, c.work, &req)
 		if err != nil {
 			rec.Action, rec.Error = ActError, "team rules: "+err.Error()
 			w.record(rec)
@@ -363,6 +377,7 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		if adm.Borrowed {
 			rec.Reason += " (on borrowed quota: may be reclaimed)"
 		}
+		reclaim = adm.Reclaim
 	}
 	rec.Time, rec.ChainID = w.now, ch.ID
 	if rec.Policy == "" {
@@ -375,7 +390,69 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 	if rec.Action == SubmitPinned { // (a team rule's placement is not a pin to lift)
 		seg.Pinned = strings.Join(req.NodeList, ",")
 	}
+	if reclaim != nil {
+		rrec := DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: index, Policy: rec.Policy, Action: ActReclaim, Reason: reclaim.Reason}
+		w.tail = append(w.tail, Op{Kind: OpReclaim, Reclaim: reclaim, Record: &rrec})
+	}
 	w.tail = append(w.tail, Op{Kind: OpSubmit, Segment: &seg, Request: &req, Record: &rec})
+	if c.in.Rules != nil {
+		c.reserve(&req, reclaim, Tag{ch.ID, index, attempt}.String())
+	}
+}
+
+// liveDependency is the first job of dep that the snapshot still lists
+// as not finished, or "".
+func (c *stepContext) liveDependency(dep slurmfmt.Dependency) string {
+	for _, id := range dep.JobIDs() {
+		if j := c.in.Snapshot.Job(id); j != nil && !j.State.Finished() {
+			return id
+		}
+	}
+	return ""
+}
+
+// reserve enters a planned submission into the snapshot the team rules
+// judge the rest of the cycle on (stepContext.work), after taking out the
+// victims of its reclaim, so that two submissions of one cycle cannot both
+// count on the same quota or GPUs: on a backend that does not queue, a job
+// the rules placed holds its GPUs on its nodes at once; elsewhere it is a
+// pending job of its team. The input snapshot is never changed.
+func (c *stepContext) reserve(req *SubmitRequest, r *Reclaim, tag string) {
+	if c.work == c.in.Snapshot {
+		s := *c.in.Snapshot
+		s.Nodes, s.Jobs = slices.Clone(s.Nodes), slices.Clone(s.Jobs)
+		c.work = &s
+	}
+	s := c.work
+	if r != nil {
+		for _, v := range r.Victims {
+			s.Jobs = slices.DeleteFunc(s.Jobs, func(j Job) bool {
+				if j.ID != v.JobID {
+					return false
+				}
+				s.useGPUs(j.NodeList, -j.GPUs/max(len(j.NodeList), 1))
+				return true
+			})
+		}
+	}
+	j := Job{ID: "planned:" + tag, Name: req.Name, Account: req.Account, Partition: req.Partition, QOS: req.QOS, State: StatePending,
+		Submit: c.in.Now, TimeLimit: req.TimeLimit, Nodes: max(req.Nodes, 1), GPUs: req.GPUs, GPUType: req.GPUType, Comment: req.Comment,
+		Depend: req.Dependency.String()}
+	if !s.Caps.Queues && len(req.NodeList) > 0 {
+		j.State, j.Start, j.NodeList = StateRunning, c.in.Now, slices.Clone(req.NodeList)
+		s.useGPUs(j.NodeList, req.GPUsPerNode())
+	}
+	s.Jobs = append(s.Jobs, j)
+}
+
+// useGPUs adds per GPUs (a negative number frees them) to the use of each
+// named node.
+func (s *Snapshot) useGPUs(nodes []string, per int) {
+	for _, name := range nodes {
+		if n := s.Node(name); n != nil {
+			n.GPUsUsed = min(max(n.GPUsUsed+per, 0), n.GPUs)
+		}
+	}
 }
 
 // segmentRequest builds the submission of one segment attempt: the chain's

@@ -72,40 +72,69 @@ type Admission struct {
 	Allow    bool   // submit now; false defers the submission to a later cycle
 	Borrowed bool   // the job runs on borrowed (idle, other teams') quota and may be reclaimed
 	Reason   string // why, recorded in the decision log
+	// Reclaim, when set, is borrowed work to stop before the submission, on
+	// a backend that does not queue (Capabilities.Queues false; on Slurm
+	// the QOS preemption reclaims): Step plans it as an OpReclaim ahead of
+	// the OpSubmit, whose request then names the freed node.
+	Reclaim *Reclaim
 }
 
 // Rules is the team-rules hook (quota, borrowing, packing) the engine
-// consults before every submission, on every backend. Admit may rewrite req:
-// a preemptible QOS for borrowed work, NodeList/Exclude as packing hints.
-// It must be pure: no I/O, no wall clock.
+// consults before every submission, on every backend. Admit may rewrite
+// req: a preemptible QOS for borrowed work, NodeList/Exclude as packing
+// hints, and on a backend that does not queue (snap.Caps) the node chosen
+// for the job in NodeList. It must be pure: no I/O, no wall clock.
 type Rules interface {
 	Admit(now time.Time, snap *Snapshot, req *SubmitRequest) (Admission, error)
 }
 
-// RulesCluster is a Cluster that applies team rules itself and hands them
-// to the engine (slurm.TeamCluster, k8s.TeamCluster), so that the engine's
-// admission step consults the same rules the backend applies.
-type RulesCluster interface {
-	Cluster
-	// TeamRules returns the rules the engine consults before each submission.
-	TeamRules() Rules
+// Victim is one borrowed job a reclaim stops.
+type Victim struct {
+	JobID    string        // job id
+	Team     string        // the team that borrowed
+	Node     string        // the node where its GPUs are freed
+	GPUs     int           // GPUs it holds (on all its nodes)
+	Priority int64         // scheduler priority
+	Progress time.Duration // work since its last checkpoint (or its start): what the reclaim costs it
+	Reason   string        // why it was chosen
 }
 
-// RulesOf returns the team rules cl applies, if it is a RulesCluster (else nil).
-func RulesOf(cl Cluster) Rules {
-	if rc, ok := cl.(RulesCluster); ok {
-		return rc.TeamRules()
-	}
-	return nil
+// Reclaim is what the team rules decided to stop so that a job of a team
+// under its quota can run (Admission.Reclaim, OpReclaim). The Engine
+// executes it through the Cluster's ports (ExecuteReclaim): it asks every
+// victim to checkpoint (Cluster.Signal), then evicts them all at once, each
+// with the whole grace period (Evictor), and only once they are gone
+// submits the job onto Node.
+type Reclaim struct {
+	Team    string        // the team the room is for
+	Node    string        // where the room is made (the job's node)
+	Victims []Victim      // the jobs to stop, by id
+	Signal  string        // the checkpoint signal, e.g. "USR1"
+	Grace   time.Duration // how long each victim has between the signal and its end
+	Reason  string        // one line, for the decision log
 }
+
+// Evictor is a Cluster that stops a job at mirage's request for a
+// reclaim, giving it a grace period to checkpoint and exit (Kubernetes:
+// the Eviction API). EvictBorrowed returns once the job is gone. It
+// re-reads the job first and refuses (wrapping ErrNotBorrowed) one that is
+// no longer borrowed work, which it leaves running.
+type Evictor interface {
+	EvictBorrowed(ctx context.Context, jobID string, grace time.Duration, reason string) error
+}
+
+// ErrNotBorrowed is matched by an eviction refused because its victim is
+// no longer borrowed work.
+var ErrNotBorrowed = errors.New("reclaim victim is not borrowed work")
 
 // Unpinner is a Cluster that can lift the node list of a pending job
 // (Slurm: scontrol update JobId=ID ReqNodeList=), so that a successor
 // pinned to its predecessor's nodes (SubmitPinned) that lost them to
-// another job may start anywhere. The engine lifts it once the predecessor
-// has ended, or before where the chain's cost prices an early start below
-// an equal interruption; on a Cluster without it a pinned successor keeps
-// waiting for its nodes.
+// another job may start anywhere: the Engine's executor of OpUnpin, which
+// Step plans only on backends whose snapshots say so (Capabilities.Unpins),
+// once the predecessor has ended, or before where the chain's cost prices
+// an early start below an equal interruption. Elsewhere a pinned successor
+// keeps waiting for its nodes.
 type Unpinner interface {
 	Unpin(ctx context.Context, jobID string) error
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,8 +41,15 @@ import (
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
 //	                           this command the backend has no accounting
+//	backend queues|kubernetes  what the backend's snapshots say it does by itself
+//	                           (default queues: it queues and unpins, as Slurm;
+//	                           kubernetes: neither)
 //	rules deny|borrow|none     a fake provisioner.Rules; the input is its reason
 //	                           (borrow admits on borrowed quota with QOS "borrow")
+//	rules reclaim=J1,J2 node=N
+//	                           the fake admits every submission after a reclaim
+//	                           of jobs J1, J2 on node N (signal USR1, grace 30s)
+//	fail evict=J               the eviction of job J fails
 //	fail submit=rejected|unavailable|not-submitted
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
 //	step now=T [reasons] [request]
@@ -71,7 +79,7 @@ type stepDriver struct {
 }
 
 func newStepDriver() *stepDriver {
-	return &stepDriver{store: provisioner.NewMemStore(), cluster: &scriptCluster{}}
+	return &stepDriver{store: provisioner.NewMemStore(), cluster: &scriptCluster{caps: provisioner.Capabilities{Queues: true, Unpins: true}}}
 }
 
 func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
@@ -88,8 +96,27 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 	case "history":
 		d.cluster.history, d.cluster.historyOK = parseJobs(t, td.Input), true
 		return ""
+	case "backend":
+		switch mode := onlyKey(t, td); mode {
+		case "queues":
+			d.cluster.caps = provisioner.Capabilities{Queues: true, Unpins: true}
+		case "kubernetes":
+			d.cluster.caps = provisioner.Capabilities{}
+		default:
+			t.Fatalf("%s: backend %q: want queues or kubernetes", td.Pos, mode)
+		}
+		return ""
 	case "rules":
 		d.rules = nil
+		if v, ok := arg(td, "reclaim"); ok {
+			node, _ := arg(td, "node")
+			r := &provisioner.Reclaim{Team: "b", Node: node, Signal: "USR1", Grace: 30 * time.Second, Reason: "reclaim " + v + " on " + node}
+			for _, id := range strings.Split(v, ",") {
+				r.Victims = append(r.Victims, provisioner.Victim{JobID: id, Team: "a", Node: node, Reason: "borrowed"})
+			}
+			d.rules = fakeRules{allow: true, reclaim: r, reason: td.Input}
+			return ""
+		}
 		switch mode := onlyKey(t, td); mode {
 		case "deny":
 			d.rules = fakeRules{reason: td.Input}
@@ -103,6 +130,9 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 	case "fail":
 		if v, ok := arg(td, "submit"); ok {
 			d.cluster.submitErr = append(d.cluster.submitErr, submitError(t, v))
+		}
+		if v, ok := arg(td, "evict"); ok {
+			d.cluster.evictErr = v
 		}
 		if v, ok := arg(td, "snapshot"); ok {
 			if v != "unavailable" {
@@ -180,7 +210,7 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 		}
 		records = append(records, provisioner.ChainRecord{Chain: c, Segments: segs})
 	}
-	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs)},
+	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs), Caps: d.cluster.caps},
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
 	plan := provisioner.Step(in)
 	var b strings.Builder
@@ -228,11 +258,21 @@ func writeOp(b *strings.Builder, op *provisioner.Op, reasons, request bool) {
 		if r.QOS != "" {
 			fmt.Fprintf(b, " qos=%s", r.QOS)
 		}
+		if len(r.NodeList) > 0 {
+			fmt.Fprintf(b, " nodes=%s", strings.Join(r.NodeList, ","))
+		}
 		fmt.Fprintf(b, " action=%s\n", op.Record.Action)
 		why(op.Record)
 		if request {
 			writeRequest(b, r)
 		}
+	case provisioner.OpReclaim:
+		var ids []string
+		for _, v := range op.Reclaim.Victims {
+			ids = append(ids, v.JobID)
+		}
+		fmt.Fprintf(b, "reclaim %d victims=%s node=%s signal=%s grace=%s\n", op.Record.Segment, strings.Join(ids, ","), op.Reclaim.Node, op.Reclaim.Signal, op.Reclaim.Grace)
+		why(op.Record)
 	default:
 		fmt.Fprintf(b, "op %s\n", op.Kind)
 	}
@@ -325,8 +365,20 @@ func sentinels(err error) string {
 }
 
 func (d *stepDriver) writeCalls(b *strings.Builder) {
-	for _, c := range d.cluster.calls {
-		fmt.Fprintf(b, "backend %s\n", c)
+	calls := d.cluster.calls
+	// Evictions run at once: a run of them is printed in job order.
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if strings.HasPrefix(calls[i], "evict ") {
+			for j < len(calls) && strings.HasPrefix(calls[j], "evict ") {
+				j++
+			}
+			slices.Sort(calls[i:j])
+		}
+		for _, c := range calls[i:j] {
+			fmt.Fprintf(b, "backend %s\n", c)
+		}
+		i = j
 	}
 }
 
@@ -600,9 +652,11 @@ func submitError(t *testing.T, kind string) error {
 }
 
 // fakeRules is a scripted provisioner.Rules: it defers every submission,
-// or admits it on borrowed quota under QOS "borrow".
+// or admits it on borrowed quota under QOS "borrow", or after a reclaim
+// (onto the reclaim's node).
 type fakeRules struct {
 	allow, borrow bool
+	reclaim       *provisioner.Reclaim
 	reason        string
 }
 
@@ -613,7 +667,10 @@ func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisi
 	if r.borrow {
 		req.QOS = "borrow"
 	}
-	return provisioner.Admission{Allow: true, Borrowed: r.borrow, Reason: r.reason}, nil
+	if r.reclaim != nil {
+		req.NodeList = []string{r.reclaim.Node}
+	}
+	return provisioner.Admission{Allow: true, Borrowed: r.borrow, Reason: r.reason, Reclaim: r.reclaim}, nil
 }
 
 // scriptCluster is the scripted backend of the cycle stories: the live
@@ -621,6 +678,9 @@ func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisi
 // successful Submit adds a PENDING job with the next id (101, 102, ...)
 // to the live jobs; Cancel and Signal are only recorded.
 type scriptCluster struct {
+	mu        sync.Mutex // evictions run at once
+	caps      provisioner.Capabilities
+	evictErr  string // the job whose eviction fails
 	now       time.Time
 	jobs      []provisioner.Job
 	history   []provisioner.Job
@@ -636,7 +696,21 @@ func (c *scriptCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, er
 		c.calls = append(c.calls, "snapshot failed")
 		return nil, c.snapErr
 	}
-	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs)}, nil
+	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs), Caps: c.caps}, nil
+}
+
+// EvictBorrowed implements provisioner.Evictor: the job leaves the live
+// jobs, unless it is the one whose eviction is scripted to fail.
+func (c *scriptCluster) EvictBorrowed(ctx context.Context, id string, grace time.Duration, reason string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == c.evictErr {
+		c.calls = append(c.calls, "evict "+id+" failed")
+		return provisioner.ErrNotBorrowed
+	}
+	c.calls = append(c.calls, fmt.Sprintf("evict %s grace %s", id, grace))
+	c.jobs = slices.DeleteFunc(c.jobs, func(j provisioner.Job) bool { return j.ID == id })
+	return nil
 }
 
 func (c *scriptCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {

@@ -107,7 +107,7 @@ step "vulncheck"
 
 echo "== go test (tags: $GOTAGS)"
 go test -tags "$GOTAGS" -count=1 -timeout 40m ./...
-step "every test on Slurm 22.05 and the kube-apiserver (go test ./...)"
+step "every test on Slurm 22.05 and the Kubernetes control plane (go test ./...)"
 
 # The same Slurm suites on the newer releases, each with its own env (in a
 # subshell, so the 22.05 env above is untouched).

@@ -53,7 +53,7 @@ type Config struct {
 	Retry       RetryPolicy              // retries of transient failures
 	Users       []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
 	// Accounts are the accounts whose jobs of other users carry their
-	// account on the text path (the team rules' teams: NewTeamCluster sets
+	// account on the text path (the team rules' teams: OpenChains sets
 	// them); other users' jobs in other accounts come without one there
 	// (see records.go). The JSON path reads every job's account.
 	Accounts []string
@@ -494,7 +494,7 @@ func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &provisioner.Snapshot{Time: c.clock.Now(), Nodes: nodes, Jobs: jobs}, nil
+	return &provisioner.Snapshot{Time: c.clock.Now(), Nodes: nodes, Jobs: jobs, Caps: Capabilities}, nil
 }
 
 // StartEstimates returns the scheduler's estimated start of pending jobs

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/nn"
@@ -165,12 +166,13 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 	}
 }
 
-// noPin is a backend that cannot lift a node list (Kubernetes): the
-// default is then the learned one, as models.DefaultPolicy finds it.
-type noPin struct{ provisioner.Cluster }
+// noPin are the capabilities of a backend that cannot lift a node list
+// (Kubernetes): the default is then the learned one, as
+// models.DefaultPolicy finds it.
+var noPin = k8s.Capabilities
 
-// TestDefaultPolicyWithoutUnpin: on a backend without provisioner.Unpinner
-// the default is the default learned policy when the models directory
+// TestDefaultPolicyWithoutUnpin: on a backend that cannot unpin
+// (Capabilities.Unpins) the default is the default learned policy when the models directory
 // holds it, xgb when only xgb's model is there, lead when it holds neither;
 // on one with it, their pinned forms, and pin (and pin for a service).
 func TestDefaultPolicyWithoutUnpin(t *testing.T) {
@@ -181,23 +183,23 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir), ""); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin, f(c.dir), ""); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	// On the simulator (an Unpinner): the same models' pinned forms, pin
+	// On the simulator (it unpins): the same models' pinned forms, pin
 	// without.
 	for _, c := range []struct{ dir, want string }{{fx.dir, "xgb-online-pin"}, {xgbOnly, "xgb-pin"}, {t.TempDir(), provisioner.PolicyPin}} {
-		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(c.dir), ""); got != c.want {
+		if got, _ := models.DefaultPolicyFor(sim.Capabilities, f(c.dir), ""); got != c.want {
 			t.Errorf("on the simulator, models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	// A service: pin on the simulator whatever is trained; without the
-	// Unpinner, as any other chain.
-	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(fx.dir), provisioner.WorkloadService); got != provisioner.PolicyPin {
+	// A service: pin on the simulator whatever is trained; where nothing
+	// unpins, as any other chain.
+	if got, _ := models.DefaultPolicyFor(sim.Capabilities, f(fx.dir), provisioner.WorkloadService); got != provisioner.PolicyPin {
 		t.Errorf("service on the simulator with models: default %q, want pin", got)
 	}
-	if got, _ := models.DefaultPolicyFor(noPin{}, f(fx.dir), provisioner.WorkloadService); got != models.DefaultLearned {
+	if got, _ := models.DefaultPolicyFor(noPin, f(fx.dir), provisioner.WorkloadService); got != models.DefaultLearned {
 		t.Errorf("service without the Unpinner, with models: default %q, want %s", got, models.DefaultLearned)
 	}
 }
