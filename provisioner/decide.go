@@ -90,19 +90,42 @@ func Step(in *StepInput) *Plan {
 		if cr.Chain.State != ChainActive {
 			continue
 		}
-		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now, abandoned: map[segKey]time.Time{}}
-		sortSegments(w.segs)
-		w.orig = make(map[segKey]Segment, len(w.segs))
-		for _, s := range w.segs {
-			w.orig[segKey{s.Index, s.Attempt}] = s
-		}
-		w.reconcile(idx, in.HistoryOK, grace) // step 1
-		ctx.decide(w)                         // steps 2–6
-		plan.Ops = append(plan.Ops, w.ops...)
-		tails = append(tails, w.tail...)
+		ops, tail := ctx.chain(cr)
+		plan.Ops = append(plan.Ops, ops...)
+		tails = append(tails, tail...)
 	}
 	plan.Ops = append(plan.Ops, tails...)
 	return plan
+}
+
+// chain reconciles one active chain and decides for it (steps 1–6),
+// returning its bookkeeping and its actions. A panic in either (a policy
+// or a rule that fails in use) costs this chain alone its cycle: none of
+// what it planned is kept, an error record says why, and the other chains
+// are decided on as usual.
+func (c *stepContext) chain(cr *ChainRecord) (ops, tail []Op) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		next := 0
+		for _, s := range cr.Segments {
+			next = max(next, s.Index+1)
+		}
+		rec := &DecisionRecord{Time: c.in.Now, ChainID: cr.Chain.ID, Segment: next, Policy: cr.Chain.Policy, Action: ActError,
+			Error: fmt.Sprintf("the decision step failed (panic: %v): nothing is done for this chain this cycle", r)}
+		ops, tail = []Op{{Kind: OpRecord, Record: rec}}, nil
+	}()
+	w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: c.in.Now, abandoned: map[segKey]time.Time{}}
+	sortSegments(w.segs)
+	w.orig = make(map[segKey]Segment, len(w.segs))
+	for _, s := range w.segs {
+		w.orig[segKey{s.Index, s.Attempt}] = s
+	}
+	w.reconcile(c.idx, c.in.HistoryOK, c.grace) // step 1
+	c.decide(w)                                 // steps 2–6
+	return w.ops, w.tail
 }
 
 type stepContext struct {

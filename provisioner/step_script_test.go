@@ -40,8 +40,11 @@ import (
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
 //	                           this command the backend has no accounting
-//	rules deny|borrow|none     a fake provisioner.Rules; the input is its reason
-//	                           (borrow admits on borrowed quota with QOS "borrow")
+//	rules deny|borrow|panic|none
+//	                           a fake provisioner.Rules; the input is its reason
+//	                           (borrow admits on borrowed quota with QOS "borrow";
+//	                           panic: the input is the chain whose requests make it
+//	                           panic, the others it admits)
 //	fail submit=rejected|unavailable|not-submitted
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
 //	step now=T [reasons] [request]
@@ -95,9 +98,11 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 			d.rules = fakeRules{reason: td.Input}
 		case "borrow":
 			d.rules = fakeRules{allow: true, borrow: true, reason: td.Input}
+		case "panic":
+			d.rules = fakeRules{panicFor: td.Input}
 		case "none":
 		default:
-			t.Fatalf("%s: rules %q: want deny, borrow or none", td.Pos, mode)
+			t.Fatalf("%s: rules %q: want deny, borrow, panic or none", td.Pos, mode)
 		}
 		return ""
 	case "fail":
@@ -600,13 +605,22 @@ func submitError(t *testing.T, kind string) error {
 }
 
 // fakeRules is a scripted provisioner.Rules: it defers every submission,
-// or admits it on borrowed quota under QOS "borrow".
+// or admits it on borrowed quota under QOS "borrow", or panics on the
+// requests of one chain (panicFor) and admits the others.
 type fakeRules struct {
 	allow, borrow bool
 	reason        string
+	panicFor      string
 }
 
 func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisioner.SubmitRequest) (provisioner.Admission, error) {
+	if r.panicFor != "" {
+		if tag, _ := provisioner.ParseTag(req.Comment); tag.Chain == r.panicFor {
+			var idx []int
+			_ = idx[3] // an index out of range, as a bad model's
+		}
+		return provisioner.Admission{Allow: true}, nil
+	}
 	if !r.allow {
 		return provisioner.Admission{Reason: r.reason}, nil
 	}
