@@ -155,6 +155,10 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			rep.HistoryOK = true
 		case errors.Is(err, ErrNoAccounting):
 			e.log().Warn("history unavailable; deciding from the live view only", "err", err)
+		case errors.Is(err, ErrIncomplete):
+			// What it shows is used; what it lacks proves nothing.
+			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history incomplete (no job is taken as lost this cycle): " + err.Error()})
+			e.log().Warn("history incomplete: no job is taken as lost this cycle", "err", err)
 		default:
 			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history: " + err.Error()})
 			e.log().Warn("history failed; deciding from the live view only", "err", err)

@@ -36,6 +36,13 @@ var (
 	ErrNoAccounting = errors.New("accounting unavailable") // history (sacct) unavailable; live view still works
 )
 
+// ErrIncomplete is wrapped by a HistorySource error whose jobs are true
+// but not all there: some records of the backend's answer could not be
+// read and were skipped. Such a history is used for what it shows, never
+// for what it lacks (a job missing from it is not taken as gone: no
+// segment is marked lost, no submission abandoned).
+var ErrIncomplete = errors.New("records skipped: the view is incomplete")
+
 // ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
 // backend created nothing (a deferral, a request refused before it was
 // sent), so the engine may decide again at once instead of waiting for the
@@ -45,7 +52,8 @@ var ErrNotSubmitted = errors.New("nothing was submitted")
 // HistorySource lists recently started or finished jobs (sacct on Slurm, the
 // simulator's record, finished pods on Kubernetes) for Observation.History.
 // Backends without history return (nil, ErrNoAccounting); policies must cope
-// with an empty history.
+// with an empty history. A history that skipped records comes with an
+// error wrapping ErrIncomplete and the jobs it did read.
 type HistorySource interface {
 	// History returns jobs that started or finished at or after since, oldest start first.
 	History(ctx context.Context, since time.Time) ([]Job, error)

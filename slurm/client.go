@@ -672,6 +672,9 @@ type AccountingQuery struct {
 // left out): --json, or --parsable2 (see Config.SacctFormat). When slurmdbd
 // is unreachable the error wraps provisioner.ErrNoAccounting: the live view
 // (Snapshot) still works and callers should carry on without history.
+// When records had to be skipped (text that does not parse, a JSON element
+// that does not read, hostlists past the document's budget) the jobs read
+// come with an error wrapping provisioner.ErrIncomplete.
 func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provisioner.Job, error) {
 	if q.End.IsZero() {
 		q.End = c.clock.Now()
@@ -695,6 +698,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		args = append(args, "--allusers")
 	}
 	var jobs []provisioner.Job
+	nSkipped := 0
 	useJSON, err := c.sacctJSON(ctx)
 	if err != nil {
 		return nil, accountingErr(err)
@@ -711,6 +715,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		case err == nil:
 			c.noteVersion("sacct", v)
 			c.noteSkipped(skipped)
+			nSkipped += len(skipped)
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("sacct", err)
 			useJSON = false
@@ -727,6 +732,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		var skipped []Skipped
 		jobs, skipped = parseSacctRows(out, c.loc, sacctSafeCols)
 		c.noteSkipped(skipped)
+		nSkipped += len(skipped)
 		if self := c.cfg.Self; self != "" && (len(q.Users) == 0 || slices.Contains(q.Users, self)) {
 			ownArgs := slices.Clone(base)
 			ownArgs = append(ownArgs, "-u", self)
@@ -736,6 +742,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			}
 			own, skipped := parseOwnText("sacct", sacctOwnFields, out)
 			c.noteSkipped(skipped)
+			nSkipped += len(skipped)
 			applyOwn(jobs, self, own)
 		}
 	}
@@ -746,6 +753,9 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		if f.match(&jobs[i]) {
 			out = append(out, jobs[i])
 		}
+	}
+	if nSkipped > 0 {
+		return out, fmt.Errorf("slurm: sacct: %d record(s) could not be read and were skipped (logged once per job id): %w", nSkipped, provisioner.ErrIncomplete)
 	}
 	return out, nil
 }
@@ -816,14 +826,16 @@ func ParseVersionText(b []byte) (Version, error) {
 // History implements provisioner.HistorySource: allocations that started or
 // ended at or after since, every user (or Config.Users), oldest start first
 // (never-started ones, e.g. cancelled while pending, by end). It wraps
-// provisioner.ErrNoAccounting when slurmdbd is down.
+// provisioner.ErrNoAccounting when slurmdbd is down, and returns the jobs
+// it read with an error wrapping provisioner.ErrIncomplete when records
+// were skipped.
 func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	now := c.clock.Now()
 	if !since.Before(now) {
 		return nil, nil
 	}
 	jobs, err := c.Accounting(ctx, AccountingQuery{Start: since, End: now, Users: c.cfg.Users})
-	if err != nil {
+	if err != nil && !errors.Is(err, provisioner.ErrIncomplete) {
 		return nil, err
 	}
 	out := jobs[:0]
@@ -844,5 +856,5 @@ func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Jo
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out, nil
+	return out, err // nil, or incomplete
 }
