@@ -84,6 +84,10 @@ func Step(in *StepInput) *Plan {
 	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
 	ctx := &stepContext{in: in, idx: idx, grace: grace}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
+	if why := ImplausibleLoss(in.Chains, idx, in.HistoryOK); why != "" {
+		plan.Halt = why
+		return plan
+	}
 	var tails []Op
 	for i := range in.Chains {
 		cr := &in.Chains[i]

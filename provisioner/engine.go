@@ -174,6 +174,11 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	// 4. the pure step
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
 		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
+	if plan.Halt != "" {
+		e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "nothing done: " + plan.Halt})
+		e.log().Error("nothing done this cycle: the cluster's view is implausible", "why", plan.Halt)
+		return rep, fmt.Errorf("%w: %s", ErrImplausibleView, plan.Halt)
+	}
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
 	var book, tail []Op

@@ -43,6 +43,12 @@ var (
 // segment is marked lost, no submission abandoned).
 var ErrIncomplete = errors.New("records skipped: the view is incomplete")
 
+// ErrImplausibleView is wrapped by the error of an Engine cycle that did
+// nothing because its view of the cluster was too implausible to act on
+// (Plan.Halt): it would have taken many of the user's unfinished jobs for
+// gone at once.
+var ErrImplausibleView = errors.New("the cluster's view is implausible: nothing done")
+
 // ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
 // backend created nothing (a deferral, a request refused before it was
 // sent), so the engine may decide again at once instead of waiting for the

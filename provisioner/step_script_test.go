@@ -49,7 +49,7 @@ import (
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
 //	step now=T [reasons] [request]
 //	                           run Step on the stored chains, the live jobs and the
-//	                           history; print its plan, one op per line (with
+//	                           history; print its halt, if any, and its plan, one op per line (with
 //	                           reasons: the decision reasons and notes; with
 //	                           request: each submission's request)
 //	cycle now=T [crash=POINT]  run one Engine cycle (memory store, the scripted
@@ -189,6 +189,9 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
 	plan := provisioner.Step(in)
 	var b strings.Builder
+	if plan.Halt != "" {
+		fmt.Fprintf(&b, "halt: %s\n", plan.Halt)
+	}
 	reasons, request := td.HasArg("reasons"), td.HasArg("request")
 	for _, op := range plan.Ops {
 		writeOp(&b, &op, reasons, request)
@@ -318,7 +321,7 @@ func sentinels(err error) string {
 	for _, s := range []struct {
 		name string
 		err  error
-	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}} {
+	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}, {"implausible", provisioner.ErrImplausibleView}} {
 		if errors.Is(err, s.err) {
 			names = append(names, s.name)
 		}
