@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/user"
 	"slices"
 	"strings"
@@ -60,6 +61,7 @@ type Config struct {
 	// Self is the user mirage runs as (default: the current user). On the
 	// text path only Self's jobs are read with their names and comments
 	// (see records.go); other users' jobs come without them.
+	// An unresolvable current user is an error (ErrNoUser), never "".
 	Self   string
 	TZ     string // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
 	Output string // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
@@ -81,6 +83,14 @@ type Config struct {
 	Logger      *slog.Logger      // warnings about fallbacks and retries (default slog.Default())
 }
 
+// ErrNoUser is matched by New's error when Config.Self is empty and the
+// current user has no resolvable name: the owner checks cannot run, and
+// mirage fails closed rather than act on every user's jobs.
+var ErrNoUser = errors.New("cannot tell which user mirage runs as")
+
+// currentUser is user.Current (tests make it fail).
+var currentUser = user.Current
+
 // Client is mirage's Slurm backend: it implements provisioner.Cluster and
 // provisioner.HistorySource through the Slurm commands. It is safe for
 // concurrent use.
@@ -95,6 +105,7 @@ type Client struct {
 	noJSON  map[string]bool // commands found without usable --json
 	warned  map[string]bool // unknown versions already logged
 	version *Version        // from `sinfo --version`, once known
+	cluster *string         // ClusterName of the slurm.conf, once read
 	skipped int64           // text records skipped as unparsable
 	logged  map[string]bool // job ids whose skipped record was logged
 }
@@ -102,6 +113,7 @@ type Client struct {
 var (
 	_ provisioner.Cluster       = (*Client)(nil)
 	_ provisioner.HistorySource = (*Client)(nil)
+	_ provisioner.ClusterNamer  = (*Client)(nil)
 )
 
 // New checks cfg and returns a Client. It runs nothing.
@@ -140,9 +152,17 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, loc: loc, runner: cfg.Runner, clock: cfg.Clock, log: cfg.Logger,
 		noJSON: map[string]bool{}, warned: map[string]bool{}, logged: map[string]bool{}}
 	if c.cfg.Self == "" {
-		if u, err := user.Current(); err == nil {
-			c.cfg.Self = u.Username
+		u, err := currentUser()
+		if err == nil && u.Username == "" {
+			err = errors.New("no user name")
 		}
+		if err != nil {
+			// Without it every owner check would pass: another user's
+			// tagged job could be adopted, cancelled or followed.
+			return nil, fmt.Errorf("slurm: %w (uid %d: %v): mirage acts only on its own user's jobs and does not run without knowing who that is; "+
+				"make the uid resolvable on this host (getent passwd %d should answer), or run mirage where it is", ErrNoUser, os.Getuid(), err, os.Getuid())
+		}
+		c.cfg.Self = u.Username
 	}
 	if c.runner == nil {
 		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}

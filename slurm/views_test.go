@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/user"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,28 @@ func TestSkippedHistoryChangesNothing(t *testing.T) {
 	evs, _ := st.Events(ctx, "")
 	if len(evs) != 1 || !strings.Contains(evs[0].Detail, "history incomplete") {
 		t.Errorf("cluster events %+v; want one saying the history is incomplete", evs)
+	}
+}
+
+// TestNewFailsClosedWithoutUser (#50): when the current user has no
+// resolvable name, New used to leave Config.Self empty, which turned every
+// owner check off (provisioner.Owns took another user's tagged job for the
+// user's own). Now it refuses, saying what to do.
+func TestNewFailsClosedWithoutUser(t *testing.T) {
+	old := currentUser
+	defer func() { currentUser = old }()
+	currentUser = func() (*user.User, error) { return nil, user.UnknownUserIdError(4242) }
+	c, err := New(Config{Runner: &fakeRunner{}})
+	if !errors.Is(err, ErrNoUser) || c != nil || !strings.Contains(err.Error(), "getent passwd") {
+		t.Fatalf("New without a resolvable user: %v, %v; want ErrNoUser saying what to do", c, err)
+	}
+	currentUser = func() (*user.User, error) { return &user.User{Uid: "4242"}, nil }
+	if _, err := New(Config{Runner: &fakeRunner{}}); !errors.Is(err, ErrNoUser) {
+		t.Errorf("a user without a name: %v, want ErrNoUser", err)
+	}
+	// Given explicitly, the user needs no lookup.
+	c, err = New(Config{Runner: &fakeRunner{}, Self: "alice"})
+	if err != nil || c.Self() != "alice" || provisioner.Owns(c, &provisioner.Job{User: "mallory"}) {
+		t.Errorf("Self alice: %v, %v; want a client that owns alice's jobs only", c, err)
 	}
 }

@@ -39,7 +39,7 @@ var (
 		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, chainops.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
 			state.ErrHeld, state.ErrNoDir, provisioner.ErrImplausibleView),
-		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned),
+		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned, slurm.ErrNoUser),
 		cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
 )
 
