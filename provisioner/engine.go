@@ -172,8 +172,12 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		return rep, err
 	}
 	// 4. the pure step
+	var keeper string
+	if e.TagKey != nil {
+		keeper = e.TagKey.Keeper
+	}
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
-		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
+		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey, Keeper: keeper, Cluster: ClusterNameOf(e.Cluster)})
 	if plan.Halt != "" {
 		e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "nothing done: " + plan.Halt})
 		e.log().Error("nothing done this cycle: the cluster's view is implausible", "why", plan.Halt)

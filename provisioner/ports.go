@@ -235,6 +235,21 @@ type Store interface {
 // ErrChainNotFound is returned by a Store for an unknown chain id.
 var ErrChainNotFound = errors.New("chain not found")
 
+// ClusterNamer is a backend that knows the name of its cluster (Slurm's
+// ClusterName), so that a chain registered on one cluster is never acted
+// on through a view of another (Chain.Cluster).
+type ClusterNamer interface {
+	ClusterName() string
+}
+
+// ClusterNameOf is cl's cluster name, "" when it has none.
+func ClusterNameOf(cl Cluster) string {
+	if n, ok := cl.(ClusterNamer); ok {
+		return n.ClusterName()
+	}
+	return ""
+}
+
 // Owner is a backend whose jobs have owners (Job.User): Self is the user
 // mirage acts for there. The chain operations never adopt, cancel, signal
 // or recover another user's job, since anyone can copy a chain's tag into

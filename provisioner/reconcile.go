@@ -100,15 +100,15 @@ func compareJobIDs(a, b string) int {
 // least two) are missing from both the live view and a complete history is
 // taken as a wrong view of the cluster — another cluster's slurm.conf, an
 // accounting database behind — not as that many jobs gone, and nothing is
-// done (ImplausibleLoss). A single segment is never held back by it.
+// done (Plan.Halt). A single segment is never held back by it.
 const MaxLostShare = 0.1
 
-// ImplausibleLoss says why the view (idx, historyOK) is too implausible to
+// implausibleLoss says why the view (idx, historyOK) is too implausible to
 // act on, or "" when it is not: reconciling the active chains of records
-// would mark more than MaxLostShare of their unfinished segments that have
-// a job, and at least two of them, lost at once (every one of them, when
-// there are two or more).
-func ImplausibleLoss(records []ChainRecord, idx *jobIndex, historyOK bool) string {
+// (but those refused) would mark more than MaxLostShare of their
+// unfinished segments that have a job, and at least two of them, lost at
+// once (every one of them, when there are two or more).
+func implausibleLoss(records []ChainRecord, refused map[string]string, idx *jobIndex, historyOK bool) string {
 	if !historyOK {
 		return "" // nothing is marked lost without a complete history
 	}
@@ -116,7 +116,7 @@ func ImplausibleLoss(records []ChainRecord, idx *jobIndex, historyOK bool) strin
 	var lost []string
 	for i := range records {
 		r := &records[i]
-		if r.Chain.State != ChainActive {
+		if _, no := refused[r.Chain.ID]; r.Chain.State != ChainActive || no {
 			continue
 		}
 		for _, s := range r.Segments {

@@ -27,7 +27,7 @@ import (
 // HH:MM:SS of that day. Commands:
 //
 //	reset                      forget everything: empty store, empty cluster, no rules
-//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D]
+//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D] [keeper=K] [cluster=C]
 //	  I.A job=J STATE [submit=T] [start=T] [end=T] [exit=N] [done] [note=free text to the end of the line]
 //	                           store a chain (name train, script /home/u/train.sbatch,
 //	                           partition gpu, limit 1h, 1 node, 4 GPUs,
@@ -35,7 +35,7 @@ import (
 //	                           input line, its stored segments (done: its job ran
 //	                           mirage done)
 //	live
-//	  ID [tag=C/I.A] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
+//	  ID [tag=C/I.A [db=K]] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
 //	                           the jobs the backend reports live (default PENDING, 1 node, limit 1h)
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
@@ -47,11 +47,14 @@ import (
 //	                           panic, the others it admits)
 //	fail submit=rejected|unavailable|not-submitted
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
-//	step now=T [reasons] [request]
+//	step now=T [reasons] [request] [keeper=K] [cluster=C]
 //	                           run Step on the stored chains, the live jobs and the
 //	                           history; print its halt, if any, and its plan, one op per line (with
 //	                           reasons: the decision reasons and notes; with
-//	                           request: each submission's request)
+//	                           request: each submission's request; keeper and
+//	                           cluster: the deciding database's and the backend's, as
+//	                           StepInput.Keeper and Cluster; db= in a job line: its
+//	                           comment's specification names that keeper)
 //	cycle now=T [crash=POINT]  run one Engine cycle (memory store, the scripted
 //	                           backend) at T, optionally crashing at a fault point;
 //	                           print the backend calls, the report and the
@@ -147,6 +150,10 @@ func (d *stepDriver) chain(t *testing.T, td *datadriven.TestData) string {
 			c.Account = v
 		case "args":
 			c.Args = append(c.Args, v)
+		case "keeper":
+			c.Keeper = v
+		case "cluster":
+			c.Cluster = v
 		case "signal":
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -187,6 +194,8 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 	}
 	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs)},
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
+	in.Keeper, _ = arg(td, "keeper")
+	in.Cluster, _ = arg(td, "cluster")
 	plan := provisioner.Step(in)
 	var b strings.Builder
 	if plan.Halt != "" {
@@ -566,6 +575,12 @@ func parseJobs(t *testing.T, input string) []provisioner.Job {
 				c, ia, _ := strings.Cut(v, "/")
 				i, a, _ := strings.Cut(ia, ".")
 				j.Comment = provisioner.MustTag(c, atoi(t, i), atoi(t, a))
+			case "db": // after tag=: the comment's specification names keeper v
+				tag, ok := provisioner.ParseTag(j.Comment)
+				if !ok {
+					t.Fatalf("job %q: db= needs a tag= before it", line)
+				}
+				j.Comment = provisioner.ChainComment(&provisioner.Chain{ID: tag.Chain, Keeper: v}, tag.Segment, tag.Attempt)
 			case "submit":
 				j.Submit = at(t, v)
 			case "start":

@@ -944,11 +944,11 @@ func TestE2EBadInput(t *testing.T) {
 	}
 }
 
-// TestE2ERecover: the state database is lost while a 2-segment chain's
-// first segment runs; `mirage recover` rebuilds the chain from the tagged
-// job in squeue (its comment carries the chain's specification, but for
-// its sbatch option, given again after "--"), and the daemon carries it on
-// to the end with one job per segment.
+// TestE2ERecover: the state directory is lost while a 2-segment chain's
+// first segment runs; `mirage recover --take-over` rebuilds the chain from
+// the tagged job in squeue (its comment carries the chain's specification,
+// but for its sbatch option, given again after "--") as this directory's,
+// and the daemon carries it on to the end with one job per segment.
 func TestE2ERecover(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
@@ -981,7 +981,9 @@ func TestE2ERecover(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
-	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--", "--mem=100M")
+	// The state directory went with its tag.key: the jobs name the lost
+	// directory as their keeper, and this one takes the chain over.
+	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--take-over", "--", "--mem=100M")
 	var rec []chainops.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)

@@ -30,8 +30,27 @@ const keyHeader = "mirage tag key v1"
 // (made is then true: jobs submitted before now are judged by their owner
 // alone, see provisioner.TagKey). A key file another user owns, that others
 // may write or that is a link is refused (ErrUnsafe); one that does not
-// read is ErrCorrupt, left untouched.
+// read is ErrCorrupt, left untouched. The key's Keeper is the state
+// directory's identity (provisioner.KeeperID of the secret and the
+// directory's path, links resolved).
 func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, err error) {
+	key, made, err = l.tagKey(now)
+	if err != nil {
+		return nil, false, err
+	}
+	dir, err := l.Resolve()
+	if err != nil {
+		return nil, false, err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	key.Keeper = provisioner.KeeperID(key.Secret, dir)
+	return key, made, nil
+}
+
+// tagKey reads or makes the key (TagKey), without its Keeper.
+func (l *Location) tagKey(now time.Time) (key *provisioner.TagKey, made bool, err error) {
 	dir, err := l.Resolve()
 	if err != nil {
 		return nil, false, err
