@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mirage-gpu/mirage/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build install deps test test-slurm25 unit demo bench bench-results bench-replay docs lint fuzz vulncheck clean
+.PHONY: all build install deps test test-slurm25 unit demo bench bench-results bench-replay results docs lint fuzz vulncheck clean
 
 all: build
 
@@ -63,6 +63,12 @@ bench-results:
 # (benchstat, one core and default GOMAXPROCS): docs/results/replay-speed.md.
 bench-replay:
 	GOTAGS="$(GOTAGS)" BENCHSTAT="$(CACHE)/bin/benchstat" ./scripts/bench-replay.sh
+
+# Every results page (docs/results), each by the test or script that measures
+# it, from a clean tree (a dirty one refuses); PAGES="walk-forward ..." for some.
+# Hours on 2 cores; times in docs/results/results-times.md.
+results: deps
+	GOTAGS="$(GOTAGS)" ./scripts/results.sh
 
 # Generated reference: the command pages (docs/reference/cli) and the feature schema.
 docs:

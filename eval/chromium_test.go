@@ -11,21 +11,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
 )
 
 // chromiumPath returns Debian's headless-capable Chromium, or skips the test
 // (fails when CI is set: CI must run the browser check).
 func chromiumPath(t *testing.T) string {
 	t.Helper()
-	const path = "/usr/bin/chromium"
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s not installed but CI is set: install the chromium package (scripts/deps.sh does)", path)
-	}
-	t.Skipf("%s not installed: install the chromium package (scripts/deps.sh, or make test) to run the browser check", path)
-	return ""
+	const path = "/usr/bin/chromium" // testenv.NeedChromium names it
+	_, err := os.Stat(path)
+	testenv.NeedChromium.Require(t, err == nil)
+	return path
 }
 
 // cdp is a minimal Chrome DevTools Protocol client over

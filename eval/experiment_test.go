@@ -317,8 +317,7 @@ func TestLS6SweepFile(t *testing.T) {
 	if _, err := ArrayScript(e, mustAbs(t, filepath.Join("sweeps", "ls6.yaml")), "/usr/local/bin/mirage", "test"); err != nil {
 		t.Errorf("array script: %v", err)
 	}
-	shared := testenv.SharedTraces(t)
-	want, _ := filepath.Abs(filepath.Join(shared, "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"))
+	want, _ := filepath.Abs(testenv.SharedTrace(t, testenv.LS6))
 	got, _ := filepath.Abs(e.Traces[0])
 	if got != want {
 		t.Errorf("trace resolves to %s, the shared file is %s", got, want)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
@@ -43,7 +44,7 @@ const (
 // With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/pin-november.md.
 func TestPinNovemberLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_HELDOUT") == "" {
-		t.Skip("set MIRAGE_HELDOUT=1 to score pin on LS6's November (about 10 minutes on 2 cores)")
+		t.Skip("set MIRAGE_HELDOUT=1 to score pin on LS6's November (about 10 minutes on 2 cores)") // opt-in, never in CI: writes docs/results/pin-november.md
 	}
 	chi, _ := time.LoadLocation("America/Chicago")
 	from, until := time.Date(2022, 11, 1, 0, 0, 0, 0, chi), time.Date(2022, 12, 1, 0, 0, 0, 0, chi)
@@ -148,33 +149,11 @@ func TestPinNovemberLS6(t *testing.T) {
 	if err := train.WriteWalkForwardTable(&b, res.Rows, []string{"Nov"}); err != nil {
 		t.Fatal(err)
 	}
+	// pin's acceptance lines: each "no" fails the test once the page is
+	// written (acceptance.Lines).
+	acc := acceptance.New(heldOutResults)
 	b.WriteString("\n### Issue 16's lines, for pin, measured\n\n")
-	for _, c := range []struct {
-		class    string
-		limit    float64
-		upper    float64 // the interval's upper bound, when the line has one
-		overlapH float64 // mean overlap, when the line has one
-	}{{"low", 1.0, 1.1, 1}, {"medium", 0.6, 0, 0}, {"heavy", 0.4, 0, 0}, {"all", 0.4, 0, 0}} {
-		r := row(provisioner.PolicyPin, c.class)
-		if r == nil {
-			fmt.Fprintf(&b, "- %s class: no hand-offs\n", c.class)
-			continue
-		}
-		ok := r.VsReactive <= c.limit
-		line := fmt.Sprintf("- %s class: %.2f× reactive (95%% CI %.2f–%.2f), want ≤ %.1f×", c.class, r.VsReactive, r.VsReactive95[0], r.VsReactive95[1], c.limit)
-		if c.upper > 0 {
-			ok = ok && r.VsReactive95[1] <= c.upper
-			line += fmt.Sprintf(", upper bound ≤ %.1f×", c.upper)
-		}
-		if c.overlapH > 0 {
-			ok = ok && r.MeanOverlap <= c.overlapH
-			line += fmt.Sprintf("; mean overlap %.2f h, want ≤ %.0f h", r.MeanOverlap, c.overlapH)
-		}
-		fmt.Fprintf(&b, "%s — %s\n", line, yes(ok))
-	}
-	if r := row(provisioner.PolicyPin, "all"); r != nil {
-		fmt.Fprintf(&b, "- overall: %.2f× the oracle's mean |gap|, want ≤ 2.5× — %s\n", r.VsOracle, yes(r.VsOracle <= 2.5))
-	}
+	writeIssue16Lines(&b, acc, provisioner.PolicyPin, func(class string) (issue16Class, bool) { return wfClass(res.Rows, provisioner.PolicyPin, class) })
 
 	b.WriteString("\n## Training workload: whole runs\n\n")
 	b.WriteString("As whole-run.md: 7 days of work per run, 48 h segments, checkpoint and restart 5 min, hand-off on; a run of 1 or 8\n" +
@@ -208,13 +187,13 @@ func TestPinNovemberLS6(t *testing.T) {
 		}
 	}
 	b.WriteString("\n### Issue 23's training lines, for pin, measured\n\n")
-	writeTrainingLines(&b, groups, provisioner.PolicyPin)
+	writeTrainingLines(&b, acc, groups, provisioner.PolicyPin)
 
 	b.WriteString("\n## Service workload: hand-offs without downtime\n\n")
 	b.WriteString("As whole-run.md: chains of 4 segments each running its 48 h limit, no hand-off, one of 1 or 8 nodes every 12 h.\n" +
 		"Zero interruption = share of hand-offs whose successor ran when the predecessor ended; dominated by = the baselines with\n" +
 		"both a larger zero-interruption share and a smaller mean overlap.\n\n")
-	lines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin})
+	lines := writeServiceTable(&b, acc, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin}, nil)
 	b.WriteString("\n### Issue 23's service lines, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")
 
@@ -223,7 +202,7 @@ func TestPinNovemberLS6(t *testing.T) {
 		"from December to February 20 (%.0f), so that the loaded classes appear on a month no choice looked at (jobs replayed\n"+
 		"again under the same user and shape after a jitter under 1 h, `scenario.Scaled`, seed 1). The ratio comes from the\n"+
 		"trace, not from results. Same chains as above.\n\n", scaled.Scale, novDemand, busyDemand)
-	lines = writeServiceTable(&b, busySvc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin})
+	lines = writeServiceTable(&b, acc, busySvc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin}, nil)
 	b.WriteString("\n### Issue 23's service lines at that demand, for pin, measured\n\n")
 	b.WriteString(strings.Join(lines, "\n") + "\n")
 	t.Log("\n" + b.String())
@@ -232,6 +211,7 @@ func TestPinNovemberLS6(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	acc.Check(t) // after the page: it records every line, met or not
 }
 
 // demandPerDay is the GPU-hours per day that the jobs submitted in

@@ -16,10 +16,10 @@ import (
 // user has no cache directory).
 func sharedLS6(t *testing.T) (path string, jobs []traces.Job, cache string) {
 	t.Helper()
-	path = filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
+	path = testenv.SharedTrace(t, testenv.LS6)
 	jobs, err := traces.ReadFile(path, traces.Options{})
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	if dir, err := os.UserCacheDir(); err == nil {
 		cache = filepath.Join(dir, "mirage", "datasets")

@@ -2,8 +2,6 @@ package eval
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
@@ -12,15 +10,11 @@ import (
 // BenchmarkPackEval is `mirage pack-eval` on one openb list with the
 // default methodology: 4 policies × 10 seeds on 2 workers (the issue's
 // budget: under 30 s on 2 cores), the default list as it is and with a
-// quarter of its GPU pods type-constrained (ConstrainTypes). It skips
-// without the shared traces.
+// quarter of its GPU pods type-constrained (ConstrainTypes). It needs the
+// shared traces (testenv.SharedTrace).
 func BenchmarkPackEval(b *testing.B) {
-	dir := filepath.Join(testenv.SharedTraces(b), "alibaba-pai-openb-2023")
-	nodes := filepath.Join(dir, "openb_node_list_gpu_node.csv")
-	if _, err := os.Stat(nodes); err != nil {
-		b.Skipf("openb traces not found: %v", err)
-	}
-	pods := []string{filepath.Join(dir, "openb_pod_list_default.csv")}
+	nodes := testenv.SharedTrace(b, "alibaba-pai-openb-2023/openb_node_list_gpu_node.csv")
+	pods := []string{testenv.SharedTrace(b, "alibaba-pai-openb-2023/openb_pod_list_default.csv")}
 	for _, bc := range []struct {
 		name  string
 		types float64

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/models/train"
@@ -42,7 +43,7 @@ const (
 // With MIRAGE_UPDATE_RESULTS=1 it writes docs/results/whole-run.md.
 func TestWholeRunLS6(t *testing.T) {
 	if os.Getenv("MIRAGE_WHOLERUN") == "" {
-		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)")
+		t.Skip("set MIRAGE_WHOLERUN=1 to run the LS6 whole-run evaluation (about an hour on 2 cores)") // opt-in, never in CI: writes docs/results/whole-run.md
 	}
 	bounds := ls6Months(20)
 	months := []string{"Dec", "Jan", "Feb"}
@@ -258,10 +259,14 @@ func TestWholeRunLS6(t *testing.T) {
 			b.WriteString("\n")
 		}
 	}
+	// The acceptance lines are the defaults' (xgb-online-pin once trained,
+	// pin before; pin for services): each "no" fails the test once the page
+	// is written (acceptance.Lines).
+	acc := acceptance.New(wholeRunResults)
 	b.WriteString("\n### Issue 23's acceptance (training), measured\n\n")
-	writeTrainingLines(&b, rep.RunGroups, def)
+	writeTrainingLines(&b, acc, rep.RunGroups, def)
 	b.WriteString("\nThe same lines for `pin`, `mirage submit`'s default on Slurm where no model is trained (not learned; the oracle plans\nsubmission times only, on any node):\n\n")
-	writeTrainingLines(&b, rep.RunGroups, provisioner.PolicyPin)
+	writeTrainingLines(&b, acc, rep.RunGroups, provisioner.PolicyPin)
 
 	writeOthers(&b, rep.RunGroups, runs, runPolicies)
 
@@ -281,7 +286,7 @@ func TestWholeRunLS6(t *testing.T) {
 		"share and a smaller mean overlap. **`" + def + "`** (the default of other chains once the model is trained) is xgb-online\n" +
 		"fitted for the service cost, pinned as `pin` is, deciding where pin would act as lead: shown for comparison, it starts\n" +
 		"successors up to the cost's 2 h overlap budget early.\n\n")
-	svcLines := writeServiceTable(&b, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin, def})
+	svcLines := writeServiceTable(&b, acc, svc, servicePolicies, serviceBaselines, []string{provisioner.PolicyPin}, []string{def})
 	b.WriteString("\n### Issue 23's acceptance (service: the default `pin`; `" + def + "` for comparison), measured\n\n")
 	b.WriteString(strings.Join(svcLines, "\n") + "\n")
 	t.Log("\n" + b.String())
@@ -290,6 +295,7 @@ func TestWholeRunLS6(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	acc.Check(t) // after the page: it records every line, met or not
 }
 
 // tablesPolicy is xgb fitted for the training cost as if its successors

@@ -30,18 +30,35 @@ var learnedPolicies = []string{"rf", string(KindRFGolearn), string(KindRFXGB), s
 // model, and learns from the hand-offs of its own chains.
 const PinSuffix = "-pin"
 
-// PinnedBase is the learned policy whose pinned form name is.
-func PinnedBase(name string) (base string, ok bool) {
-	base, ok = strings.CutSuffix(name, PinSuffix)
-	return base, ok && IsLearned(base)
+// Ref is a policy name of the registry taken apart: the policy it builds
+// on (a baseline or a learned policy) and whether it is a learned
+// policy's pinned form (NAME-pin). A baseline's name with the suffix
+// ("lead-pin") is not a pinned form: its Base is the whole name, which the
+// registry does not know. pin itself is the baseline Pinned(pin, lead).
+type Ref struct {
+	Base   string // the policy decided by (for NAME-pin: NAME)
+	Pinned bool   // a learned policy's pinned form
 }
 
-// UsesModel reports whether name decides with a trained model: a learned
-// policy or its pinned form.
-func UsesModel(name string) bool {
-	_, pinned := PinnedBase(name)
-	return pinned || IsLearned(name)
+// ParseRef takes a policy name apart (Ref).
+func ParseRef(name string) Ref {
+	if base, ok := strings.CutSuffix(name, PinSuffix); ok && IsLearned(base) {
+		return Ref{Base: base, Pinned: true}
+	}
+	return Ref{Base: name}
 }
+
+// String is the policy's registry name.
+func (r Ref) String() string {
+	if r.Pinned {
+		return r.Base + PinSuffix
+	}
+	return r.Base
+}
+
+// UsesModel reports whether the policy decides with a trained model: a
+// learned policy or its pinned form.
+func (r Ref) UsesModel() bool { return IsLearned(r.Base) }
 
 // ProvisionerBaselines are the baselines the provisioner itself implements
 // (provisioner.BaselinePolicy); the registry delegates these names.
@@ -122,10 +139,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 		lc.load = Load
 	}
 	return func(name string) (provisioner.Policy, error) {
-		base := name
-		if b, ok := PinnedBase(name); ok {
-			base = b // its model, under the pinned form's name (its hand-offs are the pinned form's)
-		}
+		base := ParseRef(name).Base // a pinned form uses its base's model, under its own name (its hand-offs are the pinned form's)
 		switch base {
 		case PolicyAverage:
 			p := opts.Average
@@ -468,7 +482,7 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 		case err == nil:
 			return n, errors.Join(errs...)
 		case !errors.Is(err, ErrNoModel):
-			base, _ := PinnedBase(n) // n itself when not a pinned form
+			base := ParseRef(n).Base
 			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain its model with mirage train --model %s, or pass --policy", n, err, base))
 		}
 	}

@@ -60,15 +60,18 @@ func TestPolicyFactoryLoadsLearned(t *testing.T) {
 
 // TestPinnedNames: NAME-pin is a pinned form only of a learned NAME.
 func TestPinnedNames(t *testing.T) {
-	for name, want := range map[string]string{"xgb-online-pin": "xgb-online", "xgb-pin": "xgb", "pin": "", "lead-pin": "", "xgb": "", "xgb-pin-pin": ""} {
-		base, ok := models.PinnedBase(name)
-		if ok != (want != "") || ok && base != want {
-			t.Errorf("PinnedBase(%q) = %q, %v; want %q", name, base, ok, want)
+	for name, want := range map[string]models.Ref{
+		"xgb-online-pin": {Base: "xgb-online", Pinned: true}, "xgb-pin": {Base: "xgb", Pinned: true},
+		"pin": {Base: "pin"}, "lead-pin": {Base: "lead-pin"}, "xgb": {Base: "xgb"}, "xgb-pin-pin": {Base: "xgb-pin-pin"},
+	} {
+		r := models.ParseRef(name)
+		if r != want || r.String() != name {
+			t.Errorf("ParseRef(%q) = %+v (%q); want %+v", name, r, r.String(), want)
 		}
 	}
 	for name, want := range map[string]bool{"xgb-online-pin": true, "xgb": true, "dqn-pin": true, "pin": false, "lead-pin": false, "lead": false} {
-		if got := models.UsesModel(name); got != want {
-			t.Errorf("UsesModel(%q) = %v, want %v", name, got, want)
+		if got := models.ParseRef(name).UsesModel(); got != want {
+			t.Errorf("ParseRef(%q).UsesModel() = %v, want %v", name, got, want)
 		}
 	}
 }

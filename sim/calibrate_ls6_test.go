@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -22,10 +23,19 @@ const calibrationResults = "../docs/results/calibration.md"
 // never saw, next to the hand-made preset. A replay per candidate (about
 // 150 of them) makes it minutes long: it runs with MIRAGE_CALIBRATE=1 or
 // MIRAGE_UPDATE_RESULTS=1, which also writes docs/results/calibration.md.
+//
+// Its acceptance line is about the later span: on February, the
+// calibrated preset's objective J (the fidelity it was fitted for,
+// Objective, groups of 30 jobs or more) is at most the hand-made preset's.
+// A search that only fitted its own span (overfitting the months before)
+// fails it. Issue 19's per-group targets (KS ≤ 0.10, Pearson ≥ 0.4) are
+// stated as targets, not asserted: out of the grid's reach on February
+// when this line was written (calibration.md: not even the search fitted
+// on February itself reaches them).
 func TestCalibrateLS6(t *testing.T) {
 	update := os.Getenv("MIRAGE_UPDATE_RESULTS") == "1"
 	if os.Getenv("MIRAGE_CALIBRATE") == "" && !update {
-		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the LS6 trace (minutes)")
+		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the LS6 trace (minutes)") // opt-in, never in CI: writes docs/results/calibration.md
 	}
 	jobs := loadLS6(t)
 	chi, _ := time.LoadLocation("America/Chicago")
@@ -41,6 +51,9 @@ func TestCalibrateLS6(t *testing.T) {
 	if cal.Best.Objective > cal.Base.Objective {
 		t.Errorf("calibrated objective %.3f above the preset's %.3f: the search starts from the preset and keeps only improvements", cal.Best.Objective, cal.Base.Objective)
 	}
+	acc := acceptance.New(calibrationResults)
+	later := laterSpanLine(acc, cal)
+	t.Log(later)
 	if update {
 		// Diagnostics of what limits February's fidelity (never a preset):
 		// the same search fitted on February itself, and February's jobs
@@ -53,8 +66,20 @@ func TestCalibrateLS6(t *testing.T) {
 			t.Fatal(err)
 		}
 		limits := febBound(cal, bound) + shortHolds(t, jobs, cal, spec.Score)
-		writeCalibrationResults(t, cal, wall, limits, largestMisses(t, jobs, cal, spec.Score, 12))
+		writeCalibrationResults(t, cal, wall, later, limits, largestMisses(t, jobs, cal, spec.Score, 12))
 	}
+	acc.Check(t) // after the page: it records the line, met or not
+}
+
+// laterSpanLine is the page's acceptance line on the scored span (after
+// the one fitted on): the calibrated preset's objective there at most the
+// hand-made preset's, both stated, with the calibrated one's on the fit
+// span beside them.
+func laterSpanLine(acc *acceptance.Lines, cal *Calibration) string {
+	minGroup := 30 * cal.Replicas // Stats count each job once per replica
+	base, best := Objective(cal.Base.Score, minGroup), Objective(cal.Best.Score, minGroup)
+	line := fmt.Sprintf("objective J on February (not fitted on), calibrated ≤ hand-made: %.3f against %.3f (calibrated on the fit span: %.3f)", best, base, cal.Best.Objective)
+	return fmt.Sprintf("- %s — %s\n", line, acc.Verdict(best <= base, line))
 }
 
 // febBound tabulates, per size group, the February fidelity of the preset
@@ -142,7 +167,7 @@ func shortHolds(t *testing.T, jobs []traces.Job, cal *Calibration, span Span) st
 	return b.String()
 }
 
-func writeCalibrationResults(t *testing.T, cal *Calibration, wall time.Duration, limits, misses string) {
+func writeCalibrationResults(t *testing.T, cal *Calibration, wall time.Duration, later, limits, misses string) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("# Simulator calibration on the LS6 trace\n\n")
@@ -160,13 +185,18 @@ func writeCalibrationResults(t *testing.T, cal *Calibration, wall time.Duration,
 	b.WriteString("(fair-share), and the recorded priority (LS6's `Priority` at accounting time, scaled by the largest) as a factor\n")
 	b.WriteString("of its own whose weight is searched too (`PriorityWeightRecorded`, 0 in the hand-made preset).\n\n")
 	writeCalibrationTables(&b, cal, "ls6", "ls6 (hand-made)", "February 2023 (scored, not fitted on)", "Before February 2023 (fitted on)")
-	b.WriteString("\n## Issue 19's acceptance, measured on February (calibrated preset)\n\n")
+	b.WriteString("\n## Acceptance, measured on February (after the span fitted on)\n\n")
+	b.WriteString("The calibration must not make the month after its fit span worse than the hand-made preset it started from\n")
+	b.WriteString("(asserted by the test: a \"no\" fails it):\n\n")
+	b.WriteString(later)
+	b.WriteString("\nIssue 19's targets for the calibrated preset, stated, not asserted (how close any parameters of the grid come on\n")
+	b.WriteString("February, even fitted on February itself, is below):\n\n")
 	for _, s := range cal.Best.Score {
 		if s.Group == GroupLarge {
-			fmt.Fprintf(&b, "- Pearson ≥ 0.4 for jobs of ≥ 5 nodes: %.2f (%d jobs) — %s\n", s.Pearson, s.Jobs/cal.Replicas, yesNo(s.Pearson >= 0.4))
+			fmt.Fprintf(&b, "- Pearson ≥ 0.4 for jobs of ≥ 5 nodes: %.2f (%d jobs) — %s\n", s.Pearson, s.Jobs/cal.Replicas, acceptance.Target(s.Pearson >= 0.4))
 			continue
 		}
-		fmt.Fprintf(&b, "- KS ≤ 0.10, %s: %.3f (%d jobs) — %s\n", s.Group, s.KS, s.Jobs/cal.Replicas, yesNo(s.KS <= 0.10))
+		fmt.Fprintf(&b, "- KS ≤ 0.10, %s: %.3f (%d jobs) — %s\n", s.Group, s.KS, s.Jobs/cal.Replicas, acceptance.Target(s.KS <= 0.10))
 	}
 	b.WriteString("\n## What limits February's fidelity\n\n")
 	b.WriteString(limits)
@@ -228,13 +258,6 @@ func writeCalibrationTables(b *strings.Builder, cal *Calibration, baseName, base
 				o.Spearman, s.Spearman, fidelityDur(o.MedianAbsErr), fidelityDur(s.MedianAbsErr), fidelityDur(o.P90AbsErr), fidelityDur(s.P90AbsErr))
 		}
 	}
-}
-
-func yesNo(ok bool) string {
-	if ok {
-		return "yes"
-	}
-	return "**no**"
 }
 
 // largestMisses replays the trace once with the calibrated parameters and

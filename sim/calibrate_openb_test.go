@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,13 +28,12 @@ const openbCalibrationResults = "../docs/results/calibration-openb.md"
 func TestCalibrateOpenB(t *testing.T) {
 	update := os.Getenv("MIRAGE_UPDATE_RESULTS") == "1"
 	if os.Getenv("MIRAGE_CALIBRATE") == "" && !update {
-		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the openb trace")
+		t.Skip("set MIRAGE_CALIBRATE=1 (or MIRAGE_UPDATE_RESULTS=1) to calibrate on the openb trace") // opt-in, never in CI: writes docs/results/calibration-openb.md
 	}
-	dir := filepath.Join(testenv.SharedTraces(t), "alibaba-pai-openb-2023")
-	pods, nodeList := filepath.Join(dir, "openb_pod_list_default.csv"), filepath.Join(dir, "openb_node_list_all_node.csv")
+	pods, nodeList := testenv.SharedTrace(t, "alibaba-pai-openb-2023/openb_pod_list_default.csv"), testenv.SharedTrace(t, "alibaba-pai-openb-2023/openb_node_list_all_node.csv")
 	r, err := traces.Open(pods, traces.Options{})
 	if err != nil {
-		t.Skipf("openb trace unavailable: %v", err)
+		t.Fatal(err)
 	}
 	var jobs []traces.Job
 	for j, err := range traces.All(r) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +12,13 @@ import (
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// loadLS6 reads the shared LS6 cut, or skips.
+// loadLS6 reads the shared LS6 cut (testenv.SharedTrace: skipped without
+// it outside CI).
 func loadLS6(tb testing.TB) []traces.Job {
 	tb.Helper()
-	dir := testenv.SharedTraces(tb)
-	r, err := traces.Open(filepath.Join(dir, "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz"), traces.Options{})
+	r, err := traces.Open(testenv.SharedTrace(tb, testenv.LS6), traces.Options{})
 	if err != nil {
-		tb.Skipf("LS6 trace unavailable: %v", err)
+		tb.Fatal(err)
 	}
 	defer r.Close()
 	var jobs []traces.Job

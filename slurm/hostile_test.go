@@ -242,7 +242,7 @@ func TestIntegrationHostileRequestFields(t *testing.T) {
 		c.Runner = rr
 	})
 	other := testenv.SecondUser(t)
-	testenv.AsUser(t, other, "sbatch", "--version") // skips where the other user cannot run sbatch
+	testenv.AsUser(t, other, "sbatch", "--version") // the other user must be able to run sbatch (testenv.Require)
 	start := time.Now().Add(-time.Minute)
 	victim := it.submit(provisioner.SubmitRequest{Name: "victim", Script: it.script("victim.sh", "sleep 300"), TimeLimit: 5 * time.Minute})
 	it.waitJob(victim, time.Minute, "running", func(j *provisioner.Job) bool { return j.State == provisioner.StateRunning })

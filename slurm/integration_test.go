@@ -216,13 +216,15 @@ func slurmCtl(conf, action, daemon string) error {
 // sequential; the parallel tests below call t.Parallel() first thing, so
 // within this package they wait until these end.
 
+const outageSkip = "stops slurmctld/slurmdbd for a few seconds, which other tests using the cluster would see: " +
+	"set MIRAGE_TEST_SLURM_OUTAGES=1 (scripts/test.sh runs it alone)"
+
 // needOutages skips a test that stops Slurm daemons unless asked for.
 func needOutages(t *testing.T) {
 	t.Helper()
 	testenv.SlurmConf(t)
 	if os.Getenv("MIRAGE_TEST_SLURM_OUTAGES") != "1" {
-		t.Skip("stops slurmctld/slurmdbd for a few seconds, which other tests using the cluster would see: " +
-			"set MIRAGE_TEST_SLURM_OUTAGES=1 (scripts/test.sh runs it alone)")
+		t.Skip(outageSkip) // not skipped by CI: scripts/test.sh runs them in a pass of their own (22.05, 24.11)
 	}
 }
 
@@ -570,13 +572,18 @@ func TestIntegrationInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// scripts/slurm/slurm.conf.in: node1-4, 8 CPUs and 4 tesla GPUs each, in debug and long.
+	// scripts/slurm/slurm.conf.in: node1-4, 8 CPUs and 4 tesla GPUs each, in
+	// debug and long. cmd/mirage's TestE2EPinnedSuccessorAheadOfYoungerJob
+	// adds a partition of two of them for a minute, named mirage-e2e-*: not
+	// the configuration's, left out.
 	if len(nodes) != 4 {
 		t.Fatalf("%d nodes, want 4", len(nodes))
 	}
+	configured := func(name string) bool { return !strings.HasPrefix(name, "mirage-e2e-") }
 	for _, n := range nodes {
 		// A node's partitions come in no fixed order on 25.05 (and as [long debug] on 24.11).
-		if n.CPUs != 8 || n.GPUs != 4 || n.GPUType != "tesla" || !slices.Equal(slices.Sorted(slices.Values(n.Partitions)), []string{"debug", "long"}) ||
+		parts := slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(n.Partitions), func(p string) bool { return !configured(p) })))
+		if n.CPUs != 8 || n.GPUs != 4 || n.GPUType != "tesla" || !slices.Equal(parts, []string{"debug", "long"}) ||
 			n.GPUsUsed < 0 || n.GPUsUsed > 4 {
 			t.Errorf("node %+v", n)
 		}
@@ -585,6 +592,7 @@ func TestIntegrationInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	parts = slices.DeleteFunc(parts, func(p Partition) bool { return !configured(p.Name) })
 	if len(parts) != 2 || parts[0].Name != "debug" || !parts[0].Default || parts[0].MaxTime != 5*time.Minute ||
 		parts[1].Name != "long" || parts[1].MaxTime != time.Hour || parts[1].GPUsPerNode != 4 {
 		t.Errorf("partitions %+v", parts)
@@ -654,7 +662,7 @@ func TestIntegrationHostileNameAndComment(t *testing.T) {
 		cmd.Env = append(os.Environ(), "SLURM_CONF="+it.conf)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Skipf("sbatch refused the hostile name (%v: %s): nothing to check", err, out)
+			t.Skipf("sbatch refused the hostile name (%v: %s): nothing to check", err, out) // not a missing resource: a release that refuses the name leaves nothing to read
 		}
 		id, err := ParseSbatch(out)
 		if err != nil {

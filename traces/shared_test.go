@@ -1,16 +1,17 @@
 package traces
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 )
 
-// ls6Path returns the shared LS6 trace, or skips.
+// ls6Path returns the shared LS6 trace (testenv.SharedTrace: skipped
+// without it outside CI).
 func ls6Path(t testing.TB) string {
-	return filepath.Join(testenv.SharedTraces(t), "tacc-ls6-a100", "ls6-a100-until-2023-03-01.log.gz")
+	t.Helper()
+	return testenv.SharedTrace(t, testenv.LS6)
 }
 
 func TestSharedLS6(t *testing.T) {
@@ -66,7 +67,7 @@ func TestSharedLS6Stats(t *testing.T) {
 }
 
 func TestSharedSWF(t *testing.T) {
-	p := filepath.Join(testenv.SharedTraces(t), "pwa-swf", "NASA-iPSC-1993-3.1-cln.swf.gz")
+	p := testenv.SharedTrace(t, "pwa-swf/NASA-iPSC-1993-3.1-cln.swf.gz")
 	r, err := Open(p, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +92,7 @@ func TestSharedSWF(t *testing.T) {
 }
 
 func TestSharedOpenB(t *testing.T) {
-	dir := filepath.Join(testenv.SharedTraces(t), "alibaba-pai-openb-2023")
-	jobs, r := readAll(t, filepath.Join(dir, "openb_pod_list_default.csv"), Options{})
+	jobs, r := readAll(t, testenv.SharedTrace(t, "alibaba-pai-openb-2023/openb_pod_list_default.csv"), Options{})
 	if r.Format() != FormatOpenB {
 		t.Fatalf("sniffed %q", r.Format())
 	}
@@ -109,7 +109,7 @@ func TestSharedOpenB(t *testing.T) {
 	if len(jobs) != 8152 || gpu != 7064 || pending != 897 {
 		t.Errorf("%d pods, %d GPU pods, %d unscheduled; want 8152, 7064, 897", len(jobs), gpu, pending)
 	}
-	nodes, err := ReadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
+	nodes, err := ReadNodes(testenv.SharedTrace(t, "alibaba-pai-openb-2023/openb_node_list_gpu_node.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,11 @@ import (
 // per job over several cycles); mirage recover registers nothing of them.
 // Without the owner checks the daemon adopted the forged segment 1 (see
 // provisioner's TestForeignTaggedJobsIgnored, self=""). The second user is
-// added by scripts/slurm-up.sh when it runs as root.
+// added by scripts/slurm-up.sh (testenv.SecondUser).
 func TestE2EForeignTags(t *testing.T) {
 	e := newE2E(t)
 	other := testenv.SecondUser(t)
-	asUser(t, other, "sbatch", "--version") // skips here, before anything is submitted, where the other user cannot run sbatch
+	asUser(t, other, "sbatch", "--version") // before anything is submitted: the other user must be able to run sbatch
 	t.Parallel()
 	// reactive: the successor waits for segment 0 to end, so a forged
 	// segment 1 stands alone while segment 0 runs.

@@ -84,7 +84,7 @@ func checkRanOriginal(t *testing.T, e *e2eEnv, id, name, original string) {
 func TestE2EScriptSwappedInProjectDir(t *testing.T) {
 	e := newE2E(t)
 	other := testenv.SecondUser(t)
-	testenv.AsUser(t, other, "sbatch", "--version") // skips where the other user cannot run the commands
+	testenv.AsUser(t, other, "sbatch", "--version") // the other user must be able to run the commands (testenv.Require)
 	t.Parallel()
 	u, err := user.Lookup(other)
 	if err != nil {

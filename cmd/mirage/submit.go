@@ -159,7 +159,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
 		return err
 	}
-	if models.UsesModel(ch.Policy) { // the daemon decides with the model submit checked, from wherever it runs
+	if models.ParseRef(ch.Policy).UsesModel() { // the daemon decides with the model submit checked, from wherever it runs
 		if ch.Models, err = filepath.Abs(o.policy.dir(o.f)); err != nil {
 			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--models: %w", err))
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/xgb"
@@ -37,13 +38,12 @@ var (
 	trainCode int
 )
 
-// needXGBoost skips a test that trains xgb or wait models in a build
-// without libxgboost (go test without -tags xgboost; make test has it).
+// needXGBoost requires the xgboost build of a test that trains xgb or wait
+// models (testenv.XGBoost: go test without -tags xgboost skips it, or
+// fails it in CI).
 func needXGBoost(t *testing.T) {
 	t.Helper()
-	if !xgb.CanTrain {
-		t.Skip("trains xgb/wait models: needs the xgboost build tag and libxgboost (make test)")
-	}
+	testenv.XGBoost(t, xgb.CanTrain)
 }
 
 func trainedFixture(t *testing.T) trainFixture {
@@ -334,7 +334,7 @@ func (failingCluster) Snapshot(context.Context) (*provisioner.Snapshot, error) {
 // and still trains what does not need it as far as reading the trace.
 func TestTrainWithoutLibXGBoost(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a second mirage")
+		t.Skip("builds a second mirage") // never in CI: make test does not pass -short
 	}
 	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "mirage-nolib")

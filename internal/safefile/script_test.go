@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
 )
 
 // hiScript and its hash, worked out with sha256sum:
@@ -111,9 +113,7 @@ func TestReadScriptRefuses(t *testing.T) {
 // Another user's file, or a sticky directory another user owns: needs
 // root to make (chown).
 func TestReadScriptRefusesOtherUsers(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give files to another uid")
-	}
+	testenv.NeedRoot.Require(t, os.Geteuid() == 0) // to give files to another uid
 	const nobody = 65534
 	d := privateDir(t)
 	theirs := filepath.Join(d, "theirs.sbatch")

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirage-gpu/mirage/internal/testenv"
 )
 
 // openErr opens dir and returns the error, closing a store that opened.
@@ -109,9 +111,7 @@ func TestTryLockRefusesSymlink(t *testing.T) {
 
 // Files and directories owned by another user are refused (needs root to chown).
 func TestRefusesOtherOwner(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to give files to another uid")
-	}
+	testenv.NeedRoot.Require(t, os.Geteuid() == 0) // to give files to another uid
 	const nobody = 65534
 	t.Run("lock", func(t *testing.T) {
 		dir := t.TempDir()

@@ -140,7 +140,7 @@ func BenchmarkTrainPolicy(b *testing.B) {
 func BenchmarkDecideLS6(b *testing.B) {
 	dir := os.Getenv("MIRAGE_MODELS")
 	if dir == "" {
-		b.Skip("set MIRAGE_MODELS to a models directory")
+		b.Skip("set MIRAGE_MODELS to a models directory") // opt-in, never in CI: measures models trained elsewhere
 	}
 	_, jobs := ls6Jobs(b)
 	sc, err := scenario.NewScenario("ls6", jobs, sim.LS6())

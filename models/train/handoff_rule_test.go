@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/xgb"
@@ -52,9 +53,7 @@ func TestConformalShift(t *testing.T) {
 // training workload and no other, a QBETS floor at the same quantile. xgb-online for that cost keeps it,
 // guard off and thresholds fixed. The published cost keeps its tuned rule.
 func TestHandOffRuleTrained(t *testing.T) {
-	if !xgb.CanTrain {
-		t.Skip(xgb.ErrNoXGBoost)
-	}
+	testenv.XGBoost(t, xgb.CanTrain)
 	train, _ := testSplit(t)
 	cost, err := provisioner.WorkloadCost(provisioner.WorkloadTraining)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/xgb"
 )
@@ -17,9 +18,7 @@ import (
 // whose probabilities equal the trained one's on every validation tick.
 // Without its guard directory the registry refuses it, saying what to do.
 func TestOnlineModelRoundTrip(t *testing.T) {
-	if !xgb.CanTrain {
-		t.Skip("needs libxgboost")
-	}
+	testenv.XGBoost(t, xgb.CanTrain)
 	train, valid := testSplit(t)
 	m, guard, err := fitOnlineModels(train, valid, PolicyTrainOptions{Seed: 1})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
@@ -67,9 +68,7 @@ var (
 // (pg 299–528, dqn 443–607 against 654).
 func testPolicies(t testing.TB) map[string]models.Model {
 	t.Helper()
-	if !xgb.CanTrain {
-		t.Skip(xgb.ErrNoXGBoost) // before training the others, which would be thrown away
-	}
+	testenv.XGBoost(t, xgb.CanTrain) // before training the others, which would be thrown away
 	train, valid := testSplit(t)
 	testPolicyOnce.Do(func() {
 		testPolicyModels = map[string]models.Model{}
@@ -86,9 +85,6 @@ func testPolicies(t testing.TB) map[string]models.Model {
 			testPolicyModels[name] = m
 		}
 	})
-	if errors.Is(testPolicyErr, xgb.ErrNoXGBoost) {
-		t.Skip(testPolicyErr)
-	}
 	if testPolicyErr != nil {
 		t.Fatal(testPolicyErr)
 	}

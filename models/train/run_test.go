@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/sim"
@@ -48,9 +49,7 @@ func TestRunRefusesBadSpecs(t *testing.T) {
 // TestTargetOnlyForPolicies: the xgb regression target is checked only
 // when a policy is trained (the wait model ignores it).
 func TestTargetOnlyForPolicies(t *testing.T) {
-	if err := CheckBuild([]string{"xgb", WaitModel}); err != nil {
-		t.Skipf("needs the xgboost build: %v", err)
-	}
+	testenv.XGBoost(t, CheckBuild([]string{"xgb", WaitModel}) == nil)
 	s := Spec{Out: t.TempDir(), WaitReplicas: 1, Cluster: sim.LS6(), TraceName: "empty"}
 	s.Models, s.Target = []string{WaitModel}, "both"
 	if err := s.Validate(); err != nil {

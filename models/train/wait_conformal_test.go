@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/xgb"
@@ -56,9 +57,7 @@ func TestWaitIntervalCalibrated(t *testing.T) {
 	cover := func(o WaitTrainOptions) (float64, string) {
 		o.Seed = 1
 		w, _, err := TrainWaitPredictor(train, nil, o)
-		if errors.Is(err, xgb.ErrNoXGBoost) {
-			t.Skip(err)
-		}
+		testenv.XGBoost(t, !errors.Is(err, xgb.ErrNoXGBoost))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
 	"github.com/mirage-gpu/mirage/models/features"
@@ -36,9 +37,7 @@ func TestWaitPredictorOnSimulatedJobs(t *testing.T) {
 		p.Rounds = 100
 		return p
 	}})
-	if errors.Is(err, xgb.ErrNoXGBoost) {
-		t.Skip(err)
-	}
+	testenv.XGBoost(t, !errors.Is(err, xgb.ErrNoXGBoost))
 	if err != nil {
 		t.Fatal(err)
 	}

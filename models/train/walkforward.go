@@ -202,7 +202,7 @@ type WFSpec struct {
 	Baselines []string
 	// Replayed are learned policies played by Replay, as the daemon runs
 	// them (through the engine, so that they may pin: NAME-pin,
-	// models.PinnedBase), each period with its model fitted once on the
+	// models.ParseRef), each period with its model fitted once on the
 	// chains known at the period's start (FitFolds; the published cost).
 	// An online rule learns only from hand-offs the replay has seen end.
 	Replayed []string
@@ -281,10 +281,7 @@ func fitReplayed(s WFSpec, f Fold) (provisioner.PolicyFactory, error) {
 	o := PolicyTrainOptions{Seed: s.Seed, Protocol: s.Protocol, Meta: models.Meta{Windows: models.Windows{TrainUntil: f.Start}}}
 	built := map[string]provisioner.Policy{}
 	for _, name := range s.Replayed {
-		base := name
-		if b, ok := models.PinnedBase(name); ok {
-			base = b
-		}
+		base := models.ParseRef(name).Base
 		fm, err := fitFold(base, f, o)
 		var mp *models.ModelPolicy
 		if err == nil {
@@ -394,7 +391,7 @@ type WFResult struct {
 	Folds    []FoldInfo  `json:"folds"`
 	Outcomes []WFOutcome `json:"-"`
 	Rows     []WFRow     `json:"rows"`
-	Pick     string      `json:"pick"` // the deployable policy (models.UsesModel) with the lowest pooled mean |gap|
+	Pick     string      `json:"pick"` // the deployable policy (models.Ref.UsesModel) with the lowest pooled mean |gap|
 	// Best is the scored policy with the lowest pooled mean |gap|, whether
 	// or not `mirage submit` can run it yet (NAME-noharm, xgb-nohold and
 	// imitate exist only in the walk-forward).
@@ -431,7 +428,7 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 		return nil, mark(ErrSpec, fmt.Errorf("walk-forward: retrain every %s: want 0 (once per period) or at least 1h", s.Retrain))
 	}
 	for _, p := range s.Replayed {
-		if !models.UsesModel(p) {
+		if !models.ParseRef(p).UsesModel() {
 			return nil, mark(ErrSpec, fmt.Errorf("walk-forward: %w %q to replay (want a learned policy or its pinned form NAME%s)", models.ErrUnknownPolicy, p, models.PinSuffix))
 		}
 		if slices.Contains(s.Policies, p) {
@@ -499,7 +496,7 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 		if best < 0 || r.MeanAbsGap < best {
 			res.Best, best = r.Policy, r.MeanAbsGap
 		}
-		if models.UsesModel(r.Policy) && (pick < 0 || r.MeanAbsGap < pick) {
+		if models.ParseRef(r.Policy).UsesModel() && (pick < 0 || r.MeanAbsGap < pick) {
 			res.Pick, pick = r.Policy, r.MeanAbsGap
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models/dataset"
 )
 
@@ -67,9 +68,7 @@ func TestRetrainFolds(t *testing.T) {
 	// Nightly refits stay at local midnight across the end of daylight
 	// saving time (6 November 2022 in Chicago has 25 hours).
 	chi, err := time.LoadLocation("America/Chicago")
-	if err != nil {
-		t.Skip(err)
-	}
+	testenv.Require(t, err == nil, "the time zone America/Chicago", "install the tzdata package")
 	nov6 := time.Date(2022, 11, 6, 0, 0, 0, 0, chi)
 	if got, want := retrainAfter(nov6, 24*time.Hour), time.Date(2022, 11, 7, 0, 0, 0, 0, chi); !got.Equal(want) {
 		t.Errorf("nightly refit after %s: %s, want %s", nov6, got, want)

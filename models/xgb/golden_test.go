@@ -22,7 +22,7 @@ var updateGolden = flag.Bool("update", false, "rewrite golden files in testdata/
 // the untagged TestXGBGolden then checks leaves against it without libxgboost.
 func TestXGBGoldenUpdate(t *testing.T) {
 	if !*updateGolden {
-		t.Skip("run with -update to regenerate testdata/xgb-small")
+		t.Skip("run with -update to regenerate testdata/xgb-small") // opt-in, never in CI: rewrites the golden files TestXGBGolden checks
 	}
 	const w = 6
 	X, _, yCls := testobs.Synth(500, w, 11)

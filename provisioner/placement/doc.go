@@ -13,6 +13,12 @@
 // job-size Mix that frag-aware and Fragmentation measure against is learned
 // from jobs (LearnMix, MixFromJobs) over a power-of-two default.
 //
+// Files follow the pipeline: demand.go (what a job asks), state.go (the
+// cluster), filter.go (which nodes may take it, and why not), score.go (how
+// a node's GPUs are chosen and candidates compared), place.go (Place: the
+// pipeline and its explanations), frag.go (the job-size mix and the
+// fragmentation measure), memo.go (figures kept between placements).
+//
 // The package is pure: no I/O, no clock, no randomness. It imports only the
 // provisioner's types; quotas, borrowing and reclaim live in package team.
 package placement

@@ -12,7 +12,9 @@
 # the pinned package version) and unpacked into $DEST (seconds) on later runs.
 # 25.05: SchedMD's release tarball (slurm-25.05.8.tar.gz from ../shared/slurm-newer
 # or $SLURM_TARBALL), configured with --enable-multiple-slurmd, built under
-# `nice -n 19` and installed into $CACHE/slurm-25.05.8 (the key is the version).
+# `nice -n 19` and installed into /var/cache/mirage/slurm-25.05.8 as root (so
+# that other users can run it), $CACHE/slurm-25.05.8 otherwise (the key is
+# the version; MIRAGE_SLURM25_PREFIX overrides the place).
 set -euo pipefail
 REL="${1:?usage: install.sh 24.11|25.05 [--cached-only]}"
 CACHED_ONLY="${2:-}"
@@ -95,8 +97,18 @@ case "$REL" in
   echo "$DEST"
   ;;
 25.05)
+  # The prefix is built into the binaries (rpath, plugin dir), and the
+  # two-user tests' second user runs them: as root the build goes under
+  # /var/cache/mirage, which every user can enter, not under root's home
+  # (0700), where the second user could run no command and the two-user
+  # tests could not run on 25.05. MIRAGE_SLURM25_PREFIX overrides it.
   prefix="$CACHE/slurm-$SLURM_SRC_VERSION"
+  [ "$(id -u)" -eq 0 ] && prefix="/var/cache/mirage/slurm-$SLURM_SRC_VERSION"
+  prefix="${MIRAGE_SLURM25_PREFIX:-$prefix}"
   if [ -x "$prefix/sbin/slurmctld" ] && [ -f "$prefix/.complete" ]; then echo "$prefix"; exit 0; fi
+  if [ "$prefix" != "$CACHE/slurm-$SLURM_SRC_VERSION" ] && [ -f "$CACHE/slurm-$SLURM_SRC_VERSION/.complete" ]; then
+    log "the build in $CACHE/slurm-$SLURM_SRC_VERSION is one other users cannot run (root's home): it is built again into $prefix (remove the old one)"
+  fi
   [ "$CACHED_ONLY" = --cached-only ] && { log "not cached ($prefix)"; exit 3; }
   tarball="${SLURM_TARBALL:-}"
   for t in "$tarball" "$HERE/../../../shared/slurm-newer/slurm-$SLURM_SRC_VERSION.tar.gz" \
@@ -116,6 +128,7 @@ case "$REL" in
   log "building from $tarball under nice -n 19 (about 16 minutes on 2 cores); log in $work/build.log"
   t0=$(date +%s)
   rm -rf "$prefix"
+  mkdir -p -m 0755 "$(dirname "$prefix")"
   # --enable-multiple-slurmd: several `slurmd -N` on one host.
   (cd "$work" && nice -n 19 ./configure --prefix="$prefix" --sysconfdir="$prefix/etc" --disable-debug \
       --enable-multiple-slurmd --with-json --with-munge --with-mysql_config=/usr/bin &&

@@ -13,7 +13,7 @@ REL="${1:?usage: test.sh 24.11|25.05}"
 HERE="$(cd "$(dirname "$0")" && pwd)"
 cd "$HERE/../.."
 export MIRAGE_TEST_DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}"
-GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
+GOTAGS="${GOTAGS-libsqlite3 xgboost}" # as given, even empty (scripts/test.sh)
 t0=$(date +%s)
 echo "== slurm $REL: bring-up"
 "$HERE/up.sh" "$REL"

@@ -77,7 +77,8 @@ EOS
   # inside the chroot too, where slurmd starts its jobs.
   u2="${MIRAGE_TEST_SECOND_USER:-mirageb}"
   if [ "$(id -u)" -eq 0 ]; then
-    id "$u2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$u2" || true
+    id "$u2" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$u2" \
+      || id "$u2" >/dev/null 2>&1 || { log "ERROR: could not add the second test user $u2"; exit 1; }
     for db in passwd group; do
       line="$(getent "$db" "$u2" || true)"
       if [ -n "$line" ] && ! grep -q "^$u2:" "$ROOT/etc/$db"; then echo "$line" >> "$ROOT/etc/$db"; fi
