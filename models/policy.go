@@ -378,11 +378,12 @@ func WithFallback(f provisioner.PolicyFactory, fallback string, warn func(name s
 	}
 	return func(name string) (provisioner.Policy, error) {
 		p, err := buildRecovering(f, name)
-		if !UsesModel(name) {
+		ref := ParseRef(name)
+		if !ref.UsesModel() {
 			return p, err
 		}
 		fbName := fallback
-		if _, pinned := PinnedBase(name); pinned {
+		if ref.Pinned {
 			fbName = provisioner.PolicyPin
 		}
 		fb, ferr := f(fbName)
