@@ -565,6 +565,19 @@ func (e *ScriptRefusedError) Is(target error) bool {
 	return target == ErrScriptRefused || target == provisioner.ErrNotSubmitted
 }
 
+// notSubmittedError is a Submit failure in which sbatch never reached the
+// controller (its connection failed, retries spent): it matches
+// provisioner.ErrNotSubmitted, so the engine gives the intent up at once
+// instead of waiting the submission grace for a job that cannot exist,
+// and still matches what it wraps (ErrControllerDown, ErrUnavailable).
+type notSubmittedError struct{ err error }
+
+func (e *notSubmittedError) Error() string {
+	return e.err.Error() + " (sbatch never reached the controller: nothing was submitted)"
+}
+func (e *notSubmittedError) Unwrap() error        { return e.err }
+func (e *notSubmittedError) Is(target error) bool { return target == provisioner.ErrNotSubmitted }
+
 // Submit implements provisioner.Cluster with `sbatch --parsable` and the
 // argument list from SbatchArgs. With Config.ScriptDir set, the script
 // must be an intact copy there (safefile.CheckFrozen), checked just before
@@ -576,7 +589,8 @@ func (e *ScriptRefusedError) Is(target error) bool {
 // ("Socket timed out") the job may exist although no id came back;
 // submitting again could run the segment twice. The error is returned
 // instead, and the caller (the chains layer) finds and adopts the job by
-// the tag in its comment (provisioner.Tag) on its next pass.
+// the tag in its comment (provisioner.Tag) on its next pass. A connect
+// failure that outlasts the retries matches provisioner.ErrNotSubmitted.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
 	if dir := c.cfg.ScriptDir; dir != "" {
 		if _, err := safefile.CheckFrozen(dir, req.Script); err != nil {
@@ -604,6 +618,9 @@ func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (str
 			if reason := rejection(ce.raw); reason != "" {
 				return "", &RejectedError{Reason: reason, Stderr: string(ce.raw)}
 			}
+		}
+		if ce != nil && connectFailed(ce.raw) && !sentMaybe(ce.raw) {
+			return "", &notSubmittedError{err: err}
 		}
 		return "", err
 	}
