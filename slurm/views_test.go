@@ -129,3 +129,38 @@ func TestNewFailsClosedWithoutUser(t *testing.T) {
 		t.Errorf("Self alice: %v, %v; want a client that owns alice's jobs only", c, err)
 	}
 }
+
+// TestOwnNewlineNameHidesNoSegment (#50): a job of the user's own named
+// "a\nb" splits its line of sacct's text (names and comments are read for
+// the user's jobs only) into fragments that do not parse. With no mirage
+// tag in them they cannot hide a segment, and the history stays complete:
+// before, every such job in the 24 h window made it incomplete, and a
+// segment whose submission left no job was never given up (the crash e2e
+// test stalled after a crash before sbatch). A tagged record split the same
+// way still makes it incomplete.
+func TestOwnNewlineNameHidesNoSegment(t *testing.T) {
+	now := time.Date(2026, 11, 23, 6, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		comment  string
+		complete bool
+	}{
+		{"", true},
+		{"mirage:c-1/1.0", false},
+	} {
+		odd := sacctJob("55", "alice", "a\nb", tc.comment)
+		seg := sacctJob("40", "alice", "train", "mirage:c-1/0.0")
+		r := &viewRunner{live: &renderQueue{userCol: "UserName"}, history: &renderQueue{userCol: "User", jobs: []map[string]string{odd, seg}}}
+		c, _ := forgeClient(t, r)
+		hist, err := c.History(context.Background(), now.Add(-24*time.Hour))
+		if tc.complete != (err == nil) || !tc.complete && !errors.Is(err, provisioner.ErrIncomplete) {
+			t.Errorf("comment %q: History: %v; want complete %v", tc.comment, err, tc.complete)
+		}
+		found := false
+		for _, j := range hist {
+			found = found || j.ID == "40" && j.Comment == "mirage:c-1/0.0"
+		}
+		if !found {
+			t.Errorf("comment %q: job 40 with its tag not read: %+v", tc.comment, hist)
+		}
+	}
+}
