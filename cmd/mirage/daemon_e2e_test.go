@@ -443,10 +443,10 @@ func TestE2ECrashes(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	start := time.Now().Add(-time.Minute)
-	// Each segment works 25 s and exits 0: with --segments 6 the chain
-	// continues (6 segments leave spare submissions for the named points,
-	// and time for the random kills while the chain runs).
-	const segments = 6
+	// Each segment works 25 s and exits 0: with --segments 10 the chain
+	// continues (10 segments leave spare submissions for the named points,
+	// and about 5 minutes for the random kills while the chain runs).
+	const segments = 10
 	const wantKills = 50 // random SIGKILLs, the named points apart
 	script := e.script(t, "mirage-e2e-crash", "sleep 25")
 	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", strconv.Itoa(segments), "--policy", "reactive")
@@ -464,22 +464,18 @@ func TestE2ECrashes(t *testing.T) {
 	sigkills, whileActive := 0, 0
 	active := true
 	named := map[string]int{"after-submit (submit)": 1}
-	// Runs alternate: a named point, then a SIGKILL at a random instant.
-	// The named points come first in this order, each once (a daemon armed
+	// Runs alternate, a named point, then a SIGKILL at a random instant,
+	// until each named point has come once, in this order (a daemon armed
 	// for a submission point runs until the next submission: the end of
-	// the running segment, or the new submission after an abandoned one),
-	// then at random.
+	// the running segment, or the new submission after an abandoned one);
+	// then SIGKILLs alone.
 	points := []string{provisioner.FaultAfterSubmit, provisioner.FaultBeforeSubmit, provisioner.FaultAfterCommit, provisioner.FaultAfterBookkeeping, "after-lock"}
 	run := 0
 	runOnce := func(pointsToo bool) {
 		var env []string
 		mode := "sigkill"
-		if pointsToo && run%2 == 0 {
-			if run/2 < len(points) {
-				mode = points[run/2]
-			} else {
-				mode = points[rng.IntN(len(points))]
-			}
+		if pointsToo && run%2 == 0 && run/2 < len(points) {
+			mode = points[run/2]
 			env = append(env, "MIRAGE_TEST_CRASH_AT="+mode)
 		}
 		run++
@@ -513,7 +509,7 @@ func TestE2ECrashes(t *testing.T) {
 			}
 		}
 	}
-	cj := e.waitDone(t, id, 10*time.Minute, func() { runOnce(true) })
+	cj := e.waitDone(t, id, 12*time.Minute, func() { runOnce(true) })
 	active = false
 	for sigkills < wantKills { // the chain finished early: keep killing daemons to reach the count
 		runOnce(false)
