@@ -9,7 +9,7 @@ BIN := bin/mirage
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/mirage-gpu/mirage/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build install deps test test-slurm25 unit demo bench bench-results bench-replay results docs lint fuzz vulncheck clean
+.PHONY: all build install deps test test-slurm25 unit demo bench bench-results bench-replay bench-real-slurm results docs lint fuzz vulncheck clean
 
 all: build
 
@@ -63,6 +63,17 @@ bench-results:
 # (benchstat, one core and default GOMAXPROCS): docs/results/replay-speed.md.
 bench-replay:
 	GOTAGS="$(GOTAGS)" BENCHSTAT="$(CACHE)/bin/benchstat" ./scripts/bench-replay.sh
+
+# The real scheduler in the loop (issue 46): chains driven by mirage on the
+# loopback Slurm (32 nodes; 22.05, then 24.11, building its chroot once)
+# under a time-scaled LS6 slice, and the simulator on the same jobs:
+# docs/results/real-slurm.md. About three hours (12 runs of 12–14 min, and
+# the learned default trained per setting); records and models under
+# $(MIRAGE_TEST_DIR)/bench-real-slurm (MIRAGE_BENCH_RESIMULATE=1 replays them
+# without Slurm after a change to the simulator).
+bench-real-slurm:
+	./scripts/deps.sh
+	MIRAGE_BENCH_REAL_SLURM=1 MIRAGE_UPDATE_RESULTS=1 $(GO) test -tags "$(GOTAGS)" -count=1 -v -timeout 5h -run 'TestBenchRealSlurm$$' ./eval/realslurm/
 
 # Every results page (docs/results), each by the test or script that measures
 # it, from a clean tree (a dirty one refuses); PAGES="walk-forward ..." for some.

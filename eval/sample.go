@@ -7,10 +7,7 @@
 // intervals, reports, the merge of job-array cells) reads only Samples and
 // the run's Provenance, so a report can be rebuilt from its JSON.
 //
-// The packing evaluation stands apart (pack*.go): Pack replays pod arrivals
-// onto a placement.State under one placement policy and measures GPU
-// fragmentation as the ATC'23 work does; RunPack runs it on openb node and
-// pod lists for "mirage pack-eval" and docs/results/packing.md.
+// The packing evaluation is package eval/pack.
 package eval
 
 import "time"

@@ -487,7 +487,7 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 			errs = append(errs, fmt.Errorf("the default policy %s cannot be used (%v); retrain its model with mirage train --model %s, or pass --policy", n, err, base))
 		}
 	}
-	if len(errs) > 0 {
+	if len(errs) > 0 && fallback != "" {
 		errs = append(errs, fmt.Errorf("this chain uses %s", fallback))
 	}
 	return fallback, errors.Join(errs...)
@@ -517,11 +517,33 @@ const DefaultPinned = DefaultLearned + PinSuffix
 // starts successors up to that budget early (hours of both copies
 // serving).
 func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
+	name, _, warn = DefaultPolicyForSite(cl, policies, workload, "", nil)
+	return name, warn
+}
+
+// DefaultPolicyForSite is DefaultPolicyFor on a site of the given class
+// (sim.SiteClass, "" when unknown), with why in words: on a backend that
+// can lift a pending job's node list, a chain that is no service takes
+// the first policy ranking lists for the class that policies can build
+// (SiteRanking.Choose: the ranking measured on the site grid); where the
+// class is unknown or unranked, or none of its policies can be built,
+// DefaultPolicyFor's choice.
+func DefaultPolicyForSite(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload, class string, ranking *SiteRanking) (name, why string, warn error) {
 	if _, ok := cl.(provisioner.Unpinner); !ok {
-		return DefaultPolicy(policies)
+		name, warn = DefaultPolicy(policies)
+		return name, "this backend cannot lift a pending job's node list: " + DefaultLearned + " when trained, else xgb, else lead", warn
 	}
 	if workload == provisioner.WorkloadService {
-		return provisioner.PolicyPin, nil
+		return provisioner.PolicyPin, "a service: pin starts more successors without downtime than lead at no more overlap (whole-run.md)", nil
 	}
-	return firstBuildable(policies, []string{DefaultPinned, fallbackLearned + PinSuffix}, provisioner.PolicyPin)
+	if class != "" && ranking != nil {
+		if name, why, ok, warn := ranking.Choose(class, policies); ok {
+			return name, why, warn
+		}
+		why = fmt.Sprintf("site class %s has no ranked policy that can run here", class)
+	} else {
+		why = "the site's settings are not known"
+	}
+	name, warn = firstBuildable(policies, []string{DefaultPinned, fallbackLearned + PinSuffix}, provisioner.PolicyPin)
+	return name, why + ": " + DefaultPinned + " when trained, else xgb-pin, else pin", warn
 }

@@ -31,6 +31,11 @@ type Chain struct {
 	// mirage's directory first and MIRAGE_BIN, mirage's absolute path.
 	Env    map[string]string
 	Policy string // submission policy name
+	// PolicyWhy says why mirage chose Policy: the site's default (the
+	// ranking measured for its scheduler settings), which the daemon
+	// chooses again when the site's settings or the trained models change.
+	// "" when the user named the policy.
+	PolicyWhy string
 	// Models is the directory of the learned policy's model, recorded by
 	// submit ("" = wherever the daemon looks): the model that decided at
 	// submit decides for the whole chain, whoever runs the daemon.

@@ -14,7 +14,7 @@
 //
 // Team rules and placement live in the subpackages team (quota, borrowing,
 // reclaim; it implements Rules) and placement (where a job goes, and GPU
-// fragmentation); the packing replay behind mirage pack-eval is eval.Pack.
+// fragmentation); the packing replay behind mirage pack-eval is pack.Run.
 // This package imports neither: the engine consults team rules only
 // through the Rules port.
 //

@@ -63,6 +63,7 @@ const (
 	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
 	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
 	EventWorkDone   EventKind = "work-done"   // a segment's job said the work is finished (mirage done); Time: when it said so
+	EventPolicy     EventKind = "policy"      // mirage chose the chain's policy again (the site's default changed; Detail: from, to, why)
 )
 
 // Event is one entry of the event log: what happened to a chain's jobs, as

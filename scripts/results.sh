@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
-ALL="fidelity calibration calibration-openb wait-recorded walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed"
+ALL="fidelity calibration calibration-openb wait-recorded site-grid walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed real-slurm"
 PAGES="${PAGES:-$ALL}"
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -38,6 +38,9 @@ page() { # NAME: regenerate one page
     calibration) gotest ./sim/ TestCalibrateLS6 MIRAGE_CALIBRATE=1 ;;
     calibration-openb) gotest ./sim/ TestCalibrateOpenB MIRAGE_CALIBRATE=1 ;;
     wait-recorded) gotest ./models/train/ TestWaitAgainstRecordedLS6 MIRAGE_WAIT_RECORDED=1 ;;
+    # The site grid's cells (issue 45), one process each, kept where the
+    # walk-forward, whole-run and pin-november pages' tests read them.
+    site-grid) scripts/site-grid.sh ;;
     walk-forward) gotest ./eval/ TestWalkForwardLS6 MIRAGE_WALKFORWARD=1 ;;
     whole-run) gotest ./eval/ TestWholeRunLS6 MIRAGE_WHOLERUN=1 ;;
     pin-november) gotest ./eval/ TestPinNovemberLS6 MIRAGE_HELDOUT=1 ;;
@@ -48,12 +51,13 @@ page() { # NAME: regenerate one page
       "$bin" train --trace ../shared/traces/tacc-ls6-a100/ls6-a100-until-2023-03-01.log.gz \
         --model xgb,xgb-online,rf-xgb --out ls6-models --train-until 2023-02-01 --until 2023-02-27
       gotest ./eval/ TestAcceptanceLS6 MIRAGE_ACCEPTANCE="$PWD/ls6-models" ;;
-    packing) gotest ./eval/ TestPackingResults ;;
+    packing) gotest ./eval/pack/ TestPackingResults ;;
     wait-prediction) scripts/results-wait.sh ;;
     sweep) scripts/results-sweep.sh ;;
     performance) GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     nightly-retrain) OUT=docs/results/nightly-retrain.md PKGS=./models/train BENCH=NightlyRetrain COUNT=1 GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     replay-speed) GOTAGS="$GOTAGS" BENCHSTAT="${HOME}/.cache/mirage/bin/benchstat" scripts/bench-replay.sh ;;
+    real-slurm) gotest ./eval/realslurm/ TestBenchRealSlurm MIRAGE_BENCH_REAL_SLURM=1 ;; # its own loopback clusters, about three hours
     *) echo "results: unknown page $1 (pages: $ALL)" >&2; return 2 ;;
   esac
 }

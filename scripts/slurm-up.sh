@@ -2,6 +2,8 @@
 # Start a private Slurm 22.05 cluster on 127.0.0.1 (munged, MariaDB, slurmdbd,
 # slurmctld, 4 slurmd nodes with 4 fake GPUs each) under
 # ${MIRAGE_TEST_DIR:-/tmp/mirage-test}/slurm, and write env.sh there.
+# MIRAGE_SLURM_NODES=N runs N nodes instead (1-64); MIRAGE_SLURM_SCHED_CONF=FILE
+# replaces the scheduling lines (Scheduler*, Priority*) by FILE's.
 # Idempotent: if everything is up it says so; if half up it restarts cleanly.
 set -euo pipefail
 . "$(dirname "$0")/slurm/lib.sh"
@@ -35,5 +37,5 @@ setup_accounting
 start_slurmctld
 start_slurmds
 write_env
-log "up in $(( $(date +%s) - t0 ))s: 4 nodes x 4 GPUs, partitions debug (default, 5 min) and long (60 min)"
+log "up in $(( $(date +%s) - t0 ))s: $NODE_COUNT nodes x 4 GPUs, partitions debug (default, 5 min) and long (60 min)"
 log "use: . $STATE/env.sh"

@@ -363,3 +363,86 @@ func FuzzRejection(f *testing.F) {
 		classify("sbatch", b, nil)
 	})
 }
+
+func FuzzParseConfig(f *testing.F) {
+	addSeeds(f, "scontrol-config-")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := ParseConfig(b)
+		if err != nil {
+			return
+		}
+		if len(m) == 0 {
+			t.Fatal("no setting and no error")
+		}
+		for k, v := range m {
+			if k == "" || strings.ContainsAny(k, " \t\r\n") || v == "(null)" {
+				t.Fatalf("setting %q = %q", k, v)
+			}
+		}
+	})
+}
+
+func FuzzParsePartitionRecords(f *testing.F) {
+	addSeeds(f, "scontrol-partition-")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ps, err := ParsePartitionRecords(b)
+		if err != nil {
+			return
+		}
+		for _, p := range ps {
+			if _, ok := p["PartitionName"]; !ok {
+				t.Fatalf("record without PartitionName: %v", p)
+			}
+		}
+	})
+}
+
+func FuzzParseSacctmgr(f *testing.F) {
+	addSeeds(f, "sacctmgr-")
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if qos, err := ParseQOS(b); err == nil {
+			for _, q := range qos {
+				if q.Name == "" || q.Priority < 0 || q.MaxJobsAccruePerUser < 0 || q.MaxJobsAccruePerAccount < 0 || q.GrpJobsAccrue < 0 {
+					t.Fatalf("QOS %+v", q)
+				}
+			}
+		}
+		if as, err := ParseAssociations(b); err == nil {
+			for _, a := range as {
+				if a.Account == "" || a.MaxJobsAccrue < 0 || a.GrpJobsAccrue < 0 {
+					t.Fatalf("association %+v", a)
+				}
+			}
+		}
+	})
+}
+
+// FuzzSiteSlurmConf: whatever scontrol reported, the slurm.conf rendered
+// is one setting per line, never a value cut or continued by a space, a
+// comment or a line break.
+func FuzzSiteSlurmConf(f *testing.F) {
+	addSeeds(f, "scontrol-partition-")
+	f.Add([]byte("PartitionName=p Nodes=n[1-2] MaxTime=1-00:00:00 State=UP Default=YES\n"))
+	cfg := map[string]string{"PriorityType": "priority/multifactor", "PriorityWeightAge": "1000"}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		parts, err := ParsePartitionRecords(b)
+		if err != nil {
+			return
+		}
+		s := &Site{Cluster: "c", Version: "v", Config: cfg, Partitions: parts, Nodes: []provisioner.Node{{Name: "n1", CPUs: 1, GPUs: 1}}}
+		out, err := s.SlurmConf()
+		if err != nil {
+			return
+		}
+		for i, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+			if i == 0 {
+				continue // the comment naming the cluster
+			}
+			for _, tok := range strings.Fields(l) {
+				if !strings.Contains(tok, "=") || strings.Contains(l, "#") {
+					t.Fatalf("line %q: token %q is no Key=Value", l, tok)
+				}
+			}
+		}
+	})
+}

@@ -770,3 +770,65 @@ func TestIntegrationPinned(t *testing.T) {
 		t.Errorf("predecessor %s: the successor must have started while it ran", p.State)
 	}
 }
+
+// TestIntegrationSite reads the loopback cluster's settings. Expected, from
+// scripts/slurm/slurm.conf.in: priority/multifactor with PriorityWeightAge
+// 1000 and PriorityWeightQOS 1000, PriorityMaxAge left at Slurm's 7-0,
+// sched/backfill with bf_interval=5; partitions debug (default, 5 min) and
+// long (60 min) on node[1-4]; 4 nodes of 4 GPUs; QOS normal of priority
+// 10 (scripts/slurm-up.sh). Limits set here, undone after: the second
+// user's associations MaxJobsAccrue=2, account teama GrpJobsAccrue=5, QOS
+// scavenger NoReserve with MaxJobsAccruePerUser=3 — the second user's
+// default QOS is normal, so its accrual limit is 2, from an association.
+// Not parallel: the limits are the cluster's, seen by every test.
+func TestIntegrationSite(t *testing.T) {
+	it := newITest(t, nil)
+	user := testenv.SecondUser(t)
+	testenv.SacctmgrAdmin(t, it.conf, "modify", "user", user, "set", "MaxJobsAccrue=2")
+	testenv.SacctmgrAdmin(t, it.conf, "modify", "account", "teama", "set", "GrpJobsAccrue=5")
+	testenv.SacctmgrAdmin(t, it.conf, "modify", "qos", "scavenger", "set", "flags=NoReserve", "MaxJobsAccruePerUser=3")
+	t.Cleanup(func() {
+		testenv.SacctmgrAdmin(t, it.conf, "modify", "user", user, "set", "MaxJobsAccrue=-1")
+		testenv.SacctmgrAdmin(t, it.conf, "modify", "account", "teama", "set", "GrpJobsAccrue=-1")
+		testenv.SacctmgrAdmin(t, it.conf, "modify", "qos", "scavenger", "set", "flags=-1", "MaxJobsAccruePerUser=-1")
+	})
+	s, err := it.c.Site(it.ctx, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.AccountingErr != "" {
+		t.Fatalf("accounting unread: %s", s.AccountingErr)
+	}
+	for k, want := range map[string]string{"ClusterName": "mirage", "PriorityType": "priority/multifactor", "PriorityWeightAge": "1000",
+		"PriorityWeightQOS": "1000", "PriorityMaxAge": "7-00:00:00", "SchedulerType": "sched/backfill"} {
+		if s.Config[k] != want {
+			t.Errorf("%s = %q, want %q", k, s.Config[k], want)
+		}
+	}
+	if !strings.Contains(s.Config["SchedulerParameters"], "bf_interval=5") {
+		t.Errorf("SchedulerParameters %q", s.Config["SchedulerParameters"])
+	}
+	if len(s.Partitions) != 2 || s.Partitions[0]["PartitionName"] != "debug" || s.Partitions[0]["Default"] != "YES" || s.Partitions[1]["PartitionName"] != "long" {
+		t.Errorf("partitions %v", s.Partitions)
+	}
+	if len(s.Nodes) != 4 {
+		t.Errorf("%d nodes, want 4", len(s.Nodes))
+	}
+	if n, from := s.AccrueLimit(); n != 2 || !strings.Contains(from, user) {
+		t.Errorf("accrual limit %d from %q, want 2 from the association of %s", n, from, user)
+	}
+	grp, noReserve := 0, false
+	for _, a := range s.Associations {
+		if a.Account == "teama" && a.User == "" {
+			grp = a.GrpJobsAccrue
+		}
+	}
+	for _, q := range s.QOS {
+		if q.Name == "scavenger" {
+			noReserve = slices.Contains(q.Flags, "NoReserve") && q.MaxJobsAccruePerUser == 3
+		}
+	}
+	if grp != 5 || !noReserve {
+		t.Errorf("teama GrpJobsAccrue %d (want 5), scavenger NoReserve with 3 per user %v; QOS %+v", grp, noReserve, s.QOS)
+	}
+}

@@ -289,10 +289,17 @@ func parseSacctRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.
 // A free-text value that itself holds " word=" (a comment such as "a b=c")
 // cannot be told apart from a new key; read such fields from squeue instead.
 func ParseScontrolJob(b []byte) ([]map[string]string, error) {
+	return parseScontrolRecords(b, "JobId", "No jobs in the system")
+}
+
+// parseScontrolRecords parses `scontrol show ENTITY -o` output, one record
+// per line as Key=Value fields, each of which must hold key; a line
+// starting with none (what scontrol prints for an empty list) is skipped.
+func parseScontrolRecords(b []byte, key, none string) ([]map[string]string, error) {
 	var out []map[string]string
 	for i, l := range lines(b) {
 		l = strings.TrimSpace(l)
-		if strings.HasPrefix(l, "No jobs in the system") {
+		if l == "" || strings.HasPrefix(l, none) {
 			continue
 		}
 		m := map[string]string{}
@@ -309,8 +316,8 @@ func ParseScontrolJob(b []byte) ([]map[string]string, error) {
 			m[k] = v
 			last = k
 		}
-		if _, ok := m["JobId"]; !ok {
-			return nil, fmt.Errorf("scontrol: line %d: no JobId in %.80q", i+1, l)
+		if _, ok := m[key]; !ok {
+			return nil, fmt.Errorf("scontrol: line %d: no %s in %.80q", i+1, key, l)
 		}
 		out = append(out, m)
 	}

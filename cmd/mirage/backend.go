@@ -120,7 +120,7 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 // with a warning, so that its chains go on.
 func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
 	fault := faultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f)),
+	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f), pol.lead),
 		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
 }
 
@@ -129,8 +129,9 @@ func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *pr
 // --models, is decided from it; the others from defaultDir), each keeping
 // the models it loaded until their files change, so that a daemon running
 // many cycles reads each model once. A learned policy whose model cannot
-// be loaded is replaced by lead, with a warning, until it can.
-func policyResolver(f *Factory, defaultDir string) provisioner.PolicyResolver {
+// be loaded is replaced by lead, with a warning, until it can. lead > 0
+// is the lead of the lead and pin baselines (daemon --lead; 0: theirs).
+func policyResolver(f *Factory, defaultDir string, lead time.Duration) provisioner.PolicyResolver {
 	warn := func(name string, err error) {
 		slog.Warn("learned policy unavailable: lead decides for its chains until its model is back", "policy", name, "err", err)
 	}
@@ -141,7 +142,7 @@ func policyResolver(f *Factory, defaultDir string) provisioner.PolicyResolver {
 		mu.Lock()
 		pf, ok := byDir[dir]
 		if !ok {
-			pf = models.WithFallback(f.Policies(dir), provisioner.PolicyLead, warn)
+			pf = models.WithFallback(withLead(f.Policies(dir), lead), provisioner.PolicyLead, warn)
 			byDir[dir] = pf
 		}
 		mu.Unlock()
@@ -149,8 +150,35 @@ func policyResolver(f *Factory, defaultDir string) provisioner.PolicyResolver {
 	}
 }
 
-// policyOptions locate the learned policies' models (--models).
-type policyOptions struct{ modelsDir string }
+// withLead builds the lead and pin baselines with the given lead (the
+// daemon's --lead), used as given (provisioner.WithLead), and every other
+// policy with pf; lead ≤ 0 leaves pf as it is (their DefaultLead, scaled
+// by the limit).
+func withLead(pf provisioner.PolicyFactory, lead time.Duration) provisioner.PolicyFactory {
+	if lead <= 0 {
+		return pf
+	}
+	return func(name string) (provisioner.Policy, error) {
+		if name == provisioner.PolicyLead || name == provisioner.PolicyPin {
+			return provisioner.BaselinePolicy(name, provisioner.WithLead(lead))
+		}
+		return pf(name)
+	}
+}
+
+// policyOptions locate the learned policies' models (--models) and, for
+// the daemon, the baselines' lead (--lead; 0 where the command has none).
+type policyOptions struct {
+	modelsDir string
+	lead      time.Duration
+}
+
+// addLead adds --lead (the daemon: it decides the successors).
+func (o *policyOptions) addLead(cmd *cobra.Command) {
+	cmd.Flags().DurationVar(&o.lead, "lead", 0, "how long before a predecessor's limit the lead and pin policies submit its successor "+
+		"while nodes are free: one decision cycle, so set it to your cron period, used as given (default: 10m, at most a quarter of the limit); "+
+		"pin queues pinned at once when none are free")
+}
 
 func (o *policyOptions) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.modelsDir, "models", "", "directory of trained models (mirage train --out) holding the learned policies "+

@@ -47,6 +47,9 @@ held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemo
 			if o.interval <= 0 {
 				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--interval %s: want a positive duration", o.interval))
 			}
+			if cmd.Flags().Changed("lead") && o.policy.lead <= 0 {
+				return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--lead %s: want a positive duration (your cron period, or --interval)", o.policy.lead))
+			}
 			if runF != nil {
 				return runF(o)
 			}
@@ -61,6 +64,7 @@ held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemo
 	_ = fl.MarkHidden("max-cycles")
 	addSubmitGrace(cmd, &o.grace)
 	o.policy.add(cmd)
+	o.policy.addLead(cmd)
 	o.state.add(cmd)
 	o.backend.add(cmd)
 	return cmd
@@ -124,6 +128,9 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 		if err := checkScripts(ctx, st, copies, o.f.Now(), o.f.ErrOut); err != nil {
 			return stateErr(fmt.Errorf("check the chains' scripts: %w", err))
 		}
+	}
+	if err := rechooseSiteDefaults(ctx, st, siteSource{f: o.f, dir: filepath.Dir(lockPath)}, eng.Cluster, o.policy); err != nil {
+		return stateErr(fmt.Errorf("choose the site default again: %w", err))
 	}
 	rep, cerr := eng.Cycle(ctx)
 	if copies != "" && cerr == nil {

@@ -424,3 +424,39 @@ func TestDaemonLoop(t *testing.T) {
 		t.Errorf("signalled: %v after %d cycles", err, n)
 	}
 }
+
+// TestDaemonLead: --lead sets how long before its predecessor's limit the
+// lead policy submits a successor (one decision cycle by default, 10 min).
+// Segment 0 (limit 55 min) starts at 08:00 and reaches its limit at
+// 08:55; the daemon decides every 10 minutes from 08:00. With the default
+// lead, 08:50 is within 10 minutes of 08:55: segment 1 is submitted then.
+// With --lead 2m, 08:50 is 5 minutes before the limit: it waits; at 09:00
+// segment 0 has ended and segment 1 is submitted as its predecessor ended.
+func TestDaemonLead(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		lead []string
+		want string
+	}{
+		{nil, "2026-03-02T08:50:00Z"},
+		{[]string{"--lead", "2m"}, "2026-03-02T09:00:00Z"},
+	} {
+		e := newChainEnv(t)
+		id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2", "--policy", "lead", "--", "-p", "batch")
+		if _, stderr, code := e.run(t, append([]string{"daemon", "--interval", "10m", "--max-cycles", "8"}, tc.lead...)...); code != 0 {
+			t.Fatalf("daemon %v: exit %d: %s", tc.lead, code, stderr)
+		}
+		out, _, _ := e.run(t, "status", id, "--json")
+		var cj chainops.ChainJSON
+		if err := json.Unmarshal([]byte(out), &cj); err != nil || len(cj.SegmentList) != 2 || cj.SegmentList[1].Submit == nil {
+			t.Fatalf("daemon %v: status %v: %s", tc.lead, err, out)
+		}
+		if got := cj.SegmentList[1].Submit.UTC().Format(time.RFC3339); got != tc.want {
+			t.Errorf("daemon %v: segment 1 submitted at %s, want %s", tc.lead, got, tc.want)
+		}
+	}
+	e := newChainEnv(t)
+	if _, stderr, code := e.run(t, "daemon", "--once", "--lead", "0s"); code != cmdutil.ExitUsage || !strings.Contains(stderr, "--lead 0s: want a positive duration") {
+		t.Errorf("--lead 0s: exit %d: %s", code, stderr)
+	}
+}

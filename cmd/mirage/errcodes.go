@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/eval/pack"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/internal/state"
@@ -27,7 +28,7 @@ var (
 		cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrBadZone)...)
 	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, eval.ErrBadReport),
 		cmdutil.Kinds(cmdutil.ExitUsage, eval.ErrBadSetup)...)
-	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrPackInput), traceCodes...)
+	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, pack.ErrInput), traceCodes...)
 	k8sCodes  = slices.Concat(cmdutil.Kinds(cmdutil.ExitUnavailable, provisioner.ErrUnavailable),
 		cmdutil.Kinds(cmdutil.ExitBadInput, k8s.ErrUnknownTeam), cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
 	placeCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, team.ErrUnknownTeam, placement.ErrJobTooLarge, placement.ErrBadDemand,

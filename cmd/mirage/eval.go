@@ -53,7 +53,7 @@ Protocols, metrics and sweeps in detail: docs/guide/training-and-evaluation.md.`
 	sp.AddFlags(fl)
 	fl.IntVar(&o.workers, "workers", 0, "simulations in parallel (default: the CPUs)")
 	fl.BoolVar(&o.json, "json", false, "print the written paths and the headline figures as JSON")
-	cmd.AddCommand(newEvalMergeCmd(f, nil), newEvalVerifyCmd(f, nil), newEvalWalkForwardCmd(f, nil))
+	cmd.AddCommand(newEvalMergeCmd(f, nil), newEvalVerifyCmd(f, nil), newEvalWalkForwardCmd(f, nil), newEvalSiteGridCmd(f, nil))
 	return cmd
 }
 

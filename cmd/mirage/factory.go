@@ -38,6 +38,13 @@ type Factory struct {
 	// LiveCluster connects predict-wait to the live cluster: its view
 	// (squeue, sinfo) and its history (sacct).
 	LiveCluster func(ctx context.Context, o *predictWaitOptions) (provisioner.Cluster, provisioner.HistorySource, error)
+	// Site reads a live Slurm cluster's scheduler settings for user ("":
+	// the current user): mirage site, and the site default of submit and
+	// the daemon.
+	Site func(ctx context.Context, o slurm.Options, user string) (*slurm.Site, error)
+	// SiteRanking is the ranking of the site default's candidates per
+	// site class (models.LoadSiteRanking: the one compiled in).
+	SiteRanking func() (*models.SiteRanking, error)
 }
 
 // newFactory is the real world: the process's streams, environment and
@@ -52,6 +59,7 @@ func newFactory() *Factory {
 		Policies: func(dir string) provisioner.PolicyFactory {
 			return models.PolicyFactory(dir, models.PolicyOptions{})
 		},
+		SiteRanking: models.LoadSiteRanking,
 	}
 	f.Backend = func(o *backendOptions) (provisioner.Cluster, error) {
 		cl, err := openBackend(o, f.Getenv)
@@ -63,6 +71,20 @@ func newFactory() *Factory {
 			return nil, nil, err
 		}
 		return c, c, nil
+	}
+	f.Site = func(ctx context.Context, o slurm.Options, user string) (*slurm.Site, error) {
+		o, err := o.Resolve() // a missing --slurm-conf or --slurm-bin is a usage error
+		if err != nil {
+			return nil, err
+		}
+		c, err := slurm.Open(o)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Ping(ctx); err != nil { // seconds, not Slurm's own minutes of retries
+			return nil, err
+		}
+		return c.Site(ctx, user)
 	}
 	return f
 }

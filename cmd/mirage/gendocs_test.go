@@ -176,3 +176,73 @@ func TestHelpDocsPointers(t *testing.T) {
 	}
 	walk(newRootCmd(testFactory(nil)))
 }
+
+// guideFigure is a measured ratio as the guides would quote one ("0.09×",
+// "1.3×"); a multiplication sign with a space ("2 × pressure") is a formula.
+var guideFigure = regexp.MustCompile(`\d+(?:\.\d+)?×`)
+
+// figuresOffPage returns, for one Markdown file's text, every measured
+// ratio that stands in a paragraph linking no results page holding it.
+// pages maps a link target as written in the paragraph to that page's text.
+func figuresOffPage(text string, page func(target string) (string, bool)) []string {
+	link := regexp.MustCompile(`\]\(([^)\s#]*results/[^)\s#]+)`)
+	var off []string
+	for _, para := range strings.Split(text, "\n\n") {
+		figs := guideFigure.FindAllString(para, -1)
+		if len(figs) == 0 {
+			continue
+		}
+		var linked []string
+		for _, m := range link.FindAllStringSubmatch(para, -1) {
+			if body, ok := page(m[1]); ok {
+				linked = append(linked, body)
+			}
+		}
+		for _, f := range figs {
+			if !slices.ContainsFunc(linked, func(body string) bool { return strings.Contains(body, f) }) {
+				off = append(off, f)
+			}
+		}
+	}
+	return off
+}
+
+func TestFiguresOffPage(t *testing.T) {
+	pages := map[string]string{"../results/a.md": "| pin | 0.09× |"}
+	page := func(target string) (string, bool) { b, ok := pages[target]; return b, ok }
+	// Worked out by hand: the first paragraph's 0.09× is on the page it
+	// links; the second's 0.50× is not on it; the third links nothing; the
+	// fourth is a formula (space before ×) and no figure.
+	text := "pin has 0.09× reactive's gap ([page](../results/a.md)).\n\n" +
+		"lead has 0.50× ([page](../results/a.md)).\n\n" +
+		"xgb has 1.2× the oracle.\n\n" +
+		"it costs 2 × pressure GPUs."
+	if got, want := figuresOffPage(text, page), []string{"0.50×", "1.2×"}; !slices.Equal(got, want) {
+		t.Errorf("figuresOffPage = %q, want %q", got, want)
+	}
+}
+
+// TestGuideFiguresOnPages is issue 49's guard on the guides: a measured
+// ratio in the README or a guide stands in a paragraph that links the
+// results page holding it, so a regenerated page cannot leave a guide
+// quoting a figure it no longer has.
+func TestGuideFiguresOnPages(t *testing.T) {
+	files, err := filepath.Glob("../../docs/guide/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md")
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := func(target string) (string, bool) {
+			body, err := os.ReadFile(filepath.Join(filepath.Dir(f), target))
+			return string(body), err == nil
+		}
+		for _, fig := range figuresOffPage(string(b), page) {
+			t.Errorf("%s: %s is on no results page the paragraph links: link the page that holds it, or remove it", f, fig)
+		}
+	}
+}

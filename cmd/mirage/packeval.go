@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/eval/pack"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
@@ -16,7 +16,7 @@ import (
 // packEvalOptions are the flags of "mirage pack-eval"; all but the
 // policies (parsed at run time) bind into spec.
 type packEvalOptions struct {
-	spec     eval.PackSpec
+	spec     pack.Spec
 	policies []string
 	json     bool
 	progress io.Writer // stderr on a terminal, else nil
@@ -73,7 +73,7 @@ func runPackEval(ctx context.Context, out io.Writer, o *packEvalOptions) error {
 	if o.progress != nil {
 		spec.Progress = term.NewProgress(o.progress, "")
 	}
-	rep, err := eval.RunPack(ctx, spec)
+	rep, err := pack.Evaluate(ctx, spec)
 	if err != nil {
 		return cmdutil.Coded(err, packCodes)
 	}

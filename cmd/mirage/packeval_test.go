@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirage-gpu/mirage/eval"
+	"github.com/mirage-gpu/mirage/eval/pack"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
@@ -28,7 +28,7 @@ p3,4000,1024,4,1000,,LS,Running,30,100,30
 
 func TestPackEvalTable(t *testing.T) {
 	t.Parallel()
-	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"best-fit", "spread"}}
+	o := &packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"best-fit", "spread"}}
 	var out bytes.Buffer
 	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
@@ -54,13 +54,13 @@ func TestPackEvalTable(t *testing.T) {
 // capacity, so no pod is drawn beyond it under --inflate 1.
 func TestPackEvalSeeds(t *testing.T) {
 	t.Parallel()
-	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill",
+	o := &packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill",
 		Until: 1.3, Order: "shuffled", Seeds: 3, FirstSeed: 7, Inflate: 1, Points: 2}, policies: []string{"best-fit"}, json: true}
 	var out bytes.Buffer
 	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
 	}
-	var rep eval.PackReport
+	var rep pack.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -85,12 +85,12 @@ h1,1000,1024,1,500,,LS,Running,1,9,1
 h2,1000,1024,1,500,V100|A100,LS,Running,2,9,2
 c1,2000,1024,0,0,,BE,Running,3,9,3
 `
-	o := &packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", pods)}, Mode: "replay", Until: 1, Points: 3}, policies: []string{"frag-aware"}, json: true}
+	o := &packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", pods)}, Mode: "replay", Until: 1, Points: 3}, policies: []string{"frag-aware"}, json: true}
 	var out bytes.Buffer
 	if err := runPackEval(context.Background(), &out, o); err != nil {
 		t.Fatal(err)
 	}
-	var rep eval.PackReport
+	var rep pack.Report
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
@@ -120,12 +120,12 @@ func TestPackEvalBadInput(t *testing.T) {
 		code int
 		want string
 	}{
-		{"policy", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"worst-fit"}}, cmdutil.ExitUsage, "unknown placement policy"},
-		{"mode", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{pods}, Mode: "later", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitUsage, "--mode"},
-		{"missing nodes", packEvalOptions{spec: eval.PackSpec{Nodes: "/nonexistent.csv", Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no such file"},
-		{"bad nodes", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "cpu_milli"},
-		{"no GPUs", packEvalOptions{spec: eval.PackSpec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no GPUs"},
-		{"bad pods", packEvalOptions{spec: eval.PackSpec{Nodes: nodes, Pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "num_gpu"},
+		{"policy", packEvalOptions{spec: pack.Spec{Nodes: nodes, Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"worst-fit"}}, cmdutil.ExitUsage, "unknown placement policy"},
+		{"mode", packEvalOptions{spec: pack.Spec{Nodes: nodes, Pods: []string{pods}, Mode: "later", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitUsage, "--mode"},
+		{"missing nodes", packEvalOptions{spec: pack.Spec{Nodes: "/nonexistent.csv", Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no such file"},
+		{"bad nodes", packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "cpu_milli"},
+		{"no GPUs", packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), Pods: []string{pods}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "no GPUs"},
+		{"bad pods", packEvalOptions{spec: pack.Spec{Nodes: nodes, Pods: []string{writeFile(t, "p.csv", strings.Replace(packPods, "p2,4000,1024,2", "p2,4000,1024,two", 1))}, Mode: "fill", Until: 1, Points: 2}, policies: []string{"spread"}}, cmdutil.ExitBadInput, "num_gpu"},
 	} {
 		err := runPackEval(context.Background(), &bytes.Buffer{}, &tc.o)
 		if code(err) != tc.code || !strings.Contains(err.Error(), tc.want) {

@@ -16,25 +16,27 @@ import (
 )
 
 // TestE2EPinnedSuccessorAheadOfYoungerJob runs the defaults end to end on
-// the real Slurm (issue 49): a chain submitted without --policy and without
-// models (mirage submit picks pin) and one submitted with a trained
+// the real Slurm (issues 49 and 46): a chain submitted without --policy and
+// without models (mirage submit picks pin) and one submitted with a trained
 // xgb-online (it picks xgb-online-pin), driven by `mirage daemon --once`
-// cycles as cron drives them, against the second user's load. What the
-// product is built on: a successor queued early, pinned to its
-// predecessor's node, starts as the predecessor ends, ahead of a job queued
-// after it for the same node.
+// cycles as cron drives them, against the second user's load; and beside
+// them a reactive chain, the reference. What the product is built on: a
+// successor queued early, pinned to its predecessor's node, starts as the
+// predecessor ends, ahead of a job queued after it for the same node; a
+// reactive successor, queued once its predecessor has ended, waits behind
+// that job.
 //
-// The scene: node3 and node4 reserved for the two users (other tests keep
-// their jobs elsewhere) and a partition of their own (so that mirage's
-// snapshot looks at those nodes only). The second user holds 2 of each
-// node's 4 GPUs for the whole test. Each chain's segment 0 takes the other
-// 2 GPUs of one node (the nodes are then full: no node is free, and the
-// successor cannot fit beside its predecessor), works 40 s and exits. The
-// daemon cycles every 2 s; after at most 5 cycles (10 s, well before the
-// predecessors end), the second user queues one job per chain for the 2
-// GPUs of that chain's node (-w), 20 s of work. With pin the successor is
+// The scene: node2, node3 and node4 reserved for the two users (other
+// tests keep their jobs elsewhere) and a partition of their own (so that
+// mirage's snapshot looks at those nodes only). The second user holds 2 of
+// each node's 4 GPUs for the whole test. Each chain's segment 0 takes the
+// other 2 GPUs of one node (the nodes are then full: no node is free, and
+// the successor cannot fit beside its predecessor), works 40 s and exits.
+// The daemon cycles every 2 s; after at most 5 cycles (10 s, well before
+// the predecessors end), the second user queues one job per chain for the
+// 2 GPUs of that chain's node (-w), 20 s of work. With pin the successor is
 // already queued (pinned) then: the competing job is younger. Expected,
-// from sacct, for each chain:
+// from sacct, for each pinned chain:
 //
 //   - the successor was submitted before the competing job (queued early);
 //   - it started on its predecessor's node within one scheduling pass of
@@ -48,17 +50,22 @@ import (
 //
 // Without the pin (reactive: the successor submitted once the predecessor
 // has ended) the competing job is the older one and takes the GPUs: the
-// successor waits its 20 s, and every line above fails.
+// successor waits its 20 s, and every line above fails. The reactive chain
+// asserts exactly that: its successor was not queued while its predecessor
+// ran, the competing job started first, and the successor started later
+// than one scheduling pass after its predecessor's end. (With the pin
+// removed from pin and xgb-online-pin, they fail as reactive passes.)
 //
-// Not parallel: the two reserved nodes are half the cluster, which the
-// other e2e tests of this package share while they run (they run after it).
+// Not parallel: the three reserved nodes are most of the cluster, which
+// the other e2e tests of this package share while they run (they run after
+// it).
 func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 	e := newE2E(t)
 	other := testenv.SecondUser(t)
 	asUser(t, other, "sbatch", "--version")
 	fx := trainedFixture(t)
 	bound := time.Duration(bfInterval(t, e.conf)+1) * time.Second
-	lab := newPinLab(t, e, other, "node3", "node4")
+	lab := newPinLab(t, e, other, "node2", "node3", "node4")
 
 	// The second user's load: 2 GPUs of each node, for the whole test.
 	for _, node := range lab.nodes {
@@ -66,7 +73,8 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 	}
 	lab.waitRunning(t, lab.others...)
 
-	// The two chains: pin by default without models, xgb-online-pin with them.
+	// The chains: pin by default without models, xgb-online-pin with them,
+	// and reactive, the reference.
 	noModels := filepath.Join(e.work, "no-models")
 	if err := os.Mkdir(noModels, 0o755); err != nil {
 		t.Fatal(err)
@@ -75,12 +83,15 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 		policy, id, pred, node string
 		competitor             string
 	}
-	chains := []*chain{{policy: provisioner.PolicyPin}, {policy: "xgb-online-pin"}}
+	chains := []*chain{{policy: provisioner.PolicyPin}, {policy: "xgb-online-pin"}, {policy: provisioner.PolicyReactive}}
 	for _, c := range chains {
 		script := lab.script(t, "mirage-e2e-"+c.policy, `if [ "$MIRAGE_SEGMENT" = 0 ]; then sleep 40; else sleep 10; fi`)
-		if c.policy == provisioner.PolicyPin {
+		switch c.policy {
+		case provisioner.PolicyPin:
 			c.id = e.submit(t, []string{"MIRAGE_MODELS=" + noModels}, script, "--segments", "2")
-		} else {
+		case provisioner.PolicyReactive:
+			c.id = e.submit(t, nil, script, "--segments", "2", "--policy", c.policy)
+		default:
 			c.id = e.submit(t, nil, script, "--segments", "2", "--models", fx.dir)
 		}
 		if cj := e.status(t, c.id); cj.Policy != c.policy || len(cj.SegmentList) != 1 {
@@ -88,12 +99,14 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 		}
 		c.pred = e.status(t, c.id).SegmentList[0].JobID
 	}
-	lab.waitRunning(t, chains[0].pred, chains[1].pred)
+	lab.waitRunning(t, chains[0].pred, chains[1].pred, chains[2].pred)
+	seen := map[string]string{}
 	for _, c := range chains {
 		c.node = lab.nodeOf(t, c.pred)
-	}
-	if chains[0].node == chains[1].node {
-		t.Fatalf("both predecessors on %s: each node has room for one", chains[0].node)
+		if p, ok := seen[c.node]; ok {
+			t.Fatalf("the %s and %s predecessors both on %s: each node has room for one", p, c.policy, c.node)
+		}
+		seen[c.node] = c.policy
 	}
 
 	// Daemon cycles until both successors are queued, 5 at most; then the
@@ -111,7 +124,9 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 		time.Sleep(2 * time.Second)
 	}
 	for _, c := range chains {
-		if segs := e.status(t, c.id).SegmentList; len(segs) == 2 {
+		if segs := e.status(t, c.id).SegmentList; len(segs) == 2 && c.policy == provisioner.PolicyReactive {
+			t.Errorf("reactive: successor %s queued while its predecessor %s runs", segs[1].JobID, c.pred)
+		} else if len(segs) == 2 {
 			// Queued while the node is full: pending, its node list the predecessor's.
 			if q := lab.queued(t, segs[1].JobID); q.state != "PENDING" || q.reqNodes != c.node {
 				t.Errorf("%s: successor %s is %s with requested nodes %q; want PENDING, pinned to %s", c.policy, segs[1].JobID, q.state, q.reqNodes, c.node)
@@ -145,6 +160,10 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 		if !o.submit.Before(p.end) {
 			t.Errorf("%s: the competing job was queued at %s, not before the predecessor ended at %s: no contest", c.policy, o.submit, p.end)
 		}
+		if c.policy == provisioner.PolicyReactive {
+			checkReactiveBehind(t, p, s, o, bound)
+			continue
+		}
 		if !s.submit.Before(o.submit) && !(s.submit.Equal(o.submit) && jobBefore(succ, c.competitor)) {
 			t.Errorf("%s: successor %s submitted at %s, not before the competing job %s (%s): it was not queued early", c.policy, succ, s.submit, c.competitor, o.submit)
 		}
@@ -162,6 +181,23 @@ func TestE2EPinnedSuccessorAheadOfYoungerJob(t *testing.T) {
 		if !pinned {
 			t.Errorf("%s: no submit-pinned decision for segment 1: %+v", c.policy, e.log(t, c.id).Decisions)
 		}
+	}
+}
+
+// checkReactiveBehind asserts that a reactive successor s waited behind
+// the younger competing job o: it was queued once its predecessor p had
+// ended, o started first, and s did not start within one scheduling pass
+// (bound) of p's end.
+func checkReactiveBehind(t *testing.T, p, s, o acctTimes, bound time.Duration) {
+	t.Helper()
+	if s.submit.Before(p.end) {
+		t.Errorf("reactive: successor submitted at %s, before its predecessor ended at %s", s.submit, p.end)
+	}
+	if o.start.IsZero() || !o.start.Before(s.start) {
+		t.Errorf("reactive: the competing job started at %s, not before the successor (%s): the successor did not wait behind it", fmtStart(o.start), s.start)
+	}
+	if gap := s.start.Sub(p.end); gap <= bound {
+		t.Errorf("reactive: successor started %s after its predecessor ended, within one scheduling pass (%s): it did not wait", gap, bound)
 	}
 }
 

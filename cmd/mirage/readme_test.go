@@ -72,6 +72,10 @@ var readmeSlow = map[string]struct {
 		why: "merges the cells the sweep's job array wrote on Slurm (its dqn and pg cells need the slow train's models)"},
 	"mirage eval walk-forward --trace ls6.log.gz --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27": {
 		why: "fits 5 policies on 3 monthly folds of a trace from November: about 2 minutes whatever the trace's size"},
+	"mirage eval site-grid --trace ls6.log.gz --out grid --rank 2022-11-15 --rank-scale 1.9 --months 2022-12-01,2023-01-01,2023-02-01 --until 2023-02-27 --cell age0": {
+		why: "a grid cell is two walk-forwards of four candidates, one of them over a scaled November: minutes whatever the trace's size"},
+	"mirage eval site-grid --out grid --report": {
+		why: "reports the cell the slow site-grid command writes"},
 }
 
 // docCommand is one command of a fenced block of the docs.

@@ -126,14 +126,10 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return stateErr(err)
 	}
-	if o.defaultPolicy {
-		var warn error
-		if ch.Policy, warn = models.DefaultPolicyFor(cl, o.policy.factory(o.f), ch.Workload); warn != nil {
-			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
+	if !o.defaultPolicy {
+		if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
+			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
 		}
-	}
-	if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
-		return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
 	}
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
@@ -147,6 +143,16 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	defer release()
+	if o.defaultPolicy { // the site's default: its settings are read from the cluster at most daily
+		choice, warn := siteSource{f: o.f, dir: dir}.choice(ctx, cl)
+		if warn != nil {
+			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
+		}
+		if ch.Policy, ch.PolicyWhy, warn = choice.pick(cl, o.policy.factory(o.f), ch.Workload); warn != nil {
+			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
+		}
+		fmt.Fprintf(o.f.ErrOut, "mirage: policy %s, %s\n", ch.Policy, ch.PolicyWhy)
+	}
 	stateDir, err := o.state.Resolve() // opened above: it resolves
 	if err != nil {
 		return stateErr(err)

@@ -60,6 +60,11 @@ func checkDir(dir string) error {
 	return checkPrivate(dir, fi, true)
 }
 
+// CheckPrivateFile refuses a file of the state directory that another
+// user owns or could have written (a symbolic link, group or other write),
+// as the database's files are refused (ErrUnsafe); an absent file is fine.
+func CheckPrivateFile(path string) error { return checkFile(path) }
+
 // checkFile refuses an existing file that is not private; an absent file is fine.
 func checkFile(path string) error {
 	fi, err := os.Lstat(path)

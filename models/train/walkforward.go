@@ -194,8 +194,12 @@ type WFSpec struct {
 	Policies  []string          // scored besides reactive and the oracle
 	Seed      uint64            // of every fit
 	Cache     string            // per-day chain dataset cache ("": none)
-	Workers   int               // simulator goroutines (0: all cores)
-	Progress  Progress          // dataset generation and fitting (nil: none)
+	// Scale scales the trace's arrivals (scenario.Scaled with Seed; 0 or
+	// 1: as recorded), so that a quiet span can be scored at another
+	// span's demand.
+	Scale    float64
+	Workers  int      // simulator goroutines (0: all cores)
+	Progress Progress // dataset generation and fitting (nil: none)
 	// Baselines are scored beside the learned policies: policies that need
 	// no training (lead, dependency, start-estimate, average, quantile),
 	// played by Replay on the same chains. Empty: none.
@@ -441,6 +445,9 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 		}
 	}
 	sc, err := scenario.NewScenario(s.TraceName, s.Jobs, s.Cluster)
+	if err == nil && s.Scale > 1 {
+		sc, err = sc.Scaled(s.Scale, s.Seed, 0)
+	}
 	if err != nil {
 		return nil, mark(ErrInput, err)
 	}
@@ -450,7 +457,7 @@ func RunWalkForward(ctx context.Context, s WFSpec) (*WFResult, error) {
 	}
 	var d *dataset.ChainData
 	if s.Cache != "" {
-		d, _, err = dayCache(s.Cache, s.Cluster, s.Protocol.WithDefaults(s.Cluster), 1, s.Seed).Generate(ctx, sc, g)
+		d, _, err = dayCache(s.Cache, s.Cluster, s.Protocol.WithDefaults(s.Cluster), sc.Scale, s.Seed).Generate(ctx, sc, g)
 	} else {
 		d, err = dataset.GenerateChainData(ctx, sc, g)
 	}

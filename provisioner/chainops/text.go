@@ -58,9 +58,10 @@ type ChainJSON struct {
 	WorkDir     string               `json:"work_dir,omitempty"` // where every segment runs (sbatch --chdir)
 	Models      string               `json:"models,omitempty"`   // the learned policy's models directory, recorded by submit
 	Policy      string               `json:"policy"`
-	Workload    string               `json:"workload,omitempty"` // training, service, or "" (the published cost)
-	Cost        *provisioner.GapCost `json:"cost,omitempty"`     // explicit weights, when given
-	Segments    int                  `json:"segments"`           // 0: until done
+	PolicyWhy   string               `json:"policy_why,omitempty"` // why mirage chose it (the site's default), when it did
+	Workload    string               `json:"workload,omitempty"`   // training, service, or "" (the published cost)
+	Cost        *provisioner.GapCost `json:"cost,omitempty"`       // explicit weights, when given
+	Segments    int                  `json:"segments"`             // 0: until done
 	MaxRetries  int                  `json:"max_retries"`
 	Account     string               `json:"account,omitempty"`
 	Partition   string               `json:"partition,omitempty"`
@@ -77,7 +78,7 @@ type ChainJSON struct {
 // JSON is the view as mirage status --json prints it.
 func (v *ChainView) JSON() ChainJSON {
 	c := &v.Chain
-	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, ScriptHash: c.ScriptHash, ScriptCopy: c.ScriptCopy, ScriptSeen: c.ScriptSeen, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
+	j := ChainJSON{ID: c.ID, Name: c.Name, Script: c.Script, ScriptHash: c.ScriptHash, ScriptCopy: c.ScriptCopy, ScriptSeen: c.ScriptSeen, Args: c.Args, WorkDir: c.WorkDir, Models: c.Models, Policy: c.Policy, PolicyWhy: c.PolicyWhy, Workload: c.Workload, Cost: c.Cost, Segments: c.Segments, MaxRetries: c.MaxRetries,
 		Account: c.Account, Partition: c.Partition, TimeLimitS: int64(c.TimeLimit / time.Second), SignalLeadS: int64(c.SignalLead / time.Second), Nodes: c.Nodes, GPUs: c.GPUs,
 		State: string(c.State), Reason: c.Reason, Created: c.Created, SegmentList: []SegmentJSON{}}
 	for i, s := range v.Segments {
@@ -109,6 +110,9 @@ func (v *ChainView) WriteText(out io.Writer) error {
 		fmt.Fprintf(out, "original  %s\n", c.ScriptSeen)
 	}
 	fmt.Fprintf(out, "policy    %s, %s, max retries %d\n", c.Policy, provisioner.SegmentsText(c.Segments), c.MaxRetries)
+	if c.PolicyWhy != "" {
+		fmt.Fprintf(out, "          chosen by mirage: %s\n", c.PolicyWhy)
+	}
 	if c.Workload != "" || c.Cost != nil {
 		fmt.Fprintf(out, "cost      %s (%s)\n", cmp.Or(c.Workload, "explicit weights"), c.CostOf())
 	}
@@ -200,13 +204,15 @@ type EventJSON struct {
 // ChainLogJSON is mirage log --json.
 type ChainLogJSON struct {
 	Chain     string         `json:"chain"`
+	Policy    string         `json:"policy"`
+	PolicyWhy string         `json:"policy_why,omitempty"` // why mirage chose it (the site's default), when it did
 	Decisions []DecisionJSON `json:"decisions"`
 	Events    []EventJSON    `json:"events,omitempty"`
 }
 
 // JSON is the log as mirage log --json prints it.
 func (lg *ChainLogView) JSON() ChainLogJSON {
-	v := ChainLogJSON{Chain: lg.Chain.ID, Decisions: []DecisionJSON{}}
+	v := ChainLogJSON{Chain: lg.Chain.ID, Policy: lg.Chain.Policy, PolicyWhy: lg.Chain.PolicyWhy, Decisions: []DecisionJSON{}}
 	for _, d := range lg.Decisions {
 		dj := DecisionJSON{Time: d.Time.UTC(), Segment: d.Segment, Policy: d.Policy, Action: string(d.Action),
 			Reason: d.Reason, Score: d.Score, Features: d.Features, JobID: d.JobID, Error: d.Error, Count: max(d.Count, 1)}
@@ -224,6 +230,9 @@ func (lg *ChainLogView) JSON() ChainLogJSON {
 // WriteText prints the decisions as a table and, with events, the event
 // log as a second one.
 func (lg *ChainLogView) WriteText(out io.Writer, events bool) error {
+	if c := &lg.Chain; c.PolicyWhy != "" {
+		fmt.Fprintf(out, "policy %s, chosen by mirage: %s\n\n", c.Policy, c.PolicyWhy)
+	}
 	tw := newTable(out, "TIME\tSEG\tPOLICY\tACTION\tJOB\tREASON")
 	for _, d := range lg.Decisions {
 		reason := d.Reason

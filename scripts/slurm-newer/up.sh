@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start a private Slurm 24.11 or 25.05 cluster on 127.0.0.1 beside the 22.05
-# one of scripts/slurm-up.sh: the same cluster (4 nodes x 4 fake GPUs,
+# one of scripts/slurm-up.sh: the same cluster (4 nodes x 4 fake GPUs, or
+# MIRAGE_SLURM_NODES; MIRAGE_SLURM_SCHED_CONF as there;
 # partitions debug and long, accounts teama/teamb, MUNGE, MariaDB, slurmdbd)
 # on its own ports, under ${MIRAGE_TEST_DIR:-/tmp/mirage-test}/slurm-RELEASE,
 # with its env file there (source it to point the tests at this cluster).

@@ -28,7 +28,23 @@ SLURM_USER="$(id -un)"
 # The second Unix user of the two-user tests: another user on the same login
 # node, who can copy this user's chain tags into the comments of their jobs.
 SECOND_USER="${MIRAGE_TEST_SECOND_USER:-mirageb}"
-NODES="node1 node2 node3 node4"
+# The cluster's size: MIRAGE_SLURM_NODES slurmd (node1..nodeN, 4 fake GPUs
+# each) on ports SLURMD_BASE_PORT+1..+N; 4 unless set. Every test is written
+# for 4; the real-scheduler benchmark (make bench-real-slurm) runs 24.
+NODE_COUNT="${MIRAGE_SLURM_NODES:-4}"
+case "$NODE_COUNT" in
+  ''|*[!0-9]*) echo "slurm: ERROR: MIRAGE_SLURM_NODES=$NODE_COUNT: want a whole number of nodes, 1 to 64" >&2; exit 2 ;;
+esac
+if [ "$NODE_COUNT" -lt 1 ] || [ "$NODE_COUNT" -gt 64 ]; then
+  echo "slurm: ERROR: MIRAGE_SLURM_NODES=$NODE_COUNT: want 1 to 64 nodes" >&2; exit 2
+fi
+NODES="$(seq -f 'node%g' 1 "$NODE_COUNT" | tr '\n' ' ')"
+NODES="${NODES% }"
+# MIRAGE_SLURM_SCHED_CONF names a file of scheduling lines that replace the
+# default block of slurm.conf.in (SchedulerType, SchedulerParameters,
+# PriorityType, PriorityWeight*, PriorityMaxAge, ...): the real-scheduler
+# benchmark writes one from a simulator preset. Only those keys are allowed.
+SCHED_CONF_FILE="${MIRAGE_SLURM_SCHED_CONF:-}"
 export SLURM_CONF MUNGE_SOCK STATE
 
 log() { echo "slurm: $*" >&2; }
@@ -99,6 +115,43 @@ stop_pid() {
   rm -f "$pf"
 }
 
+# node_lines prints one NodeName line per node, each slurmd on its own port.
+node_lines() {
+  local i
+  for i in $(seq 1 "$NODE_COUNT"); do
+    echo "NodeName=node$i NodeHostname=localhost NodeAddr=127.0.0.1 Port=$((SLURMD_BASE_PORT+i)) CPUs=8 RealMemory=16000 Gres=gpu:tesla:4 State=UNKNOWN"
+  done
+}
+
+# The scheduling block of slurm.conf when MIRAGE_SLURM_SCHED_CONF is unset:
+# what every test is written for.
+DEFAULT_SCHED_CONF='SchedulerType=sched/backfill
+SchedulerParameters=bf_interval=5,sched_min_interval=0
+PriorityType=priority/multifactor
+PriorityWeightAge=1000
+PriorityWeightQOS=1000'
+
+# sched_conf prints the scheduling block: the default, or the lines of
+# MIRAGE_SLURM_SCHED_CONF after checking that each sets a scheduling key
+# (comments and blank lines dropped).
+sched_conf() {
+  if [ -z "$SCHED_CONF_FILE" ]; then
+    printf '%s\n' "$DEFAULT_SCHED_CONF"
+    return 0
+  fi
+  [ -r "$SCHED_CONF_FILE" ] || die "MIRAGE_SLURM_SCHED_CONF=$SCHED_CONF_FILE: no such readable file"
+  local line n=0
+  while IFS= read -r line || [ -n "$line" ]; do
+    n=$((n+1))
+    case "$line" in ''|'#'*) continue ;; esac
+    case "${line%%=*}" in
+      SchedulerType|SchedulerParameters|PriorityType|PriorityFlags|PriorityWeight[A-Z]*|PriorityMaxAge|PriorityDecayHalfLife|PriorityCalcPeriod|PriorityFavorSmall|PriorityUsageResetPeriod) ;;
+      *) die "MIRAGE_SLURM_SCHED_CONF=$SCHED_CONF_FILE: line $n sets ${line%%=*}: only Scheduler* and Priority* lines may replace the scheduling block" ;;
+    esac
+    printf '%s\n' "$line"
+  done < "$SCHED_CONF_FILE"
+}
+
 render() { # template output
   # Only our variables are substituted; the result replaces output only when
   # it differs, and CONFIG_CHANGED records that a running daemon has stale config.
@@ -106,9 +159,8 @@ render() { # template output
   if [ -n "$TEMPLATE_OVERLAY" ] && [ -f "$TEMPLATE_OVERLAY/$1" ]; then tpl="$TEMPLATE_OVERLAY/$1"; fi
   DB_PASS="$DB_PASS" SLURM_USER="$SLURM_USER" STATE="$STATE" \
   MARIADB_PORT="$MARIADB_PORT" SLURMDBD_PORT="$SLURMDBD_PORT" SLURMCTLD_PORT="$SLURMCTLD_PORT" \
-  SLURMD_PORT1=$((SLURMD_BASE_PORT+1)) SLURMD_PORT2=$((SLURMD_BASE_PORT+2)) \
-  SLURMD_PORT3=$((SLURMD_BASE_PORT+3)) SLURMD_PORT4=$((SLURMD_BASE_PORT+4)) \
-  envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${SLURMD_PORT1} ${SLURMD_PORT2} ${SLURMD_PORT3} ${SLURMD_PORT4}' \
+  NODE_RANGE="node[1-$NODE_COUNT]" NODE_LINES="$(node_lines)" SCHED_CONF="$(sched_conf)" \
+  envsubst '${DB_PASS} ${SLURM_USER} ${STATE} ${MARIADB_PORT} ${SLURMDBD_PORT} ${SLURMCTLD_PORT} ${NODE_RANGE} ${NODE_LINES} ${SCHED_CONF}' \
     < "$tpl" > "$tmp" || { rm -f "$tmp"; die "rendering $1 failed"; }
   if [ -f "$2" ] && cmp -s "$tmp" "$2"; then
     rm -f "$tmp"
@@ -123,6 +175,7 @@ write_config() {
   mkdir -p "$CONF_DIR" "$STATE"/{log,run,ctld,spool,dev,munge,mysql/run}
   [ -f "$STATE/db.pass" ] || (umask 077; od -An -N12 -tx1 /dev/urandom | tr -d ' \n' > "$STATE/db.pass")
   DB_PASS="$(cat "$STATE/db.pass")"
+  sched_conf >/dev/null # fails here, in this shell, on a bad MIRAGE_SLURM_SCHED_CONF
   render slurm.conf.in "$SLURM_CONF"
   render gres.conf.in "$CONF_DIR/gres.conf"
   render cgroup.conf.in "$CONF_DIR/cgroup.conf"
@@ -249,10 +302,10 @@ start_slurmctld() {
   wait_for 30 slurmctld slurmctld_ok
 }
 
-# nodes_idle: all four nodes respond and can run jobs (busy ones included;
+# nodes_idle: all nodes respond and can run jobs (busy ones included;
 # "plnd" is a node the backfill scheduler has planned for a pending job).
 nodes_idle() {
-  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc|comp|plnd|resv)$')" -eq 4 ]
+  [ "$(sinfo -h -N -p debug -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc|comp|plnd|resv)$')" -eq "$NODE_COUNT" ]
 }
 start_slurmds() {
   local n
@@ -260,13 +313,20 @@ start_slurmds() {
     pid_alive "$STATE/run/slurmd-$n.pid" && continue
     slurmd -N "$n" || die "slurmd -N $n failed to start"
   done
-  wait_for 30 "slurmd nodes" nodes_idle
+  wait_for $((30 + NODE_COUNT)) "slurmd nodes" nodes_idle
+}
+
+# slurmd_pidfiles lists the pid files of every slurmd this state dir started,
+# whatever MIRAGE_SLURM_NODES says now (a cluster started with more nodes
+# must stop whole).
+slurmd_pidfiles() {
+  compgen -G "$STATE/run/slurmd-*.pid" || true
 }
 
 stop_all() {
-  local n
+  local pf
   stop_pid "$STATE/run/slurmctld.pid" slurmctld
-  for n in $NODES; do stop_pid "$STATE/run/slurmd-$n.pid" "slurmd $n"; done
+  for pf in $(slurmd_pidfiles); do stop_pid "$pf" "slurmd $(basename "$pf" .pid)"; done
   stop_pid "$STATE/run/slurmdbd.pid" slurmdbd
   stop_pid "$STATE/mysql/run/mysqld.pid" mariadbd
   stop_pid "$STATE/run/munged.pid" munged
@@ -291,6 +351,7 @@ write_env() {
     echo "export SLURM_CONF=$SLURM_CONF"
     echo "export MIRAGE_TEST_SLURM_CONF=$SLURM_CONF"
     echo "export MIRAGE_TEST_SLURM_RELEASE=$rel"
+    echo "export MIRAGE_TEST_SLURM_NODES=$NODE_COUNT"
     if id "$SECOND_USER" >/dev/null 2>&1 && [ "$SECOND_USER" != "$SLURM_USER" ]; then
       echo "export MIRAGE_TEST_SECOND_USER=$SECOND_USER"
     fi

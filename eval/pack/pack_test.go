@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"math"
@@ -44,13 +44,13 @@ func state(t testing.TB, nodes ...placement.Node) *placement.State {
 // failure both nodes have 2 free: each fits 2 (fragment 0) but not 4
 // (fragment 2): F = ⅓·2 per node, ⅓·4 = 4/3 GPUs, 1/6 of capacity.
 func TestPackEvalFill(t *testing.T) {
-	pods := []PackPod{
+	pods := []Pod{
 		{Name: "p1", Demand: gpus(2), Arrive: 1 * time.Second},
 		{Name: "p2", Demand: gpus(2), Arrive: 2 * time.Second},
 		{Name: "p3", Demand: gpus(4), Arrive: 3 * time.Second},
 	}
 	st := state(t, pnode("n1", 4), pnode("n2", 4))
-	sp, err := Pack(st, pods, placement.Spread, PackOptions{Points: 4})
+	sp, err := Run(st, pods, placement.Spread, Options{Points: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestPackEvalFill(t *testing.T) {
 	if !near(sp.Unalloc100, 0.5) || sp.AtFull == nil || sp.AtFull.Failed != 1 || !near(sp.AtFull.Fragmented, 1.0/6) {
 		t.Errorf("spread at 100%%: %g, %+v", sp.Unalloc100, sp.AtFull)
 	}
-	bf, err := Pack(st, pods, placement.BestFit, PackOptions{})
+	bf, err := Run(st, pods, placement.BestFit, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestPackEvalFill(t *testing.T) {
 		t.Errorf("state changed: %d free", free)
 	}
 	// Until 2: the list is cycled (6 arrivals, 16 GPUs asked of 8).
-	bf2, _ := Pack(st, pods, placement.BestFit, PackOptions{Until: 2})
+	bf2, _ := Run(st, pods, placement.BestFit, Options{Until: 2})
 	if bf2.Arrivals != 6 || bf2.Placed != 3 || bf2.FirstFailed != "p1 (2 GPUs)" || !near(bf2.FirstFailure.Unallocated, 0) {
 		t.Errorf("cycled: %+v", bf2)
 	}
@@ -88,12 +88,12 @@ func TestPackEvalFill(t *testing.T) {
 // Replay mode: pods leave after their runtime. On one 4-GPU node: p1 (4
 // GPUs, 0..10 s), p2 (4 GPUs at 5 s) fails, p3 (4 GPUs at 10 s) fits again.
 func TestPackEvalReplay(t *testing.T) {
-	pods := []PackPod{
+	pods := []Pod{
 		{Name: "p1", Demand: gpus(4), Arrive: 0, Runtime: 10 * time.Second},
 		{Name: "p2", Demand: gpus(4), Arrive: 5 * time.Second, Runtime: time.Second},
 		{Name: "p3", Demand: gpus(4), Arrive: 10 * time.Second},
 	}
-	r, err := Pack(state(t, pnode("n1", 4)), pods, placement.FirstFit, PackOptions{Mode: PackReplay})
+	r, err := Run(state(t, pnode("n1", 4)), pods, placement.FirstFit, Options{Mode: Replay})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,15 +107,15 @@ func TestPackEvalReplay(t *testing.T) {
 // third and fourth then fill them: also full. A whole-GPU pod fifth fails.
 func TestPackEvalSharing(t *testing.T) {
 	half := placement.Demand{GPUMilli: 500}
-	pods := []PackPod{{Name: "h1", Demand: half}, {Name: "h2", Demand: half, Arrive: 1}, {Name: "w", Demand: gpus(1), Arrive: 2},
+	pods := []Pod{{Name: "h1", Demand: half}, {Name: "h2", Demand: half, Arrive: 1}, {Name: "w", Demand: gpus(1), Arrive: 2},
 		{Name: "h3", Demand: half, Arrive: 3}}
 	// best-fit: h1 GPU0, h2 GPU0 (least room), w GPU1, h3 fails (none left).
-	r, _ := Pack(state(t, pnode("n1", 2)), pods, placement.BestFit, PackOptions{Mode: PackReplay})
+	r, _ := Run(state(t, pnode("n1", 2)), pods, placement.BestFit, Options{Mode: Replay})
 	if r.Placed != 3 || r.FirstFailed != "h3 (0.5 GPU)" {
 		t.Errorf("best-fit sharing: %+v", r)
 	}
 	// spread: h1 GPU0, h2 GPU1 (most room), w fails (no whole GPU), h3 fits.
-	r, _ = Pack(state(t, pnode("n1", 2)), pods, placement.Spread, PackOptions{Mode: PackReplay})
+	r, _ = Run(state(t, pnode("n1", 2)), pods, placement.Spread, Options{Mode: Replay})
 	if r.Placed != 3 || r.FirstFailed != "w (1 GPU)" || !near(r.FirstFailure.Unallocated, 0.5) {
 		t.Errorf("spread sharing: %+v", r)
 	}
@@ -128,8 +128,8 @@ func TestPackEvalSharing(t *testing.T) {
 // is the state when the demand first reached the capacity: after the
 // second arrival, 1 of 4 GPUs free (25%).
 func TestPackUnalloc100Fallback(t *testing.T) {
-	pods := []PackPod{{Name: "a", Demand: gpus(3)}, {Name: "b", Demand: gpus(2), Arrive: 1}, {Name: "c", Demand: gpus(1), Arrive: 2}}
-	r, err := Pack(state(t, pnode("n1", 4)), pods, placement.BestFit, PackOptions{Until: 2})
+	pods := []Pod{{Name: "a", Demand: gpus(3)}, {Name: "b", Demand: gpus(2), Arrive: 1}, {Name: "c", Demand: gpus(1), Arrive: 2}}
+	r, err := Run(state(t, pnode("n1", 4)), pods, placement.BestFit, Options{Until: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestPackUnalloc100Fallback(t *testing.T) {
 // pods drawn with replacement while the demand stays within Inflate ×
 // capacity; a list asking for more loses pods at random instead.
 func TestArrivalOrder(t *testing.T) {
-	pods := []PackPod{{Name: "p1", Demand: gpus(1)}, {Name: "p2", Demand: gpus(2)}, {Name: "p3", Demand: placement.Demand{GPUMilli: 500}},
+	pods := []Pod{{Name: "p1", Demand: gpus(1)}, {Name: "p2", Demand: gpus(2)}, {Name: "p3", Demand: placement.Demand{GPUMilli: 500}},
 		{Name: "c", Demand: placement.Demand{CPUMilli: 1000}}}
 	demand := func(order []int) (sum int) {
 		for _, i := range order {
@@ -151,7 +151,7 @@ func TestArrivalOrder(t *testing.T) {
 		return sum
 	}
 	// Capacity 4 GPUs, inflate 1.3: 3.5 GPUs listed, drawn up to 5.2.
-	o := PackOptions{Mode: PackFill, Seed: 9, Inflate: 1.3}
+	o := Options{Mode: Fill, Seed: 9, Inflate: 1.3}
 	up := arrivalOrder(pods, o, 4000)
 	first := slices.Clone(up[:4])
 	slices.Sort(first)
@@ -185,22 +185,22 @@ func TestArrivalOrder(t *testing.T) {
 }
 
 func TestPackSpecValidate(t *testing.T) {
-	good := PackSpec{Mode: PackFill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware"}}
+	good := Spec{Mode: Fill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware"}}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good spec: %v", err)
 	}
 	for _, tt := range []struct {
-		edit func(*PackSpec)
+		edit func(*Spec)
 		want string
 	}{
-		{func(s *PackSpec) { s.Until = 0 }, "--until and --points must be positive"},
-		{func(s *PackSpec) { s.Points = -1 }, "--until and --points must be positive"},
-		{func(s *PackSpec) { s.Mode = "later" }, `--mode "later": want fill or replay`},
-		{func(s *PackSpec) { s.Policies = append(s.Policies, "worst-fit") }, `--policies: unknown placement policy "worst-fit" (want first-fit, best-fit, spread or frag-aware)`},
-		{func(s *PackSpec) { s.Order = "random" }, `--order "random": want shuffled or trace`},
-		{func(s *PackSpec) { s.Order, s.FirstSeed = "shuffled", 0 }, "--seeds must not be negative, --first-seed must be positive, --inflate must not be negative"},
-		{func(s *PackSpec) { s.Mix = "all" }, `--mix "all": want list or recent`},
-		{func(s *PackSpec) { s.Types = 1.5 }, "--types must be a share between 0 and 1"},
+		{func(s *Spec) { s.Until = 0 }, "--until and --points must be positive"},
+		{func(s *Spec) { s.Points = -1 }, "--until and --points must be positive"},
+		{func(s *Spec) { s.Mode = "later" }, `--mode "later": want fill or replay`},
+		{func(s *Spec) { s.Policies = append(s.Policies, "worst-fit") }, `--policies: unknown placement policy "worst-fit" (want first-fit, best-fit, spread or frag-aware)`},
+		{func(s *Spec) { s.Order = "random" }, `--order "random": want shuffled or trace`},
+		{func(s *Spec) { s.Order, s.FirstSeed = "shuffled", 0 }, "--seeds must not be negative, --first-seed must be positive, --inflate must not be negative"},
+		{func(s *Spec) { s.Mix = "all" }, `--mix "all": want list or recent`},
+		{func(s *Spec) { s.Types = 1.5 }, "--types must be a share between 0 and 1"},
 	} {
 		s := good
 		s.Policies = slices.Clone(good.Policies)

@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"context"
@@ -23,7 +23,7 @@ func BenchmarkPackEval(b *testing.B) {
 			spec := packingSpec(nodes, pods, bc.types)
 			spec.Workers = 2
 			for b.Loop() {
-				if _, err := RunPack(context.Background(), spec); err != nil {
+				if _, err := Evaluate(context.Background(), spec); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"bytes"
@@ -40,9 +40,9 @@ func (p *progress) Done()              {}
 
 func TestRunPack(t *testing.T) {
 	pr := &progress{}
-	spec := PackSpec{Nodes: writeTemp(t, "nodes.csv", packNodesCSV), Pods: []string{writeTemp(t, "openb_pod_list_x.csv", packPodsCSV)},
-		Policies: []placement.Policy{placement.BestFit, placement.Spread}, Mode: PackFill, Until: 1, Points: 4, Progress: pr}
-	rep, err := RunPack(context.Background(), spec)
+	spec := Spec{Nodes: writeTemp(t, "nodes.csv", packNodesCSV), Pods: []string{writeTemp(t, "openb_pod_list_x.csv", packPodsCSV)},
+		Policies: []placement.Policy{placement.BestFit, placement.Spread}, Mode: Fill, Until: 1, Points: 4, Progress: pr}
+	rep, err := Evaluate(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +92,10 @@ func TestRunPackBadInput(t *testing.T) {
 		{"malformed", writeTemp(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,x,1,4,A\n"), "cpu_milli"},
 		{"no GPUs", writeTemp(t, "n.csv", "sn,cpu_milli,memory_mib,gpu,model\nn1,1000,1,0,\n"), "no GPUs"},
 	} {
-		_, err := RunPack(context.Background(), PackSpec{Nodes: tc.nodes, Pods: []string{pods}, Policies: []placement.Policy{placement.Spread},
-			Mode: PackFill, Until: 1, Points: 2})
-		if !errors.Is(err, ErrPackInput) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ErrPackInput.Error()) {
-			t.Errorf("%s: %v, want ErrPackInput with the cause's message (%q)", tc.name, err, tc.want)
+		_, err := Evaluate(context.Background(), Spec{Nodes: tc.nodes, Pods: []string{pods}, Policies: []placement.Policy{placement.Spread},
+			Mode: Fill, Until: 1, Points: 2})
+		if !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ErrInput.Error()) {
+			t.Errorf("%s: %v, want ErrInput with the cause's message (%q)", tc.name, err, tc.want)
 		}
 	}
 }

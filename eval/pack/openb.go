@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"bufio"
@@ -20,29 +20,29 @@ import (
 	"github.com/mirage-gpu/mirage/traces"
 )
 
-// ErrPackInput marks a pack-eval error caused by its input: a malformed or
+// ErrInput marks a pack-eval error caused by its input: a malformed or
 // missing node list, a node list without GPUs, a pod list without pods, a
 // pod no placement can take as stated. errors.Is finds it; the message is
 // the cause's. Errors reading the pod lists are the traces package's own.
-var ErrPackInput = errors.New("bad pack-eval input")
+var ErrInput = errors.New("bad pack-eval input")
 
-// packInputError is an input error: its own message, matching ErrPackInput.
+// packInputError is an input error: its own message, matching ErrInput.
 type packInputError struct{ err error }
 
 func (e packInputError) Error() string   { return e.err.Error() }
-func (e packInputError) Unwrap() []error { return []error{e.err, ErrPackInput} }
+func (e packInputError) Unwrap() []error { return []error{e.err, ErrInput} }
 
 func packInput(err error) error { return packInputError{err} }
 
-// PackSpec is one pack-eval run: an openb node list, the pod lists replayed
+// Spec is one pack-eval run: an openb node list, the pod lists replayed
 // onto it, and the placement policies compared on each.
-type PackSpec struct {
+type Spec struct {
 	Nodes     string             // node list (openb_node_list_*.csv: sn,cpu_milli,memory_mib,gpu,model)
 	Pods      []string           // pod lists (openb_pod_list_*.csv)
 	Policies  []placement.Policy // policies to compare, in this order
-	Mode      PackMode           // PackFill or PackReplay
+	Mode      Mode               // Fill or Replay
 	Until     float64            // fill: stop when the arrived GPU demand reaches this multiple of the capacity
-	Order     string             // fill: "shuffled" (the ATC'23 methodology: seeded sampling, see PackFill) or "trace" ("" = trace)
+	Order     string             // fill: "shuffled" (the ATC'23 methodology: seeded sampling, see Fill) or "trace" ("" = trace)
 	Seeds     int                // shuffled: how many seeds, each a replay per policy (default 10)
 	FirstSeed uint64             // shuffled: the first seed; the others follow it (the ATC'23 figures use 42–51)
 	Inflate   float64            // shuffled: the sampled arrivals ask for this multiple of the capacity (default 1.3)
@@ -51,29 +51,29 @@ type PackSpec struct {
 	Points    int                // points on the fragmentation curve
 	SkipBad   bool               // skip malformed pod rows instead of failing
 	Workers   int                // replays run in parallel (0 = GOMAXPROCS)
-	Progress  PackProgress       // follows the replays (nil = silent)
+	Progress  Progress           // follows the replays (nil = silent)
 }
 
-// PackProgress follows a pack-eval run: Start before the replays of a pod
+// Progress follows a pack-eval run: Start before the replays of a pod
 // list (label "FILE"), Update as they finish (replays done of all), Done
 // after them.
-type PackProgress interface {
+type Progress interface {
 	Start(label string)
 	Update(done, total int)
 	Done()
 }
 
-// PackStat is a figure over the seeds: mean and sample standard deviation
+// Stat is a figure over the seeds: mean and sample standard deviation
 // (0 with one run) over N runs.
-type PackStat struct {
+type Stat struct {
 	Mean float64 `json:"mean"`
 	SD   float64 `json:"sd"`
 	N    int     `json:"n"`
 }
 
 // packStat summarises values.
-func packStat(xs []float64) PackStat {
-	st := PackStat{N: len(xs)}
+func packStat(xs []float64) Stat {
+	st := Stat{N: len(xs)}
 	if len(xs) == 0 {
 		return st
 	}
@@ -90,19 +90,19 @@ func packStat(xs []float64) PackStat {
 	return st
 }
 
-// PackSummary is one policy's figures on one pod list over its runs.
-type PackSummary struct {
+// Summary is one policy's figures on one pod list over its runs.
+type Summary struct {
 	Policy      placement.Policy `json:"policy"`
-	Unalloc100  PackStat         `json:"unalloc_100"`        // the headline: unallocated share at 100% arrival (PackResult.Unalloc100)
-	Failed100   PackStat         `json:"failed_100"`         // pods that could not be placed by 100% arrival (at the end when never reached)
-	Frag100     PackStat         `json:"frag_100"`           // fragmented share at 100% arrival (at the end when never reached)
-	FirstFail   PackStat         `json:"first_fail_arrived"` // arrived share at the first failure, over the runs that had one
-	FailUnalloc PackStat         `json:"first_fail_unalloc"` // unallocated share then
-	Curve       []PackPoint      `json:"curve"`              // the mean of the runs' curves, point by point
+	Unalloc100  Stat             `json:"unalloc_100"`        // the headline: unallocated share at 100% arrival (Result.Unalloc100)
+	Failed100   Stat             `json:"failed_100"`         // pods that could not be placed by 100% arrival (at the end when never reached)
+	Frag100     Stat             `json:"frag_100"`           // fragmented share at 100% arrival (at the end when never reached)
+	FirstFail   Stat             `json:"first_fail_arrived"` // arrived share at the first failure, over the runs that had one
+	FailUnalloc Stat             `json:"first_fail_unalloc"` // unallocated share then
+	Curve       []Point          `json:"curve"`              // the mean of the runs' curves, point by point
 }
 
-// PackList is the outcome for one pod list.
-type PackList struct {
+// List is the outcome for one pod list.
+type List struct {
 	File     string        `json:"file"`
 	Pods     int           `json:"pods"`
 	GPUPods  int           `json:"gpu_pods"`
@@ -110,17 +110,17 @@ type PackList struct {
 	Typed    int           `json:"typed_pods"`
 	Skipped  int           `json:"skipped_rows,omitempty"`
 	EvalMix  placement.Mix `json:"eval_mix"`
-	Summary  []PackSummary `json:"summary"`      // one per policy, in the spec's order
-	Results  []*PackResult `json:"results"`      // every replay: per policy, per seed
+	Summary  []Summary     `json:"summary"`      // one per policy, in the spec's order
+	Results  []*Result     `json:"results"`      // every replay: per policy, per seed
 	WallSecs float64       `json:"wall_seconds"` // reporting only
 }
 
-// PackReport is the outcome of a pack-eval run.
-type PackReport struct {
+// Report is the outcome of a pack-eval run.
+type Report struct {
 	Nodes    string             `json:"nodes"`
 	NodeN    int                `json:"node_count"`
 	GPUs     float64            `json:"gpus"`
-	Mode     PackMode           `json:"mode"`
+	Mode     Mode               `json:"mode"`
 	Until    float64            `json:"until"`
 	Order    string             `json:"order"`
 	Seeds    []uint64           `json:"seeds,omitempty"`
@@ -128,16 +128,16 @@ type PackReport struct {
 	Mix      string             `json:"mix"`
 	Types    float64            `json:"types,omitempty"`
 	Policies []placement.Policy `json:"policies"`
-	Lists    []PackList         `json:"pod_lists"`
+	Lists    []List             `json:"pod_lists"`
 }
 
-// Validate reports a spec RunPack cannot run, naming the flags of `mirage
+// Validate reports a spec Evaluate cannot run, naming the flags of `mirage
 // pack-eval` that set the values.
-func (s *PackSpec) Validate() error {
+func (s *Spec) Validate() error {
 	if s.Until <= 0 || s.Points <= 0 {
 		return errors.New("--until and --points must be positive")
 	}
-	if s.Mode != PackFill && s.Mode != PackReplay {
+	if s.Mode != Fill && s.Mode != Replay {
 		return fmt.Errorf("--mode %q: want fill or replay", s.Mode)
 	}
 	switch s.Order {
@@ -165,8 +165,8 @@ func (s *PackSpec) Validate() error {
 
 // seeds are the arrival seeds of the spec: none (one trace-order replay
 // per policy) unless the order is shuffled in fill mode.
-func (s *PackSpec) seeds() []uint64 {
-	if s.Mode != PackFill || s.Order != "shuffled" {
+func (s *Spec) seeds() []uint64 {
+	if s.Mode != Fill || s.Order != "shuffled" {
 		return nil
 	}
 	n := s.Seeds
@@ -180,21 +180,21 @@ func (s *PackSpec) seeds() []uint64 {
 	return out
 }
 
-// RunPack replays every pod list onto the node list under every policy
-// (Pack) and every seed, the replays in parallel, each policy's
+// Evaluate replays every pod list onto the node list under every policy
+// (Run) and every seed, the replays in parallel, each policy's
 // fragmentation measured under the mix of the whole pod list, and
 // summarises each policy over the seeds.
-func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
+func Evaluate(ctx context.Context, spec Spec) (*Report, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	st, nNodes, err := LoadPackNodes(spec.Nodes)
+	st, nNodes, err := LoadNodes(spec.Nodes)
 	if err != nil {
 		return nil, err
 	}
 	capMilli, _ := st.Totals()
 	seeds := spec.seeds()
-	rep := &PackReport{Nodes: spec.Nodes, NodeN: nNodes, GPUs: float64(capMilli) / placement.MilliGPU, Mode: spec.Mode,
+	rep := &Report{Nodes: spec.Nodes, NodeN: nNodes, GPUs: float64(capMilli) / placement.MilliGPU, Mode: spec.Mode,
 		Until: spec.Until, Order: "trace", Seeds: seeds, Mix: spec.Mix, Types: spec.Types, Policies: spec.Policies}
 	if rep.Mix == "" {
 		rep.Mix = "list"
@@ -210,7 +210,7 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	for _, file := range spec.Pods {
-		pods, pl, err := LoadPackPods(file, spec.SkipBad)
+		pods, pl, err := LoadPods(file, spec.SkipBad)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +219,7 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 			runSeeds = []uint64{0}
 		}
 		// The pods each seed replays: with type constraints drawn per seed.
-		podsOf := make([][]PackPod, len(runSeeds))
+		podsOf := make([][]Pod, len(runSeeds))
 		for k, sd := range runSeeds {
 			podsOf[k] = pods
 			if spec.Types > 0 {
@@ -245,7 +245,7 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 				jobs = append(jobs, job{p, k})
 			}
 		}
-		results := make([]*PackResult, len(jobs))
+		results := make([]*Result, len(jobs))
 		errs := make([]error, len(jobs))
 		if spec.Progress != nil {
 			spec.Progress.Start(filepath.Base(file))
@@ -260,9 +260,9 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 				defer wg.Done()
 				for j := range next {
 					jb := jobs[j]
-					o := PackOptions{Mode: spec.Mode, Until: spec.Until, Seed: runSeeds[jb.seed], Inflate: spec.Inflate, Points: spec.Points,
+					o := Options{Mode: spec.Mode, Until: spec.Until, Seed: runSeeds[jb.seed], Inflate: spec.Inflate, Points: spec.Points,
 						EvalMix: &mix, ListMix: spec.Mix != "recent"}
-					results[j], errs[j] = Pack(st, podsOf[jb.seed], spec.Policies[jb.pol], o)
+					results[j], errs[j] = Run(st, podsOf[jb.seed], spec.Policies[jb.pol], o)
 					mu.Lock()
 					done++
 					if spec.Progress != nil {
@@ -302,8 +302,8 @@ func RunPack(ctx context.Context, spec PackSpec) (*PackReport, error) {
 }
 
 // summarise is one policy's figures over its runs.
-func summarise(pol placement.Policy, runs []*PackResult) PackSummary {
-	s := PackSummary{Policy: pol}
+func summarise(pol placement.Policy, runs []*Result) Summary {
+	s := Summary{Policy: pol}
 	var ua, fl, fr, ff, fu []float64
 	for _, r := range runs {
 		ua = append(ua, r.Unalloc100)
@@ -324,7 +324,7 @@ func summarise(pol placement.Policy, runs []*PackResult) PackSummary {
 		n = min(n, len(r.Curve))
 	}
 	for i := range n {
-		var p PackPoint
+		var p Point
 		for _, r := range runs {
 			c := r.Curve[i]
 			p.Arrivals += c.Arrivals
@@ -346,9 +346,9 @@ func summarise(pol placement.Policy, runs []*PackResult) PackSummary {
 	return s
 }
 
-// LoadPackNodes reads an openb node list into a placement state (every node
+// LoadNodes reads an openb node list into a placement state (every node
 // schedulable, all its GPUs free) and returns it with the node count.
-func LoadPackNodes(path string) (*placement.State, int, error) {
+func LoadNodes(path string) (*placement.State, int, error) {
 	nodes, err := traces.ReadNodes(path)
 	if err != nil {
 		var pe *traces.ParseError
@@ -378,21 +378,21 @@ func LoadPackNodes(path string) (*placement.State, int, error) {
 	return st, len(nodes), nil
 }
 
-// LoadPackPods reads an openb pod list: every pod asking for a GPU or a CPU,
+// LoadPods reads an openb pod list: every pod asking for a GPU or a CPU,
 // as a pod of one node (num_gpu whole GPUs, or a share of one GPU when
 // gpu_milli is below 1000; the GPU models of gpu_spec; cpu_milli and
 // memory_mib exactly, see openbCPUMem), arriving
 // at its creation time and holding its resources for its recorded runtime.
-// The list's counts come back in a PackList.
-func LoadPackPods(path string, skipBad bool) ([]PackPod, *PackList, error) {
+// The list's counts come back in a List.
+func LoadPods(path string, skipBad bool) ([]Pod, *List, error) {
 	r, err := traces.Open(path, traces.Options{Format: traces.FormatOpenB, SkipBad: skipBad})
 	if err != nil {
 		return nil, nil, err
 	}
 	defer r.Close()
-	pl := &PackList{File: path}
+	pl := &List{File: path}
 	exact := openbCPUMem(path)
-	var pods []PackPod
+	var pods []Pod
 	for j, err := range traces.All(r) {
 		if err != nil {
 			return nil, nil, err
@@ -415,7 +415,7 @@ func LoadPackPods(path string, skipBad bool) ([]PackPod, *PackList, error) {
 		if d.GPUMilli > 0 {
 			pl.GPUPods++
 		}
-		pods = append(pods, PackPod{Name: j.ID, Demand: d, Arrive: j.Submit.Sub(time.Unix(0, 0)), Runtime: j.Runtime()})
+		pods = append(pods, Pod{Name: j.ID, Demand: d, Arrive: j.Submit.Sub(time.Unix(0, 0)), Runtime: j.Runtime()})
 	}
 	pl.Skipped = r.Skipped()
 	pl.Pods = len(pods)

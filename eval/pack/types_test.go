@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"fmt"
@@ -43,10 +43,10 @@ func TestTypeModelWeights(t *testing.T) {
 // of the GPU pods to be constrained.
 func TestConstrainTypes(t *testing.T) {
 	st := typeNodes(t)
-	var pods []PackPod
+	var pods []Pod
 	add := func(n int, d placement.Demand) {
 		for range n {
-			pods = append(pods, PackPod{Name: fmt.Sprint(len(pods)), Demand: d})
+			pods = append(pods, Pod{Name: fmt.Sprint(len(pods)), Demand: d})
 		}
 	}
 	add(20000, gpus(1))
@@ -54,7 +54,7 @@ func TestConstrainTypes(t *testing.T) {
 	add(1000, placement.Demand{CPUMilli: 1000})
 	add(10, placement.Demand{GPUMilli: 1000, GPUTypes: []string{"X"}})
 	out := ConstrainTypes(pods, st, 0.5, 3)
-	if again := ConstrainTypes(pods, st, 0.5, 3); !slices.EqualFunc(out, again, func(a, b PackPod) bool {
+	if again := ConstrainTypes(pods, st, 0.5, 3); !slices.EqualFunc(out, again, func(a, b Pod) bool {
 		return slices.Equal(a.Demand.GPUTypes, b.Demand.GPUTypes)
 	}) {
 		t.Error("the same seed drew different constraints")
@@ -120,7 +120,7 @@ func TestConstrainTypes(t *testing.T) {
 			t.Errorf("pair constraints %s: %.3f, want %.3f", m, got, p)
 		}
 	}
-	if none := ConstrainTypes(pods, st, 0, 3); !slices.EqualFunc(none, pods, func(a, b PackPod) bool { return slices.Equal(a.Demand.GPUTypes, b.Demand.GPUTypes) }) {
+	if none := ConstrainTypes(pods, st, 0, 3); !slices.EqualFunc(none, pods, func(a, b Pod) bool { return slices.Equal(a.Demand.GPUTypes, b.Demand.GPUTypes) }) {
 		t.Error("share 0 constrained pods")
 	}
 }

@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"math"
@@ -95,7 +95,7 @@ func TypeModelWeights(st *placement.State) []TypeModel {
 // ConstrainTypes returns a copy of the pods with GPU-type constraints
 // added to a share of the GPU pods under the rules above, drawn with the
 // seed. The pods given are not changed.
-func ConstrainTypes(pods []PackPod, st *placement.State, share float64, seed uint64) []PackPod {
+func ConstrainTypes(pods []Pod, st *placement.State, share float64, seed uint64) []Pod {
 	out := slices.Clone(pods)
 	models := TypeModelWeights(st)
 	if share <= 0 || len(models) == 0 {

@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"cmp"
@@ -12,36 +12,36 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/placement"
 )
 
-// PackPod is one arrival of a packing replay (a pod of the openb traces).
-type PackPod struct {
+// Pod is one arrival of a packing replay (a pod of the openb traces).
+type Pod struct {
 	Name    string           // pod name
 	Demand  placement.Demand // what it asks of its one node
 	Arrive  time.Duration    // arrival, since the start of the trace (orders the arrivals)
 	Runtime time.Duration    // how long it holds its resources in replay mode (0 = until the end)
 }
 
-// PackMode says how a packing replay treats time.
-type PackMode string
+// Mode says how a packing replay treats time.
+type Mode string
 
 // Packing replay modes.
 const (
-	// PackFill is the ATC'23 methodology: pods arrive one after another and
-	// never leave until the arrived GPU demand reaches PackOptions.Until
+	// Fill is the ATC'23 methodology: pods arrive one after another and
+	// never leave until the arrived GPU demand reaches Options.Until
 	// times the cluster's capacity. With a seed the arrivals are the pod list
 	// shuffled, then pods drawn from it at random (with replacement) up to
-	// PackOptions.Inflate times the capacity, as the ATC'23 artifact's
+	// Options.Inflate times the capacity, as the ATC'23 artifact's
 	// workload tuning does; without one the list is cycled in trace order.
-	PackFill PackMode = "fill"
-	// PackReplay follows the trace's clock: pods arrive at their arrival
+	Fill Mode = "fill"
+	// Replay follows the trace's clock: pods arrive at their arrival
 	// time and leave after their runtime.
-	PackReplay PackMode = "replay"
+	Replay Mode = "replay"
 )
 
-// PackOptions tune a packing replay.
-type PackOptions struct {
-	Mode      PackMode              // default PackFill
+// Options tune a packing replay.
+type Options struct {
+	Mode      Mode                  // default Fill
 	Until     float64               // fill: stop when arrived GPU demand reaches this share of capacity (default 1.0)
-	Seed      uint64                // fill: 0 keeps the trace order; otherwise the arrivals are sampled with this seed (see PackFill)
+	Seed      uint64                // fill: 0 keeps the trace order; otherwise the arrivals are sampled with this seed (see Fill)
 	Inflate   float64               // fill with a seed: the sampled arrivals ask for this share of capacity in all (default 1.3, ATC'23)
 	ListMix   bool                  // frag-aware uses the whole pod list's mix (as ATC'23 does) instead of learning from recent arrivals
 	MixEvery  int                   // frag-aware relearns the job-size mix every this many arrivals (default 50)
@@ -51,9 +51,9 @@ type PackOptions struct {
 	Progress  func(done, total int) // called as arrivals are processed (nil = none)
 }
 
-// PackPoint is the cluster's state at one point of a replay; shares are of
+// Point is the cluster's state at one point of a replay; shares are of
 // the cluster's GPU capacity.
-type PackPoint struct {
+type Point struct {
 	Arrivals    int     `json:"arrivals"`     // pods arrived so far
 	Arrived     float64 `json:"arrived"`      // GPU demand arrived so far / capacity
 	Time        float64 `json:"time_hours"`   // replay: trace time in hours
@@ -65,21 +65,21 @@ type PackPoint struct {
 	FailedGPUs  float64 `json:"failed_gpus"`  // their GPU demand, in GPUs
 }
 
-// PackResult is one policy's replay.
-type PackResult struct {
+// Result is one policy's replay.
+type Result struct {
 	Policy       placement.Policy `json:"policy"`
-	Mode         PackMode         `json:"mode"`
+	Mode         Mode             `json:"mode"`
 	Seed         uint64           `json:"seed"`
 	Capacity     float64          `json:"capacity_gpus"`
 	Arrivals     int              `json:"arrivals"`
 	Placed       int              `json:"placed"`
 	Failed       int              `json:"failed"`
-	AtFull       *PackPoint       `json:"at_full"`       // the state when the arrived GPU demand first reached the capacity (nil: it never did)
+	AtFull       *Point           `json:"at_full"`       // the state when the arrived GPU demand first reached the capacity (nil: it never did)
 	Unalloc100   float64          `json:"unalloc_100"`   // the ATC'23 headline: unallocated share, mean over arrivals at 99.5–100.5% of capacity (else AtFull's, else the end's)
-	FirstFailure *PackPoint       `json:"first_failure"` // the state just before the first pod that could not be placed (nil: none failed)
+	FirstFailure *Point           `json:"first_failure"` // the state just before the first pod that could not be placed (nil: none failed)
 	FirstFailed  string           `json:"first_failed"`  // that pod and its demand
-	Curve        []PackPoint      `json:"curve"`
-	End          PackPoint        `json:"end"`
+	Curve        []Point          `json:"curve"`
+	End          Point            `json:"end"`
 	MaxAlloc     float64          `json:"max_allocated"` // the largest allocated share reached
 }
 
@@ -102,7 +102,7 @@ func (h *departures) Pop() any {
 	return x
 }
 
-// Pack replays pod arrivals onto a cluster under one placement policy
+// Run replays pod arrivals onto a cluster under one placement policy
 // and measures, as the ATC'23 work does, the share of GPUs left unallocated
 // when the arrived GPU demand reaches the capacity (Unalloc100), the first
 // failure and the fragmentation along the way. The frag-aware policy uses
@@ -116,7 +116,7 @@ func (h *departures) Pop() any {
 // relearned every MixEvery arrivals, over the power-of-two default); all
 // policies are measured under the same evaluation mix. The state is not
 // modified (the replay works on a clone).
-func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o PackOptions) (*PackResult, error) {
+func Run(initial *placement.State, pods []Pod, policy placement.Policy, o Options) (*Result, error) {
 	if _, err := placement.ParsePolicy(string(policy)); err != nil {
 		return nil, err
 	}
@@ -124,9 +124,9 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 		return nil, errors.New("pack-eval: no pods")
 	}
 	if o.Mode == "" {
-		o.Mode = PackFill
+		o.Mode = Fill
 	}
-	if o.Mode != PackFill && o.Mode != PackReplay {
+	if o.Mode != Fill && o.Mode != Replay {
 		return nil, fmt.Errorf("pack-eval: mode %q: want fill or replay", o.Mode)
 	}
 	if o.Until <= 0 {
@@ -164,7 +164,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 		evalMix = &m
 	}
 	order := arrivalOrder(pods, o, capMilli)
-	res := &PackResult{Policy: policy, Mode: o.Mode, Seed: o.Seed, Capacity: capacity}
+	res := &Result{Policy: policy, Mode: o.Mode, Seed: o.Seed, Capacity: capacity}
 	def := placement.DefaultMix(st)
 	mix := def
 	learn := placement.MixOptions{ByCPU: true, MaxClasses: packMixClasses}
@@ -175,10 +175,10 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 	var deps departures
 	arrivedMilli := 0.0
 	var failedMilli float64
-	point := func(now time.Duration) PackPoint {
+	point := func(now time.Duration) Point {
 		_, free := st.Totals()
 		frag, _, _ := st.Fragmentation(*evalMix)
-		p := PackPoint{Arrivals: res.Arrivals, Arrived: arrivedMilli / placement.MilliGPU / capacity, Time: now.Hours(),
+		p := Point{Arrivals: res.Arrivals, Arrived: arrivedMilli / placement.MilliGPU / capacity, Time: now.Hours(),
 			Allocated: 1 - float64(free)/float64(capMilli), Unallocated: float64(free) / float64(capMilli),
 			Fragmented: frag / capacity, Failed: res.Failed, FailedGPUs: failedMilli / placement.MilliGPU}
 		if free > 0 {
@@ -189,7 +189,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 	// The stop condition and the curve's spacing.
 	total := len(order)
 	var lastT time.Duration
-	if o.Mode == PackReplay {
+	if o.Mode == Replay {
 		for _, p := range pods {
 			lastT = max(lastT, p.Arrive+p.Runtime)
 		}
@@ -207,7 +207,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 	var lastNow time.Duration
 	step := func(now time.Duration) {
 		var frac float64
-		if o.Mode == PackFill {
+		if o.Mode == Fill {
 			frac = arrivedMilli / float64(capMilli) / o.Until
 		} else if lastT > 0 {
 			frac = float64(now) / float64(lastT)
@@ -221,15 +221,15 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 	var winSum float64
 	var winN int
 	for k := 0; ; k++ {
-		if o.Mode == PackFill && (arrivedMilli >= o.Until*float64(capMilli) || o.Seed != 0 && k >= len(order)) ||
-			o.Mode == PackReplay && k >= len(order) {
+		if o.Mode == Fill && (arrivedMilli >= o.Until*float64(capMilli) || o.Seed != 0 && k >= len(order)) ||
+			o.Mode == Replay && k >= len(order) {
 			break
 		}
 		i := order[k%len(order)]
 		pod := pods[i]
 		now := pod.Arrive
 		lastNow = now
-		if o.Mode == PackReplay {
+		if o.Mode == Replay {
 			for len(deps) > 0 && deps[0].at <= int64(now) {
 				d := heap.Pop(&deps).(departure)
 				st.Release(d.a)
@@ -257,7 +257,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 			res.Placed++
 			for _, a := range p.Assignments {
 				st.Assign(a)
-				if o.Mode == PackReplay && pod.Runtime > 0 {
+				if o.Mode == Replay && pod.Runtime > 0 {
 					heap.Push(&deps, departure{at: int64(now + pod.Runtime), a: a})
 				}
 			}
@@ -267,7 +267,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 		_, free := st.Totals()
 		alloc := 1 - float64(free)/float64(capMilli)
 		res.MaxAlloc = max(res.MaxAlloc, alloc)
-		if o.Mode == PackFill {
+		if o.Mode == Fill {
 			if a := arrivedMilli / float64(capMilli); a >= 0.995 && a < 1.005 {
 				winSum += alloc
 				winN++
@@ -301,7 +301,7 @@ func Pack(initial *placement.State, pods []PackPod, policy placement.Policy, o P
 const packMixClasses = 200
 
 // listDemands are the pods' demands.
-func listDemands(pods []PackPod) []placement.Demand {
+func listDemands(pods []Pod) []placement.Demand {
 	ds := make([]placement.Demand, len(pods))
 	for i := range pods {
 		ds[i] = pods[i].Demand
@@ -310,18 +310,18 @@ func listDemands(pods []PackPod) []placement.Demand {
 }
 
 // arrivalOrder is the sequence of pod indices that arrive: in trace order
-// (cycled by Pack) without a seed or in replay mode; with one, the list
+// (cycled by Run) without a seed or in replay mode; with one, the list
 // shuffled and then, while the GPU demand stays within Inflate × capacity,
 // pods drawn uniformly with replacement (a list asking for more than that
 // loses pods drawn at random instead), the ATC'23 artifact's workload
 // tuning.
-func arrivalOrder(pods []PackPod, o PackOptions, capMilli int) []int {
+func arrivalOrder(pods []Pod, o Options, capMilli int) []int {
 	order := make([]int, len(pods))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(pods[a].Arrive, pods[b].Arrive) })
-	if o.Mode != PackFill || o.Seed == 0 {
+	if o.Mode != Fill || o.Seed == 0 {
 		return order
 	}
 	inflate := o.Inflate

@@ -1,9 +1,9 @@
-package eval
+package pack
 
-// PublishedPacking is a published packing figure: the share of GPU
+// Published is a published packing figure: the share of GPU
 // capacity left unallocated when the arrived GPU demand reached 100% of it,
 // mean ± sd over seeds 42–51, in percent.
-type PublishedPacking struct {
+type Published struct {
 	FGD, FGDSD         float64
 	BestFit, BestFitSD float64
 }
@@ -16,7 +16,7 @@ type PublishedPacking struct {
 // to 130% of capacity, seeds 42–51), by pod list. Their BestFit is their
 // own implementation, not mirage's best-fit. Lists they did not publish
 // are absent.
-var ATC23Packing = map[string]PublishedPacking{
+var ATC23Packing = map[string]Published{
 	"default":     {4.77, 0.10, 7.14, 0.14},
 	"gpushare40":  {6.04, 0.07, 8.56, 0.19},
 	"gpushare60":  {8.75, 0.12, 10.94, 0.17},

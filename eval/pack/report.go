@@ -1,4 +1,4 @@
-package eval
+package pack
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 func packPct(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
 
 // packPM prints a share over the seeds: "4.52 ± 0.08%", or "4.52%" for one run.
-func packPM(s PackStat) string {
+func packPM(s Stat) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -24,7 +24,7 @@ func packPM(s PackStat) string {
 }
 
 // packCount prints a count over the seeds: "255 ± 12", or "255" for one run.
-func packCount(s PackStat) string {
+func packCount(s Stat) string {
 	if s.N == 0 {
 		return "-"
 	}
@@ -35,10 +35,10 @@ func packCount(s PackStat) string {
 }
 
 // Methodology describes how the report's replays arrive, in one sentence.
-func (rep *PackReport) Methodology() string {
+func (rep *Report) Methodology() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mode %s", rep.Mode)
-	if rep.Mode == PackFill {
+	if rep.Mode == Fill {
 		fmt.Fprintf(&b, " until %.0f%% of capacity has arrived", 100*rep.Until)
 		if len(rep.Seeds) > 0 {
 			fmt.Fprintf(&b, "; arrivals: the pod list shuffled, then pods drawn from it with replacement up to %.0f%% of capacity, seeds %d–%d (%d)",
@@ -62,7 +62,7 @@ func (rep *PackReport) Methodology() string {
 // WriteText writes the report as mirage pack-eval prints it: per pod list a
 // table of the policies' figures over the seeds and the mean fragmentation
 // curve.
-func (rep *PackReport) WriteText(w io.Writer) error {
+func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "cluster: %s — %d nodes, %.0f GPUs; %s\n", rep.Nodes, rep.NodeN, rep.GPUs, rep.Methodology())
 	for _, pl := range rep.Lists {
 		fmt.Fprintf(w, "\n%s: %d pods (%d with GPUs, %d sharing a GPU, %d with a GPU-type constraint)\n", pl.File, pl.Pods, pl.GPUPods, pl.Sharing, pl.Typed)
@@ -81,7 +81,7 @@ func (rep *PackReport) WriteText(w io.Writer) error {
 			continue
 		}
 		x := "ARRIVED"
-		if rep.Mode == PackReplay {
+		if rep.Mode == Replay {
 			x = "HOURS"
 		}
 		fmt.Fprintf(w, "fragmented share of capacity (free GPUs the pod mix cannot use) along the run, mean over the seeds:\n")
@@ -92,7 +92,7 @@ func (rep *PackReport) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintln(tw)
 		for i, p := range pl.Summary[0].Curve {
-			if rep.Mode == PackReplay {
+			if rep.Mode == Replay {
 				fmt.Fprintf(tw, "%.0f\t", p.Time)
 			} else {
 				fmt.Fprintf(tw, "%s\t", packPct(p.Arrived))
@@ -113,9 +113,9 @@ func (rep *PackReport) WriteText(w io.Writer) error {
 	return nil
 }
 
-// PackListName is a pod list's short name: its file name without the
+// ListName is a pod list's short name: its file name without the
 // openb_pod_list_ prefix and the extension ("default", "gpushare40").
-func PackListName(file string) string {
+func ListName(file string) string {
 	b := filepath.Base(file)
 	b = strings.TrimSuffix(b, filepath.Ext(b))
 	return strings.TrimPrefix(b, "openb_pod_list_")
@@ -127,10 +127,10 @@ func PackListName(file string) string {
 // arrival, the pods that could not be placed by then, the arrived and the
 // unallocated share at the first failure, and the fragmented share at a
 // quarter, half, three quarters and all of the run. name gives a list's
-// row label (nil: PackListName of its file).
-func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) error {
+// row label (nil: ListName of its file).
+func (rep *Report) WriteMarkdown(w io.Writer, name func(*List) string) error {
 	if name == nil {
-		name = func(pl *PackList) string { return PackListName(pl.File) }
+		name = func(pl *List) string { return ListName(pl.File) }
 	}
 	header := func(title string) {
 		fmt.Fprintf(w, "%s\n\n| pod list |", title)
@@ -144,7 +144,7 @@ func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) e
 		fmt.Fprintln(w)
 	}
 	// row prints one pod list's cells, bold where key is the row's lowest.
-	row := func(pl *PackList, cell func(s *PackSummary) string, key func(s *PackSummary) string) {
+	row := func(pl *List, cell func(s *Summary) string, key func(s *Summary) string) {
 		best := ""
 		for i := range pl.Summary {
 			if k := key(&pl.Summary[i]); i == 0 || k < best {
@@ -165,24 +165,24 @@ func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) e
 	sortKey := func(x float64) string { return fmt.Sprintf("%010.2f", 100*x) }
 	header("Unallocated share of GPU capacity when the arrived GPU demand reached 100% of it (mean ± sd over the seeds; lower is better):")
 	for i := range rep.Lists {
-		row(&rep.Lists[i], func(s *PackSummary) string { return packPM(s.Unalloc100) },
-			func(s *PackSummary) string { return sortKey(s.Unalloc100.Mean) })
+		row(&rep.Lists[i], func(s *Summary) string { return packPM(s.Unalloc100) },
+			func(s *Summary) string { return sortKey(s.Unalloc100.Mean) })
 	}
 	fmt.Fprintln(w)
 	header("Pods that could not be placed by then (mean ± sd; lower is better):")
 	for i := range rep.Lists {
-		row(&rep.Lists[i], func(s *PackSummary) string { return packCount(s.Failed100) },
-			func(s *PackSummary) string { return fmt.Sprintf("%012.1f", s.Failed100.Mean) })
+		row(&rep.Lists[i], func(s *Summary) string { return packCount(s.Failed100) },
+			func(s *Summary) string { return fmt.Sprintf("%012.1f", s.Failed100.Mean) })
 	}
 	fmt.Fprintln(w)
 	header("First failure: arrived GPU demand / unallocated share when placement first failed (means; none: no run failed; one event per run, a noisy figure; bold: the latest):")
 	for i := range rep.Lists {
-		row(&rep.Lists[i], func(s *PackSummary) string {
+		row(&rep.Lists[i], func(s *Summary) string {
 			if s.FirstFail.N == 0 {
 				return "none"
 			}
 			return fmt.Sprintf("%s / %s", packPct(s.FirstFail.Mean), packPct(s.FailUnalloc.Mean))
-		}, func(s *PackSummary) string {
+		}, func(s *Summary) string {
 			if s.FirstFail.N == 0 {
 				return sortKey(-1)
 			}
@@ -192,7 +192,7 @@ func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) e
 	fmt.Fprintln(w)
 	header("Fragmented share of capacity at ¼, ½, ¾ and all of the run (means; lower is better; bold: the least at the end):")
 	for i := range rep.Lists {
-		row(&rep.Lists[i], func(s *PackSummary) string {
+		row(&rep.Lists[i], func(s *Summary) string {
 			var parts []string
 			for q := 1; q <= 4; q++ {
 				if k := q*len(s.Curve)/4 - 1; k >= 0 && k < len(s.Curve) {
@@ -200,7 +200,7 @@ func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) e
 				}
 			}
 			return strings.Join(parts, " / ") + " %"
-		}, func(s *PackSummary) string {
+		}, func(s *Summary) string {
 			if len(s.Curve) == 0 {
 				return sortKey(0)
 			}
@@ -211,7 +211,7 @@ func (rep *PackReport) WriteMarkdown(w io.Writer, name func(*PackList) string) e
 }
 
 // SummaryOf returns a pod list's summary for a policy (nil: not run).
-func (pl *PackList) SummaryOf(p placement.Policy) *PackSummary {
+func (pl *List) SummaryOf(p placement.Policy) *Summary {
 	for i := range pl.Summary {
 		if pl.Summary[i].Policy == p {
 			return &pl.Summary[i]
