@@ -148,8 +148,7 @@ func (c *ChainSetup) defaults() error {
 		c.Until = c.Scenario.Last
 	}
 	if len(c.Injections()) == 0 {
-		return fmt.Errorf("%w: no injection in [%s, %s) after the %s warm-up from the first start %s", ErrBadSetup,
-			c.From.UTC().Format(time.RFC3339), c.Until.UTC().Format(time.RFC3339), c.Warmup, c.Scenario.First.UTC().Format(time.RFC3339))
+		return emptyWindow(c.From, c.Until, c.Scenario.First, c.Warmup, c.Scenario.Last)
 	}
 	return nil
 }

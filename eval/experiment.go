@@ -312,8 +312,10 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 
 // window is the evaluation window of a prepared trace: injections in
 // [from, until), from no earlier than the first recorded start + warm-up;
-// From and Until without an offset are read in the trace's zone loc.
-func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, until time.Time) {
+// From and Until without an offset are read in the trace's zone loc. An
+// empty window is an ErrBadSetup that says where each end came from
+// (emptyWindow).
+func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, until time.Time, err error) {
 	from, until = e.From.In(loc), e.Until.In(loc)
 	if first := sc.First.Add(e.Warmup); from.Before(first) {
 		from = first
@@ -321,7 +323,44 @@ func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, un
 	if until.IsZero() {
 		until = sc.Last
 	}
-	return from.UTC(), until.UTC()
+	if !from.Before(until) {
+		return from, until, emptyWindow(e.From.In(loc), e.Until.In(loc), sc.First, e.Warmup, sc.Last)
+	}
+	return from.UTC(), until.UTC(), nil
+}
+
+// emptyWindow explains why no chain can be injected: the window starts at
+// the later of --from (fromFlag, zero when not given) and the trace's first
+// recorded start + the warm-up, and ends at --until (untilFlag) or the
+// trace's last submit, and here it does not start before it ends.
+func emptyWindow(fromFlag, untilFlag, first time.Time, warmup time.Duration, last time.Time) error {
+	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+	from, fromWhy := first.Add(warmup), fmt.Sprintf("the trace's first start %s + the %s warm-up", stamp(first), fmtHours(warmup))
+	if fromFlag.After(from) {
+		from, fromWhy = fromFlag, "--from"
+	}
+	until, untilWhy := last, "the trace's last submit"
+	if !untilFlag.IsZero() {
+		until, untilWhy = untilFlag, "--until"
+	}
+	var fix string
+	switch {
+	case fromWhy == "--from" && untilWhy == "--until":
+		fix = "give a --from before --until"
+	case fromWhy == "--from":
+		fix = fmt.Sprintf("give a --from before %s", stamp(until))
+	case untilWhy == "--until":
+		fix = fmt.Sprintf("give an --until after %s, or a shorter --warmup", stamp(from))
+	default:
+		fix = fmt.Sprintf("the trace spans %s from its first start to its last submit, no more than the warm-up: give a longer trace, or a shorter --warmup", fmtHours(last.Sub(first)))
+	}
+	return fmt.Errorf("%w: no chain can be injected: the evaluation window would start at %s (%s) and end at %s (%s); %s",
+		ErrBadSetup, stamp(from), fromWhy, stamp(until), untilWhy, fix)
+}
+
+// fmtHours writes a duration in hours ("48h", "13.5h").
+func fmtHours(d time.Duration) string {
+	return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + "h"
 }
 
 // RunCell runs one cell: the trace scaled to the cell's load, the cell's
@@ -340,7 +379,10 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
-	from, until := e.window(tr.sc, tr.loc)
+	from, until, err := e.window(tr.sc, tr.loc)
+	if err != nil {
+		return nil, err
+	}
 	rt.mu.Lock()
 	ref, haveRef := rt.refs[c.Cell]
 	refRuns := rt.refRuns[c.Cell]
@@ -349,6 +391,14 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	run := []string{c.Policy}
 	if c.Policy != Reference && !haveRef {
 		run = append(run, Reference)
+	}
+	// Unknown names and missing models are setup errors, found before any
+	// simulation (a missing or stale model is also models.ErrNoModel or
+	// features.ErrSchemaMismatch: bad input).
+	for _, p := range run {
+		if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
+			return nil, fmt.Errorf("%w: %w", ErrBadSetup, err)
+		}
 	}
 	params := map[string]string{
 		"preset": e.Preset, "warmup": e.Warmup.String(), "interval": e.Interval.String(), "limit": e.Limit.String(),
@@ -397,14 +447,10 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 		}
 		points := proto.Injections(scaled, from, until)
-		if len(points) == 0 {
-			return nil, fmt.Errorf("%w: no injection in [%s, %s)", ErrBadSetup, from.Format(time.RFC3339), until.Format(time.RFC3339))
+		if len(points) == 0 { // the scaled trace may start later
+			return nil, emptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
 		}
-		for _, p := range run { // unknown names and missing models are setup errors, found before any simulation
-			if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
-				return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
-			}
-		}
+
 		samples, err = RunPairs(ctx, PairConfig{
 			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
 			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
@@ -482,7 +528,23 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	return rep, rep.SetRuns(ownRuns)
+	if err := rep.SetRuns(ownRuns); err != nil {
+		return nil, err
+	}
+	rep.SetZeroTolerance(schedLatency(scaled.Config))
+	return rep, nil
+}
+
+// schedLatency is the longest the simulated scheduler takes from an event
+// (a job's end) to the main pass that starts what it freed room for: a
+// successor queued on those nodes starts that much after its predecessor
+// ends whatever the policy did.
+func schedLatency(cfg sim.Config) time.Duration {
+	d := cfg.SchedLatency
+	for _, l := range cfg.LatencyTable {
+		d = max(d, l)
+	}
+	return d
 }
 
 // modelRef reads MODELS/POLICY/meta.json when it exists.

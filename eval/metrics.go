@@ -40,7 +40,7 @@ type Interval struct {
 // figures (nil when the group has enough samples not to need them).
 type Intervals struct {
 	InterruptionMean *Interval `json:"interruption_mean_h,omitempty"` // mean interruption, hours
-	ZeroInterruption *Interval `json:"zero_interruption,omitempty"`   // share with gap ≤ 0
+	ZeroInterruption *Interval `json:"zero_interruption,omitempty"`   // share with gap ≤ the zero tolerance
 	WithinHour       *Interval `json:"within_hour,omitempty"`         // share with |gap| ≤ 1 h
 	MeanAbsGap       *Interval `json:"mean_abs_gap_h,omitempty"`      // mean |gap|, hours
 	Reduction        *Interval `json:"reduction,omitempty"`           // reduction against reactive (paired resampling)
@@ -80,7 +80,7 @@ type GroupStats struct {
 	OverlapMean        float64   `json:"overlap_mean_h"` // mean of max(−gap,0)
 	OverlapP90         float64   `json:"overlap_p90_h"`
 	WastedGPUHours     float64   `json:"wasted_gpu_h"`      // Σ overlap × GPUs of the segment
-	ZeroInterruption   float64   `json:"zero_interruption"` // share with gap ≤ 0
+	ZeroInterruption   float64   `json:"zero_interruption"` // share with gap ≤ the zero tolerance (MetricsOptions.ZeroTolerance)
 	WithinHour         float64   `json:"within_hour"`       // share with |gap| ≤ 1 h
 	MeanAbsGap         float64   `json:"mean_abs_gap_h"`    // mean |gap|
 
@@ -110,6 +110,11 @@ type MetricsOptions struct {
 	Resamples      int      // bootstrap resamples (0: DefaultResamples)
 	Level          float64  // confidence level (0: 0.95)
 	Seed           uint64   // bootstrap seed (recorded in the report)
+	// ZeroTolerance is the interruption that still counts as none for
+	// ZeroInterruption: the scheduler's latency between a job's nodes
+	// freeing and its successor starting there, which no policy can
+	// remove (0: only gap ≤ 0 counts).
+	ZeroTolerance time.Duration
 }
 
 // Bootstrap defaults.
@@ -304,7 +309,7 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 	for i, s := range g {
 		h := gapHours(s.Gap)
 		gaps[i], intr[i], over[i], abs[i] = h, interruptionH(s.Gap), overlapH(s.Gap), math.Abs(h)
-		if s.Gap <= 0 {
+		if s.Gap <= opts.ZeroTolerance {
 			zero[i] = 1
 		}
 		if s.Gap <= time.Hour && s.Gap >= -time.Hour {

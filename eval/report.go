@@ -86,13 +86,17 @@ type Bootstrap struct {
 // computed from them. Its JSON form round-trips, and Markdown and HTML are
 // rendered from it alone.
 type Report struct {
-	Schema     int          `json:"schema"`
-	Title      string       `json:"title"`
-	Policies   []string     `json:"policies"` // display order
-	Provenance Provenance   `json:"provenance"`
-	Bootstrap  Bootstrap    `json:"bootstrap"`
-	Groups     []GroupStats `json:"groups"`
-	Samples    []Sample     `json:"samples"`
+	Schema     int        `json:"schema"`
+	Title      string     `json:"title"`
+	Policies   []string   `json:"policies"` // display order
+	Provenance Provenance `json:"provenance"`
+	Bootstrap  Bootstrap  `json:"bootstrap"`
+	// ZeroToleranceS is the gap, in seconds, that still counts as zero
+	// interruption: the simulated scheduler's latency (SetZeroTolerance;
+	// 0 in reports from before it, where only gap ≤ 0 counted).
+	ZeroToleranceS float64      `json:"zero_tolerance_s,omitempty"`
+	Groups         []GroupStats `json:"groups"`
+	Samples        []Sample     `json:"samples"`
 	// The run protocol's whole runs and their figures (SetRuns).
 	RunGroups []RunStats  `json:"run_groups,omitempty"`
 	Runs      []RunSample `json:"runs,omitempty"`
@@ -124,9 +128,34 @@ func (r *Report) SetRuns(runs []RunSample) error {
 	r.Runs, r.RunGroups = nil, nil
 	if len(out) > 0 {
 		r.Runs = out
-		r.RunGroups = ComputeRuns(out, MetricsOptions{Policies: r.Policies, BootstrapBelow: r.Bootstrap.Below, Resamples: r.Bootstrap.Resamples, Level: r.Bootstrap.Level, Seed: r.Bootstrap.Seed})
+		r.RunGroups = ComputeRuns(out, r.metricsOptions())
 	}
 	return nil
+}
+
+// metricsOptions are the options the report's figures are computed with.
+func (r *Report) metricsOptions() MetricsOptions {
+	b := r.Bootstrap
+	return MetricsOptions{Policies: r.Policies, BootstrapBelow: b.Below, Resamples: b.Resamples, Level: b.Level, Seed: b.Seed,
+		ZeroTolerance: time.Duration(r.ZeroToleranceS * float64(time.Second))}
+}
+
+// ZeroTolerance is the gap that still counts as zero interruption.
+func (r *Report) ZeroTolerance() time.Duration {
+	return time.Duration(r.ZeroToleranceS * float64(time.Second))
+}
+
+// SetZeroTolerance sets the gap that still counts as zero interruption
+// (whole seconds; the scheduler's latency) and recomputes the figures.
+func (r *Report) SetZeroTolerance(d time.Duration) {
+	r.ZeroToleranceS = max(d, 0).Round(time.Second).Seconds()
+	r.Groups = Compute(r.Samples, r.metricsOptions())
+	if r.Groups == nil {
+		r.Groups = []GroupStats{}
+	}
+	if len(r.Runs) > 0 {
+		r.RunGroups = ComputeRuns(r.Runs, r.metricsOptions())
+	}
 }
 
 // NewReport computes the metrics of samples and assembles a report. The
@@ -147,7 +176,7 @@ func NewReport(title string, policies []string, prov Provenance, samples []Sampl
 		b.Level = DefaultLevel
 	}
 	r := &Report{Schema: ReportSchema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
-	r.Groups = Compute(s, MetricsOptions{Policies: policies, BootstrapBelow: b.Below, Resamples: b.Resamples, Level: b.Level, Seed: b.Seed})
+	r.Groups = Compute(s, r.metricsOptions())
 	if r.Groups == nil {
 		r.Groups = []GroupStats{}
 	}
@@ -243,6 +272,9 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 		if r.Bootstrap != first.Bootstrap {
 			return nil, fmt.Errorf("%w: report %d was computed with bootstrap %+v, report 1 with %+v", ErrBadReport, i+1, r.Bootstrap, first.Bootstrap)
 		}
+		if r.ZeroToleranceS != first.ZeroToleranceS {
+			return nil, fmt.Errorf("%w: report %d counts gaps up to %gs as zero interruption, report 1 up to %gs: were their clusters' schedulers simulated alike?", ErrBadReport, i+1, r.ZeroToleranceS, first.ZeroToleranceS)
+		}
 		if r.Provenance.Mirage != first.Provenance.Mirage {
 			return nil, fmt.Errorf("%w: report %d is from mirage %s, report 1 from %s", ErrBadReport, i+1, r.Provenance.Mirage, first.Provenance.Mirage)
 		}
@@ -271,7 +303,13 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return m, m.SetRuns(runs)
+	if err := m.SetRuns(runs); err != nil {
+		return nil, err
+	}
+	if first.ZeroToleranceS != 0 {
+		m.SetZeroTolerance(first.ZeroTolerance())
+	}
+	return m, nil
 }
 
 // WriteJSON writes the report as indented JSON.

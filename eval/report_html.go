@@ -27,17 +27,21 @@ dl.prov dt { font-weight: bold; margin-top: 0.4em; }
 dl.prov dd { margin-left: 1.5em; font-family: ui-monospace, monospace; font-size: 0.85em; word-break: break-all; }
 details pre { white-space: pre-wrap; font-size: 0.8em; }
 section.verdict { border-left: 4px solid #2a7; padding: 0 1em; margin: 1em 0 2em; background: #f6fbf8; }
+p.defs, p.note { color: #444; font-size: 0.9em; }
+section.verdict p.note { margin: 0.3em 0; }
 details.prov-box summary h2 { display: inline; }
 </style>
 </head>
 <body>
 <h1>{{.Title}}</h1>
-<p>Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy &gt; 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.</p>
+<p>{{.Intro}}</p>
+<p class="defs">{{.Definitions}}</p>
 {{range .Verdicts}}<section class="verdict">
 <h2>{{.Title}}</h2>
 <p>{{.Why}}</p>
 {{with .Table}}{{template "table" .}}{{end}}
-</section>
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}</section>
 {{end}}
 {{range .Experiments}}
 <h2>{{.Title}}</h2>
@@ -47,7 +51,8 @@ details.prov-box summary h2 { display: inline; }
 </figure>
 {{end}}
 {{range .Tables}}{{if .Rows}}<h3>{{.Title}}</h3>
-{{template "table" .}}{{end}}{{end}}
+{{template "table" .}}{{with .Note}}<p class="note">{{.}}</p>
+{{end}}{{end}}{{end}}
 {{else}}<p>No samples.</p>
 {{end}}
 <details class="prov-box"><summary><h2>Provenance</h2></summary>
@@ -84,6 +89,8 @@ type modelView struct {
 
 type htmlView struct {
 	Title       string
+	Intro       string // the first paragraph, in plain words
+	Definitions string // the figures' definitions
 	Verdicts    []verdictView
 	Provenance  []provenanceView
 	Cells       []string
@@ -94,7 +101,7 @@ type htmlView struct {
 // WriteHTML renders the report as one self-contained HTML page with the
 // figures inline as SVG.
 func (r *Report) WriteHTML(w io.Writer) error {
-	v := htmlView{Title: r.Title, Provenance: r.provenanceLines(), Cells: r.cellLines()}
+	v := htmlView{Title: r.Title, Intro: r.introduction(), Definitions: r.definitions(), Provenance: r.provenanceLines(), Cells: r.cellLines()}
 	for _, m := range r.Provenance.Models {
 		v.Models = append(v.Models, modelView{m.Policy, m.Dir, modelSummary(m)})
 	}

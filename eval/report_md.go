@@ -23,7 +23,7 @@ func mdEscape(s string) string {
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	ew := &mdWriter{w: w}
 	ew.printf("# %s\n\n", mdEscape(r.Title))
-	ew.printf("Gap = successor start − predecessor end, per hand-off. Interruption = max(gap, 0) and overlap = max(−gap, 0), averaged over all hand-offs (zeros included); wasted GPU-hours = Σ overlap × GPUs. Load class by the reactive policy's gap on the same hand-off (low ≤ 2 h, medium 2–12 h, heavy > 12 h). Reduction = 1 − Σ interruption / Σ reactive interruption over the same hand-offs.\n\n")
+	ew.printf("%s\n\n%s\n\n", r.introduction(), r.definitions())
 	for _, e := range r.experiments() {
 		v := r.verdict(e)
 		ew.printf("## %s\n\n%s\n\n", v.Title, strings.ReplaceAll(v.Why, "\n", " ")) // prose: a | needs no escape outside tables
@@ -31,6 +31,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			ew.printf("### %s\n\n", v.Table.Title)
 		}
 		ew.table(v.Table)
+		for _, n := range v.Notes {
+			ew.printf("%s\n\n", n)
+		}
 	}
 	for _, e := range r.experiments() {
 		ew.printf("## %s protocol, load ×%g\n\n", mdEscape(e.Protocol), e.LoadScale)
@@ -40,6 +43,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 			ew.printf("### %s\n\n", t.Title)
 			ew.table(t)
+			if t.Note != "" {
+				ew.printf("%s\n\n", t.Note)
+			}
 		}
 	}
 	if len(r.Groups) == 0 {

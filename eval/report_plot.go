@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"slices"
 	"strconv"
 
@@ -125,24 +126,24 @@ func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
 		build              func() (*plot.Plot, []legendEntry, error)
 	}{
 		{"cdf-" + id, "Gap CDF — " + exp,
-			"Cumulative share of hand-offs whose signed gap (successor start − predecessor end, hours) is at most x; left of 0 is overlap, right of 0 interruption.",
+			"Cumulative share of hand-offs whose signed gap (successor start − predecessor end) is at most x, on a log scale either side of 0 (linear within 10 s of it, so that the scheduler's latency and reactive's one-minute lead stay apart from 0); left of 0 is overlap, right of 0 interruption.",
 			func() (*plot.Plot, []legendEntry, error) { return r.cdfPlot(e, pols, st) }},
 		{"bars-interruption-" + id, "Mean interruption by load class — " + exp,
-			"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h), all job sizes.",
+			"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h; n hand-offs each, † fewer than 10), all job sizes; a zero bar is drawn as a flat mark.",
 			func() (*plot.Plot, []legendEntry, error) {
 				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return g.InterruptionMean })
 				p.Y.Label.Text = "mean interruption (h)"
 				return p, l, nil
 			}},
 		{"bars-zero-" + id, "Share with zero interruption by load class — " + exp,
-			"Share of hand-offs with gap ≤ 0 (the successor was running when the predecessor ended) per load class, all job sizes.",
+			"Share of hand-offs without interruption (the successor started by the time the predecessor ended, give or take the scheduler's latency; see the verdict) per load class, all job sizes; a zero bar is drawn as a flat mark.",
 			func() (*plot.Plot, []legendEntry, error) {
 				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return 100 * g.ZeroInterruption })
 				shareAxis(&p.Y, "share with zero interruption")
 				return p, l, nil
 			}},
 		{"scatter-" + id, "Interruption against overlap — " + exp,
-			"Mean interruption against mean overlap (hours), one point per policy and load class (L, M, H), all job sizes; lower left is better.",
+			"Mean interruption against mean overlap (log scales, linear within 10 s of 0), one point per policy and load class (L, M, H), all job sizes; lower left is better. Marks that would cover each other are spread around their place.",
 			func() (*plot.Plot, []legendEntry, error) { return r.scatterPlot(e, pols, classes, st) }},
 	}
 	var figs []Figure
@@ -253,8 +254,8 @@ func shareAxis(a *plot.Axis, label string) {
 
 func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
-	p.X.Label.Text = "gap (h): successor start − predecessor end"
 	var legend []legendEntry
+	lo, hi := 0.0, 0.0
 	for _, pol := range pols {
 		var gaps []float64
 		for _, s := range r.Samples {
@@ -266,10 +267,11 @@ func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (
 			continue
 		}
 		slices.Sort(gaps)
+		lo, hi = min(lo, gaps[0]), max(hi, gaps[len(gaps)-1])
 		n := float64(len(gaps))
 		xys := make(plotter.XYs, 0, 2*len(gaps))
 		for j, x := range gaps { // a step function: up by 1/n at each gap
-			xys = append(xys, plotter.XY{X: x, Y: 100 * float64(j) / n}, plotter.XY{X: x, Y: 100 * float64(j+1) / n})
+			xys = append(xys, plotter.XY{X: symlog(x), Y: 100 * float64(j) / n}, plotter.XY{X: symlog(x), Y: 100 * float64(j+1) / n})
 		}
 		l, err := plotter.NewLine(xys)
 		if err != nil {
@@ -279,70 +281,102 @@ func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (
 		p.Add(l)
 		legend = append(legend, legendEntry{pol, l})
 	}
+	logAxis(&p.X, "gap: successor start − predecessor end", lo, hi)
 	shareAxis(&p.Y, "share of hand-offs")
 	return p, legend, nil
 }
 
-// barPlot has a group of bars per load class, one bar per policy.
+// classTicks labels the load classes of a bar chart with their hand-offs
+// ("heavy (n = 3)"), marked when few (classLabel).
+func (r *Report) classTicks(e GroupKey, classes []string) []string {
+	out := make([]string, len(classes))
+	for i, c := range classes {
+		out[i] = c
+		var g *GroupStats
+		for _, p := range append([]string{Reference}, r.policiesIn(e)...) {
+			if g = r.group(e, p, 0, c); g != nil {
+				break
+			}
+		}
+		if g != nil {
+			out[i] = fmt.Sprintf("%s (n = %d)", c, g.N)
+			if g.N < FewHandOffs {
+				out[i] += fewMark
+			}
+		}
+	}
+	return out
+}
+
+// barPlot has a group of bars per load class, one bar per policy; the
+// axis runs from 0 to a round value above the tallest bar.
 func (r *Report) barPlot(e GroupKey, pols, classes []string, st map[string]policyStyle, v func(*GroupStats) float64) (*plot.Plot, []legendEntry) {
 	p := newPlot()
 	p.X.Label.Text = "load class"
 	var legend []legendEntry
+	top := 0.0
 	for i, pol := range pols {
-		b := &barSet{vals: make([]float64, len(classes)), index: i, of: len(pols), style: st[pol]}
+		b := &barSet{policy: pol, classes: classes, vals: make([]float64, len(classes)), has: make([]bool, len(classes)), index: i, of: len(pols), style: st[pol]}
 		for j, c := range classes {
 			if g := r.group(e, pol, 0, c); g != nil {
-				b.vals[j] = v(g)
+				b.vals[j], b.has[j] = v(g), true
+				top = max(top, b.vals[j])
 			}
 		}
 		p.Add(b)
 		legend = append(legend, legendEntry{pol, b})
 	}
-	p.NominalX(classes...)
+	p.NominalX(r.classTicks(e, classes)...)
 	p.X.Min, p.X.Max = -0.5, float64(len(classes))-0.5 // room for the outer groups' bars
-	p.Y.Min = 0
+	p.Y.Min, p.Y.Max = 0, niceCeil(top*1.05)
 	return p, legend
 }
 
+// niceCeil is the least of 1, 2, 2.5, 5 × 10^k at or above x (1 for x ≤ 0).
+func niceCeil(x float64) float64 {
+	if x <= 0 || math.IsNaN(x) {
+		return 1
+	}
+	e := math.Pow(10, math.Floor(math.Log10(x)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*e >= x*(1-1e-12) {
+			return m * e
+		}
+	}
+	return 10 * e
+}
+
+// scatterPlot puts each policy's mean overlap against its mean
+// interruption per load class (both on the symlog scale, where minutes
+// and days both have room), as scatterSet draws them: coinciding marks
+// spread around their place, class letters placed clear of each other.
 func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
-	p.X.Label.Text = "mean overlap (h)"
-	p.Y.Label.Text = "mean interruption (h)"
+	set := &scatterSet{}
 	var legend []legendEntry
-	var all plotter.XYs
-	var labels []string
+	hiX, hiY := 0.0, 0.0
 	for _, pol := range pols {
-		var xys plotter.XYs
+		n := 0
 		for _, c := range classes {
 			if g := r.group(e, pol, 0, c); g != nil {
-				xys = append(xys, plotter.XY{X: g.OverlapMean, Y: g.InterruptionMean})
-				labels = append(labels, classLetter(c))
+				set.pts = append(set.pts, scatterPoint{policy: pol, class: c, x: symlog(g.OverlapMean), y: symlog(g.InterruptionMean), style: st[pol]})
+				hiX, hiY = max(hiX, g.OverlapMean), max(hiY, g.InterruptionMean)
+				n++
 			}
 		}
-		if len(xys) == 0 {
-			continue
+		if n > 0 {
+			legend = append(legend, legendEntry{pol, glyphThumb(st[pol])})
 		}
-		all = append(all, xys...)
-		s, err := plotter.NewScatter(xys)
-		if err != nil {
-			return nil, nil, err
-		}
-		s.GlyphStyle = st[pol].glyphStyle()
-		p.Add(s)
-		legend = append(legend, legendEntry{pol, s})
 	}
-	if len(all) > 0 {
-		lb, err := plotter.NewLabels(plotter.XYLabels{XYs: all, Labels: labels})
-		if err != nil {
-			return nil, nil, err
-		}
-		for i := range lb.TextStyle {
-			lb.TextStyle[i].Font = font.From(sansFont, 9)
-		}
-		lb.Offset = vg.Point{X: vg.Points(6), Y: vg.Points(2)}
-		p.Add(lb)
+	p.Add(set)
+	logAxis(&p.X, "mean overlap", 0, hiX)
+	logAxis(&p.Y, "mean interruption", 0, hiY)
+	// A margin of a twentieth of each axis all round: marks spread around
+	// their place at either end (at (0, 0), say) stay inside the frame.
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		m := (a.Max - a.Min) / 20
+		a.Min, a.Max = a.Min-m, a.Max+m
 	}
-	p.X.Min, p.Y.Min = 0, 0
 	return p, legend, nil
 }
 

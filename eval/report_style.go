@@ -42,11 +42,15 @@ func kindOf(policy string) policyKind {
 func rgb(c uint32) color.RGBA { return color.RGBA{uint8(c >> 16), uint8(c >> 8), uint8(c), 0xff} }
 
 // mutedPalette is Paul Tol's colour-blind-safe qualitative scheme "muted"
-// (rose, indigo, sand, green, cyan, wine, teal, olive, purple): the
-// baselines and learned policies take its colours in turn.
+// (rose, indigo, sand, green, cyan, wine, teal, olive, purple), then the
+// orange and the blue of his "vibrant" scheme, which none of those is
+// near: the baselines and learned policies take its colours in turn, so
+// that up to eleven of them (a report of every baseline and learned
+// policy) each have a colour of their own.
 var mutedPalette = []color.RGBA{
 	rgb(0xCC6677), rgb(0x332288), rgb(0xDDCC77), rgb(0x117733), rgb(0x88CCEE),
 	rgb(0x882255), rgb(0x44AA99), rgb(0x999933), rgb(0xAA4499),
+	rgb(0xEE7733), rgb(0x0077BB),
 }
 
 // oraclePalette: black, then greys, for the oracle and its variants.
@@ -242,12 +246,21 @@ func (starGlyph) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
 
 // barSet is one policy's bars, one per load class at x = 0, 1, …: the
 // place of the policy (index of of) among each class's bars, 80% of the
-// class's width shared among them.
+// class's width shared among them. Each bar is a part of its own, marked
+// with its policy, class and value (data-policy, data-class, data-value),
+// so that a reader of the SVG, or a test, can tell which bar is which; a
+// bar of value 0 is drawn as a flat mark (zeroMark) rather than nothing.
 type barSet struct {
+	policy    string
+	classes   []string
 	vals      []float64
+	has       []bool // the policy has a group in the class
 	index, of int
 	style     policyStyle
 }
+
+// zeroMark is the height of the mark of a zero bar.
+const zeroMark = 2.5 // points
 
 func (b *barSet) DataRange() (xmin, xmax, ymin, ymax float64) {
 	return 0, float64(len(b.vals) - 1), min(0, slices.Min(b.vals)), max(0, slices.Max(b.vals))
@@ -257,10 +270,38 @@ func (b *barSet) Plot(c draw.Canvas, p *plot.Plot) {
 	trX, trY := p.Transforms(&c)
 	slot := trX(1) - trX(0)
 	w := slot * 0.8 / vg.Length(b.of)
+	s := partsOf(c.Canvas)
 	for i, v := range b.vals {
+		if !b.has[i] {
+			continue
+		}
+		if s != nil {
+			s.use(part("data", "policy", b.policy, "class", b.classes[i], "value", fullFloat(v)))
+		}
 		x := trX(float64(i)) - slot*0.4 + w*vg.Length(b.index)
-		b.style.fillBar(&c, vg.Rectangle{Min: vg.Point{X: x, Y: trY(0)}, Max: vg.Point{X: x + w, Y: trY(v)}})
+		r := vg.Rectangle{Min: vg.Point{X: x, Y: trY(0)}, Max: vg.Point{X: x + w, Y: trY(v)}}
+		if r.Max.Y-r.Min.Y < vg.Points(zeroMark) {
+			b.style.zeroBar(&c, r)
+			continue
+		}
+		b.style.fillBar(&c, r)
 	}
 }
 
+// zeroBar draws the mark of a bar too low to see: a flat bar zeroMark
+// high in the policy's colour, outlined, standing on the axis.
+func (s policyStyle) zeroBar(c *draw.Canvas, r vg.Rectangle) {
+	r.Max.Y = r.Min.Y + vg.Points(zeroMark)
+	c.SetColor(s.color)
+	c.Fill(r.Path())
+	c.StrokeLines(draw.LineStyle{Color: color.Black, Width: vg.Points(0.6)}, []vg.Point{r.Min, {X: r.Min.X, Y: r.Max.Y}, r.Max, {X: r.Max.X, Y: r.Min.Y}, r.Min})
+}
+
 func (b *barSet) Thumbnail(c *draw.Canvas) { b.style.fillBar(c, c.Rectangle) }
+
+// glyphThumb is a policy's scatter mark in a legend.
+type glyphThumb policyStyle
+
+func (g glyphThumb) Thumbnail(c *draw.Canvas) {
+	c.DrawGlyph(policyStyle(g).glyphStyle(), c.Center())
+}

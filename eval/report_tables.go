@@ -123,6 +123,7 @@ type tableView struct {
 	Title string
 	Heads []string
 	Rows  [][]cellView
+	Note  string // said under the table (fewNote when a row is marked)
 }
 
 func fullFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -169,8 +170,11 @@ func (r *Report) tables(e GroupKey) []tableView {
 			gap.Rows = append(gap.Rows, append([]cellView{{Text: g.Policy}}, rowCells(g, prefix, gapColumns)...))
 			continue
 		}
-		labels := []cellView{{Text: g.Policy}, {Text: sizeLabel(g.Nodes)}, {Text: g.LoadClass}}
+		labels := []cellView{{Text: g.Policy}, {Text: sizeLabel(g.Nodes)}, {Text: classLabel(g)}}
 		detail.Rows = append(detail.Rows, append(labels, rowCells(g, prefix, cols)...))
+		if g.N < FewHandOffs {
+			detail.Note = fewNote
+		}
 	}
 	return append(r.runTables(e), head, gap, detail)
 }

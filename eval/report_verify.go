@@ -160,7 +160,7 @@ const gapTable = "### Signed gap distribution"
 // ciFields are the figures that may carry an interval in brackets.
 var ciFields = map[string]bool{"interruption_mean_h": true, "zero_interruption": true, "within_hour": true, "mean_abs_gap_h": true, "reduction": true}
 
-var mdExperimentRE = regexp.MustCompile(`^## (?:Verdict, )?(\S+) protocol, load ×(\S+)$`)
+var mdExperimentRE = regexp.MustCompile(`^## (Verdict, )?(\S+) protocol, load ×(\S+)$`)
 
 func splitMDRow(line string) []string {
 	line = strings.TrimSpace(line)
@@ -202,11 +202,11 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 	checked := 0
 	var protocol, scale string
 	var heads []string
-	inGap, inRuns := false, false
-	rowsSeen, gapSeen, runsSeen := map[int]bool{}, map[int]bool{}, map[int]bool{} // metric rows, gap-distribution rows, whole-run rows
+	inGap, inRuns, inVerdict := false, false, false
+	rowsSeen, gapSeen, runsSeen := map[int]bool{}, map[int]bool{}, map[int]bool{} // metric rows, gap-distribution rows, whole-run rows (outside the verdicts, which repeat some)
 	for ln, line := range strings.Split(md, "\n") {
 		if m := mdExperimentRE.FindStringSubmatch(line); m != nil {
-			protocol, scale, heads = m[1], m[2], nil
+			inVerdict, protocol, scale, heads = m[1] != "", m[2], m[3], nil
 			inGap, inRuns = false, false // a section's tables are titled within it
 			continue
 		}
@@ -232,7 +232,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 		nodes, class, first := 0, AllClasses, 1
 		if len(heads) > 2 && heads[1] == "size" && heads[2] == "load class" {
 			first = 3
-			class = cells[2]
+			class = strings.TrimSuffix(cells[2], fewMark) // a group of few hand-offs is marked
 			if cells[1] != "all" {
 				if _, err := fmt.Sscanf(cells[1], "%d", &nodes); err != nil {
 					errs = append(errs, fmt.Errorf("%w: report.md line %d: size %q", ErrMismatch, ln+1, cells[1]))
@@ -250,6 +250,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 			continue
 		}
 		switch {
+		case inVerdict:
 		case inGap:
 			gapSeen[gi] = true
 		case inRuns:

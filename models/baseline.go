@@ -194,7 +194,7 @@ func (p *QuantilePolicy) Decide(obs *provisioner.Observation) (provisioner.Decis
 type OracleProbe func(obs *provisioner.Observation, after time.Duration) (time.Duration, error)
 
 // ErrNoProbe: the oracle was asked for outside the simulator harness.
-var ErrNoProbe = errors.New("the oracle knows the future only inside the simulator: it needs the evaluation harness's probe (evaluation only)")
+var ErrNoProbe = errors.New("the oracle knows the future only inside the simulator: it is a bound for mirage eval, and no chain can use it")
 
 // OraclePolicy knows the future: an upper bound for evaluation, never a
 // policy for a real cluster. The first time it is asked about a chain's

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models/features"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // Kind names a model family as stored in meta.json and accepted by `mirage train --model`.
@@ -100,6 +101,31 @@ type Meta struct {
 	TrainRows    int                `json:"train_rows,omitempty"`    // training rows
 	TrainSeconds float64            `json:"train_seconds,omitempty"` // wall time of the fit
 	Created      time.Time          `json:"created,omitzero"`        // when it was trained (caller's clock)
+	// Cluster is the simulated cluster the model was trained on (nil in
+	// models from before it was recorded): its features count nodes and
+	// GPUs, so on a cluster of another shape it extrapolates.
+	Cluster *ClusterShape `json:"cluster,omitempty"`
+}
+
+// ClusterShape is a cluster's size as a model sees it: its nodes and the
+// GPUs of its largest node.
+type ClusterShape struct {
+	Nodes       int `json:"nodes"`
+	GPUsPerNode int `json:"gpus_per_node"`
+}
+
+// ShapeOf is the shape of a cluster of these nodes, whatever their state.
+func ShapeOf(nodes []provisioner.Node) ClusterShape {
+	s := ClusterShape{Nodes: len(nodes)}
+	for _, n := range nodes {
+		s.GPUsPerNode = max(s.GPUsPerNode, n.GPUs)
+	}
+	return s
+}
+
+// String is "88 nodes × 3 GPUs".
+func (s ClusterShape) String() string {
+	return fmt.Sprintf("%d nodes × %d GPUs", s.Nodes, s.GPUsPerNode)
 }
 
 // OutputTransform maps a model's raw output r to Shift + Scale·r and then,

@@ -92,9 +92,20 @@ type PolicyOptions struct {
 	Load func(dir string, want features.SchemaID) (Model, error)
 }
 
-// PolicyNames lists every name the registry resolves, sorted.
+// PolicyNames lists every name the registry resolves, sorted: the oracle
+// too, which only the evaluation harness can run (ChainPolicyNames lists
+// the others).
 func PolicyNames() []string {
-	n := append([]string{PolicyAverage, PolicyQuantile, PolicyOracle}, learnedPolicies...)
+	n := append(ChainPolicyNames(), PolicyOracle)
+	sort.Strings(n)
+	return n
+}
+
+// ChainPolicyNames lists, sorted, the policies a chain can be submitted
+// with: every name the registry resolves but the oracle, which knows the
+// future only inside the simulator.
+func ChainPolicyNames() []string {
+	n := append([]string{PolicyAverage, PolicyQuantile}, learnedPolicies...)
 	for _, l := range learnedPolicies {
 		n = append(n, l+PinSuffix)
 	}
@@ -159,7 +170,7 @@ func PolicyFactory(modelsDir string, opts PolicyOptions) provisioner.PolicyFacto
 			return opts.Baseline(base)
 		}
 		if !IsLearned(base) {
-			return nil, fmt.Errorf("%w %q (known: %v)", ErrUnknownPolicy, name, PolicyNames())
+			return nil, fmt.Errorf("%w %q (known: %v; and %s in mirage eval alone, where it sees the future)", ErrUnknownPolicy, name, ChainPolicyNames(), PolicyOracle)
 		}
 		return lc.policy(base, name)
 	}

@@ -49,6 +49,9 @@ type ClusterState struct {
 	Snap   *provisioner.Snapshot
 	Hist   []provisioner.Job
 	Source string
+	// Partitions are the partitions' limits where the source knows them
+	// (a live Slurm), for Runnable; nil elsewhere.
+	Partitions []PartitionLimit
 }
 
 // SnapshotState reads the content of a snapshot file named name:
@@ -110,6 +113,8 @@ type WaitAnswer struct {
 	P10       float64   `json:"p10_s"`
 	P50       float64   `json:"p50_s"`
 	P90       float64   `json:"p90_s"`
+	// Warning says when the answer is an extrapolation (ShapeWarning).
+	Warning string `json:"warning,omitempty"`
 
 	limit time.Duration
 	est   WaitEstimate

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"time"
 )
 
@@ -176,12 +177,24 @@ type DecisionRecord struct {
 
 // Coalesces reports whether the wait d may be folded into prev, the
 // chain's latest record: both are waits without error about the same
-// segment under the same policy. Stores that coalesce (MemStore, the
-// SQLite store) keep prev's Time, add d's count, take d's time as Last
-// and d's reason, score and features as the latest.
+// segment under the same policy, for the same reason (SameReason: the
+// figures in it may differ). Stores that coalesce (MemStore, the SQLite
+// store) keep prev's Time, add d's count, take d's time as Last and d's
+// reason, score and features as the latest.
 func (d *DecisionRecord) Coalesces(prev *DecisionRecord) bool {
 	return d.Action == Wait && d.Error == "" && prev.Action == Wait && prev.Error == "" &&
-		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy
+		prev.ChainID == d.ChainID && prev.Segment == d.Segment && prev.Policy == d.Policy && SameReason(prev.Reason, d.Reason)
+}
+
+// reasonFigureRE is a figure within a reason: a count, a job id, a
+// duration ("3m20s", "+0s") or a time ("2026-12-07T03:00:00Z").
+var reasonFigureRE = regexp.MustCompile(`[+−-]?[0-9][0-9A-Za-z.:+-]*`)
+
+// SameReason reports whether two reasons say the same thing with other
+// figures ("expected wait 3m" and "expected wait 2m"), so that waits for
+// them are one entry of the log; a change of reason starts a new one.
+func SameReason(a, b string) bool {
+	return reasonFigureRE.ReplaceAllString(a, "#") == reasonFigureRE.ReplaceAllString(b, "#")
 }
 
 // SubmitScript is the script the chain's segments are submitted from: its

@@ -326,7 +326,7 @@ func (c *stepContext) decide(w *chainWork) {
 	if last.State == StatePending {
 		// A successor of a job still in the queue would only queue behind
 		// it; deciding for it now would let a policy pile up segments.
-		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("predecessor job %s still pending: %s", last.JobID, ReasonPredecessorQueued)})
+		w.record(DecisionRecord{Segment: last.Index + 1, Action: Wait, Reason: fmt.Sprintf("predecessor job %s still pending: a successor would only queue behind it: wait", last.JobID)})
 		return
 	}
 	if last.State == StateUnknown {

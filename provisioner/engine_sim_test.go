@@ -397,6 +397,12 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 	}
 }
 
+// keptSymmetric and keptWaiting are TestSimChainPinHeldToEnd's kept-pin reasons.
+const (
+	keptSymmetric = "kept the pin: the nodes of job sim-4 (n4) are next for job sim-5 when it ends; n3 is idle but started beside it, job sim-5 would overlap it to its limit, which the chain's cost prices no lower than the interruption it saves: wait"
+	keptWaiting   = "kept the pin: the nodes of job sim-4 (n4) are next for job sim-5 when it ends; n3 is idle but jobs waiting for nodes are next for them: wait"
+)
+
 // TestSimChainPinHeldToEnd: under the published symmetric cost a pinned
 // successor stays pinned while its predecessor runs, even when a whole
 // node frees elsewhere within the lead (where pin, deciding afresh, would
@@ -416,6 +422,12 @@ func TestSimChainUnpinAfterLostRace(t *testing.T) {
 // so A3's node is not spare. The service's pin then holds as under the
 // symmetric cost (segment 1 starts at 00:55 on segment 0's node); the
 // training chain, which hands off, lifts it at 00:50 all the same.
+//
+// Where the pin holds, the 00:50 cycle says so in the log, once (#51): A3's
+// node n3 is idle, segment 0 (job sim-4) runs on n4, segment 1 (sim-5)
+// is pinned there; why it is not moved to n3 is the cost (symmetric) or
+// H, which waits for nodes (service). At 00:40 no node was idle (A3
+// ran), so there was nothing to keep the pin against.
 func TestSimChainPinHeldToEnd(t *testing.T) {
 	cases := []struct {
 		workload string
@@ -424,12 +436,13 @@ func TestSimChainPinHeldToEnd(t *testing.T) {
 		onPred   bool // segment 1 ran on segment 0's node
 		gaps     string
 		actions  string
+		kept     []string // the waits that say why the pin held while a node was idle
 	}{
-		{"", false, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
-		{provisioner.WorkloadTraining, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
-		{provisioner.WorkloadService, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"}, // overlap within its 2 h budget costs nothing
-		{provisioner.WorkloadService, true, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]"},
-		{provisioner.WorkloadTraining, true, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]"},
+		{"", false, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]", []string{"+50m0s×1 " + keptSymmetric}},
+		{provisioner.WorkloadTraining, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]", nil},
+		{provisioner.WorkloadService, false, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]", nil}, // overlap within its 2 h budget costs nothing
+		{provisioner.WorkloadService, true, 55 * time.Minute, true, "[0]", "[submit-pinned@+10m0s]", []string{"+50m0s×1 " + keptWaiting}},
+		{provisioner.WorkloadTraining, true, 50 * time.Minute, false, "[-300]", "[submit-pinned@+10m0s unpin@+50m0s]", nil},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("workload=%s/waiting=%v", c.workload, c.waiting), func(t *testing.T) {
@@ -485,6 +498,15 @@ func TestSimChainPinHeldToEnd(t *testing.T) {
 			}
 			if fmt.Sprint(actions) != c.actions {
 				t.Errorf("segment 1's decisions %v, want %s", actions, c.actions)
+			}
+			var kept []string
+			for _, r := range recs {
+				if r.Segment == 1 && r.Action == provisioner.Wait && strings.HasPrefix(r.Reason, "kept the pin:") {
+					kept = append(kept, fmt.Sprintf("+%s×%d %s", r.Time.Sub(simT0), max(r.Count, 1), r.Reason))
+				}
+			}
+			if want := c.kept; fmt.Sprint(kept) != fmt.Sprint(want) {
+				t.Errorf("kept-pin decisions %q, want %q", kept, want)
 			}
 		})
 	}

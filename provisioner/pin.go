@@ -17,6 +17,7 @@ package provisioner
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -127,12 +128,16 @@ func fitsBeside(snap *Snapshot, nodes []string, req *SubmitRequest) bool {
 // freeNodes counts the schedulable nodes of the request's partition (any
 // partition when it names none) whose GPUs are all free and number at
 // least its GPUs per node: where a whole-node successor could start now.
-func freeNodes(snap *Snapshot, req *SubmitRequest) int {
+func freeNodes(snap *Snapshot, req *SubmitRequest) int { return len(freeNodeNames(snap, req)) }
+
+// freeNodeNames are the names of the nodes freeNodes counts, in the
+// snapshot's order.
+func freeNodeNames(snap *Snapshot, req *SubmitRequest) []string {
 	if snap == nil {
-		return 0
+		return nil
 	}
 	per := req.GPUsPerNode()
-	n := 0
+	var out []string
 	for i := range snap.Nodes {
 		nd := &snap.Nodes[i]
 		if nd.State != NodeUp || nd.GPUsUsed > 0 || nd.GPUs < per || nd.CPUsUsed >= nd.CPUs && nd.CPUs > 0 {
@@ -141,9 +146,9 @@ func freeNodes(snap *Snapshot, req *SubmitRequest) int {
 		if req.Partition != "" && len(nd.Partitions) > 0 && !slices.Contains(nd.Partitions, req.Partition) {
 			continue
 		}
-		n++
+		out = append(out, nd.Name)
 	}
-	return n
+	return out
 }
 
 // spareNodes is freeNodes less what the jobs waiting for nodes could take
@@ -184,6 +189,11 @@ func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
 // jump ahead of the jobs the scheduler keeps those nodes for, holding two
 // sets of nodes while they wait. A hand-off chain's predecessor frees its
 // nodes a checkpoint after its successor starts.
+//
+// A pin held while its predecessor runs and nodes stand idle that the
+// successor could start on is a decision too: it is recorded as a wait
+// about the pinned segment saying why (keptPinReason), and unpin reports
+// true (decided) as when it lifts the pin.
 func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	ch := &w.chain
 	prev := w.final(last.Index - 1)
@@ -196,6 +206,10 @@ func (c *stepContext) unpin(w *chainWork, last *Segment) bool {
 	}
 	obs := Observe(w.now, c.in.Snapshot, c.in.History, ch, c.jobOf(ch, prev), segmentRequest(ch, last.Index, last.Attempt, prev.JobID), knownBy(c.in.HandOffs, w.now))
 	if !obs.Predecessor.State.Finished() && !mayLiftEarly(obs, last.JobID) {
+		if why := keptPinReason(obs, last, prev.JobID); why != "" {
+			w.record(DecisionRecord{Segment: last.Index, Action: Wait, JobID: last.JobID, Reason: why})
+			return true
+		}
 		return false
 	}
 	d, err := pol.Decide(obs)
@@ -231,6 +245,34 @@ func mayLiftEarly(obs *Observation, own string) bool {
 		return false
 	}
 	return handsOff(obs.Chain) || spareNodes(obs.Snapshot, &obs.Successor, own) >= max(obs.Successor.Nodes, 1)
+}
+
+// keptPinReason says why the pin of the pending segment last (its
+// predecessor job pred still running) holds while nodes it could start on
+// stand idle, in mayLiftEarly's order: the predecessor has not run its
+// minimum share, starting early costs more than it saves, or jobs wait
+// for those nodes. "" when no node is idle: then holding the pin is no
+// choice and the log says only that the predecessor is pending.
+func keptPinReason(obs *Observation, last *Segment, pred string) string {
+	idle := freeNodeNames(obs.Snapshot, &obs.Successor)
+	if len(idle) == 0 {
+		return ""
+	}
+	var why string
+	switch p := obs.Predecessor; {
+	case p.Start.IsZero() || obs.Now.Sub(p.Start) < MinRun(limitOf(obs)):
+		why = fmt.Sprintf("job %s has not run its minimum share of its limit (%s) yet", pred, MinRun(limitOf(obs)))
+	case !earlyStartCheaper(obs):
+		why = "started beside it, job " + last.JobID + " would overlap it to its limit, which the chain's cost prices no lower than the interruption it saves"
+	default:
+		why = "jobs waiting for nodes are next for them"
+	}
+	verb := "is"
+	if len(idle) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("kept the pin: the nodes of job %s (%s) are next for job %s when it ends; %s %s idle but %s: wait",
+		pred, last.Pinned, last.JobID, strings.Join(idle, ","), verb, why)
 }
 
 // earlyStartCheaper reports whether, under the chain's cost, a successor

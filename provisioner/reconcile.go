@@ -321,11 +321,7 @@ func (w *chainWork) reconcile(idx *jobIndex, historyOK bool, grace time.Duration
 		if w.knewGap(succ, pred) {
 			continue // recorded when it became known
 		}
-		kind := "interruption"
-		if gap < 0 {
-			kind = "overlap"
-		}
-		w.event(EventGap, succ, fmt.Sprintf("segment %d started %s after segment %d ended (%s)", succ.Index, fmtSigned(gap), pred.Index, kind), gap.Seconds())
+		w.event(EventGap, succ, gapText(succ.Index, pred.Index, gap), gap.Seconds())
 	}
 }
 
@@ -361,12 +357,17 @@ func sortSegments(segs []Segment) {
 	})
 }
 
-// fmtSigned renders a duration with an explicit sign, e.g. "+5m0s", "-1m30s".
-func fmtSigned(d time.Duration) string {
-	if d < 0 {
-		return d.String()
+// gapText says in words how segment succ started against the end of
+// segment pred: an interruption, an overlap, or neither when the gap
+// rounds to 0 s (the log shows whole seconds; "+0s" is no interruption).
+func gapText(succ, pred int, gap time.Duration) string {
+	switch r := gap.Round(time.Second); {
+	case r > 0:
+		return fmt.Sprintf("segment %d started %s after segment %d ended (an interruption of %s)", succ, r, pred, r)
+	case r < 0:
+		return fmt.Sprintf("segment %d started %s before segment %d ended (an overlap of %s)", succ, -r, pred, -r)
 	}
-	return "+" + d.String()
+	return fmt.Sprintf("segment %d started as segment %d ended (no interruption, no overlap)", succ, pred)
 }
 
 // ForeignDetail says why job j, carrying tag, is left alone: another user

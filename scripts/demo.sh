@@ -39,7 +39,7 @@ if [ -z "$TRACE" ]; then
   TRACE="$OUT/synth-ls6.log"
   step "synthesise a 30-day LS6-like trace -> $TRACE"
   "$MIRAGE" traces synth --like ls6 --days 30 --seed 1 --out "$TRACE"
-  # Arrivals run 2022-11-01 .. 11-30 (chains trail into December, lightly):
+  # Submissions run 2022-11-01 .. 11-30 (jobs may end in December):
   # train on the first 18 days, validate on 3, evaluate the last 9.
   TRAIN_UNTIL="${TRAIN_UNTIL:-2022-11-19}"
   FROM="${FROM:-2022-11-22}"

@@ -603,6 +603,10 @@ func TestIntegrationInventory(t *testing.T) {
 	if _, err := it.c.ScontrolJob(it.ctx, "99999999"); !errors.Is(err, provisioner.ErrNotFound) {
 		t.Errorf("scontrol of an unknown job: %v, want ErrNotFound", err)
 	}
+	// scripts/slurm/slurm.conf.in sets AccountingStoreFlags=job_comment (mirage recover reads comments back).
+	if keeps, err := it.c.KeepsComments(it.ctx); err != nil || !keeps {
+		t.Errorf("KeepsComments = %v, %v; want true (AccountingStoreFlags=job_comment)", keeps, err)
+	}
 }
 
 // TestIntegrationCancelPending: a job cancelled before it ever started has

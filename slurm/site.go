@@ -76,16 +76,14 @@ func (c *Client) Site(ctx context.Context, user string) (*Site, error) {
 	if !validName(user) {
 		return nil, fmt.Errorf("slurm: user %q: not a user name", user)
 	}
-	out, err := c.run(ctx, "scontrol", []string{"show", "config"}, runOpts{})
-	if err != nil {
-		return nil, err
-	}
 	s := &Site{User: user}
-	if s.Config, err = ParseConfig(out); err != nil {
+	var err error
+	if s.Config, err = c.ControllerConfig(ctx); err != nil {
 		return nil, err
 	}
 	s.Cluster, s.Version = s.Config["ClusterName"], s.Config["SLURM_VERSION"]
-	if out, err = c.run(ctx, "scontrol", []string{"show", "partition", "-o"}, runOpts{}); err != nil {
+	out, err := c.run(ctx, "scontrol", []string{"show", "partition", "-o"}, runOpts{})
+	if err != nil {
 		return nil, err
 	}
 	if s.Partitions, err = ParsePartitionRecords(out); err != nil {

@@ -151,7 +151,9 @@ func poisson(r *rand.Rand, lambda float64) int {
 // zero, or a fitted fraction of its limit; the first job waits a fitted
 // queue wait; each successor is submitted 0–600 s after its predecessor
 // ends and waits a fitted queue wait. Every fitted number is in this file
-// with its source. Jobs may end after the last day.
+// with its source. Every job is submitted within the days (a chain still
+// going at the end is cut there, as an export of those days would cut
+// it), so the trace spans them; jobs may start and end after the last day.
 func Synth(like string, days int, seed uint64) ([]Job, error) {
 	if like != "ls6" {
 		return nil, fmt.Errorf("%w: got %q", ErrUnknownLike, like)
@@ -173,6 +175,7 @@ func Synth(like string, days int, seed uint64) ([]Job, error) {
 	chainsPerDay := ls6JobsPerDay / meanChain
 	var jobs []Job
 	chainID := 0
+	cut := SynthEpoch.AddDate(0, 0, days) // no submission from here on
 	for d := range days {
 		day := SynthEpoch.AddDate(0, 0, d)
 		dw := ls6DayWeights[day.Weekday()] * 7
@@ -183,7 +186,7 @@ func Synth(like string, days int, seed uint64) ([]Job, error) {
 			for range n {
 				chainID++
 				submit := hourStart.Add(time.Duration(r.IntN(3600)) * time.Second)
-				jobs = synthChain(r, zipf, chainID, submit, jobs)
+				jobs = synthChain(r, zipf, chainID, submit, cut, jobs)
 			}
 		}
 	}
@@ -194,7 +197,11 @@ func Synth(like string, days int, seed uint64) ([]Job, error) {
 	return jobs, nil
 }
 
-func synthChain(r *rand.Rand, zipf *rand.Zipf, chainID int, submit time.Time, jobs []Job) []Job {
+// synthChain appends a chain of jobs from submit on, leaving out those
+// submitted at or after cut. Their numbers are drawn all the same, so that
+// the jobs before cut do not depend on it: a trace of more days starts
+// with the same jobs.
+func synthChain(r *rand.Rand, zipf *rand.Zipf, chainID int, submit, cut time.Time, jobs []Job) []Job {
 	user := fmt.Sprintf("%05d", 10000+int(zipf.Uint64()))
 	name := "ch" + strconv.Itoa(chainID)
 	if len(name) > 10 {
@@ -230,8 +237,10 @@ func synthChain(r *rand.Rand, zipf *rand.Zipf, chainID int, submit time.Time, jo
 		default:
 			j.State = StateCompleted
 		}
-		jobs = append(jobs, j)
-		submit = end.Add(time.Duration(r.IntN(ls6SuccessorGapMax+1)) * time.Second)
+		if j.Submit.Before(cut) {
+			jobs = append(jobs, j)
+		}
+		submit = j.End.Add(time.Duration(r.IntN(ls6SuccessorGapMax+1)) * time.Second)
 	}
 	return jobs
 }

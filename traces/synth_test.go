@@ -125,3 +125,38 @@ func sameWall(a, b time.Time) bool {
 	const layout = "2006-01-02T15:04:05"
 	return a.Equal(b) || a.In(centralTime).Format(layout) == b.In(centralTime).Format(layout)
 }
+
+// TestSynthSpansItsDays (#51): a trace of D days has every submission in
+// those D days (before, chains still going at the end trailed on: 30 days
+// spanned 48.7), its last one on the last day, and it starts with the
+// jobs of a trace of fewer days.
+func TestSynthSpansItsDays(t *testing.T) {
+	const days = 30
+	jobs, err := Synth("ls6", days, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := SynthEpoch.AddDate(0, 0, days)
+	last := jobs[len(jobs)-1].Submit // sorted by submit
+	if jobs[0].Submit.Before(SynthEpoch) || !last.Before(cut) || last.Before(cut.AddDate(0, 0, -1)) {
+		t.Errorf("submits %s .. %s, want within [%s, %s) and the last on the last day", jobs[0].Submit, last, SynthEpoch, cut)
+	}
+	fewer, err := Synth("ls6", days-10, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut = SynthEpoch.AddDate(0, 0, days-10)
+	var head []Job
+	for _, j := range jobs {
+		if j.Submit.Before(cut) {
+			j.ID = "" // numbered in order over the whole trace
+			head = append(head, j)
+		}
+	}
+	for i := range fewer {
+		fewer[i].ID = ""
+	}
+	if !reflect.DeepEqual(head, fewer) {
+		t.Errorf("the first %d days of a %d-day trace (%d jobs) differ from a %d-day trace (%d jobs)", days-10, days, len(head), days-10, len(fewer))
+	}
+}

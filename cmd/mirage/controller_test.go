@@ -9,14 +9,16 @@ import (
 	"testing"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/models/xgb"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // TestControllerDownAnswersAtOnce: with nothing listening at the
-// controller's address, submit, the daemon, recover and cancel answer with
-// exit 4 and one line naming the controller, the slurm.conf and how to
-// choose another — before any Slurm command runs (each would spend about
-// 10 s in Slurm's own retries) and before submit registers anything.
+// controller's address, submit, the daemon, recover, cancel and
+// predict-wait (#51: it retried for 30 s) answer with exit 4 and one line
+// naming the controller, the slurm.conf and how to choose another — before
+// any Slurm command runs (each would spend about 10 s in Slurm's own
+// retries) and before submit registers anything.
 func TestControllerDownAnswersAtOnce(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -35,13 +37,18 @@ func TestControllerDownAnswersAtOnce(t *testing.T) {
 	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2")
 	down := testFactory(nil)
 	script := e.script(t, "y.sbatch", "-t 55")
-	for _, args := range [][]string{
-		{"submit", script, "--slurm-conf", conf},
-		{"daemon", "--once", "--slurm-conf", conf},
-		{"recover", "--slurm-conf", conf},
-		{"cancel", id, "--slurm-conf", conf},
-	} {
-		out, stderr, code := runWith(t, down, append(args, "--state", e.state)...)
+	state := []string{"--state", e.state}
+	cases := [][]string{
+		append([]string{"submit", script, "--slurm-conf", conf}, state...),
+		append([]string{"daemon", "--once", "--slurm-conf", conf}, state...),
+		append([]string{"recover", "--slurm-conf", conf}, state...),
+		append([]string{"cancel", id, "--slurm-conf", conf}, state...),
+	}
+	if xgb.CanTrain { // predict-wait needs a trained wait model
+		cases = append(cases, []string{"predict-wait", "--models", trainedFixture(t).dir, "--slurm-conf", conf})
+	}
+	for _, args := range cases {
+		out, stderr, code := runWith(t, down, args...)
 		lines := strings.Split(strings.TrimSpace(stderr), "\n")
 		if code != cmdutil.ExitUnavailable || len(lines) != 1 || !strings.Contains(stderr, "ctl (127.0.0.1:"+port+")") ||
 			!strings.Contains(stderr, conf) || !strings.Contains(stderr, "--slurm-conf or SLURM_CONF") {

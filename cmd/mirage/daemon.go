@@ -37,8 +37,9 @@ func newDaemonCmd(f *Factory, runF func(*daemonOptions) error) *cobra.Command {
 active chain, asks each chain's policy whether to submit its successor now, and
 records every decision with its reason. --once runs one cycle (cron, systemd; a
 held lock is said, exit 0). Set-up and crash safety: docs/guide/chains-and-daemon.md.`,
-		Example: `  # crontab -e
-  */10 * * * * mirage daemon --once >> ~/.local/state/mirage/daemon.log 2>&1`,
+		Example: `  mirage daemon --once --slurm-conf /etc/slurm/slurm.conf   # one cycle by hand, as cron will run it
+  # crontab -e: cron's PATH holds no mirage and its environment no SLURM_CONF, so give both
+  */10 * * * * $HOME/.local/bin/mirage daemon --once --slurm-conf /etc/slurm/slurm.conf >> $HOME/mirage-cron.log 2>&1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.grace <= 0 {

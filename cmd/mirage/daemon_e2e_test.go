@@ -408,18 +408,27 @@ func TestE2EChainOnSlurm(t *testing.T) {
 	}
 	// The daemon decided every 3 s (plus the cycle's own time, a few
 	// seconds at most) while segment 0 used its whole 1-minute limit and
-	// segment 1 worked 20 s; consecutive waits are one entry each: first,
+	// segment 1 worked 20 s; consecutive waits for the same reason are one
+	// entry each (a segment seen pending, then running, is two): first,
 	// waits (at least 5 while segment 0 ran), submit, waits (at least 2),
 	// submit, end (no successor is decided on while the last segment runs).
 	var acts []string
 	var counts []int
 	decisions := 0
-	for _, d := range lg.Decisions {
+	for i, d := range lg.Decisions {
+		n := max(d.Count, 1)
+		decisions += n
+		if d.Action == string(provisioner.Wait) && len(acts) > 0 && acts[len(acts)-1] == d.Action {
+			if prev := lg.Decisions[i-1]; provisioner.SameReason(prev.Reason, d.Reason) {
+				t.Errorf("waits %q and %q for the same reason are two entries", prev.Reason, d.Reason)
+			}
+			counts[len(counts)-1] += n
+			continue
+		}
 		acts = append(acts, d.Action)
-		counts = append(counts, max(d.Count, 1))
-		decisions += max(d.Count, 1)
+		counts = append(counts, n)
 	}
-	t.Logf("decision log: %d entries for %d decisions (counts %v)", len(acts), decisions, counts)
+	t.Logf("decision log: %d entries for %d decisions (runs of waits %v)", len(lg.Decisions), decisions, counts)
 	if got := strings.Join(acts, " "); got != "first wait submit wait submit end" || counts[1] < 5 || counts[3] < 2 {
 		t.Errorf("decision log %q, counts %v; want first wait submit wait submit end, with ≥ 5 and ≥ 2 waits coalesced", got, counts)
 	}

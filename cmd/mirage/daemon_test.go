@@ -68,11 +68,13 @@ interruption 10m0s in total, overlap 0s in total
 		t.Errorf("status: exit %d\n%s\nwant:\n%s", code, out, want)
 	}
 	out, _, _ = e.run(t, "status")
-	if !strings.Contains(out, id+"  x.sbatch  reactive  done   3/3      sim-3  TIMEOUT    +5m0s     all 3 segments ran") {
+	if !strings.Contains(out, id+"  x.sbatch  reactive  done   2    3 segments  sim-3  TIMEOUT    +5m0s     all 3 segments ran") {
 		t.Errorf("status table:\n%s", out)
 	}
-	// log: first, 6 waits (08:00–08:50), submit at 09:00, 5 waits (09:10–09:50),
-	// submit at 10:00, nothing while the last segment runs, end at 11:00.
+	// log: first, a wait at 08:00 (segment 0 just submitted, pending), 5
+	// waits while it runs (08:10–08:50), submit at 09:00, 5 waits
+	// (09:10–09:50), submit at 10:00, nothing while the last segment runs,
+	// end at 11:00.
 	out, _, code = e.run(t, "log", id, "--json", "--events")
 	var lg struct {
 		Decisions []chainops.DecisionJSON `json:"decisions"`
@@ -81,7 +83,9 @@ interruption 10m0s in total, overlap 0s in total
 	if err := json.Unmarshal([]byte(out), &lg); err != nil || code != 0 {
 		t.Fatalf("log: exit %d, %v\n%s", code, err, out)
 	}
-	// Consecutive waits are one entry each: ×6 from 08:00 to 08:50, ×5 from 09:10 to 09:50.
+	// Consecutive waits for the same reason are one entry each (#51: a
+	// change of reason starts a new one): pending at 08:00, ×5 running
+	// from 08:10 to 08:50, ×5 from 09:10 to 09:50.
 	var acts []string
 	for _, d := range lg.Decisions {
 		a := d.Action
@@ -90,9 +94,11 @@ interruption 10m0s in total, overlap 0s in total
 		}
 		acts = append(acts, a)
 	}
-	wantActs := "first wait×6(08:00–08:50) submit wait×5(09:10–09:50) submit end"
+	wantActs := "first wait wait×5(08:10–08:50) submit wait×5(09:10–09:50) submit end"
 	if strings.Join(acts, " ") != wantActs {
 		t.Errorf("decisions %v\nwant %s", acts, wantActs)
+	} else if pending, running := lg.Decisions[1].Reason, lg.Decisions[2].Reason; pending != "predecessor job sim-1 still pending: a successor would only queue behind it: wait" || !strings.HasPrefix(running, "predecessor still running") {
+		t.Errorf("the waits' reasons %q then %q, want the predecessor pending (said once), then running", pending, running)
 	}
 	var gaps []float64
 	for _, ev := range lg.Events {

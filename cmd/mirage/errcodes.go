@@ -12,6 +12,8 @@ import (
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/k8s"
+	"github.com/mirage-gpu/mirage/models"
+	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/chainops"
@@ -26,7 +28,7 @@ var (
 	traceCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, traces.ErrMalformed, traces.ErrUnknownFormat, traces.ErrUnsupportedVersion,
 		traces.ErrNoJobs, fs.ErrNotExist, fs.ErrPermission), // a trace that is not there, or not readable
 		cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrBadZone)...)
-	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, eval.ErrBadReport),
+	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, eval.ErrBadReport, models.ErrNoModel, features.ErrSchemaMismatch),
 		cmdutil.Kinds(cmdutil.ExitUsage, eval.ErrBadSetup)...)
 	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, pack.ErrInput), traceCodes...)
 	k8sCodes  = slices.Concat(cmdutil.Kinds(cmdutil.ExitUnavailable, provisioner.ErrUnavailable),
@@ -50,4 +52,15 @@ func stateErr(err error) error {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w (list chains with mirage status)", err))
 	}
 	return cmdutil.Coded(err, stateCodes)
+}
+
+// policyErr codes the error of a policy that cannot be built: its model
+// missing or of another feature schema is bad input (3), as any input file
+// that is not there; anything else (an unknown name, the oracle outside
+// mirage eval) is a bad --policy (2).
+func policyErr(err error) error {
+	if errors.Is(err, models.ErrNoModel) || errors.Is(err, features.ErrSchemaMismatch) {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
+	}
+	return cmdutil.WithCode(cmdutil.ExitUsage, err)
 }

@@ -20,7 +20,15 @@ func TestDemoScript(t *testing.T) {
 	}
 	needXGBoost(t)
 	bin := buildMirage(t)
-	tr, _ := synthFile(t)
+	// Eight days: the script trains until 60% of the submissions' span
+	// (4.8 days in), and the training chains start after the 48 h warm-up
+	// and end, 48 h later, by then: injections from day 2 to day 2.8. (A
+	// 3-day trace spans 3 days since #51, not about 5, and would leave
+	// that window empty.)
+	tr := filepath.Join(t.TempDir(), "synth.log")
+	if _, stderr, code := runMirage(t, "traces", "synth", "--like", "ls6", "--days", "8", "--seed", "5", "--out", tr); code != 0 {
+		t.Fatalf("synth: exit %d: %s", code, stderr)
+	}
 	out := filepath.Join(t.TempDir(), "demo out")
 	cmd := exec.Command("../../scripts/demo.sh")
 	cmd.Env = append(os.Environ(), "MIRAGE="+bin, "TRACE="+tr, "OUT="+out)

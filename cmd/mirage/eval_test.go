@@ -265,9 +265,10 @@ func TestEvalCommandPair(t *testing.T) {
 	if _, stderr, code := runMirage(t, "eval", "verify", out); code != 0 {
 		t.Errorf("verify: %s", stderr)
 	}
-	// Learned policies need their models: a clear error before any simulation.
+	// Learned policies need their models: a clear error before any
+	// simulation, bad input (3) as in every command that reads a model (#51).
 	_, stderr, code = runMirage(t, "eval", "--trace", tr, "--policies", "xgb", "--nodes", "1", "--models", t.TempDir(), "--out", out)
-	if code != cmdutil.ExitUsage || !strings.Contains(stderr, "mirage train") {
+	if code != cmdutil.ExitBadInput || !strings.Contains(stderr, "mirage train") {
 		t.Errorf("xgb without a model: exit %d: %s", code, stderr)
 	}
 }
@@ -357,5 +358,38 @@ func TestEvalNoSamplesFails(t *testing.T) {
 	// Merging such a report fails alike.
 	if _, stderr, code := runMirage(t, "eval", "merge", "--out", filepath.Join(dir, "merged"), filepath.Join(out, "report.json")); code != cmdutil.ExitFailure || !strings.Contains(stderr, "no samples") {
 		t.Errorf("merge: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestEvalEmptyWindowSaysWhy (#51): a trace too short for the warm-up, or
+// a --from after --until, is refused (exit 2) with where each end of the
+// window came from and what to change, not an interval that ends before
+// it starts.
+func TestEvalEmptyWindowSaysWhy(t *testing.T) {
+	t.Parallel()
+	tr, _ := synthFile(t) // submissions on 2022-11-01 .. 11-03 (US Central)
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		// A 30-day warm-up: the window would start after the last submit
+		// (held jobs are replayed at their eligible time, up to 2022-11-15).
+		{[]string{"--warmup", "720h"}, []string{"the 720h warm-up", "and end at", "(the trace's last submit)", "give a longer trace, or a shorter --warmup"}},
+		// --until before the first start + the default warm-up (2022-11-03T05:15Z).
+		{[]string{"--until", "2022-11-02T00:00:00Z"}, []string{"end at 2022-11-02T00:00:00Z (--until)", "the 48h warm-up", "give an --until after 2022-11-03T05:15:54Z, or a shorter --warmup"}},
+	} {
+		args := append([]string{"eval", "--trace", tr, "--policies", "reactive", "--out", filepath.Join(t.TempDir(), "rep")}, c.args...)
+		_, stderr, code := runMirage(t, args...)
+		if code != cmdutil.ExitUsage {
+			t.Errorf("%q: exit %d, want %d: %s", c.args, code, cmdutil.ExitUsage, stderr)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%q: stderr %q does not say %q", c.args, stderr, w)
+			}
+		}
+		if strings.Contains(stderr, "no injection in [") {
+			t.Errorf("%q: stderr still gives a bare interval: %q", c.args, stderr)
+		}
 	}
 }

@@ -26,8 +26,8 @@ func newLogCmd(f *Factory, runF func(*logOptions) error) *cobra.Command {
   mirage log c-20261123-ab12cd --json | jq '.decisions[-1]'`,
 		Short: "Show a chain's decisions with their reasons (and, with --events, what happened to its jobs)",
 		Long: `Every decision the daemon made for the chain, oldest first, with its reason;
-consecutive waits are one entry (wait ×N). --events adds the event log:
-submissions, starts, ends, gaps between segments.
+consecutive waits for the same reason are one entry (wait ×N). --events adds
+the event log: submissions, starts, ends, gaps between segments.
 
 The logs in full: docs/guide/chains-and-daemon.md.`,
 		Args: cobra.ExactArgs(1),

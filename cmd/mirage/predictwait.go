@@ -17,6 +17,7 @@ import (
 	"github.com/mirage-gpu/mirage/models/scenario"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/slurm"
 )
 
 // predictWaitOptions are the flags of mirage predict-wait.
@@ -95,6 +96,9 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	if err != nil {
 		return err
 	}
+	if err := q.Runnable(st); err != nil {
+		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("%w: no wait to predict", err))
+	}
 	if o.saveSnapshot != "" {
 		b, err := provisioner.SnapshotFile{Snapshot: st.Snap, History: st.Hist}.Encode()
 		if err == nil {
@@ -107,6 +111,9 @@ func runPredictWait(ctx context.Context, w io.Writer, o *predictWaitOptions) err
 	a, err := pred.Answer(st, *q)
 	if err != nil {
 		return err
+	}
+	if a.Warning = pred.ShapeWarning(st); a.Warning != "" {
+		fmt.Fprintf(o.f.ErrOut, "mirage: %s\n", a.Warning)
 	}
 	return cmdutil.PrintView(w, o.json, a, a)
 }
@@ -152,6 +159,26 @@ func (o *predictWaitOptions) state(ctx context.Context, recordedHistory bool) (*
 	if err != nil {
 		return nil, cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
+	if err := ping(ctx, c); err != nil { // within seconds, as submit and the daemon do
+		return nil, err
+	}
 	st, err := models.LiveState(ctx, c, h, o.history)
-	return st, cmdutil.WithCode(cmdutil.ExitUnavailable, err)
+	if err != nil {
+		return nil, cmdutil.WithCode(cmdutil.ExitUnavailable, err)
+	}
+	if pl, ok := c.(partitionLister); ok {
+		parts, err := pl.Partitions(ctx)
+		if err != nil {
+			return nil, cmdutil.WithCode(cmdutil.ExitUnavailable, fmt.Errorf("partitions: %w", err))
+		}
+		for _, p := range parts {
+			st.Partitions = append(st.Partitions, models.PartitionLimit{Name: p.Name, Default: p.Default, MaxTime: p.MaxTime})
+		}
+	}
+	return st, nil
+}
+
+// partitionLister is a live cluster that lists its partitions' limits (Slurm).
+type partitionLister interface {
+	Partitions(ctx context.Context) ([]slurm.Partition, error)
 }

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/chainops"
@@ -89,21 +93,26 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, errors.New("this backend keeps no job history; recover needs one (Slurm with accounting)"))
 	}
 	now := o.f.Now()
-	key, err := o.state.tagKey(o.f)
-	if err != nil {
-		return err
-	}
-	ro := chainops.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Key: key, Options: o.options, Keeper: key.Keeper, TakeOver: o.take}
+	o.warnComments(ctx, hs)
+	ro := chainops.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Options: o.options, TakeOver: o.take}
 	if !o.yes {
 		// List first, without the daemon lock (a cycle may run while the
-		// user reads); register only if asked to, only what was listed.
-		st, err := o.state.open(ctx)
+		// user reads), writing nothing: no key made, no database created
+		// (listStore); register only if asked to, only what was listed.
+		key, err := o.state.ExistingTagKey()
+		if err != nil {
+			return stateErr(err)
+		}
+		st, done, err := o.listStore(ctx)
 		if err != nil {
 			return err
 		}
-		ro.DryRun = true
+		ro.DryRun, ro.Key, ro.Keeper = true, key, newKeeper
+		if key != nil {
+			ro.Keeper = key.Keeper
+		}
 		results, err := chainops.RecoverChains(ctx, st, cl, hs, now, ro)
-		st.Close()
+		done()
 		if err != nil {
 			return stateErr(err)
 		}
@@ -124,6 +133,11 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		}
 		ro.Chains, ro.DryRun = listed, false
 	}
+	key, err := o.state.tagKey(o.f)
+	if err != nil {
+		return err
+	}
+	ro.Key, ro.Keeper = key, key.Keeper
 	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
 		return stateErr(err)
@@ -134,6 +148,47 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		return stateErr(err)
 	}
 	return o.print(results, now)
+}
+
+// newKeeper stands for the keeper of a state directory without a key yet
+// (it is made when recover registers): every keeper the jobs name is then
+// another one.
+const newKeeper = "new"
+
+// listStore is the store recover lists against: the state database when
+// there is one, else (it was lost, or never made) an empty store, so that
+// listing creates nothing. done releases it.
+func (o *recoverOptions) listStore(ctx context.Context) (chainops.ChainStore, func(), error) {
+	dir, err := o.state.Resolve()
+	if err != nil {
+		return nil, nil, stateErr(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, state.DBName)); errors.Is(err, fs.ErrNotExist) {
+		return provisioner.NewMemStore(), func() {}, nil
+	}
+	st, err := o.state.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, func() { st.Close() }, nil
+}
+
+// warnComments says, on stderr, when the backend's accounting keeps no
+// job comments (chainops.CommentKeeper): recover then finds a chain only
+// by a job of it still in the queue, and none whose jobs have all ended.
+func (o *recoverOptions) warnComments(ctx context.Context, hs provisioner.HistorySource) {
+	ck, ok := hs.(chainops.CommentKeeper)
+	if !ok {
+		return
+	}
+	keeps, err := ck.KeepsComments(ctx)
+	switch {
+	case err != nil:
+		fmt.Fprintf(o.f.ErrOut, "mirage: could not tell whether the accounting keeps job comments (%v): chains whose jobs have all ended are found only if it does\n", err)
+	case !keeps:
+		fmt.Fprintf(o.f.ErrOut, "mirage: this cluster's accounting keeps no job comments (AccountingStoreFlags lacks job_comment): "+
+			"a chain is found only by a job of it still in the queue, never one whose jobs have all ended; ask the admins to add job_comment to AccountingStoreFlags\n")
+	}
 }
 
 // confirm asks whether to register the n chains listed: on a terminal, a
@@ -178,5 +233,5 @@ func (o *recoverOptions) print(results []chainops.Recovered, now time.Time) erro
 // recoveredSpecCheck applies the checks of mirage submit to a chain spec
 // read back from a job comment (slurm.CheckRecovered).
 func recoveredSpecCheck(c *provisioner.Chain) error {
-	return slurm.CheckRecovered(c, models.PolicyNames())
+	return slurm.CheckRecovered(c, models.ChainPolicyNames())
 }

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/provisioner"
 )
 
 // TestRecoverAsksForOptions (#50): the jobs' comments leave the sbatch
@@ -73,5 +76,73 @@ func TestSubmitRefusesLongComment(t *testing.T) {
 	// A 400-byte name fits: about 530 bytes as base64, the rest of the comment under 300.
 	if _, stderr, code := e.run(t, "submit", script, "--name", strings.Repeat("n", 400)); code != 0 {
 		t.Errorf("submit with a 400-byte name: exit %d: %s", code, stderr)
+	}
+}
+
+// TestRecoverDryRunWritesNothing (#51): recover --dry-run after the state
+// directory is lost lists the chain it would rebuild and leaves no trace:
+// no tag.key made, no database, not even the directory.
+func TestRecoverDryRunWritesNothing(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "2", "--policy", "reactive")
+	if err := os.RemoveAll(e.state); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := e.run(t, "recover", "--dry-run")
+	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") {
+		t.Errorf("recover --dry-run: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Lstat(e.state); !os.IsNotExist(err) {
+		entries, _ := os.ReadDir(e.state)
+		t.Errorf("recover --dry-run left the state directory %s (%v): %v", e.state, err, entries)
+	}
+	if strings.Contains(stderr, "tag.key") {
+		t.Errorf("recover --dry-run speaks of a key: %s", stderr)
+	}
+}
+
+// commentless is the simulated cluster as a Slurm whose accounting keeps
+// no job comments (AccountingStoreFlags without job_comment): the history
+// has none, and it says so.
+type commentless struct{ simBackend }
+
+func (c commentless) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
+	jobs, err := c.simBackend.History(ctx, since)
+	for i := range jobs {
+		jobs[i].Comment = ""
+	}
+	return jobs, err
+}
+
+func (commentless) KeepsComments(context.Context) (bool, error) { return false, nil }
+
+// TestRecoverWarnsWithoutComments (#51): on a cluster whose accounting
+// keeps no job comments, recover says that chains whose jobs have all
+// ended cannot be found (where before it found none without a word); on
+// one that keeps them it says nothing of it.
+func TestRecoverWarnsWithoutComments(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	id := e.submitChain(t, e.script(t, "x.sbatch", "-t 55"), "--segments", "1", "--policy", "reactive")
+	// The one segment runs its 55 minutes: the chain's only job has ended.
+	if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "8"); code != 0 {
+		t.Fatalf("daemon: exit %d: %s", code, stderr)
+	}
+	if cj := e.statusJSON(t, id); cj.State != string(provisioner.ChainDone) {
+		t.Fatalf("chain %s: %s, want done", id, cj.State)
+	}
+	if err := os.RemoveAll(e.state); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code := e.run(t, "recover", "--dry-run")
+	if code != 0 || !strings.Contains(out, id) || strings.Contains(stderr, "job_comment") {
+		t.Errorf("recover --dry-run, comments kept: exit %d\n%s%s", code, out, stderr)
+	}
+	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return commentless{simBackend{e.s}}, nil }
+	out, stderr, code = e.run(t, "recover", "--dry-run")
+	if code != 0 || strings.Contains(out, id) || !strings.Contains(stderr, "AccountingStoreFlags lacks job_comment") ||
+		!strings.Contains(stderr, "never one whose jobs have all ended") {
+		t.Errorf("recover --dry-run, no comments kept: exit %d\n%s%s", code, out, stderr)
 	}
 }

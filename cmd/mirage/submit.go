@@ -23,8 +23,9 @@ type submitOptions struct {
 	untilDone bool
 	json      bool
 	new       bool
-	// defaultPolicy: --policy was not given (the default learned policy
-	// when its model is there, else lead).
+	// defaultPolicy: --policy was not given (models.DefaultPolicyFor
+	// chooses; the flag's default is empty so that --help shows no
+	// policy that is not used).
 	defaultPolicy bool
 	grace         time.Duration
 	cost          provisioner.GapCost // explicit weights (--cost-*)
@@ -88,7 +89,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", provisioner.PolicyLead, "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: pin for --workload service; otherwise "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", "", "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: pin for --workload service; otherwise "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
@@ -128,7 +129,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	if !o.defaultPolicy {
 		if _, err := o.policy.factory(o.f)(ch.Policy); err != nil {
-			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
+			return policyErr(fmt.Errorf("--policy: %w", err))
 		}
 	}
 	if err := ping(ctx, cl); err != nil { // before anything is registered

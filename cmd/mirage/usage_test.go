@@ -83,7 +83,7 @@ func TestFlagsParse(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if s.chain.Script != "job.sbatch" || s.chain.Segments != 4 || strings.Join(s.chain.Args, " ") != "-p gpu" || s.chain.Policy != "lead" || s.chain.MaxRetries != 2 {
+	if s.chain.Script != "job.sbatch" || s.chain.Segments != 4 || strings.Join(s.chain.Args, " ") != "-p gpu" || s.chain.Policy != "" || !s.defaultPolicy || s.chain.MaxRetries != 2 {
 		t.Errorf("submit options %+v", s)
 	}
 

@@ -532,14 +532,19 @@ func (s *Store) PutSegment(ctx context.Context, sg *provisioner.Segment) error {
 func (s *Store) Record(ctx context.Context, d *provisioner.DecisionRecord) error {
 	n := int64(max(d.Count, 1))
 	if d.Action == provisioner.Wait && d.Error == "" {
-		res, err := s.q.ExecContext(ctx, `UPDATE decisions SET count = count + ?, last = ?, reason = ?, score = ?, features = ?
-			WHERE id = (SELECT MAX(id) FROM decisions WHERE chain_id = ?) AND action = ? AND error = '' AND segment = ? AND policy = ?`,
-			n, ns(d.Time), d.Reason, d.Score, d.Features, d.ChainID, string(provisioner.Wait), d.Segment, d.Policy)
-		if err != nil {
+		prev := provisioner.DecisionRecord{ChainID: d.ChainID}
+		var id int64
+		var action string
+		err := s.q.QueryRowContext(ctx, `SELECT id, segment, policy, action, reason, error FROM decisions WHERE chain_id = ? ORDER BY id DESC LIMIT 1`, d.ChainID).
+			Scan(&id, &prev.Segment, &prev.Policy, &action, &prev.Reason, &prev.Error)
+		prev.Action = provisioner.Action(action)
+		switch {
+		case err == nil && d.Coalesces(&prev):
+			_, err := s.q.ExecContext(ctx, `UPDATE decisions SET count = count + ?, last = ?, reason = ?, score = ?, features = ? WHERE id = ?`,
+				n, ns(d.Time), d.Reason, d.Score, d.Features, id)
 			return s.wrap("record decision for "+d.ChainID, err)
-		}
-		if k, err := res.RowsAffected(); err == nil && k == 1 {
-			return nil
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return s.wrap("record decision for "+d.ChainID, err)
 		}
 	}
 	_, err := s.q.ExecContext(ctx, `INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error, count, last)

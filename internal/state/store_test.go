@@ -354,9 +354,11 @@ func TestCoalescedWaits(t *testing.T) {
 		wait(0, 1, "in 50m", ""), wait(10, 1, "in 40m", ""), wait(20, 1, "in 30m", ""), // → row 1: ×3, 08:00–08:20, "in 30m"
 		{Time: at(50), ChainID: c.ID, Segment: 1, Policy: "lead", Action: provisioner.SubmitNow, Reason: "submit", JobID: "12"}, // row 2
 		wait(60, 2, "pending", ""), wait(70, 2, "pending", ""), // row 3: ×2
-		wait(80, 2, "pending", "policy failed"), // row 4: an error is never folded
-		wait(90, 2, "pending", ""),              // row 5: nor into an error
-		wait(100, 3, "pending", ""),             // row 6: another segment
+		wait(80, 2, "pending", "policy failed"),      // row 4: an error is never folded
+		wait(90, 2, "pending", ""),                   // row 5: nor into an error
+		wait(100, 3, "pending", ""),                  // row 6: another segment
+		wait(110, 3, "kept the pin: node2 idle", ""), // row 7: another reason (#51)
+		wait(120, 3, "kept the pin: node3 idle", ""), // the same reason, other figures
 	}
 	for i := range recs {
 		if err := s.Record(ctx, &recs[i]); err != nil {
@@ -381,6 +383,7 @@ func TestCoalescedWaits(t *testing.T) {
 		{2, 1, provisioner.Wait, at(80), time.Time{}, "pending", -80},
 		{2, 1, provisioner.Wait, at(90), time.Time{}, "pending", -90},
 		{3, 1, provisioner.Wait, at(100), time.Time{}, "pending", -100},
+		{3, 2, provisioner.Wait, at(110), at(120), "kept the pin: node3 idle", -120},
 	}
 	if len(ds) != len(want) {
 		t.Fatalf("%d rows, want %d: %+v", len(ds), len(want), ds)
@@ -398,7 +401,7 @@ func TestCoalescedWaits(t *testing.T) {
 		_ = m.Record(ctx, &recs[i])
 	}
 	md, _ := m.Decisions(ctx, c.ID)
-	if len(md) != len(want) || md[0].Count != 3 || !md[0].Last.Equal(at(20)) || md[2].Count != 2 {
+	if len(md) != len(want) || md[0].Count != 3 || !md[0].Last.Equal(at(20)) || md[2].Count != 2 || max(md[5].Count, 1) != 1 || md[6].Count != 2 {
 		t.Errorf("MemStore: %+v", md)
 	}
 }
@@ -414,7 +417,7 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	for _, q := range []string{`CREATE TABLE schema_version (version INTEGER NOT NULL, applied INTEGER NOT NULL)`, migrations[0],
 		`INSERT INTO schema_version VALUES (1, 0)`,
-		`INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error) VALUES (1, 'c-1', 1, 'lead', 'wait', 'old', 0, '', '', '')`,
+		`INSERT INTO decisions(time, chain_id, segment, policy, action, reason, score, features, job_id, error) VALUES (1, 'c-1', 1, 'lead', 'wait', 'in 50m', 0, '', '', '')`,
 		`INSERT INTO chains VALUES ('c-1', 'n', '/s.sbatch', '[]', 'lead', 2, 1, '', '', 60, 1, 0, 'active', '', 1)`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatal(err)
@@ -431,14 +434,14 @@ func TestMigrationFromVersion1(t *testing.T) {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")
-	if len(ds) != 1 || ds[0].Count != 1 || !ds[0].Last.IsZero() || ds[0].Reason != "old" {
+	if len(ds) != 1 || ds[0].Count != 1 || !ds[0].Last.IsZero() || ds[0].Reason != "in 50m" {
 		t.Fatalf("decisions %+v", ds)
 	}
-	// and the old row takes the next wait
-	if err := s.Record(ctx, &provisioner.DecisionRecord{Time: time.Unix(0, 2), ChainID: "c-1", Segment: 1, Policy: "lead", Action: provisioner.Wait, Reason: "new"}); err != nil {
+	// and the old row takes the next wait for the same reason
+	if err := s.Record(ctx, &provisioner.DecisionRecord{Time: time.Unix(0, 2), ChainID: "c-1", Segment: 1, Policy: "lead", Action: provisioner.Wait, Reason: "in 40m"}); err != nil {
 		t.Fatal(err)
 	}
-	if ds, _ := s.Decisions(ctx, "c-1"); len(ds) != 1 || ds[0].Count != 2 || ds[0].Reason != "new" {
+	if ds, _ := s.Decisions(ctx, "c-1"); len(ds) != 1 || ds[0].Count != 2 || ds[0].Reason != "in 40m" {
 		t.Fatalf("decisions %+v", ds)
 	}
 }

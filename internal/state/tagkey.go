@@ -38,15 +38,24 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 	if err != nil {
 		return nil, false, err
 	}
+	if err := l.setKeeper(key); err != nil {
+		return nil, false, err
+	}
+	return key, made, nil
+}
+
+// setKeeper sets key.Keeper: provisioner.KeeperID of its secret and the
+// state directory's path, links resolved.
+func (l *Location) setKeeper(key *provisioner.TagKey) error {
 	dir, err := l.Resolve()
 	if err != nil {
-		return nil, false, err
+		return err
 	}
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
 	key.Keeper = provisioner.KeeperID(key.Secret, dir)
-	return key, made, nil
+	return nil
 }
 
 // tagKey reads or makes the key (TagKey), without its Keeper.
@@ -98,6 +107,36 @@ func (l *Location) tagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 		return nil, false, fmt.Errorf("tag key %s: %w", path, err)
 	}
 	return key, true, nil
+}
+
+// ExistingTagKey returns the key of KeyName in the state directory, as
+// TagKey checks and reads it (with its Keeper), without making one: nil when there is none
+// (no file, or no directory). For what changes nothing (mirage recover
+// --dry-run): a key made now would trust every job submitted before it on
+// its owner alone, as no key does.
+func (l *Location) ExistingTagKey() (*provisioner.TagKey, error) {
+	dir, err := l.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkDir(dir); err != nil { // one others may write is refused, key or not
+		return nil, err
+	}
+	path := filepath.Join(dir, KeyName)
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err := checkKeyFile(path); err != nil {
+		return nil, err
+	}
+	key, err := readKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return key, l.setKeeper(key)
 }
 
 // checkKeyFile is checkFile, and also refuses a key others may read: the

@@ -223,7 +223,7 @@ func fmtTime(t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	return t.Format(time.RFC3339)
+	return t.UTC().Format(time.RFC3339)
 }
 
 // chainDataMagic starts a saved ChainData file (after gzip).

@@ -166,7 +166,7 @@ func TrainPolicy(name string, train, valid *dataset.ChainData, o PolicyTrainOpti
 	err = models.UpdateMeta(m, func(mt *models.Meta) {
 		mt.Decision = &rule
 		mt.Metrics = metrics
-		mt.Trace, mt.Windows, mt.Seed, mt.Created = meta.Trace, meta.Windows, o.Seed, meta.Created
+		mt.Trace, mt.Windows, mt.Seed, mt.Created, mt.Cluster = meta.Trace, meta.Windows, o.Seed, meta.Created, meta.Cluster
 		if mt.Params == nil {
 			mt.Params = map[string]string{}
 		}

@@ -249,7 +249,7 @@ func Run(ctx context.Context, s Spec) ([]Trained, error) {
 	} else {
 		windows.TrainUntil = s.Until
 	}
-	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: s.Created}
+	meta := models.Meta{Trace: r.sc.Name, Windows: windows, Created: s.Created, Cluster: clusterShape(s.Cluster)}
 	var trained []Trained
 	for _, name := range s.Models {
 		var tm Trained
@@ -282,6 +282,15 @@ func (r *run) report(format string, args ...any) {
 	if r.s.Report != nil {
 		fmt.Fprintf(r.s.Report, format, args...)
 	}
+}
+
+// clusterShape is the shape of the simulated cluster, as model metadata records it.
+func clusterShape(cfg sim.Config) *models.ClusterShape {
+	s := models.ClusterShape{Nodes: len(cfg.Nodes)}
+	for _, n := range cfg.Nodes {
+		s.GPUsPerNode = max(s.GPUsPerNode, n.GPUs)
+	}
+	return &s
 }
 
 // trainEnd is the end of training: TrainUntil, or Until without it.
@@ -512,7 +521,12 @@ func (r *run) trainWait(ctx context.Context, meta models.Meta) (Trained, error) 
 		return Trained{}, mark(ErrOutput, err)
 	}
 	if rep != nil {
-		r.report("wait predictor on validation: median |error| %s (Slurm's estimate on the same %d jobs: %s)\n",
+		// Both answers are scored against the wait each job had in the
+		// simulated replay of the trace (a real one or a synthetic one
+		// alike): Slurm's is the start time the simulated scheduler's first
+		// backfill pass planned for the job, what squeue --start would have
+		// shown, on the jobs it planned one for.
+		r.report("wait predictor on validation: median |error| %s on %d jobs; the simulated Slurm's own start estimate (squeue --start after its first backfill pass in the replay) on the same jobs: %s\n",
 			seconds(rep.Estimated.MedianAbsErr), rep.Estimated.N, seconds(rep.Slurm.MedianAbsErr))
 	}
 	return Trained{Name: WaitModel, Dir: dir, Meta: w.Models[1].Meta()}, nil

@@ -41,6 +41,13 @@ const ActionNeedsOptions = "needs-options"
 // not registered for want of their sbatch options.
 var ErrNeedsOptions = errors.New("the sbatch options are not in the jobs' comments")
 
+// CommentKeeper is a history source that can tell whether its history
+// keeps job comments (Slurm: AccountingStoreFlags=job_comment). Without
+// them RecoverChains finds a chain only by a job of it still live.
+type CommentKeeper interface {
+	KeepsComments(ctx context.Context) (bool, error)
+}
+
 // RecoverOptions choose what RecoverChains looks at and whether it writes.
 type RecoverOptions struct {
 	Chains []string      // only these chains (all when empty)

@@ -150,29 +150,44 @@ func (vs ChainViews) JSON() []ChainJSON {
 	return all
 }
 
-// WriteText prints one line per chain: its latest segment and job, and
-// the last gap.
+// WriteText prints one line per chain: the segment it is at (ShownSegment;
+// 0-based, as mirage status CHAIN and mirage log count them) and how many
+// it runs, that segment's job and the job's state, and the last gap.
 func (vs ChainViews) WriteText(out io.Writer) error {
-	tw := newTable(out, "CHAIN\tNAME\tPOLICY\tSTATE\tSEGMENT\tJOB\tJOB STATE\tLAST GAP\tREASON")
+	tw := newTable(out, "CHAIN\tNAME\tPOLICY\tSTATE\tSEG\tOF\tJOB\tJOB STATE\tLAST GAP\tREASON")
 	for i := range vs {
 		v := &vs[i]
 		c := &v.Chain
 		segCol, job, jobState := "-", "-", "-"
-		if n := len(v.Segments); n > 0 {
-			last := v.Segments[n-1]
-			segCol = segmentOf(last.Index, c.Segments)
-			if last.JobID != "" {
-				job = last.JobID
-			}
-			jobState = string(last.State)
+		if s := v.ShownSegment(); s != nil {
+			segCol, job, jobState = strconv.Itoa(s.Index), dash(s.JobID), string(s.State)
 		}
 		gapCol := "-"
 		if g, ok := v.LastGap(); ok {
 			gapCol = signed(g)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Policy, c.State, segCol, job, jobState, gapCol, dash(c.Reason))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name, c.Policy, c.State, segCol, provisioner.SegmentsText(c.Segments), job, jobState, gapCol, dash(c.Reason))
 	}
 	return tw.Flush()
+}
+
+// ShownSegment is the segment a one-line view of the chain shows: while
+// the chain is active its latest (a successor queued ahead, say); once it
+// has ended, the latest that started, not a successor submitted ahead and
+// cancelled when the work was done, which never ran. nil without segments.
+func (v *ChainView) ShownSegment() *provisioner.Segment {
+	n := len(v.Segments)
+	if n == 0 {
+		return nil
+	}
+	if v.Chain.State != provisioner.ChainActive {
+		for i := n - 1; i >= 0; i-- {
+			if !v.Segments[i].Start.IsZero() {
+				return &v.Segments[i]
+			}
+		}
+	}
+	return &v.Segments[n-1]
 }
 
 // DecisionJSON is one decision in mirage log --json.
@@ -280,14 +295,6 @@ func newTable(out io.Writer, header string) *tabwriter.Writer {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, header)
 	return tw
-}
-
-// segmentOf renders "2/3" (second of three) or "2/until done".
-func segmentOf(index, n int) string {
-	if n == 0 {
-		return strconv.Itoa(index+1) + "/until done"
-	}
-	return strconv.Itoa(index+1) + "/" + strconv.Itoa(n)
 }
 
 func segText(i int) string {

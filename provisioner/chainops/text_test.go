@@ -64,3 +64,40 @@ func TestSigned(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusListShowsTheSegmentThatRan (#51): the one-line view of a
+// chain that ended shows the segment that ended it, not the successor
+// submitted ahead and cancelled unstarted, and counts segments from 0 as
+// mirage status CHAIN does; an active chain shows its latest segment.
+func TestStatusListShowsTheSegmentThatRan(t *testing.T) {
+	t0 := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	h := time.Hour
+	done := ChainView{Chain: provisioner.Chain{ID: "c-done", Name: "train", Policy: provisioner.PolicyPin, State: provisioner.ChainDone, Reason: "work done", Created: t0},
+		Segments: []provisioner.Segment{
+			{ChainID: "c-done", Index: 3, JobID: "60", State: provisioner.StateTimeout, Submit: t0, Start: t0, End: t0.Add(h)},
+			{ChainID: "c-done", Index: 4, JobID: "61", State: provisioner.StateCompleted, Submit: t0, Start: t0.Add(h), End: t0.Add(90 * time.Minute)},
+			{ChainID: "c-done", Index: 5, JobID: "62", State: provisioner.StateCancelled, Submit: t0.Add(h), End: t0.Add(90 * time.Minute)},
+		}}
+	active := ChainView{Chain: provisioner.Chain{ID: "c-on", Name: "svc", Policy: provisioner.PolicyPin, State: provisioner.ChainActive, Segments: 3, Created: t0},
+		Segments: []provisioner.Segment{
+			{ChainID: "c-on", Index: 0, JobID: "70", State: provisioner.StateRunning, Submit: t0, Start: t0},
+			{ChainID: "c-on", Index: 1, JobID: "71", State: provisioner.StatePending, Submit: t0.Add(h)},
+		}}
+	var b strings.Builder
+	if err := (ChainViews{done, active}).WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n")[1:] {
+		f := strings.Fields(l)
+		rows[f[0]] = f
+	}
+	// CHAIN NAME POLICY STATE SEG OF… JOB "JOB STATE" …: the fields after
+	// STATE, with "until done" and "3 segments" two words each.
+	if got := strings.Join(rows["c-done"][4:9], " "); got != "4 until done 61 COMPLETED" {
+		t.Errorf("ended chain shows %q, want segment 4 (job 61, COMPLETED):\n%s", got, b.String())
+	}
+	if got := strings.Join(rows["c-on"][4:9], " "); got != "1 3 segments 71 PENDING" {
+		t.Errorf("active chain shows %q, want its pending successor, segment 1 of 3:\n%s", got, b.String())
+	}
+}
