@@ -89,7 +89,7 @@ docs/guide/chains-and-daemon.md.`,
 	fl := cmd.Flags()
 	fl.IntVar(&o.chain.Segments, "segments", 0, "run exactly N segments (default: --until-done)")
 	fl.BoolVar(&o.untilDone, "until-done", false, "run until a segment exits 0 before its limit (the default)")
-	fl.StringVar(&o.chain.Policy, "policy", "", "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: pin for --workload service; otherwise "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
+	fl.StringVar(&o.chain.Policy, "policy", "", "submission policy of the successors; NAME"+models.PinSuffix+" is learned policy NAME pinning its successors to the predecessor's nodes where no node is free (default on Slurm: pin for --workload service; otherwise the site's default, chosen from the cluster's scheduler settings (mirage site) by the site grid's ranking, and where the site is unknown or unranked "+models.DefaultPinned+" when --models holds "+models.DefaultLearned+", else xgb-pin when it holds xgb, else pin; elsewhere "+models.DefaultLearned+", else xgb, else lead)")
 	fl.IntVar(&o.chain.MaxRetries, "max-retries", 2, "failed segments retried in a row before the chain fails")
 	fl.StringVar(&o.chain.Name, "name", "", "job name of every segment (default: -J, #SBATCH -J, else the script's name)")
 	fl.BoolVar(&o.json, "json", false, "print the result as JSON")
