@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -48,6 +49,13 @@ type StepInput struct {
 	// jobs (TagKey.Verified): a job it does not verify is treated as
 	// another user's. nil: no MACs (the simulator).
 	TagKey *TagKey
+	// Keeper is the identity of the state database deciding (TagKey.Keeper):
+	// a chain another database keeps, or one whose live job another
+	// database submitted, is not acted on (notKept). "" skips the checks.
+	Keeper string
+	// Cluster is the name of the backend's cluster (ClusterNameOf): a chain
+	// registered on another cluster is not acted on. "" skips the check.
+	Cluster string
 }
 
 // Step is the pure decision step: from the stored chains, the cluster
@@ -84,25 +92,65 @@ func Step(in *StepInput) *Plan {
 	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
 	ctx := &stepContext{in: in, idx: idx, grace: grace, work: in.Snapshot}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
+	refused := map[string]string{}
+	for i := range in.Chains {
+		if cr := &in.Chains[i]; cr.Chain.State == ChainActive {
+			if why := ctx.notKept(cr); why != "" {
+				refused[cr.Chain.ID] = why
+			}
+		}
+	}
+	if why := implausibleLoss(in.Chains, refused, idx, in.HistoryOK); why != "" {
+		plan.Halt = why
+		return plan
+	}
 	var tails []Op
 	for i := range in.Chains {
 		cr := &in.Chains[i]
 		if cr.Chain.State != ChainActive {
 			continue
 		}
-		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now, abandoned: map[segKey]time.Time{}}
-		sortSegments(w.segs)
-		w.orig = make(map[segKey]Segment, len(w.segs))
-		for _, s := range w.segs {
-			w.orig[segKey{s.Index, s.Attempt}] = s
+		if why, ok := refused[cr.Chain.ID]; ok {
+			plan.Ops = append(plan.Ops, Op{Kind: OpRecord, Record: &DecisionRecord{Time: in.Now, ChainID: cr.Chain.ID, Segment: nextIndex(cr.Segments),
+				Policy: cr.Chain.Policy, Action: Wait, Reason: why}})
+			continue
 		}
-		w.reconcile(idx, in.HistoryOK, grace) // step 1
-		ctx.decide(w)                         // steps 2–6
-		plan.Ops = append(plan.Ops, w.ops...)
-		tails = append(tails, w.tail...)
+		ops, tail := ctx.chain(cr)
+		plan.Ops = append(plan.Ops, ops...)
+		tails = append(tails, tail...)
 	}
 	plan.Ops = append(plan.Ops, tails...)
 	return plan
+}
+
+// chain reconciles one active chain and decides for it (steps 1–6),
+// returning its bookkeeping and its actions. A panic in either (a policy
+// or a rule that fails in use) costs this chain alone its cycle: none of
+// what it planned is kept, an error record says why, and the other chains
+// are decided on as usual.
+func (c *stepContext) chain(cr *ChainRecord) (ops, tail []Op) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		rec := &DecisionRecord{Time: c.in.Now, ChainID: cr.Chain.ID, Segment: nextIndex(cr.Segments), Policy: cr.Chain.Policy, Action: ActError,
+			Error: fmt.Sprintf("the decision step failed (panic: %v): nothing is done for this chain this cycle", r)}
+		ops, tail = []Op{{Kind: OpRecord, Record: rec}}, nil
+	}()
+	w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: c.in.Now, abandoned: map[segKey]time.Time{}}
+	// A chain stored before #50 is this database's, on this cluster: its
+	// jobs' comments say so from now on.
+	w.chain.Keeper = cmp.Or(w.chain.Keeper, c.in.Keeper)
+	w.chain.Cluster = cmp.Or(w.chain.Cluster, c.in.Cluster)
+	sortSegments(w.segs)
+	w.orig = make(map[segKey]Segment, len(w.segs))
+	for _, s := range w.segs {
+		w.orig[segKey{s.Index, s.Attempt}] = s
+	}
+	w.reconcile(c.idx, c.in.HistoryOK, c.grace) // step 1
+	c.decide(w)                                 // steps 2–6
+	return w.ops, w.tail
 }
 
 type stepContext struct {
@@ -126,6 +174,55 @@ func countStates(s *Snapshot) (pending, running int) {
 		}
 	}
 	return
+}
+
+// nextIndex is the index after the highest of segs (0 for none): the
+// segment a chain's next decision is about, for records made without one.
+func nextIndex(segs []Segment) int {
+	next := 0
+	for _, s := range segs {
+		next = max(next, s.Index+1)
+	}
+	return next
+}
+
+// notKept says why chain cr must not be acted on from this view ("" when
+// it may): it was registered on another cluster than the backend's; or
+// another state database keeps it (a chain recovered into a second
+// --state while the first one's daemon runs: both submitted segment 1);
+// or a job of the user's carrying its tag was submitted by another state
+// database than this one, is not one of its stored segments, and still
+// runs or is of a segment this database has not reached (two databases act
+// on the chain: its comment names the other keeper, signed with that
+// database's key, which this one's may not verify).
+func (c *stepContext) notKept(cr *ChainRecord) string {
+	ch, in := &cr.Chain, c.in
+	if in.Cluster != "" && ch.Cluster != "" && !strings.EqualFold(ch.Cluster, in.Cluster) {
+		return fmt.Sprintf("chain registered on cluster %q, but the backend answers for cluster %q: nothing is done here "+
+			"(another cluster's slurm.conf? give the chain's with --slurm-conf or SLURM_CONF)", ch.Cluster, in.Cluster)
+	}
+	if in.Keeper == "" {
+		return ""
+	}
+	if ch.Keeper != "" && ch.Keeper != in.Keeper {
+		return fmt.Sprintf("chain kept by another state database (keeper %s; this one is %s): that database's daemon submits its jobs, not this one's; "+
+			"if that database is lost, take the chain over with mirage recover --take-over %s", ch.Keeper, in.Keeper, ch.ID)
+	}
+	stored := make(map[string]bool, len(cr.Segments))
+	for _, s := range cr.Segments {
+		stored[s.JobID] = true
+	}
+	next := nextIndex(cr.Segments)
+	for _, tj := range slices.Concat(c.idx.tagged[ch.ID], c.idx.foreign[ch.ID]) {
+		if stored[tj.job.ID] || tj.job.State.Finished() && tj.tag.Segment < next || in.Self != "" && tj.job.User != in.Self {
+			continue
+		}
+		if sp, ok := readSpec(tj.job.Comment); ok && sp.Keeper != "" && sp.Keeper != in.Keeper {
+			return fmt.Sprintf("job %s (tag %s, %s) was submitted by another state database (keeper %s; this one is %s): two databases act on this chain, so this one does nothing; "+
+				"keep one: mirage cancel %s with the other --state, or delete that state directory", tj.job.ID, tj.tag, tj.job.State, sp.Keeper, in.Keeper, ch.ID)
+		}
+	}
+	return ""
 }
 
 // policy is chain ch's policy, as resolved before Step (StepInput.Policies).

@@ -161,6 +161,10 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			rep.HistoryOK = true
 		case errors.Is(err, ErrNoAccounting):
 			e.log().Warn("history unavailable; deciding from the live view only", "err", err)
+		case errors.Is(err, ErrIncomplete):
+			// What it shows is used; what it lacks proves nothing.
+			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history incomplete (no job is taken as lost this cycle): " + err.Error()})
+			e.log().Warn("history incomplete: no job is taken as lost this cycle", "err", err)
 		default:
 			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history: " + err.Error()})
 			e.log().Warn("history failed; deciding from the live view only", "err", err)
@@ -175,8 +179,17 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	}
 	e.fault(FaultAfterSnapshot)
 	// 4. the pure step
+	var keeper string
+	if e.TagKey != nil {
+		keeper = e.TagKey.Keeper
+	}
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
-		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
+		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey, Keeper: keeper, Cluster: ClusterNameOf(e.Cluster)})
+	if plan.Halt != "" {
+		e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "nothing done: " + plan.Halt})
+		e.log().Error("nothing done this cycle: the cluster's view is implausible", "why", plan.Halt)
+		return rep, fmt.Errorf("%w: %s", ErrImplausibleView, plan.Halt)
+	}
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
 	var book, tail []Op

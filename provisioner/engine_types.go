@@ -125,6 +125,10 @@ type Op struct {
 type Plan struct {
 	Now time.Time // decision time
 	Ops []Op      // effects, in order
+	// Halt, when set, says why the step decided nothing at all: a view of
+	// the cluster too implausible to act on (ImplausibleLoss). Ops is then
+	// empty.
+	Halt string
 }
 
 // Counts tallies a plan's operations; unpins and reclaims count with the

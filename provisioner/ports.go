@@ -36,6 +36,19 @@ var (
 	ErrNoAccounting = errors.New("accounting unavailable") // history (sacct) unavailable; live view still works
 )
 
+// ErrIncomplete is wrapped by a HistorySource error whose jobs are true
+// but not all there: some records of the backend's answer could not be
+// read and were skipped. Such a history is used for what it shows, never
+// for what it lacks (a job missing from it is not taken as gone: no
+// segment is marked lost, no submission abandoned).
+var ErrIncomplete = errors.New("records skipped: the view is incomplete")
+
+// ErrImplausibleView is wrapped by the error of an Engine cycle that did
+// nothing because its view of the cluster was too implausible to act on
+// (Plan.Halt): it would have taken many of the user's unfinished jobs for
+// gone at once.
+var ErrImplausibleView = errors.New("the cluster's view is implausible: nothing done")
+
 // ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
 // backend created nothing (a deferral, a request refused before it was
 // sent), so the engine may decide again at once instead of waiting for the
@@ -45,7 +58,8 @@ var ErrNotSubmitted = errors.New("nothing was submitted")
 // HistorySource lists recently started or finished jobs (sacct on Slurm, the
 // simulator's record, finished pods on Kubernetes) for Observation.History.
 // Backends without history return (nil, ErrNoAccounting); policies must cope
-// with an empty history.
+// with an empty history. A history that skipped records comes with an
+// error wrapping ErrIncomplete and the jobs it did read.
 type HistorySource interface {
 	// History returns jobs that started or finished at or after since, oldest start first.
 	History(ctx context.Context, since time.Time) ([]Job, error)
@@ -249,6 +263,21 @@ type Store interface {
 
 // ErrChainNotFound is returned by a Store for an unknown chain id.
 var ErrChainNotFound = errors.New("chain not found")
+
+// ClusterNamer is a backend that knows the name of its cluster (Slurm's
+// ClusterName), so that a chain registered on one cluster is never acted
+// on through a view of another (Chain.Cluster).
+type ClusterNamer interface {
+	ClusterName() string
+}
+
+// ClusterNameOf is cl's cluster name, "" when it has none.
+func ClusterNameOf(cl Cluster) string {
+	if n, ok := cl.(ClusterNamer); ok {
+		return n.ClusterName()
+	}
+	return ""
+}
 
 // Owner is a backend whose jobs have owners (Job.User): Self is the user
 // mirage acts for there. The chain operations never adopt, cancel, signal

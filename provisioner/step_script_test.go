@@ -28,7 +28,7 @@ import (
 // HH:MM:SS of that day. Commands:
 //
 //	reset                      forget everything: empty store, empty cluster, no rules
-//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D]
+//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D] [keeper=K] [cluster=C]
 //	  I.A job=J STATE [submit=T] [start=T] [end=T] [exit=N] [done] [note=free text to the end of the line]
 //	                           store a chain (name train, script /home/u/train.sbatch,
 //	                           partition gpu, limit 1h, 1 node, 4 GPUs,
@@ -36,7 +36,7 @@ import (
 //	                           input line, its stored segments (done: its job ran
 //	                           mirage done)
 //	live
-//	  ID [tag=C/I.A] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
+//	  ID [tag=C/I.A [db=K]] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
 //	                           the jobs the backend reports live (default PENDING, 1 node, limit 1h)
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
@@ -44,19 +44,25 @@ import (
 //	backend queues|kubernetes  what the backend's snapshots say it does by itself
 //	                           (default queues: it queues and unpins, as Slurm;
 //	                           kubernetes: neither)
-//	rules deny|borrow|none     a fake provisioner.Rules; the input is its reason
-//	                           (borrow admits on borrowed quota with QOS "borrow")
+//	rules deny|borrow|panic|none
+//	                           a fake provisioner.Rules; the input is its reason
+//	                           (borrow admits on borrowed quota with QOS "borrow";
+//	                           panic: the input is the chain whose requests make it
+//	                           panic, the others it admits)
 //	rules reclaim=J1,J2 node=N
 //	                           the fake admits every submission after a reclaim
 //	                           of jobs J1, J2 on node N (signal USR1, grace 30s)
 //	fail evict=J               the eviction of job J fails
 //	fail submit=rejected|unavailable|not-submitted
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
-//	step now=T [reasons] [request]
+//	step now=T [reasons] [request] [keeper=K] [cluster=C]
 //	                           run Step on the stored chains, the live jobs and the
-//	                           history; print its plan, one op per line (with
+//	                           history; print its halt, if any, and its plan, one op per line (with
 //	                           reasons: the decision reasons and notes; with
-//	                           request: each submission's request)
+//	                           request: each submission's request; keeper and
+//	                           cluster: the deciding database's and the backend's, as
+//	                           StepInput.Keeper and Cluster; db= in a job line: its
+//	                           comment's specification names that keeper)
 //	cycle now=T [crash=POINT]  run one Engine cycle (memory store, the scripted
 //	                           backend) at T, optionally crashing at a fault point;
 //	                           print the backend calls, the report and the
@@ -122,9 +128,11 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 			d.rules = fakeRules{reason: td.Input}
 		case "borrow":
 			d.rules = fakeRules{allow: true, borrow: true, reason: td.Input}
+		case "panic":
+			d.rules = fakeRules{panicFor: td.Input}
 		case "none":
 		default:
-			t.Fatalf("%s: rules %q: want deny, borrow or none", td.Pos, mode)
+			t.Fatalf("%s: rules %q: want deny, borrow, panic or none", td.Pos, mode)
 		}
 		return ""
 	case "fail":
@@ -172,6 +180,10 @@ func (d *stepDriver) chain(t *testing.T, td *datadriven.TestData) string {
 			c.Account = v
 		case "args":
 			c.Args = append(c.Args, v)
+		case "keeper":
+			c.Keeper = v
+		case "cluster":
+			c.Cluster = v
 		case "signal":
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -212,8 +224,13 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 	}
 	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs), Caps: d.cluster.caps},
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
+	in.Keeper, _ = arg(td, "keeper")
+	in.Cluster, _ = arg(td, "cluster")
 	plan := provisioner.Step(in)
 	var b strings.Builder
+	if plan.Halt != "" {
+		fmt.Fprintf(&b, "halt: %s\n", plan.Halt)
+	}
 	reasons, request := td.HasArg("reasons"), td.HasArg("request")
 	for _, op := range plan.Ops {
 		writeOp(&b, &op, reasons, request)
@@ -353,7 +370,7 @@ func sentinels(err error) string {
 	for _, s := range []struct {
 		name string
 		err  error
-	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}} {
+	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}, {"implausible", provisioner.ErrImplausibleView}} {
 		if errors.Is(err, s.err) {
 			names = append(names, s.name)
 		}
@@ -610,6 +627,12 @@ func parseJobs(t *testing.T, input string) []provisioner.Job {
 				c, ia, _ := strings.Cut(v, "/")
 				i, a, _ := strings.Cut(ia, ".")
 				j.Comment = provisioner.MustTag(c, atoi(t, i), atoi(t, a))
+			case "db": // after tag=: the comment's specification names keeper v
+				tag, ok := provisioner.ParseTag(j.Comment)
+				if !ok {
+					t.Fatalf("job %q: db= needs a tag= before it", line)
+				}
+				j.Comment = provisioner.ChainComment(&provisioner.Chain{ID: tag.Chain, Keeper: v}, tag.Segment, tag.Attempt)
 			case "submit":
 				j.Submit = at(t, v)
 			case "start":
@@ -653,14 +676,23 @@ func submitError(t *testing.T, kind string) error {
 
 // fakeRules is a scripted provisioner.Rules: it defers every submission,
 // or admits it on borrowed quota under QOS "borrow", or after a reclaim
-// (onto the reclaim's node).
+// (onto the reclaim's node), or panics on the requests of one chain
+// (panicFor) and admits the others.
 type fakeRules struct {
 	allow, borrow bool
 	reclaim       *provisioner.Reclaim
 	reason        string
+	panicFor      string
 }
 
 func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisioner.SubmitRequest) (provisioner.Admission, error) {
+	if r.panicFor != "" {
+		if tag, _ := provisioner.ParseTag(req.Comment); tag.Chain == r.panicFor {
+			var idx []int
+			_ = idx[3] // an index out of range, as a bad model's
+		}
+		return provisioner.Admission{Allow: true}, nil
+	}
 	if !r.allow {
 		return provisioner.Admission{Reason: r.reason}, nil
 	}

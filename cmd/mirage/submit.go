@@ -161,6 +161,8 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv, stateDir); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
+	// No daemon acts on the chain through another cluster's view.
+	ch.Cluster = provisioner.ClusterNameOf(cl)
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
 		return err
 	}
@@ -193,6 +195,8 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return err
 	}
+	// Only this state database's daemon acts on the chain.
+	ch.Keeper = key.Keeper
 	if copies := copiesOf(cl); copies != "" { // every segment is submitted from this copy
 		if ch.ScriptCopy, ch.ScriptHash, err = safefile.Freeze(copies, content); err != nil {
 			return stateErr(err)
