@@ -698,7 +698,7 @@ func (s *readmeSandbox) plan(c docCommand) (skip string) {
 		if s.kubeconfig == "" {
 			return "needs Kubernetes: the loopback API server is not configured (scripts/k8s-up.sh)"
 		}
-	case len(args) > 0 && (slices.Contains([]string{"submit", "daemon", "cancel", "recover"}, args[0]) ||
+	case len(args) > 0 && (slices.Contains([]string{"submit", "daemon", "cancel", "recover", "site"}, args[0]) ||
 		args[0] == "predict-wait" && !slices.Contains(args, "--trace") && !slices.Contains(args, "--snapshot")):
 		if s.slurmConf == "" {
 			return "needs Slurm: the loopback cluster is not configured (scripts/slurm-up.sh)"
