@@ -58,7 +58,7 @@ step "dependencies (scripts/deps.sh: Debian packages, Go tools, modules)"
 #     packing replay's unit tests (TestRunPack...) run under it;
 #   TestHandOffRuleTrained, TestSimEnvMatchesTableEnv (models/train),
 #     TestChainEpisodeMatchesIndependentProbes (models/dataset): whole
-#     simulated chains probed and trained in one goroutine (2.3, 2.3 and 4.7
+#     simulated chains probed and trained in one goroutine (4.7, 2.3 and 2.4
 #     minutes without the race detector on the loaded machine); the fork
 #     pool they use runs under it in TestChainDataDeterministicAcrossWorkers.
 RACE_SKIP='^(TestReadmeCommands|TestDemoScript|TestPoliciesBeatConstants|TestPolicyModelsRoundTrip|TestCompareRF|TestResultsSmokeLS6|TestPackingResults|TestHandOffRuleTrained|TestSimEnvMatchesTableEnv|TestChainEpisodeMatchesIndependentProbes)$'
