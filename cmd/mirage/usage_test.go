@@ -55,7 +55,7 @@ func TestUsageErrors(t *testing.T) {
 // TestFlagsParse: flags reach the options a command runs with, through runF.
 func TestFlagsParse(t *testing.T) {
 	t.Parallel()
-	f := testFactory(map[string]string{"MIRAGE_PREV_JOB": "41"})
+	f := testFactory(map[string]string{"MIRAGE_PREV_JOB": "41", "MIRAGE_CHAIN": "c-20260101-abcdef"})
 	var got *handoffOptions
 	cmd := newHandoffCmd(f, func(o *handoffOptions) error { got = o; return nil })
 	cmd.SetArgs([]string{"--signal", "TERM", "--grace", "2m", "--cancel"})
@@ -63,7 +63,7 @@ func TestFlagsParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := got.handoff
-	if h.Job != "41" || h.Signal != "TERM" || h.Grace != 2*time.Minute || h.Poll != 5*time.Second || h.Settle != 10*time.Second || !h.Cancel {
+	if h.Job != "41" || h.Chain != "c-20260101-abcdef" || h.Signal != "TERM" || h.Grace != 2*time.Minute || h.Poll != 5*time.Second || h.Settle != 10*time.Second || !h.Cancel {
 		t.Errorf("handoff options %+v", h)
 	}
 
