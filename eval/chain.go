@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"log/slog"
 	"runtime"
 	"strconv"
@@ -87,7 +88,7 @@ type ChainSetup struct {
 // protocol is the Sample.Protocol of the setup's results.
 func (c *ChainSetup) protocol() string {
 	if c.Work > 0 {
-		return ProtocolRun
+		return metrics.ProtocolRun
 	}
 	return ChainProtocol(c.K)
 }
@@ -241,8 +242,8 @@ type chainTask struct {
 // chainOutcome is the samples of one task (hand-offs 1..K−1; unmeasurable
 // ones left out) and, under the run protocol, the whole run.
 type chainOutcome struct {
-	samples []Sample
-	run     *RunSample
+	samples []metrics.Sample
+	run     *metrics.RunSample
 	err     error
 }
 
@@ -257,10 +258,10 @@ type chainOutcome struct {
 // sample whose gap runs to the cut-off; a hand-off whose predecessor never
 // ended is not measurable and left out (counted per policy in
 // unmeasured). Load
-// classes are set by ClassifyByReference when reactive is among the
+// classes are set by metrics.ClassifyByReference when reactive is among the
 // policies; otherwise the caller classifies (it may hold reactive's
 // samples from another run).
-func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasured map[string]int, err error) {
+func RunChains(ctx context.Context, setup ChainSetup) (samples []metrics.Sample, unmeasured map[string]int, err error) {
 	samples, _, unmeasured, err = runChains(ctx, setup)
 	return samples, unmeasured, err
 }
@@ -270,14 +271,14 @@ func RunChains(ctx context.Context, setup ChainSetup) (samples []Sample, unmeasu
 // chain and policy whose first segment started (the others are counted in
 // unmeasured). Runs are classified by ClassifyRuns when reactive is among
 // the policies.
-func RunWholeRuns(ctx context.Context, setup ChainSetup) (samples []Sample, runs []RunSample, unmeasured map[string]int, err error) {
+func RunWholeRuns(ctx context.Context, setup ChainSetup) (samples []metrics.Sample, runs []metrics.RunSample, unmeasured map[string]int, err error) {
 	if setup.Work <= 0 {
 		return nil, nil, nil, fmt.Errorf("%w: the run protocol needs work > 0", ErrBadSetup)
 	}
 	return runChains(ctx, setup)
 }
 
-func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []RunSample, unmeasured map[string]int, err error) {
+func runChains(ctx context.Context, setup ChainSetup) (samples []metrics.Sample, runs []metrics.RunSample, unmeasured map[string]int, err error) {
 	if err := setup.defaults(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -361,33 +362,10 @@ func runChains(ctx context.Context, setup ChainSetup) (samples []Sample, runs []
 			unmeasured[pols[i%len(pols)]]++ // its first segment never started
 		}
 	}
-	ClassifyByReference(samples)
-	ClassifyRuns(runs, samples)
-	ClassifyRunSamples(samples, runs)
+	metrics.ClassifyByReference(samples)
+	metrics.ClassifyRuns(runs, samples)
+	metrics.ClassifyRunSamples(samples, runs)
 	return samples, runs, unmeasured, nil
-}
-
-// ClassifyByReference sets each sample's load class from the reference
-// (reactive) policy's gap on the same hand-off (same cell, protocol, load
-// scale, chain, segment and size); samples without a reference keep theirs.
-func ClassifyByReference(samples []Sample) {
-	type key struct {
-		h        handoffKey
-		protocol string
-		scale    float64
-	}
-	ref := map[key]time.Duration{}
-	for i := range samples {
-		if s := &samples[i]; s.Policy == Reference {
-			ref[key{handoffOf(s), s.Protocol, s.LoadScale}] = s.Gap
-		}
-	}
-	for i := range samples {
-		s := &samples[i]
-		if g, ok := ref[key{handoffOf(s), s.Protocol, s.LoadScale}]; ok {
-			samples[i].LoadClass = LoadClassOf(g)
-		}
-	}
 }
 
 // policyCache builds each policy once (Engine.Step asks the factory on every cycle).
@@ -509,7 +487,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 			submits[e.Segment]++
 		}
 	}
-	var out []Sample
+	var out []metrics.Sample
 	cut := f.Now()
 	handoffs := setup.K - 1
 	if setup.Work > 0 { // every segment that worked had its successor's hand-off, but the last
@@ -524,7 +502,7 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 		if !ok || pred.end.IsZero() {
 			continue // the predecessor never ended: not measurable
 		}
-		s := Sample{
+		s := metrics.Sample{
 			Policy: t.policy, Cell: setup.Cell, Protocol: setup.protocol(), ChainID: ch.ID, Segment: k,
 			Inject: t.inject, Nodes: t.nodes, GPUs: ch.GPUs, LoadScale: setup.LoadScale, Submits: submits[k],
 		}
@@ -548,13 +526,13 @@ func runChainTask(ctx context.Context, setup *ChainSetup, cache *policyCache, t 
 // wholeRun is the RunSample of a run protocol task from the simulator's
 // record of its segments (runs, by segment) and the ledger; nil when its
 // first segment never started.
-func wholeRun(setup *ChainSetup, t chainTask, gpus int, l *workLedger, runs map[int]interval, cut time.Time) *RunSample {
+func wholeRun(setup *ChainSetup, t chainTask, gpus int, l *workLedger, runs map[int]interval, cut time.Time) *metrics.RunSample {
 	first, ok := runs[0]
 	if !ok {
 		return nil
 	}
-	r := &RunSample{
-		Policy: t.policy, Cell: setup.Cell, Protocol: ProtocolRun, ChainID: t.chain, Inject: t.inject, Nodes: t.nodes, GPUs: gpus,
+	r := &metrics.RunSample{
+		Policy: t.policy, Cell: setup.Cell, Protocol: metrics.ProtocolRun, ChainID: t.chain, Inject: t.inject, Nodes: t.nodes, GPUs: gpus,
 		LoadScale: setup.LoadScale, Work: setup.Work, Segments: workingSegments(runs, l.doneAt()),
 	}
 	done := l.doneAt()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"testing"
 	"time"
 
@@ -78,14 +79,14 @@ func TestRunChainsEmptyCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(unmeasured) != 3 || unmeasured[Reference]+unmeasured[provisioner.PolicyLead]+unmeasured[provisioner.PolicyDependency] != 0 || len(samples) != 12 || len(progress) != 6 || progress[5] != 6 {
+	if len(unmeasured) != 3 || unmeasured[metrics.Reference]+unmeasured[provisioner.PolicyLead]+unmeasured[provisioner.PolicyDependency] != 0 || len(samples) != 12 || len(progress) != 6 || progress[5] != 6 {
 		t.Fatalf("%d samples, unmeasured %v, progress %v; want 12, none, 1..6", len(samples), unmeasured, progress)
 	}
 	want := map[string]time.Duration{provisioner.PolicyReactive: 5 * time.Minute, provisioner.PolicyLead: -5 * time.Minute, provisioner.PolicyDependency: 0}
 	injects := map[time.Time]int{}
 	for _, s := range samples {
 		injects[s.Inject]++
-		if s.Gap != want[s.Policy] || s.Censored || s.Submits != 1 || s.LoadClass != LoadLow ||
+		if s.Gap != want[s.Policy] || s.Censored || s.Submits != 1 || s.LoadClass != metrics.LoadLow ||
 			s.Protocol != "chain-3" || s.Cell != "empty" || s.Nodes != 1 || s.GPUs != 4 || s.LoadScale != 1 {
 			t.Errorf("sample %+v: want gap %v, one submit, low load", s, want[s.Policy])
 		}
@@ -97,9 +98,9 @@ func TestRunChainsEmptyCluster(t *testing.T) {
 		t.Errorf("injections %v", injects)
 	}
 	// And the metrics over chains: reactive loses 2 × 5 min per chain.
-	g := Compute(samples, MetricsOptions{BootstrapBelow: -1})
+	g := metrics.Compute(samples, metrics.Options{BootstrapBelow: -1})
 	r := g[0]
-	if r.Policy != Reference || r.Chains != 2 || r.ChainInterruptionMean != 10.0/60 {
+	if r.Policy != metrics.Reference || r.Chains != 2 || r.ChainInterruptionMean != 10.0/60 {
 		t.Errorf("reactive chains %d, mean %v h; want 2 chains of 1/6 h", r.Chains, r.ChainInterruptionMean)
 	}
 }
@@ -118,7 +119,7 @@ func TestRunChainsCensored(t *testing.T) {
 		),
 		Cell: "c", LoadScale: 1, K: 2,
 		From: chainT0, Until: T.Add(time.Minute), Warmup: time.Hour, Interval: 2 * time.Hour,
-		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Policies: []string{Reference},
+		Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour, Policies: []string{metrics.Reference},
 	}
 	samples, _, err := RunChains(context.Background(), setup)
 	if err != nil {
@@ -127,14 +128,14 @@ func TestRunChainsCensored(t *testing.T) {
 	if len(samples) != 1 {
 		t.Fatalf("samples %+v", samples)
 	}
-	if s := samples[0]; !s.Censored || s.Gap != 115*time.Minute || s.LoadClass != LoadLow || s.Submits != 1 {
+	if s := samples[0]; !s.Censored || s.Gap != 115*time.Minute || s.LoadClass != metrics.LoadLow || s.Submits != 1 {
 		t.Errorf("sample %+v: want censored, gap 115 min", s)
 	}
 }
 
 func TestRunChainsBadSetup(t *testing.T) {
 	ok := ChainSetup{Scenario: chainScenario(t, 2, traceJob("1", chainT0, 0, time.Minute, time.Hour, 1)), K: 2,
-		From: chainT0, Until: chainT0.Add(10 * time.Hour), Warmup: time.Hour, Nodes: []int{1}, Policies: []string{Reference}}
+		From: chainT0, Until: chainT0.Add(10 * time.Hour), Warmup: time.Hour, Nodes: []int{1}, Policies: []string{metrics.Reference}}
 	cases := map[string]func(*ChainSetup){
 		"K 1":            func(s *ChainSetup) { s.K = 1 },
 		"no trace":       func(s *ChainSetup) { s.Scenario = nil },
@@ -154,22 +155,6 @@ func TestRunChainsBadSetup(t *testing.T) {
 	cancel()
 	if _, _, err := RunChains(ctx, ok); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
-	}
-}
-
-func TestClassifyByReference(t *testing.T) {
-	s := evBuild(
-		evSample("reactive", "a").gap(3*hr).class(""),    // 3 h: medium
-		evSample("xgb", "a").gap(-hr).class(""),          // follows reactive on a
-		evSample("reactive", "b").gap(13*hr).class(""),   // 13 h: heavy
-		evSample("xgb", "b").gap(0).class("").scale(1.2), // another experiment: no reference there
-		evSample("xgb", "c").gap(0).class(LoadLow),       // no reference: kept
-	)
-	ClassifyByReference(s)
-	for i, want := range []string{LoadMedium, LoadMedium, LoadHeavy, "", LoadLow} {
-		if s[i].LoadClass != want {
-			t.Errorf("sample %d (%s %s): class %q, want %q", i, s[i].Policy, s[i].ChainID, s[i].LoadClass, want)
-		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -88,12 +89,12 @@ func (e *Experiment) Normalize() error {
 		}
 	}
 	if e.Protocol == "" {
-		e.Protocol = ProtocolPair
+		e.Protocol = metrics.ProtocolPair
 	}
-	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair && e.Protocol != ProtocolRun {
+	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != metrics.ProtocolPair && e.Protocol != metrics.ProtocolRun {
 		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
 	}
-	if e.Protocol == ProtocolRun {
+	if e.Protocol == metrics.ProtocolRun {
 		if e.Workload == "" {
 			e.Workload = provisioner.WorkloadTraining
 		}
@@ -107,7 +108,7 @@ func (e *Experiment) Normalize() error {
 			e.Checkpoint = DefaultCheckpoint
 		}
 	}
-	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != ProtocolRun ||
+	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != metrics.ProtocolRun ||
 		e.Work < 0 || e.Restart < 0 || e.Checkpoint < 0 {
 		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", ErrBadSetup)
 	}
@@ -117,7 +118,7 @@ func (e *Experiment) Normalize() error {
 	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
 		return fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
-	if e.Workload != "" && e.Protocol == ProtocolPair {
+	if e.Workload != "" && e.Protocol == metrics.ProtocolPair {
 		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", ErrBadSetup, e.Workload)
 	}
 	if len(e.Nodes) == 0 {
@@ -156,13 +157,13 @@ func (e *Experiment) Normalize() error {
 		e.Bootstrap.Seed = e.Seed
 	}
 	if e.Bootstrap.Below == 0 {
-		e.Bootstrap.Below = DefaultBootstrapBelow
+		e.Bootstrap.Below = metrics.DefaultBootstrapBelow
 	}
 	if e.Bootstrap.Resamples <= 0 {
-		e.Bootstrap.Resamples = DefaultResamples
+		e.Bootstrap.Resamples = metrics.DefaultResamples
 	}
 	if e.Bootstrap.Level <= 0 || e.Bootstrap.Level >= 1 {
-		e.Bootstrap.Level = DefaultLevel
+		e.Bootstrap.Level = metrics.DefaultLevel
 	}
 	if e.Title == "" {
 		e.Title = "mirage replay evaluation"
@@ -249,13 +250,13 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	scenarios map[string]*loadedTrace
-	refs      map[string][]Sample    // reference samples by Sample.Cell
-	refRuns   map[string][]RunSample // and the reference's whole runs (run protocol)
+	refs      map[string][]metrics.Sample    // reference samples by Sample.Cell
+	refRuns   map[string][]metrics.RunSample // and the reference's whole runs (run protocol)
 }
 
 type loadedTrace struct {
 	sc  *scenario.Scenario
-	ref TraceRef
+	ref metrics.TraceRef
 	loc *time.Location // the trace's zone: --from and --until without an offset are read in it
 }
 
@@ -387,10 +388,10 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	ref, haveRef := rt.refs[c.Cell]
 	refRuns := rt.refRuns[c.Cell]
 	rt.mu.Unlock()
-	haveRef = haveRef && c.Policy != Reference
+	haveRef = haveRef && c.Policy != metrics.Reference
 	run := []string{c.Policy}
-	if c.Policy != Reference && !haveRef {
-		run = append(run, Reference)
+	if c.Policy != metrics.Reference && !haveRef {
+		run = append(run, metrics.Reference)
 	}
 	// Unknown names and missing models are setup errors, found before any
 	// simulation (a missing or stale model is also models.ErrNoModel or
@@ -414,9 +415,9 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if rt.Progress != nil {
 		progress = func(done, total int) { rt.Progress(c, done, total) }
 	}
-	var samples []Sample
-	var runs []RunSample
-	if k, isChain := ParseChainProtocol(e.Protocol); isChain || e.Protocol == ProtocolRun {
+	var samples []metrics.Sample
+	var runs []metrics.RunSample
+	if k, isChain := ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
 		setup := ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
@@ -433,7 +434,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		if e.HandOff > 0 {
 			params["handoff"] = e.HandOff.String()
 		}
-		if e.Protocol == ProtocolRun {
+		if e.Protocol == metrics.ProtocolRun {
 			params["work"], params["restart"], params["checkpoint"] = e.Work.String(), e.Restart.String(), e.Checkpoint.String()
 			params["handoff"] = strconv.FormatBool(!e.NoHandOff)
 		}
@@ -469,17 +470,17 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		params["injections"] = strconv.Itoa(len(points))
 		params["unmeasured"] = strconv.Itoa(len(points)*len(e.Nodes) - n)
 	}
-	var refSamples, out []Sample
+	var refSamples, out []metrics.Sample
 	for _, s := range samples {
-		if s.Policy == Reference {
+		if s.Policy == metrics.Reference {
 			refSamples = append(refSamples, s)
 		} else {
 			out = append(out, s)
 		}
 	}
-	var ownRuns, refRunsHere []RunSample
+	var ownRuns, refRunsHere []metrics.RunSample
 	for _, r := range runs {
-		if r.Policy == Reference {
+		if r.Policy == metrics.Reference {
 			refRunsHere = append(refRunsHere, r)
 		} else {
 			ownRuns = append(ownRuns, r)
@@ -490,31 +491,31 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else {
 		rt.mu.Lock()
 		if rt.refs == nil {
-			rt.refs, rt.refRuns = map[string][]Sample{}, map[string][]RunSample{}
+			rt.refs, rt.refRuns = map[string][]metrics.Sample{}, map[string][]metrics.RunSample{}
 		}
 		rt.refs[c.Cell], rt.refRuns[c.Cell] = refSamples, refRunsHere
 		rt.mu.Unlock()
 	}
 	out = append(out, refSamples...)
 	ownRuns = append(ownRuns, refRunsHere...)
-	if e.Protocol != ProtocolPair {
+	if e.Protocol != metrics.ProtocolPair {
 		// chain-K and run: classes from the reactive policy's gap on the same
 		// hand-off (the pair harness sets them from the published
 		// 1-minute-early reactive submission itself).
-		ClassifyByReference(out)
-		ClassifyRuns(ownRuns, out)
-		ClassifyRunSamples(out, ownRuns)
+		metrics.ClassifyByReference(out)
+		metrics.ClassifyRuns(ownRuns, out)
+		metrics.ClassifyRunSamples(out, ownRuns)
 	}
 	cellPolicies := []string{c.Policy}
-	if c.Policy != Reference {
-		cellPolicies = append(cellPolicies, Reference)
+	if c.Policy != metrics.Reference {
+		cellPolicies = append(cellPolicies, metrics.Reference)
 	}
-	prov := Provenance{
+	prov := metrics.Provenance{
 		Mirage:  rt.Version,
 		Command: rt.Command,
-		Traces:  []TraceRef{tr.ref},
-		Windows: []Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
-		Cells: []CellInfo{{
+		Traces:  []metrics.TraceRef{tr.ref},
+		Windows: []metrics.Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
+		Cells: []metrics.CellInfo{{
 			Name: c.Name, Cell: c.Cell, Trace: c.Trace, Protocol: e.Protocol, LoadScale: c.LoadScale, Policies: cellPolicies,
 			Seeds: map[string]uint64{"load": e.Seed, "sim": scaled.Config.Seed}, Params: params,
 		}},
@@ -548,7 +549,7 @@ func schedLatency(cfg sim.Config) time.Duration {
 }
 
 // modelRef reads MODELS/POLICY/meta.json when it exists.
-func (e *Experiment) modelRef(policy string) (*ModelRef, error) {
+func (e *Experiment) modelRef(policy string) (*metrics.ModelRef, error) {
 	if e.Models == "" {
 		return nil, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,8 +60,8 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 		"no-handoff in chain": func(e *Experiment) {
 			e.Protocol, e.NoHandOff = "chain-2", true
 		},
-		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = ProtocolRun, -time.Minute },
-		"workload":         func(e *Experiment) { e.Protocol, e.Workload = ProtocolRun, "batch" },
+		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = metrics.ProtocolRun, -time.Minute },
+		"workload":         func(e *Experiment) { e.Protocol, e.Workload = metrics.ProtocolRun, "batch" },
 		"workload in pair": func(e *Experiment) { e.Workload = provisioner.WorkloadService },
 		"window": func(e *Experiment) {
 			e.From, e.Until = mustMoment(t, "2023-02-01"), mustMoment(t, "2023-01-01")
@@ -297,7 +298,7 @@ func TestLS6RunsSweepFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Protocol != ProtocolRun || e.Workload != provisioner.WorkloadTraining || e.Work != 168*time.Hour || e.Restart != 5*time.Minute ||
+	if e.Protocol != metrics.ProtocolRun || e.Workload != provisioner.WorkloadTraining || e.Work != 168*time.Hour || e.Restart != 5*time.Minute ||
 		e.Checkpoint != 5*time.Minute || e.NoHandOff || len(e.Cells()) != len(e.Policies) {
 		t.Errorf("sweep %+v", e)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"os"
@@ -203,12 +204,12 @@ func (w *Written) JSON() any {
 	if r := w.Report; r != nil {
 		v.Samples = len(r.Samples)
 		for _, g := range r.Groups {
-			if g.Nodes == 0 && g.LoadClass == AllClasses {
+			if g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 				v.Headline = append(v.Headline, headline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
 			}
 		}
 		for _, g := range r.RunGroups {
-			if g.Nodes == 0 && g.LoadClass == AllClasses {
+			if g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 				v.Runs = append(v.Runs, runHeadline{g.Protocol, g.LoadScale, g.Policy, g.N, g.CompletionMean, g.OverheadMean, g.OverheadRatio, g.ChargedRatio})
 			}
 		}

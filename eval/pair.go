@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"log/slog"
 	"slices"
 	"sync"
@@ -16,9 +17,6 @@ import (
 )
 
 var discardLog = slog.New(slog.DiscardHandler)
-
-// ProtocolPair names the published pair protocol in Sample.Protocol.
-const ProtocolPair = "pair"
 
 // PairConfig configures RunPairs.
 type PairConfig struct {
@@ -61,7 +59,7 @@ type PairConfig struct {
 // The base replay runs on the calling goroutine; each injection is worked
 // by one goroutine on its own forks; samples are ordered by injection, then
 // size, then policy, so the result does not depend on Workers.
-func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
+func RunPairs(ctx context.Context, cfg PairConfig) ([]metrics.Sample, error) {
 	if cfg.Scenario == nil || cfg.Factory == nil || len(cfg.Policies) == 0 {
 		return nil, errors.New("pair protocol: scenario, factory and at least one policy are required")
 	}
@@ -82,7 +80,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
-	results := make([][]Sample, len(points))
+	results := make([][]metrics.Sample, len(points))
 	ledger := newHandOffLedger(len(points))
 	err = scenario.Forks(ctx, base, points, cfg.Workers, cfg.Progress, func() scenario.ForkWork {
 		wk := &pairWorker{p: p, cell: cell, ledger: ledger}
@@ -100,7 +98,7 @@ func RunPairs(ctx context.Context, cfg PairConfig) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pair protocol: %w", err)
 	}
-	var out []Sample
+	var out []metrics.Sample
 	for i := range points {
 		out = append(out, results[i]...)
 	}
@@ -192,8 +190,8 @@ func (w *pairWorker) probe(obs *provisioner.Observation, after time.Duration) (t
 	return out.Gap, err
 }
 
-func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at time.Time) ([]Sample, error) {
-	var out []Sample
+func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at time.Time) ([]metrics.Sample, error) {
+	var out []metrics.Sample
 	var learned []provisioner.HandOff // this injection's outcomes of the online policies
 	defer func() { w.ledger.finish(i, learned) }()
 	w.handOffs = nil
@@ -215,7 +213,7 @@ func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at tim
 		if err != nil {
 			return nil, err
 		}
-		class := LoadClassOf(reactive.Gap)
+		class := metrics.LoadClassOf(reactive.Gap)
 		for _, pol := range w.policies {
 			online := provisioner.LearnsFromHandOffs(pol)
 			if online && !fed {
@@ -233,7 +231,7 @@ func (w *pairWorker) injection(ctx context.Context, i int, base *sim.Sim, at tim
 				}
 				learned = append(learned, provisioner.HandOff{ChainID: c.Chain.ID, Policy: pol.Name(), Nodes: n, Segment: 1, Gap: o.Gap, Known: known})
 			}
-			out = append(out, Sample{Policy: pol.Name(), Cell: w.cell, Protocol: ProtocolPair, ChainID: c.Chain.ID, Segment: 1,
+			out = append(out, metrics.Sample{Policy: pol.Name(), Cell: w.cell, Protocol: metrics.ProtocolPair, ChainID: c.Chain.ID, Segment: 1,
 				Inject: at, Nodes: n, GPUs: c.Chain.GPUs, LoadScale: 1, LoadClass: class, Gap: o.Gap, Submits: submits, Censored: o.Censored})
 		}
 	}

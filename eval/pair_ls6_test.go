@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io"
 	"os"
 	"path/filepath"
@@ -113,7 +114,7 @@ func TestAcceptanceLS6(t *testing.T) {
 	acc := acceptance.New(acceptanceResults)
 	class := func(p string) func(string) (issue16Class, bool) {
 		return func(c string) (issue16Class, bool) {
-			r, react, o := pair(p, c), pair(Reference, c), pair(models.PolicyOracle, c)
+			r, react, o := pair(p, c), pair(metrics.Reference, c), pair(models.PolicyOracle, c)
 			if r == nil || react == nil || o == nil || r.Summary.N == 0 {
 				return issue16Class{}, false
 			}

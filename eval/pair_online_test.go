@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"reflect"
 	"sort"
 	"strings"
@@ -54,7 +55,7 @@ func (l testLearner) Decide(obs *provisioner.Observation) (provisioner.Decision,
 // does not depend on the number of workers.
 func TestRunPairsFeedsOnlinePolicy(t *testing.T) {
 	sc := testScenario(t)
-	run := func(workers int) ([]Sample, testLearner) {
+	run := func(workers int) ([]metrics.Sample, testLearner) {
 		l := testLearner{mu: &sync.Mutex{}, seen: map[string][]string{}, predEnd: map[string]time.Time{}, kept: map[string][]time.Time{}}
 		factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
 			f := testFactory(testFieldRule{})(probe)

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io"
 	"strconv"
 
@@ -18,7 +19,7 @@ type PairRow struct {
 // PairRows groups samples by policy (in first-seen order) and by "all",
 // each chain size and each load class, and summarises each group with cost
 // for scenario.GapSummary.MeanCost.
-func PairRows(samples []Sample, cost scenario.GapCost) []PairRow {
+func PairRows(samples []metrics.Sample, cost scenario.GapCost) []PairRow {
 	var policies []string
 	seen := map[string]bool{}
 	sizes := map[int]bool{}
@@ -42,18 +43,18 @@ func PairRows(samples []Sample, cost scenario.GapCost) []PairRow {
 	}
 	type grp struct {
 		name string
-		in   func(Sample) bool
+		in   func(metrics.Sample) bool
 	}
-	groups := []grp{{"all", func(Sample) bool { return true }}}
+	groups := []grp{{"all", func(metrics.Sample) bool { return true }}}
 	for _, n := range sizeList {
 		name := strconv.Itoa(n) + " nodes"
 		if n == 1 {
 			name = "1 node"
 		}
-		groups = append(groups, grp{name, func(s Sample) bool { return s.Nodes == n }})
+		groups = append(groups, grp{name, func(s metrics.Sample) bool { return s.Nodes == n }})
 	}
-	for _, c := range []string{LoadLow, LoadMedium, LoadHeavy} {
-		groups = append(groups, grp{c, func(s Sample) bool { return s.LoadClass == c }})
+	for _, c := range []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
+		groups = append(groups, grp{c, func(s metrics.Sample) bool { return s.LoadClass == c }})
 	}
 	var rows []PairRow
 	for _, g := range groups {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"reflect"
 	"sort"
@@ -144,7 +145,7 @@ func TestRunPairsMatchesDatasetTables(t *testing.T) {
 		if react.Gap.Seconds() != ep.Reactive {
 			t.Errorf("chain %s: reactive %s, table %v s", react.ChainID, react.Gap, ep.Reactive)
 		}
-		if react.LoadClass != LoadClassOf(react.Gap) || rule1.LoadClass != react.LoadClass {
+		if react.LoadClass != metrics.LoadClassOf(react.Gap) || rule1.LoadClass != react.LoadClass {
 			t.Errorf("load class %s for reactive gap %s", react.LoadClass, react.Gap)
 		}
 		k := -1
@@ -169,7 +170,7 @@ func TestRunPairsMatchesDatasetTables(t *testing.T) {
 		if math.Abs(oracle.Gap.Seconds()) != best {
 			t.Errorf("chain %s: oracle |gap| %s, best in the table %v s", oracle.ChainID, oracle.Gap, best)
 		}
-		if rule1.Submits != 1 || rule1.Protocol != ProtocolPair || rule1.Segment != 1 || rule1.GPUs != 3*ep.Nodes {
+		if rule1.Submits != 1 || rule1.Protocol != metrics.ProtocolPair || rule1.Segment != 1 || rule1.GPUs != 3*ep.Nodes {
 			t.Errorf("sample fields %+v", rule1)
 		}
 	}
@@ -203,11 +204,11 @@ func TestRunPairsDeterministic(t *testing.T) {
 func TestPairTable(t *testing.T) {
 	h := func(x float64) time.Duration { return time.Duration(x * float64(time.Hour)) }
 	// Policy a: gaps +2 h (1 node, low), −1 h (8 nodes, heavy); b: 0 and +0.5 h.
-	s := []Sample{
-		{Policy: "a", Nodes: 1, GPUs: 3, LoadClass: LoadLow, Gap: h(2)},
-		{Policy: "b", Nodes: 1, GPUs: 3, LoadClass: LoadLow, Gap: 0},
-		{Policy: "a", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(-1)},
-		{Policy: "b", Nodes: 8, GPUs: 24, LoadClass: LoadHeavy, Gap: h(0.5)},
+	s := []metrics.Sample{
+		{Policy: "a", Nodes: 1, GPUs: 3, LoadClass: metrics.LoadLow, Gap: h(2)},
+		{Policy: "b", Nodes: 1, GPUs: 3, LoadClass: metrics.LoadLow, Gap: 0},
+		{Policy: "a", Nodes: 8, GPUs: 24, LoadClass: metrics.LoadHeavy, Gap: h(-1)},
+		{Policy: "b", Nodes: 8, GPUs: 24, LoadClass: metrics.LoadHeavy, Gap: h(0.5)},
 	}
 	rows := PairRows(s, scenario.DefaultGapCost)
 	var b strings.Builder

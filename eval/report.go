@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"maps"
@@ -25,55 +26,6 @@ const ReportSchema = 1
 // schema, inconsistent cells).
 var ErrBadReport = errors.New("bad report")
 
-// TraceRef identifies a trace file by path and content.
-type TraceRef struct {
-	Path   string `json:"path"`           // as given on the command line
-	SHA256 string `json:"sha256"`         // hex digest of the file's bytes
-	Jobs   int    `json:"jobs,omitempty"` // jobs read, if known
-	// Skipped is the number of malformed rows left out (--skip-bad).
-	Skipped int `json:"skipped,omitempty"`
-}
-
-// Window is a named span of trace time (evaluation window, warm-up, or a
-// model's training and validation windows).
-type Window struct {
-	Name  string    `json:"name"`
-	From  time.Time `json:"from"`
-	Until time.Time `json:"until"`
-}
-
-// ModelRef records a trained model used by a policy: its directory and the
-// content of its meta.json (kind, schema, trace, windows, seed, parameters,
-// library versions), decoded generically so any version of the file is kept.
-type ModelRef struct {
-	Policy string         `json:"policy"`
-	Dir    string         `json:"dir"`
-	Meta   map[string]any `json:"meta,omitempty"`
-}
-
-// CellInfo describes one experiment cell as run (one array task of a
-// sweep, or one unit of a single-process run).
-type CellInfo struct {
-	Name      string            `json:"name"`     // unique, e.g. "synth/xgb/x1.2/pair"
-	Cell      string            `json:"cell"`     // Sample.Cell of its samples
-	Trace     string            `json:"trace"`    // trace path
-	Protocol  string            `json:"protocol"` // "pair" or "chain-K"
-	LoadScale float64           `json:"load_scale"`
-	Policies  []string          `json:"policies"`         // policies whose samples the cell produced (reference included)
-	Seeds     map[string]uint64 `json:"seeds,omitempty"`  // seeds used (sim, load, ...)
-	Params    map[string]string `json:"params,omitempty"` // protocol parameters (interval, warm-up, limit, nodes, ...)
-}
-
-// Provenance is what makes a report reproducible.
-type Provenance struct {
-	Mirage  string     `json:"mirage"`            // mirage version
-	Command []string   `json:"command,omitempty"` // command line that produced the report
-	Traces  []TraceRef `json:"traces"`
-	Windows []Window   `json:"windows,omitempty"`
-	Models  []ModelRef `json:"models,omitempty"`
-	Cells   []CellInfo `json:"cells"`
-}
-
 // Bootstrap records how confidence intervals were computed.
 type Bootstrap struct {
 	Below     int     `json:"below"`     // groups with fewer hand-offs get intervals
@@ -86,32 +38,32 @@ type Bootstrap struct {
 // computed from them. Its JSON form round-trips, and Markdown and HTML are
 // rendered from it alone.
 type Report struct {
-	Schema     int        `json:"schema"`
-	Title      string     `json:"title"`
-	Policies   []string   `json:"policies"` // display order
-	Provenance Provenance `json:"provenance"`
-	Bootstrap  Bootstrap  `json:"bootstrap"`
+	Schema     int                `json:"schema"`
+	Title      string             `json:"title"`
+	Policies   []string           `json:"policies"` // display order
+	Provenance metrics.Provenance `json:"provenance"`
+	Bootstrap  Bootstrap          `json:"bootstrap"`
 	// ZeroToleranceS is the gap, in seconds, that still counts as zero
 	// interruption: the simulated scheduler's latency (SetZeroTolerance;
 	// 0 in reports from before it, where only gap ≤ 0 counted).
-	ZeroToleranceS float64      `json:"zero_tolerance_s,omitempty"`
-	Groups         []GroupStats `json:"groups"`
-	Samples        []Sample     `json:"samples"`
+	ZeroToleranceS float64              `json:"zero_tolerance_s,omitempty"`
+	Groups         []metrics.GroupStats `json:"groups"`
+	Samples        []metrics.Sample     `json:"samples"`
 	// The run protocol's whole runs and their figures (SetRuns).
-	RunGroups []RunStats  `json:"run_groups,omitempty"`
-	Runs      []RunSample `json:"runs,omitempty"`
+	RunGroups []metrics.RunStats  `json:"run_groups,omitempty"`
+	Runs      []metrics.RunSample `json:"runs,omitempty"`
 }
 
 // SetRuns puts whole runs (the run protocol) in the report: copied, in
 // canonical order (cell, protocol, scale, policy, size, chain) with times
 // in UTC, checked for duplicates, and their figures computed with the
 // report's bootstrap settings.
-func (r *Report) SetRuns(runs []RunSample) error {
-	out := make([]RunSample, 0, len(runs))
+func (r *Report) SetRuns(runs []metrics.RunSample) error {
+	out := make([]metrics.RunSample, 0, len(runs))
 	seen := map[[2]any]int{}
 	for _, x := range runs {
 		x.Inject = x.Inject.UTC()
-		k := [2]any{runKeyOf(&x), x.Policy}
+		k := [2]any{metrics.RunKeyOf(&x), x.Policy}
 		if i, ok := seen[k]; ok {
 			if out[i] != x {
 				return fmt.Errorf("%w: two different outcomes for policy %s, cell %s, run %s: the cells disagree; were they run with different seeds or versions?", ErrBadReport, x.Policy, x.Cell, x.ChainID)
@@ -121,22 +73,22 @@ func (r *Report) SetRuns(runs []RunSample) error {
 		seen[k] = len(out)
 		out = append(out, x)
 	}
-	slices.SortFunc(out, func(a, b RunSample) int {
+	slices.SortFunc(out, func(a, b metrics.RunSample) int {
 		return cmp.Or(strings.Compare(a.Cell, b.Cell), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.LoadScale, b.LoadScale),
 			strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.ChainID, b.ChainID))
 	})
 	r.Runs, r.RunGroups = nil, nil
 	if len(out) > 0 {
 		r.Runs = out
-		r.RunGroups = ComputeRuns(out, r.metricsOptions())
+		r.RunGroups = metrics.ComputeRuns(out, r.metricsOptions())
 	}
 	return nil
 }
 
 // metricsOptions are the options the report's figures are computed with.
-func (r *Report) metricsOptions() MetricsOptions {
+func (r *Report) metricsOptions() metrics.Options {
 	b := r.Bootstrap
-	return MetricsOptions{Policies: r.Policies, BootstrapBelow: b.Below, Resamples: b.Resamples, Level: b.Level, Seed: b.Seed,
+	return metrics.Options{Policies: r.Policies, BootstrapBelow: b.Below, Resamples: b.Resamples, Level: b.Level, Seed: b.Seed,
 		ZeroTolerance: time.Duration(r.ZeroToleranceS * float64(time.Second))}
 }
 
@@ -149,36 +101,36 @@ func (r *Report) ZeroTolerance() time.Duration {
 // (whole seconds; the scheduler's latency) and recomputes the figures.
 func (r *Report) SetZeroTolerance(d time.Duration) {
 	r.ZeroToleranceS = max(d, 0).Round(time.Second).Seconds()
-	r.Groups = Compute(r.Samples, r.metricsOptions())
+	r.Groups = metrics.Compute(r.Samples, r.metricsOptions())
 	if r.Groups == nil {
-		r.Groups = []GroupStats{}
+		r.Groups = []metrics.GroupStats{}
 	}
 	if len(r.Runs) > 0 {
-		r.RunGroups = ComputeRuns(r.Runs, r.metricsOptions())
+		r.RunGroups = metrics.ComputeRuns(r.Runs, r.metricsOptions())
 	}
 }
 
 // NewReport computes the metrics of samples and assembles a report. The
 // samples are copied, put in canonical order (cell, protocol, scale, policy,
 // size, chain, segment) with times in UTC, and checked for duplicates.
-func NewReport(title string, policies []string, prov Provenance, samples []Sample, b Bootstrap) (*Report, error) {
+func NewReport(title string, policies []string, prov metrics.Provenance, samples []metrics.Sample, b Bootstrap) (*Report, error) {
 	s, err := canonicalSamples(samples)
 	if err != nil {
 		return nil, err
 	}
 	if b.Below == 0 {
-		b.Below = DefaultBootstrapBelow
+		b.Below = metrics.DefaultBootstrapBelow
 	}
 	if b.Resamples <= 0 {
-		b.Resamples = DefaultResamples
+		b.Resamples = metrics.DefaultResamples
 	}
 	if b.Level <= 0 || b.Level >= 1 {
-		b.Level = DefaultLevel
+		b.Level = metrics.DefaultLevel
 	}
 	r := &Report{Schema: ReportSchema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
-	r.Groups = Compute(s, r.metricsOptions())
+	r.Groups = metrics.Compute(s, r.metricsOptions())
 	if r.Groups == nil {
-		r.Groups = []GroupStats{}
+		r.Groups = []metrics.GroupStats{}
 	}
 	return r, nil
 }
@@ -191,8 +143,8 @@ type sampleKey struct {
 	nodes, segment int
 }
 
-func canonicalSamples(in []Sample) ([]Sample, error) {
-	out := make([]Sample, 0, len(in))
+func canonicalSamples(in []metrics.Sample) ([]metrics.Sample, error) {
+	out := make([]metrics.Sample, 0, len(in))
 	seen := map[sampleKey]int{}
 	for _, s := range in {
 		s.Inject = s.Inject.UTC()
@@ -207,7 +159,7 @@ func canonicalSamples(in []Sample) ([]Sample, error) {
 		seen[k] = len(out)
 		out = append(out, s)
 	}
-	slices.SortFunc(out, func(a, b Sample) int {
+	slices.SortFunc(out, func(a, b metrics.Sample) int {
 		return cmp.Or(
 			strings.Compare(a.Cell, b.Cell), strings.Compare(a.Protocol, b.Protocol), cmp.Compare(a.LoadScale, b.LoadScale),
 			strings.Compare(a.Policy, b.Policy), cmp.Compare(a.Nodes, b.Nodes), strings.Compare(a.ChainID, b.ChainID),
@@ -217,34 +169,34 @@ func canonicalSamples(in []Sample) ([]Sample, error) {
 }
 
 // canonicalProvenance sorts and de-duplicates the lists and puts times in UTC.
-func canonicalProvenance(p Provenance) Provenance {
+func canonicalProvenance(p metrics.Provenance) metrics.Provenance {
 	p.Command = slices.Clone(p.Command)
 	p.Traces = slices.Clone(p.Traces)
-	slices.SortFunc(p.Traces, func(a, b TraceRef) int {
+	slices.SortFunc(p.Traces, func(a, b metrics.TraceRef) int {
 		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.SHA256, b.SHA256))
 	})
-	p.Traces = slices.CompactFunc(p.Traces, func(a, b TraceRef) bool { return a == b })
+	p.Traces = slices.CompactFunc(p.Traces, func(a, b metrics.TraceRef) bool { return a == b })
 	p.Windows = slices.Clone(p.Windows)
 	for i := range p.Windows {
 		p.Windows[i].From, p.Windows[i].Until = p.Windows[i].From.UTC(), p.Windows[i].Until.UTC()
 	}
-	slices.SortFunc(p.Windows, func(a, b Window) int {
+	slices.SortFunc(p.Windows, func(a, b metrics.Window) int {
 		return cmp.Or(strings.Compare(a.Name, b.Name), a.From.Compare(b.From), a.Until.Compare(b.Until))
 	})
-	p.Windows = slices.CompactFunc(p.Windows, func(a, b Window) bool { return a == b })
+	p.Windows = slices.CompactFunc(p.Windows, func(a, b metrics.Window) bool { return a == b })
 	p.Models = slices.Clone(p.Models)
-	slices.SortFunc(p.Models, func(a, b ModelRef) int {
+	slices.SortFunc(p.Models, func(a, b metrics.ModelRef) int {
 		return cmp.Or(strings.Compare(a.Policy, b.Policy), strings.Compare(a.Dir, b.Dir))
 	})
-	p.Models = slices.CompactFunc(p.Models, func(a, b ModelRef) bool { return a.Policy == b.Policy && a.Dir == b.Dir })
+	p.Models = slices.CompactFunc(p.Models, func(a, b metrics.ModelRef) bool { return a.Policy == b.Policy && a.Dir == b.Dir })
 	p.Cells = slices.Clone(p.Cells)
-	slices.SortFunc(p.Cells, func(a, b CellInfo) int { return strings.Compare(a.Name, b.Name) })
-	p.Cells = slices.CompactFunc(p.Cells, func(a, b CellInfo) bool { return a.Name == b.Name })
+	slices.SortFunc(p.Cells, func(a, b metrics.CellInfo) int { return strings.Compare(a.Name, b.Name) })
+	p.Cells = slices.CompactFunc(p.Cells, func(a, b metrics.CellInfo) bool { return a.Name == b.Name })
 	if p.Traces == nil {
-		p.Traces = []TraceRef{}
+		p.Traces = []metrics.TraceRef{}
 	}
 	if p.Cells == nil {
-		p.Cells = []CellInfo{}
+		p.Cells = []metrics.CellInfo{}
 	}
 	return p
 }
@@ -260,9 +212,9 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 		return nil, fmt.Errorf("%w: nothing to merge", ErrBadReport)
 	}
 	first := reports[0]
-	var samples []Sample
-	var runs []RunSample
-	prov := Provenance{Mirage: first.Provenance.Mirage, Command: command}
+	var samples []metrics.Sample
+	var runs []metrics.RunSample
+	prov := metrics.Provenance{Mirage: first.Provenance.Mirage, Command: command}
 	var policies []string
 	cellNames := map[string]int{}
 	for i, r := range reports {
@@ -371,46 +323,46 @@ func (r *Report) WriteFiles(dir string) ([]string, error) {
 }
 
 // HashTrace returns a TraceRef for a file: its path and the SHA-256 of its bytes.
-func HashTrace(path string) (TraceRef, error) {
+func HashTrace(path string) (metrics.TraceRef, error) {
 	fh, err := os.Open(path)
 	if err != nil {
-		return TraceRef{}, err
+		return metrics.TraceRef{}, err
 	}
 	defer fh.Close()
 	h := sha256.New()
 	if _, err := io.Copy(h, fh); err != nil {
-		return TraceRef{}, fmt.Errorf("hash %s: %w", path, err)
+		return metrics.TraceRef{}, fmt.Errorf("hash %s: %w", path, err)
 	}
-	return TraceRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return metrics.TraceRef{Path: path, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
 }
 
 // ReadModelRef reads dir/meta.json for the report's provenance.
-func ReadModelRef(policy, dir string) (ModelRef, error) {
+func ReadModelRef(policy, dir string) (metrics.ModelRef, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "meta.json"))
 	if err != nil {
-		return ModelRef{}, fmt.Errorf("model of %s: %w", policy, err)
+		return metrics.ModelRef{}, fmt.Errorf("model of %s: %w", policy, err)
 	}
-	m := ModelRef{Policy: policy, Dir: dir}
+	m := metrics.ModelRef{Policy: policy, Dir: dir}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&m.Meta); err != nil {
-		return ModelRef{}, fmt.Errorf("model of %s: %s: %w", policy, filepath.Join(dir, "meta.json"), err)
+		return metrics.ModelRef{}, fmt.Errorf("model of %s: %s: %w", policy, filepath.Join(dir, "meta.json"), err)
 	}
 	return m, nil
 }
 
 // experiments lists the (protocol, load scale) pairs of the groups in order.
-func (r *Report) experiments() []GroupKey {
-	var out []GroupKey
-	add := func(k GroupKey) {
+func (r *Report) experiments() []metrics.GroupKey {
+	var out []metrics.GroupKey
+	add := func(k metrics.GroupKey) {
 		if !slices.Contains(out, k) {
 			out = append(out, k)
 		}
 	}
 	for _, g := range r.Groups {
-		add(GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
+		add(metrics.GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
 	}
 	for _, g := range r.RunGroups { // whole runs without a hand-off (one segment did the work)
-		add(GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
+		add(metrics.GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -30,7 +31,7 @@ func (r *Report) introduction() string {
 			fmt.Fprintf(&b, " and, from %s to %s,", w.From.Format("2006-01-02"), w.Until.Format("2006-01-02"))
 		}
 	}
-	var c *CellInfo
+	var c *metrics.CellInfo
 	if len(r.Provenance.Cells) > 0 {
 		c = &r.Provenance.Cells[0]
 	}
@@ -45,7 +46,7 @@ func (r *Report) introduction() string {
 		parts := "two parts, a job and its follow-up"
 		if k, ok := ParseChainProtocol(c.Protocol); ok {
 			parts = strconv.Itoa(k) + " parts, each followed by the next"
-		} else if c.Protocol == ProtocolRun {
+		} else if c.Protocol == metrics.ProtocolRun {
 			parts = "as many parts as the work takes"
 		}
 		fmt.Fprintf(&b, ", in %s", parts)

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io"
 	"maps"
 	"slices"
@@ -89,7 +90,7 @@ func (e *mdWriter) table(t tableView) {
 
 // modelSummary is one line about a model: its kind, the trace and windows
 // it was trained on and its seed (the rest of meta.json is in report.json).
-func modelSummary(m ModelRef) string {
+func modelSummary(m metrics.ModelRef) string {
 	var parts []string
 	for _, k := range []string{"kind", "task", "trace", "seed", "schema"} {
 		if v, ok := m.Meta[k]; ok {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"image/color"
 	"math"
 	"slices"
@@ -47,7 +48,7 @@ func textStyle(size vg.Length, weight xfont.Weight) text.Style {
 
 // policiesIn lists the report's policies that have groups in the
 // experiment, baselines, learned, oracle, each in display order.
-func (r *Report) policiesIn(e GroupKey) []string {
+func (r *Report) policiesIn(e metrics.GroupKey) []string {
 	var out []string
 	for _, g := range r.Groups {
 		if g.Protocol == e.Protocol && g.LoadScale == e.LoadScale && !slices.Contains(out, g.Policy) {
@@ -70,7 +71,7 @@ func (r *Report) styles() map[string]policyStyle {
 }
 
 // group finds the group of an experiment, or nil.
-func (r *Report) group(e GroupKey, policy string, nodes int, class string) *GroupStats {
+func (r *Report) group(e metrics.GroupKey, policy string, nodes int, class string) *metrics.GroupStats {
 	for i := range r.Groups {
 		g := &r.Groups[i]
 		if g.Protocol == e.Protocol && g.LoadScale == e.LoadScale && g.Policy == policy && g.Nodes == nodes && g.LoadClass == class {
@@ -81,9 +82,9 @@ func (r *Report) group(e GroupKey, policy string, nodes int, class string) *Grou
 }
 
 // classesIn lists the load classes present in an experiment, in order.
-func (r *Report) classesIn(e GroupKey) []string {
+func (r *Report) classesIn(e metrics.GroupKey) []string {
 	var out []string
-	for _, c := range []string{LoadLow, LoadMedium, LoadHeavy} {
+	for _, c := range []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 		for _, g := range r.Groups {
 			if g.Protocol == e.Protocol && g.LoadScale == e.LoadScale && g.LoadClass == c {
 				out = append(out, c)
@@ -112,13 +113,13 @@ func (r *Report) Figures() ([]Figure, error) {
 }
 
 // figuresOf renders the four plots of one experiment.
-func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
+func (r *Report) figuresOf(e metrics.GroupKey) ([]Figure, error) {
 	id := fmt.Sprintf("%s-x%g", e.Protocol, e.LoadScale)
 	exp := fmt.Sprintf("%s protocol, load ×%g", e.Protocol, e.LoadScale)
 	pols := r.policiesIn(e)
 	classes := r.classesIn(e)
 	if len(classes) == 0 {
-		classes = []string{AllClasses}
+		classes = []string{metrics.AllClasses}
 	}
 	st := r.styles()
 	mk := []struct {
@@ -131,14 +132,14 @@ func (r *Report) figuresOf(e GroupKey) ([]Figure, error) {
 		{"bars-interruption-" + id, "Mean interruption by load class — " + exp,
 			"Mean interruption (hours, zeros included) per load class (by the reactive gap: low ≤ 2 h, medium 2–12 h, heavy > 12 h; n hand-offs each, † fewer than 10), all job sizes; a zero bar is drawn as a flat mark.",
 			func() (*plot.Plot, []legendEntry, error) {
-				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return g.InterruptionMean })
+				p, l := r.barPlot(e, pols, classes, st, func(g *metrics.GroupStats) float64 { return g.InterruptionMean })
 				p.Y.Label.Text = "mean interruption (h)"
 				return p, l, nil
 			}},
 		{"bars-zero-" + id, "Share with zero interruption by load class — " + exp,
 			"Share of hand-offs without interruption (the successor started by the time the predecessor ended, give or take the scheduler's latency; see the verdict) per load class, all job sizes; a zero bar is drawn as a flat mark.",
 			func() (*plot.Plot, []legendEntry, error) {
-				p, l := r.barPlot(e, pols, classes, st, func(g *GroupStats) float64 { return 100 * g.ZeroInterruption })
+				p, l := r.barPlot(e, pols, classes, st, func(g *metrics.GroupStats) float64 { return 100 * g.ZeroInterruption })
 				shareAxis(&p.Y, "share with zero interruption")
 				return p, l, nil
 			}},
@@ -252,7 +253,7 @@ func shareAxis(a *plot.Axis, label string) {
 	a.Tick.Marker = plot.ConstantTicks(ticks)
 }
 
-func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
+func (r *Report) cdfPlot(e metrics.GroupKey, pols []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
 	var legend []legendEntry
 	lo, hi := 0.0, 0.0
@@ -260,7 +261,7 @@ func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (
 		var gaps []float64
 		for _, s := range r.Samples {
 			if s.Protocol == e.Protocol && s.LoadScale == e.LoadScale && s.Policy == pol {
-				gaps = append(gaps, gapHours(s.Gap))
+				gaps = append(gaps, metrics.GapHours(s.Gap))
 			}
 		}
 		if len(gaps) == 0 {
@@ -288,12 +289,12 @@ func (r *Report) cdfPlot(e GroupKey, pols []string, st map[string]policyStyle) (
 
 // classTicks labels the load classes of a bar chart with their hand-offs
 // ("heavy (n = 3)"), marked when few (classLabel).
-func (r *Report) classTicks(e GroupKey, classes []string) []string {
+func (r *Report) classTicks(e metrics.GroupKey, classes []string) []string {
 	out := make([]string, len(classes))
 	for i, c := range classes {
 		out[i] = c
-		var g *GroupStats
-		for _, p := range append([]string{Reference}, r.policiesIn(e)...) {
+		var g *metrics.GroupStats
+		for _, p := range append([]string{metrics.Reference}, r.policiesIn(e)...) {
 			if g = r.group(e, p, 0, c); g != nil {
 				break
 			}
@@ -310,7 +311,7 @@ func (r *Report) classTicks(e GroupKey, classes []string) []string {
 
 // barPlot has a group of bars per load class, one bar per policy; the
 // axis runs from 0 to a round value above the tallest bar.
-func (r *Report) barPlot(e GroupKey, pols, classes []string, st map[string]policyStyle, v func(*GroupStats) float64) (*plot.Plot, []legendEntry) {
+func (r *Report) barPlot(e metrics.GroupKey, pols, classes []string, st map[string]policyStyle, v func(*metrics.GroupStats) float64) (*plot.Plot, []legendEntry) {
 	p := newPlot()
 	p.X.Label.Text = "load class"
 	var legend []legendEntry
@@ -350,7 +351,7 @@ func niceCeil(x float64) float64 {
 // interruption per load class (both on the symlog scale, where minutes
 // and days both have room), as scatterSet draws them: coinciding marks
 // spread around their place, class letters placed clear of each other.
-func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
+func (r *Report) scatterPlot(e metrics.GroupKey, pols, classes []string, st map[string]policyStyle) (*plot.Plot, []legendEntry, error) {
 	p := newPlot()
 	set := &scatterSet{}
 	var legend []legendEntry
@@ -382,11 +383,11 @@ func (r *Report) scatterPlot(e GroupKey, pols, classes []string, st map[string]p
 
 func classLetter(c string) string {
 	switch c {
-	case LoadLow:
+	case metrics.LoadLow:
 		return "L"
-	case LoadMedium:
+	case metrics.LoadMedium:
 		return "M"
-	case LoadHeavy:
+	case metrics.LoadHeavy:
 		return "H"
 	}
 	return "all"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"image/png"
 	"io"
 	"math"
@@ -54,7 +55,7 @@ func policiesReport(t testing.TB, pols []synthPolicy) *Report {
 	for _, p := range pols {
 		names = append(names, p.name)
 	}
-	r, err := NewReport("Twelve policies", names, Provenance{Mirage: "test"}, synthSamplesOf(40, 3, []float64{1, 1.2}, pols), Bootstrap{Seed: 5})
+	r, err := NewReport("Twelve policies", names, metrics.Provenance{Mirage: "test"}, synthSamplesOf(40, 3, []float64{1, 1.2}, pols), Bootstrap{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -684,7 +685,7 @@ func (a chartAgreement) problems() []string {
 					bad("verdict %d: %s %s has no %s", vi, row.Policy, row.Class, kind.key)
 					continue
 				}
-				if class == AllClasses {
+				if class == metrics.AllClasses {
 					continue // the charts show the classes
 				}
 				found := false
@@ -778,7 +779,7 @@ func TestPlotDataAreaFillsFigure(t *testing.T) {
 	e := r.experiments()[0]
 	pols := r.policiesIn(e)
 	st := policyStyles(pols)
-	classes := []string{LoadLow, LoadMedium, LoadHeavy}
+	classes := []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy}
 	for name, build := range map[string]func() (*plot.Plot, []legendEntry, error){
 		"cdf":     func() (*plot.Plot, []legendEntry, error) { return r.cdfPlot(e, pols, st) },
 		"scatter": func() (*plot.Plot, []legendEntry, error) { return r.scatterPlot(e, pols, classes, st) },

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"slices"
 	"strings"
@@ -86,7 +87,7 @@ func (s *scatterSet) Plot(c draw.Canvas, p *plot.Plot) {
 	style := textStyle(9, xfont.WeightNormal)
 	for _, g := range gs {
 		var letters []string
-		for _, cl := range []string{LoadLow, LoadMedium, LoadHeavy, AllClasses} {
+		for _, cl := range []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy, metrics.AllClasses} {
 			for _, i := range g.idx {
 				if s.pts[i].class == cl && !slices.Contains(letters, classLetter(cl)) {
 					letters = append(letters, classLetter(cl))

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"strconv"
 	"strings"
 )
@@ -40,58 +41,58 @@ type tableColumn struct {
 	head  string
 	key   string // JSON path inside a GroupStats ("" for label columns)
 	unit  figUnit
-	get   func(*GroupStats) (float64, bool)
-	ci    func(*Intervals) *Interval
+	get   func(*metrics.GroupStats) (float64, bool)
+	ci    func(*metrics.Intervals) *metrics.Interval
 	ciKey string // JSON path of the interval inside a GroupStats
 	chain bool   // only for chain protocols
 }
 
-func alwaysOK(f func(*GroupStats) float64) func(*GroupStats) (float64, bool) {
-	return func(g *GroupStats) (float64, bool) { return f(g), true }
+func alwaysOK(f func(*metrics.GroupStats) float64) func(*metrics.GroupStats) (float64, bool) {
+	return func(g *metrics.GroupStats) (float64, bool) { return f(g), true }
 }
 
 var metricColumns = []tableColumn{
-	{head: "n", key: "n", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.N) })},
-	{head: "censored", key: "censored", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Censored) })},
-	{head: "interruption mean (h)", key: "interruption_mean_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMean }),
-		ci: func(c *Intervals) *Interval { return c.InterruptionMean }, ciKey: "ci.interruption_mean_h"},
-	{head: "median (h)", key: "interruption_median_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionMedian })},
-	{head: "p90 (h)", key: "interruption_p90_h", get: alwaysOK(func(g *GroupStats) float64 { return g.InterruptionP90 })},
-	{head: "overlap mean (h)", key: "overlap_mean_h", get: alwaysOK(func(g *GroupStats) float64 { return g.OverlapMean })},
-	{head: "overlap p90 (h)", key: "overlap_p90_h", get: alwaysOK(func(g *GroupStats) float64 { return g.OverlapP90 })},
-	{head: "wasted GPU-h", key: "wasted_gpu_h", unit: unitGPUh, get: alwaysOK(func(g *GroupStats) float64 { return g.WastedGPUHours })},
-	{head: "zero interruption", key: "zero_interruption", unit: unitShare, get: alwaysOK(func(g *GroupStats) float64 { return g.ZeroInterruption }),
-		ci: func(c *Intervals) *Interval { return c.ZeroInterruption }, ciKey: "ci.zero_interruption"},
-	{head: "within 1 h", key: "within_hour", unit: unitShare, get: alwaysOK(func(g *GroupStats) float64 { return g.WithinHour }),
-		ci: func(c *Intervals) *Interval { return c.WithinHour }, ciKey: "ci.within_hour"},
-	{head: "mean |gap| (h)", key: "mean_abs_gap_h", get: alwaysOK(func(g *GroupStats) float64 { return g.MeanAbsGap }),
-		ci: func(c *Intervals) *Interval { return c.MeanAbsGap }, ciKey: "ci.mean_abs_gap_h"},
-	{head: "reduction vs reactive", key: "reduction", unit: unitShare, get: func(g *GroupStats) (float64, bool) {
+	{head: "n", key: "n", unit: unitCount, get: alwaysOK(func(g *metrics.GroupStats) float64 { return float64(g.N) })},
+	{head: "censored", key: "censored", unit: unitCount, get: alwaysOK(func(g *metrics.GroupStats) float64 { return float64(g.Censored) })},
+	{head: "interruption mean (h)", key: "interruption_mean_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.InterruptionMean }),
+		ci: func(c *metrics.Intervals) *metrics.Interval { return c.InterruptionMean }, ciKey: "ci.interruption_mean_h"},
+	{head: "median (h)", key: "interruption_median_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.InterruptionMedian })},
+	{head: "p90 (h)", key: "interruption_p90_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.InterruptionP90 })},
+	{head: "overlap mean (h)", key: "overlap_mean_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.OverlapMean })},
+	{head: "overlap p90 (h)", key: "overlap_p90_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.OverlapP90 })},
+	{head: "wasted GPU-h", key: "wasted_gpu_h", unit: unitGPUh, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.WastedGPUHours })},
+	{head: "zero interruption", key: "zero_interruption", unit: unitShare, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.ZeroInterruption }),
+		ci: func(c *metrics.Intervals) *metrics.Interval { return c.ZeroInterruption }, ciKey: "ci.zero_interruption"},
+	{head: "within 1 h", key: "within_hour", unit: unitShare, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.WithinHour }),
+		ci: func(c *metrics.Intervals) *metrics.Interval { return c.WithinHour }, ciKey: "ci.within_hour"},
+	{head: "mean |gap| (h)", key: "mean_abs_gap_h", get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.MeanAbsGap }),
+		ci: func(c *metrics.Intervals) *metrics.Interval { return c.MeanAbsGap }, ciKey: "ci.mean_abs_gap_h"},
+	{head: "reduction vs reactive", key: "reduction", unit: unitShare, get: func(g *metrics.GroupStats) (float64, bool) {
 		if g.Reduction == nil {
 			return 0, false
 		}
 		return *g.Reduction, true
-	}, ci: func(c *Intervals) *Interval { return c.Reduction }, ciKey: "ci.reduction"},
-	{head: "sbatch calls", key: "submits", unit: unitCount, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Submits) })},
-	{head: "chains", key: "chains", unit: unitCount, chain: true, get: alwaysOK(func(g *GroupStats) float64 { return float64(g.Chains) })},
-	{head: "chain interruption mean (h)", key: "chain_interruption_mean_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionMean })},
-	{head: "chain median (h)", key: "chain_interruption_median_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionMedian })},
-	{head: "chain p90 (h)", key: "chain_interruption_p90_h", chain: true, get: alwaysOK(func(g *GroupStats) float64 { return g.ChainInterruptionP90 })},
+	}, ci: func(c *metrics.Intervals) *metrics.Interval { return c.Reduction }, ciKey: "ci.reduction"},
+	{head: "sbatch calls", key: "submits", unit: unitCount, get: alwaysOK(func(g *metrics.GroupStats) float64 { return float64(g.Submits) })},
+	{head: "chains", key: "chains", unit: unitCount, chain: true, get: alwaysOK(func(g *metrics.GroupStats) float64 { return float64(g.Chains) })},
+	{head: "chain interruption mean (h)", key: "chain_interruption_mean_h", chain: true, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.ChainInterruptionMean })},
+	{head: "chain median (h)", key: "chain_interruption_median_h", chain: true, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.ChainInterruptionMedian })},
+	{head: "chain p90 (h)", key: "chain_interruption_p90_h", chain: true, get: alwaysOK(func(g *metrics.GroupStats) float64 { return g.ChainInterruptionP90 })},
 }
 
 var gapColumns = func() []tableColumn {
 	var cs []tableColumn
 	for _, q := range []struct {
 		name string
-		get  func(*Quantiles) float64
+		get  func(*metrics.Quantiles) float64
 	}{
-		{"min", func(q *Quantiles) float64 { return q.Min }}, {"p5", func(q *Quantiles) float64 { return q.P5 }},
-		{"p10", func(q *Quantiles) float64 { return q.P10 }}, {"p25", func(q *Quantiles) float64 { return q.P25 }},
-		{"p50", func(q *Quantiles) float64 { return q.P50 }}, {"p75", func(q *Quantiles) float64 { return q.P75 }},
-		{"p90", func(q *Quantiles) float64 { return q.P90 }}, {"p95", func(q *Quantiles) float64 { return q.P95 }},
-		{"max", func(q *Quantiles) float64 { return q.Max }},
+		{"min", func(q *metrics.Quantiles) float64 { return q.Min }}, {"p5", func(q *metrics.Quantiles) float64 { return q.P5 }},
+		{"p10", func(q *metrics.Quantiles) float64 { return q.P10 }}, {"p25", func(q *metrics.Quantiles) float64 { return q.P25 }},
+		{"p50", func(q *metrics.Quantiles) float64 { return q.P50 }}, {"p75", func(q *metrics.Quantiles) float64 { return q.P75 }},
+		{"p90", func(q *metrics.Quantiles) float64 { return q.P90 }}, {"p95", func(q *metrics.Quantiles) float64 { return q.P95 }},
+		{"max", func(q *metrics.Quantiles) float64 { return q.Max }},
 	} {
-		cs = append(cs, tableColumn{head: q.name + " (h)", key: "gap_h." + q.name, get: alwaysOK(func(g *GroupStats) float64 { return q.get(&g.Gap) })})
+		cs = append(cs, tableColumn{head: q.name + " (h)", key: "gap_h." + q.name, get: alwaysOK(func(g *metrics.GroupStats) float64 { return q.get(&g.Gap) })})
 	}
 	return cs
 }()
@@ -140,8 +141,8 @@ func sizeLabel(n int) string {
 
 // tables builds the tables of one experiment: headline (all sizes, all
 // classes), the gap distribution, and the breakdown by size and load class.
-func (r *Report) tables(e GroupKey) []tableView {
-	chain := strings.HasPrefix(e.Protocol, "chain") || e.Protocol == ProtocolRun
+func (r *Report) tables(e metrics.GroupKey) []tableView {
+	chain := strings.HasPrefix(e.Protocol, "chain") || e.Protocol == metrics.ProtocolRun
 	var cols []tableColumn
 	for _, c := range metricColumns {
 		if !c.chain || chain {
@@ -165,7 +166,7 @@ func (r *Report) tables(e GroupKey) []tableView {
 			continue
 		}
 		prefix := fmt.Sprintf("groups.%d.", i)
-		if g.Nodes == 0 && g.LoadClass == AllClasses {
+		if g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 			head.Rows = append(head.Rows, append([]cellView{{Text: g.Policy}}, rowCells(g, prefix, cols)...))
 			gap.Rows = append(gap.Rows, append([]cellView{{Text: g.Policy}}, rowCells(g, prefix, gapColumns)...))
 			continue
@@ -179,11 +180,11 @@ func (r *Report) tables(e GroupKey) []tableView {
 	return append(r.runTables(e), head, gap, detail)
 }
 
-func rowCells(g *GroupStats, prefix string, cols []tableColumn) []cellView {
+func rowCells(g *metrics.GroupStats, prefix string, cols []tableColumn) []cellView {
 	out := make([]cellView, len(cols))
 	for i, c := range cols {
 		v, ok := c.get(g)
-		var iv *Interval
+		var iv *metrics.Interval
 		if ok && c.ci != nil && g.CI != nil {
 			iv = c.ci(g.CI)
 		}
@@ -195,7 +196,7 @@ func rowCells(g *GroupStats, prefix string, cols []tableColumn) []cellView {
 // figureCell is the cell of one figure: its text in the unit, its JSON
 // path under prefix and full value, and its interval when it has one ("–"
 // when there is no figure).
-func figureCell(v float64, ok bool, prefix, key string, unit figUnit, iv *Interval, ciKey string) cellView {
+func figureCell(v float64, ok bool, prefix, key string, unit figUnit, iv *metrics.Interval, ciKey string) cellView {
 	if !ok {
 		return cellView{Text: "–"}
 	}

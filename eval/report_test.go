@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -26,21 +27,21 @@ type synthPolicy struct {
 
 // synthSamples makes a plausible experiment: policies on n hand-offs of
 // two sizes at two load scales, seeded.
-func synthSamples(n int, seed uint64) []Sample {
+func synthSamples(n int, seed uint64) []metrics.Sample {
 	return synthSamplesOf(n, seed, []float64{1, 1.2}, []synthPolicy{{"reactive", 1}, {"average", 0.7}, {"xgb", 0.4}})
 }
 
-func synthSamplesOf(n int, seed uint64, scales []float64, policies []synthPolicy) []Sample {
+func synthSamplesOf(n int, seed uint64, scales []float64, policies []synthPolicy) []metrics.Sample {
 	r := rand.New(rand.NewPCG(seed, 1))
 	t0 := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
-	var out []Sample
+	var out []metrics.Sample
 	for _, scale := range scales {
 		for _, nodes := range []int{1, 8} {
 			for i := range n {
 				chain := fmt.Sprintf("p%03d", i)
 				react := time.Duration(r.ExpFloat64()*float64(5*time.Hour)*scale) + time.Minute
-				class := LoadClassOf(react)
-				base := Sample{Cell: fmt.Sprintf("synth/x%g/pair", scale), Protocol: "pair", ChainID: chain, Segment: 1,
+				class := metrics.LoadClassOf(react)
+				base := metrics.Sample{Cell: fmt.Sprintf("synth/x%g/pair", scale), Protocol: "pair", ChainID: chain, Segment: 1,
 					Inject: t0.Add(time.Duration(i) * 4 * time.Hour), Nodes: nodes, GPUs: 3 * nodes, LoadScale: scale, LoadClass: class}
 				for _, p := range policies {
 					s := base
@@ -58,13 +59,13 @@ func synthSamplesOf(n int, seed uint64, scales []float64, policies []synthPolicy
 
 func synthReport(t testing.TB, n int) *Report {
 	t.Helper()
-	prov := Provenance{
+	prov := metrics.Provenance{
 		Mirage:  "test",
 		Command: []string{"mirage", "eval", "--trace", "it's a <trace>.csv"},
-		Traces:  []TraceRef{{Path: "it's a <trace>.csv", SHA256: strings.Repeat("ab", 32), Jobs: 1234}},
-		Windows: []Window{{Name: "eval", From: time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)}},
-		Models:  []ModelRef{{Policy: "xgb", Dir: "models/xgb", Meta: map[string]any{"kind": "xgb", "seed": 11.0, "windows": map[string]any{"train": "x"}}}},
-		Cells: []CellInfo{
+		Traces:  []metrics.TraceRef{{Path: "it's a <trace>.csv", SHA256: strings.Repeat("ab", 32), Jobs: 1234}},
+		Windows: []metrics.Window{{Name: "eval", From: time.Date(2024, 2, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)}},
+		Models:  []metrics.ModelRef{{Policy: "xgb", Dir: "models/xgb", Meta: map[string]any{"kind": "xgb", "seed": 11.0, "windows": map[string]any{"train": "x"}}}},
+		Cells: []metrics.CellInfo{
 			{Name: "synth/x1/pair", Cell: "synth/x1/pair", Trace: "t.csv", Protocol: "pair", LoadScale: 1, Policies: []string{"reactive", "average", "xgb"}, Seeds: map[string]uint64{"sim": 1, "load": 2}, Params: map[string]string{"interval": "4h"}},
 			{Name: "synth/x1.2/pair", Cell: "synth/x1.2/pair", Trace: "t.csv", Protocol: "pair", LoadScale: 1.2, Policies: []string{"reactive", "average", "xgb"}, Seeds: map[string]uint64{"sim": 1, "load": 2}},
 		},
@@ -352,20 +353,20 @@ func splitByCell(t *testing.T, r *Report) []*Report {
 	var out []*Report
 	for _, c := range r.Provenance.Cells {
 		for _, pol := range c.Policies {
-			var s []Sample
+			var s []metrics.Sample
 			for _, x := range r.Samples {
-				if x.Cell == c.Cell && (x.Policy == pol || x.Policy == Reference) {
+				if x.Cell == c.Cell && (x.Policy == pol || x.Policy == metrics.Reference) {
 					s = append(s, x)
 				}
 			}
 			ci := c
 			ci.Name = c.Name + "/" + pol
 			ci.Policies = []string{pol}
-			if pol != Reference {
-				ci.Policies = append(ci.Policies, Reference)
+			if pol != metrics.Reference {
+				ci.Policies = append(ci.Policies, metrics.Reference)
 			}
 			prov := r.Provenance
-			prov.Cells = []CellInfo{ci}
+			prov.Cells = []metrics.CellInfo{ci}
 			prov.Command = []string{"mirage", "eval", "--cell", ci.Name}
 			part, err := NewReport(r.Title, r.Policies, prov, s, r.Bootstrap)
 			if err != nil {
@@ -413,12 +414,12 @@ func TestMergeRejects(t *testing.T) {
 	bad := *parts[1]
 	bad.Samples = slices.Clone(bad.Samples)
 	for i := range bad.Samples {
-		if bad.Samples[i].Policy == Reference {
+		if bad.Samples[i].Policy == metrics.Reference {
 			bad.Samples[i].Gap += time.Minute
 			break
 		}
 	}
-	bad.Provenance.Cells = []CellInfo{{Name: "other"}}
+	bad.Provenance.Cells = []metrics.CellInfo{{Name: "other"}}
 	if _, err := Merge("", nil, parts[0], &bad); !errors.Is(err, ErrBadReport) || !strings.Contains(err.Error(), "two different outcomes") {
 		t.Errorf("conflicting samples: %v", err)
 	}

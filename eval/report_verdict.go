@@ -3,6 +3,7 @@ package eval
 import (
 	"cmp"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"slices"
 	"strings"
@@ -58,7 +59,7 @@ type tie struct {
 // another baseline needs no model, a learned policy a trained one.
 func simplicity(policy string) int {
 	switch {
-	case policy == Reference:
+	case policy == metrics.Reference:
 		return 0
 	case kindOf(policy) == kindBaseline:
 		return 1
@@ -72,8 +73,8 @@ func simplicity(policy string) int {
 // those (reactive, then the other baselines, then learned policies). Its
 // table gives, per load class, the recommended policy, those that tie and
 // reactive on the figures the charts show too.
-func (r *Report) verdict(e GroupKey) verdictView {
-	if e.Protocol == ProtocolRun && len(r.RunGroups) > 0 {
+func (r *Report) verdict(e metrics.GroupKey) verdictView {
+	if e.Protocol == metrics.ProtocolRun && len(r.RunGroups) > 0 {
 		return r.verdictRuns(e)
 	}
 	v := verdictView{Title: "Verdict, " + e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale),
@@ -81,11 +82,11 @@ func (r *Report) verdict(e GroupKey) verdictView {
 	for _, c := range verdictColumns {
 		v.Table.Heads = append(v.Table.Heads, c.head)
 	}
-	var best *GroupStats
-	var runnable []*GroupStats
+	var best *metrics.GroupStats
+	var runnable []*metrics.GroupStats
 	for i := range r.Groups {
 		g := &r.Groups[i]
-		if g.Protocol != e.Protocol || g.LoadScale != e.LoadScale || g.Nodes != 0 || g.LoadClass != AllClasses || isOracle(g.Policy) || g.N == 0 {
+		if g.Protocol != e.Protocol || g.LoadScale != e.LoadScale || g.Nodes != 0 || g.LoadClass != metrics.AllClasses || isOracle(g.Policy) || g.N == 0 {
 			continue
 		}
 		runnable = append(runnable, g)
@@ -120,11 +121,11 @@ func (r *Report) verdict(e GroupKey) verdictView {
 			shown = append(shown, t.Policy)
 		}
 	}
-	if !slices.Contains(shown, Reference) {
-		shown = append(shown, Reference)
+	if !slices.Contains(shown, metrics.Reference) {
+		shown = append(shown, metrics.Reference)
 	}
 	few := false
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+	for _, class := range []string{metrics.AllClasses, metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 		for _, p := range shown {
 			for i := range r.Groups {
 				g := &r.Groups[i]
@@ -141,17 +142,17 @@ func (r *Report) verdict(e GroupKey) verdictView {
 }
 
 // why is the verdict's sentence: the policy to run, and why that one.
-func (r *Report) why(chosen, best *GroupStats, ties []tie) string {
+func (r *Report) why(chosen, best *metrics.GroupStats, ties []tie) string {
 	const oracleNote = " (The oracle, which knows the future, is not a choice; it only picks when to submit, on any node, so a policy that pins may beat it.)"
 	var b strings.Builder
 	switch {
-	case chosen == best && chosen.Policy == Reference:
-		fmt.Fprintf(&b, "Keep %s: no other policy a site can run has a lower mean |gap| over all hand-offs here (%s h).", Reference, fmtH(best.MeanAbsGap))
+	case chosen == best && chosen.Policy == metrics.Reference:
+		fmt.Fprintf(&b, "Keep %s: no other policy a site can run has a lower mean |gap| over all hand-offs here (%s h).", metrics.Reference, fmtH(best.MeanAbsGap))
 	case chosen == best:
-		fmt.Fprintf(&b, "Use %s: the lowest mean |gap| over all hand-offs of the policies a site can run (%s h, against %s h with %s).", chosen.Policy, fmtH(best.MeanAbsGap), fmtH(r.meanAbsGapOf(best, Reference)), Reference)
+		fmt.Fprintf(&b, "Use %s: the lowest mean |gap| over all hand-offs of the policies a site can run (%s h, against %s h with %s).", chosen.Policy, fmtH(best.MeanAbsGap), fmtH(r.meanAbsGapOf(best, metrics.Reference)), metrics.Reference)
 	default:
 		verb := "Use"
-		if chosen.Policy == Reference {
+		if chosen.Policy == metrics.Reference {
 			verb = "Keep"
 		}
 		t := tieOf(ties, chosen.Policy)
@@ -169,7 +170,7 @@ func (r *Report) why(chosen, best *GroupStats, ties []tie) string {
 	}
 	b.WriteString(oracleNote)
 	b.WriteString(" Per load class (by reactive's gap on the same hand-off), with ")
-	b.WriteString(Reference)
+	b.WriteString(metrics.Reference)
 	b.WriteString(":")
 	return b.String()
 }
@@ -195,8 +196,8 @@ func tieOf(ties []tie, policy string) tie {
 }
 
 // meanAbsGapOf is the all-sizes, all-classes mean |gap| of policy in g's experiment.
-func (r *Report) meanAbsGapOf(g *GroupStats, policy string) float64 {
-	if o := r.group(GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale}, policy, 0, AllClasses); o != nil {
+func (r *Report) meanAbsGapOf(g *metrics.GroupStats, policy string) float64 {
+	if o := r.group(metrics.GroupKey{Protocol: g.Protocol, LoadScale: g.LoadScale}, policy, 0, metrics.AllClasses); o != nil {
 		return o.MeanAbsGap
 	}
 	return math.NaN()
@@ -236,15 +237,15 @@ func fmtSpan(h float64) string {
 // within the zero tolerance counted as none) and its percentile-bootstrap
 // interval (the report's resamples and level, seeded by its seed and the
 // pair). They tie when the interval holds 0 or lies within ±tieMargin.
-func (r *Report) tieWith(e GroupKey, a, b string) (tie, bool) {
-	gaps := map[handoffKey][2]time.Duration{}
-	have := map[handoffKey]int{}
+func (r *Report) tieWith(e metrics.GroupKey, a, b string) (tie, bool) {
+	gaps := map[metrics.HandoffKey][2]time.Duration{}
+	have := map[metrics.HandoffKey]int{}
 	for i := range r.Samples {
 		s := &r.Samples[i]
 		if s.Protocol != e.Protocol || s.LoadScale != e.LoadScale || s.Policy != a && s.Policy != b {
 			continue
 		}
-		k := handoffOf(s)
+		k := metrics.HandoffOf(s)
 		g := gaps[k]
 		if s.Policy == a {
 			g[0] = s.Gap
@@ -255,7 +256,7 @@ func (r *Report) tieWith(e GroupKey, a, b string) (tie, bool) {
 		}
 		gaps[k] = g
 	}
-	keys := make([]handoffKey, 0, len(gaps))
+	keys := make([]metrics.HandoffKey, 0, len(gaps))
 	for k := range gaps {
 		if have[k] == 3 {
 			keys = append(keys, k)
@@ -264,23 +265,23 @@ func (r *Report) tieWith(e GroupKey, a, b string) (tie, bool) {
 	if len(keys) == 0 {
 		return tie{}, false
 	}
-	slices.SortFunc(keys, func(x, y handoffKey) int {
-		return cmp.Or(strings.Compare(x.cell, y.cell), strings.Compare(x.chain, y.chain), cmp.Compare(x.nodes, y.nodes), cmp.Compare(x.segment, y.segment))
+	slices.SortFunc(keys, func(x, y metrics.HandoffKey) int {
+		return cmp.Or(strings.Compare(x.Cell, y.Cell), strings.Compare(x.Chain, y.Chain), cmp.Compare(x.Nodes, y.Nodes), cmp.Compare(x.Segment, y.Segment))
 	})
 	tol := r.ZeroTolerance()
 	abs := func(gap time.Duration) float64 {
 		if gap > 0 && gap <= tol {
 			return 0
 		}
-		return math.Abs(gapHours(gap))
+		return math.Abs(metrics.GapHours(gap))
 	}
 	d := make([]float64, len(keys))
 	for i, k := range keys {
 		g := gaps[k]
 		d[i] = abs(g[0]) - abs(g[1])
 	}
-	opts := r.metricsOptions().withDefaults()
-	rng := groupRand(opts.Seed, GroupKey{Protocol: "tie/" + e.Protocol, LoadScale: e.LoadScale, Policy: a + "|" + b})
+	opts := r.metricsOptions().WithDefaults()
+	rng := metrics.GroupRand(opts.Seed, metrics.GroupKey{Protocol: "tie/" + e.Protocol, LoadScale: e.LoadScale, Policy: a + "|" + b})
 	means := make([]float64, opts.Resamples)
 	for i := range means {
 		var sum float64
@@ -289,8 +290,8 @@ func (r *Report) tieWith(e GroupKey, a, b string) (tie, bool) {
 		}
 		means[i] = sum / float64(len(d))
 	}
-	iv := percentileInterval(means, opts.Level)
-	t := tie{Policy: a, Of: b, Diff: meanOf(d), Lo: iv.Lo, Hi: iv.Hi, Matched: len(d)}
+	iv := metrics.PercentileInterval(means, opts.Level)
+	t := tie{Policy: a, Of: b, Diff: metrics.Mean(d), Lo: iv.Lo, Hi: iv.Hi, Matched: len(d)}
 	return t, iv.Lo <= 0 && 0 <= iv.Hi || -tieMargin <= iv.Lo && iv.Hi <= tieMargin
 }
 
@@ -306,7 +307,7 @@ var fewNote = fmt.Sprintf("†: fewer than %d hand-offs; a share or a mean of so
 
 // classLabel is a group's load class as the tables show it: marked when
 // the group has few hand-offs.
-func classLabel(g *GroupStats) string {
+func classLabel(g *metrics.GroupStats) string {
 	if g.N < FewHandOffs {
 		return g.LoadClass + fewMark
 	}
@@ -317,13 +318,13 @@ func classLabel(g *GroupStats) string {
 // right: what counts as zero interruption, why a policy that does not
 // choose to overlap (reactive) or the oracle shows overlap, and the mark
 // of classes with few hand-offs (few: the table has one).
-func (r *Report) verdictNotes(e GroupKey, few bool) []string {
+func (r *Report) verdictNotes(e metrics.GroupKey, few bool) []string {
 	var notes []string
 	if tol := r.ZeroTolerance(); tol > 0 {
 		notes = append(notes, fmt.Sprintf("Zero interruption counts every hand-off whose successor started at most %s after its predecessor ended: "+
 			"the simulated scheduler starts a job up to %s after the event that frees its nodes, whatever the policy did.", tol, tol))
 	}
-	if n := r.overlapNote(e, Reference); n != "" {
+	if n := r.overlapNote(e, metrics.Reference); n != "" {
 		notes = append(notes, n)
 	}
 	for _, p := range r.policiesIn(e) {
@@ -345,7 +346,7 @@ func (r *Report) verdictNotes(e GroupKey, few bool) []string {
 // once, that lead early. The oracle may submit no later than that either;
 // its other overlaps are where, knowing what follows, every later instant
 // would have left a longer interruption.
-func (r *Report) overlapNote(e GroupKey, policy string) string {
+func (r *Report) overlapNote(e metrics.GroupKey, policy string) string {
 	var n, over, atLead int
 	var wasted, leadWasted, most float64
 	lead := r.lead(e)
@@ -360,25 +361,25 @@ func (r *Report) overlapNote(e GroupKey, policy string) string {
 			continue
 		}
 		over++
-		w := overlapH(s.Gap) * float64(s.GPUs)
+		w := metrics.OverlapH(s.Gap) * float64(s.GPUs)
 		wasted += w
 		if lead > 0 && s.Gap >= -lead && s.Gap <= -lead+tol+time.Second {
 			atLead++
 			leadWasted += w
 		} else {
-			most = max(most, overlapH(s.Gap))
+			most = max(most, metrics.OverlapH(s.Gap))
 		}
 	}
 	leadText := plainDuration(lead.String())
 	switch {
 	case over == 0:
 		return ""
-	case policy == Reference && atLead == 0:
+	case policy == metrics.Reference && atLead == 0:
 		return ""
-	case policy == Reference:
+	case policy == metrics.Reference:
 		return fmt.Sprintf("Why %s overlaps: %d of its %d hand-offs overlap by about %s, because it submits the successor %s before the predecessor's end (as the published baseline does) "+
 			"and a successor that finds a free node starts at once; that accounts for %.1f of its %.1f wasted GPU-hours. It does not choose to overlap: the lead is there so that the successor is queued by the time its predecessor ends.",
-			Reference, atLead, n, leadText, leadText, leadWasted, wasted)
+			metrics.Reference, atLead, n, leadText, leadText, leadWasted, wasted)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Why %s overlaps: %d of its %d hand-offs overlap.", policy, over, n)
@@ -393,7 +394,7 @@ func (r *Report) overlapNote(e GroupKey, policy string) string {
 
 // lead is the protocol's forced submission before the predecessor's end
 // (the cells' "lead" parameter; 0 when not recorded).
-func (r *Report) lead(e GroupKey) time.Duration {
+func (r *Report) lead(e metrics.GroupKey) time.Duration {
 	for _, c := range r.Provenance.Cells {
 		if c.Protocol == e.Protocol && c.LoadScale == e.LoadScale {
 			if d, err := time.ParseDuration(c.Params["lead"]); err == nil {

@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"strings"
 )
@@ -28,13 +29,13 @@ const runVerdictTitle = "Whole runs: the verdict's figures"
 // mean overhead over all runs; per job size, one sentence compares its
 // completion time and GPU-hours with reactive's and the oracle's, and the
 // table gives them per size and load class.
-func (r *Report) verdictRuns(e GroupKey) verdictView {
+func (r *Report) verdictRuns(e metrics.GroupKey) verdictView {
 	v := verdictView{Title: "Verdict, " + e.Protocol + " protocol, load ×" + fullFloat(e.LoadScale),
 		Table: tableView{ID: fmt.Sprintf("verdict-%s-x%g", e.Protocol, e.LoadScale), Title: runVerdictTitle, Heads: []string{"policy", "size", "load class"}}}
 	for _, c := range verdictRunColumns {
 		v.Table.Heads = append(v.Table.Heads, c.head)
 	}
-	find := func(policy string, nodes int, class string) (int, *RunStats) {
+	find := func(policy string, nodes int, class string) (int, *metrics.RunStats) {
 		for i := range r.RunGroups {
 			g := &r.RunGroups[i]
 			if g.Protocol == e.Protocol && g.LoadScale == e.LoadScale && g.Policy == policy && g.Nodes == nodes && g.LoadClass == class {
@@ -43,15 +44,15 @@ func (r *Report) verdictRuns(e GroupKey) verdictView {
 		}
 		return -1, nil
 	}
-	var best *RunStats
+	var best *metrics.RunStats
 	var sizes []int
 	var work float64
 	for i := range r.RunGroups {
 		g := &r.RunGroups[i]
-		if g.Protocol != e.Protocol || g.LoadScale != e.LoadScale || g.LoadClass != AllClasses {
+		if g.Protocol != e.Protocol || g.LoadScale != e.LoadScale || g.LoadClass != metrics.AllClasses {
 			continue
 		}
-		if g.Nodes != 0 && g.Policy == Reference {
+		if g.Nodes != 0 && g.Policy == metrics.Reference {
 			sizes = append(sizes, g.Nodes)
 		}
 		if g.Nodes == 0 && !isOracle(g.Policy) && g.N > 0 && (best == nil || g.OverheadMean < best.OverheadMean) {
@@ -71,14 +72,14 @@ func (r *Report) verdictRuns(e GroupKey) verdictView {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Use %s: the lowest mean overhead (completion time beyond the work itself) over all runs of the policies a site can run; the oracle, which knows the future, is not a choice (it plans submission times only, on any node).", v.Policy)
 	for _, n := range sizes {
-		_, p := find(v.Policy, n, AllClasses)
-		_, re := find(Reference, n, AllClasses)
+		_, p := find(v.Policy, n, metrics.AllClasses)
+		_, re := find(metrics.Reference, n, metrics.AllClasses)
 		if p == nil || re == nil {
 			continue
 		}
 		fmt.Fprintf(&b, " A %s run on %s with %s: %.1f days against %.1f with reactive", days(work), sizeLabel(n), v.Policy, p.CompletionMean/24, re.CompletionMean/24)
 		for i := range r.RunGroups {
-			if o := &r.RunGroups[i]; isOracle(o.Policy) && o.Protocol == e.Protocol && o.LoadScale == e.LoadScale && o.Nodes == n && o.LoadClass == AllClasses {
+			if o := &r.RunGroups[i]; isOracle(o.Policy) && o.Protocol == e.Protocol && o.LoadScale == e.LoadScale && o.Nodes == n && o.LoadClass == metrics.AllClasses {
 				fmt.Fprintf(&b, " and %.1f with %s", o.CompletionMean/24, o.Policy)
 			}
 		}
@@ -91,12 +92,12 @@ func (r *Report) verdictRuns(e GroupKey) verdictView {
 	v.Why = b.String()
 	var pols []string
 	for _, p := range r.Policies {
-		if p == v.Policy || p == Reference || isOracle(p) {
+		if p == v.Policy || p == metrics.Reference || isOracle(p) {
 			pols = append(pols, p)
 		}
 	}
 	for _, n := range append([]int{0}, sizes...) {
-		for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+		for _, class := range []string{metrics.AllClasses, metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 			for _, p := range pols {
 				if i, g := find(p, n, class); g != nil {
 					cells := []cellView{{Text: p}, {Text: sizeLabel(n)}, {Text: class}}

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +20,7 @@ import (
 // oracle at 0.1× is added here and must not be chosen.
 func TestReportVerdict(t *testing.T) {
 	samples := synthSamples(40, 9)
-	var withOracle []Sample
+	var withOracle []metrics.Sample
 	for _, s := range samples {
 		withOracle = append(withOracle, s)
 		if s.Policy == "reactive" {
@@ -28,12 +29,12 @@ func TestReportVerdict(t *testing.T) {
 			withOracle = append(withOracle, o)
 		}
 	}
-	r, err := NewReport("Verdict", []string{"reactive", "average", "xgb", "oracle"}, Provenance{Mirage: "test"}, withOracle, Bootstrap{Seed: 1})
+	r, err := NewReport("Verdict", []string{"reactive", "average", "xgb", "oracle"}, metrics.Provenance{Mirage: "test"}, withOracle, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range r.experiments() {
-		if v := r.verdict(e); v.Policy != "xgb" || len(v.Table.Rows) < 2 || v.Table.Rows[0][2].Text != AllClasses {
+		if v := r.verdict(e); v.Policy != "xgb" || len(v.Table.Rows) < 2 || v.Table.Rows[0][2].Text != metrics.AllClasses {
 			t.Errorf("%s ×%g: verdict %q with %d rows; want xgb, all classes first", e.Protocol, e.LoadScale, v.Policy, len(v.Table.Rows))
 		}
 	}
@@ -56,14 +57,14 @@ func TestReportVerdict(t *testing.T) {
 		}
 	}
 	// Reactive best: the verdict says to keep it.
-	var flat []Sample
+	var flat []metrics.Sample
 	for _, s := range samples {
 		if s.Policy == "xgb" {
 			s.Gap = s.Gap*3 + 3600e9
 		}
 		flat = append(flat, s)
 	}
-	r2, err := NewReport("Keep", []string{"reactive", "xgb"}, Provenance{Mirage: "test"}, onlyPolicies(flat, "reactive", "xgb"), Bootstrap{Seed: 1})
+	r2, err := NewReport("Keep", []string{"reactive", "xgb"}, metrics.Provenance{Mirage: "test"}, onlyPolicies(flat, "reactive", "xgb"), Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,8 +73,8 @@ func TestReportVerdict(t *testing.T) {
 	}
 }
 
-func onlyPolicies(in []Sample, names ...string) []Sample {
-	var out []Sample
+func onlyPolicies(in []metrics.Sample, names ...string) []metrics.Sample {
+	var out []metrics.Sample
 	for _, s := range in {
 		for _, n := range names {
 			if s.Policy == n {
@@ -86,11 +87,11 @@ func onlyPolicies(in []Sample, names ...string) []Sample {
 
 // handoffs makes one sample per gap of policy, on hand-offs h0, h1, … of
 // the pair protocol at load ×1, all in the given class.
-func handoffs(policy, class string, gaps ...time.Duration) []Sample {
+func handoffs(policy, class string, gaps ...time.Duration) []metrics.Sample {
 	t0 := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
-	out := make([]Sample, len(gaps))
+	out := make([]metrics.Sample, len(gaps))
 	for i, g := range gaps {
-		out[i] = Sample{Cell: "synth/x1/pair", Protocol: "pair", ChainID: fmt.Sprintf("h%02d", i), Segment: 1, Inject: t0.Add(time.Duration(i) * time.Hour),
+		out[i] = metrics.Sample{Cell: "synth/x1/pair", Protocol: "pair", ChainID: fmt.Sprintf("h%02d", i), Segment: 1, Inject: t0.Add(time.Duration(i) * time.Hour),
 			Nodes: 1, GPUs: 4, LoadScale: 1, LoadClass: class, Policy: policy, Gap: g, Submits: 1}
 	}
 	return out
@@ -134,11 +135,11 @@ func TestVerdictTies(t *testing.T) {
 		{"clear", learned, pinClear, "xgb-online-pin", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			var s []Sample
-			s = append(s, handoffs("reactive", LoadMedium, reactive...)...)
-			s = append(s, handoffs("pin", LoadMedium, c.pin...)...)
-			s = append(s, handoffs("xgb-online-pin", LoadMedium, c.learned...)...)
-			r, err := NewReport("Ties", []string{"reactive", "pin", "xgb-online-pin"}, Provenance{Mirage: "test"}, s, Bootstrap{Seed: 3})
+			var s []metrics.Sample
+			s = append(s, handoffs("reactive", metrics.LoadMedium, reactive...)...)
+			s = append(s, handoffs("pin", metrics.LoadMedium, c.pin...)...)
+			s = append(s, handoffs("xgb-online-pin", metrics.LoadMedium, c.learned...)...)
+			r, err := NewReport("Ties", []string{"reactive", "pin", "xgb-online-pin"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,17 +187,17 @@ func TestVerdictTies(t *testing.T) {
 // 2 of 5 are ≤ 0 (40%); with a 5 s tolerance 4 of 5 (80%). The report
 // states the tolerance in its definitions and keeps it through JSON.
 func TestZeroTolerance(t *testing.T) {
-	s := handoffs("reactive", LoadLow, -time.Minute, 0, time.Second, 5*time.Second, 6*time.Second)
-	r, err := NewReport("Zero", []string{"reactive"}, Provenance{Mirage: "test"}, s, Bootstrap{Seed: 1})
+	s := handoffs("reactive", metrics.LoadLow, -time.Minute, 0, time.Second, 5*time.Second, 6*time.Second)
+	r, err := NewReport("Zero", []string{"reactive"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := r.experiments()[0]
-	if g := r.group(e, "reactive", 0, AllClasses); g == nil || g.ZeroInterruption != 0.4 {
+	if g := r.group(e, "reactive", 0, metrics.AllClasses); g == nil || g.ZeroInterruption != 0.4 {
 		t.Fatalf("without tolerance: %+v, want zero interruption 0.4", g)
 	}
 	r.SetZeroTolerance(5 * time.Second)
-	if g := r.group(e, "reactive", 0, AllClasses); g == nil || g.ZeroInterruption != 0.8 {
+	if g := r.group(e, "reactive", 0, metrics.AllClasses); g == nil || g.ZeroInterruption != 0.8 {
 		t.Errorf("with 5s: %+v, want zero interruption 0.8", g)
 	}
 	if d := r.definitions(); !strings.Contains(d, "gap ≤ 5s, the simulated scheduler's latency") {
@@ -210,8 +211,8 @@ func TestZeroTolerance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if back.ZeroTolerance() != 5*time.Second || back.group(e, "reactive", 0, AllClasses).ZeroInterruption != 0.8 {
-		t.Errorf("read back: tolerance %v, zero interruption %v", back.ZeroTolerance(), back.group(e, "reactive", 0, AllClasses).ZeroInterruption)
+	if back.ZeroTolerance() != 5*time.Second || back.group(e, "reactive", 0, metrics.AllClasses).ZeroInterruption != 0.8 {
+		t.Errorf("read back: tolerance %v, zero interruption %v", back.ZeroTolerance(), back.group(e, "reactive", 0, metrics.AllClasses).ZeroInterruption)
 	}
 }
 
@@ -226,12 +227,12 @@ func TestVerdictNotes(t *testing.T) {
 	for range 10 {
 		low = append(low, 30*time.Minute)
 	}
-	s := handoffs("reactive", LoadLow, low...)
-	for i, h := range handoffs("reactive", LoadHeavy, 13*time.Hour, 13*time.Hour, 13*time.Hour) {
+	s := handoffs("reactive", metrics.LoadLow, low...)
+	for i, h := range handoffs("reactive", metrics.LoadHeavy, 13*time.Hour, 13*time.Hour, 13*time.Hour) {
 		h.ChainID = fmt.Sprintf("heavy%d", i)
 		s = append(s, h)
 	}
-	prov := Provenance{Mirage: "test", Cells: []CellInfo{{Name: "synth/x1/pair", Cell: "synth/x1/pair", Protocol: "pair", LoadScale: 1, Policies: []string{"reactive"}, Params: map[string]string{"lead": "1m0s"}}}}
+	prov := metrics.Provenance{Mirage: "test", Cells: []metrics.CellInfo{{Name: "synth/x1/pair", Cell: "synth/x1/pair", Protocol: "pair", LoadScale: 1, Policies: []string{"reactive"}, Params: map[string]string{"lead": "1m0s"}}}}
 	r, err := NewReport("Notes", []string{"reactive"}, prov, s, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)

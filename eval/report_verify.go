@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -229,7 +230,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 			errs = append(errs, fmt.Errorf("%w: report.md line %d has %d cells, its header %d", ErrMismatch, ln+1, len(cells), len(heads)))
 			continue
 		}
-		nodes, class, first := 0, AllClasses, 1
+		nodes, class, first := 0, metrics.AllClasses, 1
 		if len(heads) > 2 && heads[1] == "size" && heads[2] == "load class" {
 			first = 3
 			class = strings.TrimSuffix(cells[2], fewMark) // a group of few hand-offs is marked
@@ -300,7 +301,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md", ErrMismatch, i))
 		}
 		m, _ := g.(map[string]any)
-		if n, _ := m["nodes"].(float64); n == 0 && m["load_class"] == AllClasses && !gapSeen[i] {
+		if n, _ := m["nodes"].(float64); n == 0 && m["load_class"] == metrics.AllClasses && !gapSeen[i] {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md's gap distribution", ErrMismatch, i))
 		}
 	}

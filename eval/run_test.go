@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"os"
 	"path/filepath"
@@ -151,13 +152,13 @@ func TestRunWholeRunsEmptyCluster(t *testing.T) {
 		if noHandOff {
 			wants[provisioner.PolicyLead] = want{m(125), 0, m(160), 4, 0, []time.Duration{m(-15), m(-15), m(-5)}}
 		}
-		if len(runs) != 3 || unmeasured[Reference]+unmeasured[provisioner.PolicyLead]+unmeasured[provisioner.PolicyDependency] != 0 {
+		if len(runs) != 3 || unmeasured[metrics.Reference]+unmeasured[provisioner.PolicyLead]+unmeasured[provisioner.PolicyDependency] != 0 {
 			t.Fatalf("no hand-off %v: runs %+v, unmeasured %v", noHandOff, runs, unmeasured)
 		}
 		for _, r := range runs {
 			w := wants[r.Policy]
 			if r.Completion != w.completion || r.Downtime != w.downtime || r.Segments != w.segments || r.HandOffs != w.handoffs ||
-				r.Censored || r.Protocol != ProtocolRun || r.Work != 100*time.Minute || r.LoadClass != LoadLow || r.GPUs != 4 {
+				r.Censored || r.Protocol != metrics.ProtocolRun || r.Work != 100*time.Minute || r.LoadClass != metrics.LoadLow || r.GPUs != 4 {
 				t.Errorf("no hand-off %v: %s run %+v; want completion %v, downtime %v, %d segments, %d hand-offs", noHandOff, r.Policy, r, w.completion, w.downtime, w.segments, w.handoffs)
 			}
 			if wantCharged := 4 * w.charged.Hours(); !approx(r.ChargedGPU, wantCharged) || !approx(r.UsefulGPU, 4*100.0/60) {
@@ -170,7 +171,7 @@ func TestRunWholeRunsEmptyCluster(t *testing.T) {
 		gaps := map[string][]time.Duration{}
 		for _, s := range samples {
 			// lead's third hand-off has no reactive counterpart: its class is its run's
-			if s.Protocol != ProtocolRun || s.LoadClass != LoadLow {
+			if s.Protocol != metrics.ProtocolRun || s.LoadClass != metrics.LoadLow {
 				t.Errorf("sample %+v: want protocol run, class low", s)
 			}
 			gaps[s.Policy] = append(gaps[s.Policy], s.Gap)
@@ -211,8 +212,8 @@ func TestRunReport(t *testing.T) {
 	if len(runs) != 4 { // injections at T and T+2h, two policies
 		t.Fatalf("%d runs, want 4", len(runs))
 	}
-	prov := Provenance{Mirage: "test", Cells: []CellInfo{{Name: "empty/run", Cell: "empty", Protocol: ProtocolRun, LoadScale: 1}}}
-	pols := []string{Reference, provisioner.PolicyLead}
+	prov := metrics.Provenance{Mirage: "test", Cells: []metrics.CellInfo{{Name: "empty/run", Cell: "empty", Protocol: metrics.ProtocolRun, LoadScale: 1}}}
+	pols := []string{metrics.Reference, provisioner.PolicyLead}
 	r, err := NewReport("runs", pols, prov, samples, Bootstrap{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +221,9 @@ func TestRunReport(t *testing.T) {
 	if err := r.SetRuns(runs); err != nil {
 		t.Fatal(err)
 	}
-	var lead *RunStats
+	var lead *metrics.RunStats
 	for i := range r.RunGroups {
-		if g := &r.RunGroups[i]; g.Policy == provisioner.PolicyLead && g.Nodes == 0 && g.LoadClass == AllClasses {
+		if g := &r.RunGroups[i]; g.Policy == provisioner.PolicyLead && g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 			lead = g
 		}
 	}
@@ -247,7 +248,7 @@ func TestRunReport(t *testing.T) {
 	// The verdict opens the report with the whole-run answer: lead (the
 	// lower overhead), +12.0% GPU-hours (140/125); reactive and lead for all
 	// sizes and one node, all classes and low.
-	if v := r.verdict(GroupKey{Protocol: ProtocolRun, LoadScale: 1}); v.Policy != provisioner.PolicyLead ||
+	if v := r.verdict(metrics.GroupKey{Protocol: metrics.ProtocolRun, LoadScale: 1}); v.Policy != provisioner.PolicyLead ||
 		!strings.Contains(v.Why, "on 1 node with lead") || !strings.Contains(v.Why, "+12.0% GPU-hours") || len(v.Table.Rows) != 8 {
 		t.Errorf("verdict %+v", v)
 	}
@@ -272,20 +273,20 @@ func TestRunReport(t *testing.T) {
 	}
 	// Merge: each half with the reference's runs, as two cells would have them.
 	half := func(p string) *Report {
-		var ss []Sample
-		var rs []RunSample
+		var ss []metrics.Sample
+		var rs []metrics.RunSample
 		for _, s := range samples {
-			if s.Policy == p || s.Policy == Reference {
+			if s.Policy == p || s.Policy == metrics.Reference {
 				ss = append(ss, s)
 			}
 		}
 		for _, x := range runs {
-			if x.Policy == p || x.Policy == Reference {
+			if x.Policy == p || x.Policy == metrics.Reference {
 				rs = append(rs, x)
 			}
 		}
 		hp := prov
-		hp.Cells = []CellInfo{{Name: "empty/" + p, Cell: "empty", Protocol: ProtocolRun, LoadScale: 1}}
+		hp.Cells = []metrics.CellInfo{{Name: "empty/" + p, Cell: "empty", Protocol: metrics.ProtocolRun, LoadScale: 1}}
 		h, err := NewReport("runs", pols, hp, ss, Bootstrap{Seed: 3})
 		if err != nil {
 			t.Fatal(err)
@@ -295,7 +296,7 @@ func TestRunReport(t *testing.T) {
 		}
 		return h
 	}
-	m, err := Merge("runs", nil, half(Reference), half(provisioner.PolicyLead))
+	m, err := Merge("runs", nil, half(metrics.Reference), half(provisioner.PolicyLead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,7 +370,7 @@ func TestRunReportWithoutHandOffs(t *testing.T) {
 	if len(samples) != 0 || len(runs) != 1 || runs[0].Completion != 45*time.Minute || runs[0].Segments != 1 {
 		t.Fatalf("samples %+v, runs %+v; want no hand-off and one run done at 45 min", samples, runs)
 	}
-	r, err := NewReport("one segment", []string{Reference}, Provenance{Mirage: "test"}, samples, Bootstrap{Seed: 1})
+	r, err := NewReport("one segment", []string{metrics.Reference}, metrics.Provenance{Mirage: "test"}, samples, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,15 +395,15 @@ func TestRunReportWithoutHandOffs(t *testing.T) {
 // (3 − 1)/2 = 1 GPU-h; reactive's own is 0. A run reactive lacks (chain c)
 // is left out of the pairs.
 func TestRunOthersDelta(t *testing.T) {
-	run := func(p, chain string, others float64) RunSample {
-		return RunSample{Policy: p, Cell: "x", Protocol: ProtocolRun, ChainID: chain, Nodes: 1, GPUs: 4, LoadScale: 1,
-			LoadClass: LoadLow, Work: time.Hour, Completion: 2 * time.Hour, ChargedGPU: 8, UsefulGPU: 4, OthersQueued: others}
+	run := func(p, chain string, others float64) metrics.RunSample {
+		return metrics.RunSample{Policy: p, Cell: "x", Protocol: metrics.ProtocolRun, ChainID: chain, Nodes: 1, GPUs: 4, LoadScale: 1,
+			LoadClass: metrics.LoadLow, Work: time.Hour, Completion: 2 * time.Hour, ChargedGPU: 8, UsefulGPU: 4, OthersQueued: others}
 	}
-	runs := []RunSample{run(Reference, "a", 10), run(Reference, "b", 20),
+	runs := []metrics.RunSample{run(metrics.Reference, "a", 10), run(metrics.Reference, "b", 20),
 		run(provisioner.PolicyPin, "a", 13), run(provisioner.PolicyPin, "b", 19), run(provisioner.PolicyPin, "c", 500)}
-	want := map[string]float64{Reference: 0, provisioner.PolicyPin: 1}
-	for _, g := range ComputeRuns(runs, MetricsOptions{Policies: []string{Reference, provisioner.PolicyPin}, BootstrapBelow: 100, Seed: 1}) {
-		if g.Nodes != 0 || g.LoadClass != AllClasses {
+	want := map[string]float64{metrics.Reference: 0, provisioner.PolicyPin: 1}
+	for _, g := range metrics.ComputeRuns(runs, metrics.Options{Policies: []string{metrics.Reference, provisioner.PolicyPin}, BootstrapBelow: 100, Seed: 1}) {
+		if g.Nodes != 0 || g.LoadClass != metrics.AllClasses {
 			continue
 		}
 		if g.OthersDelta == nil || math.Abs(*g.OthersDelta-want[g.Policy]) > 1e-12 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,17 +29,17 @@ import (
 
 // GridRunsResult is one cell's whole runs.
 type GridRunsResult struct {
-	Cell     string        `json:"cell"`
-	Class    sim.SiteClass `json:"class"`
-	Interval time.Duration `json:"interval_ns"` // between injections
-	Runs     []RunSample   `json:"runs"`
-	Seconds  float64       `json:"seconds"`
-	Stamp    string        `json:"stamp"`
+	Cell     string              `json:"cell"`
+	Class    sim.SiteClass       `json:"class"`
+	Interval time.Duration       `json:"interval_ns"` // between injections
+	Runs     []metrics.RunSample `json:"runs"`
+	Seconds  float64             `json:"seconds"`
+	Stamp    string              `json:"stamp"`
 }
 
 // GridRunPolicies are the policies of a cell's whole runs: reactive (the
 // load-class reference) and the grid candidates.
-func GridRunPolicies() []string { return slices.Concat([]string{Reference}, GridCandidates()) }
+func GridRunPolicies() []string { return slices.Concat([]string{metrics.Reference}, GridCandidates()) }
 
 // RunsStamp identifies a cell's whole runs under s and bounds (periods:
 // their starts, then the end) with runs every interval: the cell's
@@ -146,9 +147,9 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 		return fmt.Sprintf("%.2f", *v)
 	}
 	for _, c := range cells {
-		groups := ComputeRuns(c.Runs, MetricsOptions{Policies: GridRunPolicies(), BootstrapBelow: 1 << 30, Seed: 1})
+		groups := metrics.ComputeRuns(c.Runs, metrics.Options{Policies: GridRunPolicies(), BootstrapBelow: 1 << 30, Seed: 1})
 		for _, p := range GridRunPolicies() {
-			g := findRunGroup(groups, p, AllClasses)
+			g := findRunGroup(groups, p, metrics.AllClasses)
 			if g == nil {
 				continue
 			}
@@ -161,7 +162,7 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 				ci = fmt.Sprintf("%.2f–%.2f", g.CI.OverheadRatio.Lo, g.CI.OverheadRatio.Hi)
 			}
 			line := fmt.Sprintf("| %s | %s | %s | %d | %.2f | %s | %s |", c.Cell, c.Class, name, g.N, g.OverheadMean, ratio(g.OverheadRatio), ci)
-			for _, class := range []string{LoadLow, LoadMedium, LoadHeavy} {
+			for _, class := range []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 				cg := findRunGroup(groups, p, class)
 				if cg == nil {
 					line += " – |"
@@ -179,7 +180,7 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 }
 
 // findRunGroup is policy p's run group over every size in class.
-func findRunGroup(gs []RunStats, p, class string) *RunStats {
+func findRunGroup(gs []metrics.RunStats, p, class string) *metrics.RunStats {
 	for i := range gs {
 		if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
 			return &gs[i]

@@ -43,6 +43,11 @@ var rules = []rule{
 	{Subject: "models", Forbid: learners},
 	{Subject: "models/features/...", Forbid: learners},
 	{Subject: "eval/...", Forbid: []string{"models/train/...", "models/dataset/..."}},
+	// eval's packages point inward: none imports the root (experiments,
+	// cells, sweeps); metrics is a leaf of eval.
+	{Subject: "eval/metrics/...", Forbid: []string{"eval", "eval/report/...", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/pack/...", Forbid: []string{"eval"}},
+	{Subject: "eval/realslurm/...", Forbid: []string{"eval"}},
 }
 
 // variants are the build variants the rules must hold in.

@@ -5,7 +5,8 @@
 // (slurm/slurmfmt) depend on the standard library only; traces depends on
 // nothing of ours but slurm/slurmfmt; the models' serving side (models,
 // models/features) depends on no learner, dataset or training code; eval
-// depends on no training code and no dataset builder.
+// depends on no training code and no dataset builder, its subpackages do
+// not import its root, and eval/metrics imports no other eval package.
 //
 // The rules are checked on the transitive dependencies `go list -deps`
 // reports, for each build variant (no tags, and "libsqlite3 xgboost"). A

@@ -1,4 +1,4 @@
-package eval
+package metrics
 
 import (
 	"cmp"
@@ -80,7 +80,7 @@ type GroupStats struct {
 	OverlapMean        float64   `json:"overlap_mean_h"` // mean of max(−gap,0)
 	OverlapP90         float64   `json:"overlap_p90_h"`
 	WastedGPUHours     float64   `json:"wasted_gpu_h"`      // Σ overlap × GPUs of the segment
-	ZeroInterruption   float64   `json:"zero_interruption"` // share with gap ≤ the zero tolerance (MetricsOptions.ZeroTolerance)
+	ZeroInterruption   float64   `json:"zero_interruption"` // share with gap ≤ the zero tolerance (Options.ZeroTolerance)
 	WithinHour         float64   `json:"within_hour"`       // share with |gap| ≤ 1 h
 	MeanAbsGap         float64   `json:"mean_abs_gap_h"`    // mean |gap|
 
@@ -100,11 +100,11 @@ type GroupStats struct {
 	ChainInterruptionMedian float64 `json:"chain_interruption_median_h"`
 	ChainInterruptionP90    float64 `json:"chain_interruption_p90_h"`
 
-	CI *Intervals `json:"ci,omitempty"` // bootstrap CIs when N < MetricsOptions.BootstrapBelow
+	CI *Intervals `json:"ci,omitempty"` // bootstrap CIs when N < Options.BootstrapBelow
 }
 
-// MetricsOptions configure Compute.
-type MetricsOptions struct {
+// Options configure Compute.
+type Options struct {
 	Policies       []string // order of policies in the output (others follow, sorted); reactive first when empty
 	BootstrapBelow int      // groups with fewer hand-offs get bootstrap CIs (0: DefaultBootstrapBelow; <0: never)
 	Resamples      int      // bootstrap resamples (0: DefaultResamples)
@@ -124,7 +124,9 @@ const (
 	DefaultLevel          = 0.95 // two-sided level
 )
 
-func (o MetricsOptions) withDefaults() MetricsOptions {
+// WithDefaults fills the zero fields with the defaults (DefaultBootstrapBelow,
+// DefaultResamples, DefaultLevel).
+func (o Options) WithDefaults() Options {
 	if o.BootstrapBelow == 0 {
 		o.BootstrapBelow = DefaultBootstrapBelow
 	}
@@ -137,15 +139,16 @@ func (o MetricsOptions) withDefaults() MetricsOptions {
 	return o
 }
 
-// handoffKey matches the same hand-off across policies.
-type handoffKey struct {
-	cell, chain string
-	segment     int
-	nodes       int
+// HandoffKey matches the same hand-off across policies.
+type HandoffKey struct {
+	Cell, Chain string
+	Segment     int
+	Nodes       int
 }
 
-func handoffOf(s *Sample) handoffKey {
-	return handoffKey{s.Cell, s.ChainID, s.Segment, s.Nodes}
+// HandoffOf is the key matching s's hand-off across policies.
+func HandoffOf(s *Sample) HandoffKey {
+	return HandoffKey{s.Cell, s.ChainID, s.Segment, s.Nodes}
 }
 
 // Compute groups samples by protocol, load scale, policy, job size and load
@@ -153,14 +156,14 @@ func handoffOf(s *Sample) handoffKey {
 // group's figures. It is a pure function of its inputs: the same samples and
 // options give the same result, in a deterministic order (protocol, scale,
 // policy as in opts.Policies, size with all first, class all/low/medium/heavy).
-func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
-	opts = opts.withDefaults()
+func Compute(samples []Sample, opts Options) []GroupStats {
+	opts = opts.WithDefaults()
 	groups := map[GroupKey][]*Sample{}
 	// reactive interruption per (protocol, scale, hand-off)
 	type refKey struct {
 		protocol string
 		scale    float64
-		h        handoffKey
+		h        HandoffKey
 	}
 	ref := map[refKey]time.Duration{}
 	for i := range samples {
@@ -172,7 +175,7 @@ func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
 			}
 		}
 		if s.Policy == Reference {
-			ref[refKey{s.Protocol, s.LoadScale, handoffOf(s)}] = s.Gap
+			ref[refKey{s.Protocol, s.LoadScale, HandoffOf(s)}] = s.Gap
 		}
 	}
 	keys := make([]GroupKey, 0, len(groups))
@@ -195,7 +198,7 @@ func Compute(samples []Sample, opts MetricsOptions) []GroupStats {
 		g := groups[k]
 		var pairs [][2]float64 // (policy, reactive) interruption hours
 		for _, s := range g {
-			if r, ok := ref[refKey{s.Protocol, s.LoadScale, handoffOf(s)}]; ok {
+			if r, ok := ref[refKey{s.Protocol, s.LoadScale, HandoffOf(s)}]; ok {
 				pairs = append(pairs, [2]float64{interruptionH(s.Gap), interruptionH(r)})
 			}
 		}
@@ -257,11 +260,11 @@ func policyOrder(given []string, samples []Sample) map[string]int {
 	return rank
 }
 
-func gapHours(d time.Duration) float64 { return d.Hours() }
+func GapHours(d time.Duration) float64 { return d.Hours() }
 
-func interruptionH(gap time.Duration) float64 { return math.Max(gapHours(gap), 0) }
+func interruptionH(gap time.Duration) float64 { return math.Max(GapHours(gap), 0) }
 
-func overlapH(gap time.Duration) float64 { return math.Max(-gapHours(gap), 0) }
+func OverlapH(gap time.Duration) float64 { return math.Max(-GapHours(gap), 0) }
 
 // quantile of sorted xs at p in [0,1] by linear interpolation; 0 for none.
 func linQuantile(sorted []float64, p float64) float64 {
@@ -274,7 +277,7 @@ func linQuantile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
 }
 
-func meanOf(xs []float64) float64 {
+func Mean(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -291,7 +294,7 @@ func sortedFloats(xs []float64) []float64 {
 	return c
 }
 
-func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions) GroupStats {
+func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts Options) GroupStats {
 	st := GroupStats{GroupKey: k, N: len(g)}
 	n := float64(len(g))
 	gaps := make([]float64, len(g))
@@ -307,8 +310,8 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 	chains := map[chainKey]float64{}
 	chainProtocol := strings.HasPrefix(k.Protocol, "chain")
 	for i, s := range g {
-		h := gapHours(s.Gap)
-		gaps[i], intr[i], over[i], abs[i] = h, interruptionH(s.Gap), overlapH(s.Gap), math.Abs(h)
+		h := GapHours(s.Gap)
+		gaps[i], intr[i], over[i], abs[i] = h, interruptionH(s.Gap), OverlapH(s.Gap), math.Abs(h)
 		if s.Gap <= opts.ZeroTolerance {
 			zero[i] = 1
 		}
@@ -330,9 +333,9 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 		P50: linQuantile(sg, .5), P75: linQuantile(sg, .75), P90: linQuantile(sg, .9), P95: linQuantile(sg, .95), Max: linQuantile(sg, 1),
 	}
 	si, so := sortedFloats(intr), sortedFloats(over)
-	st.InterruptionMean, st.InterruptionMedian, st.InterruptionP90 = meanOf(intr), linQuantile(si, .5), linQuantile(si, .9)
-	st.OverlapMean, st.OverlapP90 = meanOf(over), linQuantile(so, .9)
-	st.ZeroInterruption, st.WithinHour, st.MeanAbsGap = meanOf(zero), meanOf(within), meanOf(abs)
+	st.InterruptionMean, st.InterruptionMedian, st.InterruptionP90 = Mean(intr), linQuantile(si, .5), linQuantile(si, .9)
+	st.OverlapMean, st.OverlapP90 = Mean(over), linQuantile(so, .9)
+	st.ZeroInterruption, st.WithinHour, st.MeanAbsGap = Mean(zero), Mean(within), Mean(abs)
 	if n > 0 {
 		st.SubmitsPerHandoff = float64(st.Submits) / n
 	}
@@ -347,7 +350,7 @@ func groupStats(k GroupKey, g []*Sample, pairs [][2]float64, opts MetricsOptions
 		}
 		slices.Sort(ct)
 		st.Chains = len(ct)
-		st.ChainInterruptionMean, st.ChainInterruptionMedian, st.ChainInterruptionP90 = meanOf(ct), linQuantile(ct, .5), linQuantile(ct, .9)
+		st.ChainInterruptionMean, st.ChainInterruptionMedian, st.ChainInterruptionP90 = Mean(ct), linQuantile(ct, .5), linQuantile(ct, .9)
 	}
 	if opts.BootstrapBelow > 0 && len(g) < opts.BootstrapBelow && len(g) >= 2 {
 		st.CI = bootstrapAll(k, intr, zero, within, abs, pairs, opts)

@@ -1,4 +1,4 @@
-package eval
+package metrics
 
 import (
 	"hash/fnv"
@@ -6,10 +6,10 @@ import (
 	"slices"
 )
 
-// groupRand is the bootstrap generator of one group: seeded by the run's
+// GroupRand is the bootstrap generator of one group: seeded by the run's
 // seed and the group key, so a group's intervals do not depend on which
 // other groups exist (a merged report equals the single-process one).
-func groupRand(seed uint64, k GroupKey) *rand.Rand {
+func GroupRand(seed uint64, k GroupKey) *rand.Rand {
 	h := fnv.New64a()
 	h.Write([]byte(k.String()))
 	return rand.New(rand.NewPCG(seed, h.Sum64()))
@@ -18,8 +18,8 @@ func groupRand(seed uint64, k GroupKey) *rand.Rand {
 // bootstrapAll computes percentile-bootstrap intervals of the group's
 // headline figures. Per-hand-off figures are resampled together (one draw
 // of indices per resample); the reduction resamples matched pairs.
-func bootstrapAll(k GroupKey, intr, zero, within, abs []float64, pairs [][2]float64, opts MetricsOptions) *Intervals {
-	r := groupRand(opts.Seed, k)
+func bootstrapAll(k GroupKey, intr, zero, within, abs []float64, pairs [][2]float64, opts Options) *Intervals {
+	r := GroupRand(opts.Seed, k)
 	n, b := len(intr), opts.Resamples
 	mi, mz, mw, ma := make([]float64, b), make([]float64, b), make([]float64, b), make([]float64, b)
 	for i := range b {
@@ -35,10 +35,10 @@ func bootstrapAll(k GroupKey, intr, zero, within, abs []float64, pairs [][2]floa
 		mi[i], mz[i], mw[i], ma[i] = si/fn, sz/fn, sw/fn, sa/fn
 	}
 	ci := &Intervals{
-		InterruptionMean: percentileInterval(mi, opts.Level),
-		ZeroInterruption: percentileInterval(mz, opts.Level),
-		WithinHour:       percentileInterval(mw, opts.Level),
-		MeanAbsGap:       percentileInterval(ma, opts.Level),
+		InterruptionMean: PercentileInterval(mi, opts.Level),
+		ZeroInterruption: PercentileInterval(mz, opts.Level),
+		WithinHour:       PercentileInterval(mw, opts.Level),
+		MeanAbsGap:       PercentileInterval(ma, opts.Level),
 	}
 	if _, ok := reductionOf(pairs); ok && len(pairs) >= 2 {
 		red := make([]float64, 0, b)
@@ -52,14 +52,14 @@ func bootstrapAll(k GroupKey, intr, zero, within, abs []float64, pairs [][2]floa
 			}
 		}
 		if len(red) > 0 {
-			ci.Reduction = percentileInterval(red, opts.Level)
+			ci.Reduction = PercentileInterval(red, opts.Level)
 		}
 	}
 	return ci
 }
 
-// percentileInterval is the central level interval of the resampled statistic.
-func percentileInterval(xs []float64, level float64) *Interval {
+// PercentileInterval is the central level interval of the resampled statistic.
+func PercentileInterval(xs []float64, level float64) *Interval {
 	s := slices.Clone(xs)
 	slices.Sort(s)
 	a := (1 - level) / 2

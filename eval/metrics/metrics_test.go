@@ -1,4 +1,4 @@
-package eval
+package metrics
 
 import (
 	"math"
@@ -69,7 +69,7 @@ func evNear(t *testing.T, what string, got, want float64) {
 }
 
 func TestComputeHandWorked(t *testing.T) {
-	gs := Compute(fourHandoffs(), MetricsOptions{BootstrapBelow: -1})
+	gs := Compute(fourHandoffs(), Options{BootstrapBelow: -1})
 	// 2 policies × (all sizes, 1 node) × (all, low, medium, heavy) = 16 groups.
 	if len(gs) != 16 {
 		t.Fatalf("groups = %d, want 16", len(gs))
@@ -141,7 +141,7 @@ func TestComputeSizesScalesCensored(t *testing.T) {
 		evSample("pg", "a").gap(-hr).nodes(8, 24).class(LoadMedium),
 		evSample("pg", "a").gap(3*hr).censored(),
 	)
-	gs := Compute(s, MetricsOptions{BootstrapBelow: -1, Policies: []string{"pg", "reactive"}})
+	gs := Compute(s, Options{BootstrapBelow: -1, Policies: []string{"pg", "reactive"}})
 	if gs[0].Policy != "pg" || gs[0].LoadScale != 1 {
 		t.Errorf("first group %v, want pg at scale 1 (given order)", gs[0].GroupKey)
 	}
@@ -170,12 +170,12 @@ func TestComputeSizesScalesCensored(t *testing.T) {
 }
 
 func TestComputeNoReference(t *testing.T) {
-	gs := Compute(evBuild(evSample("xgb", "a").gap(hr)), MetricsOptions{BootstrapBelow: -1})
+	gs := Compute(evBuild(evSample("xgb", "a").gap(hr)), Options{BootstrapBelow: -1})
 	if gs[0].Reduction != nil || gs[0].ReductionPairs != 0 {
 		t.Errorf("reduction without reactive: %v", gs[0].Reduction)
 	}
 	// reactive without any interruption: no ratio
-	gs = Compute(evBuild(evSample("reactive", "a").gap(-hr), evSample("xgb", "a").gap(hr)), MetricsOptions{BootstrapBelow: -1})
+	gs = Compute(evBuild(evSample("reactive", "a").gap(-hr), evSample("xgb", "a").gap(hr)), Options{BootstrapBelow: -1})
 	if x := evFind(t, gs, "xgb", 0, AllClasses); x.Reduction != nil || x.ReductionPairs != 1 {
 		t.Errorf("reduction against zero: %v (%d pairs)", x.Reduction, x.ReductionPairs)
 	}
@@ -189,7 +189,7 @@ func TestComputeChains(t *testing.T) {
 		evSample("dqn", "y").protocol("chain-3").seg(1).gap(2*hr),
 		evSample("dqn", "y").protocol("chain-3").seg(2).gap(3*hr),
 	)
-	g := evFind(t, Compute(s, MetricsOptions{BootstrapBelow: -1}), "dqn", 0, AllClasses)
+	g := evFind(t, Compute(s, Options{BootstrapBelow: -1}), "dqn", 0, AllClasses)
 	if g.Chains != 2 {
 		t.Fatalf("chains = %d", g.Chains)
 	}
@@ -204,7 +204,7 @@ func TestBootstrap(t *testing.T) {
 	for _, c := range []string{"a", "b", "c", "d", "e"} {
 		same = append(same, evSample("rf", c).gap(2*hr).s)
 	}
-	g := Compute(same, MetricsOptions{Seed: 7})[0]
+	g := Compute(same, Options{Seed: 7})[0]
 	if g.CI == nil {
 		t.Fatal("no CI for 5 hand-offs")
 	}
@@ -223,7 +223,7 @@ func TestBootstrap(t *testing.T) {
 		s = append(s, evSample("reactive", string(rune('A'+i))).gap(gap+3*hr).s)
 		s = append(s, evSample("rf", string(rune('A'+i))).gap(gap).s)
 	}
-	opts := MetricsOptions{Seed: 11}
+	opts := Options{Seed: 11}
 	a := evFind(t, Compute(s, opts), "rf", 0, AllClasses)
 	ci := a.CI
 	if ci == nil || ci.Reduction == nil {
@@ -248,7 +248,7 @@ func TestBootstrap(t *testing.T) {
 	if *again.CI.InterruptionMean != *ci.InterruptionMean || *again.CI.Reduction != *ci.Reduction {
 		t.Errorf("same seed, different CIs")
 	}
-	other := evFind(t, Compute(s, MetricsOptions{Seed: 12}), "rf", 0, AllClasses)
+	other := evFind(t, Compute(s, Options{Seed: 12}), "rf", 0, AllClasses)
 	if *other.CI.InterruptionMean == *ci.InterruptionMean {
 		t.Errorf("different seed, identical CI %v", *ci.InterruptionMean)
 	}
@@ -258,7 +258,23 @@ func TestBootstrap(t *testing.T) {
 		t.Errorf("CI depends on other groups: %v vs %v", *withExtra.CI.InterruptionMean, *ci.InterruptionMean)
 	}
 	// At or above the threshold: no CIs.
-	if g := evFind(t, Compute(s, MetricsOptions{Seed: 11, BootstrapBelow: 40}), "rf", 0, AllClasses); g.CI != nil {
+	if g := evFind(t, Compute(s, Options{Seed: 11, BootstrapBelow: 40}), "rf", 0, AllClasses); g.CI != nil {
 		t.Errorf("CI for n=40 with threshold 40")
+	}
+}
+
+func TestClassifyByReference(t *testing.T) {
+	s := evBuild(
+		evSample("reactive", "a").gap(3*hr).class(""),    // 3 h: medium
+		evSample("xgb", "a").gap(-hr).class(""),          // follows reactive on a
+		evSample("reactive", "b").gap(13*hr).class(""),   // 13 h: heavy
+		evSample("xgb", "b").gap(0).class("").scale(1.2), // another experiment: no reference there
+		evSample("xgb", "c").gap(0).class(LoadLow),       // no reference: kept
+	)
+	ClassifyByReference(s)
+	for i, want := range []string{LoadMedium, LoadMedium, LoadHeavy, "", LoadLow} {
+		if s[i].LoadClass != want {
+			t.Errorf("sample %d (%s %s): class %q, want %q", i, s[i].Policy, s[i].ChainID, s[i].LoadClass, want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package eval
+package metrics
 
 import (
 	"cmp"
@@ -50,10 +50,10 @@ type RunIntervals struct {
 
 // ComputeRuns groups runs as Compute groups hand-offs and computes each
 // group's whole-run figures; pure and deterministic like Compute.
-func ComputeRuns(runs []RunSample, opts MetricsOptions) []RunStats {
-	opts = opts.withDefaults()
+func ComputeRuns(runs []RunSample, opts Options) []RunStats {
+	opts = opts.WithDefaults()
 	groups := map[GroupKey][]*RunSample{}
-	ref := map[runKey]*RunSample{}
+	ref := map[RunKey]*RunSample{}
 	var policies []Sample // for policyOrder
 	for i := range runs {
 		r := &runs[i]
@@ -64,7 +64,7 @@ func ComputeRuns(runs []RunSample, opts MetricsOptions) []RunStats {
 			}
 		}
 		if r.Policy == Reference {
-			ref[runKeyOf(r)] = r
+			ref[RunKeyOf(r)] = r
 		}
 		policies = append(policies, Sample{Policy: r.Policy})
 	}
@@ -85,8 +85,8 @@ func ComputeRuns(runs []RunSample, opts MetricsOptions) []RunStats {
 	return out
 }
 
-func runKeyOf(r *RunSample) runKey {
-	return runKey{r.Cell, r.Protocol, r.LoadScale, r.ChainID, r.Nodes}
+func RunKeyOf(r *RunSample) RunKey {
+	return RunKey{r.Cell, r.Protocol, r.LoadScale, r.ChainID, r.Nodes}
 }
 
 // runPair is one run's (overhead, charged, others queued) with reactive's
@@ -110,7 +110,7 @@ func othersDelta(pairs []runPair) float64 {
 	return d / float64(len(pairs))
 }
 
-func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts MetricsOptions) RunStats {
+func runStats(k GroupKey, g []*RunSample, ref map[RunKey]*RunSample, opts Options) RunStats {
 	st := RunStats{GroupKey: k, N: len(g)}
 	over := make([]float64, len(g))
 	charged := make([]float64, len(g))
@@ -128,7 +128,7 @@ func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts Metric
 		st.DowntimeMean += r.Downtime.Hours()
 		useful += r.UsefulGPU
 		chargedSum += r.ChargedGPU
-		if b, ok := ref[runKeyOf(r)]; ok {
+		if b, ok := ref[RunKeyOf(r)]; ok {
 			pairs = append(pairs, runPair{over[i], b.Overhead().Hours(), r.ChargedGPU, b.ChargedGPU, r.OthersQueued, b.OthersQueued})
 		}
 	}
@@ -137,8 +137,8 @@ func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts Metric
 	st.SegmentsMean /= n
 	st.HandOffsMean /= n
 	st.DowntimeMean /= n
-	st.OverheadMean = meanOf(over)
-	st.ChargedMean = meanOf(charged)
+	st.OverheadMean = Mean(over)
+	st.ChargedMean = Mean(charged)
 	so := sortedFloats(over)
 	st.OverheadMedian, st.OverheadP90 = linQuantile(so, 0.5), linQuantile(so, 0.9)
 	if chargedSum > 0 {
@@ -163,8 +163,8 @@ func runStats(k GroupKey, g []*RunSample, ref map[runKey]*RunSample, opts Metric
 
 // bootstrapRuns: percentile intervals of the mean overhead and charge, and
 // of the ratios against reactive by resampling matched runs.
-func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts MetricsOptions) *RunIntervals {
-	rng := groupRand(opts.Seed, GroupKey{"runs/" + k.Protocol, k.LoadScale, k.Policy, k.Nodes, k.LoadClass})
+func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts Options) *RunIntervals {
+	rng := GroupRand(opts.Seed, GroupKey{"runs/" + k.Protocol, k.LoadScale, k.Policy, k.Nodes, k.LoadClass})
 	n, b := len(over), opts.Resamples
 	mo, mc := make([]float64, b), make([]float64, b)
 	for i := range b {
@@ -176,7 +176,7 @@ func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts Me
 		}
 		mo[i], mc[i] = so/float64(n), sc/float64(n)
 	}
-	ci := &RunIntervals{OverheadMean: percentileInterval(mo, opts.Level), ChargedMean: percentileInterval(mc, opts.Level)}
+	ci := &RunIntervals{OverheadMean: PercentileInterval(mo, opts.Level), ChargedMean: PercentileInterval(mc, opts.Level)}
 	if len(pairs) >= 2 {
 		var ro, rc []float64
 		rd := make([]float64, b)
@@ -195,12 +195,12 @@ func bootstrapRuns(k GroupKey, over, charged []float64, pairs []runPair, opts Me
 			}
 		}
 		if len(ro) > 0 {
-			ci.OverheadRatio = percentileInterval(ro, opts.Level)
+			ci.OverheadRatio = PercentileInterval(ro, opts.Level)
 		}
 		if len(rc) > 0 {
-			ci.ChargedRatio = percentileInterval(rc, opts.Level)
+			ci.ChargedRatio = PercentileInterval(rc, opts.Level)
 		}
-		ci.OthersDelta = percentileInterval(rd, opts.Level)
+		ci.OthersDelta = PercentileInterval(rd, opts.Level)
 	}
 	return ci
 }

@@ -1,14 +1,4 @@
-// Package eval runs replay experiments of submission policies in the
-// simulator and turns their outcomes into metrics and reports (HTML with
-// plots, Markdown, JSON).
-//
-// Contract: experiments produce Samples, one per chain hand-off (a
-// predecessor/successor pair); everything downstream (metrics, confidence
-// intervals, reports, the merge of job-array cells) reads only Samples and
-// the run's Provenance, so a report can be rebuilt from its JSON.
-//
-// The packing evaluation is package eval/pack.
-package eval
+package metrics
 
 import "time"
 
@@ -48,3 +38,9 @@ func LoadClassOf(reactiveGap time.Duration) string {
 	}
 	return LoadHeavy
 }
+
+// ProtocolPair names the published pair protocol in Sample.Protocol.
+const ProtocolPair = "pair"
+
+// ProtocolRun names the whole-run protocol in Sample.Protocol and RunSample.Protocol.
+const ProtocolRun = "run"
