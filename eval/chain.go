@@ -7,8 +7,6 @@ import (
 	"github.com/mirage-gpu/mirage/eval/metrics"
 	"log/slog"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -30,22 +28,6 @@ const (
 
 // ErrBadSetup is returned for an experiment setup that cannot run.
 var ErrBadSetup = errors.New("bad experiment setup")
-
-// ChainProtocol names the K-segment protocol: "chain-K".
-func ChainProtocol(k int) string { return "chain-" + strconv.Itoa(k) }
-
-// ParseChainProtocol reads "chain-K" (K ≥ 2) and returns K.
-func ParseChainProtocol(s string) (int, bool) {
-	rest, ok := strings.CutPrefix(s, "chain-")
-	if !ok {
-		return 0, false
-	}
-	k, err := strconv.Atoi(rest)
-	if err != nil || k < 2 || k > 1000 {
-		return 0, false
-	}
-	return k, true
-}
 
 // ChainSetup configures one cell of the chain-K protocol.
 type ChainSetup struct {
@@ -90,7 +72,7 @@ func (c *ChainSetup) protocol() string {
 	if c.Work > 0 {
 		return metrics.ProtocolRun
 	}
-	return ChainProtocol(c.K)
+	return metrics.ChainProtocol(c.K)
 }
 
 func (c *ChainSetup) defaults() error {

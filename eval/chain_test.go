@@ -39,18 +39,6 @@ func traceJob(id string, submit time.Time, wait, run, limit time.Duration, nodes
 		TimeLimit: limit, Nodes: nodes, GPUs: 4 * nodes}
 }
 
-func TestParseChainProtocol(t *testing.T) {
-	for in, want := range map[string]int{"chain-2": 2, "chain-10": 10, "chain-1": 0, "chain-": 0, "pair": 0, "chain-x": 0, "chain-3a": 0} {
-		k, ok := ParseChainProtocol(in)
-		if k != want || ok != (want > 0) {
-			t.Errorf("ParseChainProtocol(%q) = %d, %v; want %d", in, k, ok, want)
-		}
-		if ok && ChainProtocol(k) != in {
-			t.Errorf("ChainProtocol(%d) = %q", k, ChainProtocol(k))
-		}
-	}
-}
-
 // TestRunChainsEmptyCluster: an empty 4-node cluster, chains of 3 segments
 // of 55 min (each uses its limit), decisions every 10 min from injection.
 // Injections at T = t0+1h and t0+3h (warm-up 1 h from the first start at

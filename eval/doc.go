@@ -8,5 +8,6 @@
 // the run's Provenance, so a report can be rebuilt from its JSON.
 //
 // The sample and provenance types and the metrics over them are package
-// eval/metrics; the packing evaluation is package eval/pack.
+// eval/metrics, reports package eval/report; the packing evaluation is
+// package eval/pack.
 package eval

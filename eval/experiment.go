@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,34 +26,34 @@ import (
 // one from its flags. Its cells are independent and can run as job-array
 // tasks; Merge joins their reports.
 type Experiment struct {
-	Title      string        `yaml:"title"`       // report title
-	Traces     []string      `yaml:"traces"`      // trace files (any format mirage traces reads)
-	Format     string        `yaml:"format"`      // trace format (default: sniffed)
-	SkipBad    bool          `yaml:"skip_bad"`    // skip malformed trace rows (counted in the report's provenance) instead of failing
-	Policies   []string      `yaml:"policies"`    // policies in display order
-	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
-	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
-	From       traces.Moment `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up); without an offset, in the trace's zone
-	Until      traces.Moment `yaml:"until"`       // evaluation window end (default: last submit); without an offset, in the trace's zone
-	Nodes      []int         `yaml:"nodes"`       // segment sizes (default 1, 8)
-	Limit      time.Duration `yaml:"limit"`       // per-segment limit (default 48h)
-	Warmup     time.Duration `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
-	Interval   time.Duration `yaml:"interval"`    // default 4h
-	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
-	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
-	HandOff    time.Duration `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
-	Work       time.Duration `yaml:"work"`        // run protocol: useful work per chain (default 7 days)
-	Restart    time.Duration `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
-	Checkpoint time.Duration `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
-	NoHandOff  bool          `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
-	Workload   string        `yaml:"workload"`    // whose cost the oracle plans for and learned policies decide with: training, service or "" (the published symmetric cost); the run protocol's default is training
-	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
-	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
-	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
-	Models     string        `yaml:"models"`      // directory of trained models (one sub-directory per policy)
-	Bootstrap  Bootstrap     `yaml:"bootstrap"`   // confidence intervals
-	Out        string        `yaml:"out"`         // output directory (cells/ and the merged report)
-	Slurm      ArrayOptions  `yaml:"slurm"`       // job-array settings for --emit-array
+	Title      string           `yaml:"title"`       // report title
+	Traces     []string         `yaml:"traces"`      // trace files (any format mirage traces reads)
+	Format     string           `yaml:"format"`      // trace format (default: sniffed)
+	SkipBad    bool             `yaml:"skip_bad"`    // skip malformed trace rows (counted in the report's provenance) instead of failing
+	Policies   []string         `yaml:"policies"`    // policies in display order
+	LoadScales []float64        `yaml:"load_scales"` // arrival scalings (default 1)
+	Protocol   string           `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
+	From       traces.Moment    `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up); without an offset, in the trace's zone
+	Until      traces.Moment    `yaml:"until"`       // evaluation window end (default: last submit); without an offset, in the trace's zone
+	Nodes      []int            `yaml:"nodes"`       // segment sizes (default 1, 8)
+	Limit      time.Duration    `yaml:"limit"`       // per-segment limit (default 48h)
+	Warmup     time.Duration    `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
+	Interval   time.Duration    `yaml:"interval"`    // default 4h
+	Cycle      time.Duration    `yaml:"cycle"`       // decision period (default 10m)
+	Horizon    time.Duration    `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
+	HandOff    time.Duration    `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
+	Work       time.Duration    `yaml:"work"`        // run protocol: useful work per chain (default 7 days)
+	Restart    time.Duration    `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
+	Checkpoint time.Duration    `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
+	NoHandOff  bool             `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
+	Workload   string           `yaml:"workload"`    // whose cost the oracle plans for and learned policies decide with: training, service or "" (the published symmetric cost); the run protocol's default is training
+	Preset     string           `yaml:"preset"`      // simulated cluster preset (default ls6)
+	SlurmConf  string           `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
+	Seed       uint64           `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
+	Models     string           `yaml:"models"`      // directory of trained models (one sub-directory per policy)
+	Bootstrap  report.Bootstrap `yaml:"bootstrap"`   // confidence intervals
+	Out        string           `yaml:"out"`         // output directory (cells/ and the merged report)
+	Slurm      ArrayOptions     `yaml:"slurm"`       // job-array settings for --emit-array
 }
 
 // CellSpec is one cell: one trace at one load scale under one policy.
@@ -91,7 +92,7 @@ func (e *Experiment) Normalize() error {
 	if e.Protocol == "" {
 		e.Protocol = metrics.ProtocolPair
 	}
-	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != metrics.ProtocolPair && e.Protocol != metrics.ProtocolRun {
+	if _, ok := metrics.ParseChainProtocol(e.Protocol); !ok && e.Protocol != metrics.ProtocolPair && e.Protocol != metrics.ProtocolRun {
 		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
 	}
 	if e.Protocol == metrics.ProtocolRun {
@@ -112,7 +113,7 @@ func (e *Experiment) Normalize() error {
 		e.Work < 0 || e.Restart < 0 || e.Checkpoint < 0 {
 		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", ErrBadSetup)
 	}
-	if _, isChain := ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
+	if _, isChain := metrics.ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
 		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
 	}
 	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
@@ -274,7 +275,7 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := HashTrace(path)
+	ref, err := report.HashTrace(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
@@ -368,7 +369,7 @@ func fmtHours(d time.Duration) string {
 // policy and the reference policy (reactive, for the reduction; reused from
 // an earlier cell of the same trace and scale in this process) under the
 // experiment's protocol. It returns the cell's report.
-func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Report, error) {
+func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*report.Report, error) {
 	if err := e.Normalize(); err != nil {
 		return nil, err
 	}
@@ -417,7 +418,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	}
 	var samples []metrics.Sample
 	var runs []metrics.RunSample
-	if k, isChain := ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
+	if k, isChain := metrics.ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
 		setup := ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
@@ -525,7 +526,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else if m != nil {
 		prov.Models = append(prov.Models, *m)
 	}
-	rep, err := NewReport(e.Title, e.Policies, prov, out, e.Bootstrap)
+	rep, err := report.New(e.Title, e.Policies, prov, out, e.Bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -557,7 +558,7 @@ func (e *Experiment) modelRef(policy string) (*metrics.ModelRef, error) {
 	if _, err := os.Stat(filepath.Join(dir, "meta.json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	m, err := ReadModelRef(policy, dir)
+	m, err := report.ReadModelRef(policy, dir)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
 	}
@@ -566,12 +567,12 @@ func (e *Experiment) modelRef(policy string) (*metrics.ModelRef, error) {
 
 // RunAll runs every cell in one process and merges their reports; the
 // result equals the merge of the same cells run as job-array tasks.
-func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Report, error) {
+func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellSpec, i, n int)) (*report.Report, error) {
 	if err := e.Normalize(); err != nil {
 		return nil, err
 	}
 	cells := e.Cells()
-	reports := make([]*Report, 0, len(cells))
+	reports := make([]*report.Report, 0, len(cells))
 	for i, c := range cells {
 		if onCell != nil {
 			onCell(c, i, len(cells))
@@ -582,7 +583,7 @@ func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellS
 		}
 		reports = append(reports, r)
 	}
-	return Merge(e.Title, rt.Command, reports...)
+	return report.Merge(e.Title, rt.Command, reports...)
 }
 
 func joinInts(xs []int) string {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -252,7 +253,7 @@ func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parts []*Report
+	var parts []*report.Report
 	for _, c := range e.Cells() {
 		r, err := RunCell(ctx, e, c, &Runtime{Version: "test", Command: []string{"mirage", "eval", "--cell", c.Name}, Workers: 1})
 		if err != nil {
@@ -261,13 +262,13 @@ func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 		// through JSON, as the array's files are
 		var buf strings.Builder
 		_ = r.WriteJSON(&buf)
-		back, err := ReadReport(strings.NewReader(buf.String()), c.Name)
+		back, err := report.Read(strings.NewReader(buf.String()), c.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, back)
 	}
-	merged, err := Merge("", []string{"mirage", "eval"}, parts...)
+	merged, err := report.Merge("", []string{"mirage", "eval"}, parts...)
 	if err != nil {
 		t.Fatal(err)
 	}

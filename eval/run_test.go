@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"math"
 	"os"
 	"path/filepath"
@@ -214,7 +215,7 @@ func TestRunReport(t *testing.T) {
 	}
 	prov := metrics.Provenance{Mirage: "test", Cells: []metrics.CellInfo{{Name: "empty/run", Cell: "empty", Protocol: metrics.ProtocolRun, LoadScale: 1}}}
 	pols := []string{metrics.Reference, provisioner.PolicyLead}
-	r, err := NewReport("runs", pols, prov, samples, Bootstrap{Seed: 3})
+	r, err := report.New("runs", pols, prov, samples, report.Bootstrap{Seed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,41 +239,50 @@ func TestRunReport(t *testing.T) {
 	if _, err := r.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := VerifyReport(dir); err != nil {
+	if _, err := report.Verify(dir); err != nil {
 		t.Fatal(err)
 	}
-	md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile))
+	md, _ := os.ReadFile(filepath.Join(dir, report.MarkdownFile))
 	if !strings.Contains(string(md), "| lead | 2 | 0 | ") || !strings.Contains(string(md), "0.71×") {
 		t.Errorf("report.md lacks lead's whole-run row:\n%s", md)
 	}
 	// The verdict opens the report with the whole-run answer: lead (the
 	// lower overhead), +12.0% GPU-hours (140/125); reactive and lead for all
-	// sizes and one node, all classes and low.
-	if v := r.verdict(metrics.GroupKey{Protocol: metrics.ProtocolRun, LoadScale: 1}); v.Policy != provisioner.PolicyLead ||
-		!strings.Contains(v.Why, "on 1 node with lead") || !strings.Contains(v.Why, "+12.0% GPU-hours") || len(v.Table.Rows) != 8 {
-		t.Errorf("verdict %+v", v)
+	// sizes and one node, all classes and low: 8 rows under the table's
+	// head and separator.
+	verdict, _, _ := strings.Cut(string(md), "## run protocol")
+	_, verdict, _ = strings.Cut(verdict, "## Verdict, run protocol, load ×1\n")
+	rows := 0
+	for _, l := range strings.Split(verdict, "\n") {
+		if strings.HasPrefix(l, "|") {
+			rows++
+		}
+	}
+	if !strings.Contains(verdict, "Use "+provisioner.PolicyLead+":") ||
+		!strings.Contains(verdict, "on 1 node with lead") || !strings.Contains(verdict, "+12.0% GPU-hours") || rows != 2+8 {
+		t.Errorf("verdict (%d table lines):\n%s", rows, verdict)
 	}
 	for name, edit := range map[string]func(string) string{
 		"changed ratio": func(s string) string { return strings.Replace(s, "0.71×", "0.70×", 1) },
 		"missing row":   func(s string) string { return strings.Replace(s, "| lead | 2 | 0 | ", "| nobody | 2 | 0 | ", 1) },
 	} {
-		if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(edit(string(md))), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, report.MarkdownFile), []byte(edit(string(md))), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := VerifyReport(dir); !errors.Is(err, ErrMismatch) {
-			t.Errorf("%s: VerifyReport = %v, want ErrMismatch", name, err)
+		if _, err := report.Verify(dir); !errors.Is(err, report.ErrMismatch) {
+			t.Errorf("%s: report.Verify = %v, want ErrMismatch", name, err)
 		}
 	}
 	var buf bytes.Buffer
 	if err := r.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadReport(&buf, "report.json")
+	back, err := report.Read(&buf, "report.json")
 	if err != nil || !reflect.DeepEqual(back, r) {
 		t.Fatalf("round trip: %v", err)
 	}
 	// Merge: each half with the reference's runs, as two cells would have them.
-	half := func(p string) *Report {
+	half := func(p string) *report.Report {
 		var ss []metrics.Sample
 		var rs []metrics.RunSample
 		for _, s := range samples {
@@ -287,7 +297,7 @@ func TestRunReport(t *testing.T) {
 		}
 		hp := prov
 		hp.Cells = []metrics.CellInfo{{Name: "empty/" + p, Cell: "empty", Protocol: metrics.ProtocolRun, LoadScale: 1}}
-		h, err := NewReport("runs", pols, hp, ss, Bootstrap{Seed: 3})
+		h, err := report.New("runs", pols, hp, ss, report.Bootstrap{Seed: 3})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -296,7 +306,7 @@ func TestRunReport(t *testing.T) {
 		}
 		return h
 	}
-	m, err := Merge("runs", nil, half(metrics.Reference), half(provisioner.PolicyLead))
+	m, err := report.Merge("runs", nil, half(metrics.Reference), half(provisioner.PolicyLead))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +380,7 @@ func TestRunReportWithoutHandOffs(t *testing.T) {
 	if len(samples) != 0 || len(runs) != 1 || runs[0].Completion != 45*time.Minute || runs[0].Segments != 1 {
 		t.Fatalf("samples %+v, runs %+v; want no hand-off and one run done at 45 min", samples, runs)
 	}
-	r, err := NewReport("one segment", []string{metrics.Reference}, metrics.Provenance{Mirage: "test"}, samples, Bootstrap{Seed: 1})
+	r, err := report.New("one segment", []string{metrics.Reference}, metrics.Provenance{Mirage: "test"}, samples, report.Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,10 +391,10 @@ func TestRunReportWithoutHandOffs(t *testing.T) {
 	if _, err := r.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := VerifyReport(dir); err != nil || n == 0 {
-		t.Fatalf("VerifyReport: %d, %v", n, err)
+	if n, err := report.Verify(dir); err != nil || n == 0 {
+		t.Fatalf("report.Verify: %d, %v", n, err)
 	}
-	if md, _ := os.ReadFile(filepath.Join(dir, MarkdownFile)); !strings.Contains(string(md), "### Whole runs (") {
+	if md, _ := os.ReadFile(filepath.Join(dir, report.MarkdownFile)); !strings.Contains(string(md), "### Whole runs (") {
 		t.Errorf("report.md without its whole runs:\n%s", md)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -177,7 +178,7 @@ func TestWholeRunLS6(t *testing.T) {
 		}
 	}
 
-	rep, err := NewReport("whole runs", runPolicies, metrics.Provenance{Mirage: "test"}, runSamples, Bootstrap{Seed: 1, Below: 1 << 30}) // intervals for every group
+	rep, err := report.New("whole runs", runPolicies, metrics.Provenance{Mirage: "test"}, runSamples, report.Bootstrap{Seed: 1, Below: 1 << 30}) // intervals for every group
 	if err != nil {
 		t.Fatal(err)
 	}

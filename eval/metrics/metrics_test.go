@@ -278,3 +278,15 @@ func TestClassifyByReference(t *testing.T) {
 		}
 	}
 }
+
+func TestParseChainProtocol(t *testing.T) {
+	for in, want := range map[string]int{"chain-2": 2, "chain-10": 10, "chain-1": 0, "chain-": 0, "pair": 0, "chain-x": 0, "chain-3a": 0} {
+		k, ok := ParseChainProtocol(in)
+		if k != want || ok != (want > 0) {
+			t.Errorf("ParseChainProtocol(%q) = %d, %v; want %d", in, k, ok, want)
+		}
+		if ok && ChainProtocol(k) != in {
+			t.Errorf("ChainProtocol(%d) = %q", k, ChainProtocol(k))
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package metrics
 
-import "time"
+import (
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Sample is the outcome of one hand-off between two segments of a chain
 // under one policy: the signed gap = successor start − predecessor end
@@ -44,3 +48,19 @@ const ProtocolPair = "pair"
 
 // ProtocolRun names the whole-run protocol in Sample.Protocol and RunSample.Protocol.
 const ProtocolRun = "run"
+
+// ChainProtocol names the K-segment protocol: "chain-K".
+func ChainProtocol(k int) string { return "chain-" + strconv.Itoa(k) }
+
+// ParseChainProtocol reads "chain-K" (K ≥ 2) and returns K.
+func ParseChainProtocol(s string) (int, bool) {
+	rest, ok := strings.CutPrefix(s, "chain-")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(rest)
+	if err != nil || k < 2 || k > 1000 {
+		return 0, false
+	}
+	return k, true
+}

@@ -46,6 +46,7 @@ var rules = []rule{
 	// eval's packages point inward: none imports the root (experiments,
 	// cells, sweeps); metrics is a leaf of eval.
 	{Subject: "eval/metrics/...", Forbid: []string{"eval", "eval/report/...", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/report/...", Forbid: []string{"eval", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
 	{Subject: "eval/pack/...", Forbid: []string{"eval"}},
 	{Subject: "eval/realslurm/...", Forbid: []string{"eval"}},
 }

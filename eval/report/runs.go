@@ -1,4 +1,4 @@
-package eval
+package report
 
 import "github.com/mirage-gpu/mirage/eval/metrics"
 

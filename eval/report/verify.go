@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"encoding/json"
@@ -12,24 +12,24 @@ import (
 	"strings"
 )
 
-// ErrMismatch is returned by VerifyReport when a rendered number differs
+// ErrMismatch is returned by Verify when a rendered number differs
 // from report.json.
 var ErrMismatch = errors.New("report does not match its JSON")
 
-// VerifyReport checks that every number report.html and report.md in dir
+// Verify checks that every number report.html and report.md in dir
 // show equals the figure in report.json. It reads the JSON generically
 // (not through Report) and formats each figure by its field's unit
 // (hours 2 decimals, shares as percent with 1 decimal, counts whole,
 // GPU-hours 1 decimal), so it checks the renderers rather than repeating
 // them. It returns how many numbers it checked.
-func VerifyReport(dir string) (int, error) {
+func Verify(dir string) (int, error) {
 	js, err := os.ReadFile(filepath.Join(dir, JSONFile))
 	if err != nil {
 		return 0, err
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(js, &doc); err != nil {
-		return 0, fmt.Errorf("%w: %s: %v", ErrBadReport, JSONFile, err)
+		return 0, fmt.Errorf("%w: %s: %v", ErrBad, JSONFile, err)
 	}
 	html, err := os.ReadFile(filepath.Join(dir, HTMLFile))
 	if err != nil {

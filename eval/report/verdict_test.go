@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -15,7 +15,7 @@ import (
 // The report opens with a verdict per experiment: the runnable policy with
 // the lowest mean |gap| (never the oracle, even when it is lower), per load
 // class, before any other table; provenance comes last; the verdict's
-// numbers pass VerifyReport like the rest. synthSamples makes xgb 0.4×
+// numbers pass Verify like the rest. synthSamples makes xgb 0.4×
 // reactive and average 0.7× on every hand-off, so xgb is the answer; an
 // oracle at 0.1× is added here and must not be chosen.
 func TestReportVerdict(t *testing.T) {
@@ -29,7 +29,7 @@ func TestReportVerdict(t *testing.T) {
 			withOracle = append(withOracle, o)
 		}
 	}
-	r, err := NewReport("Verdict", []string{"reactive", "average", "xgb", "oracle"}, metrics.Provenance{Mirage: "test"}, withOracle, Bootstrap{Seed: 1})
+	r, err := New("Verdict", []string{"reactive", "average", "xgb", "oracle"}, metrics.Provenance{Mirage: "test"}, withOracle, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestReportVerdict(t *testing.T) {
 	if _, err := r.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := VerifyReport(dir); err != nil || n == 0 {
+	if n, err := Verify(dir); err != nil || n == 0 {
 		t.Fatalf("verify: %d numbers, %v", n, err)
 	}
 	for _, f := range []string{MarkdownFile, HTMLFile} {
@@ -64,7 +64,7 @@ func TestReportVerdict(t *testing.T) {
 		}
 		flat = append(flat, s)
 	}
-	r2, err := NewReport("Keep", []string{"reactive", "xgb"}, metrics.Provenance{Mirage: "test"}, onlyPolicies(flat, "reactive", "xgb"), Bootstrap{Seed: 1})
+	r2, err := New("Keep", []string{"reactive", "xgb"}, metrics.Provenance{Mirage: "test"}, onlyPolicies(flat, "reactive", "xgb"), Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestVerdictTies(t *testing.T) {
 			s = append(s, handoffs("reactive", metrics.LoadMedium, reactive...)...)
 			s = append(s, handoffs("pin", metrics.LoadMedium, c.pin...)...)
 			s = append(s, handoffs("xgb-online-pin", metrics.LoadMedium, c.learned...)...)
-			r, err := NewReport("Ties", []string{"reactive", "pin", "xgb-online-pin"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 3})
+			r, err := New("Ties", []string{"reactive", "pin", "xgb-online-pin"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 3})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,7 +188,7 @@ func TestVerdictTies(t *testing.T) {
 // states the tolerance in its definitions and keeps it through JSON.
 func TestZeroTolerance(t *testing.T) {
 	s := handoffs("reactive", metrics.LoadLow, -time.Minute, 0, time.Second, 5*time.Second, 6*time.Second)
-	r, err := NewReport("Zero", []string{"reactive"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 1})
+	r, err := New("Zero", []string{"reactive"}, metrics.Provenance{Mirage: "test"}, s, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestZeroTolerance(t *testing.T) {
 	if err := r.WriteJSON(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadReport(&buf, "zero.json")
+	back, err := Read(&buf, "zero.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestVerdictNotes(t *testing.T) {
 		s = append(s, h)
 	}
 	prov := metrics.Provenance{Mirage: "test", Cells: []metrics.CellInfo{{Name: "synth/x1/pair", Cell: "synth/x1/pair", Protocol: "pair", LoadScale: 1, Policies: []string{"reactive"}, Params: map[string]string{"lead": "1m0s"}}}}
-	r, err := NewReport("Notes", []string{"reactive"}, prov, s, Bootstrap{Seed: 1})
+	r, err := New("Notes", []string{"reactive"}, prov, s, Bootstrap{Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

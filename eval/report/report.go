@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -19,12 +19,12 @@ import (
 	"time"
 )
 
-// ReportSchema is the version of the report JSON layout.
-const ReportSchema = 1
+// Schema is the version of the report JSON layout.
+const Schema = 1
 
-// ErrBadReport is returned for report JSON that cannot be used (wrong
+// ErrBad is returned for report JSON that cannot be used (wrong
 // schema, inconsistent cells).
-var ErrBadReport = errors.New("bad report")
+var ErrBad = errors.New("bad report")
 
 // Bootstrap records how confidence intervals were computed.
 type Bootstrap struct {
@@ -66,7 +66,7 @@ func (r *Report) SetRuns(runs []metrics.RunSample) error {
 		k := [2]any{metrics.RunKeyOf(&x), x.Policy}
 		if i, ok := seen[k]; ok {
 			if out[i] != x {
-				return fmt.Errorf("%w: two different outcomes for policy %s, cell %s, run %s: the cells disagree; were they run with different seeds or versions?", ErrBadReport, x.Policy, x.Cell, x.ChainID)
+				return fmt.Errorf("%w: two different outcomes for policy %s, cell %s, run %s: the cells disagree; were they run with different seeds or versions?", ErrBad, x.Policy, x.Cell, x.ChainID)
 			}
 			continue // the reference policy's runs come from every cell
 		}
@@ -110,10 +110,10 @@ func (r *Report) SetZeroTolerance(d time.Duration) {
 	}
 }
 
-// NewReport computes the metrics of samples and assembles a report. The
+// New computes the metrics of samples and assembles a report. The
 // samples are copied, put in canonical order (cell, protocol, scale, policy,
 // size, chain, segment) with times in UTC, and checked for duplicates.
-func NewReport(title string, policies []string, prov metrics.Provenance, samples []metrics.Sample, b Bootstrap) (*Report, error) {
+func New(title string, policies []string, prov metrics.Provenance, samples []metrics.Sample, b Bootstrap) (*Report, error) {
 	s, err := canonicalSamples(samples)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func NewReport(title string, policies []string, prov metrics.Provenance, samples
 	if b.Level <= 0 || b.Level >= 1 {
 		b.Level = metrics.DefaultLevel
 	}
-	r := &Report{Schema: ReportSchema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
+	r := &Report{Schema: Schema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
 	r.Groups = metrics.Compute(s, r.metricsOptions())
 	if r.Groups == nil {
 		r.Groups = []metrics.GroupStats{}
@@ -152,7 +152,7 @@ func canonicalSamples(in []metrics.Sample) ([]metrics.Sample, error) {
 		if i, ok := seen[k]; ok {
 			if out[i] != s {
 				return nil, fmt.Errorf("%w: two different outcomes for policy %s, cell %s, chain %s, segment %d (gaps %v and %v): the cells disagree; were they run with different seeds or versions?",
-					ErrBadReport, s.Policy, s.Cell, s.ChainID, s.Segment, out[i].Gap, s.Gap)
+					ErrBad, s.Policy, s.Cell, s.ChainID, s.Segment, out[i].Gap, s.Gap)
 			}
 			continue // the same hand-off from two cells (the reference policy runs in every cell)
 		}
@@ -209,7 +209,7 @@ func canonicalProvenance(p metrics.Provenance) metrics.Provenance {
 // and command come from the first unless given.
 func Merge(title string, command []string, reports ...*Report) (*Report, error) {
 	if len(reports) == 0 {
-		return nil, fmt.Errorf("%w: nothing to merge", ErrBadReport)
+		return nil, fmt.Errorf("%w: nothing to merge", ErrBad)
 	}
 	first := reports[0]
 	var samples []metrics.Sample
@@ -218,21 +218,21 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	var policies []string
 	cellNames := map[string]int{}
 	for i, r := range reports {
-		if r.Schema != ReportSchema {
-			return nil, fmt.Errorf("%w: report %d has schema %d, want %d", ErrBadReport, i+1, r.Schema, ReportSchema)
+		if r.Schema != Schema {
+			return nil, fmt.Errorf("%w: report %d has schema %d, want %d", ErrBad, i+1, r.Schema, Schema)
 		}
 		if r.Bootstrap != first.Bootstrap {
-			return nil, fmt.Errorf("%w: report %d was computed with bootstrap %+v, report 1 with %+v", ErrBadReport, i+1, r.Bootstrap, first.Bootstrap)
+			return nil, fmt.Errorf("%w: report %d was computed with bootstrap %+v, report 1 with %+v", ErrBad, i+1, r.Bootstrap, first.Bootstrap)
 		}
 		if r.ZeroToleranceS != first.ZeroToleranceS {
-			return nil, fmt.Errorf("%w: report %d counts gaps up to %gs as zero interruption, report 1 up to %gs: were their clusters' schedulers simulated alike?", ErrBadReport, i+1, r.ZeroToleranceS, first.ZeroToleranceS)
+			return nil, fmt.Errorf("%w: report %d counts gaps up to %gs as zero interruption, report 1 up to %gs: were their clusters' schedulers simulated alike?", ErrBad, i+1, r.ZeroToleranceS, first.ZeroToleranceS)
 		}
 		if r.Provenance.Mirage != first.Provenance.Mirage {
-			return nil, fmt.Errorf("%w: report %d is from mirage %s, report 1 from %s", ErrBadReport, i+1, r.Provenance.Mirage, first.Provenance.Mirage)
+			return nil, fmt.Errorf("%w: report %d is from mirage %s, report 1 from %s", ErrBad, i+1, r.Provenance.Mirage, first.Provenance.Mirage)
 		}
 		for _, c := range r.Provenance.Cells {
 			if j, ok := cellNames[c.Name]; ok && j != i {
-				return nil, fmt.Errorf("%w: cell %q appears in reports %d and %d", ErrBadReport, c.Name, j+1, i+1)
+				return nil, fmt.Errorf("%w: cell %q appears in reports %d and %d", ErrBad, c.Name, j+1, i+1)
 			}
 			cellNames[c.Name] = i
 		}
@@ -251,7 +251,7 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	if title == "" {
 		title = first.Title
 	}
-	m, err := NewReport(title, policies, prov, samples, first.Bootstrap)
+	m, err := New(title, policies, prov, samples, first.Bootstrap)
 	if err != nil {
 		return nil, err
 	}
@@ -271,28 +271,28 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// ReadReport decodes a report written by WriteJSON and checks its schema.
-func ReadReport(rd io.Reader, name string) (*Report, error) {
+// Read decodes a report written by WriteJSON and checks its schema.
+func Read(rd io.Reader, name string) (*Report, error) {
 	dec := json.NewDecoder(rd)
 	dec.DisallowUnknownFields()
 	var r Report
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v (is it a report.json written by mirage eval?)", ErrBadReport, name, err)
+		return nil, fmt.Errorf("%w: %s: %v (is it a report.json written by mirage eval?)", ErrBad, name, err)
 	}
-	if r.Schema != ReportSchema {
-		return nil, fmt.Errorf("%w: %s: schema %d, this mirage reads %d", ErrBadReport, name, r.Schema, ReportSchema)
+	if r.Schema != Schema {
+		return nil, fmt.Errorf("%w: %s: schema %d, this mirage reads %d", ErrBad, name, r.Schema, Schema)
 	}
 	return &r, nil
 }
 
-// ReadReportFile reads a report JSON file.
-func ReadReportFile(path string) (*Report, error) {
+// ReadFile reads a report JSON file.
+func ReadFile(path string) (*Report, error) {
 	fh, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer fh.Close()
-	return ReadReport(fh, path)
+	return Read(fh, path)
 }
 
 // Report file names inside an output directory.

@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -70,7 +70,7 @@ func synthReport(t testing.TB, n int) *Report {
 			{Name: "synth/x1.2/pair", Cell: "synth/x1.2/pair", Trace: "t.csv", Protocol: "pair", LoadScale: 1.2, Policies: []string{"reactive", "average", "xgb"}, Seeds: map[string]uint64{"sim": 1, "load": 2}},
 		},
 	}
-	r, err := NewReport("Test report", []string{"reactive", "average", "xgb"}, prov, synthSamples(n, 3), Bootstrap{Seed: 5})
+	r, err := New("Test report", []string{"reactive", "average", "xgb"}, prov, synthSamples(n, 3), Bootstrap{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func evRender(t *testing.T, r *Report) (js, md, html []byte) {
 func TestReportJSONRoundTrip(t *testing.T) {
 	r := synthReport(t, 30)
 	js, md, html := evRender(t, r)
-	back, err := ReadReport(bytes.NewReader(js), "report.json")
+	back, err := Read(bytes.NewReader(js), "report.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,14 +254,14 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	}
 	// Bad input: wrong schema, unknown fields, not JSON.
 	for _, bad := range []string{`{"schema": 99}`, `{"schema": 1, "bogus": 2}`, `<html>`} {
-		if _, err := ReadReport(strings.NewReader(bad), "x.json"); !errors.Is(err, ErrBadReport) {
-			t.Errorf("ReadReport(%q) = %v, want ErrBadReport", bad, err)
+		if _, err := Read(strings.NewReader(bad), "x.json"); !errors.Is(err, ErrBad) {
+			t.Errorf("Read(%q) = %v, want ErrBad", bad, err)
 		}
 	}
 }
 
 // TestReportNumbersMatchJSON checks every number shown in the HTML and the
-// Markdown against report.json (VerifyReport), and that the check catches
+// Markdown against report.json (Verify), and that the check catches
 // a changed number or a missing row.
 func TestReportNumbersMatchJSON(t *testing.T) {
 	r := synthReport(t, 30)
@@ -269,7 +269,7 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 	if _, err := r.WriteFiles(dir); err != nil {
 		t.Fatal(err)
 	}
-	n, err := VerifyReport(dir)
+	n, err := Verify(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestReportNumbersMatchJSON(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, file), []byte(edit(string(orig))), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := VerifyReport(dir)
+		_, err := Verify(dir)
 		if !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want ErrMismatch mentioning %q", name, err, want)
 		}
@@ -368,7 +368,7 @@ func splitByCell(t *testing.T, r *Report) []*Report {
 			prov := r.Provenance
 			prov.Cells = []metrics.CellInfo{ci}
 			prov.Command = []string{"mirage", "eval", "--cell", ci.Name}
-			part, err := NewReport(r.Title, r.Policies, prov, s, r.Bootstrap)
+			part, err := New(r.Title, r.Policies, prov, s, r.Bootstrap)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -407,7 +407,7 @@ func TestMergeEqualsWhole(t *testing.T) {
 func TestMergeRejects(t *testing.T) {
 	r := synthReport(t, 10)
 	parts := splitByCell(t, r)
-	if _, err := Merge("", nil, parts[0], parts[0]); !errors.Is(err, ErrBadReport) || !strings.Contains(err.Error(), "appears in reports 1 and 2") {
+	if _, err := Merge("", nil, parts[0], parts[0]); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "appears in reports 1 and 2") {
 		t.Errorf("same cell twice: %v", err)
 	}
 	// A cell whose reference outcome disagrees with another cell's.
@@ -420,20 +420,20 @@ func TestMergeRejects(t *testing.T) {
 		}
 	}
 	bad.Provenance.Cells = []metrics.CellInfo{{Name: "other"}}
-	if _, err := Merge("", nil, parts[0], &bad); !errors.Is(err, ErrBadReport) || !strings.Contains(err.Error(), "two different outcomes") {
+	if _, err := Merge("", nil, parts[0], &bad); !errors.Is(err, ErrBad) || !strings.Contains(err.Error(), "two different outcomes") {
 		t.Errorf("conflicting samples: %v", err)
 	}
 	other := *parts[1]
 	other.Bootstrap.Seed++
-	if _, err := Merge("", nil, parts[0], &other); !errors.Is(err, ErrBadReport) {
+	if _, err := Merge("", nil, parts[0], &other); !errors.Is(err, ErrBad) {
 		t.Errorf("different bootstrap: %v", err)
 	}
 	v2 := *parts[1]
 	v2.Provenance.Mirage = "v9"
-	if _, err := Merge("", nil, parts[0], &v2); !errors.Is(err, ErrBadReport) {
+	if _, err := Merge("", nil, parts[0], &v2); !errors.Is(err, ErrBad) {
 		t.Errorf("different version: %v", err)
 	}
-	if _, err := Merge("", nil); !errors.Is(err, ErrBadReport) {
+	if _, err := Merge("", nil); !errors.Is(err, ErrBad) {
 		t.Errorf("nothing: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"fmt"
@@ -44,7 +44,7 @@ func (r *Report) introduction() string {
 			fmt.Fprintf(&b, " of %s nodes", strings.ReplaceAll(nodes, ",", " or "))
 		}
 		parts := "two parts, a job and its follow-up"
-		if k, ok := ParseChainProtocol(c.Protocol); ok {
+		if k, ok := metrics.ParseChainProtocol(c.Protocol); ok {
 			parts = strconv.Itoa(k) + " parts, each followed by the next"
 		} else if c.Protocol == metrics.ProtocolRun {
 			parts = "as many parts as the work takes"

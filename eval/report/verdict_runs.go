@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ var verdictRunColumns = func() []runColumn {
 }()
 
 // runVerdictTitle is the verdict table's heading in Markdown: it starts as
-// the whole-run tables' do (runTable), which tells VerifyReport its kind.
+// the whole-run tables' do (runTable), which tells Verify its kind.
 const runVerdictTitle = "Whole runs: the verdict's figures"
 
 // verdictRuns is the run protocol's verdict: the whole-run answer a user

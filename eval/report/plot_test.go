@@ -1,4 +1,4 @@
-package eval
+package report
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func policiesReport(t testing.TB, pols []synthPolicy) *Report {
 	for _, p := range pols {
 		names = append(names, p.name)
 	}
-	r, err := NewReport("Twelve policies", names, metrics.Provenance{Mirage: "test"}, synthSamplesOf(40, 3, []float64{1, 1.2}, pols), Bootstrap{Seed: 5})
+	r, err := New("Twelve policies", names, metrics.Provenance{Mirage: "test"}, synthSamplesOf(40, 3, []float64{1, 1.2}, pols), Bootstrap{Seed: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
