@@ -526,15 +526,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	} else if m != nil {
 		prov.Models = append(prov.Models, *m)
 	}
-	rep, err := report.New(e.Title, e.Policies, prov, out, e.Bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	if err := rep.SetRuns(ownRuns); err != nil {
-		return nil, err
-	}
-	rep.SetZeroTolerance(schedLatency(scaled.Config))
-	return rep, nil
+	return report.Assemble(e.Title, e.Policies, prov, out, ownRuns, e.Bootstrap, schedLatency(scaled.Config))
 }
 
 // schedLatency is the longest the simulated scheduler takes from an event

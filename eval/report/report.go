@@ -100,7 +100,7 @@ func (r *Report) ZeroTolerance() time.Duration {
 // SetZeroTolerance sets the gap that still counts as zero interruption
 // (whole seconds; the scheduler's latency) and recomputes the figures.
 func (r *Report) SetZeroTolerance(d time.Duration) {
-	r.ZeroToleranceS = max(d, 0).Round(time.Second).Seconds()
+	r.ZeroToleranceS = zeroToleranceS(d)
 	r.Groups = metrics.Compute(r.Samples, r.metricsOptions())
 	if r.Groups == nil {
 		r.Groups = []metrics.GroupStats{}
@@ -110,10 +110,23 @@ func (r *Report) SetZeroTolerance(d time.Duration) {
 	}
 }
 
-// New computes the metrics of samples and assembles a report. The
-// samples are copied, put in canonical order (cell, protocol, scale, policy,
-// size, chain, segment) with times in UTC, and checked for duplicates.
+// zeroToleranceS is the zero tolerance as recorded: whole seconds, ≥ 0.
+func zeroToleranceS(d time.Duration) float64 { return max(d, 0).Round(time.Second).Seconds() }
+
+// New computes the metrics of samples and assembles a report (no whole
+// runs, no zero tolerance: Assemble with those). The samples are copied,
+// put in canonical order (cell, protocol, scale, policy, size, chain,
+// segment) with times in UTC, and checked for duplicates.
 func New(title string, policies []string, prov metrics.Provenance, samples []metrics.Sample, b Bootstrap) (*Report, error) {
+	return Assemble(title, policies, prov, samples, nil, b, 0)
+}
+
+// Assemble builds a report from everything its figures are computed from:
+// the hand-off samples (canonicalised as New does), the whole runs
+// (as SetRuns does), the bootstrap settings (zero fields get the defaults)
+// and the zero tolerance (as SetZeroTolerance rounds it). Each figure is
+// computed once, with the final settings.
+func Assemble(title string, policies []string, prov metrics.Provenance, samples []metrics.Sample, runs []metrics.RunSample, b Bootstrap, zeroTolerance time.Duration) (*Report, error) {
 	s, err := canonicalSamples(samples)
 	if err != nil {
 		return nil, err
@@ -127,10 +140,14 @@ func New(title string, policies []string, prov metrics.Provenance, samples []met
 	if b.Level <= 0 || b.Level >= 1 {
 		b.Level = metrics.DefaultLevel
 	}
-	r := &Report{Schema: Schema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s}
+	r := &Report{Schema: Schema, Title: title, Policies: slices.Clone(policies), Provenance: canonicalProvenance(prov), Bootstrap: b, Samples: s,
+		ZeroToleranceS: zeroToleranceS(zeroTolerance)}
 	r.Groups = metrics.Compute(s, r.metricsOptions())
 	if r.Groups == nil {
 		r.Groups = []metrics.GroupStats{}
+	}
+	if err := r.SetRuns(runs); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -251,17 +268,7 @@ func Merge(title string, command []string, reports ...*Report) (*Report, error) 
 	if title == "" {
 		title = first.Title
 	}
-	m, err := New(title, policies, prov, samples, first.Bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	if err := m.SetRuns(runs); err != nil {
-		return nil, err
-	}
-	if first.ZeroToleranceS != 0 {
-		m.SetZeroTolerance(first.ZeroTolerance())
-	}
-	return m, nil
+	return Assemble(title, policies, prov, samples, runs, first.Bootstrap, first.ZeroTolerance())
 }
 
 // WriteJSON writes the report as indented JSON.

@@ -463,3 +463,42 @@ func TestHashTraceAndModelRef(t *testing.T) {
 		t.Error("no error for a model directory without meta.json")
 	}
 }
+
+// TestAssembleEqualsStepwise: Assemble computes each figure once, with the
+// final settings, and gets what New, SetRuns and SetZeroTolerance (each
+// recomputing) got; a zero tolerance of 30 min, which moves the zero-
+// interruption figures of the synthetic samples, and two reactive/lead
+// runs make the comparison cover every figure.
+func TestAssembleEqualsStepwise(t *testing.T) {
+	samples := synthSamples(30, 7)
+	inject := time.Date(2024, 2, 3, 0, 0, 0, 0, time.UTC)
+	var runs []metrics.RunSample
+	for i, p := range []string{metrics.Reference, "lead"} {
+		runs = append(runs, metrics.RunSample{Policy: p, Cell: "c", Protocol: metrics.ProtocolRun, ChainID: "a", Inject: inject, Nodes: 1, GPUs: 3,
+			LoadScale: 1, LoadClass: metrics.LoadLow, Work: 10 * time.Hour, Completion: time.Duration(11+i) * time.Hour, Segments: 2, ChargedGPU: 33, UsefulGPU: 30})
+	}
+	prov := metrics.Provenance{Mirage: "test"}
+	b := Bootstrap{Seed: 3}
+	step, err := New("t", []string{metrics.Reference, "lead"}, prov, samples, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := step.SetRuns(runs); err != nil {
+		t.Fatal(err)
+	}
+	step.SetZeroTolerance(30 * time.Minute)
+	once, err := Assemble("t", []string{metrics.Reference, "lead"}, prov, samples, runs, b, 30*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := New("t", []string{metrics.Reference, "lead"}, prov, samples, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if once.ZeroToleranceS != 1800 || len(once.RunGroups) == 0 || reflect.DeepEqual(once.Groups, plain.Groups) {
+		t.Fatalf("zero tolerance %gs, %d run groups, figures moved by the tolerance: %v", once.ZeroToleranceS, len(once.RunGroups), !reflect.DeepEqual(once.Groups, plain.Groups))
+	}
+	if !reflect.DeepEqual(once, step) {
+		t.Error("Assemble differs from New + SetRuns + SetZeroTolerance")
+	}
+}
