@@ -1,6 +1,12 @@
 package metrics
 
-import "time"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
 
 // TraceRef identifies a trace file by path and content.
 type TraceRef struct {
@@ -49,4 +55,25 @@ type Provenance struct {
 	Windows []Window   `json:"windows,omitempty"`
 	Models  []ModelRef `json:"models,omitempty"`
 	Cells   []CellInfo `json:"cells"`
+}
+
+// Summary is one line about the model: its kind, the trace and windows it
+// was trained on and its seed (the rest of meta.json is in report.json).
+// It is where the generic Meta is read, so that reports need not.
+func (m ModelRef) Summary() string {
+	var parts []string
+	for _, k := range []string{"kind", "task", "trace", "seed", "schema"} {
+		if v, ok := m.Meta[k]; ok {
+			parts = append(parts, fmt.Sprintf("%s %v", k, v))
+		}
+	}
+	if w, ok := m.Meta["windows"].(map[string]any); ok {
+		for _, k := range slices.Sorted(maps.Keys(w)) {
+			parts = append(parts, fmt.Sprintf("%s %v", k, w[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "metadata in report.json"
+	}
+	return strings.Join(parts, "; ")
 }

@@ -103,7 +103,7 @@ type htmlView struct {
 func (r *Report) WriteHTML(w io.Writer) error {
 	v := htmlView{Title: r.Title, Intro: r.introduction(), Definitions: r.definitions(), Provenance: r.provenanceLines(), Cells: r.cellLines()}
 	for _, m := range r.Provenance.Models {
-		v.Models = append(v.Models, modelView{m.Policy, m.Dir, modelSummary(m)})
+		v.Models = append(v.Models, modelView{m.Policy, m.Dir, m.Summary()})
 	}
 	for _, e := range r.experiments() {
 		v.Verdicts = append(v.Verdicts, r.verdict(e))

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io"
 	"maps"
 	"slices"
@@ -62,7 +61,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		ew.printf("- **cells**: %d (listed in report.json)\n", len(cells))
 	}
 	for _, m := range r.Provenance.Models {
-		ew.printf("- **model %s** (%s): %s\n", mdEscape(m.Policy), mdEscape(m.Dir), mdEscape(modelSummary(m)))
+		ew.printf("- **model %s** (%s): %s\n", mdEscape(m.Policy), mdEscape(m.Dir), mdEscape(m.Summary()))
 	}
 	return ew.err
 }
@@ -86,26 +85,6 @@ func (e *mdWriter) table(t tableView) {
 		e.printf("| %s |\n", strings.Join(texts, " | "))
 	}
 	e.printf("\n")
-}
-
-// modelSummary is one line about a model: its kind, the trace and windows
-// it was trained on and its seed (the rest of meta.json is in report.json).
-func modelSummary(m metrics.ModelRef) string {
-	var parts []string
-	for _, k := range []string{"kind", "task", "trace", "seed", "schema"} {
-		if v, ok := m.Meta[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s %v", k, v))
-		}
-	}
-	if w, ok := m.Meta["windows"].(map[string]any); ok {
-		for _, k := range sortedMapKeys(w) {
-			parts = append(parts, fmt.Sprintf("%s %v", k, w[k]))
-		}
-	}
-	if len(parts) == 0 {
-		return "metadata in report.json"
-	}
-	return strings.Join(parts, "; ")
 }
 
 // mdWriter keeps the first write error.

@@ -60,10 +60,14 @@ type Report struct {
 // report's bootstrap settings.
 func (r *Report) SetRuns(runs []metrics.RunSample) error {
 	out := make([]metrics.RunSample, 0, len(runs))
-	seen := map[[2]any]int{}
+	type runOf struct {
+		run    metrics.RunKey
+		policy string
+	}
+	seen := map[runOf]int{}
 	for _, x := range runs {
 		x.Inject = x.Inject.UTC()
-		k := [2]any{metrics.RunKeyOf(&x), x.Policy}
+		k := runOf{metrics.RunKeyOf(&x), x.Policy}
 		if i, ok := seen[k]; ok {
 			if out[i] != x {
 				return fmt.Errorf("%w: two different outcomes for policy %s, cell %s, run %s: the cells disagree; were they run with different seeds or versions?", ErrBad, x.Policy, x.Cell, x.ChainID)

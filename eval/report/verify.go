@@ -1,13 +1,16 @@
 package report
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -17,17 +20,18 @@ import (
 var ErrMismatch = errors.New("report does not match its JSON")
 
 // Verify checks that every number report.html and report.md in dir
-// show equals the figure in report.json. It reads the JSON generically
-// (not through Report) and formats each figure by its field's unit
-// (hours 2 decimals, shares as percent with 1 decimal, counts whole,
-// GPU-hours 1 decimal), so it checks the renderers rather than repeating
-// them. It returns how many numbers it checked.
+// show equals the figure in report.json. It decodes the JSON into a Report
+// and finds each figure by its JSON path (figureAt: the fields' JSON names,
+// as report.json spells them), formatting it by its field's unit (hours 2
+// decimals, shares as percent with 1 decimal, counts whole, GPU-hours 1
+// decimal), so it checks the renderers rather than repeating them. It
+// returns how many numbers it checked.
 func Verify(dir string) (int, error) {
 	js, err := os.ReadFile(filepath.Join(dir, JSONFile))
 	if err != nil {
 		return 0, err
 	}
-	var doc map[string]any
+	var doc Report
 	if err := json.Unmarshal(js, &doc); err != nil {
 		return 0, fmt.Errorf("%w: %s: %v", ErrBad, JSONFile, err)
 	}
@@ -40,34 +44,96 @@ func Verify(dir string) (int, error) {
 		return 0, err
 	}
 	var errs []error
-	nh, err := verifyHTML(doc, string(html))
+	nh, err := verifyHTML(&doc, string(html))
 	errs = append(errs, err)
-	nm, err := verifyMarkdown(doc, string(md))
+	nm, err := verifyMarkdown(&doc, string(md))
 	errs = append(errs, err)
 	return nh + nm, errors.Join(errs...)
 }
 
-// jsonPath resolves "groups.3.ci.reduction.lo" in decoded JSON.
-func jsonPath(doc any, path string) (any, bool) {
-	cur := doc
+// figureAt resolves a JSON path such as "groups.3.ci.reduction.lo" in the
+// report: each part names a struct field by its JSON name (fields of
+// embedded structs included, as encoding/json flattens them) or indexes a
+// slice. ok is false when report.json has no value there: a missing name,
+// an index out of range, a nil pointer, or a zero field tagged omitempty
+// (which WriteJSON leaves out). The value is the one the JSON holds.
+func figureAt(r *Report, path string) (v reflect.Value, ok bool) {
+	v = reflect.ValueOf(r).Elem()
 	for _, part := range strings.Split(path, ".") {
-		switch v := cur.(type) {
-		case map[string]any:
-			var ok bool
-			if cur, ok = v[part]; !ok {
-				return nil, false
+		if v, ok = deref(v); !ok {
+			return v, false
+		}
+		switch v.Kind() {
+		case reflect.Struct:
+			if v, ok = jsonField(v, part); !ok {
+				return v, false
 			}
-		case []any:
+		case reflect.Slice:
 			i, err := strconv.Atoi(part)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil, false
+			if err != nil || i < 0 || i >= v.Len() {
+				return v, false
 			}
-			cur = v[i]
+			v = v.Index(i)
 		default:
-			return nil, false
+			return v, false
 		}
 	}
-	return cur, cur != nil
+	return deref(v)
+}
+
+// deref follows pointers; ok is false at a nil one.
+func deref(v reflect.Value) (reflect.Value, bool) {
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return v, false
+		}
+		v = v.Elem()
+	}
+	return v, true
+}
+
+// jsonField is the field of struct v that encoding/json writes under name
+// (searching embedded structs); ok is false when it writes none there.
+func jsonField(v reflect.Value, name string) (reflect.Value, bool) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if fv, ok := jsonField(v.Field(i), name); ok {
+				return fv, true
+			}
+			continue
+		}
+		if !f.IsExported() || tag == "-" || cmp.Or(tag, f.Name) != name {
+			continue
+		}
+		fv := v.Field(i)
+		omitEmpty := slices.Contains(strings.Split(opts, ","), "omitempty")
+		return fv, !(omitEmpty && fv.IsZero())
+	}
+	return reflect.Value{}, false
+}
+
+// number is a figure's value as a float64; ok is false for anything but a number.
+func number(v reflect.Value) (float64, bool) {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		return v.Float(), true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(v.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(v.Uint()), true
+	}
+	return 0, false
+}
+
+// jsonText shows a figure in an error message (<nil> where the JSON has none).
+func jsonText(v reflect.Value, ok bool) string {
+	if f, isNum := number(v); ok && isNum {
+		return fmt.Sprint(f)
+	}
+	return "<nil>"
 }
 
 // expectText formats a JSON figure as a reader should see it, by field name.
@@ -97,33 +163,31 @@ func fieldOf(path string) string {
 
 var htmlCellRE = regexp.MustCompile(`data-k="([^"]+)" data-v="([^"]+)">([^<]*)`)
 
-func verifyHTML(doc map[string]any, html string) (int, error) {
+func verifyHTML(doc *Report, html string) (int, error) {
 	var errs []error
 	seen := map[string]bool{}
 	for _, m := range htmlCellRE.FindAllStringSubmatch(html, -1) {
 		key, val, text := m[1], m[2], strings.TrimSpace(m[3])
 		seen[key] = true
-		jv, ok := jsonPath(doc, key)
-		f, isNum := jv.(float64)
+		jv, ok := figureAt(doc, key)
+		f, isNum := number(jv)
 		switch {
 		case !ok:
 			errs = append(errs, fmt.Errorf("%w: HTML shows %s = %s, not in the JSON", ErrMismatch, key, val))
 		case !isNum:
-			errs = append(errs, fmt.Errorf("%w: %s is %T in the JSON", ErrMismatch, key, jv))
+			errs = append(errs, fmt.Errorf("%w: %s is %s in the JSON", ErrMismatch, key, jv.Type()))
 		case val != strconv.FormatFloat(f, 'g', -1, 64):
 			errs = append(errs, fmt.Errorf("%w: %s: HTML value %s, JSON %v", ErrMismatch, key, val, f))
 		case text != expectText(fieldOf(key), f):
 			errs = append(errs, fmt.Errorf("%w: %s: HTML shows %q, JSON %v reads %q", ErrMismatch, key, text, f, expectText(fieldOf(key), f)))
 		}
 	}
-	groups, _ := doc["groups"].([]any)
-	for i := range groups {
+	for i := range doc.Groups {
 		if k := fmt.Sprintf("groups.%d.interruption_mean_h", i); !seen[k] {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from the HTML", ErrMismatch, i))
 		}
 	}
-	runGroups, _ := doc["run_groups"].([]any)
-	for i := range runGroups {
+	for i := range doc.RunGroups {
 		if k := fmt.Sprintf("run_groups.%d.overhead_mean_h", i); !seen[k] {
 			errs = append(errs, fmt.Errorf("%w: run group %d missing from the HTML", ErrMismatch, i))
 		}
@@ -185,15 +249,18 @@ func splitMDRow(line string) []string {
 	return append(cells, strings.TrimSpace(cur.String()))
 }
 
-func verifyMarkdown(doc map[string]any, md string) (int, error) {
-	groups, _ := doc["groups"].([]any)
-	runGroups, _ := doc["run_groups"].([]any)
-	find := func(groups []any, protocol, scale, policy string, nodes int, class string) int {
+func verifyMarkdown(doc *Report, md string) (int, error) {
+	groups := make([]metrics.GroupKey, len(doc.Groups))
+	for i := range doc.Groups {
+		groups[i] = doc.Groups[i].GroupKey
+	}
+	runGroups := make([]metrics.GroupKey, len(doc.RunGroups))
+	for i := range doc.RunGroups {
+		runGroups[i] = doc.RunGroups[i].GroupKey
+	}
+	find := func(groups []metrics.GroupKey, protocol, scale, policy string, nodes int, class string) int {
 		for i, g := range groups {
-			m, _ := g.(map[string]any)
-			s, _ := m["load_scale"].(float64)
-			n, _ := m["nodes"].(float64)
-			if m["protocol"] == protocol && strconv.FormatFloat(s, 'g', -1, 64) == scale && m["policy"] == policy && int(n) == nodes && m["load_class"] == class {
+			if g.Protocol == protocol && strconv.FormatFloat(g.LoadScale, 'g', -1, 64) == scale && g.Policy == policy && g.Nodes == nodes && g.LoadClass == class {
 				return i
 			}
 		}
@@ -270,14 +337,14 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 			}
 			text, ci2, hasCI := strings.Cut(cells[ci], " [")
 			key := fmt.Sprintf("%s.%d.%s", prefix, gi, field)
-			jv, ok := jsonPath(doc, key)
+			jv, ok := figureAt(doc, key)
 			if !ok {
 				if text != "–" {
 					errs = append(errs, fmt.Errorf("%w: report.md line %d shows %s = %q, not in the JSON", ErrMismatch, ln+1, key, text))
 				}
 				continue
 			}
-			f, _ := jv.(float64)
+			f, _ := number(jv)
 			if want := expectText(fieldOf(field), f); text != want {
 				errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %v reads %q", ErrMismatch, ln+1, key, text, f, want))
 			}
@@ -286,10 +353,10 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 				lo, hi, _ := strings.Cut(strings.TrimSuffix(ci2, "]"), "–")
 				for _, b := range []struct{ end, text string }{{"lo", lo}, {"hi", hi}} {
 					ck := fmt.Sprintf("%s.%d.ci.%s.%s", prefix, gi, field, b.end)
-					cv, ok := jsonPath(doc, ck)
-					cf, _ := cv.(float64)
-					if !ok || !cis[field] || b.text != expectText(field, cf) {
-						errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %v", ErrMismatch, ln+1, ck, b.text, cv))
+					cv, ok := figureAt(doc, ck)
+					cf, isNum := number(cv)
+					if !ok || !isNum || !cis[field] || b.text != expectText(field, cf) {
+						errs = append(errs, fmt.Errorf("%w: report.md line %d: %s shows %q, JSON %s", ErrMismatch, ln+1, ck, b.text, jsonText(cv, ok)))
 					}
 					checked++
 				}
@@ -300,8 +367,7 @@ func verifyMarkdown(doc map[string]any, md string) (int, error) {
 		if !rowsSeen[i] {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md", ErrMismatch, i))
 		}
-		m, _ := g.(map[string]any)
-		if n, _ := m["nodes"].(float64); n == 0 && m["load_class"] == metrics.AllClasses && !gapSeen[i] {
+		if g.Nodes == 0 && g.LoadClass == metrics.AllClasses && !gapSeen[i] {
 			errs = append(errs, fmt.Errorf("%w: group %d missing from report.md's gap distribution", ErrMismatch, i))
 		}
 	}
