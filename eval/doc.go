@@ -7,7 +7,9 @@
 // intervals, reports, the merge of job-array cells) reads only Samples and
 // the run's Provenance, so a report can be rebuilt from its JSON.
 //
-// The sample and provenance types and the metrics over them are package
-// eval/metrics, reports package eval/report; the packing evaluation is
-// package eval/pack.
+// The root keeps the experiments (specs, cells, sweeps, job arrays, the
+// merge of cells' files, the site grid). The protocols that produce samples
+// are package eval/protocol, the sample and provenance types and the metrics
+// over them package eval/metrics, reports package eval/report; the packing
+// evaluation is package eval/pack.
 package eval

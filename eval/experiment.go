@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
 	"os"
@@ -69,15 +70,15 @@ type CellSpec struct {
 // Normalize fills defaults and validates; it is idempotent.
 func (e *Experiment) Normalize() error {
 	if len(e.Traces) == 0 {
-		return fmt.Errorf("%w: no traces", ErrBadSetup)
+		return fmt.Errorf("%w: no traces", protocol.ErrBadSetup)
 	}
 	if len(e.Policies) == 0 {
-		return fmt.Errorf("%w: no policies", ErrBadSetup)
+		return fmt.Errorf("%w: no policies", protocol.ErrBadSetup)
 	}
 	seen := map[string]bool{}
 	for _, p := range e.Policies {
 		if p == "" || seen[p] || strings.ContainsAny(p, "/ \t\n") {
-			return fmt.Errorf("%w: policy names must be unique, non-empty, without '/' or spaces: %q", ErrBadSetup, p)
+			return fmt.Errorf("%w: policy names must be unique, non-empty, without '/' or spaces: %q", protocol.ErrBadSetup, p)
 		}
 		seen[p] = true
 	}
@@ -85,59 +86,59 @@ func (e *Experiment) Normalize() error {
 		e.LoadScales = []float64{1}
 	}
 	for _, s := range e.LoadScales {
-		if _, err := ScaleLoad(nil, s, 0, 0); err != nil {
-			return fmt.Errorf("%w: load scale: %v", ErrBadSetup, err)
+		if _, err := protocol.ScaleLoad(nil, s, 0, 0); err != nil {
+			return fmt.Errorf("%w: load scale: %v", protocol.ErrBadSetup, err)
 		}
 	}
 	if e.Protocol == "" {
 		e.Protocol = metrics.ProtocolPair
 	}
 	if _, ok := metrics.ParseChainProtocol(e.Protocol); !ok && e.Protocol != metrics.ProtocolPair && e.Protocol != metrics.ProtocolRun {
-		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", protocol.ErrBadSetup, e.Protocol)
 	}
 	if e.Protocol == metrics.ProtocolRun {
 		if e.Workload == "" {
 			e.Workload = provisioner.WorkloadTraining
 		}
 		if e.Work == 0 {
-			e.Work = DefaultWork
+			e.Work = protocol.DefaultWork
 		}
 		if e.Restart == 0 {
-			e.Restart = DefaultRestart
+			e.Restart = protocol.DefaultRestart
 		}
 		if e.Checkpoint == 0 {
-			e.Checkpoint = DefaultCheckpoint
+			e.Checkpoint = protocol.DefaultCheckpoint
 		}
 	}
 	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != metrics.ProtocolRun ||
 		e.Work < 0 || e.Restart < 0 || e.Checkpoint < 0 {
-		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", ErrBadSetup)
+		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", protocol.ErrBadSetup)
 	}
 	if _, isChain := metrics.ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
-		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
+		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", protocol.ErrBadSetup, e.HandOff)
 	}
 	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	if e.Workload != "" && e.Protocol == metrics.ProtocolPair {
-		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", ErrBadSetup, e.Workload)
+		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", protocol.ErrBadSetup, e.Workload)
 	}
 	if len(e.Nodes) == 0 {
 		e.Nodes = []int{1, 8}
 	}
 	for _, n := range e.Nodes {
 		if n < 1 {
-			return fmt.Errorf("%w: nodes per segment must be ≥ 1, got %d", ErrBadSetup, n)
+			return fmt.Errorf("%w: nodes per segment must be ≥ 1, got %d", protocol.ErrBadSetup, n)
 		}
 	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
-	}{{"limit", &e.Limit, DefaultLimit}, {"warmup", &e.Warmup, DefaultWarmup}, {"interval", &e.Interval, DefaultInterval},
-		{"cycle", &e.Cycle, DefaultCycle}, {"horizon", &e.Horizon, DefaultHorizon}} {
+	}{{"limit", &e.Limit, protocol.DefaultLimit}, {"warmup", &e.Warmup, protocol.DefaultWarmup}, {"interval", &e.Interval, protocol.DefaultInterval},
+		{"cycle", &e.Cycle, protocol.DefaultCycle}, {"horizon", &e.Horizon, protocol.DefaultHorizon}} {
 		if *d.v < 0 {
-			return fmt.Errorf("%w: %s must not be negative, got %s", ErrBadSetup, d.name, *d.v)
+			return fmt.Errorf("%w: %s must not be negative, got %s", protocol.ErrBadSetup, d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -146,7 +147,7 @@ func (e *Experiment) Normalize() error {
 	// Both read in one zone (any: the trace's zone shifts both alike, unless
 	// only one of them carries an offset, checked per trace in window).
 	if !e.From.IsZero() && !e.Until.IsZero() && !e.From.In(time.UTC).Before(e.Until.In(time.UTC)) {
-		return fmt.Errorf("%w: from %s is not before until %s", ErrBadSetup, e.From, e.Until)
+		return fmt.Errorf("%w: from %s is not before until %s", protocol.ErrBadSetup, e.From, e.Until)
 	}
 	if e.Preset == "" {
 		e.Preset = "ls6"
@@ -217,20 +218,20 @@ func (e *Experiment) Cells() []CellSpec {
 func (e *Experiment) SimConfig() (sim.Config, error) {
 	cfg, err := sim.Preset(e.Preset)
 	if err != nil {
-		return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return cfg, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	if e.SlurmConf != "" {
 		fh, err := os.Open(e.SlurmConf)
 		if err != nil {
-			return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			return cfg, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 		}
 		defer fh.Close()
 		if cfg, err = sim.ParseSlurmConf(fh, cfg); err != nil {
-			return cfg, fmt.Errorf("%w: %s: %v", ErrBadSetup, e.SlurmConf, err)
+			return cfg, fmt.Errorf("%w: %s: %v", protocol.ErrBadSetup, e.SlurmConf, err)
 		}
 	}
 	if len(cfg.Nodes) == 0 {
-		return cfg, fmt.Errorf("%w: the simulated cluster has no nodes (preset %q, slurm.conf %q)", ErrBadSetup, e.Preset, e.SlurmConf)
+		return cfg, fmt.Errorf("%w: the simulated cluster has no nodes (preset %q, slurm.conf %q)", protocol.ErrBadSetup, e.Preset, e.SlurmConf)
 	}
 	return cfg, nil
 }
@@ -316,7 +317,7 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 // [from, until), from no earlier than the first recorded start + warm-up;
 // From and Until without an offset are read in the trace's zone loc. An
 // empty window is an ErrBadSetup that says where each end came from
-// (emptyWindow).
+// (EmptyWindow).
 func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, until time.Time, err error) {
 	from, until = e.From.In(loc), e.Until.In(loc)
 	if first := sc.First.Add(e.Warmup); from.Before(first) {
@@ -326,43 +327,9 @@ func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, un
 		until = sc.Last
 	}
 	if !from.Before(until) {
-		return from, until, emptyWindow(e.From.In(loc), e.Until.In(loc), sc.First, e.Warmup, sc.Last)
+		return from, until, protocol.EmptyWindow(e.From.In(loc), e.Until.In(loc), sc.First, e.Warmup, sc.Last)
 	}
 	return from.UTC(), until.UTC(), nil
-}
-
-// emptyWindow explains why no chain can be injected: the window starts at
-// the later of --from (fromFlag, zero when not given) and the trace's first
-// recorded start + the warm-up, and ends at --until (untilFlag) or the
-// trace's last submit, and here it does not start before it ends.
-func emptyWindow(fromFlag, untilFlag, first time.Time, warmup time.Duration, last time.Time) error {
-	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	from, fromWhy := first.Add(warmup), fmt.Sprintf("the trace's first start %s + the %s warm-up", stamp(first), fmtHours(warmup))
-	if fromFlag.After(from) {
-		from, fromWhy = fromFlag, "--from"
-	}
-	until, untilWhy := last, "the trace's last submit"
-	if !untilFlag.IsZero() {
-		until, untilWhy = untilFlag, "--until"
-	}
-	var fix string
-	switch {
-	case fromWhy == "--from" && untilWhy == "--until":
-		fix = "give a --from before --until"
-	case fromWhy == "--from":
-		fix = fmt.Sprintf("give a --from before %s", stamp(until))
-	case untilWhy == "--until":
-		fix = fmt.Sprintf("give an --until after %s, or a shorter --warmup", stamp(from))
-	default:
-		fix = fmt.Sprintf("the trace spans %s from its first start to its last submit, no more than the warm-up: give a longer trace, or a shorter --warmup", fmtHours(last.Sub(first)))
-	}
-	return fmt.Errorf("%w: no chain can be injected: the evaluation window would start at %s (%s) and end at %s (%s); %s",
-		ErrBadSetup, stamp(from), fromWhy, stamp(until), untilWhy, fix)
-}
-
-// fmtHours writes a duration in hours ("48h", "13.5h").
-func fmtHours(d time.Duration) string {
-	return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + "h"
 }
 
 // RunCell runs one cell: the trace scaled to the cell's load, the cell's
@@ -377,9 +344,9 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	if err != nil {
 		return nil, err
 	}
-	scaled, err := ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
+	scaled, err := protocol.ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	from, until, err := e.window(tr.sc, tr.loc)
 	if err != nil {
@@ -399,7 +366,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	// features.ErrSchemaMismatch: bad input).
 	for _, p := range run {
 		if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
-			return nil, fmt.Errorf("%w: %w", ErrBadSetup, err)
+			return nil, fmt.Errorf("%w: %w", protocol.ErrBadSetup, err)
 		}
 	}
 	params := map[string]string{
@@ -419,7 +386,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	var samples []metrics.Sample
 	var runs []metrics.RunSample
 	if k, isChain := metrics.ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
-		setup := ChainSetup{
+		setup := protocol.ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
 			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff, Workload: e.Workload,
@@ -427,7 +394,11 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 			ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		}
 		var unmeasured map[string]int
-		samples, runs, unmeasured, err = runChains(ctx, setup)
+		if e.Protocol == metrics.ProtocolRun {
+			samples, runs, unmeasured, err = protocol.RunWholeRuns(ctx, setup)
+		} else { // chain-K has no work to measure runs by (Normalize allows Work only with run)
+			samples, unmeasured, err = protocol.RunChains(ctx, setup)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 		}
@@ -446,14 +417,14 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	} else {
 		proto := scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
 		if err := proto.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 		}
 		points := proto.Injections(scaled, from, until)
 		if len(points) == 0 { // the scaled trace may start later
-			return nil, emptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
+			return nil, protocol.EmptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
 		}
 
-		samples, err = RunPairs(ctx, PairConfig{
+		samples, err = protocol.RunPairs(ctx, protocol.PairConfig{
 			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
 			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		})
@@ -552,7 +523,7 @@ func (e *Experiment) modelRef(policy string) (*metrics.ModelRef, error) {
 	}
 	m, err := report.ReadModelRef(policy, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	return &m, nil
 }

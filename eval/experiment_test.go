@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"os/exec"
@@ -71,7 +72,7 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 	for name, mut := range cases {
 		e := ok()
 		mut(e)
-		if err := e.Normalize(); !errors.Is(err, ErrBadSetup) {
+		if err := e.Normalize(); !errors.Is(err, protocol.ErrBadSetup) {
 			t.Errorf("%s: %v, want ErrBadSetup", name, err)
 		}
 	}
@@ -349,7 +350,7 @@ func TestRunOneCell(t *testing.T) {
 	var seen []string
 	onCell := func(c CellSpec, i, n int) { seen = append(seen, fmt.Sprintf("%d/%d %s", i, n, c.Name)) }
 	n := len(e.Cells()) // 2 policies × 2 load scales
-	if _, err := Run(context.Background(), e, n, &Runtime{Version: "test"}, onCell); !errors.Is(err, ErrBadSetup) ||
+	if _, err := Run(context.Background(), e, n, &Runtime{Version: "test"}, onCell); !errors.Is(err, protocol.ErrBadSetup) ||
 		err.Error() != fmt.Sprintf("--cell %d: the sweep has cells 0 to %d", n, n-1) || seen != nil {
 		t.Fatalf("cell %d of %d: %v (called back %v)", n, n, err, seen)
 	}

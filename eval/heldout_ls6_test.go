@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -55,7 +56,7 @@ func TestPinNovemberLS6(t *testing.T) {
 
 	// 1. The published protocol, as walk-forward.md scores it.
 	res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(),
-		Bounds: []time.Time{from, until}, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: ReplayBaselines})
+		Bounds: []time.Time{from, until}, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: protocol.ReplayBaselines})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +82,13 @@ func TestPinNovemberLS6(t *testing.T) {
 	}
 	training, _ := provisioner.WorkloadCost(provisioner.WorkloadTraining)
 	factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
-		return models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: DefaultCycle,
+		return models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: protocol.DefaultCycle,
 			OracleCost: func(gap time.Duration) float64 { return training.Cost(gap, 0) }})
 	}
 	runPolicies := []string{metrics.Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate, models.PolicyQuantile,
 		provisioner.PolicyPin, models.PolicyOracle}
-	_, runs, unmeasured, err := RunWholeRuns(ctx, ChainSetup{Scenario: sc, Cell: "ls6/Nov", LoadScale: 1, From: from, Until: until, Interval: 12 * time.Hour,
-		Nodes: []int{1, 8}, Work: DefaultWork, Workload: provisioner.WorkloadTraining, Policies: runPolicies, ProbeFactory: factory,
+	_, runs, unmeasured, err := protocol.RunWholeRuns(ctx, protocol.ChainSetup{Scenario: sc, Cell: "ls6/Nov", LoadScale: 1, From: from, Until: until, Interval: 12 * time.Hour,
+		Nodes: []int{1, 8}, Work: protocol.DefaultWork, Workload: provisioner.WorkloadTraining, Policies: runPolicies, ProbeFactory: factory,
 		Workers: runtime.GOMAXPROCS(0)})
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func TestPinNovemberLS6(t *testing.T) {
 	t.Logf("%d runs, unmeasured %v (%s)", len(runs), unmeasured, time.Since(start).Round(time.Second))
 	serviceBaselines := []string{metrics.Reference, provisioner.PolicyDependency, provisioner.PolicyLead, provisioner.PolicyStartEstimate}
 	servicePolicies := append(slices.Clone(serviceBaselines), provisioner.PolicyPin)
-	service, _, err := RunChains(ctx, ChainSetup{Scenario: sc, Cell: "ls6/Nov/service", LoadScale: 1, K: 4, From: from, Until: until, Interval: 12 * time.Hour,
+	service, _, err := protocol.RunChains(ctx, protocol.ChainSetup{Scenario: sc, Cell: "ls6/Nov/service", LoadScale: 1, K: 4, From: from, Until: until, Interval: 12 * time.Hour,
 		Nodes: []int{1, 8}, Workload: provisioner.WorkloadService, Policies: servicePolicies, Workers: runtime.GOMAXPROCS(0)})
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestPinNovemberLS6(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	busy, _, err := RunChains(ctx, ChainSetup{Scenario: scaled, Cell: "ls6/Nov/service/scaled", LoadScale: scaled.Scale, K: 4, From: from, Until: until,
+	busy, _, err := protocol.RunChains(ctx, protocol.ChainSetup{Scenario: scaled, Cell: "ls6/Nov/service/scaled", LoadScale: scaled.Scale, K: 4, From: from, Until: until,
 		Interval: 12 * time.Hour, Nodes: []int{1, 8}, Workload: provisioner.WorkloadService, Policies: servicePolicies, Workers: runtime.GOMAXPROCS(0)})
 	if err != nil {
 		t.Fatal(err)

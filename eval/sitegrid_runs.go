@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"io"
 	"os"
 	"path/filepath"
@@ -80,7 +81,7 @@ func RunGridRuns(ctx context.Context, s GridSpec, cell sim.GridCell, bounds []ti
 	out := &GridRunsResult{Cell: cell.Name, Class: cell.Class, Interval: interval, Stamp: stamp}
 	for i, f := range folds {
 		factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
-			base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: DefaultCycle})
+			base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: protocol.DefaultCycle})
 			return func(name string) (provisioner.Policy, error) {
 				if name != train.OnlinePolicyName && name != models.DefaultPinned {
 					return base(name)
@@ -100,8 +101,8 @@ func RunGridRuns(ctx context.Context, s GridSpec, cell sim.GridCell, bounds []ti
 		if workers <= 0 {
 			workers = runtime.GOMAXPROCS(0)
 		}
-		_, runs, _, err := RunWholeRuns(ctx, ChainSetup{Scenario: sc, Cell: fmt.Sprintf("%s/%d", cell.Name, i), LoadScale: 1, From: f.Start, Until: f.End,
-			Interval: interval, Nodes: []int{1, 8}, Work: DefaultWork, Workload: provisioner.WorkloadTraining, Policies: GridRunPolicies(),
+		_, runs, _, err := protocol.RunWholeRuns(ctx, protocol.ChainSetup{Scenario: sc, Cell: fmt.Sprintf("%s/%d", cell.Name, i), LoadScale: 1, From: f.Start, Until: f.End,
+			Interval: interval, Nodes: []int{1, 8}, Work: protocol.DefaultWork, Workload: provisioner.WorkloadTraining, Policies: GridRunPolicies(),
 			ProbeFactory: factory, Workers: workers})
 		if err != nil {
 			return nil, fmt.Errorf("grid cell %s: whole runs: %w", cell.Name, err)

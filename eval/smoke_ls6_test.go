@@ -3,6 +3,7 @@ package eval
 import (
 	"context"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"path/filepath"
 	"testing"
 	"time"
@@ -57,7 +58,7 @@ func TestResultsSmokeLS6(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := RunPairs(context.Background(), PairConfig{Scenario: sc, From: from, Until: until, Policies: pols,
+			s, err := protocol.RunPairs(context.Background(), protocol.PairConfig{Scenario: sc, From: from, Until: until, Policies: pols,
 				Factory: func(probe models.OracleProbe) provisioner.PolicyFactory {
 					return models.PolicyFactory("", models.PolicyOptions{Probe: probe})
 				}})

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"path/filepath"
@@ -109,7 +110,7 @@ func TestWholeRunLS6(t *testing.T) {
 	for i, f := range folds {
 		withModel := func(model models.Model, online *train.FoldModel) func(probe models.OracleProbe) provisioner.PolicyFactory {
 			return func(probe models.OracleProbe) provisioner.PolicyFactory {
-				base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: DefaultCycle,
+				base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: protocol.DefaultCycle,
 					OracleCost: func(gap time.Duration) float64 { return training.Cost(gap, 0) }})
 				return func(name string) (provisioner.Policy, error) {
 					switch {
@@ -142,20 +143,20 @@ func TestWholeRunLS6(t *testing.T) {
 			}
 		}
 		factory := withModel(tableFolds[i].Model, &f)
-		setup := ChainSetup{Scenario: sc, Cell: "ls6/" + months[i], LoadScale: 1, From: f.Start, Until: f.End, Interval: interval,
-			Nodes: []int{1, 8}, Work: DefaultWork, Workload: provisioner.WorkloadTraining, Policies: runPolicies, ProbeFactory: factory,
+		setup := protocol.ChainSetup{Scenario: sc, Cell: "ls6/" + months[i], LoadScale: 1, From: f.Start, Until: f.End, Interval: interval,
+			Nodes: []int{1, 8}, Work: protocol.DefaultWork, Workload: provisioner.WorkloadTraining, Policies: runPolicies, ProbeFactory: factory,
 			Workers: runtime.GOMAXPROCS(0)}
-		s, r, unmeasured, err := RunWholeRuns(ctx, setup)
+		s, r, unmeasured, err := protocol.RunWholeRuns(ctx, setup)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("%s: %d runs, unmeasured %v (%s)", months[i], len(r), unmeasured, time.Since(start).Round(time.Second))
 		runs, runSamples = append(runs, r...), append(runSamples, s...)
 		perMonth[months[i]] = r
-		sv := ChainSetup{Scenario: sc, Cell: "ls6/" + months[i] + "/service", LoadScale: 1, K: 4, From: f.Start, Until: f.End, Interval: interval,
+		sv := protocol.ChainSetup{Scenario: sc, Cell: "ls6/" + months[i] + "/service", LoadScale: 1, K: 4, From: f.Start, Until: f.End, Interval: interval,
 			Nodes: []int{1, 8}, Workload: provisioner.WorkloadService, Policies: servicePolicies, ProbeFactory: withModel(serviceFolds[i].Model, &serviceOnline[i]),
 			Workers: runtime.GOMAXPROCS(0)}
-		ss, _, err := RunChains(ctx, sv)
+		ss, _, err := protocol.RunChains(ctx, sv)
 		if err != nil {
 			t.Fatal(err)
 		}

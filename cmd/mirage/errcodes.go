@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
 	"slices"
@@ -30,7 +31,7 @@ var (
 		traces.ErrNoJobs, fs.ErrNotExist, fs.ErrPermission), // a trace that is not there, or not readable
 		cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrBadZone)...)
 	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, report.ErrBad, models.ErrNoModel, features.ErrSchemaMismatch),
-		cmdutil.Kinds(cmdutil.ExitUsage, eval.ErrBadSetup)...)
+		cmdutil.Kinds(cmdutil.ExitUsage, protocol.ErrBadSetup)...)
 	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, pack.ErrInput), traceCodes...)
 	k8sCodes  = slices.Concat(cmdutil.Kinds(cmdutil.ExitUnavailable, provisioner.ErrUnavailable),
 		cmdutil.Kinds(cmdutil.ExitBadInput, k8s.ErrUnknownTeam), cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))

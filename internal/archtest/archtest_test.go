@@ -47,6 +47,7 @@ var rules = []rule{
 	// cells, sweeps); metrics is a leaf of eval.
 	{Subject: "eval/metrics/...", Forbid: []string{"eval", "eval/report/...", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
 	{Subject: "eval/report/...", Forbid: []string{"eval", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/protocol/...", Forbid: []string{"eval", "eval/report/...", "eval/pack/...", "eval/realslurm/..."}},
 	{Subject: "eval/pack/...", Forbid: []string{"eval"}},
 	{Subject: "eval/realslurm/...", Forbid: []string{"eval"}},
 }

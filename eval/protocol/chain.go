@@ -1,4 +1,4 @@
-package eval
+package protocol
 
 import (
 	"context"
@@ -131,7 +131,7 @@ func (c *ChainSetup) defaults() error {
 		c.Until = c.Scenario.Last
 	}
 	if len(c.Injections()) == 0 {
-		return emptyWindow(c.From, c.Until, c.Scenario.First, c.Warmup, c.Scenario.Last)
+		return EmptyWindow(c.From, c.Until, c.Scenario.First, c.Warmup, c.Scenario.Last)
 	}
 	return nil
 }
