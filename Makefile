@@ -96,9 +96,11 @@ lint:
 	@if [ ! -x $(CACHE)/bin/staticcheck ]; then GOBIN=$(CACHE)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2; fi
 	$(CACHE)/bin/staticcheck -tags "$(GOTAGS)" ./...
 
-# Known vulnerabilities reachable from mirage's code, checked offline against the
-# shared snapshot of the Go vulnerability database (../shared/vulndb, beside the
-# clone; see its README). Exits non-zero when one is reachable.
+# Known vulnerabilities, checked offline against the shared snapshot of the Go
+# vulnerability database (../shared/vulndb, beside the clone; see its README):
+# those reachable from mirage's code (source mode), then every vulnerable symbol
+# linked into the binary (binary mode, as a scanner of the installed binary sees
+# it). Exits non-zero when either finds one.
 VULNDB ?= ../shared/vulndb
 comma := ,
 empty :=
@@ -106,6 +108,8 @@ space := $(empty) $(empty)
 vulncheck:
 	@if [ ! -x $(VULNDB)/govulncheck.sh ]; then echo "vulncheck: $(VULNDB)/govulncheck.sh not found (the shared folder sits at ../shared beside the clone; set VULNDB=DIR)"; exit 2; fi
 	$(VULNDB)/govulncheck.sh -tags $(subst $(space),$(comma),$(strip $(GOTAGS))) ./...
+	$(MAKE) build
+	$(VULNDB)/govulncheck.sh -mode binary $(BIN)
 
 clean:
 	rm -rf bin bench.txt

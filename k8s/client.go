@@ -4,11 +4,13 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -49,7 +51,31 @@ type Config struct {
 	Clock                 provisioner.Timer // time source (default the wall clock)
 	PollInterval          time.Duration     // how often Evict checks whether the pod is gone (default 200 ms)
 	HTTPClient            *http.Client      // client for CheckpointHook (default: 10 s timeout)
+	// Binding is how a pod reaches its node (default BindAffinity: the
+	// scheduler binds it, held to the node by a required node affinity).
+	Binding Binding
+	// PodAnnotations are added to every pod mirage creates (e.g. a
+	// service mesh's, or KWOK's stage delays in the test control plane).
+	PodAnnotations map[string]string
+	Log            *slog.Logger // warnings about pods (default slog.Default())
 }
+
+// Binding says how a pod mirage creates reaches the node the team rules
+// chose.
+type Binding string
+
+// Bindings.
+const (
+	// BindAffinity: the pod requires its node through a node affinity on
+	// metadata.name; the cluster's scheduler binds it there (and checks
+	// that it fits: a pod that does not stays Pending, Unschedulable).
+	// The route the VDK proposal takes; it needs a scheduler.
+	BindAffinity Binding = "affinity"
+	// BindNodeName: the pod is created with spec.nodeName set, bound by
+	// mirage without any scheduler (a cluster with no kube-scheduler, or
+	// one whose scheduler must not see mirage's work).
+	BindNodeName Binding = "node-name"
+)
 
 // withDefaults fills the zero fields.
 func (c Config) withDefaults() Config {
@@ -80,6 +106,12 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: 10 * time.Second}
 	}
+	if c.Binding == "" {
+		c.Binding = BindAffinity
+	}
+	if c.Log == nil {
+		c.Log = slog.Default()
+	}
 	return c
 }
 
@@ -90,9 +122,16 @@ type Client struct {
 	host       string // API server URL, for messages
 	kubeconfig string // kubeconfig path, for messages
 	authInfo   string // kubeconfig user name, for messages
+
+	mu     sync.Mutex
+	warned map[string]bool // mislabelled pods already logged, by pod and label
 }
 
-var _ provisioner.Cluster = (*Client)(nil)
+var (
+	_ provisioner.Cluster       = (*Client)(nil)
+	_ provisioner.HistorySource = (*Client)(nil)
+	_ provisioner.Evictor       = (*Client)(nil)
+)
 
 // DefaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
 func DefaultKubeconfig() string {
@@ -105,9 +144,22 @@ func DefaultKubeconfig() string {
 	return ""
 }
 
-// NewFromKubeconfig builds a client from a kubeconfig file (its current context).
-// An empty path is DefaultKubeconfig.
+// NewFromKubeconfig builds a client from a kubeconfig file (its current
+// context). An empty path is $KUBECONFIG; without it, inside a pod (the
+// controller's Deployment), the pod's service account; else
+// ~/.kube/config.
 func NewFromKubeconfig(path string, cfg Config) (*Client, error) {
+	if path == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		rc, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("k8s: in-cluster configuration: %w", err)
+		}
+		c, err := New(rc, cfg)
+		if err == nil {
+			c.kubeconfig = "(in-cluster service account)"
+		}
+		return c, err
+	}
 	path = cmp.Or(path, DefaultKubeconfig())
 	if path == "" {
 		return nil, fmt.Errorf("k8s: no kubeconfig given (use --kubeconfig or KUBECONFIG)")
@@ -140,6 +192,12 @@ func New(rc *rest.Config, cfg Config) (*Client, error) {
 		rc.Timeout = 30 * time.Second
 	}
 	rc.UserAgent = "mirage"
+	if rc.QPS == 0 && rc.Burst == 0 {
+		// client-go's default (5/s, bursts of 10) would space out the
+		// requests of a cycle's reclaims (signal, eviction, event per
+		// victim, all at once) by seconds.
+		rc.QPS, rc.Burst = 50, 100
+	}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: client for %s: %w", rc.Host, err)
@@ -156,6 +214,17 @@ func NewForClientset(cs kubernetes.Interface, cfg Config) *Client {
 
 // Clientset exposes the underlying clientset.
 func (c *Client) Clientset() kubernetes.Interface { return c.cs }
+
+// Watched are the namespaces whose pods the client reads (Config.Namespaces;
+// one "" = all) and the label selector of its nodes: what a controller
+// watches to know when to run a cycle.
+func (c *Client) Watched() (namespaces []string, nodeSelector string) {
+	namespaces = c.cfg.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	return namespaces, c.cfg.NodeSelector
+}
 
 // Config returns the effective configuration (defaults filled in).
 func (c *Client) Config() Config { return c.cfg }
@@ -226,13 +295,44 @@ func (c *Client) Inventory(ctx context.Context) (*Inventory, error) {
 	return BuildInventory(now, nodes, pods, c.mapping()), nil
 }
 
-// Snapshot implements provisioner.Cluster: the inventory as nodes and jobs.
+// Snapshot implements provisioner.Cluster: the inventory as nodes and
+// jobs, borrowed pods carrying Config.BorrowedQOS (the team rules' mark
+// of borrowed work), with Kubernetes' Capabilities and the reclaims the
+// cluster remembers (mirage's reclaim events). Pods whose team or
+// borrowed label claims what the mapping does not give them are logged,
+// once per pod and label.
 func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 	inv, err := c.Inventory(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return inv.Snapshot(), nil
+	c.warnMislabelled(inv.Mislabelled)
+	s := inv.SnapshotAs(c.cfg.BorrowedQOS)
+	if s.Reclaimed, err = c.reclaimed(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// maxWarned bounds the pods remembered as already logged.
+const maxWarned = 4096
+
+// warnMislabelled logs each mislabelled pod once per pod and label.
+func (c *Client) warnMislabelled(ms []Mislabel) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ml := range ms {
+		key := ml.Pod + " " + ml.Label
+		if c.warned[key] {
+			continue
+		}
+		if c.warned == nil || len(c.warned) >= maxWarned { // bounded: tenants choose how many pods there are
+			c.warned = map[string]bool{}
+		}
+		c.warned[key] = true
+		c.cfg.Log.Warn("k8s: a pod's label claims what mirage does not count it as (teams come from the namespace mapping, borrowed work from its priority class); logged once per pod",
+			"pod", ml.Pod, "label", ml.Label, "value", ml.Claimed, "counted", ml.Counted)
+	}
 }
 
 // pageSize bounds each list call; large clusters are listed in pages.

@@ -33,6 +33,11 @@ type Workload struct {
 	WorkDir       string            // container working directory
 	TimeLimit     time.Duration     // activeDeadlineSeconds (0 = none)
 	Labels        map[string]string // extra labels
+	Annotations   map[string]string // extra annotations (Config.PodAnnotations)
+	// Bind sets spec.nodeName (BindNodeName): the pod is bound without a
+	// scheduler. Otherwise the scheduler binds it, held to Node by the
+	// required node affinity every workload carries.
+	Bind bool
 }
 
 // labels returns the workload's labels; teamLabel is the configured team label key.
@@ -40,7 +45,7 @@ func (w *Workload) labels(teamLabel string) map[string]string {
 	if teamLabel == "" {
 		teamLabel = DefaultTeamLabel
 	}
-	l := map[string]string{"app.kubernetes.io/managed-by": "mirage"}
+	l := map[string]string{LabelManagedBy: "mirage"}
 	maps.Copy(l, w.Labels)
 	if w.Team != "" {
 		l[teamLabel] = w.Team
@@ -56,8 +61,8 @@ func (w *Workload) labels(teamLabel string) map[string]string {
 	return l
 }
 
-// podSpec is the pod spec shared by Pod and Job mode. bind sets spec.nodeName
-// (Pod mode); the required node affinity on metadata.name is set in both modes.
+// podSpec is the pod spec shared by Pod and Job mode. bind sets
+// spec.nodeName; the required node affinity on metadata.name is set always.
 func (w *Workload) podSpec(bind bool, restart corev1.RestartPolicy) corev1.PodSpec {
 	ctr := corev1.Container{
 		Name:       "work",
@@ -107,25 +112,33 @@ func (w *Workload) podSpec(bind bool, restart corev1.RestartPolicy) corev1.PodSp
 	return spec
 }
 
-// meta is the object metadata (generateName, labels, the comment annotation).
+// meta is the object metadata (generateName, labels, the extra and the
+// comment annotations).
 func (w *Workload) meta(teamLabel string) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Namespace:    w.Namespace,
 		GenerateName: dnsName(w.Name) + "-",
 		Labels:       w.labels(teamLabel),
 	}
-	if w.Comment != "" {
-		m.Annotations = map[string]string{AnnotationComment: w.Comment}
+	if len(w.Annotations) > 0 || w.Comment != "" {
+		m.Annotations = maps.Clone(w.Annotations)
+		if m.Annotations == nil {
+			m.Annotations = map[string]string{}
+		}
+		if w.Comment != "" {
+			m.Annotations[AnnotationComment] = w.Comment
+		}
 	}
 	return m
 }
 
-// PodManifest is the bare Pod for a workload: bound to w.Node through
-// spec.nodeName (the placement is already decided), never restarted.
+// PodManifest is the bare Pod for a workload, never restarted: required on
+// w.Node by node affinity (the scheduler binds it) and, with w.Bind, bound
+// there through spec.nodeName.
 func PodManifest(w Workload, teamLabel string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: w.meta(teamLabel),
-		Spec:       w.podSpec(true, corev1.RestartPolicyNever),
+		Spec:       w.podSpec(w.Bind, corev1.RestartPolicyNever),
 	}
 }
 
@@ -181,9 +194,10 @@ func (c *Client) Deploy(ctx context.Context, w Workload, mode DeployMode) (Ref, 
 
 // Submit implements provisioner.Cluster: it deploys the request onto
 // req.NodeList[0] (the team rules' placement) for team req.Account, as
-// borrowed work when req.QOS is Config.BorrowedQOS. Script and Args become the
-// container command (a path inside the image and its arguments); the chain
-// label is derived from req.Comment.
+// borrowed work when req.QOS is Config.BorrowedQOS, reaching the node as
+// Config.Binding says. Script and Args become the container command (a
+// path inside the image and its arguments); the chain label is derived
+// from req.Comment.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
 	if len(req.NodeList) == 0 {
 		return "", fmt.Errorf("k8s: submit %q: %w: NodeList is empty (%w)", req.Name, ErrNoNode, provisioner.ErrRejected)
@@ -209,6 +223,8 @@ func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (str
 		Env:           req.Env,
 		WorkDir:       req.WorkDir,
 		TimeLimit:     req.TimeLimit,
+		Annotations:   c.cfg.PodAnnotations,
+		Bind:          c.cfg.Binding == BindNodeName,
 	}
 	if req.Script != "" {
 		w.Command = append([]string{req.Script}, req.Args...)

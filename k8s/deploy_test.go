@@ -20,7 +20,8 @@ import (
 func TestPodManifest(t *testing.T) {
 	w := Workload{Namespace: "ns", Name: "Train ResNet_50", Team: "team-a", Borrowed: true, Chain: "c-1",
 		Comment: "mirage chain c-1 seg 3", PriorityClass: "mirage-borrowed", GPUs: 4, GPUType: "A100", Node: "n2",
-		Image: "img", Command: []string{"/run.sh", "--x"}, Env: map[string]string{"B": "2", "A": "1"}, TimeLimit: 90 * time.Minute}
+		Image: "img", Command: []string{"/run.sh", "--x"}, Env: map[string]string{"B": "2", "A": "1"}, TimeLimit: 90 * time.Minute,
+		Annotations: map[string]string{"pod-complete.stage.kwok.x-k8s.io/delay": "20s"}, Bind: true}
 	p := PodManifest(w, "")
 	if p.GenerateName != "train-resnet-50-" || p.Namespace != "ns" {
 		t.Errorf("name %q ns %q", p.GenerateName, p.Namespace)
@@ -31,8 +32,8 @@ func TestPodManifest(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, p.Labels[k], v)
 		}
 	}
-	if p.Annotations[AnnotationComment] != w.Comment {
-		t.Errorf("comment annotation = %q", p.Annotations[AnnotationComment])
+	if p.Annotations[AnnotationComment] != w.Comment || p.Annotations["pod-complete.stage.kwok.x-k8s.io/delay"] != "20s" || len(p.Annotations) != 2 {
+		t.Errorf("annotations = %v", p.Annotations)
 	}
 	s := p.Spec
 	if s.NodeName != "n2" || s.PriorityClassName != "mirage-borrowed" || s.RestartPolicy != corev1.RestartPolicyNever ||
@@ -52,6 +53,12 @@ func TestPodManifest(t *testing.T) {
 	}
 	if len(c.Env) != 2 || c.Env[0].Name != "A" || c.Env[1].Name != "B" || c.Command[0] != "/run.sh" || c.Image != "img" {
 		t.Errorf("container = %+v", c)
+	}
+	// Without Bind the scheduler binds: no nodeName, the same affinity.
+	w.Bind = false
+	p = PodManifest(w, "")
+	if p.Spec.NodeName != "" || p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchFields[0].Values[0] != "n2" {
+		t.Errorf("scheduled pod: nodeName %q, affinity %+v", p.Spec.NodeName, p.Spec.Affinity)
 	}
 }
 

@@ -1,30 +1,33 @@
 // Package k8s is mirage's Kubernetes adapter, built on k8s.io/client-go.
-//
-// It provides four things; only the last applies decisions, and it takes
-// them from the provisioner's team rules:
+// It decides nothing: the provisioner's Step and team rules decide, from
+// one snapshot per cycle, and the Engine has this adapter carry the ops
+// out. It provides:
 //
 //   - Inventory: GPUs per node (allocatable nvidia.com/gpu and the MIG
 //     resources nvidia.com/mig-*), the GPU product (label nvidia.com/gpu.product),
 //     cordoned and not-ready nodes, and the GPUs requested by every pod bound to
-//     a node, attributed to teams. BuildInventory is a pure function of Node and
-//     Pod objects; Inventory.Snapshot converts it to a provisioner.Snapshot, and
-//     Inventory.View computes the figures of "mirage k8s inventory" (FRAG
-//     under a job-size mix, free quota per team).
-//   - Deploy: a bare Pod bound to the chosen node (spec.nodeName) or a batch/v1
-//     Job whose pod template requires that node (node affinity on
-//     metadata.name), labelled with team, borrowed and chain, with a priority
-//     class and GPU requests. Where work goes is decided by the provisioner's
-//     team rules; Cluster.Submit places onto SubmitRequest.NodeList[0].
-//   - Reclaim: a checkpoint signal (annotation mirage.io/checkpoint-requested,
-//     plus an optional HTTP hook), then eviction through the Eviction API
-//     (policy/v1) with a grace period.
-//   - TeamCluster: Client with the team rules (team.Rules built for
-//     a non-queueing backend). Its Submit/Place takes the inventory, asks the
-//     rules, and deploys within quota, deploys borrowed work (label and
-//     priority class) on idle GPUs, or performs a reclaim plan — checkpoint
-//     signal to every victim, eviction of all of them at once with the grace
-//     period, deployment on the freed node — or defers (ErrDeferred). Plan is
-//     the dry run behind "mirage place".
+//     a node (or held for one: an unbound pod only one node may take),
+//     attributed to teams. BuildInventory is a pure function of Node and Pod
+//     objects; Client.Snapshot is it as a provisioner.Snapshot (borrowed pods
+//     carrying the borrowed QOS, last checkpoints, Kubernetes' Capabilities:
+//     it neither queues nor unpins), and Inventory.View computes the figures
+//     of "mirage k8s inventory" (FRAG under a job-size mix, free quota per team).
+//   - Deploy (Client.Submit): a bare Pod, or a batch/v1 Job, for the node the
+//     team rules chose (SubmitRequest.NodeList[0]), which it requires by node
+//     affinity on metadata.name so that the scheduler binds it there
+//     (Config.Binding; BindNodeName binds it through spec.nodeName without a
+//     scheduler), labelled with team, borrowed and chain, with a priority
+//     class and GPU requests.
+//   - Reclaim: Signal asks for a checkpoint (annotation
+//     mirage.io/checkpoint-requested, plus an optional HTTP hook);
+//     EvictBorrowed (provisioner.Evictor) evicts a victim through the Eviction
+//     API (policy/v1) with the grace period, after checking that it is still
+//     borrowed work. The Engine's provisioner.ExecuteReclaim orders them.
+//   - History: mirage's finished pods, so that a segment that ended between
+//     two cycles is seen (Succeeded, or Failed by its deadline, eviction or
+//     exit code).
+//   - TeamCluster: the one-job API on the same decision and executor: Plan,
+//     the dry run behind "mirage place", and Place (decide, reclaim, deploy).
 //
 // Contract:
 //   - Team of a pod: the namespace→team mapping when the pod's namespace is
@@ -34,10 +37,11 @@
 //     (phase neither Succeeded nor Failed); a terminating pod still holds them
 //     until it is gone, as the scheduler counts it. Its GPU request is the
 //     effective pod request (containers, sidecars, init containers, overhead).
-//   - Borrowed work carries the label mirage.io/borrowed=true; chains the label
-//     mirage.io/chain. The label alone makes a pod borrowed for the rules
-//     (RulesSnapshot), and a reclaim re-reads every victim's label just before
-//     evicting it: a victim without it stops the reclaim, nothing evicted.
+//   - Borrowed work is the work of the borrowed priority class (which a pod
+//     keeps for life); the label mirage.io/borrowed=true mirrors it, and
+//     chains carry the label mirage.io/chain. EvictBorrowed re-reads every
+//     victim just before evicting it: one that is not borrowed work is not
+//     evicted.
 //   - A workload may report its last completed checkpoint in the annotation
 //     mirage.io/last-checkpoint (RFC 3339); a reclaim prefers victims that
 //     lose the least work since then.
@@ -49,11 +53,12 @@
 //     name the verb and resource; unknown teams wrap ErrUnknownTeam (and
 //     provisioner.ErrRejected on Submit); missing objects wrap
 //     provisioner.ErrNotFound.
-//   - Eviction without a kubelet: the API server marks an evicted pod
-//     Terminating and waits for the kubelet to confirm; with no kubelet (the
-//     test cluster) it would stay Terminating forever. Evict therefore waits
-//     the grace period and, if the pod is still there, evicts it again with
-//     grace 0, which removes it at once. With a kubelet the pod is normally
-//     gone before the grace period ends and the second step never runs.
+//   - The owner's quota is freed within the grace period: the API server
+//     marks an evicted pod Terminating and waits for its kubelet to confirm;
+//     a kubelet that is gone (or none at all) would leave it so forever.
+//     Evict therefore waits the grace period and, if the pod is still there,
+//     evicts it again with grace 0, which removes it at once. With a kubelet
+//     (or kwok, in the test control plane) the pod is normally gone when its
+//     workload exits, within the grace period, and the second step never runs.
 //   - Time comes from an injected Clock; nothing here calls time.Now in logic.
 package k8s

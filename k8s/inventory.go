@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
 // ResourceGPU is the extended resource of whole GPUs (NVIDIA device plugin).
@@ -205,7 +206,10 @@ func (inv *Inventory) Node(name string) *NodeInventory {
 
 // BuildInventory computes the inventory from Node and Pod objects as listed
 // from the API server. Pods bound to nodes not in nodes are ignored for the
-// node figures but still reported as jobs and counted for their team.
+// node figures but still reported as jobs and counted for their team. An
+// unbound pod that only one node may take (requiredNode: mirage's
+// placement, not bound by the scheduler yet) counts on that node's GPUs,
+// so that the next placement does not count them free.
 func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Mapping) *Inventory {
 	inv := &Inventory{Time: now, Nodes: make([]NodeInventory, len(nodes))}
 	for i := range nodes {
@@ -265,13 +269,17 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 				}
 			}
 		}
-		if p.Spec.NodeName == "" {
+		node := p.Spec.NodeName
+		if node == "" {
 			if gpus > 0 || tm != "" {
 				team(tm).Pending++
 			}
-			continue
-		}
-		if gpus > 0 {
+			// A pod that only one node can take (mirage's placement, which the
+			// scheduler has not bound yet) holds its GPUs there already.
+			if node = requiredNode(p); node == "" {
+				continue
+			}
+		} else if gpus > 0 {
 			t := team(tm)
 			t.Used += int(gpus)
 			t.Pods++
@@ -279,7 +287,7 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 				t.Borrowed += int(gpus)
 			}
 		}
-		ni, ok := index[p.Spec.NodeName]
+		ni, ok := index[node]
 		if !ok {
 			continue
 		}
@@ -321,10 +329,21 @@ func BuildInventory(now time.Time, nodes []corev1.Node, pods []corev1.Pod, m Map
 	return inv
 }
 
+// Capabilities are Kubernetes': it queues nothing mirage must place (a pod
+// is created for the node the team rules chose, when it can run there) and
+// has no job dependencies, and a pod's node cannot be lifted.
+var Capabilities = provisioner.Capabilities{}
+
 // Snapshot converts the inventory to the provisioner's view: one Node per
-// node (GPUs, GPUsUsed, GPUType, Labels, State) and one Job per non-terminal pod.
-func (inv *Inventory) Snapshot() *provisioner.Snapshot {
-	s := &provisioner.Snapshot{Time: inv.Time, Nodes: make([]provisioner.Node, len(inv.Nodes))}
+// node (GPUs, GPUsUsed, GPUType, Labels, State), one Job per non-terminal
+// pod (with its last checkpoint), Kubernetes' Capabilities.
+func (inv *Inventory) Snapshot() *provisioner.Snapshot { return inv.SnapshotAs("") }
+
+// SnapshotAs is Snapshot with borrowed pods (BorrowedJobs) carrying
+// borrowedQOS as their QOS ("" leaves their priority class): the team
+// rules' borrowed QOS, the mark the rules recognise on every backend.
+func (inv *Inventory) SnapshotAs(borrowedQOS string) *provisioner.Snapshot {
+	s := &provisioner.Snapshot{Time: inv.Time, Nodes: make([]provisioner.Node, len(inv.Nodes)), Caps: Capabilities}
 	for i := range inv.Nodes {
 		n := &inv.Nodes[i]
 		s.Nodes[i] = provisioner.Node{
@@ -337,7 +356,20 @@ func (inv *Inventory) Snapshot() *provisioner.Snapshot {
 		}
 	}
 	s.Jobs = append([]provisioner.Job(nil), inv.Jobs...)
+	for i := range s.Jobs {
+		j := &s.Jobs[i]
+		j.Checkpoint = inv.Checkpoints[j.ID]
+		if borrowedQOS != "" && inv.BorrowedJobs[j.ID] {
+			j.QOS = borrowedQOS
+		}
+	}
 	return s
+}
+
+// RulesSnapshot is the inventory as the team rules see it: SnapshotAs
+// their borrowed QOS.
+func RulesSnapshot(inv *Inventory, rules *team.Rules) *provisioner.Snapshot {
+	return inv.SnapshotAs(rules.Config().Borrowing.QOS)
 }
 
 // nodeInventory reads one node's GPUs, MIG resources and state.
@@ -476,6 +508,25 @@ func podJob(p *corev1.Pod, team string, gpus int64) provisioner.Job {
 		}
 	}
 	return j
+}
+
+// requiredNode is the one node an unbound pod's required node affinity
+// allows by name (one term, one metadata.name In requirement with one
+// value: how mirage places its pods), or "".
+func requiredNode(p *corev1.Pod) string {
+	a := p.Spec.Affinity
+	if a == nil || a.NodeAffinity == nil || a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return ""
+	}
+	terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+	if len(terms) != 1 || len(terms[0].MatchExpressions) != 0 || len(terms[0].MatchFields) != 1 {
+		return ""
+	}
+	r := terms[0].MatchFields[0]
+	if r.Key != "metadata.name" || r.Operator != corev1.NodeSelectorOpIn || len(r.Values) != 1 {
+		return ""
+	}
+	return r.Values[0]
 }
 
 // jobOwner returns the name of the batch/v1 Job owning the pod, or "".

@@ -113,7 +113,9 @@ type EvictResult struct {
 // grace period has elapsed, and evicts any pod still there again with grace 0
 // (without a kubelet, as in the test cluster, a pod would otherwise stay
 // Terminating forever). A Job is deleted first (orphaning its pods) so that no
-// replacement pod is created. reason is recorded as an event on each pod.
+// replacement pod is created. reason is recorded as an event on each pod
+// evicted (LabelReclaim, with the pod's team: the cluster's memory of the
+// reclaim, Snapshot.Reclaimed).
 // A disruption budget that refuses the eviction gives ErrEvictionBlocked and
 // leaves the pod running; nothing is forced.
 func (c *Client) Evict(ctx context.Context, jobID string, grace time.Duration, reason string) (*EvictResult, error) {
@@ -140,11 +142,12 @@ func (c *Client) Evict(ctx context.Context, jobID string, grace time.Duration, r
 	var evicted []corev1.Pod
 	var errs []error
 	for _, p := range pods {
-		c.event(ctx, &p, "MirageReclaim", fmt.Sprintf("evicting with a %s grace period: %s", grace, reason))
 		if err := c.evictOne(ctx, &p, secs); err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		c.event(ctx, &p, ReasonReclaim, fmt.Sprintf("evicting with a %s grace period: %s", grace, reason),
+			map[string]string{LabelReclaim: "true", LabelReclaimTeam: labelValue(c.mapping().Team(&p))})
 		if res.Started.IsZero() {
 			res.Started = c.cfg.Clock.Now()
 		}
@@ -284,12 +287,21 @@ func (c *Client) Cancel(ctx context.Context, jobID string) error {
 	return errors.Join(errs...)
 }
 
-// event records a decision on a pod as a Kubernetes event; failures are
-// logged, never fatal.
-func (c *Client) event(ctx context.Context, p *corev1.Pod, reason, msg string) {
+// Labels of the events mirage records when it reclaims a pod: the
+// cluster's memory of reclaims, read back into every snapshot
+// (Snapshot.Reclaimed) for the team rules' back-off.
+const (
+	LabelReclaim     = "mirage.io/reclaim"      // "true" on a reclaim's event
+	LabelReclaimTeam = "mirage.io/reclaim-team" // the team whose borrowed pod was reclaimed
+	ReasonReclaim    = "MirageReclaim"          // the event's reason
+)
+
+// event records a decision on a pod as a Kubernetes event (with labels);
+// failures are logged, never fatal.
+func (c *Client) event(ctx context.Context, p *corev1.Pod, reason, msg string, labels map[string]string) {
 	now := metav1.NewTime(c.cfg.Clock.Now())
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace, Labels: labels},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: p.Namespace, Name: p.Name,
 			UID: p.UID, ResourceVersion: p.ResourceVersion},
 		Reason:              reason,
@@ -307,15 +319,58 @@ func (c *Client) event(ctx context.Context, p *corev1.Pod, reason, msg string) {
 	}
 }
 
-// Reclaim is the whole reclaim of one borrowed job: the checkpoint signal
-// (annotation and hook), then Evict with the grace period. A failed signal
-// (e.g. the hook is down) is returned joined with the eviction's outcome; the
-// eviction still runs, since the owner's quota must be freed either way.
-func (c *Client) Reclaim(ctx context.Context, jobID, signal string, grace time.Duration, reason string) (*EvictResult, error) {
-	sigErr := c.Signal(ctx, jobID, signal)
-	if errors.Is(sigErr, provisioner.ErrUnavailable) || errors.Is(sigErr, provisioner.ErrNotFound) || errors.Is(sigErr, ErrBadRef) {
-		return nil, sigErr
+// EvictBorrowed implements provisioner.Evictor, the engine's executor of
+// a reclaim: it re-reads the job's pods and, when each is still borrowed
+// work (Mapping.Borrowed: the borrowed priority class, which a pod cannot
+// change), evicts them with the grace period (Evict). A pod that is not
+// stops it before any eviction: nothing is evicted (ErrNotBorrowed).
+func (c *Client) EvictBorrowed(ctx context.Context, jobID string, grace time.Duration, reason string) error {
+	ref, err := ParseRef(jobID)
+	if err != nil {
+		return err
 	}
-	res, err := c.Evict(ctx, jobID, grace, reason)
-	return res, errors.Join(sigErr, err)
+	pods, err := c.refPods(ctx, ref)
+	if err != nil {
+		return err
+	}
+	m := c.mapping()
+	for i := range pods {
+		if p := &pods[i]; !m.Borrowed(p) {
+			return fmt.Errorf("k8s: %w: pod %s/%s of %s (priority class %q, label %s=%q); nothing evicted",
+				provisioner.ErrNotBorrowed, p.Namespace, p.Name, jobID, p.Spec.PriorityClassName, LabelBorrowed, p.Labels[LabelBorrowed])
+		}
+	}
+	_, err = c.Evict(ctx, jobID, grace, reason)
+	return err
+}
+
+// reclaimed lists the reclaims the cluster remembers: mirage's reclaim
+// events (LabelReclaim) in the namespaces the client reads, as
+// Snapshot.Reclaimed. Events expire (the API server's --event-ttl, an
+// hour by default), which bounds the back-off the rules can hold.
+func (c *Client) reclaimed(ctx context.Context) ([]provisioner.Reclaimed, error) {
+	namespaces, _ := c.Watched()
+	var out []provisioner.Reclaimed
+	for _, ns := range namespaces {
+		opts := metav1.ListOptions{LabelSelector: LabelReclaim + "=true", Limit: pageSize}
+		for {
+			l, err := c.cs.CoreV1().Events(ns).List(ctx, opts)
+			if err != nil {
+				return nil, c.classify(op{"list", "events", ns}, err)
+			}
+			for _, ev := range l.Items {
+				t := ev.FirstTimestamp.Time
+				if t.IsZero() {
+					t = ev.CreationTimestamp.Time
+				}
+				out = append(out, provisioner.Reclaimed{JobID: PodRef(ev.InvolvedObject.Namespace, ev.InvolvedObject.Name).String(),
+					Team: ev.Labels[LabelReclaimTeam], Time: t})
+			}
+			if l.Continue == "" {
+				break
+			}
+			opts.Continue = l.Continue
+		}
+	}
+	return out, nil
 }

@@ -138,6 +138,9 @@ func TestCancelJobDeletesJobAndPods(t *testing.T) {
 	}
 }
 
+// The engine's reclaim (provisioner.ExecuteReclaim) on the fake: the
+// checkpoint signal (a patch of the pod) comes before the eviction; a
+// victim that is gone stops it before any eviction (not found).
 func TestReclaimSignalsThenEvicts(t *testing.T) {
 	p := pod("ns", "victim").On("n1").GPUs(2).Borrowed().Obj()
 	cs := fake.NewClientset(&p)
@@ -153,15 +156,35 @@ func TestReclaimSignalsThenEvicts(t *testing.T) {
 		return false, nil, nil
 	})
 	c := NewForClientset(cs, Config{Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
-	res, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "owner needs quota")
+	r := &provisioner.Reclaim{Team: "b", Node: "n1", Signal: "USR1", Grace: time.Second,
+		Victims: []provisioner.Victim{{JobID: "pod/ns/victim", Reason: "owner needs quota"}}}
+	if _, err := provisioner.ExecuteReclaim(context.Background(), c, r); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 2 || order[0] != "signal" || order[1] != "evict" {
+		t.Errorf("order = %v", order)
+	}
+	// A missing job: nothing evicted, not found.
+	if _, err := provisioner.ExecuteReclaim(context.Background(), c, r); !errors.Is(err, provisioner.ErrNotFound) || len(order) != 2 {
+		t.Errorf("missing: %v (calls %v)", err, order)
+	}
+}
+
+// A reclaim is remembered by the cluster: the event recorded on the
+// evicted pod carries its team, and the next snapshot lists it
+// (Snapshot.Reclaimed) for the rules' back-off.
+func TestReclaimIsRemembered(t *testing.T) {
+	p := pod("ns", "victim").On("n1").GPUs(2).Team("team-a").Borrowed().Obj()
+	cs := fakeCluster(p)
+	c := NewForClientset(cs, Config{Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
+	if err := c.EvictBorrowed(context.Background(), "pod/ns/victim", 0, "owner needs its quota"); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Snapshot(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(order) != 2 || order[0] != "signal" || order[1] != "evict" || len(res.Pods) != 1 {
-		t.Errorf("order = %v, result %+v", order, res)
-	}
-	// A missing job: nothing evicted, not found.
-	if _, err := c.Reclaim(context.Background(), "pod/ns/victim", "USR1", time.Second, "again"); !errors.Is(err, provisioner.ErrNotFound) {
-		t.Errorf("missing: %v", err)
+	if len(s.Reclaimed) != 1 || s.Reclaimed[0] != (provisioner.Reclaimed{JobID: "pod/ns/victim", Team: "team-a", Time: t0}) {
+		t.Errorf("reclaimed %+v, want pod/ns/victim of team-a at %v", s.Reclaimed, t0)
 	}
 }

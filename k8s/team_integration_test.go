@@ -1,9 +1,11 @@
 package k8s
 
-// The three scenarios of issue 8 on the real kube-apiserver (scripts/k8s-up.sh):
-// 4 nodes × 10 GPUs as Node objects, teams A and B with 20 nominal GPUs
-// each, every job a Pod created by mirage's TeamCluster (least-privilege
-// kubeconfig) and checked with the admin client.
+// The three scenarios of issue 8 on the test control plane (scripts/k8s-up.sh):
+// 4 nodes × 10 GPUs, teams A and B with 20 nominal GPUs each, every job a
+// Pod created by mirage's TeamCluster.Place one at a time (least-privilege
+// kubeconfig), bound by mirage itself (BindNodeName) and checked with the
+// admin client. live_integration_test.go runs the same scenarios through
+// the engine with the scheduler binding the pods.
 
 import (
 	"context"
@@ -41,7 +43,7 @@ func newTeamEnv(t *testing.T, rulesYAML string, clock provisioner.Timer) *teamEn
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
 		te.nodes = append(te.nodes, e.Node(k8stest.NodeSpec{Name: n, GPUs: 10, Product: "NVIDIA-A100-SXM4-80GB"}))
 	}
-	cfg := Config{Namespace: e.Namespace, PollInterval: 50 * time.Millisecond}
+	cfg := Config{Namespace: e.Namespace, PollInterval: 50 * time.Millisecond, Binding: BindNodeName}
 	if clock != nil {
 		cfg.Clock = clock
 	}

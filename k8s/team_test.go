@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 	"io"
 	"log/slog"
 	"net"
@@ -27,14 +26,14 @@ import (
 	"github.com/mirage-gpu/mirage/provisioner/team"
 )
 
-// teamRules parses a rules file for Kubernetes (not queueing).
+// teamRules parses a rules file.
 func teamRules(t testing.TB, yaml string) *team.Rules {
 	t.Helper()
 	cfg, err := team.ParseConfig([]byte(yaml), "rules.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := team.NewRules(cfg, false)
+	r, err := team.NewRules(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +45,11 @@ const rules2x20 = "teams: [{name: team-a, gpus: 20}, {name: team-b, gpus: 20}]\n
 // fakeTeamCluster is a TeamCluster on client-go's fake clientset with 4
 // nodes × 10 GPUs and the given pods; the fake gives generated names and
 // lets evictions delete the pod at once (a kubelet that stops in time).
+// It has no scheduler: mirage binds its pods (BindNodeName).
 func fakeTeamCluster(t testing.TB, rules string, pods ...corev1.Pod) (*TeamCluster, *fake.Clientset) {
 	t.Helper()
 	cs := fakeCluster(pods...)
-	c := NewForClientset(cs, Config{Namespace: "ns", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond})
+	c := NewForClientset(cs, Config{Namespace: "ns", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond, Binding: BindNodeName})
 	tc := NewTeamCluster(c, teamRules(t, rules))
 	tc.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	return tc, cs
@@ -315,60 +315,60 @@ func TestRulesSnapshotAndCheckpoints(t *testing.T) {
 	}
 }
 
-// Through the engine's path: Admit (on TeamCluster.Snapshot) then Submit.
-// A borrowed request whose owner's use dropped meanwhile is deployed within
-// quota, not as borrowed work; borrowed pods seen through Snapshot carry the
-// borrowed QOS.
-func TestTeamClusterAdmitThenSubmit(t *testing.T) {
+// Through the engine's path: the client's snapshot says what Kubernetes
+// does (it does not queue) and marks borrowed pods with the borrowed QOS;
+// Admit chooses the node and the borrowed QOS on it; Submit deploys
+// exactly that, reading nothing (no list: the cycle's snapshot is the one
+// read). Team A holds 20 of 20 and a3 borrowed on n3: a4 (2 GPUs) is over
+// quota → borrowed, onto idle GPUs. Frag-aware, with the mix learned from
+// the running 10-, 10- and 2-GPU pods over 20 pseudo-jobs of 1, 2, 4, 8
+// (weights 1:5, 2:6, 4:5, 8:5, 10:2 of 23): on n3, 8 free → 6, the free
+// GPUs no 8- or 10-GPU job can use grow from 8·2/23 to 6·7/23 (+26/23); on
+// n4, 10 → 8, from 0 to 8·2/23 (+16/23) → n4.
+func TestAdmitThenSubmit(t *testing.T) {
 	tc, cs := fakeTeamCluster(t, rules2x20,
 		pod("ns", "a1").On("n1").GPUs(10).Team("team-a").Obj(),
 		pod("ns", "a2").On("n2").GPUs(10).Team("team-a").Obj(),
 		pod("ns", "a3").On("n3").GPUs(2).Team("team-a").Borrowed().Obj())
 	ctx := context.Background()
-	snap, err := tc.Snapshot(ctx)
+	snap, err := tc.Client.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if snap.Caps.Queues || snap.Caps.Unpins {
+		t.Errorf("capabilities %+v: Kubernetes neither queues nor unpins", snap.Caps)
 	}
 	if j := snap.Job("pod/ns/a3"); j == nil || j.QOS != "preemptible" {
 		t.Fatalf("borrowed pod in the snapshot: %+v", j)
 	}
 	req := provisioner.SubmitRequest{Name: "a4", Account: "team-a", GPUs: 2}
 	adm, err := tc.Rules.Admit(t0, snap, &req)
-	if err != nil || !adm.Allow || !adm.Borrowed || req.QOS != "preemptible" || len(req.NodeList) != 1 {
+	if err != nil || !adm.Allow || !adm.Borrowed || adm.Reclaim != nil || req.QOS != "preemptible" || fmt.Sprint(req.NodeList) != "[n4]" {
 		t.Fatalf("admit %+v %v, request %+v", adm, err, req)
 	}
-	// Meanwhile a2 ends: team A is at 10 of 20.
-	if err := cs.CoreV1().Pods("ns").Delete(ctx, "a2", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	id, err := tc.Submit(ctx, req)
+	cs.ClearActions()
+	tc.cfg.Binding = BindAffinity // as with a scheduler (the fake has none)
+	id, err := tc.Client.Submit(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() != "create" {
+			t.Errorf("submit did %s %s: it deploys what was decided, nothing else", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
 	p := podsOf(t, cs)[strings.TrimPrefix(id, "pod/ns/")]
-	if p.Labels[LabelBorrowed] != "false" || p.Spec.PriorityClassName != "mirage-quota" {
-		t.Errorf("deployed with labels %v class %q, want within quota", p.Labels, p.Spec.PriorityClassName)
+	if p.Labels[LabelBorrowed] != "true" || p.Spec.PriorityClassName != "mirage-borrowed" || requiredNode(&p) != "n4" || p.Spec.NodeName != "" {
+		t.Errorf("deployed with labels %v class %q node %q/%q, want borrowed, for the scheduler to bind on n4",
+			p.Labels, p.Spec.PriorityClassName, requiredNode(&p), p.Spec.NodeName)
 	}
-}
-
-// A successor depending on a job (afterany, as a chain's SubmitAfter) is
-// deferred while that job's pod exists and deployed once it is gone.
-func TestTeamClusterDependency(t *testing.T) {
-	tc, cs := fakeTeamCluster(t, rules2x20, pod("ns", "seg0").On("n1").GPUs(4).Team("team-a").Obj())
-	ctx := context.Background()
-	req := provisioner.SubmitRequest{Name: "seg1", Account: "team-a", GPUs: 4, Dependency: slurmfmt.AfterAny("pod/ns/seg0")}
-	if _, err := tc.Submit(ctx, req); !errors.Is(err, ErrDeferred) || !strings.Contains(err.Error(), "waits for pod/ns/seg0") {
-		t.Fatalf("with the predecessor running: %v", err)
-	}
-	if n := len(podsOf(t, cs)); n != 1 {
-		t.Fatalf("%d pods, want 1", n)
-	}
-	if err := cs.CoreV1().Pods("ns").Delete(ctx, "seg0", metav1.DeleteOptions{}); err != nil {
+	// Before the scheduler binds it, the inventory counts its GPUs on n4.
+	inv, err := tc.Inventory(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := tc.Submit(ctx, req)
-	if err != nil || !strings.HasPrefix(id, "pod/ns/seg1-") {
-		t.Fatalf("after the predecessor: %q %v", id, err)
+	if n := inv.Node("n4"); n.Used != 2 || n.Free != 8 {
+		t.Errorf("n4 %+v: want the unbound pod's 2 GPUs counted", n)
 	}
 }
 

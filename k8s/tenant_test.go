@@ -45,10 +45,11 @@ func TestTenantRelabellingChangesNothing(t *testing.T) {
 	}
 	cs := fakeCluster(pods...)
 	var logs bytes.Buffer
-	tc := NewTeamCluster(NewForClientset(cs, Config{Mapping: m, Namespace: "ns-b", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond}), rules)
-	tc.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	tc := NewTeamCluster(NewForClientset(cs, Config{Mapping: m, Namespace: "ns-b", Clock: fixedClock{now: t0}, PollInterval: time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&logs, nil))}), rules)
+	tc.Log = slog.New(slog.DiscardHandler)
 
-	inv, err := tc.inventory(context.Background())
+	inv, err := tc.Inventory(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirage-gpu/mirage/internal/safefile"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
@@ -208,10 +210,49 @@ func Save(dir string, m Model) error {
 	return nil
 }
 
-// ReadMeta reads a model directory's meta.json.
+// Limits on what a model directory's files may hold: a model is read only
+// from files of the user's own (see OpenFile), and never without bound.
+const (
+	// MaxMetaSize caps meta.json (a trained model's is a few KB).
+	MaxMetaSize = 1 << 20
+	// MaxModelFile caps one model file (an XGBoost policy of 200 trees
+	// is about 300 KB, the models mirage trains stay within a few MB).
+	MaxModelFile = 256 << 20
+)
+
+// modelFix is what to do about a model file or directory refused as not
+// the user's own.
+const modelFix = "models are read only from files and directories of your own that nobody else may write: " +
+	"retrain the model with mirage train, or give it your own copy (cp -r) with chmod go-w"
+
+// CheckDir refuses a model directory (safefile.CheckDir, wrapping
+// safefile.ErrNotOwned) unless the user owns it, nobody else may write
+// it, and no directory above it lets another user replace it.
+func CheckDir(dir string) error {
+	return safefile.CheckDir(dir, "model directory", modelFix)
+}
+
+// OpenFile opens file name of the model directory dir for a Loader: only a
+// regular file (no link, no device) the user owns that nobody else may
+// write (else an error wrapping safefile.ErrNotOwned), of at most
+// MaxModelFile bytes (safefile.ErrTooLarge), read through that limit.
+func OpenFile(dir, name string) (io.ReadCloser, error) {
+	return safefile.OpenPrivate(filepath.Join(dir, name), MaxModelFile, modelFix)
+}
+
+// ReadFile reads file name of the model directory dir as OpenFile opens it.
+func ReadFile(dir, name string) ([]byte, error) {
+	return safefile.ReadPrivate(filepath.Join(dir, name), MaxModelFile, modelFix)
+}
+
+// ReadMeta reads a model directory's meta.json, after CheckDir, as a
+// private file of at most MaxMetaSize bytes.
 func ReadMeta(dir string) (Meta, error) {
 	var meta Meta
-	b, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if err := CheckDir(dir); err != nil {
+		return meta, fmt.Errorf("read model meta: %w", err)
+	}
+	b, err := safefile.ReadPrivate(filepath.Join(dir, MetaFile), MaxMetaSize, modelFix)
 	if err != nil {
 		return meta, fmt.Errorf("read model meta: %w", err)
 	}

@@ -363,29 +363,64 @@ func DefaultDir(getenv func(string) string) string {
 	return filepath.Join(home, ".local", "share", "mirage", "models")
 }
 
+// ErrPolicyPanicked wraps the value of a panic in a learned policy, while
+// its model was read or while it decided (a model that passed the
+// loader's checks but fails in use).
+var ErrPolicyPanicked = errors.New("learned policy panicked")
+
 // WithFallback wraps a policy factory for a long-running caller (the
-// daemon): a learned policy whose model cannot be loaded (missing, another
-// feature schema, unreadable) is replaced by the baseline fallback, so the
-// chain goes on rather than stopping. Its decisions carry the policy's
-// name (e.g. "lead") and reasons saying which learned policy they stand
-// in for and why. warn (may be nil) is called each time a replacement is
-// made. Unknown names stay errors; a model installed later is picked up
-// on the next call.
+// daemon), so that no model stops a chain, nor the daemon:
+//
+//   - a learned policy whose model cannot be loaded (missing, another
+//     feature schema, unreadable, not the user's own, malformed, or a
+//     panic while it is read) is replaced by the baseline fallback (by pin
+//     for a learned policy's pinned form, NAME-pin); its decisions carry
+//     the baseline's name and reasons saying which learned policy they
+//     stand in for and why;
+//   - a learned policy that loads is guarded: a decision in which it
+//     panics is made by the same baseline instead, its reason naming the
+//     learned policy and the panic (ErrPolicyPanicked).
+//
+// warn (may be nil) is called each time a replacement is made. Unknown
+// names stay errors; a model installed later is picked up on the next call.
 func WithFallback(f provisioner.PolicyFactory, fallback string, warn func(name string, err error)) provisioner.PolicyFactory {
+	if warn == nil {
+		warn = func(string, error) {}
+	}
 	return func(name string) (provisioner.Policy, error) {
-		p, err := f(name)
-		if err == nil || !IsLearned(name) {
+		p, err := buildRecovering(f, name)
+		ref := ParseRef(name)
+		if !ref.UsesModel() {
 			return p, err
 		}
-		fb, ferr := f(fallback)
+		fbName := fallback
+		if ref.Pinned {
+			fbName = provisioner.PolicyPin
+		}
+		fb, ferr := f(fbName)
 		if ferr != nil {
-			return nil, errors.Join(err, ferr)
+			if err != nil {
+				return nil, errors.Join(err, ferr)
+			}
+			return p, nil // guarded by nothing better than the step's own recover
 		}
-		if warn != nil {
+		if err != nil {
 			warn(name, err)
+			return &standIn{Policy: fb, prefix: fmt.Sprintf("%s unavailable (%v), %s decides", name, err, fb.Name())}, nil
 		}
-		return &standIn{Policy: fb, prefix: fmt.Sprintf("%s unavailable (%v), %s decides", name, err, fb.Name())}, nil
+		return &guarded{Policy: p, fallback: fb, warn: warn}, nil
 	}
+}
+
+// buildRecovering is f(name), a panic while the policy is built (its
+// model read) returned as an error wrapping ErrPolicyPanicked.
+func buildRecovering(f provisioner.PolicyFactory, name string) (p provisioner.Policy, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = nil, fmt.Errorf("%w while its model was read: %v", ErrPolicyPanicked, r)
+		}
+	}()
+	return f(name)
 }
 
 // standIn is a fallback policy deciding for an unavailable learned one.
@@ -399,6 +434,36 @@ func (s *standIn) Decide(obs *provisioner.Observation) (provisioner.Decision, er
 	d.Reason = s.prefix + ": " + d.Reason
 	return d, err
 }
+
+// guarded is a learned policy whose panics are caught: the fallback makes
+// a decision in which the learned policy panicked.
+type guarded struct {
+	provisioner.Policy
+	fallback provisioner.Policy
+	warn     func(name string, err error)
+}
+
+// Decide is the learned policy's decision, or, when it panics, the
+// fallback's, its reason saying why.
+func (g *guarded) Decide(obs *provisioner.Observation) (d provisioner.Decision, err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		perr := fmt.Errorf("%w: %v", ErrPolicyPanicked, r)
+		g.warn(g.Name(), perr)
+		d, err = g.fallback.Decide(obs)
+		d.Reason = fmt.Sprintf("%s failed (%v), %s decides: %s", g.Name(), perr, g.fallback.Name(), d.Reason)
+	}()
+	return g.Policy.Decide(obs)
+}
+
+// LearnsFromHandOffs is the learned policy's (provisioner.HandOffLearner).
+func (g *guarded) LearnsFromHandOffs() bool { return provisioner.LearnsFromHandOffs(g.Policy) }
+
+// Unwrap is the learned policy guarded.
+func (g *guarded) Unwrap() provisioner.Policy { return g.Policy }
 
 // DefaultLearned is the learned policy `mirage submit` uses when --policy is
 // not given and its model is in the models directory: the one with the
@@ -448,8 +513,9 @@ func firstBuildable(policies provisioner.PolicyFactory, names []string, fallback
 const DefaultPinned = DefaultLearned + PinSuffix
 
 // DefaultPolicyFor is the policy of a chain of the given workload
-// submitted to cl without one. On a backend that can lift a pending job's
-// node list (provisioner.Unpinner: Slurm, the simulator): pin for a
+// submitted without one to a backend that can do what caps say. On a
+// backend that lifts a pending job's node list (Capabilities.Unpins:
+// Slurm, the simulator): pin for a
 // service (provisioner.WorkloadService), whatever is trained; otherwise
 // DefaultPinned when policies can build it, else xgb's pinned form when
 // only xgb is trained, else pin. The chain's cost (its workload) then
@@ -462,8 +528,8 @@ const DefaultPinned = DefaultLearned + PinSuffix
 // with the service cost, under which overlap within its budget is free,
 // starts successors up to that budget early (hours of both copies
 // serving).
-func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
-	name, _, warn = DefaultPolicyForSite(cl, policies, workload, "", nil)
+func DefaultPolicyFor(caps provisioner.Capabilities, policies provisioner.PolicyFactory, workload string) (name string, warn error) {
+	name, _, warn = DefaultPolicyForSite(caps, policies, workload, "", nil)
 	return name, warn
 }
 
@@ -474,8 +540,8 @@ func DefaultPolicyFor(cl provisioner.Cluster, policies provisioner.PolicyFactory
 // (SiteRanking.Choose: the ranking measured on the site grid); where the
 // class is unknown or unranked, or none of its policies can be built,
 // DefaultPolicyFor's choice.
-func DefaultPolicyForSite(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload, class string, ranking *SiteRanking) (name, why string, warn error) {
-	if _, ok := cl.(provisioner.Unpinner); !ok {
+func DefaultPolicyForSite(caps provisioner.Capabilities, policies provisioner.PolicyFactory, workload, class string, ranking *SiteRanking) (name, why string, warn error) {
+	if !caps.Unpins {
 		name, warn = DefaultPolicy(policies)
 		return name, "this backend cannot lift a pending job's node list: " + DefaultLearned + " when trained, else xgb, else lead", warn
 	}

@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,8 +107,71 @@ func TestWithFallback(t *testing.T) {
 	if err != nil || p.Name() != "dqn" {
 		t.Fatalf("dqn once saved: %v, %v", p, err)
 	}
+	if u, ok := p.(interface{ Unwrap() provisioner.Policy }); ok {
+		p = u.Unwrap() // guarded against panics
+	}
 	if mp, ok := p.(*models.ModelPolicy); !ok || mp.Version != "2026-11-25T14:00:00Z" {
 		t.Errorf("policy %#v: want a ModelPolicy of version 2026-11-25T14:00:00Z", p)
+	}
+}
+
+// panicky is a learned policy whose Decide panics, as a planted model did
+// in MLP.Forward (#50).
+type panicky struct{}
+
+func (panicky) Name() string { return "dqn" }
+func (panicky) Decide(*provisioner.Observation) (provisioner.Decision, error) {
+	var s []float64
+	_ = s[4] // index out of range, as in the planted model
+	return provisioner.Decision{}, nil
+}
+
+// TestWithFallbackRecovers (#50): a learned policy that panics while it
+// decides, or while its model is read, does not stop the caller: lead
+// decides instead, its reason naming the learned policy and the panic,
+// and warn is told. A pinned form without its model is replaced by pin.
+func TestWithFallbackRecovers(t *testing.T) {
+	var warned []string
+	base := func(name string) (provisioner.Policy, error) {
+		switch name {
+		case "dqn":
+			return panicky{}, nil
+		case "pg":
+			panic("gob: planted")
+		case "xgb-pin":
+			return nil, fmt.Errorf("policy %q: %w", name, models.ErrNoModel)
+		}
+		return provisioner.BaselinePolicy(name)
+	}
+	f := models.WithFallback(base, provisioner.PolicyLead, func(name string, err error) { warned = append(warned, name+": "+err.Error()) })
+	// A running predecessor ending in 2 h: lead (10 min before the end)
+	// waits, as in TestWithFallback; here what matters is who decided and
+	// why.
+	now := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+	pred := provisioner.Job{ID: "1", State: provisioner.StateRunning, Start: now.Add(-time.Hour), TimeLimit: 3 * time.Hour}
+	obs := &provisioner.Observation{Now: now, Snapshot: &provisioner.Snapshot{Time: now}, Chain: &provisioner.Chain{Policy: "dqn"}, Predecessor: &pred}
+
+	p, err := f("dqn")
+	if err != nil || p.Name() != "dqn" {
+		t.Fatalf("dqn: %v, %v; want the guarded learned policy", p, err)
+	}
+	d, err := p.Decide(obs)
+	if err != nil || d.Action != provisioner.Wait || !strings.HasPrefix(d.Reason, "dqn failed (learned policy panicked: runtime error: index out of range [4] with length 0), lead decides: ") {
+		t.Errorf("dqn's panicking decision: %+v, %v; want lead's wait naming the panic", d, err)
+	}
+	p, err = f("pg")
+	if err != nil || p.Name() != provisioner.PolicyLead {
+		t.Fatalf("pg panicking while read: %v, %v; want lead standing in", p, err)
+	}
+	if d, err := p.Decide(obs); err != nil || !strings.HasPrefix(d.Reason, "pg unavailable (learned policy panicked while its model was read: gob: planted), lead decides: ") {
+		t.Errorf("pg's stand-in decision: %+v, %v", d, err)
+	}
+	p, err = f("xgb-pin")
+	if err != nil || p.Name() != provisioner.PolicyPin {
+		t.Fatalf("xgb-pin without a model: %v, %v; want pin standing in", p, err)
+	}
+	if len(warned) != 3 || !strings.HasPrefix(warned[0], "dqn: learned policy panicked") || !strings.HasPrefix(warned[1], "pg: ") || !strings.HasPrefix(warned[2], "xgb-pin: ") {
+		t.Errorf("warnings %q", warned)
 	}
 }
 

@@ -93,7 +93,7 @@ func LiveState(ctx context.Context, c provisioner.Cluster, h provisioner.History
 	var hist []provisioner.Job
 	if h != nil {
 		hist, err = h.History(ctx, snap.Time.Add(-window))
-		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) && !errors.Is(err, provisioner.ErrIncomplete) { // features from what was read
 			return nil, fmt.Errorf("live history: %w", err)
 		}
 	}

@@ -77,6 +77,17 @@ type Chain struct {
 	// segment that exits 0 after its signal point continues the chain
 	// (SignalPoint).
 	SignalLead time.Duration
+	// Keeper identifies the state database that keeps the chain: the one
+	// whose daemon submits and cancels its jobs (TagKey.Keeper; "" for a
+	// chain stored before #50: the database it is in). A daemon of another
+	// state database refuses to act on it, so that one chain recovered
+	// into a second database is not run twice (mirage recover --take-over
+	// moves it).
+	Keeper string
+	// Cluster is the name of the cluster the chain's jobs run on (Slurm's
+	// ClusterName; "" where the backend has none): a daemon whose backend
+	// names another cluster refuses to act on it.
+	Cluster string
 }
 
 // Segment is one job of a chain.

@@ -66,6 +66,11 @@ type Job struct {
 	ExitCode  int           // exit code when finished
 	Signal    int           // terminating signal when finished
 	Depend    string        // dependency expression, e.g. "afterany:123"
+	// Checkpoint is when the job last completed a checkpoint, when the
+	// backend knows it (Kubernetes: the workload's annotation
+	// mirage.io/last-checkpoint); zero: unknown. A reclaim prefers victims
+	// that lose the least work since then.
+	Checkpoint time.Time
 }
 
 // Waited is how long the job has waited (until start, or until now when pending).
@@ -122,12 +127,52 @@ func (n *Node) FreeGPUs() int {
 	return n.GPUs - n.GPUsUsed
 }
 
+// Capabilities are what a backend does by itself, beyond the Cluster
+// port. Every Snapshot carries its backend's, so that Step and the team
+// rules read them from what they decide on, instead of callers passing
+// flags around or asking the Cluster what it implements.
+type Capabilities struct {
+	// Queues: the backend holds a job that cannot start yet — for want of
+	// room, or because it depends on a job still running — and starts it
+	// later by itself (Slurm, the simulator). Without it (Kubernetes)
+	// mirage creates work only where and when it can run: the team rules
+	// choose its node and defer what fits nowhere, and a submission that
+	// depends on a job still live waits in mirage until that job is gone.
+	Queues bool
+	// Unpins: the backend lifts the node list of a pending job (OpUnpin,
+	// executed through Unpinner: scontrol update ReqNodeList= on Slurm), so
+	// a successor pinned to its predecessor's nodes may start elsewhere.
+	Unpins bool
+}
+
 // Snapshot is a read-only view of a cluster at one instant: what squeue/sinfo
 // report on Slurm, what the simulator holds, what the API server lists.
 type Snapshot struct {
-	Time  time.Time // when it was taken (backend clock)
-	Nodes []Node    // all nodes
-	Jobs  []Job     // pending and running jobs (and recently finished ones where known)
+	Time  time.Time    // when it was taken (backend clock)
+	Nodes []Node       // all nodes
+	Jobs  []Job        // pending and running jobs (and recently finished ones where known)
+	Caps  Capabilities `json:"-"` // what the backend does by itself (a snapshot file does not say: its reader decides)
+	// Reclaimed is borrowed work the backend saw reclaimed recently
+	// (Kubernetes: mirage's reclaim events on the evicted pods), for the
+	// team rules' back-off; empty where the backend keeps no such record.
+	Reclaimed []Reclaimed `json:"-"`
+}
+
+// Reclaimed is one job reclaimed from the team that borrowed it.
+type Reclaimed struct {
+	JobID string    // the job stopped
+	Team  string    // the team that had borrowed
+	Time  time.Time // when its eviction began
+}
+
+// Node finds a node by name, or returns nil.
+func (s *Snapshot) Node(name string) *Node {
+	for i := range s.Nodes {
+		if s.Nodes[i].Name == name {
+			return &s.Nodes[i]
+		}
+	}
+	return nil
 }
 
 // Pending returns the pending jobs.

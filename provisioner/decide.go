@@ -1,6 +1,7 @@
 package provisioner
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -48,6 +49,13 @@ type StepInput struct {
 	// jobs (TagKey.Verified): a job it does not verify is treated as
 	// another user's. nil: no MACs (the simulator).
 	TagKey *TagKey
+	// Keeper is the identity of the state database deciding (TagKey.Keeper):
+	// a chain another database keeps, or one whose live job another
+	// database submitted, is not acted on (notKept). "" skips the checks.
+	Keeper string
+	// Cluster is the name of the backend's cluster (ClusterNameOf): a chain
+	// registered on another cluster is not acted on. "" skips the check.
+	Cluster string
 }
 
 // Step is the pure decision step: from the stored chains, the cluster
@@ -82,27 +90,67 @@ func Step(in *StepInput) *Plan {
 		grace = DefaultSubmitGrace
 	}
 	idx := indexJobs(in.Snapshot, in.History, in.Self, in.TagKey)
-	ctx := &stepContext{in: in, idx: idx, grace: grace}
+	ctx := &stepContext{in: in, idx: idx, grace: grace, work: in.Snapshot}
 	ctx.nPending, ctx.nRunning = countStates(in.Snapshot)
+	refused := map[string]string{}
+	for i := range in.Chains {
+		if cr := &in.Chains[i]; cr.Chain.State == ChainActive {
+			if why := ctx.notKept(cr); why != "" {
+				refused[cr.Chain.ID] = why
+			}
+		}
+	}
+	if why := implausibleLoss(in.Chains, refused, idx, in.HistoryOK); why != "" {
+		plan.Halt = why
+		return plan
+	}
 	var tails []Op
 	for i := range in.Chains {
 		cr := &in.Chains[i]
 		if cr.Chain.State != ChainActive {
 			continue
 		}
-		w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: in.Now, abandoned: map[segKey]time.Time{}}
-		sortSegments(w.segs)
-		w.orig = make(map[segKey]Segment, len(w.segs))
-		for _, s := range w.segs {
-			w.orig[segKey{s.Index, s.Attempt}] = s
+		if why, ok := refused[cr.Chain.ID]; ok {
+			plan.Ops = append(plan.Ops, Op{Kind: OpRecord, Record: &DecisionRecord{Time: in.Now, ChainID: cr.Chain.ID, Segment: nextIndex(cr.Segments),
+				Policy: cr.Chain.Policy, Action: Wait, Reason: why}})
+			continue
 		}
-		w.reconcile(idx, in.HistoryOK, grace) // step 1
-		ctx.decide(w)                         // steps 2–6
-		plan.Ops = append(plan.Ops, w.ops...)
-		tails = append(tails, w.tail...)
+		ops, tail := ctx.chain(cr)
+		plan.Ops = append(plan.Ops, ops...)
+		tails = append(tails, tail...)
 	}
 	plan.Ops = append(plan.Ops, tails...)
 	return plan
+}
+
+// chain reconciles one active chain and decides for it (steps 1–6),
+// returning its bookkeeping and its actions. A panic in either (a policy
+// or a rule that fails in use) costs this chain alone its cycle: none of
+// what it planned is kept, an error record says why, and the other chains
+// are decided on as usual.
+func (c *stepContext) chain(cr *ChainRecord) (ops, tail []Op) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
+		}
+		rec := &DecisionRecord{Time: c.in.Now, ChainID: cr.Chain.ID, Segment: nextIndex(cr.Segments), Policy: cr.Chain.Policy, Action: ActError,
+			Error: fmt.Sprintf("the decision step failed (panic: %v): nothing is done for this chain this cycle", r)}
+		ops, tail = []Op{{Kind: OpRecord, Record: rec}}, nil
+	}()
+	w := &chainWork{chain: cr.Chain, segs: slices.Clone(cr.Segments), now: c.in.Now, abandoned: map[segKey]time.Time{}}
+	// A chain stored before #50 is this database's, on this cluster: its
+	// jobs' comments say so from now on.
+	w.chain.Keeper = cmp.Or(w.chain.Keeper, c.in.Keeper)
+	w.chain.Cluster = cmp.Or(w.chain.Cluster, c.in.Cluster)
+	sortSegments(w.segs)
+	w.orig = make(map[segKey]Segment, len(w.segs))
+	for _, s := range w.segs {
+		w.orig[segKey{s.Index, s.Attempt}] = s
+	}
+	w.reconcile(c.idx, c.in.HistoryOK, c.grace) // step 1
+	c.decide(w)                                 // steps 2–6
+	return w.ops, w.tail
 }
 
 type stepContext struct {
@@ -111,6 +159,9 @@ type stepContext struct {
 	nPending int
 	nRunning int
 	grace    time.Duration
+	// work is the snapshot the team rules judge submissions on: the
+	// input's, with the submissions planned so far this cycle (reserve).
+	work *Snapshot
 }
 
 func countStates(s *Snapshot) (pending, running int) {
@@ -123,6 +174,55 @@ func countStates(s *Snapshot) (pending, running int) {
 		}
 	}
 	return
+}
+
+// nextIndex is the index after the highest of segs (0 for none): the
+// segment a chain's next decision is about, for records made without one.
+func nextIndex(segs []Segment) int {
+	next := 0
+	for _, s := range segs {
+		next = max(next, s.Index+1)
+	}
+	return next
+}
+
+// notKept says why chain cr must not be acted on from this view ("" when
+// it may): it was registered on another cluster than the backend's; or
+// another state database keeps it (a chain recovered into a second
+// --state while the first one's daemon runs: both submitted segment 1);
+// or a job of the user's carrying its tag was submitted by another state
+// database than this one, is not one of its stored segments, and still
+// runs or is of a segment this database has not reached (two databases act
+// on the chain: its comment names the other keeper, signed with that
+// database's key, which this one's may not verify).
+func (c *stepContext) notKept(cr *ChainRecord) string {
+	ch, in := &cr.Chain, c.in
+	if in.Cluster != "" && ch.Cluster != "" && !strings.EqualFold(ch.Cluster, in.Cluster) {
+		return fmt.Sprintf("chain registered on cluster %q, but the backend answers for cluster %q: nothing is done here "+
+			"(another cluster's slurm.conf? give the chain's with --slurm-conf or SLURM_CONF)", ch.Cluster, in.Cluster)
+	}
+	if in.Keeper == "" {
+		return ""
+	}
+	if ch.Keeper != "" && ch.Keeper != in.Keeper {
+		return fmt.Sprintf("chain kept by another state database (keeper %s; this one is %s): that database's daemon submits its jobs, not this one's; "+
+			"if that database is lost, take the chain over with mirage recover --take-over %s", ch.Keeper, in.Keeper, ch.ID)
+	}
+	stored := make(map[string]bool, len(cr.Segments))
+	for _, s := range cr.Segments {
+		stored[s.JobID] = true
+	}
+	next := nextIndex(cr.Segments)
+	for _, tj := range slices.Concat(c.idx.tagged[ch.ID], c.idx.foreign[ch.ID]) {
+		if stored[tj.job.ID] || tj.job.State.Finished() && tj.tag.Segment < next || in.Self != "" && tj.job.User != in.Self {
+			continue
+		}
+		if sp, ok := readSpec(tj.job.Comment); ok && sp.Keeper != "" && sp.Keeper != in.Keeper {
+			return fmt.Sprintf("job %s (tag %s, %s) was submitted by another state database (keeper %s; this one is %s): two databases act on this chain, so this one does nothing; "+
+				"keep one: mirage cancel %s with the other --state, or delete that state directory", tj.job.ID, tj.tag, tj.job.State, sp.Keeper, in.Keeper, ch.ID)
+		}
+	}
+	return ""
 }
 
 // policy is chain ch's policy, as resolved before Step (StepInput.Policies).
@@ -216,7 +316,7 @@ func (c *stepContext) decide(w *chainWork) {
 		return
 	}
 	// 5. the last segment is pending or running.
-	if last.State == StatePending && last.Pinned != "" && last.JobID != "" {
+	if last.State == StatePending && last.Pinned != "" && last.JobID != "" && c.in.Snapshot.Caps.Unpins {
 		if c.unpin(w, last) {
 			return
 		}
@@ -344,8 +444,19 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		rec.Reason += beginNote(at.begin, w.now)
 	}
 	rec.Segment = index
+	if !c.in.Snapshot.Caps.Queues && len(req.Dependency) > 0 {
+		// The backend holds nothing back: the dependency is mirage's to keep.
+		if id := c.liveDependency(req.Dependency); id != "" {
+			rec.Action = Wait
+			rec.Reason += fmt.Sprintf("; deferred: the backend has no job dependencies, and job %s has not ended (submitted once it is gone)", id)
+			w.record(rec)
+			return
+		}
+		req.Dependency = nil
+	}
+	var reclaim *Reclaim
 	if c.in.Rules != nil { // 6. team rules
-		adm, err := c.in.Rules.Admit(w.now, c.in.Snapshot, &req)
+		adm, err := c.in.Rules.Admit(w.now, c.work, &req)
 		if err != nil {
 			rec.Action, rec.Error = ActError, "team rules: "+err.Error()
 			w.record(rec)
@@ -363,6 +474,7 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 		if adm.Borrowed {
 			rec.Reason += " (on borrowed quota: may be reclaimed)"
 		}
+		reclaim = adm.Reclaim
 	}
 	rec.Time, rec.ChainID = w.now, ch.ID
 	if rec.Policy == "" {
@@ -375,7 +487,69 @@ func (c *stepContext) submit(w *chainWork, index, attempt int, prevJob string, r
 	if rec.Action == SubmitPinned { // (a team rule's placement is not a pin to lift)
 		seg.Pinned = strings.Join(req.NodeList, ",")
 	}
+	if reclaim != nil {
+		rrec := DecisionRecord{Time: w.now, ChainID: ch.ID, Segment: index, Policy: rec.Policy, Action: ActReclaim, Reason: reclaim.Reason}
+		w.tail = append(w.tail, Op{Kind: OpReclaim, Reclaim: reclaim, Record: &rrec})
+	}
 	w.tail = append(w.tail, Op{Kind: OpSubmit, Segment: &seg, Request: &req, Record: &rec})
+	if c.in.Rules != nil {
+		c.reserve(&req, reclaim, Tag{ch.ID, index, attempt}.String())
+	}
+}
+
+// liveDependency is the first job of dep that the snapshot still lists
+// as not finished, or "".
+func (c *stepContext) liveDependency(dep slurmfmt.Dependency) string {
+	for _, id := range dep.JobIDs() {
+		if j := c.in.Snapshot.Job(id); j != nil && !j.State.Finished() {
+			return id
+		}
+	}
+	return ""
+}
+
+// reserve enters a planned submission into the snapshot the team rules
+// judge the rest of the cycle on (stepContext.work), after taking out the
+// victims of its reclaim, so that two submissions of one cycle cannot both
+// count on the same quota or GPUs: on a backend that does not queue, a job
+// the rules placed holds its GPUs on its nodes at once; elsewhere it is a
+// pending job of its team. The input snapshot is never changed.
+func (c *stepContext) reserve(req *SubmitRequest, r *Reclaim, tag string) {
+	if c.work == c.in.Snapshot {
+		s := *c.in.Snapshot
+		s.Nodes, s.Jobs = slices.Clone(s.Nodes), slices.Clone(s.Jobs)
+		c.work = &s
+	}
+	s := c.work
+	if r != nil {
+		for _, v := range r.Victims {
+			s.Jobs = slices.DeleteFunc(s.Jobs, func(j Job) bool {
+				if j.ID != v.JobID {
+					return false
+				}
+				s.useGPUs(j.NodeList, -j.GPUs/max(len(j.NodeList), 1))
+				return true
+			})
+		}
+	}
+	j := Job{ID: "planned:" + tag, Name: req.Name, Account: req.Account, Partition: req.Partition, QOS: req.QOS, State: StatePending,
+		Submit: c.in.Now, TimeLimit: req.TimeLimit, Nodes: max(req.Nodes, 1), GPUs: req.GPUs, GPUType: req.GPUType, Comment: req.Comment,
+		Depend: req.Dependency.String()}
+	if !s.Caps.Queues && len(req.NodeList) > 0 {
+		j.State, j.Start, j.NodeList = StateRunning, c.in.Now, slices.Clone(req.NodeList)
+		s.useGPUs(j.NodeList, req.GPUsPerNode())
+	}
+	s.Jobs = append(s.Jobs, j)
+}
+
+// useGPUs adds per GPUs (a negative number frees them) to the use of each
+// named node.
+func (s *Snapshot) useGPUs(nodes []string, per int) {
+	for _, name := range nodes {
+		if n := s.Node(name); n != nil {
+			n.GPUsUsed = min(max(n.GPUsUsed+per, 0), n.GPUs)
+		}
+	}
 }
 
 // segmentRequest builds the submission of one segment attempt: the chain's

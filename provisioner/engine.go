@@ -6,15 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 )
 
 // Fault-injection points of Engine.Fault (tests kill the process there).
 const (
+	FaultAfterSnapshot    = "after-snapshot"    // the cluster and its history are read; nothing decided
 	FaultAfterBookkeeping = "after-bookkeeping" // reconciliation committed, nothing submitted yet
 	FaultBeforeSubmit     = "before-submit"     // the intent is committed; about to call Cluster.Submit
 	FaultAfterSubmit      = "after-submit"      // the backend has the job; the store does not know it yet
 	FaultAfterCommit      = "after-commit"      // the submitted segment is committed
+	FaultBeforeReclaim    = "before-reclaim"    // a reclaim is planned; no victim signalled yet
+	FaultAfterReclaim     = "after-reclaim"     // the cycle's reclaims are done; nothing recorded or submitted yet
 )
 
 // Engine is the thin apply layer around Step: it reads the stored chains,
@@ -70,6 +75,7 @@ type Report struct {
 	Waits       int          // wait decisions
 	Errors      int          // decisions or actions that failed
 	Cancelled   int          // superseded successors cancelled
+	Reclaimed   int          // reclaims performed (each stops one or more borrowed jobs)
 	Submissions []Submission // planned submissions and their outcomes
 	HistoryOK   bool         // the history was read
 }
@@ -155,6 +161,10 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			rep.HistoryOK = true
 		case errors.Is(err, ErrNoAccounting):
 			e.log().Warn("history unavailable; deciding from the live view only", "err", err)
+		case errors.Is(err, ErrIncomplete):
+			// What it shows is used; what it lacks proves nothing.
+			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history incomplete (no job is taken as lost this cycle): " + err.Error()})
+			e.log().Warn("history incomplete: no job is taken as lost this cycle", "err", err)
 		default:
 			e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "history: " + err.Error()})
 			e.log().Warn("history failed; deciding from the live view only", "err", err)
@@ -167,14 +177,24 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	e.fault(FaultAfterSnapshot)
 	// 4. the pure step
+	var keeper string
+	if e.TagKey != nil {
+		keeper = e.TagKey.Keeper
+	}
 	plan := Step(&StepInput{Now: now, Snapshot: snap, History: history, HistoryOK: rep.HistoryOK, Chains: records, HandOffs: handOffs, Policies: ResolvePolicies(records, e.Policies), Rules: e.Rules,
-		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey})
+		SubmitGrace: e.SubmitGrace, Self: e.Self, TagKey: e.TagKey, Keeper: keeper, Cluster: ClusterNameOf(e.Cluster)})
+	if plan.Halt != "" {
+		e.addEvent(ctx, &Event{Time: now, Segment: -1, Kind: EventError, Detail: "nothing done: " + plan.Halt})
+		e.log().Error("nothing done this cycle: the cluster's view is implausible", "why", plan.Halt)
+		return rep, fmt.Errorf("%w: %s", ErrImplausibleView, plan.Halt)
+	}
 	plan.Ops = e.dropSeenForeign(ctx, plan.Ops)
 	// 5. bookkeeping in one transaction
 	var book, tail []Op
 	for _, op := range plan.Ops {
-		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup || op.Kind == OpUnpin {
+		if op.Kind == OpSubmit || op.Kind == OpCancel || op.Kind == OpCancelDup || op.Kind == OpUnpin || op.Kind == OpReclaim {
 			tail = append(tail, op)
 		} else {
 			book = append(book, op)
@@ -185,9 +205,11 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 		return rep, fmt.Errorf("record decisions: %w", err)
 	}
 	e.fault(FaultAfterBookkeeping)
-	// 6. cancels and submissions, each committed at once
+	// 6. cancels, reclaims and submissions, each committed at once
 	var firstErr error
 	unavailable := false
+	reclaims := e.executeReclaims(ctx, tail)
+	reclaimFailed := map[string]bool{} // chains whose reclaim failed: their submission is not made
 	for i := range tail {
 		op := &tail[i]
 		var err error
@@ -198,7 +220,17 @@ func (e *Engine) cycle(ctx context.Context, ids []string) (*Report, error) {
 			err = e.cancelDup(ctx, now, op, rep)
 		case OpUnpin:
 			err = e.unpin(ctx, op, rep)
+		case OpReclaim:
+			var ok bool
+			ok, err = e.recordReclaim(ctx, now, op, reclaims[i], rep)
+			reclaimFailed[op.Record.ChainID] = !ok
 		case OpSubmit:
+			if reclaimFailed[op.Segment.ChainID] {
+				op.Record.Action = Wait
+				op.Record.Reason += "; not submitted: the reclaim that was to make room failed (decided again next cycle)"
+				err = e.inTx(ctx, func(s Store) error { return s.Record(ctx, op.Record) })
+				break
+			}
 			if unavailable {
 				op.Record.Action, op.Record.Error = ActError, "not attempted: the backend was unavailable for an earlier submission in this cycle"
 				rep.Submissions = append(rep.Submissions, Submission{ChainID: op.Segment.ChainID, Segment: op.Segment.Index, Attempt: op.Segment.Attempt, Err: ErrUnavailable})
@@ -445,6 +477,68 @@ func (e *Engine) cancelDup(ctx context.Context, now time.Time, op *Op, rep *Repo
 	ops := []Op{{Kind: OpEvent, Event: ev}, {Kind: OpRecord, Record: &rec}}
 	ctx = context.WithoutCancel(ctx)
 	return e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
+}
+
+// reclaimOutcome is what ExecuteReclaim did for one OpReclaim.
+type reclaimOutcome struct {
+	notes []string
+	err   error
+}
+
+// executeReclaims carries out every OpReclaim of the plan's tail at once
+// (ExecuteReclaim each), so that a burst of requests waits one grace
+// period, not one per reclaim; their victims are distinct (Step plans each
+// reclaim without the victims of the ones before). The outcomes, by the
+// op's index in tail, are recorded in order with the rest of the tail.
+func (e *Engine) executeReclaims(ctx context.Context, tail []Op) map[int]reclaimOutcome {
+	out := map[int]reclaimOutcome{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range tail {
+		if tail[i].Kind != OpReclaim {
+			continue
+		}
+		e.fault(FaultBeforeReclaim)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			notes, err := ExecuteReclaim(ctx, e.Cluster, tail[i].Reclaim)
+			mu.Lock()
+			out[i] = reclaimOutcome{notes, err}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if len(out) > 0 {
+		e.fault(FaultAfterReclaim)
+	}
+	return out
+}
+
+// recordReclaim records what a reclaim did, ahead of its chain's
+// submission: one event per victim stopped and the decision, with the
+// error when it failed. ok is false when the submission must not be made
+// (some victim may still hold the room).
+func (e *Engine) recordReclaim(ctx context.Context, now time.Time, op *Op, o reclaimOutcome, rep *Report) (ok bool, err error) {
+	r, rec := op.Reclaim, *op.Record
+	rep.Reclaimed++
+	var ops []Op
+	if len(o.notes) > 0 {
+		rec.Reason += "; " + strings.Join(o.notes, "; ")
+	}
+	if o.err != nil {
+		rec.Action, rec.Error = ActError, o.err.Error()
+		rep.Errors++
+		e.log().Warn("reclaim failed", "chain", rec.ChainID, "team", r.Team, "err", o.err)
+	} else {
+		for _, v := range r.Victims {
+			ops = append(ops, Op{Kind: OpEvent, Event: &Event{Time: now, ChainID: rec.ChainID, Segment: rec.Segment, JobID: v.JobID, Kind: EventReclaimed, Detail: v.Reason}})
+		}
+		e.log().Info("reclaimed", "chain", rec.ChainID, "team", r.Team, "node", r.Node, "victims", len(r.Victims))
+	}
+	ops = append(ops, Op{Kind: OpRecord, Record: &rec})
+	ctx = context.WithoutCancel(ctx)
+	return o.err == nil, e.inTx(ctx, func(s Store) error { return applyOps(ctx, s, ops) })
 }
 
 // unpin lifts the node list of a pinned successor still pending after its

@@ -44,6 +44,8 @@ type chainSpec struct {
 	Workload  string   `json:"w,omitempty"`
 	Cost      *GapCost `json:"cost,omitempty"`
 	Signal    int64    `json:"sig,omitempty"` // the --signal lead, seconds
+	Keeper    string   `json:"db,omitempty"`  // the state database that submitted the job (Chain.Keeper)
+	Cluster   string   `json:"cl,omitempty"`  // the cluster (Chain.Cluster)
 }
 
 // MaxComment is the longest job comment Slurm accepts, in bytes: a
@@ -56,7 +58,8 @@ const MaxComment = 1024
 func ChainComment(ch *Chain, index, attempt int) string {
 	sp := chainSpec{V: 2, Name: ch.Name, Script: ch.Script, Opts: len(ch.Args), WorkDir: ch.WorkDir, Policy: ch.Policy, Segments: ch.Segments,
 		Retries: ch.MaxRetries, Account: ch.Account, Partition: ch.Partition, Limit: int64(ch.TimeLimit / time.Second),
-		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost, Signal: int64(ch.SignalLead / time.Second)}
+		Nodes: ch.Nodes, GPUs: ch.GPUs, Workload: ch.Workload, Cost: ch.Cost, Signal: int64(ch.SignalLead / time.Second),
+		Keeper: ch.Keeper, Cluster: ch.Cluster}
 	if !ch.Created.IsZero() {
 		sp.Created = ch.Created.Unix()
 	}
@@ -76,6 +79,9 @@ func CommentLimit(ch *Chain) int {
 	if c.ID == "" {
 		c.ID = "c-00000000-000000"
 	}
+	if c.Keeper == "" {
+		c.Keeper = strings.Repeat("0", KeeperLen) // the database's, written at the first cycle
+	}
 	return len(ChainComment(&c, 999999, 99)) + len(" "+MACPrefix) + 2*macLen
 }
 
@@ -94,7 +100,8 @@ func ParseChainSpec(comment string) (Chain, bool) {
 	}
 	c := Chain{ID: tag.Chain, Name: sp.Name, Script: sp.Script, Args: sp.Args, WorkDir: sp.WorkDir, Policy: sp.Policy, Segments: sp.Segments,
 		MaxRetries: sp.Retries, Account: sp.Account, Partition: sp.Partition, TimeLimit: time.Duration(sp.Limit) * time.Second,
-		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive, Workload: sp.Workload, Cost: sp.Cost, SignalLead: time.Duration(sp.Signal) * time.Second}
+		Nodes: sp.Nodes, GPUs: sp.GPUs, State: ChainActive, Workload: sp.Workload, Cost: sp.Cost, SignalLead: time.Duration(sp.Signal) * time.Second,
+		Keeper: sp.Keeper, Cluster: sp.Cluster}
 	if sp.Created != 0 {
 		c.Created = time.Unix(sp.Created, 0).UTC()
 	}

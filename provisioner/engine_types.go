@@ -13,6 +13,9 @@ const (
 	ActEnd    Action = "end"    // the chain ended (done or failed)
 	ActCancel Action = "cancel" // a successor made unnecessary by the end of the work (or a duplicate job) was cancelled
 	ActUnpin  Action = "unpin"  // a pinned successor's node list was lifted (its predecessor ended, it still pends)
+	// ActReclaim: borrowed work was stopped (checkpoint signal, grace,
+	// eviction) to make room for the chain's next submission.
+	ActReclaim Action = "reclaim"
 	// ActAbandon: a submission whose outcome was never recorded left no job
 	// within its grace; it is taken as not done.
 	ActAbandon Action = "abandon"
@@ -62,6 +65,7 @@ const (
 	EventDuplicate  EventKind = "duplicate"   // a second job carries a segment's tag: cancelled
 	EventForeign    EventKind = "foreign"     // another user's job carries the chain's tag: ignored (recorded once per job)
 	EventScript     EventKind = "script"      // the chain's script: a private copy made or adopted, or what its original became (Chain.ScriptSeen)
+	EventReclaimed  EventKind = "reclaimed"   // borrowed work (JobID, another team's) was stopped to make room for the chain's submission
 	EventWorkDone   EventKind = "work-done"   // a segment's job said the work is finished (mirage done); Time: when it said so
 	EventPolicy     EventKind = "policy"      // mirage chose the chain's policy again (the site's default changed; Detail: from, to, why)
 )
@@ -98,6 +102,10 @@ const (
 	OpCancelDup  OpKind = "cancel-dup"  // cancel Record.JobID, a duplicate of a stored segment's job; the segment is left as it is
 	OpSubmit     OpKind = "submit"      // submit Request, then store Segment with the job id and Record with it
 	OpUnpin      OpKind = "unpin"       // lift the node list of pending Segment.JobID (Unpinner), then store Segment unpinned and Record
+	// OpReclaim stops Reclaim's victims (ExecuteReclaim: checkpoint
+	// signal, grace, eviction) and records Record; it comes right before
+	// the OpSubmit of the same chain, which is made only if it succeeded.
+	OpReclaim OpKind = "reclaim"
 )
 
 // Op is one effect the apply layer performs. Which fields are set depends on Kind.
@@ -108,6 +116,7 @@ type Op struct {
 	Request *SubmitRequest  // OpSubmit
 	Record  *DecisionRecord // OpRecord, OpSubmit (the decision behind the submission), OpCancel, OpUnpin
 	Event   *Event          // OpEvent
+	Reclaim *Reclaim        // OpReclaim
 }
 
 // Plan is the pure decision step's output, like etcd raft's Ready: what to
@@ -116,16 +125,20 @@ type Op struct {
 type Plan struct {
 	Now time.Time // decision time
 	Ops []Op      // effects, in order
+	// Halt, when set, says why the step decided nothing at all: a view of
+	// the cluster too implausible to act on (ImplausibleLoss). Ops is then
+	// empty.
+	Halt string
 }
 
-// Counts tallies a plan's operations; unpins count with the cancels (both
-// change a job the backend already has).
+// Counts tallies a plan's operations; unpins and reclaims count with the
+// cancels (each changes jobs the backend already has).
 func (p *Plan) Counts() (book, cancels, submits int) {
 	for i := range p.Ops {
 		switch p.Ops[i].Kind {
 		case OpSubmit:
 			submits++
-		case OpCancel, OpCancelDup, OpUnpin:
+		case OpCancel, OpCancelDup, OpUnpin, OpReclaim:
 			cancels++
 		default:
 			book++

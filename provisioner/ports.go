@@ -36,6 +36,19 @@ var (
 	ErrNoAccounting = errors.New("accounting unavailable") // history (sacct) unavailable; live view still works
 )
 
+// ErrIncomplete is wrapped by a HistorySource error whose jobs are true
+// but not all there: some records of the backend's answer could not be
+// read and were skipped. Such a history is used for what it shows, never
+// for what it lacks (a job missing from it is not taken as gone: no
+// segment is marked lost, no submission abandoned).
+var ErrIncomplete = errors.New("records skipped: the view is incomplete")
+
+// ErrImplausibleView is wrapped by the error of an Engine cycle that did
+// nothing because its view of the cluster was too implausible to act on
+// (Plan.Halt): it would have taken many of the user's unfinished jobs for
+// gone at once.
+var ErrImplausibleView = errors.New("the cluster's view is implausible: nothing done")
+
 // ErrNotSubmitted is wrapped by Cluster.Submit errors that guarantee the
 // backend created nothing (a deferral, a request refused before it was
 // sent), so the engine may decide again at once instead of waiting for the
@@ -45,7 +58,8 @@ var ErrNotSubmitted = errors.New("nothing was submitted")
 // HistorySource lists recently started or finished jobs (sacct on Slurm, the
 // simulator's record, finished pods on Kubernetes) for Observation.History.
 // Backends without history return (nil, ErrNoAccounting); policies must cope
-// with an empty history.
+// with an empty history. A history that skipped records comes with an
+// error wrapping ErrIncomplete and the jobs it did read.
 type HistorySource interface {
 	// History returns jobs that started or finished at or after since, oldest start first.
 	History(ctx context.Context, since time.Time) ([]Job, error)
@@ -72,40 +86,69 @@ type Admission struct {
 	Allow    bool   // submit now; false defers the submission to a later cycle
 	Borrowed bool   // the job runs on borrowed (idle, other teams') quota and may be reclaimed
 	Reason   string // why, recorded in the decision log
+	// Reclaim, when set, is borrowed work to stop before the submission, on
+	// a backend that does not queue (Capabilities.Queues false; on Slurm
+	// the QOS preemption reclaims): Step plans it as an OpReclaim ahead of
+	// the OpSubmit, whose request then names the freed node.
+	Reclaim *Reclaim
 }
 
 // Rules is the team-rules hook (quota, borrowing, packing) the engine
-// consults before every submission, on every backend. Admit may rewrite req:
-// a preemptible QOS for borrowed work, NodeList/Exclude as packing hints.
-// It must be pure: no I/O, no wall clock.
+// consults before every submission, on every backend. Admit may rewrite
+// req: a preemptible QOS for borrowed work, NodeList/Exclude as packing
+// hints, and on a backend that does not queue (snap.Caps) the node chosen
+// for the job in NodeList. It must be pure: no I/O, no wall clock.
 type Rules interface {
 	Admit(now time.Time, snap *Snapshot, req *SubmitRequest) (Admission, error)
 }
 
-// RulesCluster is a Cluster that applies team rules itself and hands them
-// to the engine (slurm.TeamCluster, k8s.TeamCluster), so that the engine's
-// admission step consults the same rules the backend applies.
-type RulesCluster interface {
-	Cluster
-	// TeamRules returns the rules the engine consults before each submission.
-	TeamRules() Rules
+// Victim is one borrowed job a reclaim stops.
+type Victim struct {
+	JobID    string        // job id
+	Team     string        // the team that borrowed
+	Node     string        // the node where its GPUs are freed
+	GPUs     int           // GPUs it holds (on all its nodes)
+	Priority int64         // scheduler priority
+	Progress time.Duration // work since its last checkpoint (or its start): what the reclaim costs it
+	Reason   string        // why it was chosen
 }
 
-// RulesOf returns the team rules cl applies, if it is a RulesCluster (else nil).
-func RulesOf(cl Cluster) Rules {
-	if rc, ok := cl.(RulesCluster); ok {
-		return rc.TeamRules()
-	}
-	return nil
+// Reclaim is what the team rules decided to stop so that a job of a team
+// under its quota can run (Admission.Reclaim, OpReclaim). The Engine
+// executes it through the Cluster's ports (ExecuteReclaim): it asks every
+// victim to checkpoint (Cluster.Signal), then evicts them all at once, each
+// with the whole grace period (Evictor), and only once they are gone
+// submits the job onto Node.
+type Reclaim struct {
+	Team    string        // the team the room is for
+	Node    string        // where the room is made (the job's node)
+	Victims []Victim      // the jobs to stop, by id
+	Signal  string        // the checkpoint signal, e.g. "USR1"
+	Grace   time.Duration // how long each victim has between the signal and its end
+	Reason  string        // one line, for the decision log
 }
+
+// Evictor is a Cluster that stops a job at mirage's request for a
+// reclaim, giving it a grace period to checkpoint and exit (Kubernetes:
+// the Eviction API). EvictBorrowed returns once the job is gone. It
+// re-reads the job first and refuses (wrapping ErrNotBorrowed) one that is
+// no longer borrowed work, which it leaves running.
+type Evictor interface {
+	EvictBorrowed(ctx context.Context, jobID string, grace time.Duration, reason string) error
+}
+
+// ErrNotBorrowed is matched by an eviction refused because its victim is
+// no longer borrowed work.
+var ErrNotBorrowed = errors.New("reclaim victim is not borrowed work")
 
 // Unpinner is a Cluster that can lift the node list of a pending job
 // (Slurm: scontrol update JobId=ID ReqNodeList=), so that a successor
 // pinned to its predecessor's nodes (SubmitPinned) that lost them to
-// another job may start anywhere. The engine lifts it once the predecessor
-// has ended, or before where the chain's cost prices an early start below
-// an equal interruption; on a Cluster without it a pinned successor keeps
-// waiting for its nodes.
+// another job may start anywhere: the Engine's executor of OpUnpin, which
+// Step plans only on backends whose snapshots say so (Capabilities.Unpins),
+// once the predecessor has ended, or before where the chain's cost prices
+// an early start below an equal interruption. Elsewhere a pinned successor
+// keeps waiting for its nodes.
 type Unpinner interface {
 	Unpin(ctx context.Context, jobID string) error
 }
@@ -220,6 +263,21 @@ type Store interface {
 
 // ErrChainNotFound is returned by a Store for an unknown chain id.
 var ErrChainNotFound = errors.New("chain not found")
+
+// ClusterNamer is a backend that knows the name of its cluster (Slurm's
+// ClusterName), so that a chain registered on one cluster is never acted
+// on through a view of another (Chain.Cluster).
+type ClusterNamer interface {
+	ClusterName() string
+}
+
+// ClusterNameOf is cl's cluster name, "" when it has none.
+func ClusterNameOf(cl Cluster) string {
+	if n, ok := cl.(ClusterNamer); ok {
+		return n.ClusterName()
+	}
+	return ""
+}
 
 // Owner is a backend whose jobs have owners (Job.User): Self is the user
 // mirage acts for there. The chain operations never adopt, cancel, signal

@@ -95,6 +95,54 @@ func compareJobIDs(a, b string) int {
 	return cmp.Compare(a, b)
 }
 
+// MaxLostShare is the largest share of the user's unfinished segments one
+// step may take for lost at once: a view in which more of them (and at
+// least two) are missing from both the live view and a complete history is
+// taken as a wrong view of the cluster — another cluster's slurm.conf, an
+// accounting database behind — not as that many jobs gone, and nothing is
+// done (Plan.Halt). A single segment is never held back by it.
+const MaxLostShare = 0.1
+
+// implausibleLoss says why the view (idx, historyOK) is too implausible to
+// act on, or "" when it is not: reconciling the active chains of records
+// (but those refused) would mark more than MaxLostShare of their
+// unfinished segments that have a job, and at least two of them, lost at
+// once (every one of them, when there are two or more).
+func implausibleLoss(records []ChainRecord, refused map[string]string, idx *jobIndex, historyOK bool) string {
+	if !historyOK {
+		return "" // nothing is marked lost without a complete history
+	}
+	live := 0
+	var lost []string
+	for i := range records {
+		r := &records[i]
+		if _, no := refused[r.Chain.ID]; r.Chain.State != ChainActive || no {
+			continue
+		}
+		for _, s := range r.Segments {
+			if s.JobID == "" || s.State.Finished() {
+				continue
+			}
+			live++
+			if idx.byID[s.JobID] == nil {
+				lost = append(lost, s.JobID)
+			}
+		}
+	}
+	if len(lost) < 2 || float64(len(lost)) <= MaxLostShare*float64(live) {
+		return ""
+	}
+	slices.SortFunc(lost, compareJobIDs)
+	shown := strings.Join(lost[:min(len(lost), 10)], ", ")
+	if len(lost) > 10 {
+		shown += ", …"
+	}
+	return fmt.Sprintf("%d of the %d unfinished segments' jobs are in neither the live view nor the history (jobs %s): "+
+		"a view that lost so many at once is taken as wrong — another cluster's slurm.conf (SLURM_CONF, --slurm-conf), an accounting database catching up — "+
+		"not as jobs gone, and nothing is done until they show again (at most %.0f%% may be taken as lost at once)",
+		len(lost), live, shown, 100*MaxLostShare)
+}
+
 // segKey identifies a segment attempt.
 type segKey struct{ index, attempt int }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ import (
 // HH:MM:SS of that day. Commands:
 //
 //	reset                      forget everything: empty store, empty cluster, no rules
-//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D]
+//	chain policy=P segments=N retries=R [id=c1] [account=A] [args=X] [signal=D] [keeper=K] [cluster=C]
 //	  I.A job=J STATE [submit=T] [start=T] [end=T] [exit=N] [done] [note=free text to the end of the line]
 //	                           store a chain (name train, script /home/u/train.sbatch,
 //	                           partition gpu, limit 1h, 1 node, 4 GPUs,
@@ -35,20 +36,33 @@ import (
 //	                           input line, its stored segments (done: its job ran
 //	                           mirage done)
 //	live
-//	  ID [tag=C/I.A] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
+//	  ID [tag=C/I.A [db=K]] [STATE] [submit=T] [start=T] [end=T] [exit=N] [est=T] [nodes=N] [gpus=N] [partition=P]
 //	                           the jobs the backend reports live (default PENDING, 1 node, limit 1h)
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
 //	                           this command the backend has no accounting
-//	rules deny|borrow|none     a fake provisioner.Rules; the input is its reason
-//	                           (borrow admits on borrowed quota with QOS "borrow")
+//	backend queues|kubernetes  what the backend's snapshots say it does by itself
+//	                           (default queues: it queues and unpins, as Slurm;
+//	                           kubernetes: neither)
+//	rules deny|borrow|panic|none
+//	                           a fake provisioner.Rules; the input is its reason
+//	                           (borrow admits on borrowed quota with QOS "borrow";
+//	                           panic: the input is the chain whose requests make it
+//	                           panic, the others it admits)
+//	rules reclaim=J1,J2 node=N
+//	                           the fake admits every submission after a reclaim
+//	                           of jobs J1, J2 on node N (signal USR1, grace 30s)
+//	fail evict=J               the eviction of job J fails
 //	fail submit=rejected|unavailable|not-submitted
 //	fail snapshot=unavailable  queue one failing Submit call / make Snapshot fail
-//	step now=T [reasons] [request]
+//	step now=T [reasons] [request] [keeper=K] [cluster=C]
 //	                           run Step on the stored chains, the live jobs and the
-//	                           history; print its plan, one op per line (with
+//	                           history; print its halt, if any, and its plan, one op per line (with
 //	                           reasons: the decision reasons and notes; with
-//	                           request: each submission's request)
+//	                           request: each submission's request; keeper and
+//	                           cluster: the deciding database's and the backend's, as
+//	                           StepInput.Keeper and Cluster; db= in a job line: its
+//	                           comment's specification names that keeper)
 //	cycle now=T [crash=POINT]  run one Engine cycle (memory store, the scripted
 //	                           backend) at T, optionally crashing at a fault point;
 //	                           print the backend calls, the report and the
@@ -71,7 +85,7 @@ type stepDriver struct {
 }
 
 func newStepDriver() *stepDriver {
-	return &stepDriver{store: provisioner.NewMemStore(), cluster: &scriptCluster{}}
+	return &stepDriver{store: provisioner.NewMemStore(), cluster: &scriptCluster{caps: provisioner.Capabilities{Queues: true, Unpins: true}}}
 }
 
 func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
@@ -88,21 +102,45 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 	case "history":
 		d.cluster.history, d.cluster.historyOK = parseJobs(t, td.Input), true
 		return ""
+	case "backend":
+		switch mode := onlyKey(t, td); mode {
+		case "queues":
+			d.cluster.caps = provisioner.Capabilities{Queues: true, Unpins: true}
+		case "kubernetes":
+			d.cluster.caps = provisioner.Capabilities{}
+		default:
+			t.Fatalf("%s: backend %q: want queues or kubernetes", td.Pos, mode)
+		}
+		return ""
 	case "rules":
 		d.rules = nil
+		if v, ok := arg(td, "reclaim"); ok {
+			node, _ := arg(td, "node")
+			r := &provisioner.Reclaim{Team: "b", Node: node, Signal: "USR1", Grace: 30 * time.Second, Reason: "reclaim " + v + " on " + node}
+			for _, id := range strings.Split(v, ",") {
+				r.Victims = append(r.Victims, provisioner.Victim{JobID: id, Team: "a", Node: node, Reason: "borrowed"})
+			}
+			d.rules = fakeRules{allow: true, reclaim: r, reason: td.Input}
+			return ""
+		}
 		switch mode := onlyKey(t, td); mode {
 		case "deny":
 			d.rules = fakeRules{reason: td.Input}
 		case "borrow":
 			d.rules = fakeRules{allow: true, borrow: true, reason: td.Input}
+		case "panic":
+			d.rules = fakeRules{panicFor: td.Input}
 		case "none":
 		default:
-			t.Fatalf("%s: rules %q: want deny, borrow or none", td.Pos, mode)
+			t.Fatalf("%s: rules %q: want deny, borrow, panic or none", td.Pos, mode)
 		}
 		return ""
 	case "fail":
 		if v, ok := arg(td, "submit"); ok {
 			d.cluster.submitErr = append(d.cluster.submitErr, submitError(t, v))
+		}
+		if v, ok := arg(td, "evict"); ok {
+			d.cluster.evictErr = v
 		}
 		if v, ok := arg(td, "snapshot"); ok {
 			if v != "unavailable" {
@@ -142,6 +180,10 @@ func (d *stepDriver) chain(t *testing.T, td *datadriven.TestData) string {
 			c.Account = v
 		case "args":
 			c.Args = append(c.Args, v)
+		case "keeper":
+			c.Keeper = v
+		case "cluster":
+			c.Cluster = v
 		case "signal":
 			d, err := time.ParseDuration(v)
 			if err != nil {
@@ -180,10 +222,15 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 		}
 		records = append(records, provisioner.ChainRecord{Chain: c, Segments: segs})
 	}
-	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs)},
+	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs), Caps: d.cluster.caps},
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
+	in.Keeper, _ = arg(td, "keeper")
+	in.Cluster, _ = arg(td, "cluster")
 	plan := provisioner.Step(in)
 	var b strings.Builder
+	if plan.Halt != "" {
+		fmt.Fprintf(&b, "halt: %s\n", plan.Halt)
+	}
 	reasons, request := td.HasArg("reasons"), td.HasArg("request")
 	for _, op := range plan.Ops {
 		writeOp(&b, &op, reasons, request)
@@ -228,11 +275,21 @@ func writeOp(b *strings.Builder, op *provisioner.Op, reasons, request bool) {
 		if r.QOS != "" {
 			fmt.Fprintf(b, " qos=%s", r.QOS)
 		}
+		if len(r.NodeList) > 0 {
+			fmt.Fprintf(b, " nodes=%s", strings.Join(r.NodeList, ","))
+		}
 		fmt.Fprintf(b, " action=%s\n", op.Record.Action)
 		why(op.Record)
 		if request {
 			writeRequest(b, r)
 		}
+	case provisioner.OpReclaim:
+		var ids []string
+		for _, v := range op.Reclaim.Victims {
+			ids = append(ids, v.JobID)
+		}
+		fmt.Fprintf(b, "reclaim %d victims=%s node=%s signal=%s grace=%s\n", op.Record.Segment, strings.Join(ids, ","), op.Reclaim.Node, op.Reclaim.Signal, op.Reclaim.Grace)
+		why(op.Record)
 	default:
 		fmt.Fprintf(b, "op %s\n", op.Kind)
 	}
@@ -313,7 +370,7 @@ func sentinels(err error) string {
 	for _, s := range []struct {
 		name string
 		err  error
-	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}} {
+	}{{"rejected", provisioner.ErrRejected}, {"unavailable", provisioner.ErrUnavailable}, {"not-submitted", provisioner.ErrNotSubmitted}, {"implausible", provisioner.ErrImplausibleView}} {
 		if errors.Is(err, s.err) {
 			names = append(names, s.name)
 		}
@@ -325,8 +382,20 @@ func sentinels(err error) string {
 }
 
 func (d *stepDriver) writeCalls(b *strings.Builder) {
-	for _, c := range d.cluster.calls {
-		fmt.Fprintf(b, "backend %s\n", c)
+	calls := d.cluster.calls
+	// Evictions run at once: a run of them is printed in job order.
+	for i := 0; i < len(calls); {
+		j := i + 1
+		if strings.HasPrefix(calls[i], "evict ") {
+			for j < len(calls) && strings.HasPrefix(calls[j], "evict ") {
+				j++
+			}
+			slices.Sort(calls[i:j])
+		}
+		for _, c := range calls[i:j] {
+			fmt.Fprintf(b, "backend %s\n", c)
+		}
+		i = j
 	}
 }
 
@@ -558,6 +627,12 @@ func parseJobs(t *testing.T, input string) []provisioner.Job {
 				c, ia, _ := strings.Cut(v, "/")
 				i, a, _ := strings.Cut(ia, ".")
 				j.Comment = provisioner.MustTag(c, atoi(t, i), atoi(t, a))
+			case "db": // after tag=: the comment's specification names keeper v
+				tag, ok := provisioner.ParseTag(j.Comment)
+				if !ok {
+					t.Fatalf("job %q: db= needs a tag= before it", line)
+				}
+				j.Comment = provisioner.ChainComment(&provisioner.Chain{ID: tag.Chain, Keeper: v}, tag.Segment, tag.Attempt)
 			case "submit":
 				j.Submit = at(t, v)
 			case "start":
@@ -600,20 +675,34 @@ func submitError(t *testing.T, kind string) error {
 }
 
 // fakeRules is a scripted provisioner.Rules: it defers every submission,
-// or admits it on borrowed quota under QOS "borrow".
+// or admits it on borrowed quota under QOS "borrow", or after a reclaim
+// (onto the reclaim's node), or panics on the requests of one chain
+// (panicFor) and admits the others.
 type fakeRules struct {
 	allow, borrow bool
+	reclaim       *provisioner.Reclaim
 	reason        string
+	panicFor      string
 }
 
 func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisioner.SubmitRequest) (provisioner.Admission, error) {
+	if r.panicFor != "" {
+		if tag, _ := provisioner.ParseTag(req.Comment); tag.Chain == r.panicFor {
+			var idx []int
+			_ = idx[3] // an index out of range, as a bad model's
+		}
+		return provisioner.Admission{Allow: true}, nil
+	}
 	if !r.allow {
 		return provisioner.Admission{Reason: r.reason}, nil
 	}
 	if r.borrow {
 		req.QOS = "borrow"
 	}
-	return provisioner.Admission{Allow: true, Borrowed: r.borrow, Reason: r.reason}, nil
+	if r.reclaim != nil {
+		req.NodeList = []string{r.reclaim.Node}
+	}
+	return provisioner.Admission{Allow: true, Borrowed: r.borrow, Reason: r.reason, Reclaim: r.reclaim}, nil
 }
 
 // scriptCluster is the scripted backend of the cycle stories: the live
@@ -621,6 +710,9 @@ func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisi
 // successful Submit adds a PENDING job with the next id (101, 102, ...)
 // to the live jobs; Cancel and Signal are only recorded.
 type scriptCluster struct {
+	mu        sync.Mutex // evictions run at once
+	caps      provisioner.Capabilities
+	evictErr  string // the job whose eviction fails
 	now       time.Time
 	jobs      []provisioner.Job
 	history   []provisioner.Job
@@ -636,7 +728,21 @@ func (c *scriptCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, er
 		c.calls = append(c.calls, "snapshot failed")
 		return nil, c.snapErr
 	}
-	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs)}, nil
+	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs), Caps: c.caps}, nil
+}
+
+// EvictBorrowed implements provisioner.Evictor: the job leaves the live
+// jobs, unless it is the one whose eviction is scripted to fail.
+func (c *scriptCluster) EvictBorrowed(ctx context.Context, id string, grace time.Duration, reason string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if id == c.evictErr {
+		c.calls = append(c.calls, "evict "+id+" failed")
+		return provisioner.ErrNotBorrowed
+	}
+	c.calls = append(c.calls, fmt.Sprintf("evict %s grace %s", id, grace))
+	c.jobs = slices.DeleteFunc(c.jobs, func(j provisioner.Job) bool { return j.ID == id })
+	return nil
 }
 
 func (c *scriptCluster) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {

@@ -27,6 +27,25 @@ const MACPrefix = "mirage-mac="
 type TagKey struct {
 	Secret []byte    // 32 random bytes
 	Since  time.Time // when the key was made, in whole seconds
+	// Keeper identifies the state database the key belongs to (KeeperID
+	// of its secret and directory): what Chain.Keeper records and every
+	// job comment carries. "" turns the keeper checks off.
+	Keeper string
+}
+
+// KeeperLen is the length of a keeper identity, in hex digits.
+const KeeperLen = 16
+
+// KeeperID is the identity of the state database in directory dir (its
+// absolute path, links resolved) whose key is secret: a keyed hash of
+// the directory, so that a second --state directory is another keeper
+// even with a copy of the key, while the same directory, its database lost
+// and rebuilt beside the same key, stays the same keeper.
+func KeeperID(secret []byte, dir string) string {
+	h := hmac.New(sha256.New, secret)
+	h.Write([]byte("mirage-keeper\x00"))
+	h.Write([]byte(dir))
+	return hex.EncodeToString(h.Sum(nil))[:KeeperLen]
 }
 
 // macLen is the MAC's length in bytes (128 bits, 32 hex digits).

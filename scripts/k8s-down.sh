@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stop the kube-apiserver and etcd started by scripts/k8s-up.sh (by their pid
-# files; nothing else is touched). The data stays until the next k8s-up.sh.
+# Stop the control plane started by scripts/k8s-up.sh — kwok, the scheduler,
+# the controller manager, kube-apiserver, etcd — by their pid files (nothing
+# else is touched). The data stays until the next k8s-up.sh.
 set -uo pipefail
 DIR="${MIRAGE_TEST_DIR:-/tmp/mirage-test}/k8s"
 
@@ -24,6 +25,9 @@ stop() { # name
   rm -f "$pidf"
 }
 
+stop kwok
+stop kube-scheduler
+stop kube-controller-manager
 stop kube-apiserver
 stop etcd
 rm -f "$DIR/env.sh"

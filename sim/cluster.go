@@ -17,12 +17,16 @@ var (
 	_ provisioner.Unpinner = (*Sim)(nil)
 )
 
+// Capabilities are the simulator's, as Slurm's: it queues jobs and lifts
+// pending jobs' node lists (Unpin).
+var Capabilities = provisioner.Capabilities{Queues: true, Unpins: true}
+
 // Snapshot returns the pending and running jobs and the nodes at the
 // logical now, as squeue/sinfo would (EstStart is the last backfill plan).
 func (s *Sim) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 	s.start()
 	st := s.st
-	snap := &provisioner.Snapshot{Time: s.Now()}
+	snap := &provisioner.Snapshot{Time: s.Now(), Caps: Capabilities}
 	snap.Nodes = make([]provisioner.Node, len(st.nodeNames))
 	for i := range snap.Nodes {
 		var parts []string

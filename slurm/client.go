@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/user"
 	"slices"
 	"strings"
@@ -53,13 +54,14 @@ type Config struct {
 	Retry       RetryPolicy              // retries of transient failures
 	Users       []string                 // Snapshot keeps only these users' jobs (nil = every user: what policies need)
 	// Accounts are the accounts whose jobs of other users carry their
-	// account on the text path (the team rules' teams: NewTeamCluster sets
+	// account on the text path (the team rules' teams: OpenChains sets
 	// them); other users' jobs in other accounts come without one there
 	// (see records.go). The JSON path reads every job's account.
 	Accounts []string
 	// Self is the user mirage runs as (default: the current user). On the
 	// text path only Self's jobs are read with their names and comments
 	// (see records.go); other users' jobs come without them.
+	// An unresolvable current user is an error (ErrNoUser), never "".
 	Self   string
 	TZ     string // IANA zone for text times and sacct -S/-E, exported as TZ (default "UTC")
 	Output string // --output for Submit when req.Args sets none, e.g. "/scratch/u/%x-%j.out" ("" = Slurm's default, slurm-%j.out in the working directory)
@@ -81,6 +83,14 @@ type Config struct {
 	Logger      *slog.Logger      // warnings about fallbacks and retries (default slog.Default())
 }
 
+// ErrNoUser is matched by New's error when Config.Self is empty and the
+// current user has no resolvable name: the owner checks cannot run, and
+// mirage fails closed rather than act on every user's jobs.
+var ErrNoUser = errors.New("cannot tell which user mirage runs as")
+
+// currentUser is user.Current (tests make it fail).
+var currentUser = user.Current
+
 // Client is mirage's Slurm backend: it implements provisioner.Cluster and
 // provisioner.HistorySource through the Slurm commands. It is safe for
 // concurrent use.
@@ -95,6 +105,7 @@ type Client struct {
 	noJSON  map[string]bool // commands found without usable --json
 	warned  map[string]bool // unknown versions already logged
 	version *Version        // from `sinfo --version`, once known
+	cluster *string         // ClusterName of the slurm.conf, once read
 	skipped int64           // text records skipped as unparsable
 	logged  map[string]bool // job ids whose skipped record was logged
 }
@@ -102,6 +113,7 @@ type Client struct {
 var (
 	_ provisioner.Cluster       = (*Client)(nil)
 	_ provisioner.HistorySource = (*Client)(nil)
+	_ provisioner.ClusterNamer  = (*Client)(nil)
 )
 
 // New checks cfg and returns a Client. It runs nothing.
@@ -140,9 +152,17 @@ func New(cfg Config) (*Client, error) {
 	c := &Client{cfg: cfg, loc: loc, runner: cfg.Runner, clock: cfg.Clock, log: cfg.Logger,
 		noJSON: map[string]bool{}, warned: map[string]bool{}, logged: map[string]bool{}}
 	if c.cfg.Self == "" {
-		if u, err := user.Current(); err == nil {
-			c.cfg.Self = u.Username
+		u, err := currentUser()
+		if err == nil && u.Username == "" {
+			err = errors.New("no user name")
 		}
+		if err != nil {
+			// Without it every owner check would pass: another user's
+			// tagged job could be adopted, cancelled or followed.
+			return nil, fmt.Errorf("slurm: %w (uid %d: %v): mirage acts only on its own user's jobs and does not run without knowing who that is; "+
+				"make the uid resolvable on this host (getent passwd %d should answer), or run mirage where it is", ErrNoUser, os.Getuid(), err, os.Getuid())
+		}
+		c.cfg.Self = u.Username
 	}
 	if c.runner == nil {
 		c.runner = &ExecRunner{SlurmConf: cfg.SlurmConf, Path: cfg.Path, TZ: cfg.TZ, MaxOutput: cfg.MaxOutput}
@@ -494,7 +514,7 @@ func (c *Client) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &provisioner.Snapshot{Time: c.clock.Now(), Nodes: nodes, Jobs: jobs}, nil
+	return &provisioner.Snapshot{Time: c.clock.Now(), Nodes: nodes, Jobs: jobs, Caps: Capabilities}, nil
 }
 
 // StartEstimates returns the scheduler's estimated start of pending jobs
@@ -545,6 +565,19 @@ func (e *ScriptRefusedError) Is(target error) bool {
 	return target == ErrScriptRefused || target == provisioner.ErrNotSubmitted
 }
 
+// notSubmittedError is a Submit failure in which sbatch never reached the
+// controller (its connection failed, retries spent): it matches
+// provisioner.ErrNotSubmitted, so the engine gives the intent up at once
+// instead of waiting the submission grace for a job that cannot exist,
+// and still matches what it wraps (ErrControllerDown, ErrUnavailable).
+type notSubmittedError struct{ err error }
+
+func (e *notSubmittedError) Error() string {
+	return e.err.Error() + " (sbatch never reached the controller: nothing was submitted)"
+}
+func (e *notSubmittedError) Unwrap() error        { return e.err }
+func (e *notSubmittedError) Is(target error) bool { return target == provisioner.ErrNotSubmitted }
+
 // Submit implements provisioner.Cluster with `sbatch --parsable` and the
 // argument list from SbatchArgs. With Config.ScriptDir set, the script
 // must be an intact copy there (safefile.CheckFrozen), checked just before
@@ -556,7 +589,8 @@ func (e *ScriptRefusedError) Is(target error) bool {
 // ("Socket timed out") the job may exist although no id came back;
 // submitting again could run the segment twice. The error is returned
 // instead, and the caller (the chains layer) finds and adopts the job by
-// the tag in its comment (provisioner.Tag) on its next pass.
+// the tag in its comment (provisioner.Tag) on its next pass. A connect
+// failure that outlasts the retries matches provisioner.ErrNotSubmitted.
 func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (string, error) {
 	if dir := c.cfg.ScriptDir; dir != "" {
 		if _, err := safefile.CheckFrozen(dir, req.Script); err != nil {
@@ -584,6 +618,9 @@ func (c *Client) Submit(ctx context.Context, req provisioner.SubmitRequest) (str
 			if reason := rejection(ce.raw); reason != "" {
 				return "", &RejectedError{Reason: reason, Stderr: string(ce.raw)}
 			}
+		}
+		if ce != nil && connectFailed(ce.raw) && !sentMaybe(ce.raw) {
+			return "", &notSubmittedError{err: err}
 		}
 		return "", err
 	}
@@ -672,6 +709,11 @@ type AccountingQuery struct {
 // left out): --json, or --parsable2 (see Config.SacctFormat). When slurmdbd
 // is unreachable the error wraps provisioner.ErrNoAccounting: the live view
 // (Snapshot) still works and callers should carry on without history.
+// When records had to be skipped (text that does not parse, a JSON element
+// that does not read, hostlists past the document's budget) the jobs read
+// come with an error wrapping provisioner.ErrIncomplete — but for the
+// user's own text records with no mirage tag in them (a job named "a\nb"),
+// which cannot hide a segment.
 func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provisioner.Job, error) {
 	if q.End.IsZero() {
 		q.End = c.clock.Now()
@@ -695,6 +737,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		args = append(args, "--allusers")
 	}
 	var jobs []provisioner.Job
+	nSkipped := 0
 	useJSON, err := c.sacctJSON(ctx)
 	if err != nil {
 		return nil, accountingErr(err)
@@ -711,6 +754,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		case err == nil:
 			c.noteVersion("sacct", v)
 			c.noteSkipped(skipped)
+			nSkipped += len(skipped)
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("sacct", err)
 			useJSON = false
@@ -727,6 +771,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		var skipped []Skipped
 		jobs, skipped = parseSacctRows(out, c.loc, sacctSafeCols)
 		c.noteSkipped(skipped)
+		nSkipped += len(skipped)
 		if self := c.cfg.Self; self != "" && (len(q.Users) == 0 || slices.Contains(q.Users, self)) {
 			ownArgs := slices.Clone(base)
 			ownArgs = append(ownArgs, "-u", self)
@@ -736,6 +781,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			}
 			own, skipped := parseOwnText("sacct", sacctOwnFields, out)
 			c.noteSkipped(skipped)
+			nSkipped += mayHideSegments(skipped) // the user's own jobs with a newline in their name hide no segment
 			applyOwn(jobs, self, own)
 		}
 	}
@@ -746,6 +792,9 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 		if f.match(&jobs[i]) {
 			out = append(out, jobs[i])
 		}
+	}
+	if nSkipped > 0 {
+		return out, fmt.Errorf("slurm: sacct: %d record(s) could not be read and were skipped (logged once per job id): %w", nSkipped, provisioner.ErrIncomplete)
 	}
 	return out, nil
 }
@@ -816,14 +865,16 @@ func ParseVersionText(b []byte) (Version, error) {
 // History implements provisioner.HistorySource: allocations that started or
 // ended at or after since, every user (or Config.Users), oldest start first
 // (never-started ones, e.g. cancelled while pending, by end). It wraps
-// provisioner.ErrNoAccounting when slurmdbd is down.
+// provisioner.ErrNoAccounting when slurmdbd is down, and returns the jobs
+// it read with an error wrapping provisioner.ErrIncomplete when records
+// were skipped.
 func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Job, error) {
 	now := c.clock.Now()
 	if !since.Before(now) {
 		return nil, nil
 	}
 	jobs, err := c.Accounting(ctx, AccountingQuery{Start: since, End: now, Users: c.cfg.Users})
-	if err != nil {
+	if err != nil && !errors.Is(err, provisioner.ErrIncomplete) {
 		return nil, err
 	}
 	out := jobs[:0]
@@ -844,5 +895,5 @@ func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Jo
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out, nil
+	return out, err // nil, or incomplete
 }

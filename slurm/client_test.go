@@ -323,6 +323,8 @@ func TestSubmitRetriesOnlyWhenNothingWasSent(t *testing.T) {
 		wantRuns  int
 		wantID    string
 		wantErrIs error
+		alsoIs    error // the error matches this too
+		notIs     error // and never this
 	}{
 		{
 			name: "connect failure is retried",
@@ -333,11 +335,23 @@ func TestSubmitRetriesOnlyWhenNothingWasSent(t *testing.T) {
 			wantRuns: 2, wantID: "42",
 		},
 		{
+			// #50: sbatch never reached the controller, so nothing was
+			// submitted: the engine gives the intent up at once. Before,
+			// the error was only ErrControllerDown and the segment waited
+			// the 2-minute submission grace for a job that cannot exist.
+			name:      "connect failure past the retries is not submitted",
+			replies:   []reply{{stderr: "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)", err: exitErr}},
+			wantRuns:  3, // the default Retry.Attempts
+			wantErrIs: provisioner.ErrNotSubmitted,
+			alsoIs:    ErrControllerDown,
+		},
+		{
 			// The request may have reached slurmctld: a second sbatch could submit the segment twice.
 			name:      "socket timeout is not retried",
 			replies:   []reply{{stderr: "sbatch: error: Batch job submission failed: Socket timed out on send/recv operation", err: exitErr}, {out: "43\n"}},
 			wantRuns:  1,
 			wantErrIs: ErrControllerDown,
+			notIs:     provisioner.ErrNotSubmitted,
 		},
 		{
 			name:      "per-call timeout is not retried",
@@ -361,8 +375,8 @@ func TestSubmitRetriesOnlyWhenNothingWasSent(t *testing.T) {
 				t.Errorf("sbatch ran %d times, want %d", r.count("sbatch"), tc.wantRuns)
 			}
 			if tc.wantErrIs != nil {
-				if !errors.Is(err, tc.wantErrIs) {
-					t.Fatalf("err = %v, want %v", err, tc.wantErrIs)
+				if !errors.Is(err, tc.wantErrIs) || tc.alsoIs != nil && !errors.Is(err, tc.alsoIs) || tc.notIs != nil && errors.Is(err, tc.notIs) {
+					t.Fatalf("err = %v, want %v (and %v, never %v)", err, tc.wantErrIs, tc.alsoIs, tc.notIs)
 				}
 				return
 			}

@@ -3,9 +3,10 @@
 // returns the project's own types: Client implements provisioner.Cluster
 // (Snapshot, Submit, Cancel, Signal) and provisioner.HistorySource (History),
 // plus Jobs, Job, Nodes, Partitions, StartEstimates, ScontrolJob and
-// Accounting. TeamCluster is a Client under the team rules (package
-// provisioner/team): it hands them to the engine, which applies them before
-// each submission (provisioner.RulesCluster), as k8s.TeamCluster does.
+// Accounting. Its snapshots carry Slurm's Capabilities (it queues; it lifts
+// node lists); the team rules are the engine's, which applies them before
+// each submission, and Slurm carries out what they decide through the
+// request (QOS, node hints) and its own QOS preemption.
 //
 // Contract:
 //

@@ -156,6 +156,14 @@ func connectFailed(stderr []byte) bool {
 		strings.Contains(s, "unable to establish controller machine")
 }
 
+// sentMaybe reports whether stderr also tells of a failure after a request
+// may have reached the controller (a timed-out send or receive): then a
+// connect failure beside it does not prove that nothing was submitted.
+func sentMaybe(stderr []byte) bool {
+	s := strings.ToLower(string(stderr))
+	return strings.Contains(s, "timed out") || strings.Contains(s, "timeout") || strings.Contains(s, "zero bytes were transmitted")
+}
+
 // rejection extracts Slurm's reason from sbatch's stderr: the text after
 // "Batch job submission failed: ", with any other "sbatch: error:" lines in
 // parentheses (they often name the culprit: "invalid partition specified:

@@ -85,6 +85,52 @@ func ReadControllers(path string) ([]Controller, error) {
 	return ctls, nil
 }
 
+// ReadClusterName reads the ClusterName of a slurm.conf, lowercased as
+// Slurm uses it ("" when the file does not set one; include files are not
+// followed).
+func ReadClusterName(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	name := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line, _, _ := strings.Cut(sc.Text(), "#")
+		for _, field := range strings.Fields(line) {
+			if k, v, ok := strings.Cut(field, "="); ok && strings.EqualFold(k, "ClusterName") {
+				name = strings.ToLower(v)
+			}
+		}
+	}
+	return name, sc.Err()
+}
+
+// confPath is the slurm.conf the client's commands read: Config.SlurmConf,
+// else SLURM_CONF, else DefaultSlurmConf.
+func (c *Client) confPath() string {
+	if c.cfg.SlurmConf != "" {
+		return c.cfg.SlurmConf
+	}
+	return cmpOr(os.Getenv("SLURM_CONF"), DefaultSlurmConf)
+}
+
+// ClusterName implements provisioner.ClusterNamer: the ClusterName of the
+// client's slurm.conf (read once), so that a daemon given another
+// cluster's slurm.conf acts on none of the chains registered on this one.
+// "" when the file cannot be read (a configless client) or names none: the
+// check is then off.
+func (c *Client) ClusterName() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cluster == nil {
+		name, _ := ReadClusterName(c.confPath())
+		c.cluster = &name
+	}
+	return *c.cluster
+}
+
 func cmpOr(a, b string) string {
 	if a != "" {
 		return a
@@ -102,10 +148,7 @@ func cmpOr(a, b string) string {
 // cannot be read (a configless client) or names no controller is not an
 // error: the commands themselves will say.
 func (c *Client) Ping(ctx context.Context) error {
-	conf := c.cfg.SlurmConf
-	if conf == "" {
-		conf = cmpOr(os.Getenv("SLURM_CONF"), DefaultSlurmConf)
-	}
+	conf := c.confPath()
 	ctls, err := ReadControllers(conf)
 	if err != nil || len(ctls) == 0 {
 		return nil

@@ -48,6 +48,36 @@ func TestReadControllers(t *testing.T) {
 	}
 }
 
+// TestClusterName: the ClusterName of a slurm.conf, lowercased (comments
+// and other keys aside), read once per client; none without the key.
+func TestClusterName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	for body, want := range map[string]string{
+		"ClusterName=LS6 # the A100s\nSlurmctldHost=ctl1\n": "ls6",
+		"#ClusterName=old\nclustername=mirage\n":            "mirage",
+		"SlurmctldHost=ctl1\n":                              "",
+	} {
+		p := filepath.Join(dir, strconv.Itoa(len(body))+".conf")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{SlurmConf: p, Self: "alice", Runner: &fakeRunner{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.ClusterName(); got != want {
+			t.Errorf("%q: cluster %q, want %q", body, got, want)
+		}
+		if err := os.WriteFile(p, []byte("ClusterName=changed\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := c.ClusterName(); got != want {
+			t.Errorf("%q: read again: %q", body, got)
+		}
+	}
+}
+
 // TestPing: a controller that accepts connections answers; one whose port
 // is closed gives ErrControllerDown at once, naming the address and the
 // slurm.conf. Real sockets on 127.0.0.1, no Slurm.

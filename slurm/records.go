@@ -42,6 +42,24 @@ type Skipped struct {
 	Line int    // 1-based line number in the output (text; 0 for JSON)
 	ID   string // the job id, when the line starts with one
 	Err  error  // why
+	// Untagged: the skipped text carries no mirage tag
+	// (provisioner.TagPrefix) anywhere, so it cannot be a job mirage
+	// submitted; set by the parsers of the user's own free text
+	// (parseOwnText) only, whose every field is on the line.
+	Untagged bool
+}
+
+// mayHideSegments counts the skipped records that may be jobs mirage
+// submitted (all but those known Untagged): each makes a history
+// incomplete.
+func mayHideSegments(sk []Skipped) int {
+	n := 0
+	for _, s := range sk {
+		if !s.Untagged {
+			n++
+		}
+	}
+	return n
 }
 
 func (s Skipped) Error() string {
@@ -157,12 +175,16 @@ func parseOwnText(cmd string, names []string, b []byte) (map[string]ownText, []S
 	n := len(names)
 	for i, l := range lines(b) {
 		f := strings.Split(l, Sep)
+		// A record of the user's own split by a newline in its name (a job
+		// named "a\nb") comes as fragments; none that lacks the tag can
+		// hide a segment of mirage's, whose comment always carries it.
+		untagged := !strings.Contains(l, provisioner.TagPrefix)
 		if len(f) != n {
 			id := ""
 			if len(f) > 1 && validJobID(strings.TrimSpace(f[0])) == nil {
 				id = strings.TrimSpace(f[0])
 			}
-			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: fmt.Errorf("%d fields, want %d (%s)", len(f), n, strings.Join(names, ", "))})
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: fmt.Errorf("%d fields, want %d (%s)", len(f), n, strings.Join(names, ", ")), Untagged: untagged})
 			continue
 		}
 		id := strings.TrimSpace(f[0])
@@ -170,13 +192,13 @@ func parseOwnText(cmd string, names []string, b []byte) (map[string]ownText, []S
 			continue // a job step
 		}
 		if id == "" || validJobID(id) != nil || id != strings.TrimSpace(f[n-1]) {
-			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, Err: fmt.Errorf("job ids %.40q and %.40q at the ends differ", f[0], f[n-1])})
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, Err: fmt.Errorf("job ids %.40q and %.40q at the ends differ", f[0], f[n-1]), Untagged: untagged})
 			continue
 		}
 		if _, seen := out[id]; seen || dup[id] {
 			dup[id] = true
 			delete(out, id)
-			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: errors.New("job listed twice")})
+			skipped = append(skipped, Skipped{Cmd: cmd, Line: i + 1, ID: id, Err: errors.New("job listed twice"), Untagged: untagged})
 			continue
 		}
 		var t ownText

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -28,11 +29,14 @@ type backendOptions struct {
 	kube      k8sFlags      // --kubeconfig and the team mapping (Kubernetes)
 	namespace string        // --namespace: where Kubernetes work is deployed
 	image     string        // --image: container image of Kubernetes work
+	binding   string        // --binding: how a pod reaches its node (affinity or node-name)
+	annotate  []string      // --pod-annotation KEY=VALUE: extra annotations of every pod
 	// scriptDir is where the chain commands keep the private copies of job
 	// scripts (not a flag: the state directory's scripts/); Slurm submits
 	// from there only (slurm.Options.ScriptDir). "" for commands that
 	// submit nothing.
 	scriptDir string
+	loaded    *team.Rules // --rules, once read (loadRules)
 }
 
 func (o *backendOptions) add(cmd *cobra.Command) {
@@ -45,43 +49,99 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	o.kube.add(cmd)
 	f.StringVar(&o.namespace, "namespace", "", "kubernetes: namespace for deployed work of teams without a mapped namespace (default \"default\")")
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
+	f.StringVar(&o.binding, "binding", string(k8s.BindAffinity), "kubernetes: how a pod reaches the node the rules chose: affinity (the scheduler binds it, held to that node) or node-name (mirage binds it: no scheduler)")
+	f.StringArrayVar(&o.annotate, "pod-annotation", nil, "kubernetes: KEY=VALUE annotation on every pod mirage creates (repeatable)")
 }
 
-// openBackend builds the cluster backend: Slurm (slurm.TeamCluster with
-// --rules) or Kubernetes (k8s.TeamCluster); getenv is the environment.
+// openBackend builds the cluster backend: a Slurm client or a Kubernetes
+// client (which needs --rules: the team rules choose each pod's node);
+// getenv is the environment. The rules themselves are the engine's
+// (loadRules), loaded once by the command; the adapters only learn what
+// they need to carry the rules' decisions out (the teams, the borrowed
+// QOS, the namespace mapping).
 func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Cluster, error) {
+	rules, err := o.loadRules()
+	if err != nil {
+		return nil, err
+	}
 	switch o.kind {
 	case "", "slurm":
-		var rules *team.Rules
-		if o.rules != "" {
-			var err error
-			if rules, err = loadRules(o.rules, true); err != nil { // Slurm queues what cannot start yet
-				return nil, err
-			}
-		}
 		so := o.slurm
 		so.Getenv, so.ScriptDir = getenv, o.scriptDir
-		return slurm.OpenChains(so, rules)
-	case "kubernetes", "k8s":
-		if o.rules == "" {
-			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
+		var accounts []string
+		if rules != nil {
+			rc := rules.Config()
+			accounts = rc.TeamNames()
 		}
-		rules, err := loadRules(o.rules, false)
-		if err != nil {
-			return nil, err
+		return slurm.OpenChains(so, accounts)
+	case "kubernetes", "k8s":
+		if rules == nil {
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, errors.New("--backend kubernetes needs --rules: the team rules choose each job's node"))
 		}
 		cfg, err := o.kube.config(rules)
 		if err != nil {
 			return nil, err
 		}
 		cfg.Namespace, cfg.Image = o.namespace, o.image
-		c, err := o.kube.client(cfg)
-		if err != nil {
+		if cfg.Binding, err = parseBinding(o.binding); err != nil {
 			return nil, err
 		}
-		return k8s.NewTeamCluster(c, rules), nil
+		if cfg.PodAnnotations, err = parseAnnotations(o.annotate); err != nil {
+			return nil, err
+		}
+		return o.kube.client(cfg)
 	}
 	return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--backend %q: want slurm or kubernetes", o.kind))
+}
+
+// parseBinding reads --binding.
+func parseBinding(v string) (k8s.Binding, error) {
+	switch b := k8s.Binding(v); b {
+	case k8s.BindAffinity, k8s.BindNodeName:
+		return b, nil
+	}
+	return "", cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--binding %q: want %s or %s", v, k8s.BindAffinity, k8s.BindNodeName))
+}
+
+// parseAnnotations reads the --pod-annotation KEY=VALUE pairs (nil for none).
+func parseAnnotations(pairs []string) (map[string]string, error) {
+	var out map[string]string
+	for _, kv := range pairs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--pod-annotation %q: want KEY=VALUE", kv))
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// loadRules reads --rules once per command (nil without it) and keeps
+// them: the engine applies them, and the adapters learn the teams from
+// them.
+func (o *backendOptions) loadRules() (*team.Rules, error) {
+	if o.rules == "" || o.loaded != nil {
+		return o.loaded, nil
+	}
+	r, err := loadRules(o.rules)
+	if err != nil {
+		return nil, err
+	}
+	o.loaded = r
+	return r, nil
+}
+
+// capabilities are what the chosen backend does by itself, as its
+// snapshots will say (for choices made before any snapshot: submit's
+// default policy).
+func (o *backendOptions) capabilities() provisioner.Capabilities {
+	if o.kind == "kubernetes" || o.kind == "k8s" {
+		return k8s.Capabilities
+	}
+	return slurm.Capabilities
 }
 
 // ping asks the backend whether it answers (provisioner.Ping), for an answer
@@ -115,13 +175,18 @@ func (o *stateOptions) open(ctx context.Context) (*state.Store, error) {
 	return st, stateErr(err)
 }
 
-// newEngine wires the engine for the chain commands (grace: --submit-grace).
-// A learned policy whose model is missing or unusable is replaced by lead,
-// with a warning, so that its chains go on.
-func newEngine(f *Factory, cl provisioner.Cluster, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
+// newEngine wires the engine for the chain commands (grace:
+// --submit-grace; rules: --rules, nil without). A learned policy whose
+// model is missing or unusable is replaced by lead, with a warning, so
+// that its chains go on.
+func newEngine(f *Factory, cl provisioner.Cluster, rules *team.Rules, st provisioner.Store, key *provisioner.TagKey, grace time.Duration, pol policyOptions) *provisioner.Engine {
 	fault := faultHook(f.Getenv("MIRAGE_TEST_CRASH_AT"), f.Getenv("MIRAGE_TEST_PAUSE_AT"), os.Exit)
-	return &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f), pol.lead),
-		Rules: provisioner.RulesOf(cl), Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
+	e := &provisioner.Engine{Cluster: cl, Store: st, Clock: provisioner.ClockFunc(f.Now), Policies: policyResolver(f, pol.dir(f), pol.lead),
+		Fault: fault, SubmitGrace: grace, Self: provisioner.SelfOf(cl), TagKey: key}
+	if rules != nil {
+		e.Rules = rules
+	}
+	return e
 }
 
 // policyResolver resolves the chains' policies for an engine's life: one

@@ -90,7 +90,11 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 	if err != nil {
 		return err
 	}
-	eng := newEngine(o.f, cl, st, key, o.grace, o.policy)
+	rules, err := o.backend.loadRules()
+	if err != nil {
+		return err
+	}
+	eng := newEngine(o.f, cl, rules, st, key, o.grace, o.policy)
 	lockPath := filepath.Join(dir, state.LockName)
 	return daemonLoop(ctx, loopOptions{Once: o.once, Interval: o.interval, MaxCycles: o.maxCycles, Sleep: o.f.Sleep},
 		func(ctx context.Context) error { return daemonCycle(ctx, o, eng, st, lockPath) })
@@ -130,7 +134,7 @@ func daemonCycle(ctx context.Context, o *daemonOptions, eng *provisioner.Engine,
 			return stateErr(fmt.Errorf("check the chains' scripts: %w", err))
 		}
 	}
-	if err := rechooseSiteDefaults(ctx, st, siteSource{f: o.f, dir: filepath.Dir(lockPath)}, eng.Cluster, o.policy); err != nil {
+	if err := rechooseSiteDefaults(ctx, st, siteSource{f: o.f, dir: filepath.Dir(lockPath)}, eng.Cluster, o.backend.capabilities(), o.policy); err != nil {
 		return stateErr(fmt.Errorf("choose the site default again: %w", err))
 	}
 	rep, cerr := eng.Cycle(ctx)

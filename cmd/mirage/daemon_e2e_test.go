@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -255,6 +256,7 @@ func (e *e2eEnv) log(t *testing.T, id string) chainLog {
 // taggedJob is a job of one of the test's chains as Slurm reports it.
 type taggedJob struct {
 	ID, State, QOS string
+	Comment        string // sacct's only
 }
 
 // sacctTagged lists, by tag, the jobs Slurm accounting holds for a chain
@@ -274,7 +276,7 @@ func sacctTagged(t *testing.T, conf, chain string, since time.Time) map[provisio
 			continue
 		}
 		if tag, ok := provisioner.ParseTag(f[3]); ok && tag.Chain == chain {
-			res[tag] = append(res[tag], taggedJob{ID: f[0], State: strings.Fields(f[1] + " ")[0], QOS: f[2]})
+			res[tag] = append(res[tag], taggedJob{ID: f[0], State: strings.Fields(f[1] + " ")[0], QOS: f[2], Comment: f[3]})
 		}
 	}
 	return res
@@ -432,13 +434,17 @@ func TestE2EChainOnSlurm(t *testing.T) {
 	}
 }
 
-// TestE2ECrashes: the daemon is killed at least 20 times while a 4-segment
-// chain runs — SIGKILL at random instants and exits at the named fault
-// points (after the lock, after the bookkeeping commit, after the intent
-// commit before sbatch, between sbatch and the commit, after the commit),
-// also `mirage submit` itself between sbatch and the commit — and
-// restarted each time. The chain must complete with exactly one job per
-// segment in Slurm accounting (never submitted twice) and no segment lost.
+// TestE2ECrashes: the daemon is killed while a 6-segment chain runs — at
+// least 50 SIGKILLs at random instants (the acceptance of #50) and exits at
+// the named fault points (after the lock, after the bookkeeping commit,
+// after the intent commit before sbatch, between sbatch and the commit,
+// after the commit), also `mirage submit` itself between sbatch and the
+// commit — and restarted each time. The chain must complete with exactly
+// one job per segment in Slurm accounting (never submitted twice) and no
+// segment lost. The paths of #50 run in every cycle: each job's comment
+// names the state directory that keeps the chain and the cluster, the
+// view checks (implausible loss, incomplete history, keeper) run, and none
+// may stop the chain by mistake (no decision refusing it).
 func TestE2ECrashes(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
@@ -446,10 +452,13 @@ func TestE2ECrashes(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	start := time.Now().Add(-time.Minute)
-	// Each segment works 25 s and exits 0: with --segments 4 the chain
-	// continues (4 segments leave a spare submission for the named points).
+	// Each segment works 25 s and exits 0: with --segments 10 the chain
+	// continues (10 segments leave spare submissions for the named points,
+	// and about 5 minutes for the random kills while the chain runs).
+	const segments = 10
+	const wantKills = 50 // random SIGKILLs, the named points apart
 	script := e.script(t, "mirage-e2e-crash", "sleep 25")
-	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", "4", "--policy", "reactive")
+	_, stderr, code := e.run(t, []string{"MIRAGE_TEST_CRASH_AT=after-submit"}, "submit", script, "--segments", strconv.Itoa(segments), "--policy", "reactive")
 	if code != crashExitCode || !strings.Contains(stderr, "point=after-submit") {
 		t.Fatalf("submit with a crash after sbatch: exit %d: %s", code, stderr)
 	}
@@ -461,23 +470,21 @@ func TestE2ECrashes(t *testing.T) {
 	}
 	id := all[0].ID
 	kills := 1 // the submit above
+	sigkills, whileActive := 0, 0
+	active := true
 	named := map[string]int{"after-submit (submit)": 1}
-	// Runs alternate: a named point, then a SIGKILL at a random instant.
-	// The named points come first in this order, each once (a daemon armed
+	// Runs alternate, a named point, then a SIGKILL at a random instant,
+	// until each named point has come once, in this order (a daemon armed
 	// for a submission point runs until the next submission: the end of
-	// the running segment, or the new submission after an abandoned one),
-	// then at random.
+	// the running segment, or the new submission after an abandoned one);
+	// then SIGKILLs alone.
 	points := []string{provisioner.FaultAfterSubmit, provisioner.FaultBeforeSubmit, provisioner.FaultAfterCommit, provisioner.FaultAfterBookkeeping, "after-lock"}
 	run := 0
 	runOnce := func(pointsToo bool) {
 		var env []string
 		mode := "sigkill"
-		if pointsToo && run%2 == 0 {
-			if run/2 < len(points) {
-				mode = points[run/2]
-			} else {
-				mode = points[rng.IntN(len(points))]
-			}
+		if pointsToo && run%2 == 0 && run/2 < len(points) {
+			mode = points[run/2]
 			env = append(env, "MIRAGE_TEST_CRASH_AT="+mode)
 		}
 		run++
@@ -505,24 +512,43 @@ func TestE2ECrashes(t *testing.T) {
 			_ = cmd.Process.Kill()
 			<-done
 			kills++
+			sigkills++
+			if active {
+				whileActive++
+			}
 		}
 	}
-	cj := e.waitDone(t, id, 6*time.Minute, func() { runOnce(true) })
-	for kills < 20 { // the chain finished early: keep killing daemons to reach the count
+	cj := e.waitDone(t, id, 12*time.Minute, func() { runOnce(true) })
+	active = false
+	for sigkills < wantKills { // the chain finished early: keep killing daemons to reach the count
 		runOnce(false)
 	}
-	t.Logf("%d kills; at named points: %v", kills, named)
+	t.Logf("%d kills, %d of them SIGKILLs at random instants (%d while the chain ran); at named points: %v", kills, sigkills, whileActive, named)
 	for _, p := range points {
 		if named[p] == 0 {
 			t.Errorf("no crash at %s", p)
 		}
 	}
-	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 4 {
+	if cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != segments {
 		t.Fatalf("chain %s (%s), segments %+v", cj.State, cj.Reason, cj.SegmentList)
 	}
 	tags := sacctTagged(t, e.conf, id, start)
-	if len(tags) != 4 {
-		t.Errorf("accounting holds %d tags for the chain, want 4: %v", len(tags), tags)
+	if len(tags) != segments {
+		t.Errorf("accounting holds %d tags for the chain, want %d: %v", len(tags), segments, tags)
+	}
+	// Every job names this state directory as the chain's keeper and the
+	// loopback cluster (ClusterName=mirage in the slurm.conf that
+	// scripts/slurm-up.sh writes).
+	key, _, err := (&state.Location{Dir: e.state}).TagKey(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tag, jobs := range tags {
+		for _, j := range jobs {
+			if c, ok := provisioner.ParseChainSpec(j.Comment); !ok || c.Keeper != key.Keeper || c.Cluster != "mirage" {
+				t.Errorf("%s job %s: comment %q names keeper %q and cluster %q, want %s and mirage", tag, j.ID, j.Comment, c.Keeper, c.Cluster, key.Keeper)
+			}
+		}
 	}
 	for i, s := range cj.SegmentList {
 		jobs := tags[provisioner.Tag{Chain: id, Segment: i}]
@@ -531,8 +557,12 @@ func TestE2ECrashes(t *testing.T) {
 		}
 	}
 	adopted := false
-	for _, d := range e.log(t, id).Decisions {
+	lg := e.log(t, id)
+	for _, d := range lg.Decisions {
 		adopted = adopted || d.Action == string(provisioner.ActAdopt) && d.Segment == 0
+		if strings.Contains(d.Reason, "another state database") || strings.Contains(d.Reason, "registered on cluster") {
+			t.Errorf("a decision refused the chain: %+v", d)
+		}
 	}
 	if !adopted {
 		t.Error("no adoption of segment 0 recorded after the crash between sbatch and commit")
@@ -953,11 +983,11 @@ func TestE2EBadInput(t *testing.T) {
 	}
 }
 
-// TestE2ERecover: the state database is lost while a 2-segment chain's
-// first segment runs; `mirage recover` rebuilds the chain from the tagged
-// job in squeue (its comment carries the chain's specification, but for
-// its sbatch option, given again after "--"), and the daemon carries it on
-// to the end with one job per segment.
+// TestE2ERecover: the state directory is lost while a 2-segment chain's
+// first segment runs; `mirage recover --take-over` rebuilds the chain from
+// the tagged job in squeue (its comment carries the chain's specification,
+// but for its sbatch option, given again after "--") as this directory's,
+// and the daemon carries it on to the end with one job per segment.
 func TestE2ERecover(t *testing.T) {
 	e := newE2E(t)
 	t.Parallel()
@@ -990,7 +1020,9 @@ func TestE2ERecover(t *testing.T) {
 	if code != 0 || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") {
 		t.Fatalf("recover --dry-run: exit %d: %s%s", code, out, stderr)
 	}
-	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--", "--mem=100M")
+	// The state directory went with its tag.key: the jobs name the lost
+	// directory as their keeper, and this one takes the chain over.
+	out, stderr, code = e.run(t, nil, "recover", id, "--since", "1h", "--json", "--yes", "--take-over", "--", "--mem=100M")
 	var rec []chainops.Recovered
 	if err := json.Unmarshal([]byte(out), &rec); code != 0 || err != nil {
 		t.Fatalf("recover: exit %d, %v: %s%s", code, err, out, stderr)

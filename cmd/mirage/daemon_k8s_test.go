@@ -1,15 +1,12 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/k8s"
@@ -62,17 +59,13 @@ func TestDaemonKubernetesMode(t *testing.T) {
 	}
 	_, job1 := submit()
 	chain2, job2 := submit("--new") // the same work again: a second chain only with --new
-	ctx := context.Background()
 	get := func(id string) (node, borrowed, team, chain string) {
 		t.Helper()
 		ref, err := k8s.ParseRef(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := e.Admin.CoreV1().Pods(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := e.Bound(ref.Namespace, ref.Name) // by the scheduler, to the node mirage chose
 		return p.Spec.NodeName, p.Labels[k8s.LabelBorrowed], p.Labels[k8s.DefaultTeamLabel], p.Labels[k8s.LabelChain]
 	}
 	n1, b1, tm1, _ := get(job1)

@@ -217,10 +217,12 @@ func TestRecover(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Without a terminal and without --yes: the list, with the script the
-	// successors would be submitted from, and nothing registered.
+	// successors would be submitted from, and nothing registered. The
+	// state directory went with its tag.key: the jobs name another keeper
+	// (the lost directory's), which the list says, with --take-over.
 	out, stderr, code := e.run(t, "recover")
 	if code != cmdutil.ExitUsage || !strings.Contains(out, id) || !strings.Contains(out, "would-recover") || !strings.Contains(out, script) ||
-		!strings.Contains(stderr, "--yes") {
+		!strings.Contains(stderr, "--yes") || !strings.Contains(out, "mirage recover --take-over "+id) {
 		t.Fatalf("recover without --yes: exit %d\n%s%s", code, out, stderr)
 	}
 	if _, _, code := e.run(t, "status", id); code != cmdutil.ExitBadInput {
@@ -236,7 +238,7 @@ func TestRecover(t *testing.T) {
 		t.Fatalf("status after recover answered n: exit %d, want %d", code, cmdutil.ExitBadInput)
 	}
 	e.f.In = strings.NewReader("y\n")
-	out, stderr, code = e.run(t, "recover")
+	out, stderr, code = e.run(t, "recover", "--take-over")
 	if code != 0 || !strings.Contains(out, id+"  2     recovered  active") {
 		t.Fatalf("recover answered y: exit %d\n%s%s", code, out, stderr)
 	}

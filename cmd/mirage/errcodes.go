@@ -43,8 +43,8 @@ var (
 	stateCodes = slices.Concat(cmdutil.Kinds(cmdutil.ExitUsage, state.ErrBadDir, state.ErrBadMark, slurm.ErrBadOption, chainops.ErrNeedsOptions),
 		cmdutil.Kinds(cmdutil.ExitBadInput, slurm.ErrNotFound, chainops.ErrRefused),
 		cmdutil.Kinds(cmdutil.ExitUnavailable, state.ErrCorrupt, state.ErrLocked, state.ErrTooNew, provisioner.ErrUnavailable,
-			state.ErrHeld, state.ErrNoDir),
-		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned),
+			state.ErrHeld, state.ErrNoDir, provisioner.ErrImplausibleView),
+		cmdutil.Kinds(cmdutil.ExitUnsafe, state.ErrUnsafe, provisioner.ErrForeignJob, safefile.ErrNotOwned, slurm.ErrNoUser),
 		cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))
 )
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func (h *handoffCluster) Snapshot(context.Context) (*provisioner.Snapshot, error
 	if len(h.cancelled) > 0 || h.endAfter > 0 && !h.signalled.IsZero() && !h.clock.t.Before(h.signalled.Add(h.endAfter)) {
 		st = provisioner.StateCompleted
 	}
-	return &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "7", State: st, Start: h.started}}}, nil
+	return &provisioner.Snapshot{Jobs: []provisioner.Job{{ID: "7", State: st, Start: h.started, Comment: "mirage:c-1/0.0"}}}, nil
 }
 
 func (h *handoffCluster) Submit(context.Context, provisioner.SubmitRequest) (string, error) {
@@ -49,8 +50,16 @@ func (h *handoffCluster) Signal(_ context.Context, id, sig string) error {
 }
 
 // withHandoffCluster returns the cluster and a world around it whose
-// environment is env and whose waiting advances the fake clock.
+// environment is env (with MIRAGE_CHAIN=c-1, the predecessor's chain, unless
+// env sets it) and whose waiting advances the fake clock.
 func withHandoffCluster(endAfter time.Duration, env map[string]string) (*handoffCluster, *Factory) {
+	env = maps.Clone(env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if _, ok := env[provisioner.EnvChain]; !ok {
+		env[provisioner.EnvChain] = "c-1"
+	}
 	clk := &fakeClock{t: chainT0}
 	h := &handoffCluster{clock: clk, endAfter: endAfter}
 	f := testFactory(env)
@@ -90,6 +99,18 @@ func TestHandoff(t *testing.T) {
 	h, f = withHandoffCluster(0, nil)
 	if out, _, code := runWith(t, f, "handoff", "--job", "99"); code != 0 || out != "predecessor 99 is not running: nothing to hand off\n" || len(h.signals) != 0 {
 		t.Errorf("finished predecessor: exit %d %q signals %v", code, out, h.signals)
+	}
+
+	// No chain ($MIRAGE_CHAIN unset, no --chain): nothing is signalled, exit
+	// 2 (#50: before, the tag check was skipped and job 7 was signalled
+	// whatever it was). --chain gives it.
+	h, f = withHandoffCluster(2*time.Second, map[string]string{provisioner.EnvChain: ""})
+	if _, stderr, code := runWith(t, f, "handoff", "--job", "7"); code != cmdutil.ExitUsage || !strings.Contains(stderr, "--chain") || len(h.signals) != 0 {
+		t.Errorf("no chain: exit %d %q signals %v; want exit %d and none", code, stderr, h.signals, cmdutil.ExitUsage)
+	}
+	h, f = withHandoffCluster(2*time.Second, map[string]string{provisioner.EnvChain: ""})
+	if _, stderr, code := runWith(t, f, "handoff", "--job", "7", "--chain", "c-1", "--settle", "0s"); code != 0 || strings.Join(h.signals, ",") != "7:USR1@0s" {
+		t.Errorf("--chain c-1: exit %d %q signals %v", code, stderr, h.signals)
 	}
 
 	// A predecessor that started 3 s ago may not have set its trap: with the

@@ -38,14 +38,16 @@ type k8sFlags struct {
 
 func (f *k8sFlags) add(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then inside a pod its service account, then ~/.kube/config)")
 	fl.StringVar(&f.teamLabel, "team-label", k8s.DefaultTeamLabel, "pod label naming the team")
 	fl.StringArrayVar(&f.namespaceTeams, "namespace-team", nil, "NAMESPACE=TEAM: pods in NAMESPACE belong to TEAM (repeatable; wins over the label)")
 	fl.StringVar(&f.nodeSelector, "node-selector", "", "label selector restricting the nodes listed")
 }
 
-// config is the client configuration of the flags; the team rules' namespace
-// mapping, when rules lists one, is the admin's and decides teams alone.
+// config is the client configuration of the flags; with team rules, the
+// rules' namespace mapping, when they list one, is the admin's and decides
+// teams alone, and their teams and borrowed QOS are the client's
+// (k8s.TeamsConfig).
 func (f *k8sFlags) config(rules *team.Rules) (k8s.Config, error) {
 	var admin map[string]string
 	if rules != nil {
@@ -56,7 +58,11 @@ func (f *k8sFlags) config(rules *team.Rules) (k8s.Config, error) {
 	if err != nil {
 		return k8s.Config{}, cmdutil.WithCode(cmdutil.ExitUsage, err)
 	}
-	return k8s.Config{Mapping: m, NodeSelector: f.nodeSelector}, nil
+	cfg := k8s.Config{Mapping: m, NodeSelector: f.nodeSelector}
+	if rules != nil {
+		cfg = k8s.TeamsConfig(cfg, rules)
+	}
+	return cfg, nil
 }
 
 // client builds the adapter from the flags.
@@ -112,7 +118,7 @@ func runK8sInventory(ctx context.Context, o *k8sInventoryOptions, w io.Writer) e
 	var rules *team.Rules
 	if o.rules != "" {
 		var err error
-		if rules, err = loadRules(o.rules, false); err != nil {
+		if rules, err = loadRules(o.rules); err != nil {
 			return err
 		}
 	}

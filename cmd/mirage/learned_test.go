@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/gob"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
+	"github.com/mirage-gpu/mirage/k8s"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/features"
 	"github.com/mirage-gpu/mirage/models/nn"
@@ -165,12 +167,13 @@ func TestSubmitDefaultPolicy(t *testing.T) {
 	}
 }
 
-// noPin is a backend that cannot lift a node list (Kubernetes): the
-// default is then the learned one, as models.DefaultPolicy finds it.
-type noPin struct{ provisioner.Cluster }
+// noPin are the capabilities of a backend that cannot lift a node list
+// (Kubernetes): the default is then the learned one, as
+// models.DefaultPolicy finds it.
+var noPin = k8s.Capabilities
 
-// TestDefaultPolicyWithoutUnpin: on a backend without provisioner.Unpinner
-// the default is the default learned policy when the models directory
+// TestDefaultPolicyWithoutUnpin: on a backend that cannot unpin
+// (Capabilities.Unpins) the default is the default learned policy when the models directory
 // holds it, xgb when only xgb's model is there, lead when it holds neither;
 // on one with it, their pinned forms, and pin (and pin for a service).
 func TestDefaultPolicyWithoutUnpin(t *testing.T) {
@@ -181,23 +184,23 @@ func TestDefaultPolicyWithoutUnpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct{ dir, want string }{{fx.dir, models.DefaultLearned}, {xgbOnly, "xgb"}, {t.TempDir(), provisioner.PolicyLead}} {
-		if got, _ := models.DefaultPolicyFor(noPin{}, f(c.dir), ""); got != c.want {
+		if got, _ := models.DefaultPolicyFor(noPin, f(c.dir), ""); got != c.want {
 			t.Errorf("models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	// On the simulator (an Unpinner): the same models' pinned forms, pin
+	// On the simulator (it unpins): the same models' pinned forms, pin
 	// without.
 	for _, c := range []struct{ dir, want string }{{fx.dir, "xgb-online-pin"}, {xgbOnly, "xgb-pin"}, {t.TempDir(), provisioner.PolicyPin}} {
-		if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(c.dir), ""); got != c.want {
+		if got, _ := models.DefaultPolicyFor(sim.Capabilities, f(c.dir), ""); got != c.want {
 			t.Errorf("on the simulator, models in %s: default %q, want %q", c.dir, got, c.want)
 		}
 	}
-	// A service: pin on the simulator whatever is trained; without the
-	// Unpinner, as any other chain.
-	if got, _ := models.DefaultPolicyFor(&sim.Sim{}, f(fx.dir), provisioner.WorkloadService); got != provisioner.PolicyPin {
+	// A service: pin on the simulator whatever is trained; where nothing
+	// unpins, as any other chain.
+	if got, _ := models.DefaultPolicyFor(sim.Capabilities, f(fx.dir), provisioner.WorkloadService); got != provisioner.PolicyPin {
 		t.Errorf("service on the simulator with models: default %q, want pin", got)
 	}
-	if got, _ := models.DefaultPolicyFor(noPin{}, f(fx.dir), provisioner.WorkloadService); got != models.DefaultLearned {
+	if got, _ := models.DefaultPolicyFor(noPin, f(fx.dir), provisioner.WorkloadService); got != models.DefaultLearned {
 		t.Errorf("service without the Unpinner, with models: default %q, want %s", got, models.DefaultLearned)
 	}
 }
@@ -446,5 +449,81 @@ func TestDaemonLoadsModelsOnce(t *testing.T) {
 	}
 	if n := consulted(a, v2); n == 0 {
 		t.Errorf("chain %s: no decision by the retrained %s", a, label(v2))
+	}
+}
+
+// plantedNet is the gob layout of a dqn model file (nn's policyNetFile:
+// gob matches fields by name), to plant a network the trainer never writes.
+type plantedNet struct {
+	Net struct {
+		Config  nn.MLPConfig
+		Shapes  [][2]int
+		Weights [][]float64
+	}
+}
+
+// TestDaemonPlantedModels (#50): a chain's dqn model replaced by (a) a
+// network whose shapes passed the loader's old checks but disagree (a bias
+// of 8 values after a 4-unit layer, then an 8-row matrix: MLP.Forward
+// indexed past its 4-value buffer, and every daemon cycle exited 2 with a
+// panic), or (b) a meta.json that is a link to /dev/zero (read without
+// bound before: 1.2 GB), stops neither the daemon (exit 0) nor the chain:
+// lead decides for it, each reason saying why the model is unavailable.
+func TestDaemonPlantedModels(t *testing.T) {
+	t.Parallel()
+	n := features.NumFeatures()
+	for name, plant := range map[string]func(t *testing.T, model string){
+		"inconsistent shapes": func(t *testing.T, model string) {
+			var p plantedNet
+			p.Net.Config = nn.MLPConfig{Inputs: n, Hidden: []int{4}, Outputs: 2}
+			p.Net.Shapes = [][2]int{{n, 4}, {1, 8}, {8, 2}, {1, 2}}
+			for _, l := range []int{4 * n, 8, 16, 2} {
+				p.Net.Weights = append(p.Net.Weights, make([]float64, l))
+			}
+			f, err := os.Create(filepath.Join(model, nn.PolicyNetFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if err := gob.NewEncoder(f).Encode(p); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"meta.json a link to /dev/zero": func(t *testing.T, model string) {
+			meta := filepath.Join(model, models.MetaFile)
+			if err := os.Remove(meta); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("/dev/zero", meta); err != nil {
+				t.Fatal(err)
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newChainEnv(t)
+			dir := t.TempDir()
+			model := filepath.Join(dir, "dqn")
+			saveDQN(t, model, time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC))
+			script := e.script(t, "x.sbatch", "-t 55")
+			id := e.submitChain(t, script, "--segments", "2", "--policy", "dqn", "--models", dir, "--", "-p", "batch")
+			plant(t, model)
+			if _, stderr, code := e.run(t, "daemon", "--interval", "10m", "--max-cycles", "14"); code != 0 {
+				t.Fatalf("daemon with a planted model: exit %d: %s", code, stderr)
+			}
+			decided := 0
+			for _, d := range chainDecisions(t, e, id) {
+				if !d.Time.After(chainT0) || (d.Action != string(provisioner.Wait) && d.Action != string(provisioner.SubmitNow)) {
+					continue
+				}
+				if d.Policy != provisioner.PolicyLead || !strings.HasPrefix(d.Reason, "dqn unavailable (") || !strings.Contains(d.Reason, "), lead decides: ") {
+					t.Errorf("decision %+v: want lead standing in for dqn", d)
+				}
+				decided++
+			}
+			if cj := e.statusJSON(t, id); decided == 0 || cj.State != string(provisioner.ChainDone) || len(cj.SegmentList) != 2 {
+				t.Errorf("chain %s with %d segments after %d decisions by lead, want done with 2", cj.State, len(cj.SegmentList), decided)
+			}
+		})
 	}
 }

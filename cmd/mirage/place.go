@@ -63,8 +63,8 @@ docs/reference/rules-file.md.`,
 }
 
 // loadRules reads a team rules file; any failure is bad input.
-func loadRules(path string, queueing bool) (*team.Rules, error) {
-	r, err := team.LoadRules(path, queueing)
+func loadRules(path string) (*team.Rules, error) {
+	r, err := team.LoadRules(path)
 	return r, cmdutil.WithCode(cmdutil.ExitBadInput, err)
 }
 
@@ -80,14 +80,13 @@ func runPlace(ctx context.Context, o *placeOptions, w io.Writer) error {
 			return cmdutil.WithCode(cmdutil.ExitUsage, fmt.Errorf("--policy: %w", err))
 		}
 	}
-	queueing := o.snapshot != ""
 	var rules *team.Rules
 	if o.rules != "" {
 		var err error
-		if rules, err = loadRules(o.rules, queueing); err != nil {
+		if rules, err = loadRules(o.rules); err != nil {
 			return err
 		}
-		if rules, err = rules.WithPolicy(placement.Policy(o.policy), queueing); err != nil {
+		if rules, err = rules.WithPolicy(placement.Policy(o.policy)); err != nil {
 			return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 		}
 	}

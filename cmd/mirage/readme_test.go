@@ -425,7 +425,7 @@ func writeThinLS6(t *testing.T, path string, from, until time.Time) {
 	}
 }
 
-// startKubernetes starts a private kube-apiserver (scripts/k8s-up.sh with
+// startKubernetes starts a private control plane (scripts/k8s-up.sh with
 // its own MIRAGE_TEST_DIR), stopped at cleanup, and fills it with the
 // cluster of the team-rules guide: nodes n1–n4 of 10 GPUs; team-a runs 8
 // GPUs on n1 and on n2 and 5 borrowed on n3 (pod a/a5); team-b runs 4 on n3
@@ -490,21 +490,19 @@ func (s *readmeSandbox) startKubernetes() {
 }
 
 // createGPUNode creates a ready node named name with gpus GPUs (status
-// written through the subresource: no kubelet runs).
+// written through the subresource), labelled for kwok, which keeps it
+// alive in place of a kubelet (scripts/k8s-up.sh).
 func createGPUNode(t *testing.T, cs kubernetes.Interface, name string, gpus int) {
 	t.Helper()
 	ctx := context.Background()
-	n, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
-		Labels: map[string]string{"kubernetes.io/hostname": name}}}, metav1.CreateOptions{})
+	_, err := cs.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
+		Labels: map[string]string{"kubernetes.io/hostname": name, "kwok.x-k8s.io/node": "fake"}}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	res := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Gi"),
 		corev1.ResourcePods: resource.MustParse("110"), "nvidia.com/gpu": resource.MustParse(strconv.Itoa(gpus))}
-	n.Status.Capacity, n.Status.Allocatable = res, res
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "mirage-test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if err := k8stest.WriteStatus(ctx, cs, name, res, true); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -700,7 +698,7 @@ func (s *readmeSandbox) plan(c docCommand) (skip string) {
 		if s.kubeconfig == "" {
 			return "needs Kubernetes: the loopback API server is not configured (scripts/k8s-up.sh)"
 		}
-	case len(args) > 0 && (slices.Contains([]string{"submit", "daemon", "cancel", "recover"}, args[0]) ||
+	case len(args) > 0 && (slices.Contains([]string{"submit", "daemon", "cancel", "recover", "site"}, args[0]) ||
 		args[0] == "predict-wait" && !slices.Contains(args, "--trace") && !slices.Contains(args, "--snapshot")):
 		if s.slurmConf == "" {
 			return "needs Slurm: the loopback cluster is not configured (scripts/slurm-up.sh)"

@@ -26,6 +26,7 @@ type recoverOptions struct {
 	since   time.Duration
 	dryRun  bool
 	yes     bool
+	take    bool // --take-over
 	json    bool
 	state   stateOptions
 	backend backendOptions
@@ -42,12 +43,15 @@ submit their successors from the scripts and options read back, so recover lists
 them and asks first; without a terminal it needs --yes. The jobs' comments leave
 out the sbatch options given after "--" at submit (every user can read them): a
 chain that had some is recovered one at a time, with them given again after
-"--". Slurm must keep comments in accounting. Recovery in full:
-docs/guide/chains-and-daemon.md.`,
+"--". A chain whose jobs another state directory submitted stays that
+directory's (its daemon keeps it; this one's leaves it alone) unless
+--take-over: for a state directory lost with its tag.key, or moved. Slurm must
+keep comments in accounting. Recovery in full: docs/guide/chains-and-daemon.md.`,
 		Example: `  mirage recover --dry-run            # what would be rebuilt
   mirage recover                      # every chain found in the last 7 days (asks first)
   mirage recover c-20261123-ab12cd --yes  # one chain, without asking
-  mirage recover c-20261123-ab12cd -- --mem=40G --mail-user=me@example.org  # with its sbatch options`,
+  mirage recover c-20261123-ab12cd -- --mem=40G --mail-user=me@example.org  # with its sbatch options
+  mirage recover --take-over --yes    # the old state directory is gone with its tag.key: this one keeps its chains`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.chains = args
 			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
@@ -69,6 +73,7 @@ docs/guide/chains-and-daemon.md.`,
 	cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "show what would be recovered, change nothing")
 	cmd.Flags().BoolVar(&o.yes, "yes", false, "register what is found without asking (for scripts; check it first with --dry-run)")
 	cmd.MarkFlagsMutuallyExclusive("dry-run", "yes")
+	cmd.Flags().BoolVar(&o.take, "take-over", false, "make this state directory keep the chains whose jobs another one submitted (only when that one is lost: two would both run them)")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print as JSON")
 	o.state.add(cmd)
 	o.backend.add(cmd)
@@ -89,7 +94,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	}
 	now := o.f.Now()
 	o.warnComments(ctx, hs)
-	ro := chainops.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Options: o.options}
+	ro := chainops.RecoverOptions{Chains: o.chains, Since: o.since, Check: recoveredSpecCheck, Options: o.options, TakeOver: o.take}
 	if !o.yes {
 		// List first, without the daemon lock (a cycle may run while the
 		// user reads), writing nothing: no key made, no database created
@@ -102,7 +107,10 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 		if err != nil {
 			return err
 		}
-		ro.DryRun, ro.Key = true, key
+		ro.DryRun, ro.Key, ro.Keeper = true, key, newKeeper
+		if key != nil {
+			ro.Keeper = key.Keeper
+		}
 		results, err := chainops.RecoverChains(ctx, st, cl, hs, now, ro)
 		done()
 		if err != nil {
@@ -129,7 +137,7 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	if err != nil {
 		return err
 	}
-	ro.Key = key
+	ro.Key, ro.Keeper = key, key.Keeper
 	st, release, err := o.state.OpenLocked(ctx, o.state.LockWait)
 	if err != nil {
 		return stateErr(err)
@@ -141,6 +149,11 @@ func recoverRun(ctx context.Context, o *recoverOptions) error {
 	}
 	return o.print(results, now)
 }
+
+// newKeeper stands for the keeper of a state directory without a key yet
+// (it is made when recover registers): every keeper the jobs name is then
+// another one.
+const newKeeper = "new"
 
 // listStore is the store recover lists against: the state database when
 // there is one, else (it was lost, or never made) an empty store, so that

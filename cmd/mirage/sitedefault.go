@@ -77,19 +77,22 @@ func (s siteSource) class(ctx context.Context, cl provisioner.Cluster) (class si
 }
 
 // siteChoice is what the site default needs, read once per command or
-// daemon cycle: the site's class and the compiled-in ranking.
+// daemon cycle: what the backend does by itself, the site's class and the
+// compiled-in ranking.
 type siteChoice struct {
+	caps     provisioner.Capabilities
 	class    sim.SiteClass
 	classWhy string
 	ranking  *models.SiteRanking
 }
 
-// choice reads the site's class (on a backend that can lift node lists:
-// the others do not pin) and the ranking; warn says what could not be read.
-func (s siteSource) choice(ctx context.Context, cl provisioner.Cluster) (siteChoice, error) {
-	var c siteChoice
+// choice reads the site's class (on a backend that can lift node lists,
+// caps.Unpins: the others do not pin) and the ranking; warn says what
+// could not be read.
+func (s siteSource) choice(ctx context.Context, cl provisioner.Cluster, caps provisioner.Capabilities) (siteChoice, error) {
+	c := siteChoice{caps: caps}
 	var warn error
-	if _, ok := cl.(provisioner.Unpinner); ok {
+	if caps.Unpins {
 		c.class, c.classWhy, warn = s.class(ctx, cl)
 	}
 	ranking, err := s.f.SiteRanking()
@@ -100,10 +103,10 @@ func (s siteSource) choice(ctx context.Context, cl provisioner.Cluster) (siteCho
 	return c, warn
 }
 
-// pick chooses the policy of a chain of workload submitted to cl without
-// one (models.DefaultPolicyForSite); why says which and why in words.
-func (c siteChoice) pick(cl provisioner.Cluster, policies provisioner.PolicyFactory, workload string) (name, why string, warn error) {
-	name, why, warn = models.DefaultPolicyForSite(cl, policies, workload, string(c.class), c.ranking)
+// pick chooses the policy of a chain of workload submitted without one
+// (models.DefaultPolicyForSite); why says which and why in words.
+func (c siteChoice) pick(policies provisioner.PolicyFactory, workload string) (name, why string, warn error) {
+	name, why, warn = models.DefaultPolicyForSite(c.caps, policies, workload, string(c.class), c.ranking)
 	if c.classWhy != "" {
 		why = fmt.Sprintf("%s (%s)", why, c.classWhy)
 	}
@@ -112,13 +115,13 @@ func (c siteChoice) pick(cl provisioner.Cluster, policies provisioner.PolicyFact
 
 // rechooseSiteDefaults chooses again the policy of every active chain
 // whose policy was the site's default, and records a change in the chain
-// and its event log.
-func rechooseSiteDefaults(ctx context.Context, st provisioner.Store, src siteSource, cl provisioner.Cluster, pol policyOptions) error {
+// and its event log (caps: what the backend does by itself).
+func rechooseSiteDefaults(ctx context.Context, st provisioner.Store, src siteSource, cl provisioner.Cluster, caps provisioner.Capabilities, pol policyOptions) error {
 	chains, err := st.Chains(ctx, true)
 	if err != nil || !slices.ContainsFunc(chains, func(c provisioner.Chain) bool { return c.PolicyWhy != "" }) {
 		return err
 	}
-	choice, warn := src.choice(ctx, cl)
+	choice, warn := src.choice(ctx, cl, caps)
 	if warn != nil {
 		fmt.Fprintf(src.f.ErrOut, "mirage: %v\n", warn)
 	}
@@ -134,7 +137,7 @@ func rechooseSiteDefaults(ctx context.Context, st provisioner.Store, src siteSou
 			policies = src.f.Policies(dir)
 			byDir[dir] = policies
 		}
-		name, why, _ := choice.pick(cl, policies, ch.Workload) // (why a trained model cannot be used is said by the cycle's fallback)
+		name, why, _ := choice.pick(policies, ch.Workload) // (why a trained model cannot be used is said by the cycle's fallback)
 		if name == ch.Policy && why == ch.PolicyWhy {
 			continue
 		}

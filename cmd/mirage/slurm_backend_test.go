@@ -17,7 +17,8 @@ import (
 
 // TestNewSlurmBackend: the Slurm backend is built from the flags (nothing
 // runs), its bad inputs are refused with the exit code and a message that
-// names the culprit, and --rules wraps it so the engine applies the rules.
+// names the culprit, and --rules are read once, for the engine (the
+// adapter learns the teams from them).
 func TestNewSlurmBackend(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -45,8 +46,8 @@ func TestNewSlurmBackend(t *testing.T) {
 	if r, ok := cfg.Runner.(*slurm.ExecRunner); !ok || !r.DieWithParent || r.SlurmConf != conf || r.Path != cfg.Path {
 		t.Errorf("runner %+v: want the same conf and PATH, killed with mirage", cfg.Runner)
 	}
-	if provisioner.RulesOf(cl) != nil {
-		t.Error("rules without --rules")
+	if r, err := base.loadRules(); r != nil || err != nil {
+		t.Errorf("rules %v %v without --rules", r, err)
 	}
 	if _, ok := cl.(provisioner.HistorySource); !ok {
 		t.Error("the Slurm backend reads no history")
@@ -58,16 +59,19 @@ func TestNewSlurmBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := provisioner.RulesOf(cl)
-	if r == nil {
-		t.Fatal("--rules: the engine gets no rules")
+	r, err := withRules.loadRules()
+	if r == nil || err != nil {
+		t.Fatalf("--rules: the engine gets no rules (%v)", err)
 	}
-	if _, ok := cl.(provisioner.HistorySource); !ok {
-		t.Error("the wrapped backend lost the history")
+	if again, _ := withRules.loadRules(); again != r {
+		t.Error("--rules read twice")
+	}
+	if got := cl.(*slurm.Client).Config().Accounts; strings.Join(got, ",") != "teama" {
+		t.Errorf("accounts %v: want the rules' teams", got)
 	}
 	// team teama, 8 GPUs of quota, nothing running: 12 GPUs would be over
 	// quota; the 16 idle GPUs fit it, so it is borrowed with the rules' QOS.
-	snap := &provisioner.Snapshot{Nodes: []provisioner.Node{{Name: "n1", State: provisioner.NodeUp, CPUs: 64, GPUs: 16}}}
+	snap := &provisioner.Snapshot{Caps: slurm.Capabilities, Nodes: []provisioner.Node{{Name: "n1", State: provisioner.NodeUp, CPUs: 64, GPUs: 16}}}
 	req := provisioner.SubmitRequest{Account: "teama", GPUs: 12, Nodes: 1}
 	adm, err := r.Admit(time.Unix(0, 0), snap, &req)
 	if err != nil || !adm.Allow || !adm.Borrowed || req.QOS != "preemptible" {

@@ -135,7 +135,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err := ping(ctx, cl); err != nil { // before anything is registered
 		return err
 	}
-	if provisioner.RulesOf(cl) != nil && ch.Account == "" {
+	if o.backend.rules != "" && ch.Account == "" {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, fmt.Errorf("script %s: the team rules (--rules) are in force and the team is the account: give one with -A/--account (after -- or in an #SBATCH line)", ch.Script))
 	}
 	// The lock: a daemon cycle must not decide on the chain halfway registered.
@@ -145,11 +145,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	}
 	defer release()
 	if o.defaultPolicy { // the site's default: its settings are read from the cluster at most daily
-		choice, warn := siteSource{f: o.f, dir: dir}.choice(ctx, cl)
+		choice, warn := siteSource{f: o.f, dir: dir}.choice(ctx, cl, o.backend.capabilities())
 		if warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
-		if ch.Policy, ch.PolicyWhy, warn = choice.pick(cl, o.policy.factory(o.f), ch.Workload); warn != nil {
+		if ch.Policy, ch.PolicyWhy, warn = choice.pick(o.policy.factory(o.f), ch.Workload); warn != nil {
 			fmt.Fprintf(o.f.ErrOut, "mirage: %v\n", warn)
 		}
 		fmt.Fprintf(o.f.ErrOut, "mirage: policy %s, %s\n", ch.Policy, ch.PolicyWhy)
@@ -161,6 +161,8 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if ch.WorkDir, ch.Env, err = segmentEnv(o.f.Getenv, stateDir); err != nil {
 		return cmdutil.WithCode(cmdutil.ExitUnavailable, err)
 	}
+	// No daemon acts on the chain through another cluster's view.
+	ch.Cluster = provisioner.ClusterNameOf(cl)
 	if err := checkCommentLength(ch, o.f.Now()); err != nil { // the working directory is in the comment too
 		return err
 	}
@@ -193,6 +195,8 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 	if err != nil {
 		return err
 	}
+	// Only this state database's daemon acts on the chain.
+	ch.Keeper = key.Keeper
 	if copies := copiesOf(cl); copies != "" { // every segment is submitted from this copy
 		if ch.ScriptCopy, ch.ScriptHash, err = safefile.Freeze(copies, content); err != nil {
 			return stateErr(err)
@@ -202,7 +206,11 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	// The first segment goes through the engine (the daemon's path).
-	first, err := chainops.SubmitFirst(ctx, newEngine(o.f, cl, st, key, o.grace, o.policy), st, &ch)
+	rules, err := o.backend.loadRules()
+	if err != nil {
+		return err
+	}
+	first, err := chainops.SubmitFirst(ctx, newEngine(o.f, cl, rules, st, key, o.grace, o.policy), st, &ch)
 	if err != nil {
 		return stateErr(err)
 	}

@@ -63,10 +63,15 @@ func WriteFile(path string, perm fs.FileMode, write func(io.Writer) error) (err 
 // nor others may write (an error wrapping ErrNotOwned names the path, why
 // and what to do).
 func OpenOwned(path string) (*os.File, error) {
+	return openOwned(path, "delete it (it is rebuilt) or keep caches in a directory of your own")
+}
+
+// openOwned is OpenOwned whose refusal ends with fix, what to do.
+func openOwned(path, fix string) (*os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, fmt.Errorf("%w: %s is a symbolic link; remove it and run again", ErrNotOwned, path)
+			return nil, fmt.Errorf("%w: %s is a symbolic link; %s", ErrNotOwned, path, fix)
 		}
 		return nil, err
 	}
@@ -78,9 +83,79 @@ func OpenOwned(path string) (*os.File, error) {
 	why := notOwned(fi)
 	if why != "" {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s %s; delete it (it is rebuilt) or keep caches in a directory of your own", ErrNotOwned, path, why)
+		return nil, fmt.Errorf("%w: %s %s; %s", ErrNotOwned, path, why, fix)
 	}
 	return f, nil
+}
+
+// ErrTooLarge is matched by the errors of OpenPrivate and ReadPrivate for a
+// file larger than their limit.
+var ErrTooLarge = errors.New("file larger than its limit")
+
+// limitedFile is an open file read through a limit.
+type limitedFile struct {
+	io.Reader
+	f *os.File
+}
+
+func (l *limitedFile) Close() error { return l.f.Close() }
+
+// OpenPrivate opens path for reading as OpenOwned does (a symbolic link, a
+// device, a file of another user's or one group or others may write is
+// refused, wrapping ErrNotOwned, the error ending with fix), and refuses a
+// file larger than limit bytes (wrapping ErrTooLarge). What it returns
+// reads at most limit bytes, so a file grown since the check is cut, not
+// read without end.
+func OpenPrivate(path string, limit int64, fix string) (io.ReadCloser, error) {
+	f, err := openOwned(path, fix)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if fi.Size() > limit {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s has %d bytes, more than the %d this file may have", ErrTooLarge, path, fi.Size(), limit)
+	}
+	return &limitedFile{Reader: io.LimitReader(f, limit), f: f}, nil
+}
+
+// ReadPrivate reads the whole of path, opened by OpenPrivate.
+func ReadPrivate(path string, limit int64, fix string) ([]byte, error) {
+	r, err := OpenPrivate(path, limit, fix)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return b, nil
+}
+
+// CheckDir refuses the directory dir (links followed) unless the current
+// user owns it and neither group nor others may write it, and unless no
+// directory above it lets someone else replace it: one every user may
+// write without the sticky bit, or with it but owned by another user (see
+// ReadScript). what names the directory in the refusal, which wraps
+// ErrNotOwned and ends with fix; a missing directory gives the os error.
+func CheckDir(dir, what, fix string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", what, dir, err)
+	}
+	if why := notPrivateDir(fi); why != "" {
+		return fmt.Errorf("%w: %s %s %s; %s", ErrNotOwned, what, shown(dir, real), why, fix)
+	}
+	return checkDirs(filepath.Dir(real), what+" "+dir, fix)
 }
 
 // notOwned says why fi is not a regular file the current user owns that

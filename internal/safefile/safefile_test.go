@@ -3,6 +3,7 @@ package safefile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,5 +91,103 @@ func TestOpenOwned(t *testing.T) {
 		if _, err := OpenOwned(other); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), "owned by uid 65534") {
 			t.Errorf("another user's file: %v", err)
 		}
+	}
+}
+
+// TestReadPrivate: a private file is read up to its limit; a larger one,
+// a link (to /dev/zero: the planted meta.json of #50, which read 1.2 GB
+// before) and a device are refused before anything is read.
+func TestReadPrivate(t *testing.T) {
+	dir := t.TempDir()
+	ten := filepath.Join(dir, "ten")
+	if err := os.WriteFile(ten, []byte("0123456789"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadPrivate(ten, 10, "fix"); err != nil || string(b) != "0123456789" {
+		t.Errorf("10-byte file, limit 10: %q, %v", b, err)
+	}
+	if _, err := ReadPrivate(ten, 9, "fix"); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "has 10 bytes, more than the 9") {
+		t.Errorf("10-byte file, limit 9: %v, want ErrTooLarge", err)
+	}
+	zero := filepath.Join(dir, "meta.json")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{zero: "is a symbolic link; retrain it", "/dev/zero": "is not a regular file; retrain it"} {
+		if _, err := ReadPrivate(path, 1<<20, "retrain it"); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ReadPrivate(%s) = %v, want ErrNotOwned %q", path, err, want)
+		}
+	}
+	// What OpenPrivate returns stops at the limit even if the file grew
+	// after the check.
+	r, err := OpenPrivate(ten, 10, "fix")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := os.WriteFile(ten, []byte("0123456789abcdef"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := io.ReadAll(r); len(b) != 10 {
+		t.Errorf("read %d bytes of a file grown to 16 after opening with limit 10, want 10", len(b))
+	}
+}
+
+// TestCheckDir: a private directory (or a link to one) passes; one that
+// group or others may write, one below a directory every user may write
+// without the sticky bit, and (as root) one another user owns are refused.
+func TestCheckDir(t *testing.T) {
+	base := privateDir(t)
+	own := filepath.Join(base, "models")
+	if err := os.Mkdir(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(base, "link")
+	if err := os.Symlink(own, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{own, link} {
+		if err := CheckDir(d, "models directory", "fix"); err != nil {
+			t.Errorf("CheckDir(%s): %v", d, err)
+		}
+	}
+	group := filepath.Join(base, "group")
+	open := filepath.Join(base, "open")
+	for _, d := range []string{group, open} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(group, 0o775); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	below := filepath.Join(open, "models")
+	if err := os.Mkdir(below, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		group: "may be written by group or others (mode 0775); keep models in a directory of your own",
+		below: "is in " + open + ", which every user may write (mode 0777, no sticky bit)",
+	}
+	if os.Geteuid() == 0 {
+		theirs := filepath.Join(base, "theirs")
+		if err := os.Mkdir(theirs, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		cases[theirs] = "is owned by uid 65534, not by you"
+	}
+	for d, want := range cases {
+		if err := CheckDir(d, "models directory", "keep models in a directory of your own"); !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckDir(%s) = %v, want ErrNotOwned %q", d, err, want)
+		}
+	}
+	if err := CheckDir(filepath.Join(base, "missing"), "models directory", "fix"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
 	}
 }

@@ -70,7 +70,7 @@ func ReadScript(path string) (abs string, content []byte, err error) {
 	if why := scriptNotOwned(fi); why != "" {
 		return "", nil, fmt.Errorf("%w: script %s %s", ErrNotOwned, shown(path, real), why)
 	}
-	if err := checkDirs(filepath.Dir(real), path); err != nil {
+	if err := checkDirs(filepath.Dir(real), "script "+path, "keep job scripts in a directory of your own"); err != nil {
 		return "", nil, err
 	}
 	if content, err = readMax(f, MaxScript); err != nil {
@@ -103,18 +103,20 @@ func scriptNotOwned(fi fs.FileInfo) string {
 	return ""
 }
 
-// checkDirs refuses a script under a directory in which someone else may
-// replace it: writable by others without the sticky bit, or with it but
-// owned by another user (the owner of a sticky directory may rename
-// anything in it). Group-writable directories are the group's choice and
-// are accepted, as are directories of other users that others may not
-// write: the copy made at submit is what runs, whatever happens later.
-func checkDirs(dir, path string) error {
+// checkDirs refuses a file (what names it, e.g. "script x.sbatch") under
+// a directory dir, or one above, in which someone else may replace it:
+// writable by others without the sticky bit, or with it but owned by
+// another user (the owner of a sticky directory may rename anything in
+// it). The refusal wraps ErrNotOwned and ends with fix. Group-writable
+// directories are the group's choice and are accepted, as are directories
+// of other users that others may not write (for a script: the copy made
+// at submit is what runs, whatever happens later).
+func checkDirs(dir, what, fix string) error {
 	me := uint32(os.Geteuid())
 	for {
 		fi, err := os.Stat(dir)
 		if err != nil {
-			return fmt.Errorf("script %s: directory %s: %w", path, dir, err)
+			return fmt.Errorf("%s: directory %s: %w", what, dir, err)
 		}
 		perm := fi.Mode()
 		owner := me
@@ -123,11 +125,11 @@ func checkDirs(dir, path string) error {
 		}
 		switch {
 		case perm&0o002 != 0 && perm&fs.ModeSticky == 0:
-			return fmt.Errorf("%w: script %s is in %s, which every user may write (mode %04o, no sticky bit): anyone could put a file of theirs in its place; "+
-				"keep job scripts in a directory of your own", ErrNotOwned, path, dir, perm.Perm())
+			return fmt.Errorf("%w: %s is in %s, which every user may write (mode %04o, no sticky bit): anyone could put a file of theirs in its place; "+
+				"%s", ErrNotOwned, what, dir, perm.Perm(), fix)
 		case perm&0o002 != 0 && owner != 0 && owner != me:
-			return fmt.Errorf("%w: script %s is in %s, which every user may write and uid %d owns (the owner of a sticky directory may replace anything in it); "+
-				"keep job scripts in a directory of your own", ErrNotOwned, path, dir, owner)
+			return fmt.Errorf("%w: %s is in %s, which every user may write and uid %d owns (the owner of a sticky directory may replace anything in it); "+
+				"%s", ErrNotOwned, what, dir, owner, fix)
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {

@@ -268,6 +268,11 @@ var migrations = []string{
 	ALTER TABLE segments ADD COLUMN done INTEGER NOT NULL DEFAULT 0;`,
 	// 9: why mirage chose the chain's policy (the site's default; '' = the user's).
 	`ALTER TABLE chains ADD COLUMN policy_why TEXT NOT NULL DEFAULT '';`,
+	// 10: the state database that keeps the chain and the cluster it runs
+	// on ('' for chains stored before: this database's, on the backend's
+	// cluster).
+	`ALTER TABLE chains ADD COLUMN keeper TEXT NOT NULL DEFAULT '';
+	ALTER TABLE chains ADD COLUMN cluster TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this mirage writes.
@@ -354,7 +359,7 @@ func fromNS(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
-const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost, script_copy, script_hash, script_seen, signal_lead, policy_why`
+const chainCols = `id, name, script, args, policy, segments, max_retries, account, partition, time_limit, nodes, gpus, state, reason, created, work_dir, env, models, workload, cost, script_copy, script_hash, script_seen, signal_lead, policy_why, keeper, cluster`
 
 func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var c provisioner.Chain
@@ -362,7 +367,7 @@ func scanChain(sc interface{ Scan(...any) error }) (provisioner.Chain, error) {
 	var limit, created, signalLead int64
 	if err := sc.Scan(&c.ID, &c.Name, &c.Script, &args, &c.Policy, &c.Segments, &c.MaxRetries, &c.Account, &c.Partition,
 		&limit, &c.Nodes, &c.GPUs, &state, &c.Reason, &created, &c.WorkDir, &env, &c.Models, &c.Workload, &cost,
-		&c.ScriptCopy, &c.ScriptHash, &c.ScriptSeen, &signalLead, &c.PolicyWhy); err != nil {
+		&c.ScriptCopy, &c.ScriptHash, &c.ScriptSeen, &signalLead, &c.PolicyWhy, &c.Keeper, &c.Cluster); err != nil {
 		return c, err
 	}
 	if cost != "" {
@@ -445,16 +450,16 @@ func (s *Store) PutChain(ctx context.Context, c *provisioner.Chain) error {
 			return fmt.Errorf("chain %s: cost: %w", c.ID, err)
 		}
 	}
-	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err = s.q.ExecContext(ctx, `INSERT INTO chains(`+chainCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(id) DO UPDATE SET name=excluded.name, script=excluded.script, args=excluded.args, policy=excluded.policy,
 		segments=excluded.segments, max_retries=excluded.max_retries, account=excluded.account, partition=excluded.partition,
 		time_limit=excluded.time_limit, nodes=excluded.nodes, gpus=excluded.gpus, state=excluded.state, reason=excluded.reason,
 		created=excluded.created, work_dir=excluded.work_dir, env=excluded.env, models=excluded.models,
 		workload=excluded.workload, cost=excluded.cost, script_copy=excluded.script_copy, script_hash=excluded.script_hash,
-		script_seen=excluded.script_seen, signal_lead=excluded.signal_lead, policy_why=excluded.policy_why`,
+		script_seen=excluded.script_seen, signal_lead=excluded.signal_lead, policy_why=excluded.policy_why, keeper=excluded.keeper, cluster=excluded.cluster`,
 		c.ID, c.Name, c.Script, string(args), c.Policy, c.Segments, c.MaxRetries, c.Account, c.Partition,
 		int64(c.TimeLimit/time.Second), c.Nodes, c.GPUs, string(c.State), c.Reason, ns(c.Created), c.WorkDir, string(env), c.Models,
-		c.Workload, string(cost), c.ScriptCopy, c.ScriptHash, c.ScriptSeen, int64(c.SignalLead/time.Second), c.PolicyWhy)
+		c.Workload, string(cost), c.ScriptCopy, c.ScriptHash, c.ScriptSeen, int64(c.SignalLead/time.Second), c.PolicyWhy, c.Keeper, c.Cluster)
 	return s.wrap("store chain "+c.ID, err)
 }
 

@@ -37,8 +37,8 @@ func TestOpenCreatesPrivateFilesAndMigrates(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state", "mirage")
 	s := open(t, dir)
 	ctx := context.Background()
-	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 9 {
-		t.Fatalf("version %d, %v; want 9", v, err)
+	if v, err := s.Version(ctx); err != nil || v != SchemaVersion() || v != 10 {
+		t.Fatalf("version %d, %v; want 10", v, err)
 	}
 	c := testChain()
 	if err := s.PutChain(ctx, &c); err != nil { // a write creates the WAL files
@@ -149,6 +149,14 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if got, err := s.Chain(ctx, c.ID); err != nil || got.SignalLead != 40*time.Second {
 		t.Errorf("chain with a signal lead: %+v, %v", got, err)
+	}
+	// Its keeper and cluster (schema 10).
+	c.Keeper, c.Cluster = "0123456789abcdef", "ls6"
+	if err := s.PutChain(ctx, &c); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Chain(ctx, c.ID); err != nil || got.Keeper != "0123456789abcdef" || got.Cluster != "ls6" {
+		t.Errorf("chain with a keeper and a cluster: %+v, %v", got, err)
 	}
 	c.State, c.Reason = provisioner.ChainDone, "all 3 segments ran"
 	if err := s.PutChain(ctx, &c); err != nil {
@@ -417,12 +425,12 @@ func TestMigrationFromVersion1(t *testing.T) {
 	}
 	db.Close()
 	s := open(t, dir)
-	if v, _ := s.Version(ctx); v != 9 {
+	if v, _ := s.Version(ctx); v != 10 {
 		t.Fatalf("version %d", v)
 	}
-	// a chain of schema 1 has no recorded directory, environment, models, workload, script copy nor signal lead
+	// a chain of schema 1 has no recorded directory, environment, models, workload, script copy, signal lead, keeper nor cluster
 	if c, err := s.Chain(ctx, "c-1"); err != nil || c.Script != "/s.sbatch" || c.WorkDir != "" || c.Env != nil || c.Models != "" || c.Workload != "" || c.Cost != nil ||
-		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" || c.SignalLead != 0 || c.PolicyWhy != "" {
+		c.ScriptCopy != "" || c.ScriptHash != "" || c.ScriptSeen != "" || c.SubmitScript() != "/s.sbatch" || c.SignalLead != 0 || c.PolicyWhy != "" || c.Keeper != "" || c.Cluster != "" {
 		t.Fatalf("chain of schema 1: %+v, %v", c, err)
 	}
 	ds, _ := s.Decisions(ctx, "c-1")

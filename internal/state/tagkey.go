@@ -30,8 +30,36 @@ const keyHeader = "mirage tag key v1"
 // (made is then true: jobs submitted before now are judged by their owner
 // alone, see provisioner.TagKey). A key file another user owns, that others
 // may write or that is a link is refused (ErrUnsafe); one that does not
-// read is ErrCorrupt, left untouched.
+// read is ErrCorrupt, left untouched. The key's Keeper is the state
+// directory's identity (provisioner.KeeperID of the secret and the
+// directory's path, links resolved).
 func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, err error) {
+	key, made, err = l.tagKey(now)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := l.setKeeper(key); err != nil {
+		return nil, false, err
+	}
+	return key, made, nil
+}
+
+// setKeeper sets key.Keeper: provisioner.KeeperID of its secret and the
+// state directory's path, links resolved.
+func (l *Location) setKeeper(key *provisioner.TagKey) error {
+	dir, err := l.Resolve()
+	if err != nil {
+		return err
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	key.Keeper = provisioner.KeeperID(key.Secret, dir)
+	return nil
+}
+
+// tagKey reads or makes the key (TagKey), without its Keeper.
+func (l *Location) tagKey(now time.Time) (key *provisioner.TagKey, made bool, err error) {
 	dir, err := l.Resolve()
 	if err != nil {
 		return nil, false, err
@@ -82,7 +110,7 @@ func (l *Location) TagKey(now time.Time) (key *provisioner.TagKey, made bool, er
 }
 
 // ExistingTagKey returns the key of KeyName in the state directory, as
-// TagKey checks and reads it, without making one: nil when there is none
+// TagKey checks and reads it (with its Keeper), without making one: nil when there is none
 // (no file, or no directory). For what changes nothing (mirage recover
 // --dry-run): a key made now would trust every job submitted before it on
 // its owner alone, as no key does.
@@ -104,7 +132,11 @@ func (l *Location) ExistingTagKey() (*provisioner.TagKey, error) {
 	if err := checkKeyFile(path); err != nil {
 		return nil, err
 	}
-	return readKey(path)
+	key, err := readKey(path)
+	if err != nil {
+		return nil, err
+	}
+	return key, l.setKeeper(key)
 }
 
 // checkKeyFile is checkFile, and also refuses a key others may read: the

@@ -1,8 +1,16 @@
-// Package k8stest builds fixtures on the real test API server started by
-// scripts/k8s-up.sh: an admin clientset, a unique namespace per test, GPU
-// Nodes as plain API objects (capacity, allocatable and a Ready condition
-// written through the status subresource, since no kubelet runs) and pods
+// Package k8stest builds fixtures on the real test control plane started
+// by scripts/k8s-up.sh: an admin clientset, a unique namespace per test, GPU
+// Nodes (capacity, allocatable and a Ready condition written through the
+// status subresource) that kwok keeps alive in place of a kubelet, and pods
 // bound to them. Everything it creates is deleted in t.Cleanup.
+//
+// kwok (sigs.k8s.io/kwok, scripts/k8s/kwok/stages.yaml) renews each ready
+// node's lease and plays its pods' lifecycles: a bound pod starts running;
+// a pod with the annotation AnnotationCompleteAfter succeeds that long
+// after it started; one without it fails at its activeDeadlineSeconds
+// (reason DeadlineExceeded); a deleted pod is gone at the end of its grace
+// period (AnnotationExitAfter: sooner). A node that is not ready is left
+// to the node lifecycle controller (it stays not ready).
 //
 // Tests running in parallel packages share the server, so fixtures carry the
 // label mirage.io/test=<namespace>: restrict an inventory to them with
@@ -17,18 +25,31 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 )
 
 // LabelTest marks every fixture with the namespace of the test that made it.
 const LabelTest = "mirage.io/test"
+
+// Annotations kwok's stages read (scripts/k8s/kwok/stages.yaml).
+const (
+	// AnnotationCompleteAfter: a running pod succeeds this long (a Go
+	// duration) after it started.
+	AnnotationCompleteAfter = "pod-complete.stage.kwok.x-k8s.io/delay"
+	// AnnotationExitAfter: a deleted pod is gone this long after its
+	// deletion began (default: at the end of its grace period).
+	AnnotationExitAfter = "pod-delete.stage.kwok.x-k8s.io/delay"
+)
 
 // Env is one test's view of the test cluster.
 type Env struct {
@@ -37,6 +58,9 @@ type Env struct {
 	AdminPath  string               // admin kubeconfig (system:masters)
 	Admin      kubernetes.Interface // admin clientset
 	Namespace  string               // unique namespace of this test
+	// KwokLabel is the label (KEY=VALUE) by which kwok manages nodes
+	// ($MIRAGE_TEST_KWOK_LABEL, written by scripts/k8s-up.sh).
+	KwokLabel string
 }
 
 // New returns the test environment: skips outside CI when the cluster is not
@@ -56,7 +80,11 @@ func New(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("admin clientset: %v", err)
 	}
-	e := &Env{T: t, Kubeconfig: kc, AdminPath: admin, Admin: cs, Namespace: "mt-" + suffix()}
+	kwok := os.Getenv("MIRAGE_TEST_KWOK_LABEL")
+	if _, _, ok := strings.Cut(kwok, "="); !ok {
+		t.Fatalf("MIRAGE_TEST_KWOK_LABEL %q: want KEY=VALUE (source the env.sh written by scripts/k8s-up.sh: the control plane has no kwok?)", kwok)
+	}
+	e := &Env{T: t, Kubeconfig: kc, AdminPath: admin, Admin: cs, Namespace: "mt-" + suffix(), KwokLabel: kwok}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Namespace, Labels: map[string]string{LabelTest: e.Namespace}}}
 	if _, err := cs.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", e.Namespace, err)
@@ -83,7 +111,9 @@ type NodeSpec struct {
 }
 
 // Node creates a node object and writes its status (capacity, allocatable,
-// Ready) through the status subresource; it returns the node's full name.
+// Ready, phase Running) through the status subresource; a ready node is
+// labelled for kwok, which keeps it alive (its lease) and runs its pods.
+// It returns the node's full name.
 func (e *Env) Node(s NodeSpec) string {
 	e.T.Helper()
 	ctx := context.Background()
@@ -95,12 +125,15 @@ func (e *Env) Node(s NodeSpec) string {
 	for k, v := range s.Labels {
 		labels[k] = v
 	}
+	if !s.NotReady {
+		k, v, _ := strings.Cut(e.KwokLabel, "=")
+		labels[k] = v
+	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{Unschedulable: s.Cordoned},
 	}
-	n, err := e.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := e.Admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
 		e.T.Fatalf("create node %s: %v", name, err)
 	}
 	res := corev1.ResourceList{
@@ -112,21 +145,37 @@ func (e *Env) Node(s NodeSpec) string {
 	for k, v := range s.MIG {
 		res[corev1.ResourceName(k)] = resource.MustParse(strconv.Itoa(v))
 	}
-	ready := corev1.ConditionTrue
-	if s.NotReady {
-		ready = corev1.ConditionFalse
-	}
-	n.Status.Capacity = res
-	n.Status.Allocatable = res
-	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, Reason: "mirage-test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if _, err := e.Admin.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+	if err := WriteStatus(ctx, e.Admin, name, res, !s.NotReady); err != nil {
 		e.T.Fatalf("update status of node %s: %v", name, err)
 	}
 	return name
 }
 
-// PodSpec describes a pod bound to a node (or unbound when Node is "").
+// WriteStatus writes a node's status as a kubelet would report it:
+// capacity and allocatable res, phase Running, Ready (or not). kwok
+// (initialising the node) and the controller manager (tainting it until it
+// is ready) may write the node meanwhile, so it writes on the latest
+// version.
+func WriteStatus(ctx context.Context, cs kubernetes.Interface, name string, res corev1.ResourceList, ready bool) error {
+	cond := corev1.ConditionTrue
+	if !ready {
+		cond = corev1.ConditionFalse
+	}
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Status.Capacity, n.Status.Allocatable, n.Status.Phase = res, res, corev1.NodeRunning
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: cond, Reason: "mirage-test",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+		_, err = cs.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// PodSpec describes a pod bound to a node (or unbound when Node is "": it
+// names a scheduler that does not exist, so that it stays unbound).
 type PodSpec struct {
 	Name      string            // pod name
 	Namespace string            // "" = the test namespace
@@ -137,6 +186,7 @@ type PodSpec struct {
 	// PriorityClass is the pod's priority class ("" = none); borrowed work
 	// is the pod of class mirage-borrowed (scripts/k8s/rbac/).
 	PriorityClass string
+	Annotations   map[string]string // annotations (e.g. AnnotationCompleteAfter)
 }
 
 // Pod creates a pod; with Phase set it writes the status too.
@@ -158,21 +208,68 @@ func (e *Env) Pod(s PodSpec) *corev1.Pod {
 		c.Resources.Limits = corev1.ResourceList{"nvidia.com/gpu": q}
 	}
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: ns, Labels: labels, Annotations: s.Annotations},
 		Spec: corev1.PodSpec{NodeName: s.Node, Containers: []corev1.Container{c}, RestartPolicy: corev1.RestartPolicyNever,
 			PriorityClassName: s.PriorityClass},
+	}
+	if s.Node == "" {
+		p.Spec.SchedulerName = "mirage-test-none"
 	}
 	p, err := e.Admin.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
 	if err != nil {
 		e.T.Fatalf("create pod %s/%s: %v", ns, s.Name, err)
 	}
 	if s.Phase != "" {
-		p.Status.Phase = s.Phase
-		if p, err = e.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		// kwok may be starting a bound pod meanwhile: write on the latest.
+		err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+			cur, err := e.Admin.CoreV1().Pods(ns).Get(ctx, s.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			cur.Status.Phase = s.Phase
+			p, err = e.Admin.CoreV1().Pods(ns).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			e.T.Fatalf("update status of pod %s/%s: %v", ns, s.Name, err)
 		}
 	}
 	return p
+}
+
+// WaitTimeout bounds every wait of WaitPod: the control plane is shared
+// by parallel tests on a loaded machine, but a pod that has not changed
+// within it never will.
+const WaitTimeout = 2 * time.Minute
+
+// WaitPod polls pod ns/name until ok holds and returns it; it fails the
+// test, saying what it waited for and what the pod was, after WaitTimeout.
+// A pod that does not exist is passed to ok as nil.
+func (e *Env) WaitPod(ns, name, what string, ok func(*corev1.Pod) bool) *corev1.Pod {
+	e.T.Helper()
+	deadline := time.Now().Add(WaitTimeout)
+	for {
+		p, err := e.Admin.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			p = nil
+		case err != nil:
+			e.T.Fatalf("get pod %s/%s: %v", ns, name, err)
+		}
+		if ok(p) {
+			return p
+		}
+		if time.Now().After(deadline) {
+			e.T.Fatalf("pod %s/%s: not %s after %s: %+v", ns, name, what, WaitTimeout, p)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Bound is WaitPod until the scheduler (or mirage) has bound the pod.
+func (e *Env) Bound(ns, name string) *corev1.Pod {
+	e.T.Helper()
+	return e.WaitPod(ns, name, "bound to a node", func(p *corev1.Pod) bool { return p != nil && p.Spec.NodeName != "" })
 }
 
 // ExtraNamespace creates an extra namespace (deleted at cleanup) and returns its name.
@@ -186,8 +283,8 @@ func (e *Env) ExtraNamespace(short string) string {
 	return name
 }
 
-// cleanup force-deletes this test's pods (no kubelet would finish a graceful
-// deletion), its nodes and its namespaces.
+// cleanup force-deletes this test's pods (at once, whatever their grace
+// periods), its nodes and its namespaces.
 func (e *Env) cleanup() {
 	ctx := context.Background()
 	sel := metav1.ListOptions{LabelSelector: e.NodeSelector()}

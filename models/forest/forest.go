@@ -118,7 +118,7 @@ func (m *RFGolearnModel) SaveFiles(dir string) error {
 }
 
 func loadRFGolearn(dir string, meta models.Meta) (models.Model, error) {
-	f, err := os.Open(filepath.Join(dir, RFGolearnModelFile))
+	f, err := models.OpenFile(dir, RFGolearnModelFile)
 	if err != nil {
 		return nil, err
 	}

@@ -340,21 +340,35 @@ func ReadMLP(r io.Reader) (*MLP, error) {
 	return mlpFromFile(f)
 }
 
-// mlpFromFile validates shapes against the configuration.
+// mlpFromFile checks every layer of a decoded network against its
+// configuration, since Forward indexes the weights by the shapes without
+// checks: layer l's weights are in_l × out_l and its biases 1 × out_l, each
+// tensor holding exactly that many values, with in_0 = Inputs, in_{l+1} =
+// out_l, the hidden widths those of Config.Hidden, out_last = Outputs and
+// every width positive. A file that fails any of it is ErrBadModel.
 func mlpFromFile(f mlpFile) (*MLP, error) {
-	if len(f.Shapes) != len(f.Weights) || len(f.Shapes)%2 != 0 || len(f.Shapes) == 0 {
+	nl := len(f.Shapes) / 2
+	if len(f.Shapes) != len(f.Weights) || len(f.Shapes)%2 != 0 || nl == 0 {
 		return nil, fmt.Errorf("mlp: %w: %d shapes, %d weight tensors", models.ErrBadModel, len(f.Shapes), len(f.Weights))
 	}
-	for i, s := range f.Shapes {
-		if s[0]*s[1] != len(f.Weights[i]) {
-			return nil, fmt.Errorf("mlp: %w: tensor %d has %d values for shape %v", models.ErrBadModel, i, len(f.Weights[i]), s)
-		}
-		if i > 0 && i%2 == 0 && s[0] != f.Shapes[i-1][1] {
-			return nil, fmt.Errorf("mlp: %w: layer %d input %d after width %d", models.ErrBadModel, i/2, s[0], f.Shapes[i-1][1])
-		}
+	if f.Config.Inputs <= 0 || f.Config.Outputs <= 0 || len(f.Config.Hidden) != nl-1 {
+		return nil, fmt.Errorf("mlp: %w: %d layers for inputs %d, hidden %v, outputs %d", models.ErrBadModel, nl, f.Config.Inputs, f.Config.Hidden, f.Config.Outputs)
 	}
-	if f.Shapes[0][0] != f.Config.Inputs || f.Shapes[len(f.Shapes)-1][1] != f.Config.Outputs {
-		return nil, fmt.Errorf("mlp: %w: shapes do not match config", models.ErrBadModel)
+	in := f.Config.Inputs
+	for l := range nl {
+		out := f.Config.Outputs
+		if l < nl-1 {
+			out = f.Config.Hidden[l]
+		}
+		w, b := f.Shapes[2*l], f.Shapes[2*l+1]
+		if out <= 0 || w != [2]int{in, out} || b != [2]int{1, out} {
+			return nil, fmt.Errorf("mlp: %w: layer %d has shapes %v and %v, want [%d %d] and [1 %d]", models.ErrBadModel, l, w, b, in, out, out)
+		}
+		// in·out by division: sizes from a file may overflow a product.
+		if nw := len(f.Weights[2*l]); nw%out != 0 || nw/out != in || len(f.Weights[2*l+1]) != out {
+			return nil, fmt.Errorf("mlp: %w: layer %d holds %d weights and %d biases for shape [%d %d]", models.ErrBadModel, l, nw, len(f.Weights[2*l+1]), in, out)
+		}
+		in = out
 	}
 	return &MLP{cfg: f.Config, shapes: f.Shapes, weights: f.Weights}, nil
 }

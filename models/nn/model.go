@@ -203,7 +203,7 @@ func (m *MLPModel) SaveFiles(dir string) error {
 }
 
 func loadMLP(dir string, meta models.Meta) (models.Model, error) {
-	f, err := os.Open(filepath.Join(dir, MLPModelFile))
+	f, err := models.OpenFile(dir, MLPModelFile)
 	if err != nil {
 		return nil, err
 	}

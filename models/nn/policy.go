@@ -93,7 +93,7 @@ func (m *PolicyNetModel) SaveFiles(dir string) error {
 }
 
 func loadPolicyNet(dir string, meta models.Meta) (models.Model, error) {
-	f, err := os.Open(filepath.Join(dir, PolicyNetFile))
+	f, err := models.OpenFile(dir, PolicyNetFile)
 	if err != nil {
 		return nil, err
 	}

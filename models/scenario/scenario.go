@@ -387,7 +387,7 @@ func Observe(ctx context.Context, c provisioner.Cluster, h provisioner.HistorySo
 	var hist []provisioner.Job
 	if h != nil {
 		hist, err = h.History(ctx, now.Add(-window))
-		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) {
+		if err != nil && !errors.Is(err, provisioner.ErrNoAccounting) && !errors.Is(err, provisioner.ErrIncomplete) { // features from what was read
 			return nil, fmt.Errorf("observe chain: history: %w", err)
 		}
 	}

@@ -145,7 +145,7 @@ func (m *XGBModel) SaveFiles(dir string) error {
 }
 
 func loadXGB(dir string, meta models.Meta) (models.Model, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, XGBModelFile))
+	raw, err := models.ReadFile(dir, XGBModelFile)
 	if err != nil {
 		return nil, err
 	}

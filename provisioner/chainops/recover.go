@@ -66,7 +66,23 @@ type RecoverOptions struct {
 	// words they are, which Options must match (else, and without Options,
 	// the chain is reported ActionNeedsOptions and not registered).
 	Options []string
+	// Keeper is the identity of the state database recovered into
+	// (TagKey.Keeper). A chain whose jobs another database submitted
+	// (their comments name its keeper) is registered as that database's,
+	// and this one's daemon will not act on it, unless TakeOver: a chain
+	// recovered into a second --state while the first one's daemon runs
+	// would be run by both.
+	Keeper string
+	// TakeOver makes this database the keeper of the chains recovered, and
+	// of those it already holds that another database keeps (their
+	// Action is then ActionTakenOver): for a state directory lost with its
+	// key, or moved.
+	TakeOver bool
 }
+
+// ActionTakenOver is the Recovered.Action of a chain the store held as
+// another state database's, now this one's (RecoverOptions.TakeOver).
+const ActionTakenOver = "taken-over"
 
 // RecoverChains rebuilds the chains the store does not hold from the
 // tagged jobs of the live view and of the history since now − Since
@@ -127,8 +143,11 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 			return cmp.Compare(a.job.Submit.UnixNano(), b.job.Submit.UnixNano())
 		})
 		r := Recovered{Chain: id, Jobs: len(jobs)}
-		if _, err := st.Chain(ctx, id); err == nil {
+		if known, err := st.Chain(ctx, id); err == nil {
 			r.Action, r.Note = "known", "already in the state database"
+			if err := takeOverKnown(ctx, st, known, now, o, &r); err != nil {
+				return nil, err
+			}
 			results = append(results, r)
 			continue
 		} else if !errors.Is(err, provisioner.ErrChainNotFound) {
@@ -162,6 +181,8 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 		if ch.Created.IsZero() {
 			ch.Created = jobs[0].job.Submit
 		}
+		ch.Cluster = cmp.Or(ch.Cluster, provisioner.ClusterNameOf(cl)) // comments before #50 name none
+		keeperNote := keep(&ch, o)
 		var segs []provisioner.Segment
 		seen := map[[2]int]bool{}
 		anyLive := false
@@ -179,7 +200,7 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 		if last := segs[len(segs)-1]; ch.State == provisioner.ChainActive && !anyLive && last.State == provisioner.StateCancelled {
 			ch.State, ch.Reason = provisioner.ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
 		}
-		r.State, r.Note, r.Script, r.Args = string(ch.State), ch.Reason, ch.Script, ch.Args
+		r.State, r.Note, r.Script, r.Args = string(ch.State), cmp.Or(ch.Reason, keeperNote), ch.Script, ch.Args
 		if o.DryRun {
 			r.Action = ActionWouldRecover
 			results = append(results, r)
@@ -220,6 +241,50 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// keep sets the keeper of ch, recovered from its jobs' comments (ch.Keeper:
+// the keeper they name, "" before #50), and says what it means when it is
+// not this database (o.Keeper): a chain whose comments name no keeper, or
+// that o.TakeOver takes, is this database's; another's stays that
+// database's, which this daemon leaves alone.
+func keep(ch *provisioner.Chain, o RecoverOptions) string {
+	switch {
+	case o.Keeper == "" || ch.Keeper == o.Keeper:
+		return ""
+	case ch.Keeper == "":
+		ch.Keeper = o.Keeper
+		return ""
+	case o.TakeOver:
+		old := ch.Keeper
+		ch.Keeper = o.Keeper
+		return fmt.Sprintf("taken over from the state database that kept it (keeper %s)", old)
+	}
+	return fmt.Sprintf("its jobs were submitted from another state database (keeper %s; this one is %s): registered as that database's, "+
+		"and this one's daemon will not act on it; if that database is lost (with its directory or tag.key), take it over: mirage recover --take-over %s", ch.Keeper, o.Keeper, ch.ID)
+}
+
+// takeOverKnown makes this database (o.Keeper) the keeper of a chain the
+// store holds as another database's, when o.TakeOver (r says so), with an
+// event; a dry run only says it would.
+func takeOverKnown(ctx context.Context, st ChainStore, c *provisioner.Chain, now time.Time, o RecoverOptions, r *Recovered) error {
+	if !o.TakeOver || o.Keeper == "" || c.Keeper == "" || c.Keeper == o.Keeper {
+		return nil
+	}
+	old := c.Keeper
+	r.Action, r.State, r.Note = ActionTakenOver, string(c.State), fmt.Sprintf("kept by another state database (keeper %s): now this one's", old)
+	if o.DryRun {
+		r.Action = ActionWouldRecover
+		return nil
+	}
+	c.Keeper = o.Keeper
+	return st.InTx(ctx, func(tx provisioner.Store) error {
+		if err := tx.PutChain(ctx, c); err != nil {
+			return err
+		}
+		return tx.(provisioner.EventStore).AddEvent(ctx, &provisioner.Event{Time: now, ChainID: c.ID, Segment: -1, Kind: provisioner.EventRegistered,
+			Detail: fmt.Sprintf("taken over from the state database that kept it (keeper %s) by mirage recover --take-over", old)})
+	})
 }
 
 // recoverOptions gives ch, read from the job comment spec, its sbatch

@@ -17,10 +17,13 @@ type StopOptions struct {
 	Poll   time.Duration // how often to look
 	Settle time.Duration // signal only once it has run this long (its script must have set its trap), and at least MinRun of its limit
 	Cancel bool          // cancel it if it still runs after Grace
-	// Self and Chain, when set, are the user running the hand-off and its
-	// chain ($MIRAGE_CHAIN): a predecessor of another user, or one that
-	// does not carry the chain's tag, is never signalled nor cancelled.
-	Self, Chain string
+	// Self, when set, is the user running the hand-off: a predecessor of
+	// another user is never signalled nor cancelled.
+	Self string
+	// Chain is the hand-off's chain ($MIRAGE_CHAIN), required: a
+	// predecessor that does not carry its tag is never signalled nor
+	// cancelled (without it, any job of the user's could be).
+	Chain string
 }
 
 // StopPredecessor is the hand-off `mirage handoff` runs in a successor that
@@ -44,7 +47,10 @@ func StopPredecessor(ctx context.Context, cl provisioner.Cluster, now func() tim
 	if o.Self != "" && pred.User != o.Self {
 		return fmt.Errorf("predecessor %s belongs to user %q, not %q: not signalled (%w)", o.Job, pred.User, o.Self, provisioner.ErrForeignJob)
 	}
-	if tag, ok := provisioner.ParseTag(pred.Comment); o.Chain != "" && (!ok || tag.Chain != o.Chain) {
+	if o.Chain == "" {
+		return fmt.Errorf("predecessor %s: no chain given whose tag it must carry: not signalled (%w)", o.Job, provisioner.ErrForeignJob)
+	}
+	if tag, ok := provisioner.ParseTag(pred.Comment); !ok || tag.Chain != o.Chain {
 		return fmt.Errorf("predecessor %s does not carry a tag of chain %s (comment %q): not signalled (%w)", o.Job, o.Chain, pred.Comment, provisioner.ErrForeignJob)
 	}
 	if !pred.Start.IsZero() {

@@ -63,7 +63,7 @@ func newHandoffCluster(endAfter time.Duration) *handoffCluster {
 func TestHandoff(t *testing.T) {
 	t.Parallel()
 	opts := func(edit func(*StopOptions)) StopOptions {
-		o := StopOptions{Job: "7", Signal: "USR1", Grace: 5 * time.Minute, Poll: 5 * time.Second, Settle: 10 * time.Second}
+		o := StopOptions{Job: "7", Signal: "USR1", Grace: 5 * time.Minute, Poll: 5 * time.Second, Settle: 10 * time.Second, Chain: "c-1"}
 		edit(&o)
 		return o
 	}
@@ -123,7 +123,7 @@ func TestHandoffMinRun(t *testing.T) {
 	} {
 		h := newHandoffCluster(2 * time.Second)
 		h.started, h.limit = h.t0.Add(-c.ran), c.limit
-		out, err := h.handoff(StopOptions{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Settle: 10 * time.Second})
+		out, err := h.handoff(StopOptions{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Settle: 10 * time.Second, Chain: "c-1"})
 		if err != nil || strings.Join(h.signals, ",") != c.signal || !strings.HasPrefix(out, c.said+"sent SIGUSR1") {
 			t.Errorf("limit %s, ran %s: %v, signals %v (want %s), out %q", c.limit, c.ran, err, h.signals, c.signal, out)
 		}
@@ -132,12 +132,15 @@ func TestHandoffMinRun(t *testing.T) {
 
 // TestHandoffOwnJobsOnly: handoff never signals a predecessor of another
 // user, nor one that does not carry the tag of its own chain ($MIRAGE_PREV_JOB
-// comes from the job's environment, but the job it names is checked).
+// comes from the job's environment, but the job it names is checked), nor
+// any job when no chain is given (#50: before, with $MIRAGE_CHAIN unset,
+// the tag check was skipped and any job of the user's was signalled).
 func TestHandoffOwnJobsOnly(t *testing.T) {
 	t.Parallel()
 	for _, o := range []StopOptions{
 		{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "bob"},
 		{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "alice", Chain: "c-2"},
+		{Job: "7", Signal: "USR1", Grace: time.Minute, Poll: time.Second, Self: "alice"},
 	} {
 		h := newHandoffCluster(5 * time.Second)
 		_, err := h.handoff(o)

@@ -14,7 +14,7 @@ import (
 // placement, hints) on a 1,213-node snapshot with 8 GPUs per node.
 func BenchmarkDecide1213(b *testing.B) {
 	rng := rand.New(rand.NewPCG(2, 8))
-	s := &provisioner.Snapshot{Time: rt0}
+	s := &provisioner.Snapshot{Time: rt0, Caps: provisioner.Capabilities{Queues: true}} // as Slurm (hints, never a node)
 	for i := range 1213 {
 		s.Nodes = append(s.Nodes, provisioner.Node{Name: fmt.Sprintf("node-%04d", i), State: provisioner.NodeUp, GPUs: 8})
 	}
@@ -33,7 +33,7 @@ func BenchmarkDecide1213(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := NewRules(cfg, true)
+	r, err := NewRules(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,6 +49,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 //	    gpus: 20                # nominal GPUs: the quota
 //	    gpuTypes: {A100: 12}    # optional: nominal GPUs per GPU type (types not listed: 0)
 //	    borrowLimit: 10         # optional: at most this many GPUs held as borrowed work
+//	    minRuntime: 30m         # optional: overrides borrowing.minRuntime for this team's borrowed work
+//	    backoff: 10m            # optional: overrides borrowing.backoff for this team
 //	  - name: team-b
 //	    gpus: 20
 //	overcommit: false           # allow quotas that add up to more than the cluster
@@ -58,6 +60,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 //	  markers: [mirage-borrowed] # other QOS / priority-class names that mark borrowed work
 //	  grace: 60s                # grace between the checkpoint signal and the eviction
 //	  signal: USR1              # checkpoint signal
+//	  minRuntime: 0s            # borrowed work runs at least this long before it may be reclaimed
+//	  backoff: 0s               # after a team's borrowed work is reclaimed, it borrows again only this long after
 //	placement:
 //	  policy: frag-aware        # first-fit, best-fit, spread or frag-aware
 //	  hints: auto               # Slurm --nodelist/--exclude hints: auto, always or never
@@ -81,6 +85,10 @@ type Quota struct {
 	// namespaces, a pod's team is its namespace's alone, and the team label
 	// its owner sets is ignored (a pod in an unlisted namespace has no team).
 	Namespaces []string `json:"namespaces,omitempty"`
+	// MinRuntime and Backoff override borrowing.minRuntime and
+	// borrowing.backoff for this team's borrowed work (nil: the defaults).
+	MinRuntime *Duration `json:"minRuntime,omitempty"`
+	Backoff    *Duration `json:"backoff,omitempty"`
 }
 
 // Free is what is left of the quota when the team's own (not borrowed) work
@@ -94,6 +102,15 @@ type BorrowingConfig struct {
 	Markers []string `json:"markers,omitempty"` // default ["mirage-borrowed"] (the Kubernetes adapter's priority class)
 	Grace   Duration `json:"grace,omitempty"`   // default 60s
 	Signal  string   `json:"signal,omitempty"`  // default "USR1"
+	// MinRuntime is how long borrowed work runs before it may be
+	// reclaimed (default 0: at once). A request that only younger borrowed
+	// work could make room for waits (Kubernetes) until the first of it
+	// comes of age.
+	MinRuntime Duration `json:"minRuntime,omitempty"`
+	// Backoff is how long a team whose borrowed work was reclaimed does not
+	// borrow again (default 0), so that work is not admitted and reclaimed
+	// in a loop. Its work within quota is not held back.
+	Backoff Duration `json:"backoff,omitempty"`
 }
 
 // PlacementConfig chooses the packing policy and how it is applied.
@@ -172,6 +189,9 @@ func (c *Config) normalize() error {
 		if t.BorrowLimit != nil && *t.BorrowLimit < 0 {
 			return fmt.Errorf("%s: borrowLimit %d: must be ≥ 0", where, *t.BorrowLimit)
 		}
+		if t.MinRuntime != nil && *t.MinRuntime < 0 || t.Backoff != nil && *t.Backoff < 0 {
+			return fmt.Errorf("%s: minRuntime and backoff must be ≥ 0", where)
+		}
 		for _, ns := range t.Namespaces {
 			switch other, dup := nsTeam[ns]; {
 			case ns == "":
@@ -209,6 +229,9 @@ func (c *Config) normalize() error {
 	if b.Signal == "" {
 		b.Signal = DefaultSignal
 	}
+	if b.MinRuntime < 0 || b.Backoff < 0 {
+		return fmt.Errorf("borrowing.minRuntime %s, borrowing.backoff %s: must be ≥ 0", time.Duration(b.MinRuntime), time.Duration(b.Backoff))
+	}
 	p := &c.Placement
 	if p.Policy == "" {
 		p.Policy = placement.FragAware
@@ -243,6 +266,25 @@ func (c *Config) Team(name string) *Quota {
 		}
 	}
 	return nil
+}
+
+// MinRuntime is how long a team's borrowed work runs before it may be
+// reclaimed: the team's minRuntime, else borrowing.minRuntime (an unknown
+// team has the default).
+func (c *Config) MinRuntime(team string) time.Duration {
+	if q := c.Team(team); q != nil && q.MinRuntime != nil {
+		return time.Duration(*q.MinRuntime)
+	}
+	return time.Duration(c.Borrowing.MinRuntime)
+}
+
+// Backoff is how long a team whose borrowed work was reclaimed does not
+// borrow again: the team's backoff, else borrowing.backoff.
+func (c *Config) Backoff(team string) time.Duration {
+	if q := c.Team(team); q != nil && q.Backoff != nil {
+		return time.Duration(*q.Backoff)
+	}
+	return time.Duration(c.Borrowing.Backoff)
 }
 
 // NamespaceTeams maps each namespace a team lists to that team (nil when

@@ -10,13 +10,12 @@ import (
 // ExplainInput is the question of a dry run: what would happen to this
 // request on this cluster now.
 type ExplainInput struct {
-	Rules       *Rules                    // the team rules; nil: the placement alone, quotas not checked
-	Policy      placement.Policy          // without Rules, the placement policy ("" = frag-aware); with Rules theirs applies
-	Now         time.Time                 // decision time
-	Snapshot    *provisioner.Snapshot     // the cluster
-	Request     provisioner.SubmitRequest // the job (not modified: Explain works on a copy)
-	Checkpoints map[string]time.Time      // last checkpoint per job id, for reclaim's progress criterion
-	All         bool                      // list every candidate and rejected node (else the best 5 and a count per reason)
+	Rules    *Rules                    // the team rules; nil: the placement alone, quotas not checked
+	Policy   placement.Policy          // without Rules, the placement policy ("" = frag-aware); with Rules theirs applies
+	Now      time.Time                 // decision time
+	Snapshot *provisioner.Snapshot     // the cluster (its Caps decide whether work that cannot start now is queued or deferred)
+	Request  provisioner.SubmitRequest // the job (not modified: Explain works on a copy)
+	All      bool                      // list every candidate and rejected node (else the best 5 and a count per reason)
 }
 
 // Explanation is a dry run's account of one job: the verdict and why, the
@@ -65,7 +64,7 @@ func Explain(in ExplainInput) (*Explanation, error) {
 	if in.Rules == nil {
 		return explainPlacement(in, e)
 	}
-	d, err := in.Rules.Decide(DecideInput{Now: in.Now, Snapshot: in.Snapshot, Request: &req, Checkpoints: in.Checkpoints, Explain: true})
+	d, err := in.Rules.Decide(DecideInput{Now: in.Now, Snapshot: in.Snapshot, Request: &req, Explain: true})
 	if err != nil {
 		return nil, err
 	}

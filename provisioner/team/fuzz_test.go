@@ -29,7 +29,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		r, err := NewRules(cfg, true)
+		r, err := NewRules(cfg)
 		if err != nil {
 			t.Fatalf("parsed config rejected by NewRules: %v", err)
 		}

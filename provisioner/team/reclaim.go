@@ -16,16 +16,9 @@ import (
 // for a job (not enough borrowed GPUs where the job could run).
 var ErrNoReclaim = errors.New("reclaiming borrowed work cannot make room")
 
-// Victim is one borrowed job a reclaim stops.
-type Victim struct {
-	JobID    string        // job id
-	Team     string        // the team that borrowed
-	Node     string        // the node where its GPUs are freed
-	GPUs     int           // GPUs it holds (on all its nodes)
-	Priority int64         // scheduler priority
-	Progress time.Duration // work since its last checkpoint (or its start): what the reclaim costs it
-	Reason   string        // why it was chosen
-}
+// Victim is one borrowed job a reclaim stops (the core's type: a reclaim
+// travels to the engine as a provisioner.Reclaim).
+type Victim = provisioner.Victim
 
 // ReclaimStepKind is one kind of reclaim step.
 type ReclaimStepKind string
@@ -60,19 +53,36 @@ type ReclaimPlan struct {
 	Reason    string           // one-line summary
 }
 
+// Order is the plan as the engine carries it out (Admission.Reclaim,
+// OpReclaim): the victims, the signal and the grace period of its steps.
+func (p *ReclaimPlan) Order() *provisioner.Reclaim {
+	r := &provisioner.Reclaim{Team: p.Team, Node: p.Node, Victims: slices.Clone(p.Victims), Reason: p.Reason}
+	for _, s := range p.Steps {
+		switch s.Kind {
+		case StepSignal:
+			r.Signal = s.Signal
+		case StepWait:
+			r.Grace = s.Grace
+		}
+	}
+	return r
+}
+
 // ReclaimInput is what PlanReclaim looks at.
 type ReclaimInput struct {
-	Now         time.Time                   // decision time
-	Snapshot    *provisioner.Snapshot       // the cluster now
-	Team        string                      // the team under its quota that needs room
-	Demand      placement.Demand            // the job's per-node demand (single-node jobs)
-	IsBorrowed  func(*provisioner.Job) bool // which running jobs are borrowed work (the only possible victims)
-	Checkpoints map[string]time.Time        // last checkpoint per job id, when known (else its start)
-	Signal      string                      // checkpoint signal (default "USR1")
-	Grace       time.Duration               // grace period between the signal and the eviction
-	NodeList    []string                    // only these nodes (empty = any)
-	Exclude     []string                    // never these nodes
-	MaxVictims  int                         // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
+	Now        time.Time                   // decision time
+	Snapshot   *provisioner.Snapshot       // the cluster now
+	Team       string                      // the team under its quota that needs room
+	Demand     placement.Demand            // the job's per-node demand (single-node jobs)
+	IsBorrowed func(*provisioner.Job) bool // which running jobs are borrowed work (the only possible victims)
+	Signal     string                      // checkpoint signal (default "USR1")
+	Grace      time.Duration               // grace period between the signal and the eviction
+	// MinRuntime is how long the borrowed work of a team runs before it
+	// may be a victim (nil: at once); younger work is left alone.
+	MinRuntime func(team string) time.Duration
+	NodeList   []string // only these nodes (empty = any)
+	Exclude    []string // never these nodes
+	MaxVictims int      // borrowed jobs considered per node, exhaustively (default 16; more are ranked greedily)
 }
 
 // reclaimCost orders candidate victim sets: the documented criteria of
@@ -92,14 +102,15 @@ func (a reclaimCost) compare(b reclaimCost) int {
 }
 
 // PlanReclaim chooses which borrowed jobs to stop so that a job of a team
-// under its quota can be placed. Victims are borrowed work only, and only on
-// one node: the node where the job fits once they are gone (schedulable,
+// under its quota can be placed. Victims are borrowed work only, that has
+// run at least its team's minimum run time (MinRuntime), and only on one
+// node: the node where the job fits once they are gone (schedulable,
 // GPU type allowed, big enough). Among all such sets on all nodes it picks,
 // in order of criteria: (1) the fewest GPUs freed (so the set is minimal:
 // dropping any victim would no longer make room), (2) the lowest priority
 // (the set's most important victim least important, then the lower total),
 // (3) the least progress lost since the victims' last checkpoints
-// (GPU-seconds), (4) the fewest victims, (5) the node name. The plan's steps
+// (Job.Checkpoint, else their start; GPU-seconds), (4) the fewest victims, (5) the node name. The plan's steps
 // are: signal every victim, wait the grace period, evict every victim, place
 // the job. It is pure: the caller performs the steps.
 func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
@@ -136,14 +147,23 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		progress int64
 	}
 	byNode := map[int][]cand{}
+	var young time.Time // when the first borrowed job left alone for its age comes of age
 	for i := range in.Snapshot.Jobs {
 		j := &in.Snapshot.Jobs[i]
 		if j.State != provisioner.StateRunning || j.GPUs <= 0 || !in.IsBorrowed(j) {
 			continue
 		}
+		if in.MinRuntime != nil {
+			if m := in.MinRuntime(j.Account); m > 0 && (j.Start.IsZero() || in.Now.Sub(j.Start) < m) {
+				if at := j.Start.Add(m); young.IsZero() || at.Before(young) {
+					young = at
+				}
+				continue
+			}
+		}
 		since := j.Start
-		if t, ok := in.Checkpoints[j.ID]; ok && t.After(since) {
-			since = t
+		if j.Checkpoint.After(since) {
+			since = j.Checkpoint
 		}
 		prog := time.Duration(0)
 		if !since.IsZero() && in.Now.After(since) {
@@ -219,8 +239,13 @@ func PlanReclaim(in ReclaimInput) (*ReclaimPlan, error) {
 		}
 	}
 	if !found {
-		return nil, fmt.Errorf("%w for team %s's %s: %d borrowed GPUs on nodes where it could run, not enough with the free ones",
+		err := fmt.Errorf("%w for team %s's %s: %d borrowed GPUs on nodes where it could run, not enough with the free ones",
 			ErrNoReclaim, in.Team, d, borrowedSeen)
+		if !young.IsZero() {
+			err = fmt.Errorf("%w (borrowed work younger than its minimum run time is left alone: the first comes of age at %s)",
+				err, young.UTC().Format(time.RFC3339))
+		}
+		return nil, err
 	}
 	plan := &ReclaimPlan{Team: in.Team, Demand: d, Node: bestCost.node, FreedGPUs: bestCost.freed}
 	slices.SortFunc(best, func(a, b cand) int { return cmp.Compare(a.v.JobID, b.v.JobID) })

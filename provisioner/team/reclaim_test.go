@@ -36,14 +36,13 @@ func TestPlanReclaimCriteria(t *testing.T) {
 	b.run("own1", "team-a", 5, "n1")
 	b.borrowed("x", "team-a", 2, "n1").Priority = 100
 	y := b.borrowed("y", "team-a", 3, "n1")
-	y.Priority = 100
+	y.Priority, y.Checkpoint = 100, rt0.Add(-10*time.Minute)
 	b.run("own2", "team-a", 2, "n2")
 	b.borrowed("z", "team-c", 5, "n2").Priority = 50
 	b.borrowed("w", "team-c", 3, "n2").Priority = 200
-	ckpt := map[string]time.Time{"y": rt0.Add(-10 * time.Minute)}
 	plan := func(gpus int) (*ReclaimPlan, error) {
 		return PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(gpus), IsBorrowed: isBorrowed,
-			Checkpoints: ckpt, Grace: 30 * time.Second})
+			Grace: 30 * time.Second})
 	}
 	for _, tc := range []struct {
 		need  int
@@ -100,13 +99,14 @@ func TestPlanReclaimProgress(t *testing.T) {
 	b.run("o1", "team-a", 6, "n1")
 	b.borrowed("p1", "team-a", 4, "n1")
 	b.run("o2", "team-a", 6, "n2")
-	b.borrowed("p2", "team-a", 4, "n2").Start = rt0.Add(-3 * time.Hour)
-	p, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed,
-		Checkpoints: map[string]time.Time{"p2": rt0.Add(-5 * time.Minute)}})
+	p2 := b.borrowed("p2", "team-a", 4, "n2")
+	p2.Start, p2.Checkpoint = rt0.Add(-3*time.Hour), rt0.Add(-5*time.Minute)
+	p, err := PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed})
 	if err != nil || !slices.Equal(victims(p), []string{"p2"}) {
 		t.Errorf("plan %+v %v, want p2", p, err)
 	}
 	// Without the checkpoint p1 has less progress (1 h < 3 h).
+	b.s.Job("p2").Checkpoint = time.Time{}
 	p, err = PlanReclaim(ReclaimInput{Now: rt0, Snapshot: b.s, Team: "team-b", Demand: gpus1(4), IsBorrowed: isBorrowed})
 	if err != nil || !slices.Equal(victims(p), []string{"p1"}) {
 		t.Errorf("plan %+v %v, want p1", p, err)

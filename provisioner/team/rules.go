@@ -60,25 +60,22 @@ func (d *Decision) Allowed() bool { return d.Verdict != VerdictDefer }
 func (d *Decision) Borrowed() bool { return d.Verdict == VerdictBorrow }
 
 // Rules applies quotas, packing and borrowing. It implements Rules; the
-// same value serves the simulator, Slurm and Kubernetes.
+// same value serves the simulator, Slurm and Kubernetes: what the backend
+// does by itself (whether it queues work that cannot start yet) comes with
+// each snapshot it judges (provisioner.Capabilities).
 type Rules struct {
-	cfg      Config
-	queueing bool
-	history  []provisioner.Job
+	cfg     Config
+	history []provisioner.Job
 }
 
 var _ provisioner.Rules = (*Rules)(nil)
 
-// NewRules builds the rules from a parsed configuration. queueing says
-// whether the backend queues jobs that cannot start yet (Slurm, the
-// simulator: a job within quota is submitted even when no node fits now) or
-// needs mirage to choose a node before anything is created (Kubernetes: such
-// a job is deferred unless borrowed work can be reclaimed).
-func NewRules(cfg Config, queueing bool) (*Rules, error) {
+// NewRules builds the rules from a parsed configuration.
+func NewRules(cfg Config) (*Rules, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	return &Rules{cfg: cfg, queueing: queueing}, nil
+	return &Rules{cfg: cfg}, nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -86,18 +83,17 @@ func (r *Rules) Config() Config { return r.cfg }
 
 // WithPolicy returns the rules with placement policy p instead of the
 // file's (unchanged if p is empty).
-func (r *Rules) WithPolicy(p placement.Policy, queueing bool) (*Rules, error) {
+func (r *Rules) WithPolicy(p placement.Policy) (*Rules, error) {
 	if p == "" {
 		return r, nil
 	}
 	cfg := r.Config()
 	cfg.Placement.Policy = p
-	return NewRules(cfg, queueing)
+	return NewRules(cfg)
 }
 
-// LoadRules reads and parses a team rules file and builds its Rules (see
-// NewRules for queueing).
-func LoadRules(path string, queueing bool) (*Rules, error) {
+// LoadRules reads and parses a team rules file and builds its Rules.
+func LoadRules(path string) (*Rules, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("team rules: %w", err)
@@ -106,7 +102,7 @@ func LoadRules(path string, queueing bool) (*Rules, error) {
 	if err != nil {
 		return nil, err
 	}
-	return NewRules(cfg, queueing)
+	return NewRules(cfg)
 }
 
 // WithHistory returns a copy of the rules that also learns the job-size mix
@@ -208,12 +204,11 @@ func dependsOn(dep slurmfmt.Dependency) map[string]bool {
 
 // DecideInput is what Decide looks at.
 type DecideInput struct {
-	Now         time.Time                  // decision time
-	Snapshot    *provisioner.Snapshot      // the cluster now
-	Request     *provisioner.SubmitRequest // the submission; Decide rewrites QOS and hints on it
-	History     []provisioner.Job          // recently started or finished jobs (for the job-size mix); may be empty
-	Checkpoints map[string]time.Time       // last checkpoint per job id, for reclaim's progress criterion
-	Explain     bool                       // record every candidate and rejected node in the placements (dry runs)
+	Now      time.Time                  // decision time
+	Snapshot *provisioner.Snapshot      // the cluster now
+	Request  *provisioner.SubmitRequest // the submission; Decide rewrites QOS and hints on it
+	History  []provisioner.Job          // recently started or finished jobs (for the job-size mix); may be empty
+	Explain  bool                       // record every candidate and rejected node in the placements (dry runs)
 }
 
 // Decide is the team rules' decision for one submission, step by step:
@@ -223,9 +218,10 @@ type DecideInput struct {
 //  2. count the team's use (a running job the request depends on is
 //     replaced by it, so it does not count);
 //  3. within quota (total, and per GPU type when the team has type quotas):
-//     place on free resources → admit (with packing hints where they help);
-//     else plan a reclaim of borrowed work → reclaim; else queue (queueing
-//     backends) or defer;
+//     place on free resources → admit (with packing hints where they help,
+//     or the chosen node on a backend that does not queue); else plan a
+//     reclaim of borrowed work → reclaim; else queue (backends that queue,
+//     snapshot.Caps.Queues) or defer;
 //  4. over quota: borrowing must be enabled and within the team's borrow
 //     limit, and the job must fit idle GPUs now → borrow (QOS set to the
 //     borrowed QOS); else defer.
@@ -293,22 +289,22 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 		if p.OK() {
 			dec.Verdict = VerdictAdmit
 			dec.Reason = quota + "; " + p.Reason
-			r.hint(dec, st, typed, opts, req)
+			r.hint(dec, snap, st, typed, opts, req)
 			return dec, nil
 		}
 		plan, rerr := PlanReclaim(ReclaimInput{Now: in.Now, Snapshot: snap, Team: q.Name, Demand: typed, IsBorrowed: r.IsBorrowed,
-			Checkpoints: in.Checkpoints, Signal: r.cfg.Borrowing.Signal, Grace: time.Duration(r.cfg.Borrowing.Grace),
+			Signal: r.cfg.Borrowing.Signal, Grace: time.Duration(r.cfg.Borrowing.Grace), MinRuntime: r.cfg.MinRuntime,
 			NodeList: req.NodeList, Exclude: req.Exclude})
 		switch {
 		case rerr == nil:
 			dec.Verdict, dec.Reclaim = VerdictReclaim, plan
 			dec.Reason = quota + "; no free room: " + plan.Reason
-			if r.queueing {
+			if snap.Caps.Queues {
 				dec.Reason += fmt.Sprintf(" (the backend's preemption of QOS %s does it)", r.cfg.Borrowing.QOS)
 			}
 		case !errors.Is(rerr, ErrNoReclaim):
 			return nil, fmt.Errorf("team %s: %w", q.Name, rerr)
-		case r.queueing:
+		case snap.Caps.Queues:
 			dec.Verdict = VerdictQueue
 			dec.Reason = quota + "; queued: " + p.Reason
 		default:
@@ -322,9 +318,12 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 	if len(q.GPUTypes) > 0 && u.Used+total <= q.GPUs {
 		over = fmt.Sprintf("team %s over its GPU-type quotas %v (uses %v, job asks %d)", q.Name, q.GPUTypes, u.ByType, total)
 	}
-	switch {
+	switch backoff := r.backoff(snap, q.Name, in.Now); {
 	case !*r.cfg.Borrowing.Enabled:
 		dec.Verdict, dec.Reason = VerdictDefer, over+"; borrowing is disabled"
+		return dec, nil
+	case backoff != "":
+		dec.Verdict, dec.Reason = VerdictDefer, over+"; "+backoff
 		return dec, nil
 	case q.BorrowLimit != nil && u.Borrowed+total > *q.BorrowLimit:
 		dec.Verdict = VerdictDefer
@@ -345,8 +344,29 @@ func (r *Rules) Decide(in DecideInput) (*Decision, error) {
 	req.QOS = dec.QOS
 	dec.Reason = fmt.Sprintf("%s; borrows idle GPUs as preemptible work (QOS %s, reclaimed after a %s signal and %s grace when their owners need them): %s",
 		over, dec.QOS, r.cfg.Borrowing.Signal, time.Duration(r.cfg.Borrowing.Grace), p.Reason)
-	r.hint(dec, st, d, opts, req)
+	r.hint(dec, snap, st, d, opts, req)
 	return dec, nil
+}
+
+// backoff says why team may not borrow at now ("" when it may): its
+// borrowed work was reclaimed (snap.Reclaimed) less than its back-off ago.
+func (r *Rules) backoff(snap *provisioner.Snapshot, team string, now time.Time) string {
+	b := r.cfg.Backoff(team)
+	if b <= 0 {
+		return ""
+	}
+	var last *provisioner.Reclaimed
+	for i := range snap.Reclaimed {
+		rc := &snap.Reclaimed[i]
+		if rc.Team == team && !rc.Time.After(now) && now.Sub(rc.Time) < b && (last == nil || rc.Time.After(last.Time)) {
+			last = rc
+		}
+	}
+	if last == nil {
+		return ""
+	}
+	return fmt.Sprintf("its borrowed work (%s) was reclaimed at %s: it borrows again from %s (back-off %s)",
+		last.JobID, last.Time.UTC().Format(time.RFC3339), last.Time.Add(b).UTC().Format(time.RFC3339), b)
 }
 
 // Mix is the job-size mix the rules' frag-aware placement measures against
@@ -368,11 +388,11 @@ func (r *Rules) mix(st *placement.State, snap *provisioner.Snapshot, history []p
 // node order, as Slurm's cons_tres with equal node weights). It prefers
 // excluding the few better-ranked-by-order nodes first fit would take (the
 // backend may still fall back to other nodes) and pins the chosen nodes when
-// that list would be long. Non-queueing backends (Kubernetes) always get the
-// chosen nodes: mirage binds the work itself.
-func (r *Rules) hint(dec *Decision, st *placement.State, d placement.Demand, opts placement.Options, req *provisioner.SubmitRequest) {
+// that list would be long. Backends that do not queue (Kubernetes) always
+// get the chosen nodes: the work is created for them.
+func (r *Rules) hint(dec *Decision, snap *provisioner.Snapshot, st *placement.State, d placement.Demand, opts placement.Options, req *provisioner.SubmitRequest) {
 	chosen := dec.Placement.NodeNames()
-	if !r.queueing {
+	if !snap.Caps.Queues {
 		dec.NodeList, req.NodeList = chosen, chosen
 		return
 	}
@@ -431,11 +451,20 @@ func sortedKeys(m map[string]int) []string {
 
 // Admit implements Rules for the engine: Decide without history beyond
 // WithHistory, mapped to an Admission (allowed unless deferred; borrowed
-// work marked) with the request rewritten (QOS, packing hints).
+// work marked) with the request rewritten (QOS, packing hints or, on a
+// backend that does not queue, the chosen node). A reclaim on such a
+// backend comes with the Admission, for the engine to carry out before the
+// submission, and the request names the node it frees; on a backend that
+// queues, its own preemption reclaims.
 func (r *Rules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisioner.SubmitRequest) (provisioner.Admission, error) {
 	d, err := r.Decide(DecideInput{Now: now, Snapshot: snap, Request: req})
 	if err != nil {
 		return provisioner.Admission{}, err
 	}
-	return provisioner.Admission{Allow: d.Allowed(), Borrowed: d.Borrowed(), Reason: string(d.Verdict) + ": " + d.Reason}, nil
+	adm := provisioner.Admission{Allow: d.Allowed(), Borrowed: d.Borrowed(), Reason: string(d.Verdict) + ": " + d.Reason}
+	if d.Verdict == VerdictReclaim && !snap.Caps.Queues {
+		adm.Reclaim = d.Reclaim.Order()
+		req.NodeList = []string{d.Reclaim.Node}
+	}
+	return adm, nil
 }

@@ -18,11 +18,19 @@ var rt0 = time.Date(2026, 11, 23, 9, 0, 0, 0, time.UTC)
 // snapB builds snapshots: nodes, and running jobs that add to their node's use.
 type snapB struct{ s *provisioner.Snapshot }
 
+// cluster is a snapshot of a backend that queues (as Slurm); kubernetes()
+// turns it into one of a backend that does not.
 func cluster(nodes int, gpus int) *snapB {
-	b := &snapB{&provisioner.Snapshot{Time: rt0}}
+	b := &snapB{&provisioner.Snapshot{Time: rt0, Caps: provisioner.Capabilities{Queues: true, Unpins: true}}}
 	for i := 1; i <= nodes; i++ {
 		b.s.Nodes = append(b.s.Nodes, provisioner.Node{Name: "n" + string(rune('0'+i)), State: provisioner.NodeUp, GPUs: gpus})
 	}
+	return b
+}
+
+// kubernetes makes the snapshot one of a backend that does not queue.
+func (b *snapB) kubernetes() *snapB {
+	b.s.Caps = provisioner.Capabilities{}
 	return b
 }
 
@@ -54,13 +62,13 @@ func (b *snapB) used() []int {
 }
 
 // rules parses a rules file for the tests.
-func rules(t testing.TB, yaml string, queueing bool) *Rules {
+func rules(t testing.TB, yaml string) *Rules {
 	t.Helper()
 	cfg, err := ParseConfig([]byte(yaml), "test.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRules(cfg, queueing)
+	r, err := NewRules(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,11 +137,11 @@ func TestCheckCluster(t *testing.T) {
 	for i := range s.Nodes {
 		s.Nodes[i].GPUType = "A100"
 	}
-	ok := rules(t, twoTeams, true)
+	ok := rules(t, twoTeams)
 	if err := ok.cfg.CheckCluster(s); err != nil {
 		t.Errorf("20+20 of 40: %v", err)
 	}
-	over := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]", true)
+	over := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]")
 	err := over.cfg.CheckCluster(s)
 	if !errors.Is(err, ErrQuotaExceedsCluster) || !strings.Contains(err.Error(), "48 GPUs (team-a 24 + team-b 24) but the cluster has 40") {
 		t.Errorf("24+24 of 40: %v", err)
@@ -142,21 +150,21 @@ func TestCheckCluster(t *testing.T) {
 	if _, err := over.Admit(rt0, s, &provisioner.SubmitRequest{Account: "team-a", GPUs: 1}); !errors.Is(err, ErrQuotaExceedsCluster) {
 		t.Errorf("admit under broken quotas: %v", err)
 	}
-	if err := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]\novercommit: true", true).cfg.CheckCluster(s); err != nil {
+	if err := rules(t, "teams: [{name: team-a, gpus: 24}, {name: team-b, gpus: 24}]\novercommit: true").cfg.CheckCluster(s); err != nil {
 		t.Errorf("overcommit allowed: %v", err)
 	}
-	err = rules(t, "teams: [{name: a, gpus: 8, gpuTypes: {H100: 8}}]", true).cfg.CheckCluster(s)
+	err = rules(t, "teams: [{name: a, gpus: 8, gpuTypes: {H100: 8}}]").cfg.CheckCluster(s)
 	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), `no GPUs of that type (types: A100)`) {
 		t.Errorf("unknown type: %v", err)
 	}
-	err = rules(t, "teams: [{name: a, gpus: 30, gpuTypes: {A100: 30}}, {name: b, gpus: 10, gpuTypes: {A100: 10}}]", true).cfg.CheckCluster(s)
+	err = rules(t, "teams: [{name: a, gpus: 30, gpuTypes: {A100: 30}}, {name: b, gpus: 10, gpuTypes: {A100: 10}}]").cfg.CheckCluster(s)
 	if err != nil {
 		t.Errorf("40 A100 of 40: %v", err)
 	}
 }
 
 func TestDecideBadInput(t *testing.T) {
-	r := rules(t, twoTeams, false)
+	r := rules(t, twoTeams)
 	b := cluster(4, 10)
 	_, err := r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-z", GPUs: 1})
 	if !errors.Is(err, ErrUnknownTeam) || !strings.Contains(err.Error(), `"team-z": the team rules know team-a, team-b`) {
@@ -199,7 +207,7 @@ func (b *snapB) apply(t testing.TB, r *Rules, id, team string, gpus int) *Decisi
 // A 20, B 20. Frag-aware packs A on n1, n1, n2, n2 (a 5-GPU job leaves 5
 // free; the second one empties the node, −¼·5 of fragmentation) and B on n3, n4.
 func TestGreedyTeamStoppedAtQuota(t *testing.T) {
-	r := rules(t, twoTeams+"borrowing: {enabled: false}\n", true)
+	r := rules(t, twoTeams+"borrowing: {enabled: false}\n")
 	b := cluster(4, 10)
 	for i := 1; i <= 6; i++ {
 		d := b.apply(t, r, "a"+string(rune('0'+i)), "team-a", 5)
@@ -231,7 +239,7 @@ func TestGreedyTeamStoppedAtQuota(t *testing.T) {
 // (10 + 5 ≤ 20) but nothing is free: reclaim. On a queueing backend (Slurm)
 // that is an admission whose reclaim Slurm's preemption performs.
 func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
-	r := rules(t, twoTeams, true)
+	r := rules(t, twoTeams)
 	b := cluster(4, 10)
 	var verdicts []Verdict
 	for i := 1; i <= 6; i++ {
@@ -266,37 +274,49 @@ func TestIdleQuotaBorrowThenReclaim(t *testing.T) {
 		t.Errorf("request rewritten on a reclaim: %+v", req)
 	}
 	a, err := r.Admit(rt0, b.s, &provisioner.SubmitRequest{Account: "team-b", GPUs: 5})
-	if err != nil || !a.Allow || a.Borrowed {
-		t.Errorf("admission %+v %v", a, err)
+	if err != nil || !a.Allow || a.Borrowed || a.Reclaim != nil {
+		t.Errorf("admission %+v %v: want allowed, no reclaim for the engine (Slurm's preemption does it)", a, err)
+	}
+	// On a backend that does not queue the engine carries the reclaim out:
+	// the admission names the victim, its node is the request's, and the
+	// plan's signal and grace travel with it (defaults USR1, 60 s).
+	b.kubernetes()
+	kreq := &provisioner.SubmitRequest{Account: "team-b", GPUs: 5}
+	a, err = r.Admit(rt0, b.s, kreq)
+	if err != nil || !a.Allow || a.Borrowed || a.Reclaim == nil || len(a.Reclaim.Victims) != 1 || a.Reclaim.Signal != "USR1" ||
+		a.Reclaim.Grace != time.Minute || !slices.Equal(kreq.NodeList, []string{a.Reclaim.Node}) || a.Reclaim.Victims[0].Node != a.Reclaim.Node {
+		t.Errorf("kubernetes admission %+v %v, request nodes %v", a, err, kreq.NodeList)
 	}
 	// Without borrowed work to reclaim, a queueing backend queues, Kubernetes defers.
 	full := cluster(4, 10)
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
 		full.run("x-"+n, "team-a", 10, n) // team A over its quota, but not as borrowed work
 	}
-	decide := func(r *Rules, team string, gpus int) *Decision {
+	decide := func(s *provisioner.Snapshot, team string, gpus int) *Decision {
 		t.Helper()
-		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: full.s, Request: &provisioner.SubmitRequest{Account: team, GPUs: gpus}})
+		d, err := r.Decide(DecideInput{Now: rt0, Snapshot: s, Request: &provisioner.SubmitRequest{Account: team, GPUs: gpus}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return d
 	}
-	if d = decide(r, "team-b", 4); d.Verdict != VerdictQueue {
+	if d = decide(full.s, "team-b", 4); d.Verdict != VerdictQueue {
 		t.Errorf("queueing: %s %s", d.Verdict, d.Reason)
 	}
-	if d = decide(rules(t, twoTeams, false), "team-b", 4); d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "reclaiming borrowed work cannot make room") {
+	k8s := *full.s
+	k8s.Caps = provisioner.Capabilities{}
+	if d = decide(&k8s, "team-b", 4); d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "reclaiming borrowed work cannot make room") {
 		t.Errorf("kubernetes: %s %s", d.Verdict, d.Reason)
 	}
 	// Over quota and nothing idle: deferred with the reason.
-	if d = decide(r, "team-a", 4); d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "over quota (40 of 20 GPUs used, job asks 4); no idle GPUs to borrow") {
+	if d = decide(full.s, "team-a", 4); d.Verdict != VerdictDefer || !strings.Contains(d.Reason, "over quota (40 of 20 GPUs used, job asks 4); no idle GPUs to borrow") {
 		t.Errorf("over quota, full: %s %s", d.Verdict, d.Reason)
 	}
 }
 
 // The borrow limit caps borrowed GPUs.
 func TestBorrowLimit(t *testing.T) {
-	r := rules(t, "teams: [{name: a, gpus: 4, borrowLimit: 6}, {name: b, gpus: 36}]", true)
+	r := rules(t, "teams: [{name: a, gpus: 4, borrowLimit: 6}, {name: b, gpus: 36}]")
 	b := cluster(4, 10)
 	b.run("a1", "a", 4, "n1")
 	b.borrowed("a2", "a", 4, "n1")
@@ -314,7 +334,7 @@ func TestBorrowLimit(t *testing.T) {
 // at 20 of 20 with an 8-GPU segment running may pre-submit the next 8-GPU
 // segment with afterany on it. Pending work without a dependency counts.
 func TestUsageReplacementAndQueued(t *testing.T) {
-	r := rules(t, twoTeams, true)
+	r := rules(t, twoTeams)
 	b := cluster(4, 10)
 	b.run("100", "team-a", 8, "n1")
 	b.run("101", "team-a", 8, "n2")
@@ -334,8 +354,8 @@ func TestUsageReplacementAndQueued(t *testing.T) {
 // Per-type quotas: team a has 8 GPUs, of which at most 4 on A100; nodes n1,
 // n2 are A100, n3, n4 V100 (10 GPUs each).
 func TestTypeQuota(t *testing.T) {
-	r := rules(t, "teams: [{name: a, gpus: 8, gpuTypes: {A100: 4, V100: 8}}, {name: b, gpus: 32}]\nplacement: {policy: best-fit}", false)
-	b := cluster(4, 10)
+	r := rules(t, "teams: [{name: a, gpus: 8, gpuTypes: {A100: 4, V100: 8}}, {name: b, gpus: 32}]\nplacement: {policy: best-fit}")
+	b := cluster(4, 10).kubernetes()
 	for i, typ := range []string{"A100", "A100", "V100", "V100"} {
 		b.s.Nodes[i].GPUType = typ
 	}
@@ -362,7 +382,7 @@ func TestHints(t *testing.T) {
 	b := cluster(4, 10)
 	b.run("x", "team-b", 2, "n1")
 	b.run("y", "team-b", 7, "n2")
-	r := rules(t, twoTeams+"placement: {policy: best-fit}\n", true)
+	r := rules(t, twoTeams+"placement: {policy: best-fit}\n")
 	req := &provisioner.SubmitRequest{Account: "team-a", GPUs: 3}
 	d, _ := r.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if d.Placement.Assignments[0].Name != "n2" || !slices.Equal(req.Exclude, []string{"n1"}) || len(req.NodeList) != 0 {
@@ -373,16 +393,16 @@ func TestHints(t *testing.T) {
 	if d.Placement.Assignments[0].Name != "n3" || len(req.Exclude)+len(req.NodeList) != 0 || !strings.Contains(d.Reason, "no packing hint") {
 		t.Errorf("9 GPUs: exclude %v list %v (%s)", req.Exclude, req.NodeList, d.Reason)
 	}
-	always := rules(t, twoTeams+"placement: {policy: best-fit, hints: always}\n", true)
+	always := rules(t, twoTeams+"placement: {policy: best-fit, hints: always}\n")
 	req = &provisioner.SubmitRequest{Account: "team-a", GPUs: 9}
 	always.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n3"}) {
 		t.Errorf("always: %v", req.NodeList)
 	}
 	// Kubernetes (not queueing) always gets the node.
-	k := rules(t, twoTeams+"placement: {policy: best-fit, hints: never}\n", false)
+	k := rules(t, twoTeams+"placement: {policy: best-fit, hints: never}\n")
 	req = &provisioner.SubmitRequest{Account: "team-a", GPUs: 3}
-	k.Decide(DecideInput{Now: rt0, Snapshot: b.s, Request: req})
+	k.Decide(DecideInput{Now: rt0, Snapshot: b.kubernetes().s, Request: req})
 	if !slices.Equal(req.NodeList, []string{"n2"}) {
 		t.Errorf("kubernetes: %v", req.NodeList)
 	}
@@ -394,7 +414,7 @@ func TestQuotaFreeAndMix(t *testing.T) {
 	if q.Free(15) != 5 || q.Free(25) != 0 {
 		t.Errorf("free %d, %d", q.Free(15), q.Free(25))
 	}
-	r := rules(t, twoTeams, true)
+	r := rules(t, twoTeams)
 	b := cluster(4, 10)
 	b.run("1", "team-a", 3, "n1")
 	// One running 3-GPU job over the default {1,2,4,8} of 20 pseudo-jobs.

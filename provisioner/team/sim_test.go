@@ -61,7 +61,7 @@ func newSlurmEnv(t *testing.T, rulesYAML string) *slurmEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e.rules, err = team.NewRules(c, true); err != nil {
+		if e.rules, err = team.NewRules(c); err != nil {
 			t.Fatal(err)
 		}
 	}

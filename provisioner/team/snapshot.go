@@ -40,14 +40,17 @@ func LoadSnapshot(path string) (*provisioner.Snapshot, error) {
 // to case) and checks it: at least one node, node names unique, GPU counts
 // within [0, placement.MaxNodeGPUs] with no more used than there are, node
 // states up (the default), drained, down or reserved, and running jobs only
-// on listed nodes. Job states are upper-cased (Slurm's names). name is used
-// in error messages, which wrap ErrBadSnapshot.
+// on listed nodes. Job states are upper-cased (Slurm's names). The snapshot
+// is judged as Slurm would treat its jobs (its Caps are Slurm's: work that
+// cannot start now is queued). name is used in error messages, which wrap
+// ErrBadSnapshot.
 func ParseSnapshot(data []byte, name string) (*provisioner.Snapshot, error) {
 	sf, err := provisioner.DecodeSnapshot(data)
 	if err != nil {
 		return nil, badSnapshot("snapshot %s: %w", name, err)
 	}
 	s := *sf.Snapshot
+	s.Caps = provisioner.Capabilities{Queues: true, Unpins: true}
 	if len(s.Nodes) == 0 {
 		return nil, badSnapshot("snapshot %s: no nodes (want a \"nodes:\" list)", name)
 	}

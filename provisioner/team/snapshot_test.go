@@ -81,7 +81,7 @@ func TestExplain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rules(t, twoTeams, true)
+	r := rules(t, twoTeams)
 	e, err := Explain(ExplainInput{Rules: r, Now: rt0, Snapshot: s, Request: provisioner.SubmitRequest{Account: "team-b", GPUs: 8}})
 	if err != nil {
 		t.Fatal(err)
