@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,34 +27,34 @@ import (
 // one from its flags. Its cells are independent and can run as job-array
 // tasks; Merge joins their reports.
 type Experiment struct {
-	Title      string        `yaml:"title"`       // report title
-	Traces     []string      `yaml:"traces"`      // trace files (any format mirage traces reads)
-	Format     string        `yaml:"format"`      // trace format (default: sniffed)
-	SkipBad    bool          `yaml:"skip_bad"`    // skip malformed trace rows (counted in the report's provenance) instead of failing
-	Policies   []string      `yaml:"policies"`    // policies in display order
-	LoadScales []float64     `yaml:"load_scales"` // arrival scalings (default 1)
-	Protocol   string        `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
-	From       traces.Moment `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up); without an offset, in the trace's zone
-	Until      traces.Moment `yaml:"until"`       // evaluation window end (default: last submit); without an offset, in the trace's zone
-	Nodes      []int         `yaml:"nodes"`       // segment sizes (default 1, 8)
-	Limit      time.Duration `yaml:"limit"`       // per-segment limit (default 48h)
-	Warmup     time.Duration `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
-	Interval   time.Duration `yaml:"interval"`    // default 4h
-	Cycle      time.Duration `yaml:"cycle"`       // decision period (default 10m)
-	Horizon    time.Duration `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
-	HandOff    time.Duration `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
-	Work       time.Duration `yaml:"work"`        // run protocol: useful work per chain (default 7 days)
-	Restart    time.Duration `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
-	Checkpoint time.Duration `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
-	NoHandOff  bool          `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
-	Workload   string        `yaml:"workload"`    // whose cost the oracle plans for and learned policies decide with: training, service or "" (the published symmetric cost); the run protocol's default is training
-	Preset     string        `yaml:"preset"`      // simulated cluster preset (default ls6)
-	SlurmConf  string        `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
-	Seed       uint64        `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
-	Models     string        `yaml:"models"`      // directory of trained models (one sub-directory per policy)
-	Bootstrap  Bootstrap     `yaml:"bootstrap"`   // confidence intervals
-	Out        string        `yaml:"out"`         // output directory (cells/ and the merged report)
-	Slurm      ArrayOptions  `yaml:"slurm"`       // job-array settings for --emit-array
+	Title      string           `yaml:"title"`       // report title
+	Traces     []string         `yaml:"traces"`      // trace files (any format mirage traces reads)
+	Format     string           `yaml:"format"`      // trace format (default: sniffed)
+	SkipBad    bool             `yaml:"skip_bad"`    // skip malformed trace rows (counted in the report's provenance) instead of failing
+	Policies   []string         `yaml:"policies"`    // policies in display order
+	LoadScales []float64        `yaml:"load_scales"` // arrival scalings (default 1)
+	Protocol   string           `yaml:"protocol"`    // "pair" or "chain-K" (default pair)
+	From       traces.Moment    `yaml:"from"`        // evaluation window start (default and earliest: first recorded start + warm-up); without an offset, in the trace's zone
+	Until      traces.Moment    `yaml:"until"`       // evaluation window end (default: last submit); without an offset, in the trace's zone
+	Nodes      []int            `yaml:"nodes"`       // segment sizes (default 1, 8)
+	Limit      time.Duration    `yaml:"limit"`       // per-segment limit (default 48h)
+	Warmup     time.Duration    `yaml:"warmup"`      // after the trace's first recorded start (default 48h)
+	Interval   time.Duration    `yaml:"interval"`    // default 4h
+	Cycle      time.Duration    `yaml:"cycle"`       // decision period (default 10m)
+	Horizon    time.Duration    `yaml:"horizon"`     // successors not started this long after the predecessor's end (pair) or K limits (chain-K) are censored (default 7 days)
+	HandOff    time.Duration    `yaml:"handoff"`     // chain-K: a successor that starts while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off, every segment runs to its end
+	Work       time.Duration    `yaml:"work"`        // run protocol: useful work per chain (default 7 days)
+	Restart    time.Duration    `yaml:"restart"`     // run protocol: restart time R of every segment (default 5m)
+	Checkpoint time.Duration    `yaml:"checkpoint"`  // run protocol: checkpoint time C, at the limit and on a hand-off (default 5m)
+	NoHandOff  bool             `yaml:"no_handoff"`  // run protocol: successors do not hand off (an early start holds GPUs idle)
+	Workload   string           `yaml:"workload"`    // whose cost the oracle plans for and learned policies decide with: training, service or "" (the published symmetric cost); the run protocol's default is training
+	Preset     string           `yaml:"preset"`      // simulated cluster preset (default ls6)
+	SlurmConf  string           `yaml:"slurm_conf"`  // or a slurm.conf to read the cluster from (over the preset)
+	Seed       uint64           `yaml:"seed"`        // seed of load scaling and of the bootstrap (default 1)
+	Models     string           `yaml:"models"`      // directory of trained models (one sub-directory per policy)
+	Bootstrap  report.Bootstrap `yaml:"bootstrap"`   // confidence intervals
+	Out        string           `yaml:"out"`         // output directory (cells/ and the merged report)
+	Slurm      ArrayOptions     `yaml:"slurm"`       // job-array settings for --emit-array
 }
 
 // CellSpec is one cell: one trace at one load scale under one policy.
@@ -67,15 +70,15 @@ type CellSpec struct {
 // Normalize fills defaults and validates; it is idempotent.
 func (e *Experiment) Normalize() error {
 	if len(e.Traces) == 0 {
-		return fmt.Errorf("%w: no traces", ErrBadSetup)
+		return fmt.Errorf("%w: no traces", protocol.ErrBadSetup)
 	}
 	if len(e.Policies) == 0 {
-		return fmt.Errorf("%w: no policies", ErrBadSetup)
+		return fmt.Errorf("%w: no policies", protocol.ErrBadSetup)
 	}
 	seen := map[string]bool{}
 	for _, p := range e.Policies {
 		if p == "" || seen[p] || strings.ContainsAny(p, "/ \t\n") {
-			return fmt.Errorf("%w: policy names must be unique, non-empty, without '/' or spaces: %q", ErrBadSetup, p)
+			return fmt.Errorf("%w: policy names must be unique, non-empty, without '/' or spaces: %q", protocol.ErrBadSetup, p)
 		}
 		seen[p] = true
 	}
@@ -83,59 +86,59 @@ func (e *Experiment) Normalize() error {
 		e.LoadScales = []float64{1}
 	}
 	for _, s := range e.LoadScales {
-		if _, err := ScaleLoad(nil, s, 0, 0); err != nil {
-			return fmt.Errorf("%w: load scale: %v", ErrBadSetup, err)
+		if _, err := protocol.ScaleLoad(nil, s, 0, 0); err != nil {
+			return fmt.Errorf("%w: load scale: %v", protocol.ErrBadSetup, err)
 		}
 	}
 	if e.Protocol == "" {
-		e.Protocol = ProtocolPair
+		e.Protocol = metrics.ProtocolPair
 	}
-	if _, ok := ParseChainProtocol(e.Protocol); !ok && e.Protocol != ProtocolPair && e.Protocol != ProtocolRun {
-		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", ErrBadSetup, e.Protocol)
+	if _, ok := metrics.ParseChainProtocol(e.Protocol); !ok && e.Protocol != metrics.ProtocolPair && e.Protocol != metrics.ProtocolRun {
+		return fmt.Errorf("%w: protocol %q: want pair, run or chain-K with K ≥ 2", protocol.ErrBadSetup, e.Protocol)
 	}
-	if e.Protocol == ProtocolRun {
+	if e.Protocol == metrics.ProtocolRun {
 		if e.Workload == "" {
 			e.Workload = provisioner.WorkloadTraining
 		}
 		if e.Work == 0 {
-			e.Work = DefaultWork
+			e.Work = protocol.DefaultWork
 		}
 		if e.Restart == 0 {
-			e.Restart = DefaultRestart
+			e.Restart = protocol.DefaultRestart
 		}
 		if e.Checkpoint == 0 {
-			e.Checkpoint = DefaultCheckpoint
+			e.Checkpoint = protocol.DefaultCheckpoint
 		}
 	}
-	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != ProtocolRun ||
+	if (e.Work != 0 || e.Restart != 0 || e.Checkpoint != 0 || e.NoHandOff) && e.Protocol != metrics.ProtocolRun ||
 		e.Work < 0 || e.Restart < 0 || e.Checkpoint < 0 {
-		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", ErrBadSetup)
+		return fmt.Errorf("%w: work, restart, checkpoint and no_handoff belong to the run protocol and must not be negative", protocol.ErrBadSetup)
 	}
-	if _, isChain := ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
-		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", ErrBadSetup, e.HandOff)
+	if _, isChain := metrics.ParseChainProtocol(e.Protocol); e.HandOff < 0 || e.HandOff > 0 && !isChain {
+		return fmt.Errorf("%w: handoff %s: want a non-negative duration, with a chain-K protocol", protocol.ErrBadSetup, e.HandOff)
 	}
 	if _, err := provisioner.WorkloadCost(e.Workload); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
-	if e.Workload != "" && e.Protocol == ProtocolPair {
-		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", ErrBadSetup, e.Workload)
+	if e.Workload != "" && e.Protocol == metrics.ProtocolPair {
+		return fmt.Errorf("%w: workload %s: the pair protocol is the published setting (symmetric cost); use chain-K or run", protocol.ErrBadSetup, e.Workload)
 	}
 	if len(e.Nodes) == 0 {
 		e.Nodes = []int{1, 8}
 	}
 	for _, n := range e.Nodes {
 		if n < 1 {
-			return fmt.Errorf("%w: nodes per segment must be ≥ 1, got %d", ErrBadSetup, n)
+			return fmt.Errorf("%w: nodes per segment must be ≥ 1, got %d", protocol.ErrBadSetup, n)
 		}
 	}
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
 		def  time.Duration
-	}{{"limit", &e.Limit, DefaultLimit}, {"warmup", &e.Warmup, DefaultWarmup}, {"interval", &e.Interval, DefaultInterval},
-		{"cycle", &e.Cycle, DefaultCycle}, {"horizon", &e.Horizon, DefaultHorizon}} {
+	}{{"limit", &e.Limit, protocol.DefaultLimit}, {"warmup", &e.Warmup, protocol.DefaultWarmup}, {"interval", &e.Interval, protocol.DefaultInterval},
+		{"cycle", &e.Cycle, protocol.DefaultCycle}, {"horizon", &e.Horizon, protocol.DefaultHorizon}} {
 		if *d.v < 0 {
-			return fmt.Errorf("%w: %s must not be negative, got %s", ErrBadSetup, d.name, *d.v)
+			return fmt.Errorf("%w: %s must not be negative, got %s", protocol.ErrBadSetup, d.name, *d.v)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
@@ -144,7 +147,7 @@ func (e *Experiment) Normalize() error {
 	// Both read in one zone (any: the trace's zone shifts both alike, unless
 	// only one of them carries an offset, checked per trace in window).
 	if !e.From.IsZero() && !e.Until.IsZero() && !e.From.In(time.UTC).Before(e.Until.In(time.UTC)) {
-		return fmt.Errorf("%w: from %s is not before until %s", ErrBadSetup, e.From, e.Until)
+		return fmt.Errorf("%w: from %s is not before until %s", protocol.ErrBadSetup, e.From, e.Until)
 	}
 	if e.Preset == "" {
 		e.Preset = "ls6"
@@ -156,13 +159,13 @@ func (e *Experiment) Normalize() error {
 		e.Bootstrap.Seed = e.Seed
 	}
 	if e.Bootstrap.Below == 0 {
-		e.Bootstrap.Below = DefaultBootstrapBelow
+		e.Bootstrap.Below = metrics.DefaultBootstrapBelow
 	}
 	if e.Bootstrap.Resamples <= 0 {
-		e.Bootstrap.Resamples = DefaultResamples
+		e.Bootstrap.Resamples = metrics.DefaultResamples
 	}
 	if e.Bootstrap.Level <= 0 || e.Bootstrap.Level >= 1 {
-		e.Bootstrap.Level = DefaultLevel
+		e.Bootstrap.Level = metrics.DefaultLevel
 	}
 	if e.Title == "" {
 		e.Title = "mirage replay evaluation"
@@ -215,20 +218,20 @@ func (e *Experiment) Cells() []CellSpec {
 func (e *Experiment) SimConfig() (sim.Config, error) {
 	cfg, err := sim.Preset(e.Preset)
 	if err != nil {
-		return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return cfg, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	if e.SlurmConf != "" {
 		fh, err := os.Open(e.SlurmConf)
 		if err != nil {
-			return cfg, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			return cfg, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 		}
 		defer fh.Close()
 		if cfg, err = sim.ParseSlurmConf(fh, cfg); err != nil {
-			return cfg, fmt.Errorf("%w: %s: %v", ErrBadSetup, e.SlurmConf, err)
+			return cfg, fmt.Errorf("%w: %s: %v", protocol.ErrBadSetup, e.SlurmConf, err)
 		}
 	}
 	if len(cfg.Nodes) == 0 {
-		return cfg, fmt.Errorf("%w: the simulated cluster has no nodes (preset %q, slurm.conf %q)", ErrBadSetup, e.Preset, e.SlurmConf)
+		return cfg, fmt.Errorf("%w: the simulated cluster has no nodes (preset %q, slurm.conf %q)", protocol.ErrBadSetup, e.Preset, e.SlurmConf)
 	}
 	return cfg, nil
 }
@@ -249,13 +252,13 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	scenarios map[string]*loadedTrace
-	refs      map[string][]Sample    // reference samples by Sample.Cell
-	refRuns   map[string][]RunSample // and the reference's whole runs (run protocol)
+	refs      map[string][]metrics.Sample    // reference samples by Sample.Cell
+	refRuns   map[string][]metrics.RunSample // and the reference's whole runs (run protocol)
 }
 
 type loadedTrace struct {
 	sc  *scenario.Scenario
-	ref TraceRef
+	ref metrics.TraceRef
 	loc *time.Location // the trace's zone: --from and --until without an offset are read in it
 }
 
@@ -273,7 +276,7 @@ func (rt *Runtime) scenario(e *Experiment, path string) (*loadedTrace, error) {
 	if err != nil {
 		return nil, err
 	}
-	ref, err := HashTrace(path)
+	ref, err := report.HashTrace(path)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrTrace, err)
 	}
@@ -314,7 +317,7 @@ func (rt *Runtime) policies(e *Experiment, probe models.OracleProbe) provisioner
 // [from, until), from no earlier than the first recorded start + warm-up;
 // From and Until without an offset are read in the trace's zone loc. An
 // empty window is an ErrBadSetup that says where each end came from
-// (emptyWindow).
+// (EmptyWindow).
 func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, until time.Time, err error) {
 	from, until = e.From.In(loc), e.Until.In(loc)
 	if first := sc.First.Add(e.Warmup); from.Before(first) {
@@ -324,50 +327,16 @@ func (e *Experiment) window(sc *scenario.Scenario, loc *time.Location) (from, un
 		until = sc.Last
 	}
 	if !from.Before(until) {
-		return from, until, emptyWindow(e.From.In(loc), e.Until.In(loc), sc.First, e.Warmup, sc.Last)
+		return from, until, protocol.EmptyWindow(e.From.In(loc), e.Until.In(loc), sc.First, e.Warmup, sc.Last)
 	}
 	return from.UTC(), until.UTC(), nil
-}
-
-// emptyWindow explains why no chain can be injected: the window starts at
-// the later of --from (fromFlag, zero when not given) and the trace's first
-// recorded start + the warm-up, and ends at --until (untilFlag) or the
-// trace's last submit, and here it does not start before it ends.
-func emptyWindow(fromFlag, untilFlag, first time.Time, warmup time.Duration, last time.Time) error {
-	stamp := func(t time.Time) string { return t.UTC().Format(time.RFC3339) }
-	from, fromWhy := first.Add(warmup), fmt.Sprintf("the trace's first start %s + the %s warm-up", stamp(first), fmtHours(warmup))
-	if fromFlag.After(from) {
-		from, fromWhy = fromFlag, "--from"
-	}
-	until, untilWhy := last, "the trace's last submit"
-	if !untilFlag.IsZero() {
-		until, untilWhy = untilFlag, "--until"
-	}
-	var fix string
-	switch {
-	case fromWhy == "--from" && untilWhy == "--until":
-		fix = "give a --from before --until"
-	case fromWhy == "--from":
-		fix = fmt.Sprintf("give a --from before %s", stamp(until))
-	case untilWhy == "--until":
-		fix = fmt.Sprintf("give an --until after %s, or a shorter --warmup", stamp(from))
-	default:
-		fix = fmt.Sprintf("the trace spans %s from its first start to its last submit, no more than the warm-up: give a longer trace, or a shorter --warmup", fmtHours(last.Sub(first)))
-	}
-	return fmt.Errorf("%w: no chain can be injected: the evaluation window would start at %s (%s) and end at %s (%s); %s",
-		ErrBadSetup, stamp(from), fromWhy, stamp(until), untilWhy, fix)
-}
-
-// fmtHours writes a duration in hours ("48h", "13.5h").
-func fmtHours(d time.Duration) string {
-	return strconv.FormatFloat(d.Hours(), 'f', -1, 64) + "h"
 }
 
 // RunCell runs one cell: the trace scaled to the cell's load, the cell's
 // policy and the reference policy (reactive, for the reduction; reused from
 // an earlier cell of the same trace and scale in this process) under the
 // experiment's protocol. It returns the cell's report.
-func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Report, error) {
+func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*report.Report, error) {
 	if err := e.Normalize(); err != nil {
 		return nil, err
 	}
@@ -375,9 +344,9 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if err != nil {
 		return nil, err
 	}
-	scaled, err := ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
+	scaled, err := protocol.ScaleScenario(tr.sc, c.LoadScale, e.Seed, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	from, until, err := e.window(tr.sc, tr.loc)
 	if err != nil {
@@ -387,17 +356,17 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	ref, haveRef := rt.refs[c.Cell]
 	refRuns := rt.refRuns[c.Cell]
 	rt.mu.Unlock()
-	haveRef = haveRef && c.Policy != Reference
+	haveRef = haveRef && c.Policy != metrics.Reference
 	run := []string{c.Policy}
-	if c.Policy != Reference && !haveRef {
-		run = append(run, Reference)
+	if c.Policy != metrics.Reference && !haveRef {
+		run = append(run, metrics.Reference)
 	}
 	// Unknown names and missing models are setup errors, found before any
 	// simulation (a missing or stale model is also models.ErrNoModel or
 	// features.ErrSchemaMismatch: bad input).
 	for _, p := range run {
 		if _, err := rt.policies(e, nil)(p); err != nil && !errors.Is(err, models.ErrNoProbe) {
-			return nil, fmt.Errorf("%w: %w", ErrBadSetup, err)
+			return nil, fmt.Errorf("%w: %w", protocol.ErrBadSetup, err)
 		}
 	}
 	params := map[string]string{
@@ -414,10 +383,10 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	if rt.Progress != nil {
 		progress = func(done, total int) { rt.Progress(c, done, total) }
 	}
-	var samples []Sample
-	var runs []RunSample
-	if k, isChain := ParseChainProtocol(e.Protocol); isChain || e.Protocol == ProtocolRun {
-		setup := ChainSetup{
+	var samples []metrics.Sample
+	var runs []metrics.RunSample
+	if k, isChain := metrics.ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
+		setup := protocol.ChainSetup{
 			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
 			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
 			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff, Workload: e.Workload,
@@ -425,7 +394,11 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 			ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		}
 		var unmeasured map[string]int
-		samples, runs, unmeasured, err = runChains(ctx, setup)
+		if e.Protocol == metrics.ProtocolRun {
+			samples, runs, unmeasured, err = protocol.RunWholeRuns(ctx, setup)
+		} else { // chain-K has no work to measure runs by (Normalize allows Work only with run)
+			samples, unmeasured, err = protocol.RunChains(ctx, setup)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 		}
@@ -433,7 +406,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		if e.HandOff > 0 {
 			params["handoff"] = e.HandOff.String()
 		}
-		if e.Protocol == ProtocolRun {
+		if e.Protocol == metrics.ProtocolRun {
 			params["work"], params["restart"], params["checkpoint"] = e.Work.String(), e.Restart.String(), e.Checkpoint.String()
 			params["handoff"] = strconv.FormatBool(!e.NoHandOff)
 		}
@@ -444,14 +417,14 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else {
 		proto := scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
 		if err := proto.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+			return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 		}
 		points := proto.Injections(scaled, from, until)
 		if len(points) == 0 { // the scaled trace may start later
-			return nil, emptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
+			return nil, protocol.EmptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
 		}
 
-		samples, err = RunPairs(ctx, PairConfig{
+		samples, err = protocol.RunPairs(ctx, protocol.PairConfig{
 			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
 			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
 		})
@@ -469,17 +442,17 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 		params["injections"] = strconv.Itoa(len(points))
 		params["unmeasured"] = strconv.Itoa(len(points)*len(e.Nodes) - n)
 	}
-	var refSamples, out []Sample
+	var refSamples, out []metrics.Sample
 	for _, s := range samples {
-		if s.Policy == Reference {
+		if s.Policy == metrics.Reference {
 			refSamples = append(refSamples, s)
 		} else {
 			out = append(out, s)
 		}
 	}
-	var ownRuns, refRunsHere []RunSample
+	var ownRuns, refRunsHere []metrics.RunSample
 	for _, r := range runs {
-		if r.Policy == Reference {
+		if r.Policy == metrics.Reference {
 			refRunsHere = append(refRunsHere, r)
 		} else {
 			ownRuns = append(ownRuns, r)
@@ -490,31 +463,31 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else {
 		rt.mu.Lock()
 		if rt.refs == nil {
-			rt.refs, rt.refRuns = map[string][]Sample{}, map[string][]RunSample{}
+			rt.refs, rt.refRuns = map[string][]metrics.Sample{}, map[string][]metrics.RunSample{}
 		}
 		rt.refs[c.Cell], rt.refRuns[c.Cell] = refSamples, refRunsHere
 		rt.mu.Unlock()
 	}
 	out = append(out, refSamples...)
 	ownRuns = append(ownRuns, refRunsHere...)
-	if e.Protocol != ProtocolPair {
+	if e.Protocol != metrics.ProtocolPair {
 		// chain-K and run: classes from the reactive policy's gap on the same
 		// hand-off (the pair harness sets them from the published
 		// 1-minute-early reactive submission itself).
-		ClassifyByReference(out)
-		ClassifyRuns(ownRuns, out)
-		ClassifyRunSamples(out, ownRuns)
+		metrics.ClassifyByReference(out)
+		metrics.ClassifyRuns(ownRuns, out)
+		metrics.ClassifyRunSamples(out, ownRuns)
 	}
 	cellPolicies := []string{c.Policy}
-	if c.Policy != Reference {
-		cellPolicies = append(cellPolicies, Reference)
+	if c.Policy != metrics.Reference {
+		cellPolicies = append(cellPolicies, metrics.Reference)
 	}
-	prov := Provenance{
+	prov := metrics.Provenance{
 		Mirage:  rt.Version,
 		Command: rt.Command,
-		Traces:  []TraceRef{tr.ref},
-		Windows: []Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
-		Cells: []CellInfo{{
+		Traces:  []metrics.TraceRef{tr.ref},
+		Windows: []metrics.Window{{Name: "eval", From: from, Until: until}, {Name: "warm-up", From: tr.sc.First, Until: tr.sc.First.Add(e.Warmup)}},
+		Cells: []metrics.CellInfo{{
 			Name: c.Name, Cell: c.Cell, Trace: c.Trace, Protocol: e.Protocol, LoadScale: c.LoadScale, Policies: cellPolicies,
 			Seeds: map[string]uint64{"load": e.Seed, "sim": scaled.Config.Seed}, Params: params,
 		}},
@@ -524,15 +497,7 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*Repo
 	} else if m != nil {
 		prov.Models = append(prov.Models, *m)
 	}
-	rep, err := NewReport(e.Title, e.Policies, prov, out, e.Bootstrap)
-	if err != nil {
-		return nil, err
-	}
-	if err := rep.SetRuns(ownRuns); err != nil {
-		return nil, err
-	}
-	rep.SetZeroTolerance(schedLatency(scaled.Config))
-	return rep, nil
+	return report.Assemble(e.Title, e.Policies, prov, out, ownRuns, e.Bootstrap, schedLatency(scaled.Config))
 }
 
 // schedLatency is the longest the simulated scheduler takes from an event
@@ -548,7 +513,7 @@ func schedLatency(cfg sim.Config) time.Duration {
 }
 
 // modelRef reads MODELS/POLICY/meta.json when it exists.
-func (e *Experiment) modelRef(policy string) (*ModelRef, error) {
+func (e *Experiment) modelRef(policy string) (*metrics.ModelRef, error) {
 	if e.Models == "" {
 		return nil, nil
 	}
@@ -556,21 +521,21 @@ func (e *Experiment) modelRef(policy string) (*ModelRef, error) {
 	if _, err := os.Stat(filepath.Join(dir, "meta.json")); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	m, err := ReadModelRef(policy, dir)
+	m, err := report.ReadModelRef(policy, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadSetup, err)
+		return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
 	}
 	return &m, nil
 }
 
 // RunAll runs every cell in one process and merges their reports; the
 // result equals the merge of the same cells run as job-array tasks.
-func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Report, error) {
+func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellSpec, i, n int)) (*report.Report, error) {
 	if err := e.Normalize(); err != nil {
 		return nil, err
 	}
 	cells := e.Cells()
-	reports := make([]*Report, 0, len(cells))
+	reports := make([]*report.Report, 0, len(cells))
 	for i, c := range cells {
 		if onCell != nil {
 			onCell(c, i, len(cells))
@@ -581,7 +546,7 @@ func RunAll(ctx context.Context, e *Experiment, rt *Runtime, onCell func(c CellS
 		}
 		reports = append(reports, r)
 	}
-	return Merge(e.Title, rt.Command, reports...)
+	return report.Merge(e.Title, rt.Command, reports...)
 }
 
 func joinInts(xs []int) string {

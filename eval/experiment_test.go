@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,8 +62,8 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 		"no-handoff in chain": func(e *Experiment) {
 			e.Protocol, e.NoHandOff = "chain-2", true
 		},
-		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = ProtocolRun, -time.Minute },
-		"workload":         func(e *Experiment) { e.Protocol, e.Workload = ProtocolRun, "batch" },
+		"negative restart": func(e *Experiment) { e.Protocol, e.Restart = metrics.ProtocolRun, -time.Minute },
+		"workload":         func(e *Experiment) { e.Protocol, e.Workload = metrics.ProtocolRun, "batch" },
 		"workload in pair": func(e *Experiment) { e.Workload = provisioner.WorkloadService },
 		"window": func(e *Experiment) {
 			e.From, e.Until = mustMoment(t, "2023-02-01"), mustMoment(t, "2023-01-01")
@@ -69,7 +72,7 @@ func TestExperimentNormalizeRejects(t *testing.T) {
 	for name, mut := range cases {
 		e := ok()
 		mut(e)
-		if err := e.Normalize(); !errors.Is(err, ErrBadSetup) {
+		if err := e.Normalize(); !errors.Is(err, protocol.ErrBadSetup) {
 			t.Errorf("%s: %v, want ErrBadSetup", name, err)
 		}
 	}
@@ -251,7 +254,7 @@ func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var parts []*Report
+	var parts []*report.Report
 	for _, c := range e.Cells() {
 		r, err := RunCell(ctx, e, c, &Runtime{Version: "test", Command: []string{"mirage", "eval", "--cell", c.Name}, Workers: 1})
 		if err != nil {
@@ -260,13 +263,13 @@ func runAllEqualsSeparateCells(t *testing.T, protocol string) {
 		// through JSON, as the array's files are
 		var buf strings.Builder
 		_ = r.WriteJSON(&buf)
-		back, err := ReadReport(strings.NewReader(buf.String()), c.Name)
+		back, err := report.Read(strings.NewReader(buf.String()), c.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts = append(parts, back)
 	}
-	merged, err := Merge("", []string{"mirage", "eval"}, parts...)
+	merged, err := report.Merge("", []string{"mirage", "eval"}, parts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +300,7 @@ func TestLS6RunsSweepFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Protocol != ProtocolRun || e.Workload != provisioner.WorkloadTraining || e.Work != 168*time.Hour || e.Restart != 5*time.Minute ||
+	if e.Protocol != metrics.ProtocolRun || e.Workload != provisioner.WorkloadTraining || e.Work != 168*time.Hour || e.Restart != 5*time.Minute ||
 		e.Checkpoint != 5*time.Minute || e.NoHandOff || len(e.Cells()) != len(e.Policies) {
 		t.Errorf("sweep %+v", e)
 	}
@@ -347,7 +350,7 @@ func TestRunOneCell(t *testing.T) {
 	var seen []string
 	onCell := func(c CellSpec, i, n int) { seen = append(seen, fmt.Sprintf("%d/%d %s", i, n, c.Name)) }
 	n := len(e.Cells()) // 2 policies × 2 load scales
-	if _, err := Run(context.Background(), e, n, &Runtime{Version: "test"}, onCell); !errors.Is(err, ErrBadSetup) ||
+	if _, err := Run(context.Background(), e, n, &Runtime{Version: "test"}, onCell); !errors.Is(err, protocol.ErrBadSetup) ||
 		err.Error() != fmt.Sprintf("--cell %d: the sweep has cells 0 to %d", n, n-1) || seen != nil {
 		t.Fatalf("cell %d of %d: %v (called back %v)", n, n, err, seen)
 	}

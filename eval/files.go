@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"github.com/mirage-gpu/mirage/internal/safefile"
 	"io"
 	"os"
@@ -15,7 +17,7 @@ import (
 // ReadReports reads the report JSON files of paths, each a file or a
 // directory whose *.json files are read in name order (as `mirage eval
 // merge` takes them).
-func ReadReports(paths []string) ([]*Report, error) {
+func ReadReports(paths []string) ([]*report.Report, error) {
 	var files []string
 	for _, p := range paths {
 		st, err := os.Stat(p)
@@ -36,11 +38,11 @@ func ReadReports(paths []string) ([]*Report, error) {
 		slices.Sort(m)
 		files = append(files, m...)
 	}
-	reports := make([]*Report, 0, len(files))
+	reports := make([]*report.Report, 0, len(files))
 	for _, f := range files {
-		r, err := ReadReportFile(f)
+		r, err := report.ReadFile(f)
 		if err != nil {
-			if errors.Is(err, ErrBadReport) {
+			if errors.Is(err, report.ErrBad) {
 				return nil, err
 			}
 			return nil, fmt.Errorf("read %s: %w", f, err)
@@ -52,7 +54,7 @@ func ReadReports(paths []string) ([]*Report, error) {
 
 // WriteCell writes the report of cell i of an experiment to CellFile(out, i)
 // and returns the path.
-func WriteCell(r *Report, out string, i int) (string, error) {
+func WriteCell(r *report.Report, out string, i int) (string, error) {
 	path := CellFile(out, i)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return "", err
@@ -92,7 +94,7 @@ func WriteArray(e *Experiment, sweepPath, mirage, version string) (*Written, err
 // alone, its report to CellFile(e.Out, cell) (a cell the experiment lacks is
 // ErrBadSetup); else every cell (RunAll), the merged report into e.Out —
 // written even when it holds no sample, and then Run returns what it wrote
-// and ErrNoSamples with the reason (Report.CheckSamples). A single cell
+// and ErrNoSamples with the reason (CheckSamples). A single cell
 // without samples is no error: the merge of the sweep's cells judges.
 // onCell (nil: none) is called before each cell is run.
 func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(c CellSpec, i, n int)) (*Written, error) {
@@ -105,7 +107,7 @@ func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(
 		if err != nil {
 			return nil, err
 		}
-		return w, r.CheckSamples(e.Out)
+		return w, CheckSamples(r, e.Out)
 	}
 	cells := e.Cells()
 	if cell >= len(cells) {
@@ -129,11 +131,11 @@ func Run(ctx context.Context, e *Experiment, cell int, rt *Runtime, onCell func(
 // nothing about any policy.
 var ErrNoSamples = errors.New("the experiment produced no samples")
 
-// CheckSamples returns nil if r holds a sample (a hand-off or a whole run),
+// CheckSamples returns nil if report r holds a sample (a hand-off or a whole run),
 // else ErrNoSamples with what its cells injected and why a chain goes
 // unmeasured; dir, where the report was written, is named in it ("": not
 // written).
-func (r *Report) CheckSamples(dir string) error {
+func CheckSamples(r *report.Report, dir string) error {
 	if len(r.Samples) > 0 || len(r.Runs) > 0 {
 		return nil
 	}
@@ -156,11 +158,11 @@ func (r *Report) CheckSamples(dir string) error {
 // when one was made.
 type Written struct {
 	Paths  map[string]string
-	Report *Report
+	Report *report.Report
 }
 
 // WrittenReport writes the report's three files into dir.
-func WrittenReport(r *Report, dir string) (*Written, error) {
+func WrittenReport(r *report.Report, dir string) (*Written, error) {
 	paths, err := r.WriteFiles(dir)
 	if err != nil {
 		return nil, err
@@ -203,12 +205,12 @@ func (w *Written) JSON() any {
 	if r := w.Report; r != nil {
 		v.Samples = len(r.Samples)
 		for _, g := range r.Groups {
-			if g.Nodes == 0 && g.LoadClass == AllClasses {
+			if g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 				v.Headline = append(v.Headline, headline{g.Protocol, g.LoadScale, g.Policy, g.N, g.InterruptionMean, g.ZeroInterruption, g.Reduction})
 			}
 		}
 		for _, g := range r.RunGroups {
-			if g.Nodes == 0 && g.LoadClass == AllClasses {
+			if g.Nodes == 0 && g.LoadClass == metrics.AllClasses {
 				v.Runs = append(v.Runs, runHeadline{g.Protocol, g.LoadScale, g.Policy, g.N, g.CompletionMean, g.OverheadMean, g.OverheadRatio, g.ChargedRatio})
 			}
 		}

@@ -3,6 +3,7 @@ package eval
 import (
 	"bytes"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"math"
 	"slices"
 	"strings"
@@ -19,7 +20,7 @@ import (
 // once the page is written.
 
 // findRun is policy p's run group over every size in class.
-func findRun(gs []RunStats, p, class string) *RunStats {
+func findRun(gs []metrics.RunStats, p, class string) *metrics.RunStats {
 	for i := range gs {
 		if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
 			return &gs[i]
@@ -29,7 +30,7 @@ func findRun(gs []RunStats, p, class string) *RunStats {
 }
 
 // findHandoffs is policy p's hand-off group over every size in class.
-func findHandoffs(gs []GroupStats, p, class string) *GroupStats {
+func findHandoffs(gs []metrics.GroupStats, p, class string) *metrics.GroupStats {
 	for i := range gs {
 		if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
 			return &gs[i]
@@ -42,7 +43,7 @@ func findHandoffs(gs []GroupStats, p, class string) *GroupStats {
 // overhead and GPU-hours against reactive's per class, and its overhead
 // against the oracle's overall. A class without runs has no line (the
 // month had no such load); the pooled class must have runs.
-func writeTrainingLines(b *bytes.Buffer, acc *acceptance.Lines, groups []RunStats, p string) {
+func writeTrainingLines(b *bytes.Buffer, acc *acceptance.Lines, groups []metrics.RunStats, p string) {
 	line := func(ok bool, format string, args ...any) {
 		text := fmt.Sprintf(format, args...)
 		fmt.Fprintf(b, "- %s — %s\n", text, acc.Verdict(ok, text))
@@ -50,10 +51,10 @@ func writeTrainingLines(b *bytes.Buffer, acc *acceptance.Lines, groups []RunStat
 	for _, c := range []struct {
 		class string
 		limit float64
-	}{{AllClasses, 0.3}, {LoadLow, 1.0}, {LoadMedium, 0.3}, {LoadHeavy, 0.3}} {
+	}{{metrics.AllClasses, 0.3}, {metrics.LoadLow, 1.0}, {metrics.LoadMedium, 0.3}, {metrics.LoadHeavy, 0.3}} {
 		g := findRun(groups, p, c.class)
 		if g == nil || g.OverheadRatio == nil {
-			if c.class == AllClasses {
+			if c.class == metrics.AllClasses {
 				line(false, "%s: no %s runs to measure", c.class, p)
 				continue
 			}
@@ -62,12 +63,12 @@ func writeTrainingLines(b *bytes.Buffer, acc *acceptance.Lines, groups []RunStat
 		}
 		line(*g.OverheadRatio <= c.limit, "%s class, %s's overhead ≤ %.1f× reactive's: %.2f×", c.class, p, c.limit, *g.OverheadRatio)
 	}
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+	for _, class := range []string{metrics.AllClasses, metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 		if g := findRun(groups, p, class); g != nil && g.ChargedRatio != nil {
 			line(*g.ChargedRatio <= 1.05, "%s class, %s's GPU-hours charged ≤ 1.05× reactive's: %.3f×", class, p, *g.ChargedRatio)
 		}
 	}
-	if g, o := findRun(groups, p, AllClasses), findRun(groups, models.PolicyOracle, AllClasses); g != nil && o != nil && o.OverheadMean > 0 {
+	if g, o := findRun(groups, p, metrics.AllClasses), findRun(groups, models.PolicyOracle, metrics.AllClasses); g != nil && o != nil && o.OverheadMean > 0 {
 		line(g.OverheadMean <= 2.5*o.OverheadMean, "overall, %s's overhead within 2.5× the oracle's: %.2f h against %.2f h, %.2f×", p, g.OverheadMean, o.OverheadMean,
 			g.OverheadMean/o.OverheadMean)
 	}
@@ -80,10 +81,10 @@ func writeTrainingLines(b *bytes.Buffer, acc *acceptance.Lines, groups []RunStat
 // of compared (shown for comparison, not asserted): dominated by no
 // baseline, and more hand-offs without downtime than lead at no more mean
 // overlap.
-func writeServiceTable(b *bytes.Buffer, acc *acceptance.Lines, svc []GroupStats, policies, baselines, asserted, compared []string) []string {
+func writeServiceTable(b *bytes.Buffer, acc *acceptance.Lines, svc []metrics.GroupStats, policies, baselines, asserted, compared []string) []string {
 	b.WriteString("| class | policy | hand-offs | zero interruption | mean overlap (h) | mean interruption (h) | dominated by |\n|---|---|---|---|---|---|---|\n")
 	var lines []string
-	for _, class := range []string{AllClasses, LoadLow, LoadMedium, LoadHeavy} {
+	for _, class := range []string{metrics.AllClasses, metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 		for _, p := range policies {
 			g := findHandoffs(svc, p, class)
 			if g == nil {

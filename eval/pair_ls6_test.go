@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"io"
 	"os"
 	"path/filepath"
@@ -76,7 +78,7 @@ func TestAcceptanceLS6(t *testing.T) {
 		policies = strings.Split(p, ",")
 	}
 	start := time.Now()
-	samples, err := RunPairs(context.Background(), PairConfig{Scenario: sc, From: time.Date(2023, 2, 1, 0, 0, 0, 0, chi), Until: time.Date(2023, 2, 27, 0, 0, 0, 0, chi),
+	samples, err := protocol.RunPairs(context.Background(), protocol.PairConfig{Scenario: sc, From: time.Date(2023, 2, 1, 0, 0, 0, 0, chi), Until: time.Date(2023, 2, 27, 0, 0, 0, 0, chi),
 		Policies: policies, Cell: "ls6-feb", Factory: func(probe models.OracleProbe) provisioner.PolicyFactory {
 			return models.PolicyFactory(dir, models.PolicyOptions{Probe: probe})
 		}})
@@ -84,16 +86,16 @@ func TestAcceptanceLS6(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d samples in %s", len(samples), time.Since(start).Round(time.Second))
-	rows := PairRows(samples, scenario.DefaultGapCost)
+	rows := protocol.PairRows(samples, scenario.DefaultGapCost)
 	var b bytes.Buffer
-	if err := WritePairTable(&b, rows); err != nil {
+	if err := protocol.WritePairTable(&b, rows); err != nil {
 		t.Fatal(err)
 	}
 	// An invariant of the table, independent of any policy: the oracle is
 	// the best tick of each chain to submit at, so no policy that only
 	// chooses that tick has a mean |gap| below it (pin and the pinned forms
 	// also choose where the successor starts).
-	pair := func(p, group string) *PairRow {
+	pair := func(p, group string) *protocol.PairRow {
 		for i := range rows {
 			if rows[i].Policy == p && rows[i].Group == group {
 				return &rows[i]
@@ -113,7 +115,7 @@ func TestAcceptanceLS6(t *testing.T) {
 	acc := acceptance.New(acceptanceResults)
 	class := func(p string) func(string) (issue16Class, bool) {
 		return func(c string) (issue16Class, bool) {
-			r, react, o := pair(p, c), pair(Reference, c), pair(models.PolicyOracle, c)
+			r, react, o := pair(p, c), pair(metrics.Reference, c), pair(models.PolicyOracle, c)
 			if r == nil || react == nil || o == nil || r.Summary.N == 0 {
 				return issue16Class{}, false
 			}

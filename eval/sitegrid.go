@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"io"
 	"math"
 	"os"
@@ -150,7 +151,7 @@ func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellR
 	start := time.Now()
 	wf := func(bounds []time.Time, scale float64) (*train.WFResult, error) {
 		res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Retrain: s.Retrain, Scale: scale,
-			Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Replay: ReplayBaselines, Seed: s.Seed, Cache: s.Cache,
+			Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Replay: protocol.ReplayBaselines, Seed: s.Seed, Cache: s.Cache,
 			Workers: s.Workers, Progress: s.Progress})
 		if err != nil {
 			return nil, fmt.Errorf("grid cell %s: %w", cell.Name, err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
 	"io/fs"
 	"math"
 	"os"
@@ -340,8 +341,8 @@ func writeGridRuns(t *testing.T, b *bytes.Buffer) {
 	}
 	b.WriteString("\nFor comparison (issue 45 sets no whole-run line; not asserted):\n\n")
 	for _, r := range runs {
-		groups := ComputeRuns(r.Runs, MetricsOptions{Policies: GridRunPolicies(), BootstrapBelow: -1})
-		if d := findRunGroup(groups, defaults[r.Cell], AllClasses); d != nil && d.OverheadRatio != nil {
+		groups := metrics.ComputeRuns(r.Runs, metrics.Options{Policies: GridRunPolicies(), BootstrapBelow: -1})
+		if d := findRunGroup(groups, defaults[r.Cell], metrics.AllClasses); d != nil && d.OverheadRatio != nil {
 			fmt.Fprintf(b, "- %s: the default %s's overhead is %.2f× reactive's — %s\n", r.Cell, defaults[r.Cell], *d.OverheadRatio, acceptance.Compared(*d.OverheadRatio <= 1))
 		}
 	}

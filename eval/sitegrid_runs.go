@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"io"
 	"os"
 	"path/filepath"
@@ -28,17 +30,17 @@ import (
 
 // GridRunsResult is one cell's whole runs.
 type GridRunsResult struct {
-	Cell     string        `json:"cell"`
-	Class    sim.SiteClass `json:"class"`
-	Interval time.Duration `json:"interval_ns"` // between injections
-	Runs     []RunSample   `json:"runs"`
-	Seconds  float64       `json:"seconds"`
-	Stamp    string        `json:"stamp"`
+	Cell     string              `json:"cell"`
+	Class    sim.SiteClass       `json:"class"`
+	Interval time.Duration       `json:"interval_ns"` // between injections
+	Runs     []metrics.RunSample `json:"runs"`
+	Seconds  float64             `json:"seconds"`
+	Stamp    string              `json:"stamp"`
 }
 
 // GridRunPolicies are the policies of a cell's whole runs: reactive (the
 // load-class reference) and the grid candidates.
-func GridRunPolicies() []string { return slices.Concat([]string{Reference}, GridCandidates()) }
+func GridRunPolicies() []string { return slices.Concat([]string{metrics.Reference}, GridCandidates()) }
 
 // RunsStamp identifies a cell's whole runs under s and bounds (periods:
 // their starts, then the end) with runs every interval: the cell's
@@ -79,7 +81,7 @@ func RunGridRuns(ctx context.Context, s GridSpec, cell sim.GridCell, bounds []ti
 	out := &GridRunsResult{Cell: cell.Name, Class: cell.Class, Interval: interval, Stamp: stamp}
 	for i, f := range folds {
 		factory := func(probe models.OracleProbe) provisioner.PolicyFactory {
-			base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: DefaultCycle})
+			base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: protocol.DefaultCycle})
 			return func(name string) (provisioner.Policy, error) {
 				if name != train.OnlinePolicyName && name != models.DefaultPinned {
 					return base(name)
@@ -99,8 +101,8 @@ func RunGridRuns(ctx context.Context, s GridSpec, cell sim.GridCell, bounds []ti
 		if workers <= 0 {
 			workers = runtime.GOMAXPROCS(0)
 		}
-		_, runs, _, err := RunWholeRuns(ctx, ChainSetup{Scenario: sc, Cell: fmt.Sprintf("%s/%d", cell.Name, i), LoadScale: 1, From: f.Start, Until: f.End,
-			Interval: interval, Nodes: []int{1, 8}, Work: DefaultWork, Workload: provisioner.WorkloadTraining, Policies: GridRunPolicies(),
+		_, runs, _, err := protocol.RunWholeRuns(ctx, protocol.ChainSetup{Scenario: sc, Cell: fmt.Sprintf("%s/%d", cell.Name, i), LoadScale: 1, From: f.Start, Until: f.End,
+			Interval: interval, Nodes: []int{1, 8}, Work: protocol.DefaultWork, Workload: provisioner.WorkloadTraining, Policies: GridRunPolicies(),
 			ProbeFactory: factory, Workers: workers})
 		if err != nil {
 			return nil, fmt.Errorf("grid cell %s: whole runs: %w", cell.Name, err)
@@ -146,9 +148,9 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 		return fmt.Sprintf("%.2f", *v)
 	}
 	for _, c := range cells {
-		groups := ComputeRuns(c.Runs, MetricsOptions{Policies: GridRunPolicies(), BootstrapBelow: 1 << 30, Seed: 1})
+		groups := metrics.ComputeRuns(c.Runs, metrics.Options{Policies: GridRunPolicies(), BootstrapBelow: 1 << 30, Seed: 1})
 		for _, p := range GridRunPolicies() {
-			g := findRunGroup(groups, p, AllClasses)
+			g := findRunGroup(groups, p, metrics.AllClasses)
 			if g == nil {
 				continue
 			}
@@ -161,7 +163,7 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 				ci = fmt.Sprintf("%.2f–%.2f", g.CI.OverheadRatio.Lo, g.CI.OverheadRatio.Hi)
 			}
 			line := fmt.Sprintf("| %s | %s | %s | %d | %.2f | %s | %s |", c.Cell, c.Class, name, g.N, g.OverheadMean, ratio(g.OverheadRatio), ci)
-			for _, class := range []string{LoadLow, LoadMedium, LoadHeavy} {
+			for _, class := range []string{metrics.LoadLow, metrics.LoadMedium, metrics.LoadHeavy} {
 				cg := findRunGroup(groups, p, class)
 				if cg == nil {
 					line += " – |"
@@ -179,7 +181,7 @@ func WriteGridRunsTable(w io.Writer, cells []*GridRunsResult, defaults map[strin
 }
 
 // findRunGroup is policy p's run group over every size in class.
-func findRunGroup(gs []RunStats, p, class string) *RunStats {
+func findRunGroup(gs []metrics.RunStats, p, class string) *metrics.RunStats {
 	for i := range gs {
 		if gs[i].Policy == p && gs[i].Nodes == 0 && gs[i].LoadClass == class {
 			return &gs[i]

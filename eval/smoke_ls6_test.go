@@ -2,6 +2,8 @@ package eval
 
 import (
 	"context"
+	"github.com/mirage-gpu/mirage/eval/metrics"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"path/filepath"
 	"testing"
 	"time"
@@ -42,7 +44,7 @@ func TestResultsSmokeLS6(t *testing.T) {
 		t.Fatal(err)
 	}
 	from, until := time.Date(2023, 2, 6, 0, 0, 0, 0, chi), time.Date(2023, 2, 9, 0, 0, 0, 0, chi)
-	pols := []string{Reference, provisioner.PolicyLead, provisioner.PolicyPin, provisioner.PolicyDependency}
+	pols := []string{metrics.Reference, provisioner.PolicyLead, provisioner.PolicyPin, provisioner.PolicyDependency}
 	for _, site := range []struct {
 		name   string
 		cfg    sim.Config
@@ -56,20 +58,20 @@ func TestResultsSmokeLS6(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := RunPairs(context.Background(), PairConfig{Scenario: sc, From: from, Until: until, Policies: pols,
+			s, err := protocol.RunPairs(context.Background(), protocol.PairConfig{Scenario: sc, From: from, Until: until, Policies: pols,
 				Factory: func(probe models.OracleProbe) provisioner.PolicyFactory {
 					return models.PolicyFactory("", models.PolicyOptions{Probe: probe})
 				}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			all := map[string]GroupStats{}
-			for _, g := range Compute(s, MetricsOptions{Policies: pols, BootstrapBelow: -1}) {
+			all := map[string]metrics.GroupStats{}
+			for _, g := range metrics.Compute(s, metrics.Options{Policies: pols, BootstrapBelow: -1}) {
 				if g.Nodes == 0 && g.LoadClass == "all" {
 					all[g.Policy] = g
 				}
 			}
-			ref := all[Reference]
+			ref := all[metrics.Reference]
 			if ref.N != 36 || ref.MeanAbsGap <= 0 {
 				t.Fatalf("reactive: %d hand-offs, mean |gap| %.3f h: want 36 measured hand-offs with gaps", ref.N, ref.MeanAbsGap)
 			}

@@ -3,6 +3,7 @@ package eval
 import (
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"path/filepath"
 	"time"
 
@@ -56,7 +57,7 @@ type setupError struct{ err error }
 
 func (e *setupError) Error() string        { return e.err.Error() }
 func (e *setupError) Unwrap() error        { return e.err }
-func (e *setupError) Is(target error) bool { return target == ErrBadSetup }
+func (e *setupError) Is(target error) bool { return target == protocol.ErrBadSetup }
 
 func badSetup(err error) error { return &setupError{err} }
 

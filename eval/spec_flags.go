@@ -1,5 +1,7 @@
 package eval
 
+import "github.com/mirage-gpu/mirage/eval/protocol"
+
 import "github.com/spf13/pflag"
 
 // AddFlags binds the experiment's flags (those of `mirage eval`) to s, with
@@ -13,14 +15,14 @@ func (s *Spec) AddFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&s.From, "from", "", "first injection not before: RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone (default and earliest: the trace's first start + --warmup)")
 	fl.StringVar(&s.Until, "until", "", "injections before: RFC 3339, or YYYY-MM-DD[THH:MM[:SS]] in the trace's zone (default: the trace's last submit)")
 	fl.IntSliceVar(&s.Nodes, "nodes", []int{1, 8}, "nodes per segment")
-	fl.DurationVar(&s.Limit, "limit", DefaultLimit, "time limit of every segment (used fully)")
-	fl.DurationVar(&s.Warmup, "warmup", DefaultWarmup, "no injection before the trace's first start + this")
-	fl.DurationVar(&s.Interval, "every", DefaultInterval, "trace time between injections")
-	fl.DurationVar(&s.Cycle, "cycle", DefaultCycle, "decision period")
+	fl.DurationVar(&s.Limit, "limit", protocol.DefaultLimit, "time limit of every segment (used fully)")
+	fl.DurationVar(&s.Warmup, "warmup", protocol.DefaultWarmup, "no injection before the trace's first start + this")
+	fl.DurationVar(&s.Interval, "every", protocol.DefaultInterval, "trace time between injections")
+	fl.DurationVar(&s.Cycle, "cycle", protocol.DefaultCycle, "decision period")
 	// The flag's name before train and eval shared their names.
-	fl.DurationVar(&s.Interval, "interval", DefaultInterval, "trace time between injections")
+	fl.DurationVar(&s.Interval, "interval", protocol.DefaultInterval, "trace time between injections")
 	_ = fl.MarkDeprecated("interval", "use --every (the name mirage train uses too)")
-	fl.DurationVar(&s.Horizon, "horizon", DefaultHorizon, "a successor not started this long after its predecessor's end (pair) or the chain's K limits (chain-K) is cut off (censored); run: the work plus twice this")
+	fl.DurationVar(&s.Horizon, "horizon", protocol.DefaultHorizon, "a successor not started this long after its predecessor's end (pair) or the chain's K limits (chain-K) is cut off (censored); run: the work plus twice this")
 	fl.DurationVar(&s.HandOff, "handoff", 0, "chain-K: a successor starting while its predecessor runs makes it checkpoint and exit this long after (mirage handoff); 0: off")
 	fl.DurationVar(&s.Work, "work", 0, "run: useful work per chain (default 168h)")
 	fl.DurationVar(&s.Restart, "restart", 0, "run: restart time of every segment (default 5m)")

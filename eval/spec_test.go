@@ -2,6 +2,7 @@ package eval
 
 import (
 	"errors"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestSpecExperiment(t *testing.T) {
 		{Spec{Sweep: "s.yaml", Cell: -1}, func(f string) bool { return f == "seed" }, "--seed cannot be combined with --sweep"},
 	} {
 		_, err := c.spec.Experiment(c.changed)
-		if !errors.Is(err, ErrBadSetup) || !strings.HasPrefix(err.Error(), c.msg) {
+		if !errors.Is(err, protocol.ErrBadSetup) || !strings.HasPrefix(err.Error(), c.msg) {
 			t.Errorf("%+v: %v, want ErrBadSetup %q", c.spec, err, c.msg)
 		}
 	}

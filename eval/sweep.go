@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"io"
 	"os"
 	"path/filepath"
@@ -136,7 +137,7 @@ func ArrayScript(e *Experiment, sweepPath, mirage, version string) (string, erro
 	fmt.Fprintf(&b, "# mirage eval job array: %d cells of %s\n", n, commentSafe(sweepPath))
 	fmt.Fprintf(&b, "# (written by mirage %s; regenerate with mirage eval --sweep ... --emit-array).\n", commentSafe(version))
 	fmt.Fprintf(&b, "# Task i runs cell i and writes %s; when all are done:\n", commentSafe(CellFile(e.Out, 0)))
-	fmt.Fprintf(&b, "#   mirage eval merge --out %s %s\n", commentSafe(ShellQuote(e.Out)), commentSafe(ShellQuote(filepath.Join(e.Out, "cells"))))
+	fmt.Fprintf(&b, "#   mirage eval merge --out %s %s\n", commentSafe(report.ShellQuote(e.Out)), commentSafe(report.ShellQuote(filepath.Join(e.Out, "cells"))))
 	fmt.Fprintf(&b, "#SBATCH --job-name=mirage-eval\n")
 	array := fmt.Sprintf("0-%d", n-1)
 	if o.Parallel > 0 {
@@ -153,7 +154,7 @@ func ArrayScript(e *Experiment, sweepPath, mirage, version string) (string, erro
 	}
 	fmt.Fprintf(&b, "set -euo pipefail\n")
 	fmt.Fprintf(&b, "exec %s eval --sweep %s --cell \"$SLURM_ARRAY_TASK_ID\" --workers \"${SLURM_CPUS_PER_TASK:-%d}\" --out %s\n",
-		ShellQuote(mirage), ShellQuote(sweepPath), o.CPUs, ShellQuote(e.Out))
+		report.ShellQuote(mirage), report.ShellQuote(sweepPath), o.CPUs, report.ShellQuote(e.Out))
 	return b.String(), nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +62,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	}
 	start := time.Now()
 	res, err := train.RunWalkForward(context.Background(), train.WFSpec{Jobs: jobs, TraceName: filepath.Base(tr), Cluster: sim.LS6(), Bounds: bounds,
-		Policies: policies, Replayed: replayed, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: ReplayBaselines, Retrain: retrain})
+		Policies: policies, Replayed: replayed, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: protocol.ReplayBaselines, Retrain: retrain})
 	if err != nil {
 		t.Fatal(err)
 	}

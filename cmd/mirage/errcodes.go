@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/protocol"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
 	"slices"
 
@@ -28,8 +30,8 @@ var (
 	traceCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, traces.ErrMalformed, traces.ErrUnknownFormat, traces.ErrUnsupportedVersion,
 		traces.ErrNoJobs, fs.ErrNotExist, fs.ErrPermission), // a trace that is not there, or not readable
 		cmdutil.Kinds(cmdutil.ExitUsage, traces.ErrBadZone)...)
-	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, eval.ErrBadReport, models.ErrNoModel, features.ErrSchemaMismatch),
-		cmdutil.Kinds(cmdutil.ExitUsage, eval.ErrBadSetup)...)
+	evalCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, eval.ErrTrace, eval.ErrBadSweep, report.ErrBad, models.ErrNoModel, features.ErrSchemaMismatch),
+		cmdutil.Kinds(cmdutil.ExitUsage, protocol.ErrBadSetup)...)
 	packCodes = append(cmdutil.Kinds(cmdutil.ExitBadInput, pack.ErrInput), traceCodes...)
 	k8sCodes  = slices.Concat(cmdutil.Kinds(cmdutil.ExitUnavailable, provisioner.ErrUnavailable),
 		cmdutil.Kinds(cmdutil.ExitBadInput, k8s.ErrUnknownTeam), cmdutil.Kinds(cmdutil.ExitRejected, provisioner.ErrRejected))

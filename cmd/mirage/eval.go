@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 
 	"github.com/mirage-gpu/mirage/eval"
@@ -137,7 +138,7 @@ func evalMergeRun(o *evalMergeOptions) error {
 	if err != nil {
 		return cmdutil.WithCode(cmdutil.ExitBadInput, err)
 	}
-	r, err := eval.Merge(o.title, o.argv, reports...)
+	r, err := report.Merge(o.title, o.argv, reports...)
 	if err != nil {
 		return cmdutil.Coded(err, evalCodes)
 	}
@@ -145,7 +146,7 @@ func evalMergeRun(o *evalMergeOptions) error {
 	if err != nil {
 		return err
 	}
-	return o.printOrFail(w, r.CheckSamples(o.spec.Out))
+	return o.printOrFail(w, eval.CheckSamples(r, o.spec.Out))
 }
 
 func newEvalVerifyCmd(f *Factory, runF func(dir string) error) *cobra.Command {
@@ -160,7 +161,7 @@ and a list of differences when any does not match. See docs/guide/training-and-e
 			if runF != nil {
 				return runF(args[0])
 			}
-			n, err := eval.VerifyReport(args[0])
+			n, err := report.Verify(args[0])
 			if err != nil {
 				// a mismatch, an unreadable or malformed report: bad input alike
 				return cmdutil.WithCode(cmdutil.ExitBadInput, err)

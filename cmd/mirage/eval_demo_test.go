@@ -1,13 +1,12 @@
 package main
 
 import (
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mirage-gpu/mirage/eval"
 )
 
 // TestDemoScript runs scripts/demo.sh (what make demo runs after building)
@@ -50,8 +49,8 @@ func TestDemoScript(t *testing.T) {
 	if !strings.Contains(string(b), "## Verdict, pair protocol, load ×1") || !strings.Contains(string(b), "| policy | size | load class |") {
 		t.Errorf("the demo did not print the report's verdict:\n%s", b)
 	}
-	n, err := eval.VerifyReport(filepath.Join(out, "report"))
+	n, err := report.Verify(filepath.Join(out, "report"))
 	if err != nil || n == 0 {
-		t.Errorf("VerifyReport: %d numbers, %v", n, err)
+		t.Errorf("report.Verify: %d numbers, %v", n, err)
 	}
 }

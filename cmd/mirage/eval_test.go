@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/mirage-gpu/mirage/eval/report"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,7 @@ out: out
 // version (the fields that differ between ways of producing the same report).
 func readReportJSON(t *testing.T, path string) string {
 	t.Helper()
-	r, err := eval.ReadReportFile(path)
+	r, err := report.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestEvalCommandFlags(t *testing.T) {
 	if stderr != "" {
 		t.Errorf("stderr off a terminal: %q", stderr)
 	}
-	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	r, err := report.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestEvalSweepCellsMergeEqualsSingle(t *testing.T) {
 	if a != b {
 		t.Fatal("merged report differs from the single-process report")
 	}
-	r, _ := eval.ReadReportFile(filepath.Join(single, "report.json"))
+	r, _ := report.ReadFile(filepath.Join(single, "report.json"))
 	if len(r.Provenance.Cells) != 4 || len(r.Samples) == 0 {
 		t.Errorf("%d cells, %d samples", len(r.Provenance.Cells), len(r.Samples))
 	}
@@ -244,7 +245,7 @@ func TestEvalCommandPair(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	r, err := report.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestEvalNoSamplesFails(t *testing.T) {
 	if code != cmdutil.ExitFailure || !strings.Contains(stderr, "no samples") || !strings.Contains(stderr, "start deadline") || !strings.Contains(stderr, out) {
 		t.Errorf("exit %d, stderr %q; want %d naming no samples, the start deadline and the report's directory", code, stderr, cmdutil.ExitFailure)
 	}
-	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	r, err := report.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatalf("the report was not written: %v", err)
 	}

@@ -3,12 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
 	"github.com/mirage-gpu/mirage/internal/term"
 	"github.com/mirage-gpu/mirage/models"
@@ -89,7 +89,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	}
 	loc := jobs[0].Submit.Location()
 	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
-		Baselines: o.baselines, Replayed: o.replayed, Replay: eval.ReplayBaselines, Retrain: o.retrain,
+		Baselines: o.baselines, Replayed: o.replayed, Replay: protocol.ReplayBaselines, Retrain: o.retrain,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)

@@ -1,11 +1,11 @@
 package main
 
 import (
+	"github.com/mirage-gpu/mirage/eval/report"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/mirage-gpu/mirage/eval"
 	"github.com/mirage-gpu/mirage/models"
 )
 
@@ -37,7 +37,7 @@ func TestFromMeansTheSameInTrainAndEval(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("eval: exit %d: %s", code, stderr)
 	}
-	r, err := eval.ReadReportFile(filepath.Join(out, "report.json"))
+	r, err := report.ReadFile(filepath.Join(out, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestFromMeansTheSameInTrainAndEval(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("eval with offsets: exit %d: %s", code, stderr)
 	}
-	if r, err = eval.ReadReportFile(filepath.Join(out+"-utc", "report.json")); err != nil {
+	if r, err = report.ReadFile(filepath.Join(out+"-utc", "report.json")); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range r.Provenance.Windows {

@@ -46,6 +46,13 @@ var rules = []rule{
 	// refits models per fold (eval may import models/train); training
 	// never reaches up into the evaluation.
 	{Subject: "models/...", Forbid: []string{"eval/..."}},
+	// eval's packages point inward: none imports the root (experiments,
+	// cells, sweeps); metrics is a leaf of eval.
+	{Subject: "eval/metrics/...", Forbid: []string{"eval", "eval/report/...", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/report/...", Forbid: []string{"eval", "eval/protocol/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/protocol/...", Forbid: []string{"eval", "eval/report/...", "eval/pack/...", "eval/realslurm/..."}},
+	{Subject: "eval/pack/...", Forbid: []string{"eval"}},
+	{Subject: "eval/realslurm/...", Forbid: []string{"eval"}},
 }
 
 // variants are the build variants the rules must hold in.

@@ -4,8 +4,10 @@
 // evaluation, no command and no state store; the format parsers
 // (slurm/slurmfmt) depend on the standard library only; traces depends on
 // nothing of ours but slurm/slurmfmt; the models' serving side (models,
-// models/features) depends on no learner, dataset or training code; eval
-// depends on no training code and no dataset builder.
+// models/features) depends on no learner, dataset or training code; no
+// models package imports the evaluation (eval sits above training); eval's
+// subpackages do not import its root, eval/metrics imports no other eval
+// package, and eval/report and eval/protocol import none but eval/metrics.
 //
 // The rules are checked on the transitive dependencies `go list -deps`
 // reports, for each build variant (no tags, and "libsqlite3 xgboost"). A

@@ -217,7 +217,7 @@ type WFSpec struct {
 // walk-forward scores: the pair protocol's replay of sc (the same
 // injections and decision ticks as the chain tables) over injections in
 // [from, until), calling emit once per chain and policy with the hand-off's
-// gap (eval.ReplayBaselines; its signature uses no type of this package,
+// gap (protocol.ReplayBaselines in eval/protocol; its signature uses no type of this package,
 // so eval need not import it). The walk-forward asks for reactive too and
 // checks that the replay's reactive gap is its table's deadline gap on
 // every chain: the two harnesses must agree before their rows are pooled.
