@@ -131,6 +131,7 @@ var (
 	_ provisioner.Cluster       = (*Client)(nil)
 	_ provisioner.HistorySource = (*Client)(nil)
 	_ provisioner.Evictor       = (*Client)(nil)
+	_ provisioner.ClusterNamer  = (*Client)(nil)
 )
 
 // DefaultKubeconfig is $KUBECONFIG (its first entry), else ~/.kube/config.
@@ -229,8 +230,18 @@ func (c *Client) Watched() (namespaces []string, nodeSelector string) {
 // Config returns the effective configuration (defaults filled in).
 func (c *Client) Config() Config { return c.cfg }
 
-func (c *Client) server() string         { return c.host }
+func (c *Client) server() string { return c.host }
+
 func (c *Client) kubeconfigName() string { return c.kubeconfig }
+
+// ClusterName implements provisioner.ClusterNamer: "kubernetes", so that
+// a chain registered on Kubernetes is never acted on through a Slurm
+// view sharing the state directory, nor a Slurm chain here (on
+// Kubernetes its jobs would all look lost). It names the backend, not the
+// API server's address: the controller inside the cluster reaches it by
+// another address than a login node's kubeconfig does.
+func (c *Client) ClusterName() string { return "kubernetes" }
+
 func (c *Client) user() string {
 	if c.authInfo == "" {
 		return "(this client)"

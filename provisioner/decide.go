@@ -100,7 +100,16 @@ func Step(in *StepInput) *Plan {
 			}
 		}
 	}
-	if why := implausibleLoss(in.Chains, refused, idx, in.HistoryOK); why != "" {
+	var reclaimed map[string]bool // jobs the backend saw mirage reclaim: gone for a known reason
+	if in.Snapshot != nil {
+		for _, r := range in.Snapshot.Reclaimed {
+			if reclaimed == nil {
+				reclaimed = map[string]bool{}
+			}
+			reclaimed[r.JobID] = true
+		}
+	}
+	if why := implausibleLoss(in.Chains, refused, reclaimed, idx, in.HistoryOK); why != "" {
 		plan.Halt = why
 		return plan
 	}
@@ -199,7 +208,7 @@ func (c *stepContext) notKept(cr *ChainRecord) string {
 	ch, in := &cr.Chain, c.in
 	if in.Cluster != "" && ch.Cluster != "" && !strings.EqualFold(ch.Cluster, in.Cluster) {
 		return fmt.Sprintf("chain registered on cluster %q, but the backend answers for cluster %q: nothing is done here "+
-			"(another cluster's slurm.conf? give the chain's with --slurm-conf or SLURM_CONF)", ch.Cluster, in.Cluster)
+			"(another cluster's slurm.conf, or another backend sharing this state directory? give the chain's with --slurm-conf or SLURM_CONF, or --backend)", ch.Cluster, in.Cluster)
 	}
 	if in.Keeper == "" {
 		return ""

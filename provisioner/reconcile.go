@@ -107,8 +107,11 @@ const MaxLostShare = 0.1
 // act on, or "" when it is not: reconciling the active chains of records
 // (but those refused) would mark more than MaxLostShare of their
 // unfinished segments that have a job, and at least two of them, lost at
-// once (every one of them, when there are two or more).
-func implausibleLoss(records []ChainRecord, refused map[string]string, idx *jobIndex, historyOK bool) string {
+// once (every one of them, when there are two or more). Jobs the backend
+// saw mirage reclaim (Snapshot.Reclaimed) are gone for a known reason: a
+// burst of reclaims on Kubernetes deletes many borrowed pods at once, and
+// they count neither as lost nor in the share.
+func implausibleLoss(records []ChainRecord, refused map[string]string, reclaimed map[string]bool, idx *jobIndex, historyOK bool) string {
 	if !historyOK {
 		return "" // nothing is marked lost without a complete history
 	}
@@ -120,7 +123,7 @@ func implausibleLoss(records []ChainRecord, refused map[string]string, idx *jobI
 			continue
 		}
 		for _, s := range r.Segments {
-			if s.JobID == "" || s.State.Finished() {
+			if s.JobID == "" || s.State.Finished() || reclaimed[s.JobID] {
 				continue
 			}
 			live++

@@ -41,6 +41,8 @@ import (
 //	history
 //	  (job lines as for live)  the backend's history, complete (HistoryOK); without
 //	                           this command the backend has no accounting
+//	reclaimed
+//	  JOB ...                  jobs the backend saw mirage reclaim (Snapshot.Reclaimed)
 //	backend queues|kubernetes  what the backend's snapshots say it does by itself
 //	                           (default queues: it queues and unpins, as Slurm;
 //	                           kubernetes: neither)
@@ -101,6 +103,12 @@ func (d *stepDriver) run(t *testing.T, td *datadriven.TestData) string {
 		return ""
 	case "history":
 		d.cluster.history, d.cluster.historyOK = parseJobs(t, td.Input), true
+		return ""
+	case "reclaimed":
+		d.cluster.reclaimed = nil
+		for _, id := range strings.Fields(td.Input) {
+			d.cluster.reclaimed = append(d.cluster.reclaimed, provisioner.Reclaimed{JobID: id, Team: "t"})
+		}
 		return ""
 	case "backend":
 		switch mode := onlyKey(t, td); mode {
@@ -222,7 +230,7 @@ func (d *stepDriver) step(t *testing.T, td *datadriven.TestData) string {
 		}
 		records = append(records, provisioner.ChainRecord{Chain: c, Segments: segs})
 	}
-	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs), Caps: d.cluster.caps},
+	in := &provisioner.StepInput{Now: now, Snapshot: &provisioner.Snapshot{Time: now, Jobs: slices.Clone(d.cluster.jobs), Caps: d.cluster.caps, Reclaimed: slices.Clone(d.cluster.reclaimed)},
 		History: slices.Clone(d.cluster.history), HistoryOK: d.cluster.historyOK, Chains: records, Rules: d.rules}
 	in.Keeper, _ = arg(td, "keeper")
 	in.Cluster, _ = arg(td, "cluster")
@@ -712,6 +720,7 @@ func (r fakeRules) Admit(now time.Time, snap *provisioner.Snapshot, req *provisi
 type scriptCluster struct {
 	mu        sync.Mutex // evictions run at once
 	caps      provisioner.Capabilities
+	reclaimed []provisioner.Reclaimed // the backend's memory of reclaims (Snapshot.Reclaimed)
 	evictErr  string // the job whose eviction fails
 	now       time.Time
 	jobs      []provisioner.Job
@@ -728,7 +737,7 @@ func (c *scriptCluster) Snapshot(ctx context.Context) (*provisioner.Snapshot, er
 		c.calls = append(c.calls, "snapshot failed")
 		return nil, c.snapErr
 	}
-	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs), Caps: c.caps}, nil
+	return &provisioner.Snapshot{Time: c.now, Jobs: slices.Clone(c.jobs), Caps: c.caps, Reclaimed: slices.Clone(c.reclaimed)}, nil
 }
 
 // EvictBorrowed implements provisioner.Evictor: the job leaves the live
