@@ -721,7 +721,7 @@ type scriptCluster struct {
 	mu        sync.Mutex // evictions run at once
 	caps      provisioner.Capabilities
 	reclaimed []provisioner.Reclaimed // the backend's memory of reclaims (Snapshot.Reclaimed)
-	evictErr  string // the job whose eviction fails
+	evictErr  string                  // the job whose eviction fails
 	now       time.Time
 	jobs      []provisioner.Job
 	history   []provisioner.Job
