@@ -12,11 +12,17 @@ cd "$(dirname "$0")/.."
 FUZZTIME="${FUZZTIME:-10s}"
 GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
 
-# fuzz_once PKG TARGET: 0 pass, 1 real failure, 2 bare coordinator deadline.
+# Each package's test binary is built once, instrumented for fuzzing (go test
+# -c -fuzz), and run once per target from the package's directory: building
+# per target cost about 9 s a target (47 targets), the fuzzing itself 5 s.
+bins=$(mktemp -d)
+trap 'rm -f "$log"; rm -rf "$bins"' EXIT
+cache="$(go env GOCACHE)/fuzz" # where go test -fuzz keeps what it found
+
+# fuzz_once BIN DIR TARGET: 0 pass, 1 real failure, 2 bare coordinator deadline.
 fuzz_once() {
-  if go test -tags "$GOTAGS" -run '^$' -fuzz "^${2}\$" -fuzztime "$FUZZTIME" "$1" 2>&1 | tee "$log"; then
+  if (cd "$2" && "$1" -test.run '^$' -test.fuzz "^${3}\$" -test.fuzztime "$FUZZTIME" -test.fuzzcachedir "$cache") 2>&1 | tee "$log"; then
     return 0
   fi
   if grep -q 'context deadline exceeded' "$log" && ! grep -qE 'Failing input written|panic:|_test\.go:[0-9]+:' "$log"; then
@@ -28,12 +34,16 @@ fuzz_once() {
 flaked=()
 for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
-  for t in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u); do
+  targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
+  [ -n "$targets" ] || continue
+  bin="$bins/$(echo "$pkg" | tr / _).test"
+  go test -tags "$GOTAGS" -c -fuzz . -o "$bin" "$pkg"
+  for t in $targets; do
     echo "fuzz $pkg $t ($FUZZTIME)"
-    rc=0; fuzz_once "$pkg" "$t" || rc=$?
+    rc=0; fuzz_once "$bin" "$dir" "$t" || rc=$?
     if [ "$rc" = 2 ]; then
       echo "fuzz: $t ended on the coordinator's deadline race, no failing input; running it again"
-      rc=0; fuzz_once "$pkg" "$t" || rc=$?
+      rc=0; fuzz_once "$bin" "$dir" "$t" || rc=$?
       if [ "$rc" = 2 ]; then flaked+=("$pkg $t"); rc=0; fi
     fi
     if [ "$rc" != 0 ]; then

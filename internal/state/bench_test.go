@@ -47,7 +47,7 @@ func (b *benchCluster) Signal(context.Context, string, string) error { return ni
 func benchSetup(b *testing.B, st provisioner.Store) (*benchCluster, *provisioner.Engine) {
 	ctx := context.Background()
 	now := t0.Add(20 * time.Minute)
-	cl := &benchCluster{snap: provisioner.Snapshot{Time: now}}
+	cl := &benchCluster{snap: provisioner.Snapshot{Time: now, Caps: provisioner.Capabilities{Queues: true, Unpins: true}}} // Slurm's
 	for i := 0; i < 2000; i++ {
 		cl.snap.Nodes = append(cl.snap.Nodes, provisioner.Node{Name: fmt.Sprintf("n%04d", i), State: provisioner.NodeUp, CPUs: 64, GPUs: 8, GPUsUsed: 8})
 	}
