@@ -13,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GOTAGS="${GOTAGS:-libsqlite3 xgboost}"
-ALL="fidelity calibration calibration-openb wait-recorded site-grid walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed real-slurm"
+ALL="fidelity calibration calibration-openb wait-recorded site-grid walk-forward whole-run pin-november acceptance packing wait-prediction sweep performance nightly-retrain replay-speed daemon-scale real-slurm"
 PAGES="${PAGES:-$ALL}"
 
 if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
@@ -57,6 +57,7 @@ page() { # NAME: regenerate one page
     performance) GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     nightly-retrain) OUT=docs/results/nightly-retrain.md PKGS=./models/train BENCH=NightlyRetrain COUNT=1 GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     replay-speed) GOTAGS="$GOTAGS" BENCHSTAT="${HOME}/.cache/mirage/bin/benchstat" scripts/bench-replay.sh ;;
+    daemon-scale) env MIRAGE_UPDATE_RESULTS=1 go test -tags "$GOTAGS" -count=1 -run '^$' -bench '^BenchmarkDaemonScale$' -benchtime 1x ./slurm/ ;;
     real-slurm) gotest ./eval/realslurm/ TestBenchRealSlurm MIRAGE_BENCH_REAL_SLURM=1 ;; # its own loopback clusters, about three hours
     *) echo "results: unknown page $1 (pages: $ALL)" >&2; return 2 ;;
   esac

@@ -75,7 +75,15 @@ type Config struct {
 	// as 0 (seen on the test cluster, kept in testdata): there it reads
 	// --parsable2. FormatJSON and FormatText force one.
 	SacctFormat string
-	TextOnly    bool              // never ask squeue/sinfo for --json
+	TextOnly    bool // never ask squeue/sinfo for --json
+	// JSONBudget bounds what an every-user --json read (squeue of all jobs,
+	// sacct of every user's history) may print before the Client gives up on
+	// JSON for that command and reads the compact text layout instead, for
+	// the rest of its life (default DefaultJSONBudget; negative: no budget
+	// below MaxOutput). A 24.11 squeue record is about 10 KB as JSON and
+	// under 300 bytes as text (issue #50): a cluster of 100,000 queued jobs
+	// prints about 1 GB of JSON.
+	JSONBudget  int64
 	SignalScope string            // which processes Signal reaches (default SignalFull)
 	MaxOutput   int64             // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
 	Runner      Runner            // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
@@ -197,6 +205,28 @@ type runOpts struct {
 	stderrErrors bool
 	// env is added to the command's environment (sbatch: the job's variables).
 	env []string
+	// limit, when positive, stops the command past that many bytes of
+	// output (WithOutputLimit): an *OutputLimitError, never retried.
+	limit int64
+	// lines, when set, takes stdout a line at a time (streamed by the
+	// ExecRunner as the command prints, so no copy of a big answer is
+	// kept); reset is called before each attempt, which starts over.
+	// The returned stdout is then empty.
+	lines func(line []byte)
+	reset func()
+}
+
+// feedLines hands b to fn a line at a time, as a streaming Runner would.
+func feedLines(b []byte, fn func([]byte)) {
+	for len(b) > 0 {
+		l := b
+		if k := bytes.IndexByte(b, '\n'); k >= 0 {
+			l, b = b[:k], b[k+1:]
+		} else {
+			b = nil
+		}
+		fn(l)
+	}
 }
 
 // errExitZero marks a command that exited 0 but reported an error.
@@ -211,7 +241,22 @@ func (c *Client) run(ctx context.Context, name string, args []string, o runOpts)
 	wait := c.cfg.Retry.Initial
 	for attempt := 1; ; attempt++ {
 		cctx, cancel := context.WithTimeout(ctx, timeout)
-		out, stderr, err := c.runner.Run(cctx, name, args, o.env)
+		rctx := cctx
+		if o.limit > 0 {
+			rctx = WithOutputLimit(cctx, o.limit)
+		}
+		var sink *lineSink
+		if o.lines != nil {
+			if o.reset != nil {
+				o.reset()
+			}
+			rctx, sink = withLines(rctx, o.lines)
+		}
+		out, stderr, err := c.runner.Run(rctx, name, args, o.env)
+		if sink != nil && !sink.used && err == nil {
+			feedLines(out, o.lines) // a Runner that buffers (tests' fakes)
+			out = nil
+		}
 		timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		var jerr *JSONError
@@ -278,6 +323,45 @@ func (c *Client) disableJSON(cmd string, why error) {
 	c.mu.Unlock()
 	if first {
 		c.log.Warn("slurm: falling back to text output", "cmd", cmd, "reason", why.Error())
+	}
+}
+
+// DefaultJSONBudget is the default Config.JSONBudget: 32 MiB, about 3,000
+// squeue records of Slurm 24.11 as JSON (10 KB each, measured on the
+// recorded fixtures), 6,500 sacct records (4.9 KB), and over 100,000 of
+// either in the compact text layout.
+const DefaultJSONBudget = 32 << 20
+
+// jsonBudget is the output limit of an every-user --json read (0: only
+// the Runner's own cap).
+func (c *Client) jsonBudget() int64 {
+	switch b := c.cfg.JSONBudget; {
+	case b < 0:
+		return 0
+	case b == 0:
+		return DefaultJSONBudget
+	default:
+		return b
+	}
+}
+
+// compactView switches cmd to the compact text layout for good after its
+// every-user --json read printed more than the budget (or the cap): the
+// cluster is too big for JSON, and reading the same answer again would
+// cost as much.
+func (c *Client) compactView(cmd string, why error) {
+	limit := c.jsonBudget()
+	var le *OutputLimitError
+	if errors.As(why, &le) {
+		limit = le.Limit
+	}
+	c.mu.Lock()
+	first := !c.noJSON[cmd]
+	c.noJSON[cmd] = true
+	c.mu.Unlock()
+	if first {
+		c.log.Info("slurm: the cluster's --json answer is over the budget; reading the compact text layout from now on (set --slurm-view compact to skip the first try)",
+			"cmd", cmd, "limit_bytes", limit)
 	}
 }
 
@@ -349,7 +433,7 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 		var jobs []provisioner.Job
 		var skipped []Skipped
 		var v Version
-		_, err := c.run(ctx, "squeue", []string{"--json", "--all", "--states=all"}, runOpts{check: func(out []byte) error {
+		_, err := c.run(ctx, "squeue", []string{"--json", "--all", "--states=all"}, runOpts{limit: c.jsonBudget(), check: func(out []byte) error {
 			var perr error
 			jobs, skipped, v, perr = parseSqueueJSON(out, parallelMin)
 			return perr
@@ -359,17 +443,22 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 			c.noteVersion("squeue", v)
 			c.noteSkipped(skipped)
 			return jobs, nil
+		case errors.Is(err, ErrOutputLimit):
+			c.compactView("squeue", err)
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("squeue", err)
 		default:
 			return nil, err
 		}
 	}
-	out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "-O", squeueSafeFormat}, runOpts{})
+	var p *rowParser
+	_, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "-O", squeueSafeFormat}, runOpts{
+		reset: func() { p = newRowParser(c.loc, squeueSafeCols, squeueRow, 0) },
+		lines: func(l []byte) { p.line(l) }})
 	if err != nil {
 		return nil, err
 	}
-	jobs, skipped := parseSqueueRows(out, c.loc, squeueSafeCols)
+	jobs, skipped := p.jobs(), p.skipped
 	c.noteSkipped(skipped)
 	if err := c.squeueAccounts(ctx, jobs); err != nil {
 		return nil, err
@@ -377,7 +466,7 @@ func (c *Client) allJobs(ctx context.Context) ([]provisioner.Job, error) {
 	if c.cfg.Self == "" {
 		return jobs, nil
 	}
-	out, err = c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "--user=" + c.cfg.Self, "-O", squeueOwnFormat}, runOpts{})
+	out, err := c.run(ctx, "squeue", []string{"--noheader", "--all", "--states=all", "--user=" + c.cfg.Self, "-O", squeueOwnFormat}, runOpts{})
 	if err != nil {
 		return nil, err
 	}
@@ -745,7 +834,7 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 	if useJSON {
 		var v Version
 		var skipped []Skipped
-		_, err := c.run(ctx, "sacct", append(args, "--json"), runOpts{check: func(out []byte) error {
+		_, err := c.run(ctx, "sacct", append(args, "--json"), runOpts{limit: c.jsonBudget(), check: func(out []byte) error {
 			var perr error
 			jobs, skipped, v, perr = parseSacctJSON(out, parallelMin)
 			return perr
@@ -755,6 +844,9 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 			c.noteVersion("sacct", v)
 			c.noteSkipped(skipped)
 			nSkipped += len(skipped)
+		case errors.Is(err, ErrOutputLimit):
+			c.compactView("sacct", err)
+			useJSON = false
 		case errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrNoJSON):
 			c.disableJSON("sacct", err)
 			useJSON = false
@@ -764,12 +856,15 @@ func (c *Client) Accounting(ctx context.Context, q AccountingQuery) ([]provision
 	}
 	if !useJSON {
 		text := []string{"--parsable2", "--noheader", "--delimiter=" + Sep, "-o"}
-		out, err := c.run(ctx, "sacct", append(slices.Clip(args), append(text, strings.Join(sacctSafeFields, ","))...), runOpts{})
+		var p *rowParser
+		_, err := c.run(ctx, "sacct", append(slices.Clip(args), append(text, strings.Join(sacctSafeFields, ","))...), runOpts{
+			reset: func() { p = newRowParser(c.loc, sacctSafeCols, sacctRow, 0) },
+			lines: func(l []byte) { p.line(l) }})
 		if err != nil {
 			return nil, accountingErr(err)
 		}
 		var skipped []Skipped
-		jobs, skipped = parseSacctRows(out, c.loc, sacctSafeCols)
+		jobs, skipped = p.jobs(), p.skipped
 		c.noteSkipped(skipped)
 		nSkipped += len(skipped)
 		if self := c.cfg.Self; self != "" && (len(q.Users) == 0 || slices.Contains(q.Users, self)) {
@@ -889,11 +984,40 @@ func (c *Client) History(ctx context.Context, since time.Time) ([]provisioner.Jo
 		}
 		return j.End
 	}
-	slices.SortStableFunc(out, func(a, b provisioner.Job) int {
-		if c := key(&a).Compare(key(&b)); c != 0 {
+	// Sorted through an index (300,000 jobs of 400 bytes each are cheaper
+	// to move once than to swap), stably.
+	idx := make([]int32, len(out))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortStableFunc(idx, func(a, b int32) int {
+		if c := key(&out[a]).Compare(key(&out[b])); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		return strings.Compare(out[a].ID, out[b].ID)
 	})
+	permute(out, idx)
 	return out, err // nil, or incomplete
+}
+
+// permute reorders jobs in place so that the new jobs[i] is the old
+// jobs[idx[i]], moving each job once (idx is consumed).
+func permute(jobs []provisioner.Job, idx []int32) {
+	for i := range idx {
+		if idx[i] < 0 || int(idx[i]) == i {
+			continue
+		}
+		tmp := jobs[i]
+		j := i
+		for {
+			k := int(idx[j])
+			idx[j] = -1
+			if k == i {
+				jobs[j] = tmp
+				break
+			}
+			jobs[j] = jobs[k]
+			j = k
+		}
+	}
 }

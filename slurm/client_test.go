@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -699,6 +701,151 @@ func TestUnpinRace(t *testing.T) {
 		err := cl.Unpin(context.Background(), c.id)
 		if (err != nil) != c.wantErr || errors.Is(err, provisioner.ErrNotFound) != c.notFound {
 			t.Errorf("job %s: Unpin = %v, want error %t (not found %t)", c.id, err, c.wantErr, c.notFound)
+		}
+	}
+}
+
+// budgetRunner is a fakeRunner whose --json answers honour the per-call
+// output limit (WithOutputLimit) as ExecRunner does: an answer longer than
+// the limit is an *OutputLimitError.
+type budgetRunner struct{ *fakeRunner }
+
+func (b budgetRunner) Run(ctx context.Context, name string, args, env []string) ([]byte, []byte, error) {
+	out, errb, err := b.fakeRunner.Run(ctx, name, args, env)
+	if n := outputLimit(ctx); n > 0 && int64(len(out)) > n {
+		return nil, errb, &OutputLimitError{Cmd: name, Limit: n}
+	}
+	return out, errb, err
+}
+
+// Issue #50: a cluster whose squeue --json answer is over the JSON budget
+// (1 GB at 100,000 queued jobs of 24.11) is read in the compact text
+// layout from then on, every job still there; sacct's every-user history
+// the same.
+func TestJSONBudgetSwitchesToCompactText(t *testing.T) {
+	jsonDoc := reply{out: readTestdata(t, "squeue-24.11.json")}
+	txt := readTestdata(t, "squeue-24.11.txt")
+	r := &fakeRunner{replies: map[string][]reply{"squeue": {jsonDoc, {out: txt}}}}
+	var logs strings.Builder
+	c, _ := newTestClient(t, r, func(c *Config) {
+		c.Runner = budgetRunner{r}
+		c.JSONBudget = int64(len(jsonDoc.out) - 1) // one byte short
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	// The job ids the text fixture lists (its first column, array tasks
+	// as recorded), worked out here from the file itself.
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(txt), "\n") {
+		want = append(want, strings.SplitN(l, Sep, 2)[0])
+	}
+	slices.Sort(want)
+	for round := 0; round < 2; round++ {
+		jobs, err := c.Jobs(context.Background(), JobFilter{})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		var got []string
+		for _, j := range jobs {
+			got = append(got, j.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: jobs %v, want the text fixture's %v", round, got, want)
+		}
+	}
+	var asked int
+	for _, cl := range r.calls {
+		if slices.Contains(cl.args, "--json") {
+			asked++
+		}
+	}
+	if asked != 1 || !strings.Contains(logs.String(), "compact text layout") {
+		t.Errorf("--json asked %d times (want once), log %q", asked, logs.String())
+	}
+
+	// Within the budget JSON stays: the same document with the budget at
+	// its size exactly.
+	r2 := &fakeRunner{replies: map[string][]reply{"squeue": {jsonDoc}}}
+	c2, _ := newTestClient(t, r2, func(c *Config) { c.Runner, c.JSONBudget = budgetRunner{r2}, int64(len(jsonDoc.out)) })
+	if _, err := c2.Jobs(context.Background(), JobFilter{}); err != nil || len(r2.calls) != 1 || !slices.Contains(r2.calls[0].args, "--json") {
+		t.Fatalf("within the budget: %v, calls %v", err, r2.calls)
+	}
+
+	// sacct: every user's history over the budget is read as text.
+	sj := reply{out: readTestdata(t, "sacct-24.11.json")}
+	st := reply{out: readTestdata(t, "sacct-24.11.txt")}
+	r3 := &fakeRunner{replies: map[string][]reply{"sacct": {sj, st}}}
+	c3, clk := newTestClient(t, r3, func(c *Config) { c.Runner, c.SacctFormat, c.JSONBudget = budgetRunner{r3}, FormatJSON, 1024 })
+	jobs, err := c3.Accounting(context.Background(), AccountingQuery{Start: clk.now.Add(-24 * time.Hour)})
+	if err != nil || len(jobs) == 0 {
+		t.Fatalf("sacct over the budget: %d jobs, %v", len(jobs), err)
+	}
+	if n := len(r3.calls); n < 2 || !slices.Contains(r3.calls[0].args, "--json") || slices.Contains(r3.calls[1].args, "--json") {
+		t.Errorf("sacct calls %v: want --json once, then text", r3.calls)
+	}
+}
+
+func TestSlurmView(t *testing.T) {
+	for view, want := range map[string]Config{
+		"":          {},
+		ViewAuto:    {},
+		ViewCompact: {TextOnly: true, SacctFormat: FormatText},
+		ViewJSON:    {JSONBudget: -1},
+	} {
+		var got Config
+		if err := viewConfig(&got, view); err != nil || got.TextOnly != want.TextOnly || got.SacctFormat != want.SacctFormat || got.JSONBudget != want.JSONBudget {
+			t.Errorf("view %q: %+v, %v", view, got, err)
+		}
+	}
+	if err := viewConfig(&Config{}, "xml"); err == nil || !strings.Contains(err.Error(), "want auto, compact or json") {
+		t.Errorf("view xml: %v", err)
+	}
+}
+
+// permute moves each job to its sorted place; the expected order is the
+// index itself, applied by copying.
+func TestPermute(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 7, 1000} {
+		jobs := make([]provisioner.Job, n)
+		for i := range jobs {
+			jobs[i].ID = strconv.Itoa(i)
+		}
+		idx := make([]int32, n)
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+		rng.Shuffle(n, func(i, j int) { idx[i], idx[j] = idx[j], idx[i] })
+		want := make([]string, n)
+		for i, k := range idx {
+			want[i] = jobs[k].ID
+		}
+		permute(jobs, idx)
+		for i := range jobs {
+			if jobs[i].ID != want[i] {
+				t.Fatalf("n=%d: position %d holds job %s, want %s", n, i, jobs[i].ID, want[i])
+			}
+		}
+	}
+}
+
+// A streamed read collects its jobs in blocks: more than one block comes
+// back whole and in order.
+func TestRowParserBlocks(t *testing.T) {
+	p := newRowParser(time.UTC, sacctSafeCols, func(_ *rowParser, f []string) (provisioner.Job, bool, error) {
+		return provisioner.Job{ID: f[0]}, true, nil
+	}, 0)
+	n := 2*rowBlock + 17
+	for i := 0; i < n; i++ {
+		p.line([]byte(strconv.Itoa(i) + strings.Repeat(Sep, len(sacctSafeFields)-1)))
+	}
+	jobs := p.jobs()
+	if len(jobs) != n || len(p.skipped) != 0 {
+		t.Fatalf("%d jobs, %d skipped, want %d", len(jobs), len(p.skipped), n)
+	}
+	for i, j := range jobs {
+		if j.ID != strconv.Itoa(i) {
+			t.Fatalf("job %d is %s", i, j.ID)
 		}
 	}
 }

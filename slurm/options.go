@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"fmt"
 	"os"
 	"time"
 )
@@ -15,6 +16,34 @@ type Options struct {
 	DieWithParent bool                    // kill the commands when mirage dies (the chain commands)
 	Getenv        func(key string) string // the environment, for PATH (nil = os.Getenv)
 	ScriptDir     string                  // Config.ScriptDir: the only directory batch scripts are submitted from ("" = any)
+	View          string                  // how every user's jobs are read: ViewAuto (""), ViewCompact or ViewJSON
+}
+
+// The views of Options.View: how the Client reads every user's jobs.
+const (
+	// ViewAuto reads --json where the release's is usable, and switches a
+	// command to the compact text layout for good once its answer is over
+	// Config.JSONBudget (a big cluster).
+	ViewAuto = "auto"
+	// ViewCompact reads the compact text layout from the start (TextOnly,
+	// sacct text): a few hundred bytes a job where 24.11's JSON takes 10 KB.
+	ViewCompact = "compact"
+	// ViewJSON reads --json whatever its size, up to Config.MaxOutput.
+	ViewJSON = "json"
+)
+
+// viewConfig sets cfg for view.
+func viewConfig(cfg *Config, view string) error {
+	switch view {
+	case "", ViewAuto:
+	case ViewCompact:
+		cfg.TextOnly, cfg.SacctFormat = true, FormatText
+	case ViewJSON:
+		cfg.JSONBudget = -1
+	default:
+		return fmt.Errorf("slurm: view %q: want %s, %s or %s", view, ViewAuto, ViewCompact, ViewJSON)
+	}
+	return nil
 }
 
 // Open builds a Client from o: text times in UTC, the commands run by an
@@ -29,6 +58,10 @@ func Open(o Options) (*Client, error) {
 		path = o.Bin + string(os.PathListSeparator) + getenv("PATH")
 	}
 	const tz = "UTC"
-	return New(Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz, ScriptDir: o.ScriptDir,
-		Runner: &ExecRunner{SlurmConf: o.SlurmConf, Path: path, TZ: tz, DieWithParent: o.DieWithParent}})
+	cfg := Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz, ScriptDir: o.ScriptDir,
+		Runner: &ExecRunner{SlurmConf: o.SlurmConf, Path: path, TZ: tz, DieWithParent: o.DieWithParent}}
+	if err := viewConfig(&cfg, o.View); err != nil {
+		return nil, err
+	}
+	return New(cfg)
 }

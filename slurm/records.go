@@ -112,6 +112,23 @@ func (c *columns) split(l string) (f []string, ok bool) {
 	return f, len(f) == c.n
 }
 
+// splitInto is split with the fields appended to dst (reused across the
+// lines of one output: a parser keeps no field of it without copying).
+func (c *columns) splitInto(dst []string, l string) (f []string, ok bool) {
+	if c.lastFree {
+		return c.split(l)
+	}
+	for {
+		k := strings.Index(l, Sep)
+		if k < 0 {
+			dst = append(dst, l)
+			return dst, len(dst) == c.n
+		}
+		dst = append(dst, l[:k])
+		l = l[k+len(Sep):]
+	}
+}
+
 // get returns field name of f, or "" when the layout lacks it.
 func (c *columns) get(f []string, name string) string {
 	if i, ok := c.idx[name]; ok {

@@ -47,6 +47,85 @@ type ExecRunner struct {
 // times the largest sacct answer of a busy cluster's day.
 const DefaultMaxOutput = 256 << 20
 
+// outputLimitKey carries a per-call output limit (WithOutputLimit).
+type outputLimitKey struct{}
+
+// WithOutputLimit asks the Runner to stop the command run under ctx once it
+// has printed more than n bytes (when n is below the Runner's own cap),
+// returning an *OutputLimitError: the Client bounds its every-user --json
+// reads this way (Config.JSONBudget). Fake Runners may ignore it.
+func WithOutputLimit(ctx context.Context, n int64) context.Context {
+	return context.WithValue(ctx, outputLimitKey{}, n)
+}
+
+// outputLimit is the per-call limit of ctx (0: none).
+func outputLimit(ctx context.Context) int64 {
+	n, _ := ctx.Value(outputLimitKey{}).(int64)
+	return n
+}
+
+// lineSink takes a command's stdout a line at a time as it is printed
+// (Client.run with runOpts.lines): the ExecRunner then keeps no copy of it,
+// and sets used. A Runner that does not know it returns stdout whole, and
+// the Client feeds it to fn itself.
+type lineSink struct {
+	fn   func(line []byte) // the line without its newline; not kept by fn
+	used bool
+}
+
+type lineSinkKey struct{}
+
+func withLines(ctx context.Context, fn func([]byte)) (context.Context, *lineSink) {
+	s := &lineSink{fn: fn}
+	return context.WithValue(ctx, lineSinkKey{}, s), s
+}
+
+// lineWriter cuts what a command prints into lines for a lineSink, up to
+// max bytes in all (past it, like cappedBuffer, it calls over and fails).
+type lineWriter struct {
+	fn      func([]byte)
+	partial []byte // the start of a line not ended yet
+	n, max  int64
+	over    func()
+	hit     bool
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	if w.hit || w.n+int64(len(p)) > w.max {
+		if !w.hit {
+			w.hit = true
+			w.over()
+		}
+		return 0, ErrOutputLimit
+	}
+	w.n += int64(len(p))
+	n := len(p)
+	for len(p) > 0 {
+		k := bytes.IndexByte(p, '\n')
+		if k < 0 {
+			w.partial = append(w.partial, p...)
+			break
+		}
+		if len(w.partial) > 0 {
+			w.partial = append(w.partial, p[:k]...)
+			w.fn(w.partial)
+			w.partial = w.partial[:0]
+		} else {
+			w.fn(p[:k])
+		}
+		p = p[k+1:]
+	}
+	return n, nil
+}
+
+// flush hands over a last line printed without a newline.
+func (w *lineWriter) flush() {
+	if len(w.partial) > 0 && !w.hit {
+		w.fn(w.partial)
+	}
+	w.partial = nil
+}
+
 // ErrOutputLimit is matched (errors.Is) by an *OutputLimitError.
 var ErrOutputLimit = errors.New("command output over the limit")
 
@@ -132,6 +211,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args, env []string) (
 	if limit <= 0 {
 		limit = DefaultMaxOutput
 	}
+	if n := outputLimit(ctx); n > 0 && n < limit {
+		limit = n
+	}
 	ctx, kill := context.WithCancel(ctx)
 	defer kill()
 	cmd := exec.CommandContext(ctx, prog, args...)
@@ -140,12 +222,21 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args, env []string) (
 	out := &cappedBuffer{max: limit, over: kill}
 	errb := &cappedBuffer{max: limit, over: kill}
 	cmd.Stdout, cmd.Stderr = out, errb
+	var lw *lineWriter
+	if sink, _ := ctx.Value(lineSinkKey{}).(*lineSink); sink != nil {
+		lw = &lineWriter{fn: sink.fn, max: limit, over: kill}
+		cmd.Stdout, sink.used = lw, true
+	}
 	// After ctx ends the process is killed; give its pipes a moment, then give up.
 	cmd.WaitDelay = 2 * time.Second
 	if r.DieWithParent {
 		defer dieWithParent(cmd)()
 	}
 	err := cmd.Run()
+	if lw != nil {
+		lw.flush()
+		out.hit = lw.hit
+	}
 	if out.hit || errb.hit {
 		return nil, errb.buf.Bytes(), &OutputLimitError{Cmd: name, Limit: limit}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -136,4 +137,57 @@ func TestLookPathInAbsoluteOnly(t *testing.T) {
 	if p, err := lookPathIn("sbatch", "."+string(os.PathListSeparator)+dir); err != nil || p != filepath.Join(dir, "sbatch") {
 		t.Errorf("absolute entry: %q, %v", p, err)
 	}
+}
+
+// WithOutputLimit lowers the cap for one call (the Client's JSON budget);
+// it never raises it past MaxOutput.
+func TestRunnerPerCallOutputLimit(t *testing.T) {
+	r := &ExecRunner{MaxOutput: 1 << 20}
+	_, _, err := r.Run(WithOutputLimit(context.Background(), 4096), "yes", nil, nil)
+	var le *OutputLimitError
+	if !errors.As(err, &le) || le.Limit != 4096 {
+		t.Fatalf("err = %v, want an OutputLimitError at 4096 bytes", err)
+	}
+	_, _, err = r.Run(WithOutputLimit(context.Background(), 8<<20), "yes", nil, nil)
+	if !errors.As(err, &le) || le.Limit != 1<<20 {
+		t.Fatalf("err = %v, want the runner's own 1 MiB cap", err)
+	}
+}
+
+// A streamed read (runOpts.lines) hands over the same lines as the whole
+// output cut at its newlines: lines longer than the pipe's chunks, a last
+// line without a newline, blank lines; and its cap holds as the buffered
+// one does.
+func TestRunnerStreamsLines(t *testing.T) {
+	dir := t.TempDir()
+	long := strings.Repeat("x", 200_000)
+	content := "a\x1fb\n\n" + long + "\nlast without newline"
+	file := filepath.Join(dir, "out.txt")
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Split(content, "\n") // worked out from the file, not by the code under test
+	r := &ExecRunner{MaxOutput: 1 << 20}
+	var got []string
+	ctx, sink := withLines(context.Background(), func(l []byte) { got = append(got, string(l)) })
+	out, _, err := r.Run(ctx, "cat", []string{file}, nil)
+	if err != nil || !sink.used || len(out) != 0 {
+		t.Fatalf("streamed cat: %v, used %v, %d bytes returned", err, sink.used, len(out))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("streamed %d lines, want %d (first differing: %.40q)", len(got), len(want), firstDiff(got, want))
+	}
+	_, _, err = (&ExecRunner{MaxOutput: 4096}).Run(ctx, "yes", nil, nil)
+	if !errors.Is(err, ErrOutputLimit) {
+		t.Fatalf("streamed yes under a 4 KiB cap: %v", err)
+	}
+}
+
+func firstDiff(a, b []string) string {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return a[i]
+		}
+	}
+	return ""
 }

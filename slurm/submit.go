@@ -345,7 +345,7 @@ func typedCount(v string) (typ string, n int, err error) {
 // comment. The options are read by ParseSbatchArgs.
 func ParseBatchScript(r io.Reader) (Shape, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	sc.Buffer(make([]byte, 0, 4096), 1024*1024) // grows for long lines; a daemon cycle reads one script per chain
 	var args []string
 	line := 0
 	for sc.Scan() {

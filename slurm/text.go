@@ -1,7 +1,9 @@
 package slurm
 
 import (
+	"bytes"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 	"time"
@@ -42,13 +44,65 @@ func formatO(fields []string) string {
 // lines splits output into non-empty lines (a missing final newline is fine).
 func lines(b []byte) []string {
 	var out []string
-	for l := range strings.SplitSeq(string(b), "\n") {
-		l = strings.TrimRight(l, "\r")
-		if strings.TrimSpace(l) != "" {
-			out = append(out, l)
-		}
+	for _, l := range lineSeq(b) {
+		out = append(out, l)
 	}
 	return out
+}
+
+// lineSeq yields the non-blank lines of b (a trailing CR dropped) with
+// their 0-based index among them, each converted to a string alone: the
+// strings a parser keeps never pin the whole output (100,000 squeue rows
+// are 25 MB), and no copy of it is made.
+func lineSeq(b []byte) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		i := 0
+		for len(b) > 0 {
+			l := b
+			if k := bytes.IndexByte(b, '\n'); k >= 0 {
+				l, b = b[:k], b[k+1:]
+			} else {
+				b = nil
+			}
+			l = bytes.TrimRight(l, "\r")
+			if len(bytes.TrimSpace(l)) == 0 {
+				continue
+			}
+			if !yield(i, string(l)) {
+				return
+			}
+			i++
+		}
+	}
+}
+
+// countLines is an upper bound of the records in b (its newlines, plus
+// one), to size a parser's output once.
+func countLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) + 1 }
+
+// interner keeps one copy of each repeated short value of a text output
+// (users, accounts, partitions, QOS, reasons, GPU types, node names):
+// 300,000 records name a few hundred of each. Past maxIntern values it
+// copies without keeping.
+type interner map[string]string
+
+func (in interner) str(s string) string {
+	if v, ok := in[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	if len(in) < maxIntern {
+		in[s] = s
+	}
+	return s
+}
+
+// strs interns each of names in place.
+func (in interner) strs(names []string) []string {
+	for i, n := range names {
+		names[i] = in.str(n)
+	}
+	return names
 }
 
 // ParseSqueueText parses `squeue -h -a -t all -O SqueueFormat` output
@@ -65,66 +119,151 @@ func ParseSqueueText(b []byte, loc *time.Location) ([]provisioner.Job, error) {
 // parseSqueueRows parses squeue -O text laid out as cols; lines that do not
 // parse are skipped and returned.
 func parseSqueueRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.Job, []Skipped) {
-	out := []provisioner.Job{}
-	var skipped []Skipped
-	hb := newHostBudget()
-	for i, l := range lines(b) {
-		f, ok := cols.split(l)
-		if !ok {
-			skipped = append(skipped, cols.skip(i+1, f, fmt.Errorf("%d fields, want %d", len(f), cols.n)))
-			continue
-		}
-		get := func(name string) string { return cols.get(f, name) }
-		j := provisioner.Job{
-			ID: strings.TrimSpace(get("JobArrayID")), Name: nullStr(get("Name")), User: get("UserName"), Account: get("Account"),
-			Partition: get("Partition"), QOS: get("QOS"), State: mapStates(get("State")), Reason: clean(get("Reason")),
-			Depend: clean(get("Dependency")), Comment: nullStr(get("Comment")),
-		}
-		err := func() error {
-			if j.ID == "" {
-				return fmt.Errorf("empty job id")
-			}
-			var start, end time.Time
-			var err error
-			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
-				name := []string{"SubmitTime", "EligibleTime", "StartTime", "EndTime"}[k]
-				if *p, err = parseSlurmTime(get(name), loc); err != nil {
-					return fmt.Errorf("field %s: %w", name, err)
-				}
-			}
-			if j.TimeLimit, err = limitOf(get("TimeLimit")); err != nil {
-				return fmt.Errorf("field TimeLimit: %w", err)
-			}
-			if j.Nodes, err = atoiField(get("NumNodes")); err != nil {
-				return fmt.Errorf("field NumNodes: %w", err)
-			}
-			if j.Priority, err = strconv.ParseInt(strings.TrimSpace(get("PriorityLong")), 10, 64); err != nil {
-				j.Priority = 0
-			}
-			switch {
-			case j.State == provisioner.StatePending:
-				j.EstStart = start
-			default:
-				j.Start = start
-				if j.NodeList, err = hb.nodeList(get("NodeList")); err != nil {
-					return err
-				}
-				if j.State.Finished() {
-					j.End = end
-					j.Start = startedAt(j)
-				}
-			}
-			alloc := get("tres-alloc")
-			j.GPUs, j.GPUType = jobGPUs(j.State, alloc, alloc, clean(get("tres-per-job")), clean(get("tres-per-node")), j.Nodes)
-			return nil
-		}()
-		if err != nil {
-			skipped = append(skipped, cols.skip(i+1, f, err))
-			continue
-		}
-		out = append(out, j)
+	p := newRowParser(loc, cols, squeueRow, countLines(b))
+	p.feed(b)
+	return p.jobs(), p.skipped
+}
+
+// squeueRow reads one squeue record (fields f, laid out as p.cols).
+func squeueRow(p *rowParser, f []string) (j provisioner.Job, keep bool, err error) {
+	get := func(name string) string { return p.cols.get(f, name) }
+	in := p.in
+	j = provisioner.Job{
+		ID: strings.Clone(strings.TrimSpace(get("JobArrayID"))), Name: strings.Clone(nullStr(get("Name"))), User: in.str(get("UserName")),
+		Account: in.str(get("Account")), Partition: in.str(get("Partition")), QOS: in.str(get("QOS")), State: mapStates(get("State")),
+		Reason: in.str(clean(get("Reason"))), Depend: strings.Clone(clean(get("Dependency"))), Comment: strings.Clone(nullStr(get("Comment"))),
 	}
-	return out, skipped
+	if j.ID == "" {
+		return j, false, fmt.Errorf("empty job id")
+	}
+	var start, end time.Time
+	for k, t := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+		name := [...]string{"SubmitTime", "EligibleTime", "StartTime", "EndTime"}[k]
+		if *t, err = parseSlurmTime(get(name), p.loc); err != nil {
+			return j, false, fmt.Errorf("field %s: %w", name, err)
+		}
+	}
+	if j.TimeLimit, err = limitOf(get("TimeLimit")); err != nil {
+		return j, false, fmt.Errorf("field TimeLimit: %w", err)
+	}
+	if j.Nodes, err = atoiField(get("NumNodes")); err != nil {
+		return j, false, fmt.Errorf("field NumNodes: %w", err)
+	}
+	if j.Priority, err = strconv.ParseInt(strings.TrimSpace(get("PriorityLong")), 10, 64); err != nil {
+		j.Priority = 0
+	}
+	switch {
+	case j.State == provisioner.StatePending:
+		j.EstStart = start
+	default:
+		j.Start = start
+		if j.NodeList, err = p.hb.nodeList(get("NodeList")); err != nil {
+			return j, false, err
+		}
+		j.NodeList = in.strs(j.NodeList)
+		if j.State.Finished() {
+			j.End = end
+			j.Start = startedAt(j)
+		}
+	}
+	alloc := get("tres-alloc")
+	j.GPUs, j.GPUType = jobGPUs(j.State, alloc, alloc, clean(get("tres-per-job")), clean(get("tres-per-node")), j.Nodes)
+	j.GPUType = in.str(j.GPUType)
+	return j, true, nil
+}
+
+// rowParser reads the records of one text output, a line at a time (fed
+// whole, or streamed as the command prints them: Client.runLines), into
+// jobs; a line that does not parse is skipped and kept in skipped.
+type rowParser struct {
+	loc     *time.Location
+	cols    *columns
+	row     func(p *rowParser, f []string) (j provisioner.Job, keep bool, err error)
+	hb      *hostBudget
+	in      interner
+	fb      []string // the current line's fields (reused)
+	n       int      // non-blank lines read
+	out     []provisioner.Job
+	blocks  bool                // the size is not known ahead (streamed): out is collected in blocks
+	full    [][]provisioner.Job // the filled blocks
+	skipped []Skipped
+}
+
+// rowBlock is the size of the blocks a streamed read collects its jobs in:
+// growing one slice of 300,000 jobs by doubling moved half a gigabyte.
+const rowBlock = 4096
+
+// add keeps j.
+func (p *rowParser) add(j provisioner.Job) {
+	if p.blocks && len(p.out) == cap(p.out) {
+		if len(p.out) > 0 {
+			p.full = append(p.full, p.out)
+		}
+		p.out = make([]provisioner.Job, 0, rowBlock)
+	}
+	p.out = append(p.out, j)
+}
+
+// jobs returns every job kept, in order, in one slice.
+func (p *rowParser) jobs() []provisioner.Job {
+	if p.full == nil {
+		return p.out
+	}
+	n := len(p.out)
+	for _, b := range p.full {
+		n += len(b)
+	}
+	all := make([]provisioner.Job, 0, n)
+	for _, b := range p.full {
+		all = append(all, b...)
+	}
+	return append(all, p.out...)
+}
+
+// newRowParser starts a parser; size is the most jobs it will keep (the
+// lines of a whole output), or 0 when not known (a streamed read).
+func newRowParser(loc *time.Location, cols *columns, row func(*rowParser, []string) (provisioner.Job, bool, error), size int) *rowParser {
+	p := &rowParser{loc: loc, cols: cols, row: row, hb: newHostBudget(), in: interner{}, blocks: size <= 0}
+	if size > 0 {
+		p.out = make([]provisioner.Job, 0, size)
+	}
+	return p
+}
+
+// feed reads every line of b.
+func (p *rowParser) feed(b []byte) {
+	for len(b) > 0 {
+		l := b
+		if k := bytes.IndexByte(b, '\n'); k >= 0 {
+			l, b = b[:k], b[k+1:]
+		} else {
+			b = nil
+		}
+		p.line(l)
+	}
+}
+
+// line reads one line (without its newline; blank lines are not counted).
+// l is not kept.
+func (p *rowParser) line(l []byte) {
+	l = bytes.TrimRight(l, "\r")
+	if len(bytes.TrimSpace(l)) == 0 {
+		return
+	}
+	p.n++
+	f, ok := p.cols.splitInto(p.fb[:0], string(l))
+	p.fb = f
+	if !ok {
+		p.skipped = append(p.skipped, p.cols.skip(p.n, f, fmt.Errorf("%d fields, want %d", len(f), p.cols.n)))
+		return
+	}
+	j, keep, err := p.row(p, f)
+	switch {
+	case err != nil:
+		p.skipped = append(p.skipped, p.cols.skip(p.n, f, err))
+	case keep:
+		p.add(j)
+	}
 }
 
 // atoiField reads a non-negative count; "" and "N/A" are 0.
@@ -215,69 +354,61 @@ func ParseSacctParsable(b []byte, loc *time.Location) ([]provisioner.Job, error)
 // parseSacctRows parses sacct --parsable2 text laid out as cols; lines that
 // do not parse are skipped and returned.
 func parseSacctRows(b []byte, loc *time.Location, cols *columns) ([]provisioner.Job, []Skipped) {
-	out := []provisioner.Job{}
-	var skipped []Skipped
-	hb := newHostBudget()
-	for i, l := range lines(b) {
-		f, ok := cols.split(l)
-		if !ok {
-			skipped = append(skipped, cols.skip(i+1, f, fmt.Errorf("%d fields, want %d", len(f), cols.n)))
-			continue
-		}
-		get := func(name string) string { return cols.get(f, name) }
-		if f[0] == "JobID" || strings.Contains(f[0], ".") {
-			continue
-		}
-		j := provisioner.Job{
-			ID: strings.TrimSpace(get("JobID")), Name: get("JobName"), User: get("User"), Account: get("Account"),
-			Partition: get("Partition"), QOS: get("QOS"), State: mapStates(get("State")), Reason: clean(get("Reason")),
-			Comment: nullStr(get("Comment")),
-		}
-		err := func() error {
-			if j.ID == "" {
-				return fmt.Errorf("empty job id")
-			}
-			var start, end time.Time
-			var err error
-			for k, p := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
-				name := []string{"Submit", "Eligible", "Start", "End"}[k]
-				if *p, err = parseSlurmTime(get(name), loc); err != nil {
-					return fmt.Errorf("field %s: %w", name, err)
-				}
-			}
-			if j.TimeLimit, err = limitOf(get("Timelimit")); err != nil {
-				return fmt.Errorf("field Timelimit: %w", err)
-			}
-			if j.Nodes, err = atoiField(get("NNodes")); err != nil {
-				return fmt.Errorf("field NNodes: %w", err)
-			}
-			j.GPUs, j.GPUType = jobGPUs(j.State, get("AllocTRES"), get("ReqTRES"), "", "", j.Nodes)
-			if p, err := strconv.ParseInt(strings.TrimSpace(get("Priority")), 10, 64); err == nil {
-				j.Priority = p
-			}
-			if j.State != provisioner.StatePending {
-				j.Start = start
-				if j.NodeList, err = hb.nodeList(get("NodeList")); err != nil {
-					return err
-				}
-				if j.State.Finished() {
-					j.End = end
-					j.Start = startedAt(j) // 22.05 gives a job cancelled while pending its end as start
-					if c, s, ok := strings.Cut(get("ExitCode"), ":"); ok {
-						j.ExitCode, _ = strconv.Atoi(c)
-						j.Signal, _ = strconv.Atoi(s)
-					}
-				}
-			}
-			return nil
-		}()
-		if err != nil {
-			skipped = append(skipped, cols.skip(i+1, f, err))
-			continue
-		}
-		out = append(out, j)
+	p := newRowParser(loc, cols, sacctRow, countLines(b))
+	p.feed(b)
+	return p.jobs(), p.skipped
+}
+
+// sacctRow reads one sacct record (fields f, laid out as p.cols); a header
+// or a job step is not kept.
+func sacctRow(p *rowParser, f []string) (j provisioner.Job, keep bool, err error) {
+	get := func(name string) string { return p.cols.get(f, name) }
+	if f[0] == "JobID" || strings.Contains(f[0], ".") {
+		return j, false, nil
 	}
-	return out, skipped
+	in := p.in
+	j = provisioner.Job{
+		ID: strings.Clone(strings.TrimSpace(get("JobID"))), Name: strings.Clone(get("JobName")), User: in.str(get("User")),
+		Account: in.str(get("Account")), Partition: in.str(get("Partition")), QOS: in.str(get("QOS")), State: mapStates(get("State")),
+		Reason: in.str(clean(get("Reason"))), Comment: strings.Clone(nullStr(get("Comment"))),
+	}
+	if j.ID == "" {
+		return j, false, fmt.Errorf("empty job id")
+	}
+	var start, end time.Time
+	for k, t := range []*time.Time{&j.Submit, &j.Eligible, &start, &end} {
+		name := [...]string{"Submit", "Eligible", "Start", "End"}[k]
+		if *t, err = parseSlurmTime(get(name), p.loc); err != nil {
+			return j, false, fmt.Errorf("field %s: %w", name, err)
+		}
+	}
+	if j.TimeLimit, err = limitOf(get("Timelimit")); err != nil {
+		return j, false, fmt.Errorf("field Timelimit: %w", err)
+	}
+	if j.Nodes, err = atoiField(get("NNodes")); err != nil {
+		return j, false, fmt.Errorf("field NNodes: %w", err)
+	}
+	j.GPUs, j.GPUType = jobGPUs(j.State, get("AllocTRES"), get("ReqTRES"), "", "", j.Nodes)
+	j.GPUType = in.str(j.GPUType)
+	if pr, err := strconv.ParseInt(strings.TrimSpace(get("Priority")), 10, 64); err == nil {
+		j.Priority = pr
+	}
+	if j.State != provisioner.StatePending {
+		j.Start = start
+		if j.NodeList, err = p.hb.nodeList(get("NodeList")); err != nil {
+			return j, false, err
+		}
+		j.NodeList = in.strs(j.NodeList)
+		if j.State.Finished() {
+			j.End = end
+			j.Start = startedAt(j) // 22.05 gives a job cancelled while pending its end as start
+			if c, sig, ok := strings.Cut(get("ExitCode"), ":"); ok {
+				j.ExitCode, _ = strconv.Atoi(c)
+				j.Signal, _ = strconv.Atoi(sig)
+			}
+		}
+	}
+	return j, true, nil
 }
 
 // ParseScontrolJob parses `scontrol show job -o` output (one job per line,

@@ -17,7 +17,9 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	f := newFactory()
+	stopProfiles := startProfiles(os.Getenv)
 	err := execute(ctx, newRootCmd(f), os.Args[1:])
+	stopProfiles()
 	stop()
 	os.Exit(cmdutil.ExitCode(err, f.ErrOut))
 }
