@@ -214,10 +214,13 @@ func (p *rowParser) jobs() []provisioner.Job {
 		n += len(b)
 	}
 	all := make([]provisioner.Job, 0, n)
-	for _, b := range p.full {
+	for i, b := range p.full {
 		all = append(all, b...)
+		p.full[i] = nil // collectable at once
 	}
-	return append(all, p.out...)
+	all = append(all, p.out...)
+	p.full, p.out = nil, all
+	return all
 }
 
 // newRowParser starts a parser; size is the most jobs it will keep (the
