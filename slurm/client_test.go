@@ -829,23 +829,52 @@ func TestPermute(t *testing.T) {
 	}
 }
 
-// A streamed read collects its jobs in blocks: more than one block comes
-// back whole and in order.
-func TestRowParserBlocks(t *testing.T) {
+// A streamed read spools its lines and parses them once their number is
+// known: jobs come back whole and in order across chunks (one line longer
+// than a chunk), a bad line is skipped under its own line number, and blank
+// lines are not counted.
+func TestRowParserSpool(t *testing.T) {
 	p := newRowParser(time.UTC, sacctSafeCols, func(_ *rowParser, f []string) (provisioner.Job, bool, error) {
-		return provisioner.Job{ID: f[0]}, true, nil
+		if f[1] == "bad" {
+			return provisioner.Job{}, false, errors.New("bad row")
+		}
+		return provisioner.Job{ID: f[0], Name: f[1]}, true, nil
 	}, 0)
-	n := 2*rowBlock + 17
-	for i := 0; i < n; i++ {
-		p.line([]byte(strconv.Itoa(i) + strings.Repeat(Sep, len(sacctSafeFields)-1)))
+	rest := strings.Repeat(Sep, len(sacctSafeFields)-2)
+	long := strings.Repeat("x", spoolChunk+10)
+	var want []string
+	n := 0
+	for size := 0; size < 3*spoolChunk; n++ {
+		name := "n"
+		switch n {
+		case 7:
+			name = "bad"
+		case 1000:
+			name = long
+		}
+		l := strconv.Itoa(n) + Sep + name + rest
+		size += len(l) + 1
+		p.line([]byte(l))
+		if n%500 == 0 {
+			p.line([]byte("  \r"))
+		}
+		if name != "bad" {
+			want = append(want, strconv.Itoa(n))
+		}
 	}
 	jobs := p.jobs()
-	if len(jobs) != n || len(p.skipped) != 0 {
-		t.Fatalf("%d jobs, %d skipped, want %d", len(jobs), len(p.skipped), n)
+	if len(jobs) != len(want) || len(p.skipped) != 1 || p.n != n {
+		t.Fatalf("%d jobs, %d skipped, %d lines; want %d, 1, %d", len(jobs), len(p.skipped), p.n, len(want), n)
+	}
+	if sk := p.skipped[0]; sk.Line != 8 || sk.ID != "7" {
+		t.Errorf("skipped line %d (job %q), want line 8 (job 7)", sk.Line, sk.ID)
 	}
 	for i, j := range jobs {
-		if j.ID != strconv.Itoa(i) {
-			t.Fatalf("job %d is %s", i, j.ID)
+		if j.ID != want[i] {
+			t.Fatalf("job %d is %s, want %s", i, j.ID, want[i])
 		}
+	}
+	if jobs[999].Name != long {
+		t.Errorf("the line longer than a chunk came back as a name of %d bytes", len(jobs[999].Name))
 	}
 }

@@ -423,7 +423,8 @@ func writeScalePage(b *testing.B) {
 		"with fresh ids, 300 users and 4,000 nodes, their times moved to now), the chains' own running segments among them. " +
 		"Every chain (reactive, lead, start-estimate and pin in turn) is 10 minutes into a 24-hour segment, so each cycle reads " +
 		"everything, reconciles and decides every chain, and records a wait for each: the steady cycle. CPU is user + system " +
-		"time of the process and of the stand-ins it ran (their `cat`s); peak RSS is the process's (its rusage).\n\n" +
+		"time of the process and of the stand-ins it ran (their `cat`s); peak RSS is the process's (its rusage), under the daemon's " +
+		"default soft heap limit (`--memory-limit`, 192 MiB).\n\n" +
 		"View `auto` (the default) asks `squeue --json` and `sacct --json` first: the answers pass the 32 MiB JSON budget " +
 		"(the stand-ins print 4,000 and 12,000 recorded 24.11 records; the real answers would be about 1 GB each), and the cycle " +
 		"reads the compact text layout instead, once per process. View `compact` (`--slurm-view compact`) reads text from the start. " +

@@ -175,6 +175,14 @@ func squeueRow(p *rowParser, f []string) (j provisioner.Job, keep bool, err erro
 // rowParser reads the records of one text output, a line at a time (fed
 // whole, or streamed as the command prints them: Client.runLines), into
 // jobs; a line that does not parse is skipped and kept in skipped.
+//
+// When the number of lines is known ahead (a whole output) each line is
+// parsed as it comes, into a slice of that size. A streamed read does not
+// know it: its lines are spooled, as text, into chunks that hold no
+// pointers, and parsed by jobs into one slice of exactly their number. A
+// job is about 400 bytes and its line about 200: collecting 300,000 jobs
+// in blocks and joining them held both copies at once (the daemon's peak),
+// and growing one slice by doubling moved half a gigabyte.
 type rowParser struct {
 	loc     *time.Location
 	cols    *columns
@@ -184,49 +192,19 @@ type rowParser struct {
 	fb      []string // the current line's fields (reused)
 	n       int      // non-blank lines read
 	out     []provisioner.Job
-	blocks  bool                // the size is not known ahead (streamed): out is collected in blocks
-	full    [][]provisioner.Job // the filled blocks
+	spool   bool     // the size is not known ahead (streamed): lines go to chunks
+	chunks  [][]byte // the spooled lines, each ended by a newline
+	spooled int      // lines in chunks
 	skipped []Skipped
 }
 
-// rowBlock is the size of the blocks a streamed read collects its jobs in:
-// growing one slice of 300,000 jobs by doubling moved half a gigabyte.
-const rowBlock = 4096
-
-// add keeps j.
-func (p *rowParser) add(j provisioner.Job) {
-	if p.blocks && len(p.out) == cap(p.out) {
-		if len(p.out) > 0 {
-			p.full = append(p.full, p.out)
-		}
-		p.out = make([]provisioner.Job, 0, rowBlock)
-	}
-	p.out = append(p.out, j)
-}
-
-// jobs returns every job kept, in order, in one slice.
-func (p *rowParser) jobs() []provisioner.Job {
-	if p.full == nil {
-		return p.out
-	}
-	n := len(p.out)
-	for _, b := range p.full {
-		n += len(b)
-	}
-	all := make([]provisioner.Job, 0, n)
-	for i, b := range p.full {
-		all = append(all, b...)
-		p.full[i] = nil // collectable at once
-	}
-	all = append(all, p.out...)
-	p.full, p.out = nil, all
-	return all
-}
+// spoolChunk is the size of the chunks a streamed read spools its lines in.
+const spoolChunk = 1 << 20
 
 // newRowParser starts a parser; size is the most jobs it will keep (the
 // lines of a whole output), or 0 when not known (a streamed read).
 func newRowParser(loc *time.Location, cols *columns, row func(*rowParser, []string) (provisioner.Job, bool, error), size int) *rowParser {
-	p := &rowParser{loc: loc, cols: cols, row: row, hb: newHostBudget(), in: interner{}, blocks: size <= 0}
+	p := &rowParser{loc: loc, cols: cols, row: row, hb: newHostBudget(), in: interner{}, spool: size <= 0}
 	if size > 0 {
 		p.out = make([]provisioner.Job, 0, size)
 	}
@@ -253,6 +231,21 @@ func (p *rowParser) line(l []byte) {
 	if len(bytes.TrimSpace(l)) == 0 {
 		return
 	}
+	if p.spool {
+		k := len(p.chunks) - 1
+		if k < 0 || len(p.chunks[k])+len(l)+1 > cap(p.chunks[k]) {
+			p.chunks = append(p.chunks, make([]byte, 0, max(spoolChunk, len(l)+1)))
+			k++
+		}
+		p.chunks[k] = append(append(p.chunks[k], l...), '\n')
+		p.spooled++
+		return
+	}
+	p.parse(l)
+}
+
+// parse reads one non-blank line into a job, or into skipped.
+func (p *rowParser) parse(l []byte) {
 	p.n++
 	f, ok := p.cols.splitInto(p.fb[:0], string(l))
 	p.fb = f
@@ -265,8 +258,28 @@ func (p *rowParser) line(l []byte) {
 	case err != nil:
 		p.skipped = append(p.skipped, p.cols.skip(p.n, f, err))
 	case keep:
-		p.add(j)
+		p.out = append(p.out, j)
 	}
+}
+
+// jobs returns every job kept, in order, in one slice (parsing the spooled
+// lines first; each chunk is let go once read).
+func (p *rowParser) jobs() []provisioner.Job {
+	if !p.spool {
+		return p.out
+	}
+	p.spool = false
+	p.out = make([]provisioner.Job, 0, p.spooled)
+	for i, c := range p.chunks {
+		p.chunks[i] = nil
+		for len(c) > 0 {
+			k := bytes.IndexByte(c, '\n')
+			p.parse(c[:k])
+			c = c[k+1:]
+		}
+	}
+	p.chunks, p.spooled = nil, 0
+	return p.out
 }
 
 // atoiField reads a non-negative count; "" and "N/A" are 0.

@@ -466,3 +466,30 @@ func TestDaemonLead(t *testing.T) {
 		t.Errorf("--lead 0s: exit %d: %s", code, stderr)
 	}
 }
+
+// The daemon's soft heap limit: set in bytes from MiB, not at all when
+// turned off or when GOMEMLIMIT already set one.
+func TestApplyMemLimit(t *testing.T) {
+	for _, tc := range []struct {
+		mib     int
+		env     string
+		want    int64
+		wantSet bool
+	}{
+		{192, "", 192 * 1024 * 1024, true},
+		{1, "", 1024 * 1024, true},
+		{0, "", -1, false},
+		{192, "1GiB", -1, false},
+	} {
+		var set []int64
+		got := applyMemLimit(tc.mib, func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return tc.env
+			}
+			return ""
+		}, func(n int64) int64 { set = append(set, n); return 0 })
+		if got != tc.want || (len(set) == 1) != tc.wantSet || (tc.wantSet && set[0] != tc.want) {
+			t.Errorf("applyMemLimit(%d, GOMEMLIMIT=%q) = %d, set %v; want %d (set: %v)", tc.mib, tc.env, got, set, tc.want, tc.wantSet)
+		}
+	}
+}
