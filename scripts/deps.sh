@@ -14,6 +14,8 @@ PKGS=(
   etcd-server openssl
   # headless browser for the HTML report's acceptance test (eval)
   chromium
+  # GNU time: the daemon-scale benchmark's CPU and peak RSS (slurm/scale_bench_test.go)
+  time
 )
 only_build=false
 if [ "${1:-}" = build ]; then
