@@ -83,7 +83,12 @@ type Config struct {
 	// below MaxOutput). A 24.11 squeue record is about 10 KB as JSON and
 	// under 300 bytes as text (issue #50): a cluster of 100,000 queued jobs
 	// prints about 1 GB of JSON.
-	JSONBudget  int64
+	JSONBudget int64
+	// ViewMemo is a file (ViewMemoName in mirage's state directory) where
+	// a command whose every-user --json answer passed JSONBudget is
+	// remembered, so that the processes that follow within ViewMemoTTL
+	// read it in the compact layout from the start ("" = none).
+	ViewMemo    string
 	SignalScope string            // which processes Signal reaches (default SignalFull)
 	MaxOutput   int64             // cap on one command's stdout and stderr, each (default DefaultMaxOutput, 256 MiB; see ExecRunner.MaxOutput)
 	Runner      Runner            // runs the commands (default ExecRunner from SlurmConf, Path, TZ and MaxOutput)
@@ -111,6 +116,7 @@ type Client struct {
 
 	mu      sync.Mutex
 	noJSON  map[string]bool // commands found without usable --json
+	memoMu  sync.Mutex      // serialises writes of the view memo
 	warned  map[string]bool // unknown versions already logged
 	version *Version        // from `sinfo --version`, once known
 	cluster *string         // ClusterName of the slurm.conf, once read
@@ -181,6 +187,7 @@ func New(cfg Config) (*Client, error) {
 	if c.log == nil {
 		c.log = slog.Default()
 	}
+	c.loadViewMemo()
 	return c, nil
 }
 
@@ -360,8 +367,9 @@ func (c *Client) compactView(cmd string, why error) {
 	c.noJSON[cmd] = true
 	c.mu.Unlock()
 	if first {
-		c.log.Info("slurm: the cluster's --json answer is over the budget; reading the compact text layout from now on (set --slurm-view compact to skip the first try)",
+		c.log.Info("slurm: the cluster's --json answer is over the budget; reading the compact text layout from now on, and for a day in the runs that follow (--slurm-view compact skips the try)",
 			"cmd", cmd, "limit_bytes", limit)
+		c.rememberCompact(cmd)
 	}
 }
 

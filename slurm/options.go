@@ -17,6 +17,7 @@ type Options struct {
 	Getenv        func(key string) string // the environment, for PATH (nil = os.Getenv)
 	ScriptDir     string                  // Config.ScriptDir: the only directory batch scripts are submitted from ("" = any)
 	View          string                  // how every user's jobs are read: ViewAuto (""), ViewCompact or ViewJSON
+	ViewMemo      string                  // Config.ViewMemo: where ViewAuto remembers a switch to the compact layout ("" = nowhere)
 }
 
 // The views of Options.View: how the Client reads every user's jobs.
@@ -58,7 +59,7 @@ func Open(o Options) (*Client, error) {
 		path = o.Bin + string(os.PathListSeparator) + getenv("PATH")
 	}
 	const tz = "UTC"
-	cfg := Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz, ScriptDir: o.ScriptDir,
+	cfg := Config{SlurmConf: o.SlurmConf, Path: path, Timeout: o.Timeout, TZ: tz, ScriptDir: o.ScriptDir, ViewMemo: o.ViewMemo,
 		Runner: &ExecRunner{SlurmConf: o.SlurmConf, Path: path, TZ: tz, DieWithParent: o.DieWithParent}}
 	if err := viewConfig(&cfg, o.View); err != nil {
 		return nil, err

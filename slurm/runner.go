@@ -144,23 +144,64 @@ func (e *OutputLimitError) Error() string {
 func (e *OutputLimitError) Is(target error) bool { return target == ErrOutputLimit }
 
 // cappedBuffer collects a command's output up to max bytes; the write that
-// would pass it calls over (which kills the command) and fails.
+// would pass it calls over (which kills the command) and fails. It grows
+// in chunks rather than by doubling one slice: an answer cut at a 32 MiB
+// budget then costs 32 MiB of memory, not the 64 MiB (cleared, and faulted
+// in) that doubling reached, and one that fits is joined once.
 type cappedBuffer struct {
-	buf  bytes.Buffer
-	max  int64
-	over func()
-	hit  bool
+	chunks [][]byte
+	n      int64
+	max    int64
+	over   func()
+	hit    bool
 }
 
+// Chunk sizes of cappedBuffer: the first, doubling up to the last.
+const (
+	firstChunk = 32 << 10
+	maxChunk   = 4 << 20
+)
+
 func (c *cappedBuffer) Write(p []byte) (int, error) {
-	if c.hit || int64(c.buf.Len())+int64(len(p)) > c.max {
+	if c.hit || c.n+int64(len(p)) > c.max {
 		if !c.hit {
 			c.hit = true
 			c.over()
 		}
 		return 0, ErrOutputLimit
 	}
-	return c.buf.Write(p)
+	for rest := p; len(rest) > 0; {
+		k := len(c.chunks) - 1
+		if k < 0 || len(c.chunks[k]) == cap(c.chunks[k]) {
+			size := firstChunk
+			if k >= 0 {
+				size = min(2*cap(c.chunks[k]), maxChunk)
+			}
+			c.chunks = append(c.chunks, make([]byte, 0, size))
+			k++
+		}
+		m := min(len(rest), cap(c.chunks[k])-len(c.chunks[k]))
+		c.chunks[k] = append(c.chunks[k], rest[:m]...)
+		rest = rest[m:]
+	}
+	c.n += int64(len(p))
+	return len(p), nil
+}
+
+// Bytes returns everything written, in one slice (nil when nothing was).
+func (c *cappedBuffer) Bytes() []byte {
+	switch len(c.chunks) {
+	case 0:
+		return nil
+	case 1:
+		return c.chunks[0]
+	}
+	out := make([]byte, 0, c.n)
+	for _, ch := range c.chunks {
+		out = append(out, ch...)
+	}
+	c.chunks = [][]byte{out}
+	return out
 }
 
 // envDropped lists variables that change what the query commands print or
@@ -238,9 +279,9 @@ func (r *ExecRunner) Run(ctx context.Context, name string, args, env []string) (
 		out.hit = lw.hit
 	}
 	if out.hit || errb.hit {
-		return nil, errb.buf.Bytes(), &OutputLimitError{Cmd: name, Limit: limit}
+		return nil, errb.Bytes(), &OutputLimitError{Cmd: name, Limit: limit}
 	}
-	return out.buf.Bytes(), errb.buf.Bytes(), err
+	return out.Bytes(), errb.Bytes(), err
 }
 
 // lookPathIn finds an executable named name in the directories of path.

@@ -36,7 +36,11 @@ type backendOptions struct {
 	// from there only (slurm.Options.ScriptDir). "" for commands that
 	// submit nothing.
 	scriptDir string
-	loaded    *team.Rules // --rules, once read (loadRules)
+	// viewMemo is where the Slurm client remembers a switch to the
+	// compact view (slurm.ViewMemoName in the state directory; "" for the
+	// commands without one).
+	viewMemo string
+	loaded   *team.Rules // --rules, once read (loadRules)
 }
 
 func (o *backendOptions) add(cmd *cobra.Command) {
@@ -46,7 +50,7 @@ func (o *backendOptions) add(cmd *cobra.Command) {
 	f.StringVar(&o.slurm.SlurmConf, "slurm-conf", "", "slurm.conf of the cluster (default: $SLURM_CONF, else Slurm's own default)")
 	f.StringVar(&o.slurm.Bin, "slurm-bin", "", "directory holding sbatch, squeue, sacct, scancel (default: search PATH)")
 	f.DurationVar(&o.slurm.Timeout, "slurm-timeout", 30*time.Second, "timeout of each Slurm command")
-	f.StringVar(&o.slurm.View, "slurm-view", slurm.ViewAuto, "how every user's jobs are read: auto (--json, switching to compact text once an answer passes 32 MiB), compact (text from the start: big clusters), json (--json whatever its size)")
+	f.StringVar(&o.slurm.View, "slurm-view", slurm.ViewAuto, "how every user's jobs are read: auto (--json, switching to compact text once an answer passes 32 MiB, remembered for a day), compact (text from the start: big clusters), json (--json whatever its size)")
 	o.kube.add(cmd)
 	f.StringVar(&o.namespace, "namespace", "", "kubernetes: namespace for deployed work of teams without a mapped namespace (default \"default\")")
 	f.StringVar(&o.image, "image", "", "kubernetes: container image of the work; the chain's script is run in it (default busybox:1.36)")
@@ -68,7 +72,7 @@ func openBackend(o *backendOptions, getenv func(string) string) (provisioner.Clu
 	switch o.kind {
 	case "", "slurm":
 		so := o.slurm
-		so.Getenv, so.ScriptDir = getenv, o.scriptDir
+		so.Getenv, so.ScriptDir, so.ViewMemo = getenv, o.scriptDir, o.viewMemo
 		var accounts []string
 		if rules != nil {
 			rc := rules.Config()

@@ -13,6 +13,7 @@ import (
 	"github.com/mirage-gpu/mirage/internal/state"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/chainops"
+	"github.com/mirage-gpu/mirage/slurm"
 	"github.com/spf13/cobra"
 )
 
@@ -85,6 +86,7 @@ func daemonRun(ctx context.Context, o *daemonOptions) error {
 		return stateErr(err)
 	}
 	o.backend.scriptDir = scriptsDir(dir)
+	o.backend.viewMemo = filepath.Join(dir, slurm.ViewMemoName)
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)

@@ -123,6 +123,7 @@ func submitRun(ctx context.Context, o *submitOptions) error {
 		return stateErr(err)
 	}
 	o.backend.scriptDir = scriptsDir(dir)
+	o.backend.viewMemo = filepath.Join(dir, slurm.ViewMemoName)
 	cl, err := o.f.Backend(&o.backend)
 	if err != nil {
 		return stateErr(err)
