@@ -451,9 +451,6 @@ func writeScalePage(b *testing.B) {
 			}
 			fmt.Fprintf(&rows, "| %s | %d | %.2f s | %.0f MB | %d |\n", view, chains, r.cpu.Seconds(), r.rssMB, r.waits)
 			switch {
-			case chains == 1_000 && view == viewAutoFirst:
-				fmt.Fprintf(&acc, "| 1,000 chains, view auto, a day's first run: peak RSS < 300 MB (its CPU: see the table) | %.0f MB | %s |\n", r.rssMB,
-					lines.Verdict(r.rssMB < 300, fmt.Sprintf("1,000 chains, view %s: %.0f MB", view, r.rssMB)))
 			case chains == 1_000:
 				fmt.Fprintf(&acc, "| 1,000 chains, view %s: CPU < 2 s and peak RSS < 300 MB | %.2f s, %.0f MB | %s |\n", view, r.cpu.Seconds(), r.rssMB,
 					lines.Verdict(r.cpu < 2*time.Second && r.rssMB < 300, fmt.Sprintf("1,000 chains, view %s: %.2f s CPU, %.0f MB", view, r.cpu.Seconds(), r.rssMB)))
