@@ -57,7 +57,7 @@ page() { # NAME: regenerate one page
     performance) GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     nightly-retrain) OUT=docs/results/nightly-retrain.md PKGS=./models/train BENCH=NightlyRetrain COUNT=1 GOTAGS="$GOTAGS" scripts/bench-results.sh ;;
     replay-speed) GOTAGS="$GOTAGS" BENCHSTAT="${HOME}/.cache/mirage/bin/benchstat" scripts/bench-replay.sh ;;
-    daemon-scale) env MIRAGE_UPDATE_RESULTS=1 go test -tags "$GOTAGS" -count=1 -run '^$' -bench '^BenchmarkDaemonScale$' -benchtime 1x ./slurm/ ;;
+    daemon-scale) env MIRAGE_UPDATE_RESULTS=1 go test -tags "$GOTAGS" -count=1 -run '^$' -bench '^BenchmarkDaemonScale$' -benchtime 5x ./slurm/ ;;
     real-slurm) gotest ./eval/realslurm/ TestBenchRealSlurm MIRAGE_BENCH_REAL_SLURM=1 ;; # its own loopback clusters, about three hours
     *) echo "results: unknown page $1 (pages: $ALL)" >&2; return 2 ;;
   esac
