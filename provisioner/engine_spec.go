@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,8 +71,22 @@ func ChainComment(ch *Chain, index, attempt int) string {
 	return MustTag(ch.ID, index, attempt) + " " + SpecPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// EndMark is the word mirage cancel adds to the comment of a chain's last
+// job, in the backend's history, when it cancels the chain after that job
+// ended (between segments): nothing else in Slurm would tell, after the
+// state database is lost, that the chain did not simply stop there, and
+// recover would offer it as recoverable. Only a job's owner (or an
+// administrator) can change its comment.
+const EndMark = "mirage-end=cancelled"
+
+// MarkedCancelled says whether a job comment carries EndMark.
+func MarkedCancelled(comment string) bool {
+	return slices.Contains(strings.FieldsFunc(comment, func(r rune) bool { return strings.ContainsRune(" ,;\t\n", r) }), EndMark)
+}
+
 // CommentLimit is the longest comment ch's segments can carry (its tag at
-// segment index 999999, attempt 99, its specification and a MAC), for a
+// segment index 999999, attempt 99, its specification, a MAC and room for
+// EndMark), for a
 // chain not registered yet (an id of the usual length stands in for its
 // own): what mirage submit checks against MaxComment.
 func CommentLimit(ch *Chain) int {
@@ -82,7 +97,7 @@ func CommentLimit(ch *Chain) int {
 	if c.Keeper == "" {
 		c.Keeper = strings.Repeat("0", KeeperLen) // the database's, written at the first cycle
 	}
-	return len(ChainComment(&c, 999999, 99)) + len(" "+MACPrefix) + 2*macLen
+	return len(ChainComment(&c, 999999, 99)) + len(" "+MACPrefix) + 2*macLen + len(" "+EndMark)
 }
 
 // ParseChainSpec reads the chain specification from a job comment written

@@ -130,12 +130,30 @@ func TestCommentCarriesNoOptions(t *testing.T) {
 	}
 	// Slurm refuses comments over 1024 bytes: the longest this chain's
 	// segments carry is its tag at segment 999999.99, the spec with the
-	// keeper the database writes at its first cycle (16 hex digits) and a
-	// MAC.
+	// keeper the database writes at its first cycle (16 hex digits), a
+	// MAC, and the word mirage cancel may add to its last job.
 	c.Name = strings.Repeat("n", 900)
 	kept := c
 	kept.Keeper = "0123456789abcdef"
-	if n := CommentLimit(&c); n <= MaxComment || n != len(ChainComment(&kept, 999999, 99))+len(" mirage-mac=")+32 {
+	if n := CommentLimit(&c); n <= MaxComment || n != len(ChainComment(&kept, 999999, 99))+len(" mirage-mac=")+32+len(" mirage-end=cancelled") {
 		t.Errorf("CommentLimit of a 900-byte name: %d", n)
+	}
+}
+
+// MarkedCancelled finds the word mirage cancel adds, as a word of its own
+// only.
+func TestMarkedCancelled(t *testing.T) {
+	for comment, want := range map[string]bool{
+		"mirage:c-1/0.0 mirage-spec=e30 mirage-mac=00ff mirage-end=cancelled": true,
+		"mirage:c-1/0.0 mirage-end=cancelled mirage-mac=00ff":                 true,
+		"mirage:c-1/0.0,mirage-end=cancelled":                                 true,
+		"mirage:c-1/0.0 mirage-spec=e30 mirage-mac=00ff":                      false,
+		"mirage:c-1/0.0 xmirage-end=cancelled":                                false,
+		"mirage:c-1/0.0 mirage-end=cancelledx":                                false,
+		"":                                                                    false,
+	} {
+		if got := MarkedCancelled(comment); got != want {
+			t.Errorf("MarkedCancelled(%q) = %v, want %v", comment, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -491,5 +492,83 @@ func TestApplyMemLimit(t *testing.T) {
 		if got != tc.want || (len(set) == 1) != tc.wantSet || (tc.wantSet && set[0] != tc.want) {
 			t.Errorf("applyMemLimit(%d, GOMEMLIMIT=%q) = %d, set %v; want %d (set: %v)", tc.mib, tc.env, got, set, tc.want, tc.wantSet)
 		}
+	}
+}
+
+// markingBackend is the simulator as a backend whose history keeps the
+// words mirage cancel adds to an ended job's comment (Slurm: sacctmgr
+// modify job), or refuses them with err.
+type markingBackend struct {
+	simBackend
+	marks map[string]string
+	err   error
+}
+
+func (b *markingBackend) MarkEnded(_ context.Context, id string, _ time.Time, mark string) error {
+	if b.err != nil {
+		return b.err
+	}
+	b.marks[id] = mark
+	return nil
+}
+
+func (b *markingBackend) History(_ context.Context, since time.Time) ([]provisioner.Job, error) {
+	jobs := b.Sim.History(since)
+	for i := range jobs {
+		if m, ok := b.marks[jobs[i].ID]; ok {
+			jobs[i].Comment += " " + m
+		}
+	}
+	return jobs, nil
+}
+
+// TestCancelBetweenSegmentsMarksLastJob (#50, low): a chain cancelled
+// between segments (its last job ended by itself, no successor yet) left
+// no trace in the backend, and recover after the loss of the state
+// directory offered it as an active chain. mirage cancel now marks that
+// last job (provisioner.EndMark) and recover registers the chain as
+// cancelled; a mark the backend refuses is a warning, the chain cancelled
+// all the same.
+func TestCancelBetweenSegmentsMarksLastJob(t *testing.T) {
+	t.Parallel()
+	e := newChainEnv(t)
+	mb := &markingBackend{simBackend: simBackend{e.s}, marks: map[string]string{}}
+	e.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return mb, nil }
+	script := e.script(t, "x.sbatch", "-t 55")
+	id := e.submitChain(t, script, "--segments", "3", "--policy", "reactive")
+	e.s.Run(chainT0.Add(2 * time.Hour)) // segment 0 runs out its 55 minutes; no daemon cycle submits segment 1
+	hist := e.s.History(chainT0)
+	if len(hist) != 1 || hist[0].State != provisioner.StateTimeout {
+		t.Fatalf("simulator history: %+v", hist)
+	}
+	last := hist[0].ID
+	out, stderr, code := e.run(t, "cancel", id)
+	if code != 0 || !strings.Contains(out, "job "+last+" (the chain's last) marked "+provisioner.EndMark) || mb.marks[last] != provisioner.EndMark {
+		t.Fatalf("cancel: exit %d, marks %v\n%s%s", code, mb.marks, out, stderr)
+	}
+	if err := os.RemoveAll(e.state); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, code = e.run(t, "recover", "--json", "--dry-run")
+	var rec []chainops.Recovered
+	if err := json.Unmarshal([]byte(out), &rec); err != nil || code != 0 {
+		t.Fatalf("recover --dry-run: exit %d, %v\n%s%s", code, err, out, stderr)
+	}
+	if len(rec) != 1 || rec[0].Chain != id || rec[0].State != string(provisioner.ChainCancelled) || !strings.Contains(rec[0].Note, "cancelled by mirage cancel") {
+		t.Errorf("recover after the loss: %+v; want the chain as cancelled", rec)
+	}
+
+	// The backend refuses the mark: the chain is cancelled, with a warning.
+	e2 := newChainEnv(t)
+	mb2 := &markingBackend{simBackend: simBackend{e2.s}, marks: map[string]string{}, err: errors.New("sacctmgr: slurmdbd unreachable")}
+	e2.f.Backend = func(*backendOptions) (provisioner.Cluster, error) { return mb2, nil }
+	id2 := e2.submitChain(t, e2.script(t, "x.sbatch", "-t 55"), "--segments", "3", "--policy", "reactive")
+	e2.s.Run(chainT0.Add(2 * time.Hour))
+	out, stderr, code = e2.run(t, "cancel", id2)
+	if code != 0 || !strings.Contains(out, "warning: the chain's last job could not be marked") || !strings.Contains(out, "slurmdbd unreachable") {
+		t.Fatalf("cancel with the mark refused: exit %d\n%s%s", code, out, stderr)
+	}
+	if cj := e2.statusJSON(t, id2); cj.State != string(provisioner.ChainCancelled) {
+		t.Errorf("chain %s after cancel, want cancelled", cj.State)
 	}
 }

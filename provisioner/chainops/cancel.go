@@ -24,6 +24,17 @@ type CancelResult struct {
 	Chain     provisioner.Chain     // the chain, marked cancelled unless it had already ended
 	Cancelled []provisioner.Segment // the jobs cancelled, in order
 	Ended     []provisioner.Segment // jobs that had ended on their own since the last daemon cycle, recorded with their real end state
+	// Marked is the job that now carries provisioner.EndMark, for a chain
+	// cancelled between segments (nothing to cancel); MarkErr why it could
+	// not be marked (the chain is cancelled all the same).
+	Marked  string
+	MarkErr error
+}
+
+// EndMarker is a backend that can add a word to the comment of a job of
+// the user's that has ended, in its history (Slurm: sacctmgr modify job).
+type EndMarker interface {
+	MarkEnded(ctx context.Context, jobID string, submitted time.Time, mark string) error
 }
 
 // CancelChain stops chain c (read from st by the caller, under the daemon
@@ -39,6 +50,11 @@ type CancelResult struct {
 //     else its history when it is a HistorySource) shows ended — a segment
 //     that completed and handed off since the last daemon cycle — is not
 //     cancelled: its real end state is recorded, as the daemon would.
+//
+// A chain cancelled between segments (no job of it unfinished) leaves no
+// trace of it in the backend: its last job is marked there with
+// provisioner.EndMark, where the backend is an EndMarker, so that recover
+// does not offer it as recoverable after the state database is lost.
 //
 // A live job of another user carrying the chain's tag is left alone
 // (anyone can copy a tag; Owns). done is called after each job is
@@ -80,6 +96,7 @@ func CancelChain(ctx context.Context, st ChainStore, c *provisioner.Chain, clust
 		unresolved = unresolved || s.State == provisioner.StateSubmitting && s.JobID == ""
 	}
 	if len(todo) == 0 && !unresolved {
+		res.Marked, res.MarkErr = markLast(ctx, st, c, cluster)
 		return res, nil
 	}
 	cl, err := cluster()
@@ -152,7 +169,43 @@ func CancelChain(ctx context.Context, st ChainStore, c *provisioner.Chain, clust
 	if len(failed) > 0 {
 		return nil, fmt.Errorf("chain %s is marked %s, but %d job(s) could not be cancelled (run mirage cancel again): %w", c.ID, c.State, len(failed), errors.Join(failed...))
 	}
+	res.Marked, res.MarkErr = markLast(ctx, st, c, func() (provisioner.Cluster, error) { return cl, nil })
 	return res, nil
+}
+
+// markLast marks the last submitted job of the cancelled chain c with
+// provisioner.EndMark when that job ended by itself (a cancelled one says
+// enough); it returns the job marked, or why none could be.
+func markLast(ctx context.Context, st ChainStore, c *provisioner.Chain, cluster func() (provisioner.Cluster, error)) (string, error) {
+	if c.State != provisioner.ChainCancelled {
+		return "", nil
+	}
+	segs, err := st.Segments(ctx, c.ID)
+	if err != nil {
+		return "", err
+	}
+	var last *provisioner.Segment
+	for i := range segs {
+		s := &segs[i]
+		if s.JobID != "" && (last == nil || s.Index > last.Index || s.Index == last.Index && s.Attempt > last.Attempt) {
+			last = s
+		}
+	}
+	if last == nil || !last.State.Finished() || last.State == provisioner.StateCancelled {
+		return "", nil // nothing submitted, or its last job says it
+	}
+	cl, err := cluster()
+	if err != nil {
+		return "", err
+	}
+	m, ok := cl.(EndMarker)
+	if !ok {
+		return "", nil // the backend keeps no history to mark (Kubernetes)
+	}
+	if err := m.MarkEnded(ctx, last.JobID, last.Submit, provisioner.EndMark); err != nil {
+		return "", fmt.Errorf("job %s: %w", last.JobID, err)
+	}
+	return last.JobID, nil
 }
 
 // endedJobs are the jobs of todo that have ended, by id: as the live view

@@ -197,8 +197,12 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 				Submit: j.Submit, Start: j.Start, End: j.End, ExitCode: j.ExitCode})
 			anyLive = anyLive || !j.State.Finished()
 		}
-		if last := segs[len(segs)-1]; ch.State == provisioner.ChainActive && !anyLive && last.State == provisioner.StateCancelled {
+		switch last := segs[len(segs)-1]; {
+		case ch.State != provisioner.ChainActive || anyLive:
+		case last.State == provisioner.StateCancelled:
 			ch.State, ch.Reason = provisioner.ChainCancelled, fmt.Sprintf("recovered: its last job %s was cancelled", last.JobID)
+		case markedCancelled(jobs):
+			ch.State, ch.Reason = provisioner.ChainCancelled, fmt.Sprintf("recovered: cancelled by mirage cancel after its last job %s ended (%s)", last.JobID, provisioner.EndMark)
 		}
 		r.State, r.Note, r.Script, r.Args = string(ch.State), cmp.Or(ch.Reason, keeperNote), ch.Script, ch.Args
 		if o.DryRun {
@@ -241,6 +245,18 @@ func RecoverChains(ctx context.Context, st ChainStore, cl provisioner.Cluster, h
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// markedCancelled says whether a job of the chain carries
+// provisioner.EndMark: mirage cancel marked the chain's last job when it
+// cancelled it between segments.
+func markedCancelled(jobs []taggedJob) bool {
+	for _, x := range jobs {
+		if provisioner.MarkedCancelled(x.job.Comment) {
+			return true
+		}
+	}
+	return false
 }
 
 // keep sets the keeper of ch, recovered from its jobs' comments (ch.Keeper:

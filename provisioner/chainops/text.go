@@ -444,6 +444,13 @@ func (r *CancelResult) WriteText(out io.Writer, c *provisioner.Chain) error {
 	for _, s := range r.Ended {
 		fmt.Fprintf(out, "job %s (segment %d) had already ended: %s exit %d, recorded as such\n", s.JobID, s.Index, s.State, s.ExitCode)
 	}
+	switch {
+	case r.MarkErr != nil:
+		fmt.Fprintf(out, "warning: the chain's last job could not be marked cancelled in Slurm's accounting (%v): if the state database is lost, "+
+			"mirage recover will offer this chain as recoverable (answer n)\n", r.MarkErr)
+	case r.Marked != "":
+		fmt.Fprintf(out, "job %s (the chain's last) marked %s in Slurm's accounting, for mirage recover\n", r.Marked, provisioner.EndMark)
+	}
 	if len(r.Cancelled) == 0 {
 		_, err := fmt.Fprintf(out, "chain %s is %s (%s); no pending or running jobs to cancel\n", c.ID, c.State, c.Reason)
 		return err
