@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math/rand/v2"
+	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 // cappedBuffer gives back exactly what was written, across its chunks, in
@@ -49,4 +52,33 @@ func TestCappedBuffer(t *testing.T) {
 	if overs != 1 || len(c.Bytes()) != 8 {
 		t.Errorf("over called %d times (want 1), %d bytes kept (want 8)", overs, len(c.Bytes()))
 	}
+}
+
+// A streamed read (lines spooled, parsed once counted) reads exactly what
+// a whole read of the same output does: the same jobs, in order, and the
+// same lines skipped under the same numbers.
+func FuzzRowParserSpool(f *testing.F) {
+	f.Add(readTestdata(f, "sacct-24.11.txt"))
+	f.Add("1|a\n\n  \r\n2" + strings.Repeat(Sep, 3) + "\nx")
+	f.Fuzz(func(t *testing.T, out string) {
+		b := []byte(out)
+		whole := newRowParser(time.UTC, sacctSafeCols, sacctRow, countLines(b))
+		whole.feed(b)
+		streamed := newRowParser(time.UTC, sacctSafeCols, sacctRow, 0)
+		for l := range strings.SplitSeq(out, "\n") {
+			streamed.line([]byte(l))
+		}
+		wj, sj := whole.jobs(), streamed.jobs()
+		if !reflect.DeepEqual(wj, sj) {
+			t.Fatalf("whole read %d jobs, streamed %d, or they differ", len(wj), len(sj))
+		}
+		if len(whole.skipped) != len(streamed.skipped) || whole.n != streamed.n {
+			t.Fatalf("skipped %d vs %d, lines %d vs %d", len(whole.skipped), len(streamed.skipped), whole.n, streamed.n)
+		}
+		for i := range whole.skipped {
+			if w, s := whole.skipped[i], streamed.skipped[i]; w.Line != s.Line || w.ID != s.ID {
+				t.Fatalf("skipped %d: line %d (%q) vs line %d (%q)", i, w.Line, w.ID, s.Line, s.ID)
+			}
+		}
+	})
 }
