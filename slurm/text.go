@@ -212,17 +212,7 @@ func newRowParser(loc *time.Location, cols *columns, row func(*rowParser, []stri
 }
 
 // feed reads every line of b.
-func (p *rowParser) feed(b []byte) {
-	for len(b) > 0 {
-		l := b
-		if k := bytes.IndexByte(b, '\n'); k >= 0 {
-			l, b = b[:k], b[k+1:]
-		} else {
-			b = nil
-		}
-		p.line(l)
-	}
-}
+func (p *rowParser) feed(b []byte) { feedLines(b, p.line) }
 
 // line reads one line (without its newline; blank lines are not counted).
 // l is not kept.
