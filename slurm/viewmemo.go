@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"maps"
 	"time"
 
 	"github.com/mirage-gpu/mirage/internal/safefile"
@@ -85,7 +84,6 @@ func (c *Client) rememberCompact(cmd string) {
 	if err != nil {
 		m = viewMemo{} // rewritten whole
 	}
-	m = maps.Clone(m)
 	m[cmd] = c.clock.Now().UTC().Truncate(time.Second)
 	err = safefile.WriteFile(c.cfg.ViewMemo, 0o600, func(w io.Writer) error {
 		return json.NewEncoder(w).Encode(m)
