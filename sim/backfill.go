@@ -33,7 +33,27 @@ type profile struct {
 	free   []partFree // startsNothing's scratch, per partition
 	tested []int32    // per user: jobs this pass tested (bf_max_job_user)
 	held   []bool     // scratch: nodes pinned over a span (pinnedOver)
+
+	// The node-by-node planner of shared partitions (planNodes).
+	nodeEnds    [][]nodeEnd // per node: what running jobs free on it at their planned ends, ascending
+	endsBuilt   bool        // nodeEnds is this pass's
+	taken       [][]span    // per node: this pass's reservations of shared-partition jobs' nodes
+	takenAny    bool
+	cn          []int32 // planNodes' scratch: the nodes it may use,
+	cf, ce      []int64 // when each has room for the job, and when it is first also clear of reservations
+	cand        []int64 // planNodes' scratch: candidate starts
+	pick        []int32 // planNodes' result
+	spanScratch []span  // reservedSpans' scratch
 }
+
+// nodeEnd is what a running job frees on one node at its planned end.
+type nodeEnd struct {
+	t    int64
+	g, c int32
+}
+
+// span is a reservation of a node over [from, to).
+type span struct{ from, to int64 }
 
 // pinResv is a reservation of the nodes a job's node list requires
 // (--nodelist): sched/backfill plans such a job on exactly those nodes
@@ -367,9 +387,13 @@ func overlaps(st *static, a, b int16) bool {
 // jobs' limits plus the reservations of higher-priority jobs; a job whose
 // earliest time is now is started, any other gets a reservation (if within
 // bf_window, and unless it is younger than bf_min_age_reserve) that no
-// lower-priority job may encroach on. A job with required nodes (its node
-// list) is planned and reserved on those nodes; node counts alone plan
-// the others.
+// lower-priority job may encroach on. A job of a shared partition is
+// planned and reserved node by node (backfill_nodes.go); in an exclusive
+// partition, node counts plan a job, and one with required nodes (its
+// node list) is planned and reserved on those nodes. Reservations made by
+// counts hold no particular node, so a shared partition's plans do not
+// see those of an exclusive partition sharing its nodes (a cluster that
+// mixes the two on the same nodes is planned optimistically there).
 func (s *Sim) backfill() {
 	s.dirtyBF = false
 	if len(s.pending) == 0 {
@@ -390,10 +414,23 @@ func (s *Sim) backfill() {
 	for i := range pr.parts {
 		pr.parts[i].built = false
 	}
+	pr.endsBuilt = false
+	if pr.takenAny {
+		for n := range pr.taken {
+			pr.taken[n] = pr.taken[n][:0]
+		}
+		pr.takenAny = false
+	}
 	startedAny := false
 	s.eachTested(func(j int32) bool {
 		d := &s.dyns[j]
 		sp := s.spec(j)
+		if !st.partExcl[sp.part] {
+			if s.backfillShared(j, res, windowEnd) {
+				startedAny = true
+			}
+			return true
+		}
 		var p *stepProfile
 		if len(pr.parts) > int(sp.part) && pr.parts[sp.part].built {
 			p = &pr.parts[sp.part]
@@ -426,6 +463,7 @@ func (s *Sim) backfill() {
 				d.est = s.now
 				startedAny = true
 				s.reserve(sp.part, at, end, s.now, roundUp(s.now+dur, res), takeN, takeG)
+				s.noteStart(j, res)
 				return true
 			}
 			at, end = p.earliest(1, dur, needN, needG, windowEnd)
@@ -551,23 +589,38 @@ func (s *Sim) pinnedUntil(mask []bool, from, to int64) int64 {
 	return until
 }
 
-// pinnedOver returns the nodes this pass reserved for a job's node list
-// at some time in [from, to) (scratch, valid until the next call), or nil
-// if there are none.
+// pinnedOver returns the nodes this pass reserved for a higher-priority
+// job at some time in [from, to), for its node list or for a plan on a
+// shared partition's nodes (scratch, valid until the next call), or nil if
+// there are none.
 func (s *Sim) pinnedOver(from, to int64) []bool {
 	pr := &s.prof
 	var held []bool
-	for _, r := range pr.pins {
-		if r.from >= to || r.to <= from {
-			continue
-		}
+	hold := func() {
 		if held == nil {
 			held = slices.Grow(pr.held[:0], len(s.st.nodeNames))[:len(s.st.nodeNames)]
 			clear(held)
 			pr.held = held
 		}
+	}
+	for _, r := range pr.pins {
+		if r.from >= to || r.to <= from {
+			continue
+		}
+		hold()
 		for n, on := range r.nodes {
 			held[n] = held[n] || on
+		}
+	}
+	if pr.takenAny {
+		for n, spans := range pr.taken {
+			for _, r := range spans {
+				if r.from < to && r.to > from {
+					hold()
+					held[n] = true
+					break
+				}
+			}
 		}
 	}
 	return held
