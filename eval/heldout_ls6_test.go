@@ -17,7 +17,6 @@ import (
 	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/scenario"
-	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/sim"
 	"github.com/mirage-gpu/mirage/traces"
@@ -55,12 +54,12 @@ func TestPinNovemberLS6(t *testing.T) {
 	start := time.Now()
 
 	// 1. The published protocol, as walk-forward.md scores it.
-	res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(),
-		Bounds: []time.Time{from, until}, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: protocol.ReplayBaselines})
+	res, err := protocol.RunWalkForward(ctx, protocol.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(),
+		Bounds: []time.Time{from, until}, Seed: 1, Cache: cache, Baselines: protocol.WFBaselines})
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := func(p, class string) *train.WFRow {
+	row := func(p, class string) *protocol.WFRow {
 		for i := range res.Rows {
 			if res.Rows[i].Policy == p && res.Rows[i].Class == class {
 				return &res.Rows[i]
@@ -69,7 +68,7 @@ func TestPinNovemberLS6(t *testing.T) {
 		return nil
 	}
 	for _, r := range res.Rows { // every policy scored every hand-off of its class
-		if react := row(train.WFReactive, r.Class); react == nil || r.N != react.N {
+		if react := row(protocol.WFReactive, r.Class); react == nil || r.N != react.N {
 			t.Errorf("%s %s: %d hand-offs, reactive %v", r.Class, r.Policy, r.N, react)
 		}
 	}
@@ -147,7 +146,7 @@ func TestPinNovemberLS6(t *testing.T) {
 		"reactive and the oracle are the table's (the deadline submission; the tick with the smallest |gap|), the baselines decide\n" +
 		"through the provisioner's engine in the replay. × reactive: Σ|gap| / reactive's Σ|gap| on the same hand-offs, 95% paired\n" +
 		"bootstrap interval.\n\n")
-	if err := train.WriteWalkForwardTable(&b, res.Rows, []string{"Nov"}); err != nil {
+	if err := protocol.WriteWalkForwardTable(&b, res.Rows, []string{"Nov"}); err != nil {
 		t.Fatal(err)
 	}
 	// pin's acceptance lines: each "no" fails the test once the page is

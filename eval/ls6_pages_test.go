@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/models"
-	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -129,9 +129,9 @@ type issue16Class struct {
 	overlap              float64
 }
 
-// wfClass is a walk-forward row's figures (train.WFRow); ok is false when
+// wfClass is a walk-forward row's figures (protocol.WFRow); ok is false when
 // the table has no row of the class.
-func wfClass(rows []train.WFRow, p, class string) (issue16Class, bool) {
+func wfClass(rows []protocol.WFRow, p, class string) (issue16Class, bool) {
 	for _, r := range rows {
 		if r.Policy == p && r.Class == class {
 			return issue16Class{n: r.N, vsReactive: r.VsReactive, vsOracle: r.VsOracle, ci: &r.VsReactive95, overlap: r.MeanOverlap}, r.N > 0

@@ -76,17 +76,17 @@ type GridSpec struct {
 // period and of its scored periods (PerFold: each scored period), the
 // outcomes they pool (for paired comparisons), and what it took.
 type GridCellResult struct {
-	Cell         string            `json:"cell"`
-	Class        sim.SiteClass     `json:"class"` // what sim.Classify names the cell's configuration
-	About        string            `json:"about"`
-	Chains       int               `json:"chains"`     // tabled for the scored run
-	RankScale    float64           `json:"rank_scale"` // the ranking run's arrival scale
-	Periods      []string          `json:"periods"`    // the scored periods' starts (YYYY-MM-DD)
-	Ranking      []train.WFRow     `json:"ranking"`
-	Scored       []train.WFRow     `json:"scored"`
-	RankOutcomes []train.WFOutcome `json:"rank_outcomes"`
-	Outcomes     []train.WFOutcome `json:"outcomes"` // of the scored periods
-	Seconds      float64           `json:"seconds"`  // wall time
+	Cell         string               `json:"cell"`
+	Class        sim.SiteClass        `json:"class"` // what sim.Classify names the cell's configuration
+	About        string               `json:"about"`
+	Chains       int                  `json:"chains"`     // tabled for the scored run
+	RankScale    float64              `json:"rank_scale"` // the ranking run's arrival scale
+	Periods      []string             `json:"periods"`    // the scored periods' starts (YYYY-MM-DD)
+	Ranking      []protocol.WFRow     `json:"ranking"`
+	Scored       []protocol.WFRow     `json:"scored"`
+	RankOutcomes []protocol.WFOutcome `json:"rank_outcomes"`
+	Outcomes     []protocol.WFOutcome `json:"outcomes"` // of the scored periods
+	Seconds      float64              `json:"seconds"`  // wall time
 	// Stamp identifies what was run (GridSpec.Stamp): a result kept with
 	// another stamp is stale.
 	Stamp string `json:"stamp"`
@@ -149,9 +149,9 @@ func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellR
 		return nil, err
 	}
 	start := time.Now()
-	wf := func(bounds []time.Time, scale float64) (*train.WFResult, error) {
-		res, err := train.RunWalkForward(ctx, train.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Retrain: s.Retrain, Scale: scale,
-			Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Replay: protocol.ReplayBaselines, Seed: s.Seed, Cache: s.Cache,
+	wf := func(bounds []time.Time, scale float64) (*protocol.WFResult, error) {
+		res, err := protocol.RunWalkForward(ctx, protocol.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Retrain: s.Retrain, Scale: scale,
+			Policies: GridTable, Replayed: GridReplayed, Baselines: GridBaselines, Seed: s.Seed, Cache: s.Cache,
 			Workers: s.Workers, Progress: s.Progress})
 		if err != nil {
 			return nil, fmt.Errorf("grid cell %s: %w", cell.Name, err)
@@ -178,13 +178,13 @@ func RunGridCell(ctx context.Context, s GridSpec, cell sim.GridCell) (*GridCellR
 
 // rows pools the outcomes of each run into its rows.
 func (r *GridCellResult) rows() {
-	r.Ranking = train.WalkForwardRows(r.RankOutcomes, 1, 2000, 1)
-	r.Scored = train.WalkForwardRows(r.Outcomes, len(r.Periods), 2000, 1)
+	r.Ranking = protocol.WalkForwardRows(r.RankOutcomes, 1, 2000, 1)
+	r.Scored = protocol.WalkForwardRows(r.Outcomes, len(r.Periods), 2000, 1)
 }
 
 // Row is the row of policy p in class ("all", "low", "medium", "heavy")
 // of rows, or nil.
-func gridRow(rows []train.WFRow, p, class string) *train.WFRow {
+func gridRow(rows []protocol.WFRow, p, class string) *protocol.WFRow {
 	for i := range rows {
 		if rows[i].Policy == p && rows[i].Class == class {
 			return &rows[i]
@@ -311,20 +311,20 @@ func GridRanking(cells []*GridCellResult, measured string) *models.SiteRanking {
 
 // pairedUpper is the 95% upper bound of Σ|gap| of policy a over that of b
 // on the same hand-offs (a paired percentile bootstrap,
-// train.WalkForwardRows with b as the reference).
-func pairedUpper(outs []train.WFOutcome, a, b string) float64 {
-	var pair []train.WFOutcome
+// protocol.WalkForwardRows with b as the reference).
+func pairedUpper(outs []protocol.WFOutcome, a, b string) float64 {
+	var pair []protocol.WFOutcome
 	for _, o := range outs {
 		o.Fold = 0
 		switch o.Policy {
 		case a:
 			pair = append(pair, o)
 		case b:
-			o.Policy = train.WFReactive
+			o.Policy = protocol.WFReactive
 			pair = append(pair, o)
 		}
 	}
-	if r := gridRow(train.WalkForwardRows(pair, 1, 2000, 1), a, "all"); r != nil {
+	if r := gridRow(protocol.WalkForwardRows(pair, 1, 2000, 1), a, "all"); r != nil {
 		return r.VsReactive95[1]
 	}
 	return math.NaN()
@@ -364,7 +364,7 @@ func WriteGridTable(w io.Writer, cells []*GridCellResult, rk *models.SiteRanking
 	}
 	for _, c := range cells {
 		def := GridDefault(rk, c)
-		for _, p := range slices.Concat([]string{train.WFReactive, train.WFOracle}, GridCandidates()) {
+		for _, p := range slices.Concat([]string{protocol.WFReactive, protocol.WFOracle}, GridCandidates()) {
 			all, low := gridRow(c.Scored, p, "all"), gridRow(c.Scored, p, "low")
 			if all == nil {
 				continue
@@ -404,7 +404,7 @@ func WriteRankingTable(w io.Writer, cells []*GridCellResult) error {
 			if low != nil {
 				lo = fmt.Sprintf("%.2f", low.MeanOverlap)
 			} else {
-				low = &train.WFRow{VsReactive: math.NaN()}
+				low = &protocol.WFRow{VsReactive: math.NaN()}
 			}
 			if _, err := fmt.Fprintf(w, "| %s | %s | %d | %s | %d | %.2f | %s | %s–%s | %s | %s | %s |\n", c.Cell, c.Class, i+1, p.Policy, p.N, p.MeanAbsGap,
 				fmtNaN(p.VsReactive), fmtNaN(all.VsReactive95[0]), fmtNaN(all.VsReactive95[1]), fmtNaN(low.VsReactive), lo, p.Why); err != nil {

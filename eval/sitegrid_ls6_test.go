@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/internal/acceptance"
 	"github.com/mirage-gpu/mirage/models"
-	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
@@ -245,7 +245,7 @@ func writeGridWalkForward(t *testing.T, b *bytes.Buffer, acc *acceptance.Lines) 
 	}
 }
 
-func pinGap(r *train.WFRow) float64 {
+func pinGap(r *protocol.WFRow) float64 {
 	if r == nil {
 		return math.NaN()
 	}

@@ -25,7 +25,7 @@ import (
 // protocol: Work of useful work, 48 h segments, hand-off on) of reactive
 // and every grid candidate under one cell, the learned ones with
 // xgb-online fitted for the training cost once per period on the chains
-// known at its start (train.FitFolds, the walk-forward's tables). One
+// known at its start (protocol.FitFolds, the walk-forward's tables). One
 // cell, one file, as for the walk-forward.
 
 // GridRunsResult is one cell's whole runs.
@@ -69,8 +69,8 @@ func RunGridRuns(ctx context.Context, s GridSpec, cell sim.GridCell, bounds []ti
 	}
 	start := time.Now()
 	training, _ := provisioner.WorkloadCost(provisioner.WorkloadTraining)
-	spec := train.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Seed: s.Seed, Cache: s.Cache, Workers: s.Workers}
-	folds, err := train.FitFolds(ctx, spec, train.OnlinePolicyName, training)
+	spec := protocol.WFSpec{Jobs: s.Jobs, TraceName: s.TraceName, Cluster: cfg, Bounds: bounds, Seed: s.Seed, Cache: s.Cache, Workers: s.Workers}
+	folds, err := protocol.FitFolds(ctx, spec, train.OnlinePolicyName, training)
 	if err != nil {
 		return nil, fmt.Errorf("grid cell %s: whole runs: %w", cell.Name, err)
 	}

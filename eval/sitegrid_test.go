@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/models"
-	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/sim"
 )
 
 // gridOutcomes makes the ranking period's outcomes of 20 low-load
 // hand-offs (reactive's gap 1 h) and 20 heavy ones (20 h): each policy's
 // gap in hours on the low ones, then on the heavy ones.
-func gridOutcomes(gaps map[string][2]float64) []train.WFOutcome {
+func gridOutcomes(gaps map[string][2]float64) []protocol.WFOutcome {
 	t0 := time.Date(2022, 11, 15, 0, 0, 0, 0, time.UTC)
-	var out []train.WFOutcome
+	var out []protocol.WFOutcome
 	for i := range 40 {
 		react := 1.0
 		if i >= 20 {
@@ -28,7 +28,7 @@ func gridOutcomes(gaps map[string][2]float64) []train.WFOutcome {
 			if i >= 20 {
 				gap = g[1]
 			}
-			out = append(out, train.WFOutcome{Policy: p, Fold: 0, Inject: t0.Add(time.Duration(i) * 4 * time.Hour), Nodes: 1, Gap: gap * 3600, Reactive: react * 3600})
+			out = append(out, protocol.WFOutcome{Policy: p, Fold: 0, Inject: t0.Add(time.Duration(i) * 4 * time.Hour), Nodes: 1, Gap: gap * 3600, Reactive: react * 3600})
 		}
 	}
 	return out
@@ -42,7 +42,7 @@ func gridOutcomes(gaps map[string][2]float64) []train.WFOutcome {
 // 1: it earned its place above pin. Means: 2.7, 5.25, 10.5, then 1.5 h.
 func TestRankSite(t *testing.T) {
 	r := &GridCellResult{Cell: "x", Class: sim.SiteNoAge, RankOutcomes: gridOutcomes(map[string][2]float64{
-		train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, "xgb-online": {2, 1}, models.DefaultPinned: {0.4, 5}})}
+		protocol.WFReactive: {1, 20}, protocol.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, "xgb-online": {2, 1}, models.DefaultPinned: {0.4, 5}})}
 	r.rows()
 	got := RankSite(r)
 	var names []string
@@ -63,7 +63,7 @@ func TestRankSite(t *testing.T) {
 	// instead of 5 on the last): most resamples miss it and tie at 1, so
 	// the upper bound is 1, not below: it did not earn its place, and
 	// comes after the candidates without a model (pin, dependency).
-	outs := gridOutcomes(map[string][2]float64{train.WFReactive: {1, 20}, train.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, models.DefaultPinned: {0.5, 10}})
+	outs := gridOutcomes(map[string][2]float64{protocol.WFReactive: {1, 20}, protocol.WFOracle: {0.1, 1}, "pin": {0.5, 10}, "dependency": {1, 20}, models.DefaultPinned: {0.5, 10}})
 	for i := range outs {
 		if outs[i].Policy == models.DefaultPinned && outs[i].Inject.Equal(time.Date(2022, 11, 15, 0, 0, 0, 0, time.UTC).Add(39*4*time.Hour)) {
 			outs[i].Gap = 9.9 * 3600

@@ -61,8 +61,8 @@ func TestWalkForwardLS6(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	res, err := train.RunWalkForward(context.Background(), train.WFSpec{Jobs: jobs, TraceName: filepath.Base(tr), Cluster: sim.LS6(), Bounds: bounds,
-		Policies: policies, Replayed: replayed, Seed: 1, Cache: cache, Baselines: train.WFBaselines, Replay: protocol.ReplayBaselines, Retrain: retrain})
+	res, err := protocol.RunWalkForward(context.Background(), protocol.WFSpec{Jobs: jobs, TraceName: filepath.Base(tr), Cluster: sim.LS6(), Bounds: bounds,
+		Policies: policies, Replayed: replayed, Seed: 1, Cache: cache, Baselines: protocol.WFBaselines, Retrain: retrain})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +74,12 @@ func TestWalkForwardLS6(t *testing.T) {
 	// chooses that tick has a mean |gap| below it (pin and the pinned
 	// forms also choose where the successor may start: they are not bound
 	// by that oracle), and every policy scored every chain of every class.
-	byKey := map[string]train.WFRow{}
+	byKey := map[string]protocol.WFRow{}
 	for _, r := range rows {
 		byKey[r.Class+"|"+r.Policy] = r
 	}
 	for _, r := range rows {
-		o, react := byKey[r.Class+"|"+train.WFOracle], byKey[r.Class+"|"+train.WFReactive]
+		o, react := byKey[r.Class+"|"+protocol.WFOracle], byKey[r.Class+"|"+protocol.WFReactive]
 		if r.Policy != provisioner.PolicyPin && !strings.HasSuffix(r.Policy, models.PinSuffix) && r.MeanAbsGap < o.MeanAbsGap-1e-9 {
 			t.Errorf("%s %s: mean |gap| %.3f h below the oracle's %.3f h", r.Class, r.Policy, r.MeanAbsGap, o.MeanAbsGap)
 		}
@@ -116,8 +116,8 @@ func TestWalkForwardLS6(t *testing.T) {
 		"only hand-offs the replay has seen end. `NAME%s` is NAME's model deciding where `pin` would act as lead (whole nodes\n"+
 		"free, or nodes shared with the predecessor; a submission in the lead's last cycle begins 2 min before the limit) and,\n"+
 		"everywhere else, the successor queued at once on its predecessor's nodes.\n\n",
-		train.NoHoldSuffix, train.NoHarmSuffix, train.OnlinePolicyName, strings.Join(train.WFBaselines, ", "), strings.Join(replayed, ", "), models.PinSuffix)
-	if err := train.WriteWalkForwardTable(&b, rows, foldNames); err != nil {
+		train.NoHoldSuffix, train.NoHarmSuffix, train.OnlinePolicyName, strings.Join(protocol.WFBaselines, ", "), strings.Join(replayed, ", "), models.PinSuffix)
+	if err := protocol.WriteWalkForwardTable(&b, rows, foldNames); err != nil {
 		t.Fatal(err)
 	}
 	// The acceptance lines are the defaults', chosen on earlier data (issue
@@ -158,7 +158,7 @@ func TestWalkForwardLS6(t *testing.T) {
 	if _, ok := byKey["all|"+provisioner.PolicyPin]; ok {
 		lowest, at := "", 0.0
 		for _, r := range rows {
-			if r.Class == "all" && r.Policy != train.WFOracle && (lowest == "" || r.MeanAbsGap < at) {
+			if r.Class == "all" && r.Policy != protocol.WFOracle && (lowest == "" || r.MeanAbsGap < at) {
 				lowest, at = r.Policy, r.MeanAbsGap
 			}
 		}
@@ -166,7 +166,7 @@ func TestWalkForwardLS6(t *testing.T) {
 		for _, class := range []string{"low", "medium", "heavy"} {
 			lo, v := "", 0.0
 			for _, r := range rows {
-				if r.Class == class && r.Policy != train.WFOracle && (lo == "" || r.MeanAbsGap < v) {
+				if r.Class == class && r.Policy != protocol.WFOracle && (lo == "" || r.MeanAbsGap < v) {
 					lo, v = r.Policy, r.MeanAbsGap
 				}
 			}

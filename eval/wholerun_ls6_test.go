@@ -33,7 +33,7 @@ const (
 // January and February 2023 (to the 20th, so that week-long runs end
 // before the file's arrivals stop on 1 March) are each replayed with an
 // xgb model fitted only on chains known before the month began
-// (train.FitFolds, the tables of the walk-forward evaluation).
+// (protocol.FitFolds, the tables of the walk-forward evaluation).
 //
 //   - Training workload: whole runs (the run protocol) of 7 days of work,
 //     48 h segments, 1 and 8 nodes, C = R = 5 min, with hand-off; xgb with
@@ -65,8 +65,8 @@ func TestWholeRunLS6(t *testing.T) {
 	// cost's decision quantile of the wait, thresholds tuned for the cost.
 	training, _ := provisioner.WorkloadCost(provisioner.WorkloadTraining)
 	serviceCost, _ := provisioner.WorkloadCost(provisioner.WorkloadService)
-	spec := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(), Bounds: bounds, Seed: 1, Cache: cache}
-	serviceFolds, err := train.FitFolds(ctx, spec, "xgb", serviceCost)
+	spec := protocol.WFSpec{Jobs: jobs, TraceName: filepath.Base(path), Cluster: sim.LS6(), Bounds: bounds, Seed: 1, Cache: cache}
+	serviceFolds, err := protocol.FitFolds(ctx, spec, "xgb", serviceCost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,13 +76,13 @@ func TestWholeRunLS6(t *testing.T) {
 	// floor; guard off, thresholds fixed). Its model also serves the
 	// ablations xgb-untuned (no calibration, no floor) and xgb-conformal
 	// (no floor).
-	folds, err := train.FitFolds(ctx, spec, train.OnlinePolicyName, training)
+	folds, err := protocol.FitFolds(ctx, spec, train.OnlinePolicyName, training)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// xgb-online fitted for the service cost: the model of the pinned
 	// default's service chains (a site trains it with --workload service).
-	serviceOnline, err := train.FitFolds(ctx, spec, train.OnlinePolicyName, serviceCost)
+	serviceOnline, err := protocol.FitFolds(ctx, spec, train.OnlinePolicyName, serviceCost)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +90,7 @@ func TestWholeRunLS6(t *testing.T) {
 	// hold tuned for the training cost on per-hand-off tables.
 	tables := training
 	tables.HandOff = false
-	tableFolds, err := train.FitFolds(ctx, spec, "xgb", tables)
+	tableFolds, err := protocol.FitFolds(ctx, spec, "xgb", tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestWholeRunLS6(t *testing.T) {
 	var runSamples, service []metrics.Sample
 	perMonth := map[string][]metrics.RunSample{}
 	for i, f := range folds {
-		withModel := func(model models.Model, online *train.FoldModel) func(probe models.OracleProbe) provisioner.PolicyFactory {
+		withModel := func(model models.Model, online *protocol.FoldModel) func(probe models.OracleProbe) provisioner.PolicyFactory {
 			return func(probe models.OracleProbe) provisioner.PolicyFactory {
 				base := models.PolicyFactory("", models.PolicyOptions{Probe: probe, Tick: protocol.DefaultCycle,
 					OracleCost: func(gap time.Duration) float64 { return training.Cost(gap, 0) }})

@@ -64,7 +64,7 @@ Method and policies: docs/guide/training-and-evaluation.md.`,
 	fl.StringSliceVar(&o.policies, "policies", []string{"xgb", "rf-xgb", "xgb-noharm", train.OnlinePolicyName, train.ImitationPolicyName}, "policies to score besides reactive and the oracle")
 	fl.DurationVar(&o.retrain, "retrain", 7*24*time.Hour, "refit the learned policies this often inside a period, on the chains known by then, as a cron retrain does (0: once per period)")
 	fl.StringSliceVar(&o.replayed, "replayed", []string{models.DefaultPinned}, "learned policies (or their pinned forms, NAME"+models.PinSuffix+") replayed as the daemon runs them, each period with a model fitted once at its start (\"\": none)")
-	fl.StringSliceVar(&o.baselines, "baselines", train.WFBaselines, "policies without training to score too, replayed on the same chains (\"\": none)")
+	fl.StringSliceVar(&o.baselines, "baselines", protocol.WFBaselines, "policies without training to score too, replayed on the same chains (\"\": none)")
 	fl.StringVar(&o.cache, "cache", "", "chain table cache, by injection day (default: $XDG_CACHE_HOME/mirage/datasets; \"-\": none)")
 	fl.StringVar(&o.preset, "preset", "ls6", "cluster preset: ls6, default (needs --slurm-conf) or a preset file (mirage sim calibrate)")
 	fl.StringVar(&o.slurmConf, "slurm-conf", "", "read nodes, partitions and scheduler parameters from this slurm.conf")
@@ -88,8 +88,8 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 		return err
 	}
 	loc := jobs[0].Submit.Location()
-	s := train.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
-		Baselines: o.baselines, Replayed: o.replayed, Replay: protocol.ReplayBaselines, Retrain: o.retrain,
+	s := protocol.WFSpec{Jobs: jobs, TraceName: filepath.Base(o.trace), Cluster: cl, Policies: o.policies, Seed: o.seed, Workers: o.workers, Protocol: o.protocol,
+		Baselines: o.baselines, Replayed: o.replayed, Retrain: o.retrain,
 		Progress: train.Bar{Progress: term.NewProgress(o.f.progress(), "")}}
 	for _, m := range append(o.months, cmp.Or(o.until, jobs[len(jobs)-1].Submit.Format("2006-01-02T15:04:05Z07:00"))) {
 		t, err := parseWhen("months", m, loc)
@@ -103,7 +103,7 @@ func evalWalkForward(ctx context.Context, o *evalWFOptions) error {
 	} else if o.cache == "-" {
 		s.Cache = ""
 	}
-	res, err := train.RunWalkForward(ctx, s)
+	res, err := protocol.RunWalkForward(ctx, s)
 	if err != nil {
 		return trainExitErr(err)
 	}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/internal/cmdutil"
-	"github.com/mirage-gpu/mirage/models/train"
 )
 
 func TestEvalWalkForward(t *testing.T) {
@@ -17,12 +17,12 @@ func TestEvalWalkForward(t *testing.T) {
 	cache := filepath.Join(t.TempDir(), "cache")
 	args := []string{"eval", "walk-forward", "--trace", fx.trace, "--months", "2022-11-06,2022-11-08", "--until", "2022-11-10",
 		"--nodes", "1,4", "--every", "12h", "--cycle", "30m", "--limit", "12h", "--warmup", "24h", "--policies", "xgb", "--replayed", "xgb-pin", "--retrain", "24h", "--cache", cache, "--json"}
-	run := func() train.WFResult {
+	run := func() protocol.WFResult {
 		out, stderr, code := runMirage(t, args...)
 		if code != 0 {
 			t.Fatalf("walk-forward: exit %d: %s", code, stderr)
 		}
-		var r train.WFResult
+		var r protocol.WFResult
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatalf("%v: %s", err, out)
 		}
@@ -42,7 +42,7 @@ func TestEvalWalkForward(t *testing.T) {
 			t.Errorf("fold %+v: %d fits, want 2", f, f.Fits)
 		}
 	}
-	all := map[string]train.WFRow{}
+	all := map[string]protocol.WFRow{}
 	for _, row := range r.Rows {
 		if row.Class == "all" {
 			all[row.Policy] = row
@@ -51,7 +51,7 @@ func TestEvalWalkForward(t *testing.T) {
 			t.Errorf("%s %s: %d per-period ratios for %d periods", row.Class, row.Policy, len(row.PerFold), len(r.Folds))
 		}
 	}
-	for _, p := range append([]string{train.WFReactive, train.WFOracle, "xgb", "xgb-pin"}, train.WFBaselines...) {
+	for _, p := range append([]string{protocol.WFReactive, protocol.WFOracle, "xgb", "xgb-pin"}, protocol.WFBaselines...) {
 		if all[p].N != scored {
 			t.Errorf("%s: %d hand-offs, want every scored chain (%d)", p, all[p].N, scored)
 		}
@@ -62,8 +62,8 @@ func TestEvalWalkForward(t *testing.T) {
 		t.Errorf("pick %q, want %s (mean |gap| xgb %.3f h, xgb-pin %.3f h)", r.Pick, want, all["xgb"].MeanAbsGap, all["xgb-pin"].MeanAbsGap)
 	}
 	// The oracle is each chain's best tick: no policy does better.
-	if o := all[train.WFOracle].MeanAbsGap; o > all["xgb"].MeanAbsGap || o > all[train.WFReactive].MeanAbsGap {
-		t.Errorf("oracle mean |gap| %.3f h above xgb %.3f or reactive %.3f", o, all["xgb"].MeanAbsGap, all[train.WFReactive].MeanAbsGap)
+	if o := all[protocol.WFOracle].MeanAbsGap; o > all["xgb"].MeanAbsGap || o > all[protocol.WFReactive].MeanAbsGap {
+		t.Errorf("oracle mean |gap| %.3f h above xgb %.3f or reactive %.3f", o, all["xgb"].MeanAbsGap, all[protocol.WFReactive].MeanAbsGap)
 	}
 	// From the cache, the same result.
 	if again := run(); !reflect.DeepEqual(again.Rows, r.Rows) {

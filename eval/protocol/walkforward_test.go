@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/mirage-gpu/mirage/models/dataset"
-	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
 )
 
@@ -23,9 +22,9 @@ func TestReplayBaselinesOnTables(t *testing.T) {
 	p.Tick = 10 * time.Minute
 	f := sc.First
 	bounds := []time.Time{f.Add(8 * 24 * time.Hour), f.Add(10 * 24 * time.Hour), f.Add(11 * 24 * time.Hour)}
-	spec := train.WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
-		Baselines: []string{provisioner.PolicyLead}, Replay: ReplayBaselines}
-	res, err := train.RunWalkForward(context.Background(), spec)
+	spec := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
+		Baselines: []string{provisioner.PolicyLead}}
+	res, err := RunWalkForward(context.Background(), spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +34,7 @@ func TestReplayBaselinesOnTables(t *testing.T) {
 	}
 	want := map[string]float64{}
 	scored := 0
-	for _, fold := range train.Folds(data, bounds) {
+	for _, fold := range Folds(data, bounds) {
 		for i := range fold.Test {
 			ep := &fold.Test[i]
 			k := -1

@@ -9,7 +9,8 @@
 // trains every requested model and saves it.
 //
 // Contract: train may import every models package (features, scenario,
-// dataset, the learners and models itself) and nothing imports train but
-// the CLI; it reads no flags or environment. Errors a caller should map to
+// dataset, the learners and models itself) and no eval package (the
+// walk-forward, which refits policies per period, is eval/protocol's and
+// imports train); it reads no flags or environment. Errors a caller should map to
 // a usage error wrap ErrSpec.
 package train

@@ -23,6 +23,17 @@ const NoHarmSuffix = "-noharm"
 // on the calibration split, so that a walk-forward shows what the hold does.
 const NoHoldSuffix = "-nohold"
 
+// OnlinePolicyName names OnlinePolicy in a walk-forward run: xgb's
+// predicted gap with a do-no-harm guard and online thresholds.
+const OnlinePolicyName = "xgb-online"
+
+// TableDecider decides on episode tables, episode by episode in injection
+// order; Observe is told each outcome (an online policy learns from it).
+type TableDecider interface {
+	SubmitTick(ep *dataset.ChainEpisode) (int, error)
+	Observe(o adapt.Outcome)
+}
+
 // FitTablePolicy trains policy name on train and returns it as a decider on
 // episode tables: a learned policy (models.IsLearned, optionally with
 // NoHarmSuffix) decides by its tuned rule; OnlinePolicyName is an
@@ -43,6 +54,14 @@ func FitTablePolicy(name string, train *dataset.ChainData, o PolicyTrainOptions)
 		return nil, err
 	}
 	return &ruleDecider{m: m, rule: *m.Meta().Decision}, nil
+}
+
+// IsTablePolicy reports whether FitTablePolicy fits name: a learned
+// policy (models.IsLearned, optionally with NoHarmSuffix or NoHoldSuffix),
+// OnlinePolicyName or ImitationPolicyName.
+func IsTablePolicy(name string) bool {
+	base, _ := variantOf(name, PolicyTrainOptions{})
+	return name == OnlinePolicyName || name == ImitationPolicyName || models.IsLearned(base)
 }
 
 // variantOf strips NoHarmSuffix and NoHoldSuffix from a learned
@@ -155,10 +174,10 @@ func (p *OnlinePolicy) SubmitTick(ep *dataset.ChainEpisode) (int, error) {
 // Observe implements TableDecider.
 func (p *OnlinePolicy) Observe(o adapt.Outcome) { p.Thresh.Observe(o) }
 
-// outcomeOf is the outcome of an episode's hand-off with gap g (seconds),
+// OutcomeOf is the outcome of an episode's hand-off with gap g (seconds),
 // known at the later of the successor's start and the predecessor's end
 // (as provisioner.HandOff.Known).
-func outcomeOf(ep *dataset.ChainEpisode, g float64) adapt.Outcome {
+func OutcomeOf(ep *dataset.ChainEpisode, g float64) adapt.Outcome {
 	gap := time.Duration(g * float64(time.Second))
 	return adapt.Outcome{At: ep.PredEnd.Add(max(gap, 0)), Nodes: ep.Nodes, Gap: gap}
 }
@@ -332,7 +351,7 @@ func OnlineMetrics(metrics map[string]float64, prefix string, p *OnlinePolicy, e
 			return 0, err
 		}
 		if g, c := ep.Outcome(k); !c {
-			q.Observe(outcomeOf(ep, g))
+			q.Observe(OutcomeOf(ep, g))
 		}
 		return k, nil
 	})
@@ -378,7 +397,7 @@ func playMeanLoss(d TableDecider, eps []dataset.ChainEpisode, loss func(*dataset
 			nLow++
 		}
 		if !c {
-			d.Observe(outcomeOf(ep, g))
+			d.Observe(OutcomeOf(ep, g))
 		}
 	}
 	return all / float64(len(eps)), low / max(nLow, 1), nil

@@ -98,33 +98,6 @@ func TestOnlineThresholdsUseOnlyPastOutcomes(t *testing.T) {
 	}
 }
 
-func TestFoldsTrainBeforeScoring(t *testing.T) {
-	t0 := time.Date(2023, 1, 1, 0, 0, 0, 0, time.UTC)
-	var d dataset.ChainData
-	for h := 0; h < 20*24; h += 12 {
-		in := t0.Add(time.Duration(h) * time.Hour)
-		d.Episodes = append(d.Episodes, dataset.ChainEpisode{Inject: in, PredStart: in.Add(time.Hour), PredEnd: in.Add(49 * time.Hour)})
-	}
-	bounds := []time.Time{t0.Add(10 * 24 * time.Hour), t0.Add(15 * 24 * time.Hour), t0.Add(20 * 24 * time.Hour)}
-	fs := Folds(&d, bounds)
-	if len(fs) != 2 {
-		t.Fatalf("%d folds, want 2", len(fs))
-	}
-	// Fold 0: injections at 0, 12, …, 228 h scored from day 10 (240 h):
-	// training chains end by 240 h, i.e. injected by 191 h: 0…180 h, 16 chains.
-	// Scored: injected in [240, 360) h: 10 chains.
-	if len(fs[0].Train) != 16 || len(fs[0].Test) != 10 {
-		t.Errorf("fold 0: %d training, %d scored chains, want 16 and 10", len(fs[0].Train), len(fs[0].Test))
-	}
-	for i, f := range fs {
-		for _, e := range f.Train {
-			if e.PredEnd.After(f.Start) {
-				t.Errorf("fold %d trains on a chain ending %s, after its start %s", i, e.PredEnd, f.Start)
-			}
-		}
-	}
-}
-
 func TestTuneThresholdNoHarm(t *testing.T) {
 	// Two chains with the same scores −2, −1, 0 at ticks 0–2: a heavy one
 	// (deadline 20 h late) and a low one (deadline on time), and the gaps

@@ -301,10 +301,10 @@ func (r *run) trainEnd() time.Time {
 	return r.s.TrainUntil
 }
 
-// dayCache is the per-day chain dataset cache in dir, keyed on everything
-// besides the trace that the episodes depend on (train and the walk-forward
-// share its files).
-func dayCache(dir string, cluster sim.Config, proto scenario.Protocol, scale float64, seed uint64) dataset.DayCache {
+// DayCache is the per-day chain dataset cache in dir, keyed on everything
+// besides the trace that the episodes depend on (train and the walk-forward,
+// eval/protocol's RunWalkForward and FitFolds, share its files).
+func DayCache(dir string, cluster sim.Config, proto scenario.Protocol, scale float64, seed uint64) dataset.DayCache {
 	cb, _ := json.Marshal(cluster)
 	pb, _ := json.Marshal(proto)
 	return dataset.DayCache{Dir: dir, Key: fmt.Sprintf("%s|%s|%g|%d", cb, pb, scale, seed)}
@@ -325,7 +325,7 @@ func (r *run) chainData(ctx context.Context, label string, sc *scenario.Scenario
 		err error
 	)
 	if r.s.Cache != "" {
-		d, st, err = dayCache(r.s.Cache, r.s.Cluster, r.proto, sc.Scale, r.s.Seed).Generate(ctx, sc, g)
+		d, st, err = DayCache(r.s.Cache, r.s.Cluster, r.proto, sc.Scale, r.s.Seed).Generate(ctx, sc, g)
 	} else {
 		d, err = dataset.GenerateChainData(ctx, sc, g)
 	}

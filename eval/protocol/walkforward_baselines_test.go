@@ -1,4 +1,4 @@
-package train
+package protocol
 
 import (
 	"context"
@@ -6,22 +6,58 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/mirage-gpu/mirage/models"
 	"github.com/mirage-gpu/mirage/models/dataset"
-	"github.com/mirage-gpu/mirage/models/internal/modeltest"
 	"github.com/mirage-gpu/mirage/models/scenario"
+	"github.com/mirage-gpu/mirage/models/train"
 	"github.com/mirage-gpu/mirage/provisioner"
+	"github.com/mirage-gpu/mirage/sim"
+	"github.com/mirage-gpu/mirage/traces"
 )
+
+var (
+	wfScOnce sync.Once
+	wfSc     *scenario.Scenario
+	wfScErr  error
+)
+
+// wfScenario is the models packages' test scenario (models/internal/modeltest,
+// which eval cannot import): 16 days of synthetic LS6-like jobs on 40 LS6
+// nodes.
+func wfScenario(t testing.TB) *scenario.Scenario {
+	t.Helper()
+	wfScOnce.Do(func() {
+		jobs, err := traces.Synth("ls6", 16, 5)
+		if err != nil {
+			wfScErr = err
+			return
+		}
+		cfg := sim.LS6()
+		cfg.Nodes = cfg.Nodes[:40]
+		wfSc, wfScErr = scenario.NewScenario("synth-ls6", jobs, cfg)
+	})
+	if wfScErr != nil {
+		t.Fatal(wfScErr)
+	}
+	return wfSc
+}
+
+// wfProtocol is modeltest's fast protocol: 12 h segments, decisions every
+// 30 min, chains of 1 and 4 nodes every 6 h under an account of their own.
+func wfProtocol() scenario.Protocol {
+	return scenario.Protocol{Every: 6 * time.Hour, Tick: 30 * time.Minute, Limit: 12 * time.Hour, Nodes: []int{1, 4}, Account: scenario.FallbackAccount}
+}
 
 // wfTables is the small scenario's protocol, two periods (days 8–10 and
 // 10–11) and the chain tables up to their end.
 func wfTables(t *testing.T) (*scenario.Scenario, scenario.Protocol, []time.Time, *dataset.ChainData) {
 	t.Helper()
-	sc := modeltest.Scenario(t)
-	p := modeltest.Protocol()
+	sc := wfScenario(t)
+	p := wfProtocol()
 	f := sc.First
 	bounds := []time.Time{f.Add(8 * 24 * time.Hour), f.Add(10 * 24 * time.Hour), f.Add(11 * 24 * time.Hour)}
 	data, err := dataset.GenerateChainData(context.Background(), sc, dataset.GenOptions{Protocol: p, Until: bounds[2]})
@@ -34,7 +70,7 @@ func wfTables(t *testing.T) (*scenario.Scenario, scenario.Protocol, []time.Time,
 // TestWalkForwardBaselineChecks: the walk-forward pools a baseline's
 // replayed outcomes only when they fall exactly on the tables' chains and
 // the replay's reactive agrees with the tables. The replays here are
-// fakes built from the tables (this tests the bookkeeping; eval's
+// fakes built from the tables (this tests the bookkeeping;
 // TestReplayBaselinesOnTables runs the real replay).
 func TestWalkForwardBaselineChecks(t *testing.T) {
 	sc, p, bounds, data := wfTables(t)
@@ -43,7 +79,7 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 		scored = append(scored, fo.Test...)
 	}
 	// A replay in which "lead" submits at the deadline on every chain.
-	honestOn := func(eps []dataset.ChainEpisode, edit func([]WFOutcome) []WFOutcome) BaselineReplay {
+	honestOn := func(eps []dataset.ChainEpisode, edit func([]WFOutcome) []WFOutcome) replayFunc {
 		return func(_ context.Context, _ *scenario.Scenario, _ scenario.Protocol, from, until time.Time, policies []string, _ int, _ provisioner.PolicyFactory, _ func(int, int),
 			emit func(string, time.Time, int, int, time.Duration, bool)) error {
 			var out []WFOutcome
@@ -61,13 +97,11 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 			return nil
 		}
 	}
-	honest := func(edit func([]WFOutcome) []WFOutcome) BaselineReplay { return honestOn(scored, edit) }
+	honest := func(edit func([]WFOutcome) []WFOutcome) replayFunc { return honestOn(scored, edit) }
 	spec := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
 		Baselines: []string{provisioner.PolicyLead}}
-	run := func(r BaselineReplay) (*WFResult, error) {
-		s := spec
-		s.Replay = r
-		return RunWalkForward(context.Background(), s)
+	run := func(r replayFunc) (*WFResult, error) {
+		return runWalkForward(context.Background(), spec, r)
 	}
 
 	res, err := run(honest(func(o []WFOutcome) []WFOutcome { return o }))
@@ -106,26 +140,23 @@ func TestWalkForwardBaselineChecks(t *testing.T) {
 			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := run(nil); !errors.Is(err, ErrSpec) {
-		t.Errorf("baselines without a replay: %v, want ErrSpec", err)
-	}
 	s := spec
 	s.Baselines = []string{"xgb"}
-	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) || !strings.Contains(err.Error(), "as a baseline") {
+	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, train.ErrSpec) || !strings.Contains(err.Error(), "as a baseline") {
 		t.Errorf("a learned policy as a baseline: %v, want ErrSpec", err)
 	}
 	// A period from the trace's start has no earlier chain to fit on: the
 	// baselines, which fit nothing, are scored; a learned policy is refused.
 	s = spec
 	s.Bounds = []time.Time{sc.First, bounds[0]}
-	s.Replay = honestOn(data.Episodes, func(o []WFOutcome) []WFOutcome { return o })
-	if res, err := RunWalkForward(context.Background(), s); err != nil {
+	first := honestOn(data.Episodes, func(o []WFOutcome) []WFOutcome { return o })
+	if res, err := runWalkForward(context.Background(), s, first); err != nil {
 		t.Errorf("baselines on the first period: %v", err)
 	} else if len(res.Rows) == 0 {
 		t.Error("baselines on the first period: no rows")
 	}
 	s.Policies = []string{"rf"}
-	if _, err := RunWalkForward(context.Background(), s); err == nil || !strings.Contains(err.Error(), "need ≥ 10") {
+	if _, err := runWalkForward(context.Background(), s, first); err == nil || !strings.Contains(err.Error(), "need ≥ 10") {
 		t.Errorf("a learned policy on the first period: %v, want too few chains to train on", err)
 	}
 }
@@ -171,8 +202,8 @@ func TestWalkForwardReplaysLearnedPerPeriod(t *testing.T) {
 		return nil
 	}
 	s := WFSpec{Jobs: sc.Jobs, TraceName: sc.Name, Cluster: sc.Config, Protocol: p, Bounds: bounds, Seed: 1, Workers: 2,
-		Baselines: []string{provisioner.PolicyLead}, Replayed: []string{replayed}, Replay: replay}
-	res, err := RunWalkForward(context.Background(), s)
+		Baselines: []string{provisioner.PolicyLead}, Replayed: []string{replayed}}
+	res, err := runWalkForward(context.Background(), s, replay)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,11 +239,11 @@ func TestWalkForwardReplaysLearnedPerPeriod(t *testing.T) {
 		t.Errorf("pick %q, want the only model-backed policy %s", res.Pick, replayed)
 	}
 	s.Policies = []string{replayed}
-	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) {
+	if _, err := runWalkForward(context.Background(), s, replay); !errors.Is(err, train.ErrSpec) {
 		t.Errorf("a policy both on the tables and replayed: %v, want ErrSpec", err)
 	}
 	s.Policies, s.Replayed = nil, []string{"lead" + models.PinSuffix}
-	if _, err := RunWalkForward(context.Background(), s); !errors.Is(err, ErrSpec) {
+	if _, err := runWalkForward(context.Background(), s, replay); !errors.Is(err, train.ErrSpec) {
 		t.Errorf("the pinned form of a baseline replayed: %v, want ErrSpec", err)
 	}
 }
