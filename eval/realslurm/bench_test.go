@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,10 @@ import (
 //
 // MIRAGE_BENCH_RESIMULATE=1 skips the real runs and replays the records
 // a previous run left in MIRAGE_BENCH_OUT (after a change to the
-// simulator). Other knobs: MIRAGE_BENCH_RELEASES (22.05,24.11),
+// simulator). MIRAGE_BENCH_RESUME=1 runs only what has no record there
+// yet (of the same scale and design), so the runs may be spread over
+// several sittings; the page names the commits and times of the runs it
+// compares. Other knobs: MIRAGE_BENCH_RELEASES (22.05,24.11),
 // MIRAGE_BENCH_AGE_WEIGHTS (1000,0), MIRAGE_BENCH_POLICIES
 // (reactive,pin,default).
 func TestBenchRealSlurm(t *testing.T) {
@@ -73,6 +77,7 @@ type bench struct {
 	trainUntil       time.Time
 	second           string
 	started          time.Time
+	commit           string // mirage's commit the runs' binary is built from
 }
 
 // The experiment's fixed choices (the page states them).
@@ -133,6 +138,7 @@ func newBench(t *testing.T) *bench {
 	b.trainFrom, b.split, b.trainUntil = benchTrainFrom, benchTrainSplit, benchTrainUntil
 	if os.Getenv("MIRAGE_BENCH_RESIMULATE") == "" {
 		b.bin = buildMirage(t, root)
+		b.commit = commitOf(t, root)
 		if slices.Contains(b.policies, "default") {
 			b.writeTrainingTrace(t, jobs)
 		}
@@ -178,6 +184,25 @@ func buildMirage(t *testing.T, root string) string {
 	return bin
 }
 
+// commitOf names the commit of the tree at root, "-dirty" when it has
+// uncommitted changes.
+func commitOf(t *testing.T, root string) string {
+	t.Helper()
+	out, err := exec.Command("git", "-C", root, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse: %v", err)
+	}
+	c := strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		t.Fatalf("git status: %v", err)
+	}
+	if len(bytes.TrimSpace(st)) > 0 {
+		c += "-dirty"
+	}
+	return c
+}
+
 // trainingTrace is where the training span, scaled and mapped like the
 // slice, is written for mirage train (outside the repository).
 func (b *bench) trainingTrace() string { return filepath.Join(b.out, "train-trace.csv") }
@@ -207,18 +232,26 @@ func (b *bench) writeTrainingTrace(t *testing.T, jobs []traces.Job) {
 func (b *bench) runAll(t *testing.T) []*Record {
 	t.Helper()
 	var recs []*Record
+	resume := os.Getenv("MIRAGE_BENCH_RESUME") != ""
 	for _, rel := range b.releases {
 		c := &cluster{b: b, release: rel}
 		t.Cleanup(func() { c.downOnce(t) })
 		for _, set := range b.settings {
 			models := ""
 			for _, pol := range b.policies {
+				if resume {
+					if r := b.kept(t, rel, set, pol); r != nil {
+						recs = append(recs, r)
+						continue
+					}
+				}
 				c.reset(t, set)
 				b.second = testenv.SecondUser(t) // the up-script adds it and names it in env.sh
 				if pol == "default" && models == "" {
 					models = b.train(t, set, c.conf)
 				}
 				r := (&run{b: b, c: c, setting: set, policy: pol, models: models}).do(t)
+				r.Commit = b.commit
 				if err := r.WriteFile(filepath.Join(b.out, recordName(r))); err != nil {
 					t.Fatal(err)
 				}
@@ -228,6 +261,32 @@ func (b *bench) runAll(t *testing.T) []*Record {
 		c.downOnce(t)
 	}
 	return recs
+}
+
+// kept returns the record a previous sitting left for the run, if it ran
+// at the same scale and with the same design (nil otherwise).
+func (b *bench) kept(t *testing.T, rel string, set Setting, pol string) *Record {
+	t.Helper()
+	r, err := ReadRecord(filepath.Join(b.out, recordName(&Record{Release: rel, Setting: set, Policy: pol})))
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Logf("%s/%s/%s: the kept record is unreadable, running again: %v", rel, set.Name(), pol, err)
+		}
+		return nil
+	}
+	if r.Scale != b.scale || r.Cycle != b.design.Cycle || len(r.Chains) != b.design.Chains {
+		t.Logf("%s: kept record of another scale or design, running again", r.Key())
+		return nil
+	}
+	t.Logf("%s: reusing the run of %s (mirage %s)", r.Key(), r.Start.UTC().Format("2006-01-02 15:04"), cmpOr(r.Commit, "commit not kept"))
+	return r
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func recordName(r *Record) string {

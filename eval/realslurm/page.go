@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,9 @@ func (p *Page) Write(w io.Writer) (failed []string) {
 	pr("# The real scheduler in the loop (issue 46)\n\n")
 	pr("Written by `TestBenchRealSlurm` (`eval/realslurm/bench_test.go`, `make bench-real-slurm`) on %s, never by hand. %s\n\n",
 		p.Started.UTC().Format("2006-01-02 15:04 MST"), p.Machine)
+	if l := p.runsLine(); l != "" {
+		pr("%s\n\n", l)
+	}
 	p.writeSetup(w)
 
 	pr("## Acceptance\n\n")
@@ -65,6 +69,40 @@ func (p *Page) Write(w io.Writer) (failed []string) {
 	p.writeHandOffs(w)
 	p.writeWaits(w)
 	return failed
+}
+
+// runsLine says when the compared real runs ran and which mirage they
+// ran (the runs may come from several sittings: MIRAGE_BENCH_RESUME).
+func (p *Page) runsLine() string {
+	if len(p.Runs) == 0 {
+		return ""
+	}
+	var first, last time.Time
+	n := map[string]int{}
+	var commits []string
+	for _, c := range p.Runs {
+		r := c.Record
+		if first.IsZero() || r.Start.Before(first) {
+			first = r.Start
+		}
+		if r.Start.After(last) {
+			last = r.Start
+		}
+		k := r.Commit
+		if k == "" {
+			k = "not kept"
+		}
+		if n[k] == 0 {
+			commits = append(commits, k)
+		}
+		n[k]++
+	}
+	parts := make([]string, len(commits))
+	for i, k := range commits {
+		parts[i] = fmt.Sprintf("%s (%d runs)", k, n[k])
+	}
+	return fmt.Sprintf("Real runs: %d, started %s – %s; mirage at %s.", len(p.Runs),
+		first.UTC().Format("2006-01-02 15:04"), last.UTC().Format("2006-01-02 15:04 MST"), strings.Join(parts, ", "))
 }
 
 func yes(b bool) string {

@@ -36,6 +36,10 @@ type Record struct {
 	Chains     []ChainRun                `json:"chains"`
 	Cycles     []CycleRun                `json:"cycles"`
 	SchedLog   map[string]SchedulerStart `json:"sched_log,omitempty"` // which pass started each job, from slurmctld's log, by job id
+	// Commit is the mirage commit the run's binary was built from
+	// ("-dirty": with uncommitted changes; empty in records before it was
+	// kept).
+	Commit string `json:"commit,omitempty"`
 }
 
 // ChainRun is one chain of a run.
