@@ -42,11 +42,11 @@ func (s *Sim) Snapshot(ctx context.Context) (*provisioner.Snapshot, error) {
 			GPUType: st.nodeType[i], Partitions: parts,
 		}
 	}
-	snap.Jobs = make([]provisioner.Job, 0, len(s.pending)+len(s.running))
-	for _, lst := range [][]int32{s.running, s.pending} {
+	snap.Jobs = make([]provisioner.Job, 0, len(s.pending)+len(s.running)+len(s.latent))
+	for _, lst := range [][]int32{s.running, s.pending, s.latent} {
 		for _, j := range lst {
-			if s.dyns[j].state == stPending || s.dyns[j].state == stRunning {
-				snap.Jobs = append(snap.Jobs, s.snapJob(j))
+			if st := s.dyns[j].state; st == stPending || st == stRunning || st == stFuture {
+				snap.Jobs = append(snap.Jobs, s.snapJob(j)) // a latent job (stFuture) is submitted: squeue lists it pending
 			}
 		}
 	}
@@ -62,10 +62,12 @@ func (s *Sim) snapJob(j int32) provisioner.Job {
 		Submit: time.Unix(sp.submit, 0).UTC(), TimeLimit: time.Duration(sp.limit) * time.Second,
 		Nodes: int(sp.nodes), GPUs: int(sp.nodes * sp.gpn), Priority: int64(d.prio), Comment: sp.comment,
 	}
-	if !d.held {
+	if !d.held && d.state != stFuture {
 		job.Eligible = time.Unix(d.elig, 0).UTC()
 	}
 	switch d.state {
+	case stFuture: // submitted, its latency still running: pending, not yet seen by the scheduler
+		job.Reason = provisioner.PendingPriority
 	case stPending:
 		job.Reason = provisioner.PendingPriority
 		if d.held {
@@ -168,6 +170,7 @@ func (s *Sim) Cancel(ctx context.Context, jobID string) error {
 	case stFuture:
 		d.state = stCancelled
 		d.end = s.now
+		s.latent = remove(s.latent, j)
 	}
 	return nil
 }

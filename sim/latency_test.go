@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/traces"
 )
 
@@ -243,5 +244,61 @@ func TestApplyGrowsMixedCluster(t *testing.T) {
 	}
 	if _, err := (Params{Nodes: 2, BFInterval: time.Minute, EmpiricalLatency: true}).Apply(base); err == nil {
 		t.Error("an empirical latency without a table was accepted")
+	}
+}
+
+// A job submitted through the seam is listed pending while its latency
+// runs, as squeue lists a job sbatch just accepted: the engine's next
+// cycle must not take it for lost. One node, every job's latency 40 s, a
+// decision callback every 10 s (it keeps the clock going): submitted at
+// t0, the snapshots of t0 and t0+20 s list it pending; at t0+40 s it runs;
+// cancelled while latent, another leaves the listing.
+func TestLatentJobListedPending(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}}
+	cfg.LatencyTable = []time.Duration{40 * time.Second}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	ctx := context.Background()
+	state := func(id string) provisioner.JobState {
+		snap, err := s.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range snap.Jobs {
+			if j.ID == id {
+				return j.State
+			}
+		}
+		return ""
+	}
+	s.OnTick(10*time.Second, func(time.Time, provisioner.Cluster) {})
+	req := provisioner.SubmitRequest{Name: "x", Account: "a", TimeLimit: time.Hour, Nodes: 1, GPUs: 1}
+	id, err := s.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want provisioner.JobState
+	}{{0, provisioner.StatePending}, {20 * time.Second, provisioner.StatePending}, {40 * time.Second, provisioner.StateRunning}} {
+		s.Run(t0.Add(c.at))
+		if got := state(id); got != c.want {
+			t.Errorf("at t0+%s job %s is %q in the snapshot, want %q", c.at, id, got, c.want)
+		}
+	}
+	other, err := s.Submit(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cancel(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(other); got != "" {
+		t.Errorf("a job cancelled during its latency is listed %q, want not listed", got)
 	}
 }

@@ -230,6 +230,7 @@ type Sim struct {
 	byEnd      []runEnd // the running jobs by planned end (addByEnd)
 	waiters    []int32  // pending jobs held by dependencies
 	requeued   []int32  // jobs requeued by preemption during a main pass
+	latent     []int32  // jobs submitted whose latency (Config.LatencyTable) still runs: squeue lists them pending
 	allocPool  []int32  // node indices of allocations
 	nodeFreeG  []int32
 	nodeFreeC  []int32
@@ -1012,8 +1013,12 @@ func (s *Sim) arrive(j int32) {
 		d.lat = true
 		if lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second); lat > 0 {
 			s.events.push(event{t: s.now + lat, job: j, gen: d.gen})
+			s.latent = append(s.latent, j)
 			return
 		}
+	}
+	if len(s.latent) > 0 {
+		s.latent = remove(s.latent, j)
 	}
 	d.state = stPending
 	d.elig = s.now
@@ -1671,6 +1676,7 @@ func (s *Sim) Fork() *Sim {
 	c.byEnd = slices.Clone(s.byEnd)
 	c.waiters = slices.Clone(s.waiters)
 	c.requeued = nil
+	c.latent = slices.Clone(s.latent)
 	c.allocPool = slices.Clone(s.allocPool)
 	c.nodeFreeG = slices.Clone(s.nodeFreeG)
 	c.nodeFreeC = slices.Clone(s.nodeFreeC)
