@@ -274,6 +274,10 @@ func (b *bench) kept(t *testing.T, rel string, set Setting, pol string) *Record 
 		}
 		return nil
 	}
+	if len(r.Probe) == 0 {
+		t.Logf("%s: kept record made before the latency probe, running again", r.Key())
+		return nil
+	}
 	if r.Scale != b.scale || r.Cycle != b.design.Cycle || len(r.Chains) != b.design.Chains {
 		t.Logf("%s: kept record of another scale or design, running again", r.Key())
 		return nil
@@ -444,6 +448,8 @@ type run struct {
 	sbatch  *exec.Cmd // sbatch as the second user (testenv.AsUser), without arguments
 	mu      sync.Mutex
 	errs    []string // errors of the background goroutines
+	// probeIDs are the latency probe's jobs (not the run's)
+	probeIDs map[string]bool
 }
 
 func (r *run) state() string { return filepath.Join(r.dir, "state") }
@@ -480,6 +486,8 @@ func (r *run) do(t *testing.T) *Record {
 	}
 	rec := &Record{Release: r.c.release, Setting: r.setting, Policy: r.policy, Scale: r.b.scale, Cycle: d.Cycle, Lead: d.Cycle, SlurmConf: string(conf)}
 	scripts := r.writeScripts(t)
+	rec.Probe = r.probe(t)
+	t.Logf("%s: latency probe on the idle cluster: %v", rec.Key(), rec.Probe)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rec.Start = time.Now().Add(2 * time.Second).Truncate(time.Second)
@@ -642,16 +650,74 @@ func (r *run) writeScripts(t *testing.T) map[int]string {
 // submitBackground submits one background job as the second user.
 func (r *run) submitBackground(j *BackgroundJob) error {
 	secs := strconv.FormatFloat(j.Run.Seconds(), 'f', 3, 64)
-	args := []string{"--parsable", "-p", "long", "-t", strconv.Itoa(int(j.Limit / time.Minute)), "-N", strconv.Itoa(j.Nodes),
-		"--gres=gpu:" + strconv.Itoa(j.GPUsPerNode()), "-J", j.Name, "-o", "/dev/null", "--wrap", "sleep " + secs}
+	_, err := r.submitAsSecond(j.Name, "-t", strconv.Itoa(int(j.Limit/time.Minute)), "-N", strconv.Itoa(j.Nodes),
+		"--gres=gpu:"+strconv.Itoa(j.GPUsPerNode()), "--wrap", "sleep "+secs)
+	return err
+}
+
+// submitAsSecond submits a job named name to partition long as the
+// second user and returns its id.
+func (r *run) submitAsSecond(name string, args ...string) (string, error) {
+	args = append([]string{"--parsable", "-p", "long", "-J", name, "-o", "/dev/null"}, args...)
 	cmd := exec.Command(r.sbatch.Path, append(slices.Clone(r.sbatch.Args[1:]), args...)...)
 	cmd.Env = slices.Clone(r.sbatch.Env)
 	cmd.Dir = "/tmp"
 	cmd.Env = append(cmd.Env, "SLURM_CONF="+r.c.conf)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("sbatch %s as %s: %v: %s", j.Name, r.b.second, err, bytes.TrimSpace(out))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("sbatch %s as %s: %v: %s", name, r.b.second, err, bytes.TrimSpace(stderr.Bytes()))
 	}
-	return nil
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	return id, nil
+}
+
+// ProbeJobs is how many jobs the latency probe submits.
+const ProbeJobs = 20
+
+// probe measures what the idle cluster takes to start a job it has room
+// for, before the run's load: ProbeJobs single-GPU jobs of one second,
+// submitted by the second user 1.3 s apart (so that their submissions fall
+// at every phase of sacct's whole seconds), each one's start − submit as
+// sacct recorded it. The replay draws every job's scheduling latency from
+// them (Record.Probe); they are not scored (collect leaves them out of the
+// run's scheduler log too).
+func (r *run) probe(t *testing.T) []time.Duration {
+	t.Helper()
+	t0 := time.Now()
+	ids := map[string]bool{}
+	for i := range ProbeJobs {
+		id, err := r.submitAsSecond(fmt.Sprintf("probe-%d", i), "-t", "1", "-N", "1", "--gres=gpu:1", "--wrap", "sleep 1")
+		if err != nil {
+			t.Fatalf("latency probe: %v", err)
+		}
+		ids[id] = true
+		time.Sleep(1300 * time.Millisecond)
+	}
+	cl, err := slurm.New(slurm.Config{SlurmConf: r.c.conf, SacctFormat: slurm.FormatJSON})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lat []time.Duration
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(2 * time.Second) {
+		jobs, err := cl.Accounting(context.Background(), slurm.AccountingQuery{Start: t0.Add(-time.Minute), End: time.Now().Add(time.Minute)})
+		lat = lat[:0]
+		for _, j := range jobs {
+			if ids[j.ID] && j.State.Finished() && !j.Start.IsZero() {
+				lat = append(lat, j.Start.Sub(j.Submit))
+			}
+		}
+		if err == nil && len(lat) == len(ids) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("latency probe: %d of %d jobs recorded by sacct after two minutes (last error: %v)", len(lat), len(ids), err)
+		}
+	}
+	slices.Sort(lat)
+	r.probeIDs = ids
+	return lat
 }
 
 // anyActive reports whether a chain is still active.
@@ -745,6 +811,9 @@ func (r *run) collect(t *testing.T, rec *Record, ids []string) {
 		}
 	}
 	rec.SchedLog = readSchedLog(t, filepath.Join(r.c.state, "log", "slurmctld.log"), rec.Start.Add(-time.Minute))
+	for id := range r.probeIDs {
+		delete(rec.SchedLog, id)
+	}
 }
 
 // unfinished reports whether a job sacct lists has neither ended nor been

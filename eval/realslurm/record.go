@@ -36,6 +36,11 @@ type Record struct {
 	Chains     []ChainRun                `json:"chains"`
 	Cycles     []CycleRun                `json:"cycles"`
 	SchedLog   map[string]SchedulerStart `json:"sched_log,omitempty"` // which pass started each job, from slurmctld's log, by job id
+	// Probe is what the idle cluster took, before the run's load, to start
+	// each of ProbeJobs single-GPU jobs it had room for (start − submit, in
+	// sacct's whole seconds): the simulator's per-job scheduling latency
+	// (sim.Config.LatencyTable). Measured on jobs that are not scored.
+	Probe []time.Duration `json:"probe,omitempty"`
 	// Commit is the mirage commit the run's binary was built from
 	// ("-dirty": with uncommitted changes; empty in records before it was
 	// kept).

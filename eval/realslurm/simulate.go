@@ -36,13 +36,21 @@ const SimHorizon = 30 * time.Minute
 // times, and its chains, each registered at the time `mirage submit` ran
 // with the shape and policy it stored, driven by provisioner.Engine every
 // rec.Cycle with one store for all of them (as the daemon keeps one),
-// each segment running the run's median segment run time. policies builds
+// each segment running the run's median segment run time; every job
+// reaches the scheduler after a latency drawn from the run's Probe (none
+// without one). policies builds
 // the chains' policies (models.PolicyFactory of the run's models
 // directory, for the learned ones).
 func Simulate(ctx context.Context, rec *Record, policies provisioner.PolicyFactory) (*SimRun, error) {
 	cfg, err := sim.ParseSlurmConf(strings.NewReader(rec.SlurmConf), sim.Defaults())
 	if err != nil {
 		return nil, fmt.Errorf("simulate %s: %w", rec.Key(), err)
+	}
+	if len(rec.Probe) > 0 {
+		// what the real slurmctld took to start a job it had room for
+		// (sacct's whole seconds: a job started within the second of its
+		// submission waited 0): each job's latency is drawn from the probe
+		cfg.LatencyTable = slices.Clone(rec.Probe)
 	}
 	if rec.Cycle < time.Second {
 		return nil, fmt.Errorf("%w: simulate %s: cycle %s: want at least 1s", ErrPlan, rec.Key(), rec.Cycle)
