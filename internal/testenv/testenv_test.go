@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -68,7 +70,13 @@ func TestRequire(t *testing.T) {
 func TestHelpersName(t *testing.T) {
 	t.Setenv("CI", "true")
 	t.Setenv("MIRAGE_TRACES", "")
-	t.Chdir(t.TempDir()) // no ../shared/traces up to three levels from here
+	// no ../shared/traces up to three levels from here: the levels are the
+	// test's own folders (the temporary folder's parents may hold one)
+	deep := filepath.Join(t.TempDir(), "a", "b", "c")
+	if err := os.MkdirAll(deep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(deep)
 	for _, c := range []struct {
 		env, want string
 		call      func(tb testing.TB)
