@@ -114,3 +114,53 @@ func TestBackfillPlansRequiredNodes(t *testing.T) {
 		}
 	}
 }
+
+// Jobs of equal priority start in submission order, whether they came
+// from the trace or through the seam: slurmctld sorts equal priorities by
+// increasing job id, which it hands out in submission order. One node,
+// allocated whole, priority/multifactor with every weight 0 (all
+// priorities equal), no latency:
+//
+//	0:00  A (trace, 1 h) starts
+//	0:10  P is submitted through the seam: pending
+//	0:20  T (trace) arrives: pending
+//	1:00  A ends: P, submitted first, starts (until 2:00); then T
+//
+// Ranked by load index instead, every trace job would go before every
+// job of the seam: T at 1:00 and P at 2:00.
+func TestEqualPrioritiesStartInSubmissionOrder(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.PriorityType = PriorityMultifactor // every weight 0
+	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at time.Duration) JobSpec {
+		return JobSpec{ID: id, User: "u", Account: "a", Submit: t0.Add(at), TimeLimit: time.Hour, Runtime: time.Hour, Nodes: 1, GPUs: 4}
+	}
+	if err := s.Load([]JobSpec{job("A", 0), job("T", 20*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	s.SetRuntimeFunc(func(provisioner.SubmitRequest) time.Duration { return time.Hour })
+	s.Run(t0.Add(10 * time.Minute))
+	p, err := s.Submit(context.Background(), provisioner.SubmitRequest{Name: "P", Account: "a", TimeLimit: time.Hour, Nodes: 1, GPUs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Run(t0.Add(24 * time.Hour))
+	for _, c := range []struct {
+		id    string
+		start time.Duration
+	}{{"A", 0}, {p, time.Hour}, {"T", 2 * time.Hour}} {
+		res, err := s.Result(c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Start.Sub(t0); got != c.start {
+			t.Errorf("job %s started at +%s, want +%s", c.id, got, c.start)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -1389,8 +1390,10 @@ func (s *Sim) sortPending() {
 // preempt, as slurmctld sorts its queue (_sort_job_queue:
 // preempt_g_job_preempt_check first; "Jobs that can preempt" come first in
 // the evaluation order of priority_multifactor.html); then the higher
-// priority first, then the lower index (for loaded jobs, the earlier
-// submit).
+// priority first, then the earlier submission (sort_job_queue2: equal
+// priorities by increasing job id, which slurmctld hands out in
+// submission order; a job submitted through the seam ranks among the
+// trace's jobs by when it was submitted, not after all of them).
 func (s *Sim) pendingOrder(a, b int32) int {
 	if st := s.st; st.preempting {
 		if qa, qb := st.qosPreempt[s.spec(a).qos], st.qosPreempt[s.spec(b).qos]; qa != qb {
@@ -1407,7 +1410,7 @@ func (s *Sim) pendingOrder(a, b int32) int {
 		}
 		return 1
 	}
-	return int(a - b)
+	return cmp.Compare(s.dyns[a].seq, s.dyns[b].seq)
 }
 
 // removePending removes job j from s.pending, keeping the order (as remove
