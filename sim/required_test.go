@@ -2,6 +2,8 @@ package sim
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -162,5 +164,57 @@ func TestEqualPrioritiesStartInSubmissionOrder(t *testing.T) {
 		if got := res.Start.Sub(t0); got != c.start {
 			t.Errorf("job %s started at +%s, want +%s", c.id, got, c.start)
 		}
+	}
+}
+
+// The decision callback runs after the scheduler's passes of its second,
+// as a daemon reads squeue after slurmctld has scheduled what happened at
+// the start of that second. Two nodes, allocated whole, a callback every
+// 10 minutes from 0:00:
+//
+//	0:00  A starts on n1 (1 h)
+//	0:10  B arrives; the main pass of 0:10 starts it on n2; the callback of
+//	      0:10 sees B running and no idle node
+//
+// Run before the passes, the callback would see B pending and n2 idle.
+func TestTickSeesTheSecondsPasses(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+	cfg := Defaults()
+	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}, {Name: "n2", CPUs: 8, GPUs: 4}}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := func(id string, at time.Duration) JobSpec {
+		return JobSpec{ID: id, User: "u", Account: "a", Submit: t0.Add(at), TimeLimit: time.Hour, Runtime: time.Hour, Nodes: 1, GPUs: 4}
+	}
+	if err := s.Load([]JobSpec{job("A", 0), job("B", 10*time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	s.SetStart(t0)
+	var seen []string
+	s.OnTick(10*time.Minute, func(now time.Time, c provisioner.Cluster) {
+		snap, err := c.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle := 0
+		for _, n := range snap.Nodes {
+			if n.GPUsUsed == 0 {
+				idle++
+			}
+		}
+		b := "absent"
+		for _, j := range snap.Jobs {
+			if j.ID == "B" {
+				b = string(j.State)
+			}
+		}
+		seen = append(seen, fmt.Sprintf("%s B %s, %d idle", now.Sub(t0), b, idle))
+	})
+	s.Run(t0.Add(15 * time.Minute))
+	want := []string{"10m0s B RUNNING, 0 idle"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the callbacks saw %q, want %q", seen, want)
 	}
 }

@@ -467,8 +467,9 @@ func (s *Sim) Config() Config { return s.st.cfg }
 func (s *Sim) SetRuntimeFunc(f func(req provisioner.SubmitRequest) time.Duration) { s.runtimeFn = f }
 
 // OnTick installs a decision callback run every interval of logical time
-// (interval ≤ 0 keeps the configured TickInterval); nil removes it. The
-// callback may Submit and Cancel through c; a main pass follows at once.
+// (interval ≤ 0 keeps the configured TickInterval), after the scheduler's
+// passes of that second; nil removes it. The callback may Submit and
+// Cancel through c; a main pass follows at once.
 func (s *Sim) OnTick(interval time.Duration, fn func(now time.Time, c provisioner.Cluster)) {
 	if interval > 0 {
 		s.tickEvery = int64(interval / time.Second)
@@ -900,23 +901,31 @@ func (s *Sim) run(until int64) {
 			s.recalc()
 			s.nextCalc += calcEvery
 		}
-		// 5. decision callback
-		if s.tickFn != nil && t == s.nextTick {
-			s.nextTick += s.tickEvery
-			s.tickFn(s.Now(), s)
-		}
-		// 6. main pass on events (and at sched_interval: no-op unless dirty)
+		// 5. main pass on events (and at sched_interval: no-op unless dirty)
 		if t == s.nextSched {
 			s.nextSched += schedEvery
 		}
 		if s.dirtyMain && t >= s.due() {
 			s.mainPass()
 		}
-		// 7. backfill
+		// 6. backfill
 		if t == s.nextBF {
 			s.nextBF += bfEvery
 			if s.st.cfg.Backfill && s.dirtyBF {
 				s.backfill()
+			}
+		}
+		// 7. decision callback, after the passes of the same second: a
+		// daemon reads squeue some time into the second, after slurmctld
+		// has scheduled what happened at its start (a real 22.05 run saw
+		// the cluster full at x.66 s where a callback before the passes
+		// saw the nodes its jobs were about to take as free). Its
+		// submissions get a main pass at once.
+		if s.tickFn != nil && t == s.nextTick {
+			s.nextTick += s.tickEvery
+			s.tickFn(s.Now(), s)
+			if s.dirtyMain && t >= s.due() {
+				s.mainPass()
 			}
 		}
 		if s.progressFn != nil && t >= nextProg {
