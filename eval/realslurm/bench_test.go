@@ -22,6 +22,7 @@ import (
 
 	"github.com/mirage-gpu/mirage/internal/testenv"
 	"github.com/mirage-gpu/mirage/models"
+	_ "github.com/mirage-gpu/mirage/models/learners" // the replay loads the learned default's models
 	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/provisioner/chainops"
 	"github.com/mirage-gpu/mirage/slurm"

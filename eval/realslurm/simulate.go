@@ -1,6 +1,7 @@
 package realslurm
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -143,6 +144,13 @@ func Simulate(ctx context.Context, rec *Record, policies provisioner.PolicyFacto
 		}
 		out.Gaps[id] = markPinned(handOffGaps(starts[id], ends[id], chains[i].Status.Segments), acts, segs)
 		for _, d := range ds {
+			if d.Action == provisioner.ActError {
+				// a replay whose policy could not decide compares nothing
+				// (e.g. a model kind not registered: the program must
+				// import models/learners)
+				return nil, fmt.Errorf("simulate %s: chain %s, segment %d at %s: the replay could not decide: %s",
+					rec.Key(), id, d.Segment, d.Time.Format(time.RFC3339), cmp.Or(d.Error, d.Reason))
+			}
 			switch d.Action {
 			case provisioner.SubmitPinned:
 				out.Pinned[id]++

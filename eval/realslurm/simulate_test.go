@@ -2,6 +2,7 @@ package realslurm
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -259,5 +260,19 @@ func TestSimulateProbeLatency(t *testing.T) {
 	gaps := sr.Gaps["c-20300101-aaaaaa"]
 	if len(gaps) != 1 || gaps[0] != (Gap{Segment: 1, Gap: 10 * time.Second, OK: true}) {
 		t.Errorf("gaps %+v, want segment 1 starting 10 s after segment 0 ended", gaps)
+	}
+}
+
+// A replay whose policy cannot decide (here: every policy fails to load,
+// as a learned one does when the program has not registered its model
+// kind) is an error, not a replay of a chain that never decided.
+func TestSimulateFailsWhenThePolicyCannotDecide(t *testing.T) {
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	rec := tinyRecord(t0)
+	_, err := Simulate(context.Background(), rec, func(name string) (provisioner.Policy, error) {
+		return nil, errors.New(`unknown model kind "xgb"`)
+	})
+	if err == nil || !strings.Contains(err.Error(), "could not decide") || !strings.Contains(err.Error(), `unknown model kind "xgb"`) {
+		t.Fatalf("Simulate: %v, want an error saying the replay could not decide, with the policy's error", err)
 	}
 }
