@@ -455,15 +455,9 @@ func (s *Sim) backfill() {
 		}
 		t0 := p.startOf(at)
 		if t0 == s.now {
-			// not on nodes reserved for a higher-priority job's node list
-			s.passHeld = s.pinnedOver(s.now, roundUp(s.now+dur, res))
-			started := s.tryAlloc(j)
-			s.passHeld = nil
-			if started {
-				d.est = s.now
+			if s.startNow(j, res) {
 				startedAny = true
 				s.reserve(sp.part, at, end, s.now, roundUp(s.now+dur, res), takeN, takeG)
-				s.noteStart(j, res)
 				return true
 			}
 			at, end = p.earliest(1, dur, needN, needG, windowEnd)
@@ -499,6 +493,20 @@ func (s *Sim) backfill() {
 		s.pending = out
 		s.sortedLen = sorted
 	}
+}
+
+// startNow starts job j in a backfill pass, off the nodes this pass
+// reserved for higher-priority jobs over its time limit, and keeps the
+// pass's node ends current; it reports whether j started.
+func (s *Sim) startNow(j int32, res int64) bool {
+	s.passHeld = s.pinnedOver(s.now, roundUp(s.now+s.spec(j).limit, res))
+	started := s.tryAlloc(j)
+	s.passHeld = nil
+	if started {
+		s.dyns[j].est = s.now
+		s.noteStart(j, res)
+	}
+	return started
 }
 
 // eachTested calls fn, in priority order, with the pending jobs a

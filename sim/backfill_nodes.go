@@ -27,13 +27,8 @@ func (s *Sim) backfillShared(j int32, res, windowEnd int64) bool {
 	dur := sp.limit
 	t0, nodes := s.planNodes(j, s.now, res, windowEnd)
 	if t0 == s.now {
-		s.passHeld = s.pinnedOver(s.now, roundUp(s.now+dur, res))
-		started := s.tryAlloc(j)
-		s.passHeld = nil
-		if started {
-			d.est = s.now
+		if s.startNow(j, res) {
 			s.reserveElsewhere(sp.part, s.now, roundUp(s.now+dur, res), sp.nodes, sp.nodes*sp.gpn, true)
-			s.noteStart(j, res)
 			return true
 		}
 		// the plan and tryAlloc read the same free resources and the same
