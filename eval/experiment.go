@@ -8,6 +8,7 @@ import (
 	"github.com/mirage-gpu/mirage/eval/protocol"
 	"github.com/mirage-gpu/mirage/eval/report"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -383,65 +384,15 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 	if rt.Progress != nil {
 		progress = func(done, total int) { rt.Progress(c, done, total) }
 	}
-	var samples []metrics.Sample
-	var runs []metrics.RunSample
-	if k, isChain := metrics.ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
-		setup := protocol.ChainSetup{
-			Scenario: scaled, Cell: c.Cell, LoadScale: c.LoadScale, K: k, From: from, Until: until,
-			Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
-			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff, Workload: e.Workload,
-			Policies: run, Workers: rt.Workers, Progress: progress,
-			ProbeFactory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
-		}
-		var unmeasured map[string]int
-		if e.Protocol == metrics.ProtocolRun {
-			samples, runs, unmeasured, err = protocol.RunWholeRuns(ctx, setup)
-		} else { // chain-K has no work to measure runs by (Normalize allows Work only with run)
-			samples, unmeasured, err = protocol.RunChains(ctx, setup)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
-		}
-		params["injections"] = strconv.Itoa(len(setup.Injections()))
-		if e.HandOff > 0 {
-			params["handoff"] = e.HandOff.String()
-		}
-		if e.Protocol == metrics.ProtocolRun {
-			params["work"], params["restart"], params["checkpoint"] = e.Work.String(), e.Restart.String(), e.Checkpoint.String()
-			params["handoff"] = strconv.FormatBool(!e.NoHandOff)
-		}
-		if e.Workload != "" {
-			params["workload"] = e.Workload
-		}
-		params["unmeasured"] = strconv.Itoa(unmeasured[c.Policy])
-	} else {
-		proto := scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}.WithDefaults(scaled.Config)
-		if err := proto.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %v", protocol.ErrBadSetup, err)
-		}
-		points := proto.Injections(scaled, from, until)
-		if len(points) == 0 { // the scaled trace may start later
-			return nil, protocol.EmptyWindow(from, until, scaled.First, proto.WarmUp, scaled.Last)
-		}
-
-		samples, err = protocol.RunPairs(ctx, protocol.PairConfig{
-			Scenario: scaled, Protocol: proto, From: from, Until: until, Policies: run, Cell: c.Cell, Workers: rt.Workers, Progress: progress,
-			Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) },
-		})
-		if err != nil {
-			return nil, fmt.Errorf("cell %s: %w", c.Name, err)
-		}
-		n := 0
-		for i := range samples {
-			samples[i].LoadScale = c.LoadScale
-			if samples[i].Policy == c.Policy {
-				n++
-			}
-		}
-		params["lead"] = proto.Lead.String()
-		params["injections"] = strconv.Itoa(len(points))
-		params["unmeasured"] = strconv.Itoa(len(points)*len(e.Nodes) - n)
+	played, err := e.protocol().Play(ctx, protocol.Cell{Scenario: scaled, Name: c.Cell, LoadScale: c.LoadScale, From: from, Until: until, Policies: run,
+		Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return rt.policies(e, probe) }, Workers: rt.Workers, Progress: progress})
+	if err != nil {
+		return nil, fmt.Errorf("cell %s: %w", c.Name, err)
 	}
+	samples, runs := played.Samples, played.Runs
+	maps.Copy(params, played.Params)
+	params["injections"] = strconv.Itoa(played.Injections)
+	params["unmeasured"] = strconv.Itoa(played.Unmeasured[c.Policy])
 	var refSamples, out []metrics.Sample
 	for _, s := range samples {
 		if s.Policy == metrics.Reference {
@@ -498,6 +449,18 @@ func RunCell(ctx context.Context, e *Experiment, c CellSpec, rt *Runtime) (*repo
 		prov.Models = append(prov.Models, *m)
 	}
 	return report.Assemble(e.Title, e.Policies, prov, out, ownRuns, e.Bootstrap, schedLatency(scaled.Config))
+}
+
+// protocol is the protocol the experiment's cells play (e.Protocol, with
+// its settings).
+func (e *Experiment) protocol() protocol.Protocol {
+	if k, isChain := metrics.ParseChainProtocol(e.Protocol); isChain || e.Protocol == metrics.ProtocolRun {
+		return protocol.Chains{Setup: protocol.ChainSetup{
+			K: k, Warmup: e.Warmup, Interval: e.Interval, Limit: e.Limit, Nodes: e.Nodes, Cycle: e.Cycle, Horizon: e.Horizon, HandOff: e.HandOff,
+			Work: e.Work, Restart: e.Restart, Checkpoint: e.Checkpoint, NoHandOff: e.NoHandOff, Workload: e.Workload,
+		}}
+	}
+	return protocol.Pair{Protocol: scenario.Protocol{Every: e.Interval, WarmUp: e.Warmup, Tick: e.Cycle, Limit: e.Limit, Nodes: e.Nodes, Horizon: e.Horizon}}
 }
 
 // schedLatency is the longest the simulated scheduler takes from an event

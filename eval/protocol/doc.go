@@ -11,11 +11,13 @@
 // policy per period for other protocols to replay.
 //
 // Contract: a protocol is a function of its scenario, window, policies and
-// seeds; it returns metrics.Samples (and, for whole runs, metrics.RunSamples;
-// the walk-forward, its outcomes and rows) and imports no other eval package
-// but eval/metrics. The protocols share no
-// Go interface: their configurations (PairConfig, ChainSetup) and results
-// differ (the pair protocol has no unmeasured counts or runs), and the
-// experiment that picks one by its name (eval.RunCell) records
-// protocol-specific parameters alongside.
+// seeds, and imports no other eval package but eval/metrics. The protocols
+// an experiment's cell plays share one interface, Protocol (Pair; Chains,
+// for chain-K and whole runs): Play takes a Cell (scenario, window,
+// policies, factory) and returns what it measured (Played: samples, whole
+// runs, unmeasured counts, its own parameters for the provenance), so
+// eval.RunCell plays any of them the same way. The walk-forward is not a
+// cell protocol: it fits policies period by period on chain tables and
+// replays the others through Pair (ReplayBaselines); it returns outcomes
+// pooled into rows (WFResult).
 package protocol
