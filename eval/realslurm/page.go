@@ -178,7 +178,7 @@ func (p *Page) writeGains(w io.Writer) {
 func (p *Page) writeDiffers(w io.Writer) {
 	pr := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	pr("## Where the real scheduler differs\n\n")
-	pr("Per run: which pass started the real run's jobs (slurmctld's log); the real wait of the background jobs the simulator started at once (scheduling latency, which the simulator does not model: `sim.Defaults` has none); the background jobs slurmctld started within a backfill pass that the simulator kept waiting over a minute (and how many of them asked less than one node's GPUs: the simulator's backfill plans on per-partition counts of idle nodes and free GPUs, slurmctld on per-node maps, so a small job slurmctld backfills on nodes outside a wide job's reservation may wait in the simulator); pinned submissions and lifted pins; hand-offs without interruption; the loop's own timing.\n\n")
+	pr("Per run: which pass started the real run's jobs (slurmctld's log); the real wait of the background jobs the simulator started at once (scheduling latency: the replay draws each job's from the run's own probe of the idle cluster, and starts what a job's end frees at once); the background jobs slurmctld started within a backfill pass that the simulator kept waiting over a minute (and how many of them asked less than one node's GPUs: a held-back job the simulator's node-by-node backfill should not leave); pinned submissions and lifted pins (the daemon lifts a pin when it sees the predecessor ended and the successor still pending: higher-priority jobs stood before it); hand-offs without interruption; the loop's own timing.\n\n")
 	pr("| release | setting | policy | starts by backfill (main) | latency median, p90 (jobs) | held back by the simulator (below one node) | pinned submissions real (sim) | node lists lifted real (sim) | successor start − predecessor end ≤ 0 s real (sim), median real (sim) | daemon cycle median, p90 | background submit lag p90 |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range p.Runs {
 		var real, simG []float64
@@ -301,6 +301,7 @@ func (p *Page) writeVerdicts(w io.Writer) {
 	var simShorter, simLonger int // runs whose simulated mean |gap| is below (above) the real one
 	var realMed, simMed []float64
 	pinned, pinnedPass, simPinned, simPinnedPass := 0, 0, 0, 0
+	var subR, subS, liftR, liftS int // pinned submissions and lifted pins, real and simulated
 	for _, c := range p.Runs {
 		g := c.Gaps()
 		n++
@@ -319,6 +320,7 @@ func (p *Page) writeVerdicts(w io.Writer) {
 		case g.SimMean > g.RealMean:
 			simLonger++
 		}
+		subR, subS, liftR, liftS = subR+c.PinnedReal, subS+c.PinnedSim, liftR+c.UnpinnedReal, liftS+c.UnpinnedSim
 		realMed = append(realMed, c.Waits.RecMedian)
 		simMed = append(simMed, c.Waits.SimMedian)
 		pass := c.Sim.Config.BFInterval + time.Second
@@ -350,6 +352,9 @@ func (p *Page) writeVerdicts(w io.Writer) {
 		MaxWaitKS, MinWaitRho, waitOK, n, hrs(median(realMed)), hrs(median(simMed)))
 	if pinned+simPinned > 0 {
 		pr("- **Pinned successors**: on the real slurmctld %d of %d started within one scheduling pass of their predecessor's end; in the simulator %d of %d.\n", pinnedPass, pinned, simPinnedPass, simPinned)
+	}
+	if subR+subS > 0 {
+		pr("- **Pins lifted**: of the pinned submissions, the daemon lifted %d of %d on the real cluster and %d of %d in the simulator (the successor was still pending when the predecessor ended: queued behind jobs of higher priority). Whether a pinned successor is queued ahead of the jobs it competes with turns on when the daemon first sees no node free, to the second, and on the jobs submitted in those seconds.\n", liftR, subR, liftS, subS)
 	}
 	pr("\n")
 }
