@@ -359,3 +359,44 @@ func TestLeadScalesWithLimit(t *testing.T) {
 		t.Errorf("WithLead(10m), limit 3m, at +30s: %s (%v), want submit: %s", d.Action, err, d.Reason)
 	}
 }
+
+// TestPinQueuesWhenFreeNodesAreWaitedFor: pin at +10 min of a 1-hour
+// predecessor on n1 (limit at 60:00, so lead would submit from 50:00),
+// n2 whole and free. Nobody waits for n2: it need not queue yet (as
+// lead: wait). A 2-node job of another user waits for nodes: n2 is the
+// scheduler's to give to it, and a successor left to queue later would
+// queue behind it: submit pinned to n1 now. The successor's own pending
+// job (tagged with its chain and segment) does not wait against itself;
+// and a chain that hands off counts the free node as its own (its
+// predecessor gives its nodes back a checkpoint after it starts).
+func TestPinQueuesWhenFreeNodesAreWaitedFor(t *testing.T) {
+	nodes := []Node{{Name: "n1", State: NodeUp, CPUs: 8, GPUs: 4, GPUsUsed: 4, Partitions: []string{"gpu"}}, {Name: "n2", State: NodeUp, CPUs: 8, GPUs: 4, Partitions: []string{"gpu"}}}
+	ch := &Chain{ID: "c-1"}
+	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4, Comment: Tag{Chain: "c-1", Segment: 1}.String()}
+	other := Job{ID: "20", User: "bob", Partition: "gpu", State: StatePending, Reason: PendingResources, Nodes: 2}
+	own := Job{ID: "11", Partition: "gpu", State: StatePending, Reason: PendingPriority, Nodes: 1, Comment: Tag{Chain: "c-1", Segment: 1}.String() + " mirage-spec=x"}
+	p, err := BaselinePolicy(PolicyPin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name     string
+		jobs     []Job
+		workload string
+		want     Action
+		reason   string
+	}{
+		{"nobody waits", nil, "", Wait, "1 node(s) free and no job waits for them: no need to queue pinned"},
+		{"a job waits for nodes", []Job{other}, "", SubmitPinned, "1 node(s) free but jobs wait for them"},
+		{"only its own pending job", []Job{own}, "", Wait, "no need to queue pinned"},
+		{"a job waits, the chain hands off", []Job{other}, WorkloadTraining, Wait, "no need to queue pinned"},
+	} {
+		pred := job("10").state(StateRunning).start(t0).shape(1, 4).partition("gpu").build()
+		pred.TimeLimit, pred.NodeList = time.Hour, []string{"n1"}
+		ch.Workload = c.workload
+		d, err := p.Decide(&Observation{Now: min_(10), Chain: ch, Predecessor: &pred, Successor: succ, Snapshot: &Snapshot{Time: min_(10), Nodes: nodes, Jobs: append([]Job{pred}, c.jobs...)}})
+		if err != nil || d.Action != c.want || !strings.Contains(d.Reason, c.reason) {
+			t.Errorf("%s: %s (%v), want %s: %s", c.name, d.Action, err, c.want, d.Reason)
+		}
+	}
+}

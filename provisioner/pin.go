@@ -27,8 +27,12 @@ import (
 //   - Where the successor would fit beside its predecessor on the
 //     predecessor's nodes (nodes shared between jobs), pinning cannot keep
 //     them apart: inner decides.
-//   - While enough whole nodes of the successor's shape are free, there is
-//     no need to queue pinned: inner decides. The engine asks again about
+//   - While enough whole nodes of the successor's shape are spare (free,
+//     and no job waits for them: spareNodes; for a chain that hands off,
+//     free), there is no need to queue pinned: inner decides. Free nodes that jobs wait for are the
+//     scheduler's to give to the jobs ahead, often within the second
+//     (a stream of short jobs through the same nodes): a successor left
+//     to queue later would queue behind those jobs. The engine asks again about
 //     a pending pinned successor and lifts its node list when this policy
 //     would submit it now: after the predecessor ended, or before where
 //     the chain's cost prices an early start below an equal interruption
@@ -68,6 +72,10 @@ func (p pinned) Decide(obs *Observation) (Decision, error) {
 		return Decision{Action: Wait, Reason: "predecessor's time limit or start unknown: wait for it to end"}, nil
 	}
 	free := freeNodes(obs.Snapshot, &obs.Successor)
+	spare := free // a hand-off chain's predecessor gives its nodes back a checkpoint after its successor starts (mayLiftEarly)
+	if !handsOff(obs.Chain) {
+		spare = spareNodes(obs.Snapshot, &obs.Successor, ownPending(obs))
+	}
 	need := max(obs.Successor.Nodes, 1)
 	left := end.Sub(obs.Now)
 	var why string
@@ -76,13 +84,13 @@ func (p pinned) Decide(obs *Observation) (Decision, error) {
 		// Pinned there, it could start beside its predecessor at once:
 		// the pin would not keep them apart.
 		why = fmt.Sprintf("the successor fits beside predecessor %s on its nodes, so pinning cannot keep them apart", pred.ID)
-	case free >= need:
-		why = fmt.Sprintf("%d node(s) free now: no need to queue pinned (pinned once they fill)", free)
+	case spare >= need:
+		why = fmt.Sprintf("%d node(s) free and no job waits for them: no need to queue pinned (pinned once they fill)", spare)
 	case len(pred.NodeList) == 0:
-		return Decision{Action: Wait, Reason: fmt.Sprintf("no %d node(s) free and the nodes of predecessor %s are not known yet: wait (a pinned successor needs them)", need, pred.ID)}, nil
+		return Decision{Action: Wait, Reason: fmt.Sprintf("%s and the nodes of predecessor %s are not known yet: wait (a pinned successor needs them)", noneSpare(free, need), pred.ID)}, nil
 	default:
-		return Decision{Action: SubmitPinned, Score: -left.Seconds(), Reason: fmt.Sprintf("no %d node(s) free, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
-			need, pred.ID, secs(left), len(pred.NodeList))}, nil
+		return Decision{Action: SubmitPinned, Score: -left.Seconds(), Reason: fmt.Sprintf("%s, predecessor %s ends in %s: submit now, pinned to its %d node(s) (it starts as they free, never alongside it)",
+			noneSpare(free, need), pred.ID, secs(left), len(pred.NodeList))}, nil
 	}
 	d, err := p.inner.Decide(obs)
 	if err != nil {
@@ -98,6 +106,32 @@ func (p pinned) Decide(obs *Observation) (Decision, error) {
 		d.Reason += fmt.Sprintf("; the last cycle before the limit: start from %s before it, not at once", secs(BeginMargin))
 	}
 	return d, nil
+}
+
+// ownPending is the job id of the successor itself when it is queued
+// already (a pinned successor the step asks about again: unpin), found by
+// its chain tag; "" otherwise. It does not wait for the free nodes
+// against itself.
+func ownPending(obs *Observation) string {
+	want, ok := ParseTag(obs.Successor.Comment)
+	if !ok || obs.Snapshot == nil {
+		return ""
+	}
+	for _, j := range obs.Snapshot.Pending() {
+		if t, ok := ParseTag(j.Comment); ok && t.Chain == want.Chain && t.Segment == want.Segment {
+			return j.ID
+		}
+	}
+	return ""
+}
+
+// noneSpare says why fewer than need whole nodes are spare: too few are
+// free, or jobs wait for the free ones.
+func noneSpare(free, need int) string {
+	if free < need {
+		return fmt.Sprintf("no %d node(s) free", need)
+	}
+	return fmt.Sprintf("%d node(s) free but jobs wait for them (the scheduler gives them to the jobs ahead)", free)
 }
 
 // handsOff reports whether the chain's segments hand off (the training
