@@ -33,7 +33,9 @@ func TestProtocolsPlayTheCell(t *testing.T) {
 	}
 	sc := chainScenario(t, 4, jobs...)
 	cell := Cell{Scenario: sc, Name: "cell", LoadScale: 2, From: chainT0, Until: chainT0.Add(5 * time.Hour), Policies: []string{metrics.Reference},
-		Factory: func(probe models.OracleProbe) provisioner.PolicyFactory { return models.PolicyFactory("", models.PolicyOptions{Probe: probe}) }}
+		Factory: func(probe models.OracleProbe) provisioner.PolicyFactory {
+			return models.PolicyFactory("", models.PolicyOptions{Probe: probe})
+		}}
 	setup := ChainSetup{Cell: "ignored", LoadScale: 9, K: 3, Warmup: time.Hour, Interval: 2 * time.Hour, Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour}
 
 	var pair Protocol = Pair{Protocol: scenario.Protocol{Every: 2 * time.Hour, WarmUp: time.Hour, Tick: 10 * time.Minute, Limit: 55 * time.Minute, Nodes: []int{1}, Horizon: time.Hour}}
