@@ -276,6 +276,8 @@ func TestSpareNodes(t *testing.T) {
 		{"not waiting for nodes, or elsewhere", []Job{pend("a", "gpu", "Dependency", 1), pend("b", "gpu", "BeginTime", 1), pend("c", "cpu", "Priority", 1),
 			{ID: "d", Partition: "gpu", State: StateRunning, Nodes: 1}}, 3},
 		{"two jobs, 1 + 1 nodes", []Job{pend("a", "gpu", "Priority", 1), pend("b", "gpu", "Priority", 1)}, 1},
+		{"a 2-node job just submitted (None: not looked at yet)", []Job{pend("a", "gpu", "None", 2)}, 1},
+		{"a job without a reason (a backend that gives none)", []Job{pend("a", "gpu", "", 2)}, 3},
 	}
 	for _, c := range cases {
 		if got := spareNodes(&Snapshot{Nodes: nodes, Jobs: c.jobs}, &req, "own"); got != c.want {
@@ -363,7 +365,8 @@ func TestLeadScalesWithLimit(t *testing.T) {
 // TestPinQueuesWhenFreeNodesAreWaitedFor: pin at +10 min of a 1-hour
 // predecessor on n1 (limit at 60:00, so lead would submit from 50:00),
 // n2 whole and free. Nobody waits for n2: it need not queue yet (as
-// lead: wait). A 2-node job of another user waits for nodes: n2 is the
+// lead: wait). A 2-node job of another user waits for nodes (or was just
+// submitted: reason None, its first pass to come): n2 is the
 // scheduler's to give to it, and a successor left to queue later would
 // queue behind it: submit pinned to n1 now. The successor's own pending
 // job (tagged with its chain and segment) does not wait against itself;
@@ -374,6 +377,8 @@ func TestPinQueuesWhenFreeNodesAreWaitedFor(t *testing.T) {
 	ch := &Chain{ID: "c-1"}
 	succ := SubmitRequest{Partition: "gpu", Nodes: 1, GPUs: 4, Comment: Tag{Chain: "c-1", Segment: 1}.String()}
 	other := Job{ID: "20", User: "bob", Partition: "gpu", State: StatePending, Reason: PendingResources, Nodes: 2}
+	fresh := other
+	fresh.Reason = PendingNone
 	own := Job{ID: "11", Partition: "gpu", State: StatePending, Reason: PendingPriority, Nodes: 1, Comment: Tag{Chain: "c-1", Segment: 1}.String() + " mirage-spec=x"}
 	p, err := BaselinePolicy(PolicyPin)
 	if err != nil {
@@ -388,6 +393,7 @@ func TestPinQueuesWhenFreeNodesAreWaitedFor(t *testing.T) {
 	}{
 		{"nobody waits", nil, "", Wait, "1 node(s) free and no job waits for them: no need to queue pinned"},
 		{"a job waits for nodes", []Job{other}, "", SubmitPinned, "1 node(s) free but jobs wait for them"},
+		{"a job just submitted, not looked at yet", []Job{fresh}, "", SubmitPinned, "1 node(s) free but jobs wait for them"},
 		{"only its own pending job", []Job{own}, "", Wait, "no need to queue pinned"},
 		{"a job waits, the chain hands off", []Job{other}, WorkloadTraining, Wait, "no need to queue pinned"},
 	} {

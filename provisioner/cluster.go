@@ -38,6 +38,10 @@ const (
 	PendingResources  = "Resources"  // waiting for nodes to free
 	PendingDependency = "Dependency" // held until a dependency is met
 	PendingBeginTime  = "BeginTime"  // held until its begin time
+	// PendingNone: submitted, not yet looked at by the scheduler (squeue's
+	// reason for a job slurmctld has not tried to start): on its next pass
+	// it takes what it fits.
+	PendingNone = "None"
 )
 
 // Job is one batch job (or Kubernetes workload) as a backend reports it.

@@ -188,7 +188,8 @@ func freeNodeNames(snap *Snapshot, req *SubmitRequest) []string {
 // spareNodes is freeNodes less what the jobs waiting for nodes could take
 // of them: every pending job of the request's partition (any partition
 // when it names none) other than own whose reason says it waits for nodes
-// (Priority, Resources) takes its nodes, or all the free ones when it
+// (Priority, Resources, or None: submitted, its first pass to come) takes
+// its nodes, or all the free ones when it
 // needs more (they are what it would start on as others free). Whole
 // nodes free while such jobs wait are the scheduler's to give to the job
 // ahead (a backfill reservation keeps them for it); a successor started
@@ -200,12 +201,21 @@ func spareNodes(snap *Snapshot, req *SubmitRequest, own string) int {
 	free := freeNodes(snap, req)
 	spare := free
 	for _, j := range snap.Pending() {
-		if j.ID == own || j.Reason != PendingPriority && j.Reason != PendingResources || req.Partition != "" && j.Partition != req.Partition {
+		if j.ID == own || !waitsForNodes(j.Reason) || req.Partition != "" && j.Partition != req.Partition {
 			continue
 		}
 		spare -= min(max(j.Nodes, 1), free)
 	}
 	return max(spare, 0)
+}
+
+// waitsForNodes reports whether a pending job with this squeue reason
+// waits for nodes: behind others (Priority), for nodes to free
+// (Resources), or not yet looked at (None: on slurmctld a job submitted
+// during a pass keeps it for a second or two, and takes the free nodes on
+// the next one).
+func waitsForNodes(reason string) bool {
+	return reason == PendingPriority || reason == PendingResources || reason == PendingNone
 }
 
 // unpin asks the chain's policy again about its pending pinned successor,
