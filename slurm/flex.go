@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirage-gpu/mirage/provisioner"
 	"github.com/mirage-gpu/mirage/slurm/slurmfmt"
 )
 
@@ -310,6 +311,17 @@ func nonEmpty(a ...string) string {
 }
 
 // clean maps Slurm's placeholders for "nothing" to "".
+// reasonOf is a job's reason as squeue or sacct prints it, cleaned as
+// clean does, except that a pending job's "None" is kept
+// (provisioner.PendingNone): slurmctld has not looked at it yet, and on
+// its next pass it takes the nodes it fits (what pin's spare nodes count).
+func reasonOf(state provisioner.JobState, s string) string {
+	if state == provisioner.StatePending && strings.TrimSpace(s) == provisioner.PendingNone {
+		return provisioner.PendingNone
+	}
+	return clean(s)
+}
+
 func clean(s string) string {
 	switch strings.TrimSpace(s) {
 	case "", "(null)", "N/A", "None", "none", "None assigned":

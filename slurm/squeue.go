@@ -182,7 +182,6 @@ func (r *squeueRec) job(hb *hostBudget) (provisioner.Job, error) {
 		Partition: r.Partition,
 		QOS:       r.QOS,
 		State:     mapStates(r.States...),
-		Reason:    clean(r.Reason),
 		Submit:    r.Submit.unix(),
 		Eligible:  r.Eligible.unix(),
 		TimeLimit: r.Limit.minutes(),
@@ -191,6 +190,7 @@ func (r *squeueRec) job(hb *hostBudget) (provisioner.Job, error) {
 		Comment:   r.Comment,
 		Depend:    clean(r.Dependency),
 	}
+	j.Reason = reasonOf(j.State, r.Reason)
 	if !r.Priority.known() {
 		j.Priority = 0
 	}

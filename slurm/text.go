@@ -131,8 +131,9 @@ func squeueRow(p *rowParser, f []string) (j provisioner.Job, keep bool, err erro
 	j = provisioner.Job{
 		ID: strings.Clone(strings.TrimSpace(get("JobArrayID"))), Name: strings.Clone(nullStr(get("Name"))), User: in.str(get("UserName")),
 		Account: in.str(get("Account")), Partition: in.str(get("Partition")), QOS: in.str(get("QOS")), State: mapStates(get("State")),
-		Reason: in.str(clean(get("Reason"))), Depend: strings.Clone(clean(get("Dependency"))), Comment: strings.Clone(nullStr(get("Comment"))),
+		Depend: strings.Clone(clean(get("Dependency"))), Comment: strings.Clone(nullStr(get("Comment"))),
 	}
+	j.Reason = in.str(reasonOf(j.State, get("Reason")))
 	if j.ID == "" {
 		return j, false, fmt.Errorf("empty job id")
 	}
