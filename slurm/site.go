@@ -167,7 +167,7 @@ func ParseConfig(b []byte) (map[string]string, error) {
 	for _, l := range lines(b) {
 		k, v, ok := strings.Cut(l, " = ")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" || strings.ContainsAny(k, " \t") {
+		if !ok || k == "" || strings.ContainsAny(k, " \t\r\n") {
 			continue
 		}
 		if _, seen := out[k]; seen {
