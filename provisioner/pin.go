@@ -29,13 +29,14 @@ import (
 //     them apart: inner decides.
 //   - While enough whole nodes of the successor's shape are spare (free,
 //     and no job waits for them: spareNodes; for a chain that hands off,
-//     free), there is no need to queue pinned: inner decides. Free nodes that jobs wait for are the
-//     scheduler's to give to the jobs ahead, often within the second
-//     (a stream of short jobs through the same nodes): a successor left
-//     to queue later would queue behind those jobs. The engine asks again about
-//     a pending pinned successor and lifts its node list when this policy
-//     would submit it now: after the predecessor ended, or before where
-//     the chain's cost prices an early start below an equal interruption
+//     free), there is no need to queue pinned: inner decides. Free nodes
+//     that jobs wait for are the scheduler's to give to the jobs ahead,
+//     often within the second (a stream of short jobs through the same
+//     nodes): a successor left to queue later would queue behind those
+//     jobs. The engine asks again about a pending pinned successor and
+//     lifts its node list when this policy would submit it now: after
+//     the predecessor ended, or before where the chain's cost prices an
+//     early start below an equal interruption
 //     and, unless the chain hands off, no pending job waits for the free
 //     nodes (stepContext.unpin). A submission inner decides in the last
 //     decision cycle before the predecessor's limit (within DefaultLead,
@@ -189,8 +190,8 @@ func freeNodeNames(snap *Snapshot, req *SubmitRequest) []string {
 // of them: every pending job of the request's partition (any partition
 // when it names none) other than own whose reason says it waits for nodes
 // (Priority, Resources, or None: submitted, its first pass to come) takes
-// its nodes, or all the free ones when it
-// needs more (they are what it would start on as others free). Whole
+// its nodes, or all the free ones when it needs more (they are what it
+// would start on as others free). Whole
 // nodes free while such jobs wait are the scheduler's to give to the job
 // ahead (a backfill reservation keeps them for it); a successor started
 // early there would take them from it.
