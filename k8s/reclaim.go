@@ -111,8 +111,8 @@ type EvictResult struct {
 // is evicted with the grace period (rounded up to whole seconds; the kubelet
 // sends SIGTERM and kills after it), Evict waits until the pods are gone or the
 // grace period has elapsed, and evicts any pod still there again with grace 0
-// (without a kubelet, as in the test cluster, a pod would otherwise stay
-// Terminating forever). A Job is deleted first (orphaning its pods) so that no
+// (a node whose kubelet is gone would otherwise leave it Terminating forever);
+// with grace 0 from the start it only waits for the pods to go. A Job is deleted first (orphaning its pods) so that no
 // replacement pod is created. reason is recorded as an event on each pod
 // evicted (LabelReclaim, with the pod's team: the cluster's memory of the
 // reclaim, Snapshot.Reclaimed).
@@ -154,7 +154,15 @@ func (c *Client) Evict(ctx context.Context, jobID string, grace time.Duration, r
 		res.Pods = append(res.Pods, p.Namespace+"/"+p.Name)
 		evicted = append(evicted, p)
 	}
-	if len(evicted) > 0 {
+	if len(evicted) > 0 && secs == 0 {
+		// Evicted with grace 0 already: evicting again cannot hasten anything.
+		// A pod may stay a moment after the eviction was accepted (a Job's pod
+		// until the Job controller drops its tracking finalizer); wait for it.
+		if _, err := c.waitGone(ctx, evicted, nil); err != nil {
+			errs = append(errs, err)
+		}
+		res.Finished = c.cfg.Clock.Now()
+	} else if len(evicted) > 0 {
 		remaining, err := c.waitGone(ctx, evicted, c.cfg.Clock.After(grace))
 		if err != nil {
 			return res, errors.Join(append(errs, err)...)

@@ -188,3 +188,45 @@ func TestReclaimIsRemembered(t *testing.T) {
 		t.Errorf("reclaimed %+v, want pod/ns/victim of team-a at %v", s.Reclaimed, t0)
 	}
 }
+
+// A pod evicted with grace 0 that lingers a moment (a Job's pod keeps its
+// tracking finalizer until the Job controller drops it) is waited for, not
+// evicted a second time nor reported as forced: the CI failure of stop 56.
+func TestEvictGraceZeroWaitsForLingeringPod(t *testing.T) {
+	p := pod("ns", "victim").On("n1").GPUs(2).Obj()
+	cs := fake.NewClientset(&p)
+	var graces []int64
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		ev := a.(k8stesting.CreateAction).GetObject().(*policyv1.Eviction)
+		graces = append(graces, *ev.DeleteOptions.GracePeriodSeconds)
+		return true, nil, nil // accepted; the pod stays for now
+	})
+	polls := 0
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		polls++
+		if polls == 3 { // gone at the third look
+			_ = cs.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "ns", "victim")
+		}
+		return false, nil, nil
+	})
+	// The wall clock: a grace period of 0 has elapsed at once, as in CI.
+	c := NewForClientset(cs, Config{PollInterval: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Evict(ctx, "pod/ns/victim", 0, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(graces) != 1 || graces[0] != 0 {
+		t.Errorf("eviction grace periods = %v, want one eviction with 0", graces)
+	}
+	if len(res.Pods) != 1 || len(res.Forced) != 0 {
+		t.Errorf("result = %+v, want one pod evicted, none forced", res)
+	}
+	if polls < 3 {
+		t.Errorf("looked %d times, want until the pod was gone (3)", polls)
+	}
+}
