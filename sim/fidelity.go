@@ -292,6 +292,19 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
+// KS is the two-sample Kolmogorov–Smirnov distance of a and b (any order,
+// any sizes; neither is changed): the largest difference of their
+// empirical distribution functions.
+func KS(a, b []float64) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return 0
+	}
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return ks(a, b)
+}
+
 // ks is the two-sample Kolmogorov–Smirnov distance of sorted samples.
 func ks(a, b []float64) float64 {
 	i, j := 0, 0

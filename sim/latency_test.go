@@ -302,3 +302,68 @@ func TestLatentJobListedPending(t *testing.T) {
 		t.Errorf("a job cancelled during its latency is listed %q, want not listed", got)
 	}
 }
+
+// An end latency table delays the main pass a job's end triggers (one
+// value, 30 s, so the draw is known). One 4-GPU node, backfill off: job a
+// holds it for 10 min from t0; b (4 GPUs, submitted at t0+1 min) waits
+// for it. Without the table b starts at a's end, t0+10 min; with it, 30 s
+// later, t0+10m30s, while a is recorded ending at t0+10 min. A job c
+// submitted 10 s after a's end brings its own pass (no arrival latency):
+// b, ahead of c, starts then, at t0+10m10s; b ends at t0+20m10s, and c
+// starts on the pass that end triggers, 30 s later, at t0+20m40s.
+func TestEndLatencyTableDelaysTheEndsPass(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name   string
+		table  []time.Duration
+		withC  bool
+		startB time.Duration
+	}{
+		{"no table", nil, false, 10 * time.Minute},
+		{"30 s", []time.Duration{30 * time.Second}, false, 10*time.Minute + 30*time.Second},
+		{"30 s, a submission 10 s after the end", []time.Duration{30 * time.Second}, true, 10*time.Minute + 10*time.Second},
+	} {
+		cfg := Defaults()
+		cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}}
+		cfg.Partitions = []PartitionConfig{{Name: "gpu", Default: true}}
+		cfg.Backfill = false
+		cfg.SchedLatency = 0
+		cfg.EndLatencyTable = tc.table
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs := []JobSpec{
+			{ID: "a", Submit: t0, TimeLimit: time.Hour, Runtime: 10 * time.Minute, GPUs: 4},
+			{ID: "b", Submit: t0.Add(time.Minute), TimeLimit: time.Hour, Runtime: 10 * time.Minute, GPUs: 4},
+		}
+		if tc.withC {
+			jobs = append(jobs, JobSpec{ID: "c", Submit: t0.Add(10*time.Minute + 10*time.Second), TimeLimit: time.Hour, Runtime: time.Minute, GPUs: 4})
+		}
+		if err := s.Load(jobs); err != nil {
+			t.Fatal(err)
+		}
+		s.Run(time.Time{})
+		got := map[string]Result{}
+		for _, r := range s.Results() {
+			got[r.ID] = r
+		}
+		if e := got["a"].End; !e.Equal(t0.Add(10 * time.Minute)) {
+			t.Errorf("%s: a ended at t0+%s, want t0+10m (the latency delays the pass, not the end)", tc.name, e.Sub(t0))
+		}
+		if st := got["b"].Start.Sub(t0); st != tc.startB {
+			t.Errorf("%s: b started at t0+%s, want t0+%s", tc.name, st, tc.startB)
+		}
+		if tc.withC {
+			if st := got["c"].Start.Sub(t0); st != 20*time.Minute+40*time.Second {
+				t.Errorf("%s: c started at t0+%s, want t0+20m40s (30 s after b's end)", tc.name, st)
+			}
+		}
+	}
+	bad := Defaults()
+	bad.Nodes = []NodeConfig{{Name: "n1", CPUs: 1}}
+	bad.EndLatencyTable = []time.Duration{-time.Second}
+	if _, err := New(bad); err == nil {
+		t.Error("a negative end latency was accepted")
+	}
+}

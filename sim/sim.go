@@ -249,6 +249,7 @@ type Sim struct {
 	nextTick   int64
 	dirtyMain  bool
 	mainAt     int64    // when the event-triggered main pass runs (never if none due)
+	endPass    bool     // mainAt is the pass a job's end set after its latency (Config.EndLatencyTable)
 	rng        rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
 	dirtyBF    bool
 	started    bool
@@ -308,7 +309,7 @@ func New(cfg Config) (*Sim, error) {
 	if len(cfg.Nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
 	}
-	for _, l := range cfg.LatencyTable {
+	for _, l := range slices.Concat(cfg.LatencyTable, cfg.EndLatencyTable) {
 		if l < 0 {
 			return nil, fmt.Errorf("%w: negative latency %s in the latency table", ErrConfig, l)
 		}
@@ -1030,6 +1031,9 @@ func (s *Sim) arrive(j int32) {
 	if len(s.latent) > 0 {
 		s.latent = remove(s.latent, j)
 	}
+	if s.endPass && s.mainAt > s.now {
+		s.mainAt = s.now // its own pass, not the later one a job's end set (Config.EndLatencyTable)
+	}
 	d.state = stPending
 	d.elig = s.now
 	d.accrue = -1
@@ -1054,6 +1058,11 @@ func (s *Sim) finish(j int32) {
 	s.release(j)
 	s.running = remove(s.running, j)
 	s.removeByEnd(j)
+	if tab := s.st.cfg.EndLatencyTable; len(tab) > 0 && !s.dirtyMain {
+		// the pass this end triggers comes after its latency (unless one is due already)
+		lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second)
+		s.mainAt, s.endPass = s.now+lat, true
+	}
 	s.dirtyMain, s.dirtyBF = true, true
 	if len(s.waiters) > 0 {
 		s.checkWaiters()
@@ -1499,7 +1508,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 // non-preemptible QOS may preempt running jobs of a preemptible QOS.
 func (s *Sim) mainPass() {
 	s.dirtyMain = false
-	s.mainAt = never
+	s.mainAt, s.endPass = never, false
 	if len(s.pending) == 0 {
 		return
 	}
