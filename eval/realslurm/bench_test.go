@@ -876,11 +876,15 @@ func (b *bench) compare(t *testing.T, recs []*Record) *Page {
 				modelsDir = c.Status.Models
 			}
 		}
-		sr, err := Simulate(context.Background(), rec, rec.Policies(modelsDir))
-		if err != nil {
-			t.Fatal(err)
+		var srs []*SimRun
+		for seed := uint64(1); seed <= Replays; seed++ {
+			sr, err := SimulateSeed(context.Background(), rec, rec.Policies(modelsDir), seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srs = append(srs, sr)
 		}
-		page.Runs = append(page.Runs, Compare(rec, sr))
+		page.Runs = append(page.Runs, Compare(rec, srs[0], srs[1:]...))
 	}
 	return page
 }

@@ -21,16 +21,36 @@ const (
 	MinWaitRho   = 0.6  // Spearman correlation of the same, job by job
 )
 
+// Replays is how many times the benchmark replays each record, with the
+// seeds 1, 2, … of the latency draws (the simulator's only randomness).
+// One replay of 12 hand-offs differs from another by a KS distance of
+// 0.08–0.33 (measured on the first records): the simulator's gap
+// distribution is the replays' pooled, and how far the replays are from
+// each other is reported beside it (Comparison.SelfKS).
+const Replays = 8
+
 // HandOffPair is one hand-off on the real cluster and in the simulator.
 type HandOffPair struct {
 	Chain     string
 	Segment   int
 	Nodes     int
 	Real, Sim Gap
+	More      []Gap // the same hand-off in the other replays (seeds 2, 3, …)
 }
 
-// Both reports whether the successor started in both.
-func (h HandOffPair) Both() bool { return h.Real.OK && h.Sim.OK }
+// Both reports whether the successor started on the real cluster and in
+// every replay.
+func (h HandOffPair) Both() bool {
+	if !h.Real.OK || !h.Sim.OK {
+		return false
+	}
+	for _, g := range h.More {
+		if !g.OK {
+			return false
+		}
+	}
+	return true
+}
 
 // Comparison is one run beside its replay.
 type Comparison struct {
@@ -44,6 +64,10 @@ type Comparison struct {
 	// start − submit, seconds) over the jobs that started in both;
 	// Recorded the real waits against the trace's recorded waits, scaled.
 	Waits, Recorded sim.Stats
+	// SelfKS is the simulator against itself, per replay (selfKS);
+	// ReplayMeans each replay's own mean |gap| (replayMeans).
+	SelfKS      []float64
+	ReplayMeans []time.Duration
 	// RealUnstarted and SimUnstarted are background jobs submitted that
 	// never started (the run ended first).
 	RealUnstarted, SimUnstarted int
@@ -74,17 +98,29 @@ type Comparison struct {
 }
 
 // Compare pairs a run with its replay.
-func Compare(rec *Record, sr *SimRun) *Comparison {
+func Compare(rec *Record, sr *SimRun, more ...*SimRun) *Comparison {
 	c := &Comparison{Record: rec, Sim: sr, ChainPolicy: rec.Policy}
+	gapsOf := func(r *SimRun, chain string) map[int]Gap {
+		m := map[int]Gap{}
+		for _, g := range r.Gaps[chain] {
+			m[g.Segment] = g
+		}
+		return m
+	}
 	for i := range rec.Chains {
 		ch := &rec.Chains[i]
 		c.ChainPolicy = ch.Status.Policy
-		simGaps := map[int]Gap{}
-		for _, g := range sr.Gaps[ch.Status.ID] {
-			simGaps[g.Segment] = g
+		simGaps := gapsOf(sr, ch.Status.ID)
+		moreGaps := make([]map[int]Gap, len(more))
+		for k, r := range more {
+			moreGaps[k] = gapsOf(r, ch.Status.ID)
 		}
 		for _, g := range ch.RealGaps() {
-			c.HandOffs = append(c.HandOffs, HandOffPair{Chain: ch.Status.ID, Segment: g.Segment, Nodes: ch.Status.Nodes, Real: g, Sim: simGaps[g.Segment]})
+			h := HandOffPair{Chain: ch.Status.ID, Segment: g.Segment, Nodes: ch.Status.Nodes, Real: g, Sim: simGaps[g.Segment]}
+			for _, m := range moreGaps {
+				h.More = append(h.More, m[g.Segment])
+			}
+			c.HandOffs = append(c.HandOffs, h)
 		}
 		for _, d := range ch.Decisions {
 			switch provisioner.Action(d.Action) {
@@ -98,6 +134,8 @@ func Compare(rec *Record, sr *SimRun) *Comparison {
 		c.UnpinnedSim += sr.Unpinned[ch.Status.ID]
 	}
 	c.compareWaits(rec, sr)
+	c.SelfKS = c.selfKS()
+	c.ReplayMeans = c.replayMeans()
 	for _, how := range rec.SchedLog {
 		switch how {
 		case StartedByBackfill:
@@ -177,7 +215,9 @@ type GapStats struct {
 	KS                float64 // KS distance of the real and simulated gaps
 }
 
-// Gaps summarises the comparison's hand-offs.
+// Gaps summarises the comparison's hand-offs: the real gaps against the
+// simulated ones of every replay, pooled (a hand-off censored on the real
+// cluster or in any replay is left out and counted).
 func (c *Comparison) Gaps() GapStats {
 	var g GapStats
 	var real, simG []float64
@@ -188,23 +228,58 @@ func (c *Comparison) Gaps() GapStats {
 		}
 		real = append(real, h.Real.Gap.Seconds())
 		simG = append(simG, h.Sim.Gap.Seconds())
+		for _, m := range h.More {
+			simG = append(simG, m.Gap.Seconds())
+		}
 	}
 	g.Pairs = len(real)
 	if g.Pairs == 0 {
 		return g
 	}
-	var ra, sa, rs, ss float64
-	for i := range real {
-		ra += math.Abs(real[i])
-		sa += math.Abs(simG[i])
-		rs += real[i]
-		ss += simG[i]
+	mean := func(xs []float64, f func(float64) float64) time.Duration {
+		sum := 0.0
+		for _, x := range xs {
+			sum += f(x)
+		}
+		return time.Duration(sum / float64(len(xs)) * float64(time.Second))
 	}
-	n := float64(g.Pairs)
-	sec := func(x float64) time.Duration { return time.Duration(x / n * float64(time.Second)) }
-	g.RealMean, g.SimMean, g.RealSigned, g.SimSigned = sec(ra), sec(sa), sec(rs), sec(ss)
-	g.KS = sim.Compare(simG, real, make([]int, len(real)))[0].KS
+	id := func(x float64) float64 { return x }
+	g.RealMean, g.SimMean = mean(real, math.Abs), mean(simG, math.Abs)
+	g.RealSigned, g.SimSigned = mean(real, id), mean(simG, id)
+	g.KS = sim.KS(simG, real)
 	return g
+}
+
+// selfKS is the simulator against itself: for each replay, the KS
+// distance of its gaps from the other replays' pooled, over the hand-offs
+// measured everywhere (none with fewer than two replays). A real run
+// could not be expected to come closer to the replays than they come to
+// each other.
+func (c *Comparison) selfKS() []float64 {
+	var byReplay [][]float64
+	for _, h := range c.HandOffs {
+		if !h.Both() || len(h.More) == 0 {
+			continue
+		}
+		all := append([]Gap{h.Sim}, h.More...)
+		if byReplay == nil {
+			byReplay = make([][]float64, len(all))
+		}
+		for k, x := range all {
+			byReplay[k] = append(byReplay[k], x.Gap.Seconds())
+		}
+	}
+	var out []float64
+	for k := range byReplay {
+		var others []float64
+		for j := range byReplay {
+			if j != k {
+				others = append(others, byReplay[j]...)
+			}
+		}
+		out = append(out, sim.KS(others, byReplay[k]))
+	}
+	return out
 }
 
 // MeanGapsAgree reports issue 46's first line for g: the real and the
@@ -227,4 +302,30 @@ func durQuantile(ds []time.Duration, q float64) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[int(q*float64(len(s)-1))]
+}
+
+// replayMeans is each replay's mean |gap| over the hand-offs measured
+// everywhere (as Gaps counts them): how far one replay's mean strays from
+// another's.
+func (c *Comparison) replayMeans() []time.Duration {
+	var sums []float64
+	n := 0
+	for _, h := range c.HandOffs {
+		if !h.Both() {
+			continue
+		}
+		all := append([]Gap{h.Sim}, h.More...)
+		if sums == nil {
+			sums = make([]float64, len(all))
+		}
+		for k, x := range all {
+			sums[k] += math.Abs(x.Gap.Seconds())
+		}
+		n++
+	}
+	out := make([]time.Duration, len(sums))
+	for k, s := range sums {
+		out[k] = time.Duration(s / float64(n) * float64(time.Second))
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,43 @@ func TestSimulateByHand(t *testing.T) {
 	}
 	if sr.Unstarted != 0 || sr.Pinned["c-20300101-aaaaaa"] != 0 {
 		t.Errorf("unstarted %d, pinned %d: want 0, 0", sr.Unstarted, sr.Pinned["c-20300101-aaaaaa"])
+	}
+}
+
+// TestComparePooledByHand: two hand-offs, real gaps 0 s and 10 s; replay
+// 1 simulates 2 s and 10 s, replay 2 0 s and 10 s; a third hand-off
+// started in replay 1 but not in replay 2 is censored.
+//
+//	pooled simulated gaps {0, 2, 10, 10}: mean |gap| 22/4 = 5.5 s; real 5 s.
+//	KS: at x = 0 the real CDF is 1/2, the pooled 1/4: 0.25; at x = 2 both
+//	1/2; from 10 both 1: 0.25.
+//	Replays among themselves: {2, 10} against {0, 10}: at x = 0, 0 against
+//	1/2: 0.5; and {0, 10} against {2, 10} the same: [0.5 0.5].
+func TestComparePooledByHand(t *testing.T) {
+	ok := func(seg int, sec float64) Gap {
+		return Gap{Segment: seg, Gap: time.Duration(sec * float64(time.Second)), OK: true}
+	}
+	c := &Comparison{HandOffs: []HandOffPair{
+		{Segment: 1, Real: ok(1, 0), Sim: ok(1, 2), More: []Gap{ok(1, 0)}},
+		{Segment: 2, Real: ok(2, 10), Sim: ok(2, 10), More: []Gap{ok(2, 10)}},
+		{Segment: 3, Real: ok(3, 4), Sim: ok(3, 4), More: []Gap{{Segment: 3}}},
+	}}
+	g := c.Gaps()
+	if g.Pairs != 2 || g.Censored != 1 || g.RealMean != 5*time.Second || g.SimMean != 5500*time.Millisecond || g.KS != 0.25 {
+		t.Errorf("%+v", g)
+	}
+	if got := c.replayMeans(); !slices.Equal(got, []time.Duration{6 * time.Second, 5 * time.Second}) {
+		t.Errorf("replays' means %v, want [6s 5s] ((2 + 10)/2, (0 + 10)/2)", got)
+	}
+	if got := c.selfKS(); !slices.Equal(got, []float64{0.5, 0.5}) {
+		t.Errorf("replays among themselves %v, want [0.5 0.5]", got)
+	}
+	if got := (&Comparison{HandOffs: c.HandOffs[:2:2]}).selfKS(); len(got) != 2 {
+		t.Errorf("selfKS of two replays: %v", got)
+	}
+	one := &Comparison{HandOffs: []HandOffPair{{Segment: 1, Real: ok(1, 0), Sim: ok(1, 2)}}}
+	if got := one.selfKS(); got != nil {
+		t.Errorf("one replay: %v, want none", got)
 	}
 }
 
