@@ -67,7 +67,7 @@ bench-replay:
 # The real scheduler in the loop (issue 46): chains driven by mirage on the
 # loopback Slurm (32 nodes; 22.05, then 24.11, building its chroot once)
 # under a time-scaled LS6 slice, and the simulator on the same jobs:
-# docs/results/real-slurm.md. About three hours (12 runs of 12–14 min, and
+# docs/results/real-slurm.md. About four hours (12 runs of 12–28 min, and
 # the learned default trained per setting); records and models under
 # $(MIRAGE_TEST_DIR)/bench-real-slurm (MIRAGE_BENCH_RESIMULATE=1 replays them
 # without Slurm after a change to the simulator).
