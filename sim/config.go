@@ -116,16 +116,16 @@ type Config struct {
 	// quantiles a calibration measured: what the real scheduler took to
 	// start a job it had room for). Its submission time stays as it was.
 	LatencyTable []time.Duration
-	// EndLatencyTable, when set, delays the main pass a job's end triggers
-	// in the same way: EndLatencyTable[k] (whole seconds) after the end, k
-	// uniform over the entries, unless a pass is due sooner. The job's
-	// nodes are free at its end (another pass may use them), and it is
-	// ended for squeue and sacct; only the pass that would start the next
-	// job on them comes later. On slurmctld that pass follows the node's
-	// epilog-complete message and the sub-second clock sacct truncates:
-	// a pinned successor starts 0–2 s after its predecessor's recorded
-	// end, like a job submitted to an idle cluster (the real-scheduler
-	// benchmark's probe; eval/realslurm). Without it the pass runs at once.
+	// EndLatencyTable, when set, keeps an ended job's nodes held for a
+	// latency drawn in the same way, EndLatencyTable[k] (whole seconds), as
+	// slurmctld keeps them COMPLETING until the node's epilog-complete
+	// message and schedules them at its next pass: the job is ended for
+	// squeue and sacct at once, but no pass can start a job on its nodes
+	// before the latency is over. On 22.05 a pinned successor started
+	// 0–2 s after its predecessor's recorded end, like a job submitted to
+	// an idle cluster (the real-scheduler benchmark's probe; eval/realslurm),
+	// and a stream of 0 s two-node jobs ran one every 1–2 s. Without it the
+	// nodes are free at the end.
 	EndLatencyTable []time.Duration
 	Seed            uint64 // seed of the latency draws (the only randomness)
 }

@@ -303,15 +303,15 @@ func TestLatentJobListedPending(t *testing.T) {
 	}
 }
 
-// An end latency table delays the main pass a job's end triggers (one
-// value, 30 s, so the draw is known). One 4-GPU node, backfill off: job a
-// holds it for 10 min from t0; b (4 GPUs, submitted at t0+1 min) waits
-// for it. Without the table b starts at a's end, t0+10 min; with it, 30 s
-// later, t0+10m30s, while a is recorded ending at t0+10 min. A job c
-// submitted 10 s after a's end brings its own pass (no arrival latency):
-// b, ahead of c, starts then, at t0+10m10s; b ends at t0+20m10s, and c
-// starts on the pass that end triggers, 30 s later, at t0+20m40s.
-func TestEndLatencyTableDelaysTheEndsPass(t *testing.T) {
+// An end latency table holds an ended job's nodes for its draw (one value,
+// 30 s, so the draw is known). One 4-GPU node: job a holds it for 10 min
+// from t0; b (4 GPUs, submitted at t0+1 min) waits for it. Without the
+// table b starts at a's end, t0+10 min; with it, 30 s later, t0+10m30s,
+// while a is recorded ending at t0+10 min. Neither another job's pass nor
+// backfill can use the held node: with c (4 GPUs, 1 min) submitted at
+// t0+10m10s and backfill on, b still starts at t0+10m30s; b ends at
+// t0+20m30s and c starts once that end's 30 s are over, at t0+21m.
+func TestEndLatencyTableHoldsTheNodes(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string
@@ -321,12 +321,12 @@ func TestEndLatencyTableDelaysTheEndsPass(t *testing.T) {
 	}{
 		{"no table", nil, false, 10 * time.Minute},
 		{"30 s", []time.Duration{30 * time.Second}, false, 10*time.Minute + 30*time.Second},
-		{"30 s, a submission 10 s after the end", []time.Duration{30 * time.Second}, true, 10*time.Minute + 10*time.Second},
+		{"30 s, a submission 10 s after the end, backfill on", []time.Duration{30 * time.Second}, true, 10*time.Minute + 30*time.Second},
 	} {
 		cfg := Defaults()
 		cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}}
 		cfg.Partitions = []PartitionConfig{{Name: "gpu", Default: true}}
-		cfg.Backfill = false
+		cfg.Backfill = tc.withC
 		cfg.SchedLatency = 0
 		cfg.EndLatencyTable = tc.table
 		s, err := New(cfg)
@@ -349,16 +349,44 @@ func TestEndLatencyTableDelaysTheEndsPass(t *testing.T) {
 			got[r.ID] = r
 		}
 		if e := got["a"].End; !e.Equal(t0.Add(10 * time.Minute)) {
-			t.Errorf("%s: a ended at t0+%s, want t0+10m (the latency delays the pass, not the end)", tc.name, e.Sub(t0))
+			t.Errorf("%s: a ended at t0+%s, want t0+10m (the latency holds the node, not the job)", tc.name, e.Sub(t0))
 		}
 		if st := got["b"].Start.Sub(t0); st != tc.startB {
 			t.Errorf("%s: b started at t0+%s, want t0+%s", tc.name, st, tc.startB)
 		}
 		if tc.withC {
-			if st := got["c"].Start.Sub(t0); st != 20*time.Minute+40*time.Second {
-				t.Errorf("%s: c started at t0+%s, want t0+20m40s (30 s after b's end)", tc.name, st)
+			if st := got["c"].Start.Sub(t0); st != 21*time.Minute {
+				t.Errorf("%s: c started at t0+%s, want t0+21m (30 s after b's end)", tc.name, st)
 			}
 		}
+	}
+	// What squeue and sinfo show while the node is held: a no longer
+	// listed, the node's 4 GPUs still used, b pending.
+	cfg := Defaults()
+	cfg.Nodes = []NodeConfig{{Name: "n1", CPUs: 8, GPUs: 4}}
+	cfg.SchedLatency = 0
+	cfg.EndLatencyTable = []time.Duration{30 * time.Second}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Load([]JobSpec{
+		{ID: "a", Submit: t0, TimeLimit: time.Hour, Runtime: 10 * time.Minute, GPUs: 4},
+		{ID: "b", Submit: t0.Add(time.Minute), TimeLimit: time.Hour, Runtime: 10 * time.Minute, GPUs: 4},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Run(t0.Add(10*time.Minute + 15*time.Second))
+	snap, err := s.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, j := range snap.Jobs {
+		listed = append(listed, j.ID+":"+string(j.State))
+	}
+	if len(listed) != 1 || listed[0] != "b:"+string(provisioner.StatePending) || snap.Nodes[0].GPUsUsed != 4 {
+		t.Errorf("at t0+10m15s: jobs %v, GPUs used %d; want only b pending and the node's 4 GPUs held", listed, snap.Nodes[0].GPUsUsed)
 	}
 	bad := Defaults()
 	bad.Nodes = []NodeConfig{{Name: "n1", CPUs: 1}}

@@ -101,6 +101,7 @@ type dyn struct {
 	state    uint8
 	held     bool // dependency not yet satisfied
 	lat      bool // its latency (Config.LatencyTable) was drawn
+	holding  bool // ended, its nodes still held (Config.EndLatencyTable)
 	gen      uint32
 	start    int64
 	end      int64
@@ -249,7 +250,6 @@ type Sim struct {
 	nextTick   int64
 	dirtyMain  bool
 	mainAt     int64    // when the event-triggered main pass runs (never if none due)
-	endPass    bool     // mainAt is the pass a job's end set after its latency (Config.EndLatencyTable)
 	rng        rand.PCG // seeded source for scheduling latency (a value: forks copy its state)
 	dirtyBF    bool
 	started    bool
@@ -994,6 +994,12 @@ func (s *Sim) handleEvent(ev event) {
 		s.arrive(j)
 	case stPending: // its begin time came
 		s.atBegin(j)
+	case stCompleted, stTimeout, stFailed: // ended, its nodes held for its end latency
+		if d.holding {
+			d.holding = false
+			s.release(j)
+			s.dirtyMain, s.dirtyBF = true, true
+		}
 	case stRunning:
 		sp := s.spec(j)
 		if s.now-d.start >= sp.limit {
@@ -1031,9 +1037,6 @@ func (s *Sim) arrive(j int32) {
 	if len(s.latent) > 0 {
 		s.latent = remove(s.latent, j)
 	}
-	if s.endPass && s.mainAt > s.now {
-		s.mainAt = s.now // its own pass, not the later one a job's end set (Config.EndLatencyTable)
-	}
 	d.state = stPending
 	d.elig = s.now
 	d.accrue = -1
@@ -1051,17 +1054,22 @@ func (s *Sim) arrive(j int32) {
 	s.dirtyMain, s.dirtyBF = true, true
 }
 
-// finish releases a job's resources and wakes dependents.
+// finish ends a job, releases its resources (after its end latency,
+// Config.EndLatencyTable: until then its nodes stay held, as slurmctld's
+// COMPLETING nodes) and wakes dependents.
 func (s *Sim) finish(j int32) {
 	d := &s.dyns[j]
 	d.end = s.now
-	s.release(j)
 	s.running = remove(s.running, j)
 	s.removeByEnd(j)
-	if tab := s.st.cfg.EndLatencyTable; len(tab) > 0 && !s.dirtyMain {
-		// the pass this end triggers comes after its latency (unless one is due already)
-		lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second)
-		s.mainAt, s.endPass = s.now+lat, true
+	if tab := s.st.cfg.EndLatencyTable; len(tab) > 0 {
+		if lat := int64(tab[s.rng.Uint64()%uint64(len(tab))] / time.Second); lat > 0 {
+			d.holding = true
+			s.events.push(event{t: s.now + lat, job: j, gen: d.gen})
+		}
+	}
+	if !d.holding {
+		s.release(j)
 	}
 	s.dirtyMain, s.dirtyBF = true, true
 	if len(s.waiters) > 0 {
@@ -1508,7 +1516,7 @@ func (s *Sim) tryAlloc(j int32) bool {
 // non-preemptible QOS may preempt running jobs of a preemptible QOS.
 func (s *Sim) mainPass() {
 	s.dirtyMain = false
-	s.mainAt, s.endPass = never, false
+	s.mainAt = never
 	if len(s.pending) == 0 {
 		return
 	}

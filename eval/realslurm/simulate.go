@@ -39,8 +39,8 @@ const SimHorizon = 30 * time.Minute
 // rec.Cycle with one store for all of them (as the daemon keeps one),
 // each segment running the run's median segment run time; every job
 // reaches the scheduler after a latency drawn from the run's Probe (none
-// without one), and so does the main pass a job's end triggers
-// (sim.Config.EndLatencyTable). policies builds
+// without one), and an ended job's nodes stay held for a latency drawn
+// from it (sim.Config.EndLatencyTable). policies builds
 // the chains' policies (models.PolicyFactory of the run's models
 // directory, for the learned ones).
 func Simulate(ctx context.Context, rec *Record, policies provisioner.PolicyFactory) (*SimRun, error) {
@@ -61,9 +61,10 @@ func SimulateSeed(ctx context.Context, rec *Record, policies provisioner.PolicyF
 		// (sacct's whole seconds: a job started within the second of its
 		// submission waited 0): each job's latency is drawn from the probe
 		cfg.LatencyTable = slices.Clone(rec.Probe)
-		// and the pass a job's end triggers comes as late (a pinned
-		// successor started 0–2 s after its predecessor's recorded end on
-		// 22.05, never at it in most runs)
+		// and an ended job's nodes are held as long (slurmctld's
+		// COMPLETING: a pinned successor started 0–2 s after its
+		// predecessor's recorded end on 22.05, a stream of 0 s jobs ran one
+		// every 1–2 s)
 		cfg.EndLatencyTable = slices.Clone(rec.Probe)
 	}
 	if rec.Cycle < time.Second {

@@ -271,17 +271,18 @@ func TestWritePinned(t *testing.T) {
 
 // TestSimulateProbeLatency: tinyRecord with a latency probe that measured
 // 3 s for every job, so that each job reaches the scheduler 3 s after its
-// submission (sim.Config.LatencyTable):
+// submission (sim.Config.LatencyTable) and an ended job's node stays held
+// 3 s (sim.Config.EndLatencyTable):
 //
-//	T0+3   bg-1 starts on one node (ends T0+103)
+//	T0+3   bg-1 starts on one node (ends T0+103, its node free at T0+106)
 //	T0+8   bg-2 starts on the other (ends T0+38)
 //	T0+10  segment 0 is submitted; at T0+13 it queues: no node is free
-//	T0+38  bg-2 ends: segment 0 starts (ends T0+88)
+//	T0+38  bg-2 ends; its node is free at T0+41: segment 0 starts (ends T0+91)
 //	T0+40  bg-3 is submitted; at T0+43 it queues
-//	T0+88  segment 0 ends and bg-3 starts on its node (ends T0+98); the
-//	       daemon's cycle of T0+88 submits segment 1, which reaches the
-//	       scheduler at T0+91 and queues
-//	T0+98  bg-3 ends: segment 1 starts. The gap: 98 − 88 = 10 s.
+//	T0+91  segment 0 ends; its node is free at T0+94 and bg-3 starts there
+//	       (ends T0+104, free at T0+107); the daemon's next cycle submits
+//	       segment 1, which reaches the scheduler 3 s later and queues
+//	T0+106 bg-1's node is free: segment 1 starts. The gap: 106 − 91 = 15 s.
 func TestSimulateProbeLatency(t *testing.T) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	rec := tinyRecord(t0)
@@ -290,14 +291,14 @@ func TestSimulateProbeLatency(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]time.Duration{"bg-1": 3 * time.Second, "bg-2": 8 * time.Second, "bg-3": 88 * time.Second} {
+	for name, want := range map[string]time.Duration{"bg-1": 3 * time.Second, "bg-2": 8 * time.Second, "bg-3": 94 * time.Second} {
 		if got, ok := sr.Starts[name]; !ok || !got.Equal(t0.Add(want)) {
 			t.Errorf("%s started at T0+%s (ok %v), want T0+%s", name, got.Sub(t0), ok, want)
 		}
 	}
 	gaps := sr.Gaps["c-20300101-aaaaaa"]
-	if len(gaps) != 1 || gaps[0] != (Gap{Segment: 1, Gap: 10 * time.Second, OK: true}) {
-		t.Errorf("gaps %+v, want segment 1 starting 10 s after segment 0 ended", gaps)
+	if len(gaps) != 1 || gaps[0] != (Gap{Segment: 1, Gap: 15 * time.Second, OK: true}) {
+		t.Errorf("gaps %+v, want segment 1 starting 15 s after segment 0 ended", gaps)
 	}
 }
 
