@@ -11,7 +11,9 @@
 // ends in the node name, so equal inputs give equal placements. Place never
 // changes the state: the caller Assigns (or Releases) the result. The
 // job-size Mix that frag-aware and Fragmentation measure against is learned
-// from jobs (LearnMix, MixFromJobs) over a power-of-two default.
+// from jobs (LearnMix, MixFromJobs) over a power-of-two default. FGD, the
+// paper's own gradient without mirage's extensions, is an evaluation
+// baseline that Place takes but ParsePolicy does not offer.
 //
 // Files follow the pipeline: demand.go (what a job asks), state.go (the
 // cluster), filter.go (which nodes may take it, and why not), score.go (how

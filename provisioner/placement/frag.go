@@ -295,7 +295,8 @@ func MixFromJobs(st *State, snap *provisioner.Snapshot, history []provisioner.Jo
 // scarcity of each GPU type under it.
 type fragModel struct {
 	classes []fclass
-	press   []float64 // by node shape: scarcity pressure there (see scarcity); nil when no class is restricted
+	press   []float64 // by node shape: scarcity pressure there (see scarcity); nil when no class is restricted, or paper
+	paper   bool      // the paper's measure alone (the FGD baseline): no CPU-capacity term, no scarcity
 }
 
 type fclass struct {
@@ -303,8 +304,8 @@ type fclass struct {
 	w float64
 }
 
-func compileMix(st *State, m *Mix) *fragModel {
-	fm := &fragModel{classes: make([]fclass, 0, len(m.Classes))}
+func compileMix(st *State, m *Mix, paper bool) *fragModel {
+	fm := &fragModel{classes: make([]fclass, 0, len(m.Classes)), paper: paper}
 	for _, c := range m.Classes {
 		if c.Weight <= 0 {
 			continue
@@ -316,7 +317,7 @@ func compileMix(st *State, m *Mix) *fragModel {
 		fc := fclass{cdemand: st.compile(d), w: c.Weight}
 		fm.classes = append(fm.classes, fc)
 	}
-	if st.restricted(fm.classes) {
+	if !paper && st.restricted(fm.classes) {
 		fm.press = st.scarcity(fm.classes)
 	}
 	return fm
@@ -463,7 +464,7 @@ const ScarcityWeight = 2.0
 // node's shape; frag-aware charges ScarcityWeight × pressure per GPU taken.
 // Nodes under no pressure are absent.
 func (st *State) Scarcity(m Mix) map[string]float64 {
-	fm := compileMix(st, &m)
+	fm := compileMix(st, &m, false)
 	out := map[string]float64{}
 	for i, sh := range st.shape {
 		if fm.press != nil && fm.press[sh] > 0 {
@@ -474,7 +475,8 @@ func (st *State) Scarcity(m Mix) map[string]float64 {
 }
 
 // frag is F_n(M) in thousandths of a GPU for a node with the given figures
-// and per-GPU free shares.
+// and per-GPU free shares (with paper, the ATC'23 measure alone: without
+// the CPU-capacity term).
 func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 	if s.totalFree == 0 {
 		return 0
@@ -497,7 +499,7 @@ func (fm *fragModel) frag(s *nodeSum, free []int32) float64 {
 				}
 			}
 		}
-		if c.milli > 0 && fc < s.totalFree && (c.cpu > 0 && s.cpuFree != math.MaxInt32 || c.mem > 0 && s.memFree != math.MaxInt32) {
+		if !fm.paper && c.milli > 0 && fc < s.totalFree && (c.cpu > 0 && s.cpuFree != math.MaxInt32 || c.mem > 0 && s.memFree != math.MaxInt32) {
 			fc += c.starved(s, free)
 		}
 		f += c.w * float64(fc)
@@ -584,7 +586,7 @@ func (fm *fragModel) after(st *State, i int, gpus []int, milli int32, c *cdemand
 // both in GPUs, and each schedulable node's F_n(M) by node index (0 for the
 // others).
 func (st *State) Fragmentation(m Mix) (frag, free float64, perNode []float64) {
-	fm := compileMix(st, &m)
+	fm := compileMix(st, &m, false)
 	perNode = make([]float64, len(st.names))
 	for i := range st.sum {
 		s := &st.sum[i]

@@ -61,16 +61,20 @@ func mixSig(m *Mix) uint64 {
 	return h.Sum64()
 }
 
-// model returns the compiled mix, reusing the memo's when the mix is the
-// same, and the scarcity of the GPU types as the state stands.
-func (st *State) model(m *Mix) (*fragModel, *fragMemo) {
+// model returns the compiled mix (the paper's measure alone with paper,
+// for the FGD baseline), reusing the memo's when the mix and the measure are
+// the same, and the scarcity of the GPU types as the state stands.
+func (st *State) model(m *Mix, paper bool) (*fragModel, *fragMemo) {
 	if st.memo == nil {
-		return compileMix(st, m), nil
+		return compileMix(st, m, paper), nil
 	}
 	sig := mixSig(m)
+	if paper {
+		sig = ^sig
+	}
 	if st.memo.fm == nil || st.memo.sig != sig {
 		st.memo.sig = sig
-		st.memo.fm = compileMix(st, m)
+		st.memo.fm = compileMix(st, m, paper)
 		st.memo.rows = map[string]*memoRow{}
 		return st.memo.fm, st.memo
 	}

@@ -146,8 +146,14 @@ func TestPlaceMemory(t *testing.T) {
 
 // Memoize changes no decision: 400 jobs of the openb shapes placed one
 // after another on the openb-sized cluster, with and without the memo,
-// the mix changing half way.
+// the mix changing half way, under frag-aware and under the FGD baseline.
 func TestMemoizeSameDecisions(t *testing.T) {
+	for _, pol := range []Policy{FragAware, FGD} {
+		t.Run(string(pol), func(t *testing.T) { memoizeSameDecisions(t, pol) })
+	}
+}
+
+func memoizeSameDecisions(t *testing.T, pol Policy) {
 	plain, memo := openbLike(t, 3), openbLike(t, 3)
 	memo.Memoize()
 	mix, other := openbMix(), openbMix()
@@ -161,8 +167,8 @@ func TestMemoizeSameDecisions(t *testing.T) {
 		if k >= 200 {
 			m = other
 		}
-		a, err1 := Place(plain, d, FragAware, Options{Mix: m})
-		b, err2 := Place(memo, d, FragAware, Options{Mix: m})
+		a, err1 := Place(plain, d, pol, Options{Mix: m})
+		b, err2 := Place(memo, d, pol, Options{Mix: m})
 		if err1 != nil || err2 != nil {
 			t.Fatal(err1, err2)
 		}

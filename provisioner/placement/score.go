@@ -6,12 +6,13 @@ import (
 )
 
 // pick chooses the GPUs of node i for the demand under the policy and
-// returns them with the node's fragmentation increase (frag-aware only).
+// returns them with the node's fragmentation increase (frag-aware and FGD only).
 // Whole GPUs: the lowest-numbered entirely free devices (all equivalent).
 // A share of one GPU: first-fit the lowest-numbered device with room,
 // best-fit the device with the least room that suffices, spread the one with
 // the most room, frag-aware the device whose use grows the node's
-// fragmentation least (ties: least room, then lowest number).
+// fragmentation least (ties: least room, then lowest number), FGD the
+// device whose use grows the paper's measure least (ties: lowest number).
 func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int) ([]int, float64) {
 	free := st.free[st.off[i]:st.off[i+1]]
 	gpus := buf[:0]
@@ -48,7 +49,7 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 		if f < c.milli {
 			continue
 		}
-		if policy == FragAware {
+		if policy == FragAware || policy == FGD {
 			if slices.Contains(seen[:nSeen], f) {
 				continue
 			}
@@ -82,6 +83,10 @@ func (st *State) pick(i int, c *cdemand, policy Policy, fm *fragModel, buf []int
 			if d < bestDelta-fragEps || d <= bestDelta+fragEps && f < bf {
 				best, bestDelta = g, d
 			}
+		case FGD:
+			if d := fm.after(st, i, []int{g}, c.milli, c) - before; d < bestDelta-fragEps {
+				best, bestDelta = g, d
+			}
 		}
 	}
 	return append(gpus, best), bestDelta
@@ -98,6 +103,13 @@ func better(policy Policy, a, b *Candidate, names []string) bool {
 		return a.Index < b.Index
 	case FragAware:
 		if d := (a.FragDelta + a.Scarcity) - (b.FragDelta + b.Scarcity); d < -fragEps || d > fragEps {
+			return d < 0
+		}
+		if a.FreeAfter != b.FreeAfter {
+			return a.FreeAfter < b.FreeAfter
+		}
+	case FGD:
+		if d := a.FragDelta - b.FragDelta; d < -fragEps || d > fragEps {
 			return d < 0
 		}
 		if a.FreeAfter != b.FreeAfter {
