@@ -48,6 +48,7 @@ type Spec struct {
 	Inflate   float64            // shuffled: the sampled arrivals ask for this multiple of the capacity (default 1.3)
 	Mix       string             // frag-aware's mix: "list" (the whole pod list's, as ATC'23; "" = list) or "recent" (learned from recent arrivals)
 	Types     float64            // give this share of the GPU pods a GPU-type constraint (ConstrainTypes; 0 = none)
+	MultiGPU  float64            // re-draw single-GPU pods as multi-GPU pods until they carry this share of the GPU demand (MultiGPU; 0 = none)
 	Points    int                // points on the fragmentation curve
 	SkipBad   bool               // skip malformed pod rows instead of failing
 	Workers   int                // replays run in parallel (0 = GOMAXPROCS)
@@ -108,6 +109,8 @@ type List struct {
 	GPUPods  int           `json:"gpu_pods"`
 	Sharing  int           `json:"sharing_pods"`
 	Typed    int           `json:"typed_pods"`
+	Multi    int           `json:"multi_gpu_pods"`  // pods asking for 2 or more whole GPUs (with MultiGPU: in the first seed's draw)
+	MultiGPU float64       `json:"multi_gpu_share"` // their share of the GPU demand (MultiGPUShare)
 	Skipped  int           `json:"skipped_rows,omitempty"`
 	EvalMix  placement.Mix `json:"eval_mix"`
 	Summary  []Summary     `json:"summary"`      // one per policy, in the spec's order
@@ -127,6 +130,7 @@ type Report struct {
 	Inflate  float64            `json:"inflate,omitempty"`
 	Mix      string             `json:"mix"`
 	Types    float64            `json:"types,omitempty"`
+	MultiGPU float64            `json:"multi_gpu,omitempty"`
 	Policies []placement.Policy `json:"policies"`
 	Lists    []List             `json:"pod_lists"`
 }
@@ -155,8 +159,11 @@ func (s *Spec) Validate() error {
 	if s.Types < 0 || s.Types > 1 {
 		return errors.New("--types must be a share between 0 and 1")
 	}
+	if s.MultiGPU < 0 || s.MultiGPU >= 1 {
+		return errors.New("--multi-gpu must be a share at least 0 and below 1")
+	}
 	for _, p := range s.Policies {
-		if _, err := placement.ParsePolicy(string(p)); err != nil {
+		if err := placement.CheckPolicy(p); err != nil {
 			return fmt.Errorf("--policies: %w", err)
 		}
 	}
@@ -195,7 +202,7 @@ func Evaluate(ctx context.Context, spec Spec) (*Report, error) {
 	capMilli, _ := st.Totals()
 	seeds := spec.seeds()
 	rep := &Report{Nodes: spec.Nodes, NodeN: nNodes, GPUs: float64(capMilli) / placement.MilliGPU, Mode: spec.Mode,
-		Until: spec.Until, Order: "trace", Seeds: seeds, Mix: spec.Mix, Types: spec.Types, Policies: spec.Policies}
+		Until: spec.Until, Order: "trace", Seeds: seeds, Mix: spec.Mix, Types: spec.Types, MultiGPU: spec.MultiGPU, Policies: spec.Policies}
 	if rep.Mix == "" {
 		rep.Mix = "list"
 	}
@@ -218,12 +225,16 @@ func Evaluate(ctx context.Context, spec Spec) (*Report, error) {
 		if len(runSeeds) == 0 {
 			runSeeds = []uint64{0}
 		}
-		// The pods each seed replays: with type constraints drawn per seed.
+		// The pods each seed replays: with multi-GPU pods re-drawn and type
+		// constraints drawn per seed.
 		podsOf := make([][]Pod, len(runSeeds))
 		for k, sd := range runSeeds {
 			podsOf[k] = pods
+			if spec.MultiGPU > 0 {
+				podsOf[k] = MultiGPU(podsOf[k], st, spec.MultiGPU, sd)
+			}
 			if spec.Types > 0 {
-				podsOf[k] = ConstrainTypes(pods, st, spec.Types, sd)
+				podsOf[k] = ConstrainTypes(podsOf[k], st, spec.Types, sd)
 			}
 		}
 		if spec.Types > 0 {
@@ -234,6 +245,12 @@ func Evaluate(ctx context.Context, spec Spec) (*Report, error) {
 				}
 			}
 		}
+		for _, p := range podsOf[0] {
+			if p.Demand.WholeGPUs() >= 2 {
+				pl.Multi++
+			}
+		}
+		pl.MultiGPU = MultiGPUShare(podsOf[0])
 		mix := placement.LearnMix(listDemands(podsOf[0]), placement.Mix{}, placement.MixOptions{MaxClasses: 64})
 		mix.Source = fmt.Sprintf("%s (%d pods)", filepath.Base(file), len(pods))
 		pl.EvalMix = mix

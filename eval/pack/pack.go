@@ -113,11 +113,13 @@ func (h *departures) Pop() any {
 // measured on seeds 1–10 the cut failed them early — the 8-GPU, 120-CPU
 // jobs only the G3 nodes hold — while leaving more GPUs unallocated),
 // else learns it from the recent arrivals only (MixWindow,
-// relearned every MixEvery arrivals, over the power-of-two default); all
-// policies are measured under the same evaluation mix. The state is not
+// relearned every MixEvery arrivals, over the power-of-two default). The
+// FGD baseline (placement.FGD) always uses the pod list's typical pods
+// (TypicalMix), the paper's definition. All policies are measured under the
+// same evaluation mix. The state is not
 // modified (the replay works on a clone).
 func Run(initial *placement.State, pods []Pod, policy placement.Policy, o Options) (*Result, error) {
-	if _, err := placement.ParsePolicy(string(policy)); err != nil {
+	if err := placement.CheckPolicy(policy); err != nil {
 		return nil, err
 	}
 	if len(pods) == 0 {
@@ -170,6 +172,9 @@ func Run(initial *placement.State, pods []Pod, policy placement.Policy, o Option
 	learn := placement.MixOptions{ByCPU: true, MaxClasses: packMixClasses}
 	if o.ListMix {
 		mix = placement.LearnMix(listDemands(pods), placement.Mix{}, learn)
+	}
+	if policy == placement.FGD {
+		mix = TypicalMix(pods)
 	}
 	var recent []placement.Demand
 	var deps departures
@@ -295,6 +300,22 @@ func Run(initial *placement.State, pods []Pod, policy placement.Policy, o Option
 		o.Progress(total, total)
 	}
 	return res, nil
+}
+
+// TypicalPopularity is the share of the pods that the FGD baseline's
+// "typical tasks" cover: the paper keeps the most frequent classes that
+// together account for 95% of the pods.
+const TypicalPopularity = 0.95
+
+// TypicalMix is the FGD baseline's mix (placement.FGD): the pod list's
+// classes keyed by GPU demand, CPU demand and allowed GPU types, CPU-only
+// pods included, the most frequent that together cover TypicalPopularity of
+// the pods, their popularity renormalised over those.
+func TypicalMix(pods []Pod) placement.Mix {
+	m := placement.LearnMix(listDemands(pods), placement.Mix{},
+		placement.MixOptions{ByCPU: true, MaxClasses: max(len(pods), 1), Popularity: TypicalPopularity})
+	m.Source = fmt.Sprintf("typical pods: the most frequent classes covering %.0f%% of the pod list", 100*TypicalPopularity)
+	return m
 }
 
 // packMixClasses bounds the classes of frag-aware's mix in a replay.

@@ -185,7 +185,7 @@ func TestArrivalOrder(t *testing.T) {
 }
 
 func TestPackSpecValidate(t *testing.T) {
-	good := Spec{Mode: Fill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware"}}
+	good := Spec{Mode: Fill, Until: 1, Points: 2, Policies: []placement.Policy{"best-fit", "frag-aware", "fgd"}, MultiGPU: 0.5}
 	if err := good.Validate(); err != nil {
 		t.Fatalf("good spec: %v", err)
 	}
@@ -201,6 +201,7 @@ func TestPackSpecValidate(t *testing.T) {
 		{func(s *Spec) { s.Order, s.FirstSeed = "shuffled", 0 }, "--seeds must not be negative, --first-seed must be positive, --inflate must not be negative"},
 		{func(s *Spec) { s.Mix = "all" }, `--mix "all": want list or recent`},
 		{func(s *Spec) { s.Types = 1.5 }, "--types must be a share between 0 and 1"},
+		{func(s *Spec) { s.MultiGPU = 1 }, "--multi-gpu must be a share at least 0 and below 1"},
 	} {
 		s := good
 		s.Policies = slices.Clone(good.Policies)

@@ -53,6 +53,9 @@ func (rep *Report) Methodology() string {
 	} else {
 		b.WriteString("the pod list's")
 	}
+	if rep.MultiGPU > 0 {
+		fmt.Fprintf(&b, "; single-GPU pods re-drawn as 2-, 4- and 8-GPU pods until those carry %.0f%% of the GPU demand (MultiGPU, drawn per seed)", 100*rep.MultiGPU)
+	}
 	if rep.Types > 0 {
 		fmt.Fprintf(&b, "; %.0f%% of the GPU pods given a GPU-type constraint (ConstrainTypes, drawn per seed)", 100*rep.Types)
 	}
@@ -65,7 +68,11 @@ func (rep *Report) Methodology() string {
 func (rep *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "cluster: %s — %d nodes, %.0f GPUs; %s\n", rep.Nodes, rep.NodeN, rep.GPUs, rep.Methodology())
 	for _, pl := range rep.Lists {
-		fmt.Fprintf(w, "\n%s: %d pods (%d with GPUs, %d sharing a GPU, %d with a GPU-type constraint)\n", pl.File, pl.Pods, pl.GPUPods, pl.Sharing, pl.Typed)
+		fmt.Fprintf(w, "\n%s: %d pods (%d with GPUs, %d sharing a GPU, %d with a GPU-type constraint", pl.File, pl.Pods, pl.GPUPods, pl.Sharing, pl.Typed)
+		if rep.MultiGPU > 0 {
+			fmt.Fprintf(w, ", %d with 2 or more GPUs: %.1f%% of the GPU demand", pl.Multi, 100*pl.MultiGPU)
+		}
+		fmt.Fprintln(w, ")")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "POLICY\tUNALLOC@100%\tFAILED@100%\tFRAG@100%\tFIRST-FAIL-AT\tUNALLOC-AT-FAIL\t")
 		for _, s := range pl.Summary {
