@@ -133,3 +133,30 @@ func TestPackEvalBadInput(t *testing.T) {
 		}
 	}
 }
+
+// --multi-gpu and the FGD baseline reach the spec; the baseline runs.
+func TestPackEvalMultiGPUFlag(t *testing.T) {
+	t.Parallel()
+	var got *packEvalOptions
+	cmd := newPackEvalCmd(&Factory{}, func(o *packEvalOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--nodes", "n.csv", "--pods", "p.csv", "--multi-gpu", "0.3", "--policies", "frag-aware,fgd"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.spec.MultiGPU != 0.3 || strings.Join(got.policies, ",") != "frag-aware,fgd" {
+		t.Fatalf("options %+v", got)
+	}
+	o := &packEvalOptions{spec: pack.Spec{Nodes: writeFile(t, "nodes.csv", packNodes), Pods: []string{writeFile(t, "pods.csv", packPods)}, Mode: "fill", Until: 1, Points: 2,
+		MultiGPU: 0.5}, policies: []string{"fgd"}}
+	var out bytes.Buffer
+	if err := runPackEval(context.Background(), &out, o); err != nil {
+		t.Fatal(err)
+	}
+	// The list is all multi-GPU pods already (share 1): nothing re-drawn;
+	// FGD places the 2-GPU pods together and the 4-GPU pod on the other node.
+	for _, want := range []string{"3 with 2 or more GPUs: 100.0% of the GPU demand)", "fgd     0.00%"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
