@@ -66,7 +66,7 @@ func mixSig(m *Mix) uint64 {
 // the same, and the scarcity of the GPU types as the state stands.
 func (st *State) model(m *Mix, paper bool) (*fragModel, *fragMemo) {
 	if st.memo == nil {
-		return compileMix(st, m, paper), nil
+		return compileMix(st, m, paper).adapt(m), nil
 	}
 	sig := mixSig(m)
 	if paper {
@@ -74,7 +74,7 @@ func (st *State) model(m *Mix, paper bool) (*fragModel, *fragMemo) {
 	}
 	if st.memo.fm == nil || st.memo.sig != sig {
 		st.memo.sig = sig
-		st.memo.fm = compileMix(st, m, paper)
+		st.memo.fm = compileMix(st, m, paper).adapt(m)
 		st.memo.rows = map[string]*memoRow{}
 		return st.memo.fm, st.memo
 	}

@@ -29,7 +29,9 @@ const (
 	// fragmentation under the job-size mix plus the scarcity cost of the GPU
 	// type taken (GPUTypeScarcity; 0 when no class of the mix is
 	// type-constrained), then least free GPU share after placement (best
-	// fit), then least free CPU after, then node name.
+	// fit), then least free CPU after, then node name. On multi-GPU-heavy
+	// mixes the CPU-capacity term and the scarcity cost give way
+	// (ExtensionWeight).
 	FragAware Policy = "frag-aware"
 	// FGD is an evaluation baseline, not a policy of the product: the
 	// fragmentation gradient descent of "Beware of Fragmentation" (Weng et
@@ -202,7 +204,7 @@ func Place(st *State, d Demand, policy Policy, o Options) (*Result, error) {
 			}
 			cand.FragDelta /= MilliGPU
 			if fm.press != nil {
-				cand.Scarcity = ScarcityWeight * fm.press[st.shape[i]] * float64(taken) / MilliGPU
+				cand.Scarcity = fm.scarcityW * fm.press[st.shape[i]] * float64(taken) / MilliGPU
 			}
 			cand.Score = -(cand.FragDelta + cand.Scarcity)
 		}

@@ -8,30 +8,40 @@ import (
 )
 
 // A scarce GPU model kept free for the job that needs it. Nodes: a (model
-// X, 1 GPU) and b (model Y, 2 GPUs); the mix: 1 GPU of any model 50%, 2
-// GPUs of any model 20%, 1 GPU of X only 30%. An unconstrained 1-GPU job
+// X, 1 GPU) and b (model Y, 2 GPUs); the mix: 1 GPU of any model 90%, 2
+// GPUs of any model 4%, 1 GPU of X only 6%. An unconstrained 1-GPU job
 // arrives. Worked by hand:
 //
-//	a: before, the 2-GPU class cannot fit (1 GPU): F = 0.2·1000 = 200;
-//	   after, nothing is free: F = 0. ΔF = −200 (−0.2 GPU).
-//	b: before, the X class is not allowed: F = 0.3·2000 = 600; after (one
+//	a: before, the 2-GPU class cannot fit (1 GPU): F = 0.04·1000 = 40;
+//	   after, nothing is free: F = 0. ΔF = −40 (−0.04 GPU).
+//	b: before, the X class is not allowed: F = 0.06·2000 = 120; after (one
 //	   GPU left) the 2-GPU class cannot fit and X still not allowed:
-//	   F = 0.2·1000 + 0.3·1000 = 500. ΔF = −100 (−0.1 GPU).
+//	   F = 0.04·1000 + 0.06·1000 = 100. ΔF = −20 (−0.02 GPU).
 //
 // FGD's gradient alone (and best-fit, which leaves a full) take a, and
 // the X job that follows finds nothing. Scarcity: the GPU demand per job
-// is 0.5·1000 + 0.2·2000 + 0.3·1000 = 1200 thousandths and 3 GPUs are
-// free. The X class (held by a only) asks 300/1200 = ¼ of it: 0.75 GPU of
-// a's 1 free, pressure 0.75. The 2-GPU class (held by b only: a has one
-// GPU) asks 400/1200 = ⅓: 1 GPU of b's 2, pressure 0.5. Taking a's GPU
-// costs ScarcityWeight·0.75 = 1.5 GPU, one of b's 2·0.5 = 1: a scores
-// −0.2 + 1.5 = 1.3, b −0.1 + 1 = 0.9. The job goes to b, and the X job
-// then fits on a.
+// is 0.9·1000 + 0.04·2000 + 0.06·1000 = 1040 thousandths, of which the
+// 2-GPU class carries 80/1040 = 1/13 (7.7%, below ExtensionFullBelow: the
+// extensions count in full), and 3 GPUs are free. The X class (held by a
+// only) asks 60/1040 = 3/52 of it: 9/52 GPU of a's 1 free, pressure 9/52.
+// The 2-GPU class (held by b only: a has one GPU) asks 80/1040 = 1/13:
+// 3/13 GPU of b's 2, pressure 3/26. Taking a's GPU costs
+// ScarcityWeight·9/52 = 9/26 GPU, one of b's 2·3/26 = 3/13: a scores
+// −0.04 + 9/26 ≈ 0.306, b −0.02 + 3/13 ≈ 0.211. The job goes to b, and
+// the X job then fits on a.
+//
+// (Until issue 48 this test's mix was 50% / 20% / 30%; there the 2-GPU
+// class carries 400/1200 = 1/3 of the GPU demand, a multi-GPU-heavy mix
+// under which frag-aware drops the scarcity cost (ExtensionWeight 0) and,
+// like FGD, takes a: checked at the end.)
 func TestScarceModelKeptFree(t *testing.T) {
 	st := state(t, pnode("a", 1).typ("X"), pnode("b", 2).typ("Y"))
-	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 0.5}, {GPUMilli: 2000, Weight: 0.2}, {GPUMilli: 1000, GPUTypes: []string{"X"}, Weight: 0.3}}}
-	if got := st.Scarcity(*mix); len(got) != 2 || math.Abs(got["a"]-0.75) > 1e-12 || math.Abs(got["b"]-0.5) > 1e-12 {
-		t.Fatalf("scarcity %v, want a 0.75, b 0.5", got)
+	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 0.9}, {GPUMilli: 2000, Weight: 0.04}, {GPUMilli: 1000, GPUTypes: []string{"X"}, Weight: 0.06}}}
+	if sh := mix.MultiGPUShare(); math.Abs(sh-1.0/13) > 1e-12 || ExtensionWeight(sh) != 1 {
+		t.Fatalf("multi-GPU share %g (weight %g), want 1/13 (1)", sh, ExtensionWeight(sh))
+	}
+	if got := st.Scarcity(*mix); len(got) != 2 || math.Abs(got["a"]-9.0/52) > 1e-12 || math.Abs(got["b"]-3.0/26) > 1e-12 {
+		t.Fatalf("scarcity %v, want a 9/52, b 3/26", got)
 	}
 	p := mustPlace(t, st, gpus(1), FragAware, Options{Mix: mix, Explain: true})
 	if p.NodeNames()[0] != "b" {
@@ -42,14 +52,25 @@ func TestScarceModelKeptFree(t *testing.T) {
 		byName[c.Node] = c
 	}
 	a, b := byName["a"], byName["b"]
-	if math.Abs(a.FragDelta+0.2) > 1e-12 || math.Abs(b.FragDelta+0.1) > 1e-12 || math.Abs(a.Scarcity-1.5) > 1e-12 || math.Abs(b.Scarcity-1) > 1e-12 {
-		t.Errorf("a %+v, b %+v; want ΔF −0.2 / −0.1, scarcity 1.5 / 1", a, b)
+	if math.Abs(a.FragDelta+0.04) > 1e-12 || math.Abs(b.FragDelta+0.02) > 1e-12 || math.Abs(a.Scarcity-9.0/26) > 1e-12 || math.Abs(b.Scarcity-3.0/13) > 1e-12 {
+		t.Errorf("a %+v, b %+v; want ΔF −0.04 / −0.02, scarcity 9/26 / 3/13", a, b)
 	}
-	if want := "1 GPU on b by frag-aware among 2 candidate nodes (fragmentation -0.10 GPUs, scarcity +1.00 GPUs, 1 GPUs left free)"; p.Reason != want {
+	if want := "1 GPU on b by frag-aware among 2 candidate nodes (fragmentation -0.02 GPUs, scarcity +0.23 GPUs, 1 GPUs left free)"; p.Reason != want {
 		t.Errorf("reason %q, want %q", p.Reason, want)
 	}
 	if bf := mustPlace(t, st, gpus(1), BestFit, Options{}); bf.NodeNames()[0] != "a" {
 		t.Errorf("best-fit on %v, want a (the trap)", bf.NodeNames())
+	}
+	// The multi-GPU-heavy mix: 1 GPU 50%, 2 GPUs 20%, X 30%. a: ΔF =
+	// −0.2·1000; b: 0.3·2000 before, 0.2·1000 + 0.3·1000 after, ΔF = −100;
+	// no scarcity cost: a (−0.2 GPU) beats b (−0.1 GPU).
+	heavy := &Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 0.5}, {GPUMilli: 2000, Weight: 0.2}, {GPUMilli: 1000, GPUTypes: []string{"X"}, Weight: 0.3}}}
+	if sh := heavy.MultiGPUShare(); math.Abs(sh-1.0/3) > 1e-12 || ExtensionWeight(sh) != 0 {
+		t.Errorf("heavy mix: multi-GPU share %g (weight %g), want 1/3 (0)", sh, ExtensionWeight(sh))
+	}
+	if h := mustPlace(t, st, gpus(1), FragAware, Options{Mix: heavy}); h.NodeNames()[0] != "a" || h.Chosen[0].Scarcity != 0 ||
+		math.Abs(h.Chosen[0].FragDelta+0.2) > 1e-12 {
+		t.Errorf("heavy mix: %s, want a with ΔF −0.2 and no scarcity cost", h.Reason)
 	}
 	st.Assign(p.Assignments[0])
 	x := mustPlace(t, st, Demand{GPUMilli: 1000, GPUTypes: []string{"X"}}, FragAware, Options{Mix: mix})
@@ -59,24 +80,28 @@ func TestScarceModelKeptFree(t *testing.T) {
 }
 
 // The nodes big enough for the largest jobs kept for them. big has 8 GPUs
-// and 128 CPUs, small 8 GPUs and 96 CPUs; the mix: 1 GPU with 8 CPUs 90%,
-// 8 GPUs with 120 CPUs 10% (only big can ever hold those). A 1-GPU job
+// and 128 CPUs, small 8 GPUs and 96 CPUs; the mix: 1 GPU with 8 CPUs 99%,
+// 8 GPUs with 120 CPUs 1% (only big can ever hold those). A 1-GPU job
 // with 8 CPUs arrives. By hand:
 //
 //	big: before, both classes fit (F = 0); after, 7 whole GPUs are left
-//	     and the 8-GPU class no longer fits: F = 0.1·7000, ΔF = +0.7 GPU.
-//	small: the 8-GPU class never fits (120 CPUs > 96): F = 0.1·8000
-//	     before, 0.1·7000 after, ΔF = −0.1 GPU.
+//	     and the 8-GPU class no longer fits: F = 0.01·7000, ΔF = +0.07 GPU.
+//	small: the 8-GPU class never fits (120 CPUs > 96): F = 0.01·8000
+//	     before, 0.01·7000 after, ΔF = −0.01 GPU.
 //
-// Scarcity: the GPU demand per job is 0.9·1000 + 0.1·8000 = 1700
-// thousandths; the 8-GPU class asks 800/1700 = 8/17 of it, of 16 free
-// GPUs: 128/17 GPUs, all on big's 8 — pressure 16/17, a cost of 2·16/17
-// GPU for big's GPU. big scores 0.7 + 32/17, small −0.1: the job goes to
-// small and big stays whole (the gradient alone already prefers small
-// here; the scarcity cost adds to it).
+// Scarcity: the GPU demand per job is 0.99·1000 + 0.01·8000 = 1070
+// thousandths; the 8-GPU class asks 80/1070 = 8/107 of it (7.5%, below
+// ExtensionFullBelow), of 16 free GPUs: 128/107 GPUs, all on big's 8 —
+// pressure 16/107, a cost of 2·16/107 GPU for big's GPU. big scores
+// 0.07 + 32/107, small −0.01: the job goes to small and big stays whole
+// (the gradient alone already prefers small here; the scarcity cost adds
+// to it). With the 8-GPU class at 10% (until issue 48 this test's mix) it
+// carries 800/1700 = 8/17 of the GPU demand: frag-aware charges no
+// scarcity cost there (ExtensionWeight 0), and the gradient alone (big
+// +0.7, small −0.1) still takes small.
 func TestBigNodeKeptFree(t *testing.T) {
 	st := state(t, pnode("big", 8).cpu(128000, 0), pnode("small", 8).cpu(96000, 0))
-	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, CPUMilli: 8000, Weight: 0.9}, {GPUMilli: 8000, CPUMilli: 120000, Weight: 0.1}}}
+	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, CPUMilli: 8000, Weight: 0.99}, {GPUMilli: 8000, CPUMilli: 120000, Weight: 0.01}}}
 	p := mustPlace(t, st, Demand{GPUMilli: 1000, CPUMilli: 8000}, FragAware, Options{Mix: mix, Explain: true})
 	if p.NodeNames()[0] != "small" {
 		t.Fatalf("1-GPU job on %v, want small: %+v", p.NodeNames(), p.Ranked)
@@ -85,9 +110,60 @@ func TestBigNodeKeptFree(t *testing.T) {
 	for _, c := range p.Ranked {
 		byName[c.Node] = c
 	}
-	if big, small := byName["big"], byName["small"]; math.Abs(big.FragDelta-0.7) > 1e-12 || math.Abs(small.FragDelta+0.1) > 1e-12 ||
-		math.Abs(big.Scarcity-2*16.0/17) > 1e-12 || small.Scarcity != 0 {
+	if big, small := byName["big"], byName["small"]; math.Abs(big.FragDelta-0.07) > 1e-12 || math.Abs(small.FragDelta+0.01) > 1e-12 ||
+		math.Abs(big.Scarcity-2*16.0/107) > 1e-12 || small.Scarcity != 0 {
 		t.Errorf("big %+v, small %+v", big, small)
+	}
+	heavy := &Mix{Classes: []MixClass{{GPUMilli: 1000, CPUMilli: 8000, Weight: 0.9}, {GPUMilli: 8000, CPUMilli: 120000, Weight: 0.1}}}
+	h := mustPlace(t, st, Demand{GPUMilli: 1000, CPUMilli: 8000}, FragAware, Options{Mix: heavy, Explain: true})
+	if h.NodeNames()[0] != "small" {
+		t.Fatalf("heavy mix: 1-GPU job on %v, want small", h.NodeNames())
+	}
+	for _, c := range h.Ranked {
+		if want := map[string]float64{"big": 0.7, "small": -0.1}[c.Node]; math.Abs(c.FragDelta-want) > 1e-12 || c.Scarcity != 0 {
+			t.Errorf("heavy mix: %+v, want ΔF %g and no scarcity cost", c, want)
+		}
+	}
+}
+
+// ExtensionWeight, worked by hand: 1 up to 10%, 0 from 20%, linear in
+// between (15%: half). The CPU-capacity term falls with it: n has 4 GPUs
+// and 16 CPUs, all free; the mix: 1 GPU with 8 CPUs 85%, 2 GPUs with 16
+// CPUs 7.5% and 1 GPU with 8 CPUs of type Z 7.5% (n is not Z). The GPU
+// demand per job is 850 + 150 + 75 = 1075 thousandths, the 2-GPU class's
+// 150/1075 ≈ 14.0%: weight (0.2 − 150/1075)/0.1 = 52/86 = 26/43. A CPU-only
+// job of 8 CPUs arrives:
+//
+//	before: the 1-GPU class fits; its GPUs hold 4 jobs, the CPU 2: 2 GPUs
+//	starved, 0.85·2000 = 1700 in full. The 2-GPU class: 2 jobs, 1 fed: 1
+//	job's 2000 starved, 0.075·2000 = 150 in full. Z: all free, 0.075·4000
+//	= 300. F = 300 + (26/43)·1850.
+//	after (8 CPUs left): 1-GPU: 3 starved, 0.85·3000 = 2550; 2-GPU: 2 jobs,
+//	none fed (8 < 16 CPUs): the class cannot fit, 0.075·4000 = 300 (the
+//	fragment, not the term); Z: 300. F = 600 + (26/43)·2550.
+//
+// ΔF = 300 + (26/43)·700 thousandths ≈ 0.723 GPU (1.0 GPU with the term
+// in full, as the measure, Fragmentation, keeps it: 2150 before).
+func TestExtensionWeight(t *testing.T) {
+	for _, c := range []struct{ share, want float64 }{{0, 1}, {0.088, 1}, {0.1, 1}, {0.15, 0.5}, {0.2, 0}, {0.5, 0}, {14.0 / 15, 0}} {
+		if got := ExtensionWeight(c.share); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("ExtensionWeight(%g) = %g, want %g", c.share, got, c.want)
+		}
+	}
+	st := state(t, pnode("n", 4).cpu(16000, 0))
+	mix := &Mix{Classes: []MixClass{{GPUMilli: 1000, CPUMilli: 8000, Weight: 0.85}, {GPUMilli: 2000, CPUMilli: 16000, Weight: 0.075},
+		{GPUMilli: 1000, CPUMilli: 8000, GPUTypes: []string{"Z"}, Weight: 0.075}}}
+	w := ExtensionWeight(mix.MultiGPUShare())
+	if math.Abs(w-26.0/43) > 1e-12 {
+		t.Fatalf("weight %g, want 26/43", w)
+	}
+	p := mustPlace(t, st, Demand{CPUMilli: 8000}, FragAware, Options{Mix: mix})
+	if want := (300 + 26.0/43*700) / 1000; math.Abs(p.Chosen[0].FragDelta-want) > 1e-12 {
+		t.Errorf("ΔF %g, want %g", p.Chosen[0].FragDelta, want)
+	}
+	// The measure (Fragmentation) keeps the term whole: 300 + 1850 before.
+	if frag, _, _ := st.Fragmentation(*mix); math.Abs(frag-2.15) > 1e-12 {
+		t.Errorf("fragmentation %g, want 2.15", frag)
 	}
 }
 
