@@ -155,4 +155,5 @@ func addProtocolFlags(f *pflag.FlagSet, p *scenario.Protocol) {
 	f.DurationVar(&p.Tick, "tick", 10*time.Minute, "decision period")
 	_ = f.MarkDeprecated("tick", "use --cycle (the name mirage eval uses too)")
 	f.DurationVar(&p.Limit, "limit", 48*time.Hour, "time limit of the injected segments, used fully")
+	f.DurationVar(&p.Lead, "lead", time.Minute, "how long before a predecessor's end the forced (reactive) submission of its successor comes; below --limit (the daemon's --lead on a scaled cluster)")
 }

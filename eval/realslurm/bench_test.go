@@ -353,7 +353,7 @@ func (b *bench) train(t *testing.T, set Setting, conf string) string {
 		sizes[i] = strconv.Itoa(n)
 	}
 	args := []string{"train", "--trace", b.trainingTrace(), "--format", "csv", "--model", models.DefaultLearned, "--out", dir,
-		"--preset", "default", "--slurm-conf", conf, "--limit", b.design.Limit.String(), "--cycle", b.design.Cycle.String(),
+		"--preset", "default", "--slurm-conf", conf, "--limit", b.design.Limit.String(), "--cycle", b.design.Cycle.String(), "--lead", b.design.Cycle.String(),
 		"--nodes", strings.Join(sizes, ","), "--every", b.design.Every.String(), "--warmup", b.scale.Real(48 * time.Hour).String(),
 		"--train-until", at(b.split), "--until", at(b.trainUntil), "--seed", "1"}
 	// The models are kept with the command that trained them (and the
