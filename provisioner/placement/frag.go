@@ -52,6 +52,13 @@ type MixClass struct {
 type Mix struct {
 	Classes []MixClass `json:"classes"` // the classes, heaviest first
 	Source  string     `json:"source"`  // how the mix was obtained, for explanations
+	// Observed is how many jobs LearnMix learned the mix from (0: the
+	// prior alone, or a mix not learned), and ObservedMultiGPU the share
+	// of their GPU demand in classes of 2 or more whole GPUs: what the
+	// workload itself asks, without the prior's pseudo-jobs (ExtensionWeight
+	// reads it).
+	Observed         int     `json:"observed,omitempty"`
+	ObservedMultiGPU float64 `json:"observed_multi_gpu,omitempty"`
 }
 
 // String renders the mix compactly, e.g. "1 GPU 25%, 8 GPUs 25% (default)".
@@ -173,6 +180,7 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 		return a
 	}
 	n := 0.0
+	var gpuMilli, multiMilli float64 // the jobs' own GPU demand, and its multi-GPU part
 	for _, d := range demands {
 		if d.GPUMilli == 0 && d.CPUMilli == 0 {
 			continue
@@ -181,6 +189,10 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 		a.count++
 		a.cpu += float64(d.CPUMilli)
 		n++
+		gpuMilli += float64(d.GPUMilli)
+		if d.GPUMilli >= 2*MilliGPU && d.GPUMilli%MilliGPU == 0 {
+			multiMilli += float64(d.GPUMilli)
+		}
 	}
 	for k, a := range byKey {
 		if a.count > 0 {
@@ -232,6 +244,10 @@ func LearnMix(demands []Demand, prior Mix, o MixOptions) Mix {
 	}
 	for i := range m.Classes {
 		m.Classes[i].Weight /= sum
+	}
+	m.Observed = int(n)
+	if gpuMilli > 0 {
+		m.ObservedMultiGPU = multiMilli / gpuMilli
 	}
 	switch {
 	case n == 0:
@@ -456,9 +472,23 @@ func (fm *fragModel) adapt(m *Mix) *fragModel {
 	if fm.paper {
 		return fm
 	}
-	w := ExtensionWeight(m.MultiGPUShare())
+	w := ExtensionWeight(m.WorkloadMultiGPUShare())
 	fm.cpuW, fm.scarcityW = w, ScarcityWeight*w
 	return fm
+}
+
+// WorkloadMultiGPUShare is the multi-GPU share ExtensionWeight reads: that
+// of the jobs the mix was learned from when there were any
+// (ObservedMultiGPU), else the mix's own (MultiGPUShare). A prior's
+// pseudo-jobs (the power-of-two DefaultMix is 14/15 multi-GPU) regularise
+// the class weights; they are not evidence that the workload is
+// multi-GPU-heavy, and must not switch the extensions off on a cluster
+// whose few known jobs ask one GPU each.
+func (m Mix) WorkloadMultiGPUShare() float64 {
+	if m.Observed > 0 {
+		return m.ObservedMultiGPU
+	}
+	return m.MultiGPUShare()
 }
 
 // Multi-GPU-heavy mixes. frag-aware's two extensions of the paper's
@@ -484,9 +514,11 @@ func (fm *fragModel) adapt(m *Mix) *fragModel {
 // half-weight term left more at 20% than none. The 18 shared openb lists
 // carry at most 8.8% of their GPU demand in multi-GPU classes, so
 // ExtensionFullBelow leaves them (and their tuning) as they were; by 20%
-// both extensions are gone. The power-of-two DefaultMix, used while little
-// history is known, is multi-GPU-heavy too: frag-aware then measures the
-// paper's fragment alone.
+// both extensions are gone. The share is the workload's: that of the jobs
+// a mix was learned from, not of the prior it was blended with
+// (WorkloadMultiGPUShare). Without any history the power-of-two DefaultMix
+// is all there is; it asks no CPU and names no GPU type, so neither
+// extension has anything to weigh then.
 const (
 	ExtensionFullBelow = 0.10 // multi-GPU share of the mix's GPU demand up to which the extensions count in full
 	ExtensionNoneFrom  = 0.20 // ... from which they do not count

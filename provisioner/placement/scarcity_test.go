@@ -259,3 +259,35 @@ func memoizeSameDecisions(t *testing.T, pol Policy) {
 		}
 	}
 }
+
+// The extensions' weight reads the workload's own multi-GPU share, not the
+// prior's. A prior of 20 pseudo-jobs of 1, 2, 4 and 8 GPUs (5 each) blended
+// with 30 one-GPU jobs: the blended mix's GPU demand is 35·1 + 5·2 + 5·4 +
+// 5·8 = 105, 70 of it multi-GPU (2/3: no extensions by the blended share);
+// the 30 jobs' own share is 0, so the extensions count in full. Without
+// any job the prior's share is what there is: (2 + 4 + 8)/15 = 14/15.
+func TestWorkloadMultiGPUShare(t *testing.T) {
+	prior := Mix{Classes: []MixClass{{GPUMilli: 1000, Weight: 0.25}, {GPUMilli: 2000, Weight: 0.25}, {GPUMilli: 4000, Weight: 0.25}, {GPUMilli: 8000, Weight: 0.25}}, Source: "prior"}
+	var jobs []Demand
+	for range 30 {
+		jobs = append(jobs, Demand{GPUMilli: 1000})
+	}
+	m := LearnMix(jobs, prior, MixOptions{PriorJobs: 20})
+	if got := m.MultiGPUShare(); math.Abs(got-70.0/105) > 1e-9 {
+		t.Errorf("blended share %v, want 70/105", got)
+	}
+	if m.Observed != 30 || m.WorkloadMultiGPUShare() != 0 || ExtensionWeight(m.WorkloadMultiGPUShare()) != 1 {
+		t.Errorf("observed %d, workload share %v: want 30 jobs, 0, the extensions in full", m.Observed, m.WorkloadMultiGPUShare())
+	}
+	// Ten of them 4-GPU instead: 40 of the jobs' 60 GPUs (2/3).
+	for i := range 10 {
+		jobs[i] = Demand{GPUMilli: 4000}
+	}
+	if got := LearnMix(jobs, prior, MixOptions{PriorJobs: 20}).WorkloadMultiGPUShare(); math.Abs(got-40.0/60) > 1e-9 {
+		t.Errorf("workload share %v, want 40/60", got)
+	}
+	none := LearnMix(nil, prior, MixOptions{PriorJobs: 20})
+	if none.Observed != 0 || math.Abs(none.WorkloadMultiGPUShare()-14.0/15) > 1e-9 {
+		t.Errorf("no jobs: observed %d, share %v, want 0 and 14/15", none.Observed, none.WorkloadMultiGPUShare())
+	}
+}
