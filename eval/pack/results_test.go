@@ -167,13 +167,7 @@ func TestPackingResults(t *testing.T) {
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "Acceptance (issue #18): frag-aware's mean at or below FGD's published mean where published, below best-fit's and\n")
 	fmt.Fprintf(&b, "first-fit's on every list, and no more failed pods than the best other policy:\n\n")
-	for _, v := range verdicts {
-		mark := "holds"
-		if !v.ok {
-			mark = "**does not hold**"
-		}
-		fmt.Fprintf(&b, "- %s: %s (%s)\n", v.list, mark, v.why)
-	}
+	writeVerdicts(&b, verdicts)
 	fmt.Fprintln(&b)
 	b.Write(tables.Bytes())
 	fmt.Fprintln(&b)
@@ -380,13 +374,7 @@ func packingMultiGPU(t *testing.T, nodes, list string, update bool) ([]byte, []p
 	fmt.Fprintln(&b)
 	fmt.Fprintf(&b, "Acceptance (issue #48): on every multi-GPU-heavy mix, frag-aware's mean at or below best-fit's, first-fit's and the\n")
 	fmt.Fprintf(&b, "FGD baseline's (at the printed precision), on the scored seeds:\n\n")
-	for _, v := range out {
-		mark := "holds"
-		if !v.ok {
-			mark = "**does not hold**"
-		}
-		fmt.Fprintf(&b, "- %s: %s (%s)\n", v.list, mark, v.why)
-	}
+	writeVerdicts(&b, out)
 	fmt.Fprintln(&b)
 	if err := rep.WriteMarkdown(&b, func(pl *List) string { return pl.File }); err != nil {
 		t.Fatal(err)
@@ -411,4 +399,15 @@ func mixRows(md string) []string {
 		}
 	}
 	return out
+}
+
+// writeVerdicts writes one acceptance line per list: holds, or does not.
+func writeVerdicts(b *bytes.Buffer, vs []packVerdict) {
+	for _, v := range vs {
+		mark := "holds"
+		if !v.ok {
+			mark = "**does not hold**"
+		}
+		fmt.Fprintf(b, "- %s: %s (%s)\n", v.list, mark, v.why)
+	}
 }
