@@ -256,18 +256,9 @@ func (c *Comparison) Gaps() GapStats {
 // could not be expected to come closer to the replays than they come to
 // each other.
 func (c *Comparison) selfKS() []float64 {
-	var byReplay [][]float64
-	for _, h := range c.HandOffs {
-		if !h.Both() || len(h.More) == 0 {
-			continue
-		}
-		all := append([]Gap{h.Sim}, h.More...)
-		if byReplay == nil {
-			byReplay = make([][]float64, len(all))
-		}
-		for k, x := range all {
-			byReplay[k] = append(byReplay[k], x.Gap.Seconds())
-		}
+	byReplay := c.byReplay()
+	if len(byReplay) < 2 {
+		return nil
 	}
 	var out []float64
 	for k := range byReplay {
@@ -278,6 +269,25 @@ func (c *Comparison) selfKS() []float64 {
 			}
 		}
 		out = append(out, sim.KS(others, byReplay[k]))
+	}
+	return out
+}
+
+// byReplay lists each replay's gaps (seconds), first replay first, over
+// the hand-offs measured everywhere (as Gaps counts them).
+func (c *Comparison) byReplay() [][]float64 {
+	var out [][]float64
+	for _, h := range c.HandOffs {
+		if !h.Both() {
+			continue
+		}
+		all := append([]Gap{h.Sim}, h.More...)
+		if out == nil {
+			out = make([][]float64, len(all))
+		}
+		for k, x := range all {
+			out[k] = append(out[k], x.Gap.Seconds())
+		}
 	}
 	return out
 }
@@ -308,24 +318,14 @@ func durQuantile(ds []time.Duration, q float64) time.Duration {
 // everywhere (as Gaps counts them): how far one replay's mean strays from
 // another's.
 func (c *Comparison) replayMeans() []time.Duration {
-	var sums []float64
-	n := 0
-	for _, h := range c.HandOffs {
-		if !h.Both() {
-			continue
+	byReplay := c.byReplay()
+	out := make([]time.Duration, len(byReplay))
+	for k, gaps := range byReplay {
+		sum := 0.0
+		for _, x := range gaps {
+			sum += math.Abs(x)
 		}
-		all := append([]Gap{h.Sim}, h.More...)
-		if sums == nil {
-			sums = make([]float64, len(all))
-		}
-		for k, x := range all {
-			sums[k] += math.Abs(x.Gap.Seconds())
-		}
-		n++
-	}
-	out := make([]time.Duration, len(sums))
-	for k, s := range sums {
-		out[k] = time.Duration(s / float64(n) * float64(time.Second))
+		out[k] = time.Duration(sum / float64(len(gaps)) * float64(time.Second))
 	}
 	return out
 }
